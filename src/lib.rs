@@ -1,0 +1,33 @@
+//! lspc: a headless LSP client for agents and scripts.
+//!
+//! Code map (each module has one job; see its own `//!` doc for invariants):
+//!
+//! - [`cli`]: command-line parsing (lexopt) into [`cli::Command`]; no I/O besides reading arguments.
+//! - [`config`]: `.lsp.json` loading (files, plugin folders, workspace, user file, built-in table),
+//!   variable expansion and extension routing. Produces [`config::Config`].
+//! - [`uri`]: canonical path <-> `file://` URI conversion. Documents are keyed by canonical path.
+//! - [`text`]: line indexes and column conversion between 1-based Unicode-character columns (what
+//!   lspc shows) and LSP positions in the negotiated encoding (UTF-8, UTF-16 or UTF-32 code units).
+//! - [`transport`]: JSON-RPC framing over a server's stdio, tolerant of junk between frames.
+//! - [`process`]: spawning a language server with reader, writer and stderr threads, process
+//!   groups, parent-death signals and the bounded shutdown sequence.
+//! - [`diagnostics`]: the normalised diagnostic model, per-server stores, dedup, severity order and
+//!   caps (10 per file, 30 in total when capping is asked for).
+//! - [`engine`]: the one event loop that owns every server, document and diagnostic.
+//! - [`output`]: rendering `lspc check` results (human, json, jsonl, sarif, github).
+//! - [`check`]: the `lspc check` command: file walking, settling, exit status.
+//! - [`signals`]: SIGINT/SIGTERM/SIGHUP turned into events for the loop.
+//! - [`walk`]: listing the files under a folder, honouring `.gitignore`.
+
+pub mod check;
+pub mod cli;
+pub mod config;
+pub mod diagnostics;
+pub mod engine;
+pub mod output;
+pub mod process;
+pub mod signals;
+pub mod text;
+pub mod transport;
+pub mod uri;
+pub mod walk;
