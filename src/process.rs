@@ -1,1 +1,1009 @@
-//! TODO: module process
+//! One language-server process, its three I/O threads and the bounded way to end it.
+//!
+//! [`spawn`] starts the server with piped stdio in a new process group (pgid = its pid) and starts
+//! three named threads that only move bytes (the event loop owns all state):
+//! - `"<name>-writer"` takes [`Outgoing`] messages from an unbounded channel and writes them to
+//!   stdin. Unbounded on purpose: a bounded channel can deadlock (loop waits on writer, writer on
+//!   the server's full stdin, server on its full stdout, reader on the loop). A write error (EPIPE)
+//!   is logged and stops the writer; the reader then sees EOF.
+//! - `"<name>-reader"` splits stdout into frames ([`FrameReader`]), decodes them and sends
+//!   [`ServerEvent::Message`] into the loop's one fan-in channel. A bad body costs one message.
+//!   Its LAST event is always exactly one [`ServerEvent::Closed`].
+//! - `"<name>-stderr"` drains stderr continuously (a server blocks once about 64 KiB of unread
+//!   stderr fills the pipe, B05), keeps the last 64 KiB for crash reports and logs each line at
+//!   debug level.
+//!
+//! Invariants:
+//! - No code path leaves a server running or a zombie: [`ServerProcess::terminate`] is bounded
+//!   (grace, then SIGTERM to the group, 1 s, then SIGKILL to the group, then reap) and `Drop` runs
+//!   it with no grace. Killing the group also ends grandchildren (typescript-language-server's
+//!   `tsserver` node processes, B26).
+//! - On Linux the server gets `PR_SET_PDEATHSIG = SIGKILL`, so it dies if lspc is SIGKILLed. The
+//!   kernel fires it when the *thread* that forked exits, not the process: spawn servers from a
+//!   long-lived thread (lspc spawns from its event-loop thread).
+//! - The stderr tail is the only state behind a `Mutex`: it holds bytes for crash reports, not loop
+//!   state, and the lock is held only to copy a chunk in or out.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::io::{self, BufReader, BufWriter, Read};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender};
+use wait_timeout::ChildExt;
+
+use crate::transport::{
+    decode, write_outgoing, FrameReader, FramingError, IncomingMessage, Outgoing,
+};
+
+/// Bytes of stderr kept per server for crash reports (the last 64 KiB).
+pub const STDERR_TAIL_BYTES: usize = 64 * 1024;
+
+/// How long a server gets to exit after SIGTERM before its group is SIGKILLed.
+pub const SIGTERM_GRACE: Duration = Duration::from_secs(1);
+
+/// How long `terminate` waits for the I/O threads after the group is dead before leaving them
+/// behind (only possible if a process outside the group holds the server's pipes open).
+const THREAD_JOIN_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Longest stderr line logged in one piece, in bytes; longer lines are logged in pieces.
+const STDERR_LOG_LINE_BYTES: usize = 4096;
+
+/// Identifies one configured server for the lifetime of the lspc process (restarts keep it; see
+/// `generation`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ServerId(pub u32);
+
+/// What to start. `generation` counts restarts of `server_id` (0 for the first start) so events
+/// from a dead process can be told apart from its replacement's.
+#[derive(Clone, Debug)]
+pub struct SpawnSpec {
+    pub server_id: ServerId,
+    pub generation: u32,
+    /// Human name for logs, thread names and errors (e.g. `pyright`).
+    pub name: String,
+    /// The executable; resolved through `PATH` when it has no slash.
+    pub command: PathBuf,
+    pub args: Vec<String>,
+    /// Added to (not replacing) lspc's environment.
+    pub env: Vec<(String, String)>,
+    /// Working directory of the server (usually the workspace root).
+    pub cwd: PathBuf,
+}
+
+/// What the I/O threads report to the event loop, all through one fan-in channel.
+#[derive(Debug)]
+pub enum ServerEvent {
+    /// One decoded message from the server's stdout.
+    Message {
+        server_id: ServerId,
+        generation: u32,
+        message: IncomingMessage,
+    },
+    /// The server's stdout ended; always the last event of a reader thread, sent exactly once.
+    /// The process may still be running (it closed stdout); the loop calls `terminate`.
+    Closed {
+        server_id: ServerId,
+        generation: u32,
+        reason: CloseReason,
+    },
+}
+
+/// Why a server's stdout stopped producing messages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CloseReason {
+    /// Clean end of stream between frames (the server exited or closed stdout).
+    Eof,
+    /// The byte stream could no longer be split into messages (the server is treated as crashed).
+    Framing(String),
+    /// Reading stdout failed.
+    Io(String),
+}
+
+impl fmt::Display for CloseReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CloseReason::Eof => write!(f, "server closed its output"),
+            CloseReason::Framing(message) | CloseReason::Io(message) => f.write_str(message),
+        }
+    }
+}
+
+/// Why a server could not be started.
+#[derive(Debug)]
+pub enum SpawnError {
+    /// The executable does not exist (ENOENT).
+    NotFound { command: PathBuf },
+    /// The executable is not executable (EACCES).
+    PermissionDenied { command: PathBuf },
+    /// Any other failure (missing working directory, fork failure, a thread that did not start).
+    Io { command: PathBuf, source: io::Error },
+}
+
+impl fmt::Display for SpawnError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SpawnError::NotFound { command } => {
+                write!(f, "command not found: {}", command.display())
+            }
+            SpawnError::PermissionDenied { command } => {
+                write!(f, "permission denied: {}", command.display())
+            }
+            SpawnError::Io { command, source } => {
+                write!(f, "cannot start {}: {source}", command.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for SpawnError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SpawnError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// `send` failed: the writer thread has stopped (the server's stdin is closed or broken).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerGone {
+    pub server_name: String,
+}
+
+impl fmt::Display for ServerGone {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "server {} no longer accepts input", self.server_name)
+    }
+}
+
+impl std::error::Error for ServerGone {}
+
+/// How a server process ended. `Display` is `exit N`, `signal N` or `unknown exit status`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExitInfo {
+    /// `None` only if the status could not be collected (someone else reaped the child).
+    pub status: Option<ExitStatus>,
+    /// The signal that ended the process, if a signal did.
+    pub signal: Option<i32>,
+    /// True if lspc had to signal the process (SIGTERM or SIGKILL) to end it.
+    pub killed: bool,
+}
+
+impl ExitInfo {
+    fn new(status: Option<ExitStatus>, killed: bool) -> ExitInfo {
+        ExitInfo {
+            status,
+            signal: status.and_then(|status| status.signal()),
+            killed,
+        }
+    }
+}
+
+impl fmt::Display for ExitInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.status.and_then(|status| status.code()), self.signal) {
+            (Some(code), _) => write!(f, "exit {code}"),
+            (None, Some(signal)) => write!(f, "signal {signal}"),
+            (None, None) => write!(f, "unknown exit status"),
+        }
+    }
+}
+
+/// The last [`STDERR_TAIL_BYTES`] bytes a server wrote to stderr.
+#[derive(Debug, Default)]
+pub struct StderrTail {
+    bytes: VecDeque<u8>,
+    /// Every byte ever written, including those no longer kept.
+    pub total_bytes: u64,
+}
+
+impl StderrTail {
+    fn push(&mut self, chunk: &[u8]) {
+        self.total_bytes += chunk.len() as u64;
+        let chunk = &chunk[chunk.len().saturating_sub(STDERR_TAIL_BYTES)..];
+        let overflow = (self.bytes.len() + chunk.len()).saturating_sub(STDERR_TAIL_BYTES);
+        self.bytes.drain(..overflow);
+        self.bytes.extend(chunk);
+    }
+
+    /// The kept bytes as text (lossy UTF-8; the first character may be cut).
+    pub fn text(&self) -> String {
+        let (front, back) = self.bytes.as_slices();
+        let mut all = Vec::with_capacity(self.bytes.len());
+        all.extend_from_slice(front);
+        all.extend_from_slice(back);
+        String::from_utf8_lossy(&all).into_owned()
+    }
+}
+
+/// A running (or finished) server and its I/O threads. Dropping it terminates the server.
+pub struct ServerProcess {
+    server_id: ServerId,
+    generation: u32,
+    name: String,
+    child: Child,
+    pid: u32,
+    /// `None` once stdin is being closed.
+    outgoing_sender: Option<Sender<Outgoing>>,
+    /// Disconnects when all three I/O threads have ended (each holds a sender clone).
+    threads_done_receiver: Receiver<()>,
+    threads: Vec<JoinHandle<()>>,
+    stderr_tail: Arc<Mutex<StderrTail>>,
+    /// Set by `terminate`/`kill_group_now`; makes them idempotent.
+    exit_info: Option<ExitInfo>,
+}
+
+impl fmt::Debug for ServerProcess {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerProcess")
+            .field("server_id", &self.server_id)
+            .field("generation", &self.generation)
+            .field("name", &self.name)
+            .field("pid", &self.pid)
+            .field("exit_info", &self.exit_info)
+            .finish()
+    }
+}
+
+/// Starts a server as described by `spec`; its events go to `event_sender`.
+///
+/// The child runs in a new process group (pgid = pid) so the whole tree can be signalled, with
+/// `PR_SET_PDEATHSIG = SIGKILL` on Linux. Call this from a long-lived thread: the parent-death
+/// signal fires when the spawning thread exits.
+///
+/// Errors: [`SpawnError::NotFound`] (ENOENT), [`SpawnError::PermissionDenied`] (EACCES),
+/// [`SpawnError::Io`] otherwise (including a missing `cwd`).
+pub fn spawn(
+    spec: SpawnSpec,
+    event_sender: Sender<ServerEvent>,
+) -> Result<ServerProcess, SpawnError> {
+    let SpawnSpec {
+        server_id,
+        generation,
+        name,
+        command,
+        args,
+        env,
+        cwd,
+    } = spec;
+    if !cwd.is_dir() {
+        // Checked here because the kernel reports a missing cwd as ENOENT, which would read as
+        // "command not found".
+        let source = io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("working directory {} does not exist", cwd.display()),
+        );
+        return Err(SpawnError::Io { command, source });
+    }
+    let mut process_command = Command::new(&command);
+    process_command
+        .args(&args)
+        .envs(env.iter().map(|(key, value)| (key, value)))
+        .current_dir(&cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    set_parent_death_signal(&mut process_command);
+
+    let mut child = process_command
+        .spawn()
+        .map_err(|source| match source.kind() {
+            io::ErrorKind::NotFound => SpawnError::NotFound {
+                command: command.clone(),
+            },
+            io::ErrorKind::PermissionDenied => SpawnError::PermissionDenied {
+                command: command.clone(),
+            },
+            _ => SpawnError::Io {
+                command: command.clone(),
+                source,
+            },
+        })?;
+    let pid = child.id();
+    log::debug!(
+        "started server {name} (pid {pid}): {} {args:?}",
+        command.display()
+    );
+
+    // The pipes are always present because all three were configured as piped.
+    let (Some(stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        kill_and_reap(&mut child);
+        let source = io::Error::other("child stdio pipes missing");
+        return Err(SpawnError::Io { command, source });
+    };
+
+    let (outgoing_sender, outgoing_receiver) = crossbeam_channel::unbounded();
+    let (threads_done_sender, threads_done_receiver) = crossbeam_channel::bounded::<()>(0);
+    let stderr_tail = Arc::new(Mutex::new(StderrTail::default()));
+    let mut threads = Vec::with_capacity(3);
+
+    let started = (|| -> io::Result<()> {
+        let done = threads_done_sender.clone();
+        let writer_name = name.clone();
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("{name}-writer"))
+                .spawn(move || run_writer(&writer_name, stdin, outgoing_receiver, done))?,
+        );
+        let done = threads_done_sender.clone();
+        let reader_name = name.clone();
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("{name}-reader"))
+                .spawn(move || {
+                    run_reader(
+                        &reader_name,
+                        server_id,
+                        generation,
+                        stdout,
+                        event_sender,
+                        done,
+                    )
+                })?,
+        );
+        let done = threads_done_sender.clone();
+        let stderr_name = name.clone();
+        let tail = Arc::clone(&stderr_tail);
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("{name}-stderr"))
+                .spawn(move || run_stderr(&stderr_name, stderr, tail, done))?,
+        );
+        Ok(())
+    })();
+    drop(threads_done_sender);
+
+    let mut process = ServerProcess {
+        server_id,
+        generation,
+        name,
+        child,
+        pid,
+        outgoing_sender: Some(outgoing_sender),
+        threads_done_receiver,
+        threads,
+        stderr_tail,
+        exit_info: None,
+    };
+    if let Err(source) = started {
+        // Dropping `process` kills the child and joins whatever threads did start.
+        process.kill_group_now();
+        return Err(SpawnError::Io { command, source });
+    }
+    Ok(process)
+}
+
+#[cfg(target_os = "linux")]
+fn set_parent_death_signal(command: &mut Command) {
+    let parent_pid = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs between fork and exec and only calls async-signal-safe functions
+    // (prctl, getppid) and builds an io::Error from a raw code (no allocation).
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
+            // If lspc died between fork and prctl, the signal was never armed: give up.
+            if libc::getppid() != parent_pid {
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn set_parent_death_signal(_command: &mut Command) {}
+
+fn run_writer(
+    name: &str,
+    stdin: ChildStdin,
+    outgoing_receiver: Receiver<Outgoing>,
+    _done: Sender<()>,
+) {
+    let mut stdin = BufWriter::new(stdin);
+    for message in outgoing_receiver {
+        if let Err(error) = write_outgoing(&mut stdin, &message) {
+            // EPIPE and friends: the server closed stdin or died. The reader will see EOF.
+            log::warn!("writing to server {name} failed, closing its input: {error}");
+            return;
+        }
+    }
+    // The channel closed: dropping `stdin` here is how the server sees EOF.
+}
+
+fn run_reader(
+    name: &str,
+    server_id: ServerId,
+    generation: u32,
+    stdout: ChildStdout,
+    event_sender: Sender<ServerEvent>,
+    _done: Sender<()>,
+) {
+    let mut frame_reader = FrameReader::new(BufReader::with_capacity(64 * 1024, stdout));
+    let reason = loop {
+        let body = match frame_reader.read_frame() {
+            Ok(Some(body)) => body,
+            Ok(None) => break CloseReason::Eof,
+            Err(FramingError::Io(error)) => {
+                break CloseReason::Io(format!("reading from server {name} failed: {error}"))
+            }
+            Err(error) => break CloseReason::Framing(format!("server {name}: {error}")),
+        };
+        match decode(&body) {
+            // A closed event channel means the loop is gone; keep draining so the server never
+            // blocks on a full stdout while it is being shut down.
+            Ok(message) => {
+                let _ = event_sender.send(ServerEvent::Message {
+                    server_id,
+                    generation,
+                    message,
+                });
+            }
+            Err(error) => {
+                let shown = &body[..body.len().min(200)];
+                log::warn!(
+                    "dropped a message from server {name}: {error}: {:?}",
+                    String::from_utf8_lossy(shown)
+                );
+            }
+        }
+    };
+    log::debug!("server {name} output closed: {reason}");
+    let _ = event_sender.send(ServerEvent::Closed {
+        server_id,
+        generation,
+        reason,
+    });
+}
+
+fn run_stderr(
+    name: &str,
+    mut stderr: ChildStderr,
+    tail: Arc<Mutex<StderrTail>>,
+    _done: Sender<()>,
+) {
+    let mut chunk = [0u8; 8192];
+    let mut line: Vec<u8> = Vec::new();
+    loop {
+        let n = match stderr.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(error) => {
+                log::debug!("reading stderr of server {name} failed: {error}");
+                break;
+            }
+        };
+        let bytes = &chunk[..n];
+        // A poisoned lock only means another thread panicked while copying bytes; the bytes are
+        // still usable.
+        tail.lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push(bytes);
+        for piece in bytes.split_inclusive(|&byte| byte == b'\n') {
+            line.extend_from_slice(piece);
+            if line.ends_with(b"\n") || line.len() >= STDERR_LOG_LINE_BYTES {
+                log_stderr_line(name, &line);
+                line.clear();
+            }
+        }
+    }
+    if !line.is_empty() {
+        log_stderr_line(name, &line);
+    }
+}
+
+fn log_stderr_line(name: &str, line: &[u8]) {
+    let text = String::from_utf8_lossy(line);
+    log::debug!("[{name} stderr] {}", text.trim_end());
+}
+
+/// Sends `signal` to the process group `pgid`. Missing groups (ESRCH) are fine.
+fn signal_group(pgid: u32, signal: libc::c_int) -> bool {
+    let Ok(pgid) = libc::pid_t::try_from(pgid) else {
+        return false;
+    };
+    // SAFETY: kill has no memory-safety preconditions; a negative pid addresses the group.
+    unsafe { libc::kill(-pgid, signal) == 0 }
+}
+
+/// True while any process (including a zombie) is in group `pgid`.
+fn group_exists(pgid: u32) -> bool {
+    signal_group(pgid, 0)
+}
+
+/// Last resort when a half-built process must go: SIGKILL the group and reap.
+fn kill_and_reap(child: &mut Child) {
+    signal_group(child.id(), libc::SIGKILL);
+    let _ = child.wait();
+}
+
+impl ServerProcess {
+    pub fn server_id(&self) -> ServerId {
+        self.server_id
+    }
+
+    pub fn generation(&self) -> u32 {
+        self.generation
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The server's pid, which is also its process-group id.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Queues `msg` for the writer thread (never blocks).
+    ///
+    /// Errors: [`ServerGone`] once the writer has stopped (broken stdin) or `terminate` began.
+    pub fn send(&self, msg: Outgoing) -> Result<(), ServerGone> {
+        let gone = || ServerGone {
+            server_name: self.name.clone(),
+        };
+        let sender = self.outgoing_sender.as_ref().ok_or_else(gone)?;
+        sender.send(msg).map_err(|_| gone())
+    }
+
+    /// The last 64 KiB of the server's stderr, lossy UTF-8.
+    pub fn stderr_tail(&self) -> String {
+        self.stderr_tail
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .text()
+    }
+
+    /// The last `n` lines of [`Self::stderr_tail`], without the final newline.
+    pub fn stderr_tail_lines(&self, n: usize) -> String {
+        last_lines(&self.stderr_tail(), n)
+    }
+
+    /// The exit status if the server has exited (reaping it), without blocking.
+    pub fn try_wait(&mut self) -> Option<ExitStatus> {
+        if let Some(exit_info) = self.exit_info {
+            return exit_info.status;
+        }
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// Ends the server within a bounded time and returns how it ended. The loop has already sent
+    /// `shutdown`/`exit` (LSP 3.17 "Shutdown Request", "Exit Notification").
+    ///
+    /// Sequence: close stdin (the writer flushes what is queued, then drops the pipe); wait up to
+    /// `grace` for the server to exit; SIGTERM its process group and wait up to 1 s; SIGKILL the
+    /// group and reap. Then group members left behind (grandchildren of a server that did exit)
+    /// get SIGTERM, 1 s, SIGKILL. Finally the I/O threads are joined (they end once the pipes
+    /// close; a thread still blocked after 1 s, because a process outside the group holds a pipe,
+    /// is logged and left behind rather than hanging lspc). Worst case about `grace` + 2 s.
+    ///
+    /// Waiting uses `wait-timeout`, which installs a process-wide SIGCHLD handler on first use.
+    /// Idempotent: later calls return the first result.
+    pub fn terminate(&mut self, grace: Duration) -> ExitInfo {
+        if let Some(exit_info) = self.exit_info {
+            return exit_info;
+        }
+        self.outgoing_sender = None;
+        let mut killed = false;
+        let mut status = self.wait_for(grace);
+        if status.is_none() {
+            log::debug!(
+                "server {} still running after {grace:?}, sending SIGTERM",
+                self.name
+            );
+            signal_group(self.pid, libc::SIGTERM);
+            killed = true;
+            status = self.wait_for(SIGTERM_GRACE);
+        }
+        if status.is_none() {
+            log::warn!("server {} ignored SIGTERM, sending SIGKILL", self.name);
+            signal_group(self.pid, libc::SIGKILL);
+            status = self.child.wait().ok();
+        } else {
+            // Nothing in the group survives SIGKILL, so only this path can leave members behind.
+            self.clean_up_group(killed);
+        }
+        self.finish(ExitInfo::new(status, killed))
+    }
+
+    /// SIGKILLs the whole process group at once and reaps the server (for the signal path, when
+    /// there is no time for a graceful shutdown). Idempotent; a no-op after `terminate`.
+    pub fn kill_group_now(&mut self) {
+        if self.exit_info.is_some() {
+            return;
+        }
+        self.outgoing_sender = None;
+        let already_exited = self.child.try_wait().ok().flatten();
+        signal_group(self.pid, libc::SIGKILL);
+        let status = match already_exited {
+            Some(status) => Some(status),
+            None => self.child.wait().ok(),
+        };
+        self.finish(ExitInfo::new(status, already_exited.is_none()));
+    }
+
+    /// Waits up to `timeout` for the server to exit. `None` while it is still running.
+    fn wait_for(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        match self.child.wait_timeout(timeout) {
+            Ok(status) => status,
+            Err(error) => {
+                log::warn!("waiting for server {} failed: {error}", self.name);
+                None
+            }
+        }
+    }
+
+    /// Ends what is left of the process group after its leader was reaped.
+    fn clean_up_group(&mut self, sigterm_sent: bool) {
+        if !group_exists(self.pid) {
+            return;
+        }
+        if !sigterm_sent {
+            signal_group(self.pid, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + SIGTERM_GRACE;
+        while group_exists(self.pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if group_exists(self.pid) {
+            // Zombies (members already dead but not yet reaped by init) also count here;
+            // SIGKILL does them no harm.
+            signal_group(self.pid, libc::SIGKILL);
+        }
+    }
+
+    /// Joins the I/O threads (bounded) and records `exit_info`.
+    fn finish(&mut self, exit_info: ExitInfo) -> ExitInfo {
+        self.exit_info = Some(exit_info);
+        // Disconnected = every thread has dropped its sender, i.e. returned.
+        let joined = matches!(
+            self.threads_done_receiver.recv_timeout(THREAD_JOIN_TIMEOUT),
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected)
+        );
+        let threads = std::mem::take(&mut self.threads);
+        if joined {
+            for thread in threads {
+                let _ = thread.join();
+            }
+        } else {
+            log::warn!(
+                "i/o threads of server {} did not end; another process holds its pipes open",
+                self.name
+            );
+        }
+        log::debug!("server {} (pid {}) ended: {exit_info}", self.name, self.pid);
+        exit_info
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        if self.exit_info.is_none() {
+            self.terminate(Duration::ZERO);
+        }
+    }
+}
+
+/// The last `n` lines of `text`, without the final newline.
+fn last_lines(text: &str, n: usize) -> String {
+    let trimmed = text.strip_suffix('\n').unwrap_or(text);
+    if n == 0 {
+        return String::new();
+    }
+    match trimmed.rmatch_indices('\n').nth(n - 1) {
+        Some((index, _)) => trimmed[index + 1..].to_owned(),
+        None => trimmed.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const EVENT_TIMEOUT: Duration = Duration::from_secs(10);
+
+    fn frame(body: &str) -> String {
+        format!("Content-Length: {}\r\n\r\n{body}", body.len())
+    }
+
+    /// Spawns `sh -c script` with `PAYLOAD` in its environment.
+    fn spawn_sh(name: &str, script: &str, payload: &str) -> (ServerProcess, Receiver<ServerEvent>) {
+        let (event_sender, event_receiver) = crossbeam_channel::unbounded();
+        let spec = SpawnSpec {
+            server_id: ServerId(7),
+            generation: 2,
+            name: name.to_owned(),
+            command: PathBuf::from("sh"),
+            args: vec!["-c".to_owned(), script.to_owned()],
+            env: vec![("PAYLOAD".to_owned(), payload.to_owned())],
+            cwd: std::env::temp_dir(),
+        };
+        (spawn(spec, event_sender).expect("spawn sh"), event_receiver)
+    }
+
+    /// Every event until `Closed` (inclusive), rendered as short strings.
+    fn events_until_closed(event_receiver: &Receiver<ServerEvent>) -> Vec<String> {
+        let mut out = Vec::new();
+        loop {
+            let event = event_receiver
+                .recv_timeout(EVENT_TIMEOUT)
+                .expect("event within timeout");
+            match event {
+                ServerEvent::Message {
+                    server_id,
+                    generation,
+                    message,
+                } => {
+                    assert_eq!((server_id, generation), (ServerId(7), 2));
+                    out.push(format!("{message:?}"));
+                }
+                ServerEvent::Closed {
+                    server_id,
+                    generation,
+                    reason,
+                } => {
+                    assert_eq!((server_id, generation), (ServerId(7), 2));
+                    out.push(format!("closed: {reason}"));
+                    return out;
+                }
+            }
+        }
+    }
+
+    fn check_output(payload: &str, expected: &[&str]) {
+        let (mut process, event_receiver) = spawn_sh("junk", r#"printf '%s' "$PAYLOAD""#, payload);
+        assert_eq!(events_until_closed(&event_receiver), expected);
+        assert_eq!(
+            process.terminate(Duration::from_secs(5)).to_string(),
+            "exit 0"
+        );
+        assert!(event_receiver.try_recv().is_err(), "nothing after closed");
+    }
+
+    #[test]
+    fn stdout_is_framed_and_junk_skipped() {
+        let hello = r#"{"jsonrpc":"2.0","method":"hello","params":[1]}"#;
+        check_output(
+            &format!(
+                "Starting fixture v1\n\x1b[2J\x1b[H{}debug: cache warm\n{}{}",
+                frame(hello),
+                frame("{oops"),
+                frame(r#"{"id":1}"#)
+            ),
+            &[
+                r#"Notification { method: "hello", params: [1] }"#,
+                "Response { id: Some(RequestId(I32(1))), result: null }",
+                "closed: server closed its output",
+            ],
+        );
+        check_output(
+            "Content-Length: 9\r\n\r\n{}",
+            &["closed: server junk: lost framing: output ended inside a body (2 of 9 bytes)"],
+        );
+        check_output("", &["closed: server closed its output"]);
+    }
+
+    #[test]
+    fn crash_reports_exit_status_and_stderr() {
+        let (mut process, event_receiver) = spawn_sh(
+            "crasher",
+            "echo 'panicked at src/main.rs: boom' >&2; exit 1",
+            "",
+        );
+        assert_eq!(
+            events_until_closed(&event_receiver),
+            ["closed: server closed its output"]
+        );
+        let exit_info = process.terminate(Duration::from_secs(5));
+        assert_eq!(exit_info.to_string(), "exit 1");
+        assert!(!exit_info.killed);
+        assert_eq!(process.stderr_tail(), "panicked at src/main.rs: boom\n");
+        assert_eq!(
+            process.stderr_tail_lines(1),
+            "panicked at src/main.rs: boom"
+        );
+        // Idempotent.
+        assert_eq!(process.terminate(Duration::ZERO), exit_info);
+        assert_eq!(process.try_wait().and_then(|status| status.code()), Some(1));
+        assert_eq!(
+            process.send(Outgoing::Response {
+                id: json!(1),
+                result: Ok(json!(null))
+            }),
+            Err(ServerGone {
+                server_name: "crasher".to_owned()
+            })
+        );
+    }
+
+    #[test]
+    fn one_mebibyte_of_stderr_does_not_block_the_frame() {
+        // 41944 whole lines of 25 bytes, just over 1 MiB.
+        let script = r#"yes 'clangd: verbose log line' | head -c 1048600 >&2; printf '%s' "$PAYLOAD"; echo last line >&2"#;
+        let (mut process, event_receiver) =
+            spawn_sh("noisy", script, &frame(r#"{"method":"done"}"#));
+        assert_eq!(
+            events_until_closed(&event_receiver),
+            [
+                r#"Notification { method: "done", params: null }"#,
+                "closed: server closed its output"
+            ]
+        );
+        assert_eq!(
+            process.terminate(Duration::from_secs(5)).to_string(),
+            "exit 0"
+        );
+        let tail = process.stderr_tail();
+        assert_eq!(tail.len(), STDERR_TAIL_BYTES);
+        assert_eq!(
+            process.stderr_tail_lines(2),
+            "clangd: verbose log line\nlast line"
+        );
+        assert_eq!(
+            process.stderr_tail.lock().unwrap().total_bytes,
+            1048600 + 10
+        );
+    }
+
+    fn process_is_gone(pid: u32) -> bool {
+        // A zombie reparented to a PID 1 that does not reap (as in some containers) is dead, not
+        // running; accept it.
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => true,
+            Ok(stat) => stat
+                .rsplit_once(") ")
+                .is_some_and(|(_, rest)| rest.starts_with('Z')),
+        }
+    }
+
+    #[test]
+    fn server_ignoring_sigterm_and_its_grandchild_are_killed() {
+        // Ignored signals are inherited, so the grandchild ignores SIGTERM too.
+        let script = "trap '' TERM; sleep 100 & echo \"grandchild $!\" >&2; wait";
+        let (mut process, _event_receiver) = spawn_sh("stubborn", script, "");
+        let deadline = Instant::now() + EVENT_TIMEOUT;
+        let grandchild_pid = loop {
+            let tail = process.stderr_tail();
+            if let Some(pid) = tail
+                .strip_prefix("grandchild ")
+                .and_then(|rest| rest.trim().parse::<u32>().ok())
+            {
+                break pid;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no grandchild pid in stderr: {tail:?}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let pid = process.pid();
+        assert!(!process_is_gone(grandchild_pid));
+        let started = Instant::now();
+        let exit_info = process.terminate(Duration::from_millis(200));
+        let elapsed = started.elapsed();
+        assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
+        assert_eq!(exit_info.to_string(), "signal 9");
+        assert!(exit_info.killed);
+        assert!(process_is_gone(pid), "server {pid} still running");
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while !process_is_gone(grandchild_pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(
+            process_is_gone(grandchild_pid),
+            "grandchild {grandchild_pid} still running"
+        );
+    }
+
+    #[test]
+    fn server_ignoring_stdin_eof_gets_sigterm() {
+        let (mut process, event_receiver) = spawn_sh("deaf", "exec sleep 100", "");
+        let started = Instant::now();
+        let exit_info = process.terminate(Duration::from_millis(100));
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(exit_info.to_string(), "signal 15");
+        assert!(exit_info.killed);
+        assert_eq!(
+            events_until_closed(&event_receiver),
+            ["closed: server closed its output"]
+        );
+    }
+
+    #[test]
+    fn drop_kills_the_server() {
+        let (process, _event_receiver) = spawn_sh("dropped", "exec sleep 100", "");
+        let pid = process.pid();
+        drop(process);
+        assert!(process_is_gone(pid));
+    }
+
+    #[test]
+    fn writer_sends_framed_messages_to_stdin() {
+        // `head -c` echoes exactly the bytes of the first message back; it is framed, so the
+        // reader decodes our own notification.
+        let notification = lsp_server::Notification::new("exit".to_owned(), ());
+        let body = r#"{"jsonrpc":"2.0","method":"exit"}"#;
+        let script = format!("head -c {}", frame(body).len());
+        let (mut process, event_receiver) = spawn_sh("echo", &script, "");
+        process
+            .send(Outgoing::Message(notification.into()))
+            .expect("send");
+        assert_eq!(
+            events_until_closed(&event_receiver),
+            [
+                r#"Notification { method: "exit", params: null }"#,
+                "closed: server closed its output"
+            ]
+        );
+        assert_eq!(
+            process.terminate(Duration::from_secs(5)).to_string(),
+            "exit 0"
+        );
+    }
+
+    fn check_spawn_error(command: &str, expected: &str) {
+        let (event_sender, _event_receiver) = crossbeam_channel::unbounded();
+        let spec = SpawnSpec {
+            server_id: ServerId(1),
+            generation: 0,
+            name: "missing".to_owned(),
+            command: PathBuf::from(command),
+            args: Vec::new(),
+            env: Vec::new(),
+            cwd: std::env::temp_dir(),
+        };
+        let error = spawn(spec, event_sender).expect_err("spawn should fail");
+        assert_eq!(error.to_string(), expected);
+    }
+
+    #[test]
+    fn spawn_errors() {
+        check_spawn_error(
+            "lspc-no-such-server-xyz",
+            "command not found: lspc-no-such-server-xyz",
+        );
+        check_spawn_error(
+            "/nonexistent/dir/server",
+            "command not found: /nonexistent/dir/server",
+        );
+        // A directory is not executable.
+        check_spawn_error("/tmp", "permission denied: /tmp");
+    }
+
+    #[test]
+    fn tail_keeps_last_bytes_and_lines() {
+        let mut tail = StderrTail::default();
+        tail.push(&vec![b'a'; STDERR_TAIL_BYTES - 1]);
+        tail.push(b"bc");
+        let text = tail.text();
+        assert_eq!(text.len(), STDERR_TAIL_BYTES);
+        assert!(text.starts_with("aa") && text.ends_with("abc"));
+        assert_eq!(tail.total_bytes, STDERR_TAIL_BYTES as u64 + 1);
+        assert_eq!(last_lines("one\ntwo\nthree\n", 2), "two\nthree");
+        assert_eq!(last_lines("one\ntwo", 5), "one\ntwo");
+        assert_eq!(last_lines("one\n", 0), "");
+    }
+}
