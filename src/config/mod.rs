@@ -1,0 +1,1870 @@
+//! Server configuration: the seeds' `.lsp.json` format, its sources and extension routing.
+//!
+//! Sources, in precedence order (earlier wins an extension and a server name):
+//! each `--config FILE`; each `--plugin-dir DIR` (root `.lsp.json`, then the manifest's
+//! `lspServers`, seed 003 "插件开发"); the workspace's `<root>/.lsp.json` (only when trusted);
+//! the user file `$XDG_CONFIG_HOME/lspc/lsp.json`; the built-in table.
+//!
+//! Invariants: loading never fails as a whole; every problem becomes a [`ConfigError`] and the
+//! other entries and files still load (seed 000 "Failure behavior"). Server names in
+//! [`Config::servers`] are unique. Extension keys are lowercased with one leading dot. Routing
+//! only considers servers whose command resolved to an existing executable.
+
+mod builtin;
+mod entry;
+mod expand;
+mod json;
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::fmt;
+use std::path::{Component, Path, PathBuf};
+
+use serde_json::Value;
+
+use entry::{MapSource, PluginContext};
+use json::{Json, SyntaxError};
+
+/// One language server lspc may start, after loading, validation and `${VAR}` expansion.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerConfig {
+    /// Name shown to users: the `.lsp.json` key, `plugin:<plugin>:<server>` for plugin servers,
+    /// or the built-in name (`pyright`, `clangd`, …).
+    pub name: String,
+    /// The program to run, as configured (after expansion).
+    pub command: String,
+    /// The program found on PATH (or the absolute/relative path as given) when it exists and is a
+    /// file; `None` when it was not found (the server is listed but never started).
+    pub resolved_command: Option<PathBuf>,
+    pub args: Vec<String>,
+    /// Extra environment for the server process, on top of lspc's own environment.
+    pub env: BTreeMap<String, String>,
+    /// Lowercased extension with its leading dot (`".py"`) to LSP language id (`"python"`).
+    /// Never empty.
+    pub extension_to_language: BTreeMap<String, String>,
+    pub transport: Transport,
+    /// Sent as `initialize.initializationOptions`.
+    pub initialization_options: Option<Value>,
+    /// Sent through `workspace/didChangeConfiguration` and used to answer
+    /// `workspace/configuration` by dotted section.
+    pub settings: Option<Value>,
+    /// The server's workspace folder; `None` means the workspace root.
+    pub workspace_folder: Option<PathBuf>,
+    /// Milliseconds from spawn to the `initialize` result; `None` means lspc's default.
+    pub startup_timeout_ms: Option<u64>,
+    /// Milliseconds granted to the `shutdown` request; `None` means lspc's default.
+    pub shutdown_timeout_ms: Option<u64>,
+    /// `false` never restarts the server after a crash (seed 003 `restartOnCrash`).
+    pub restart_on_crash: bool,
+    /// Crash restarts allowed in one streak (seed 003 `maxRestarts`, default 3).
+    pub max_restarts: u32,
+    /// `false` (seed 000 `diagnostics:false`) keeps the server for queries but ignores its
+    /// diagnostics.
+    pub diagnostics: bool,
+    /// Where this entry came from, for `lspc servers` and error messages.
+    pub origin: ConfigOrigin,
+}
+
+/// How lspc talks to a server. Only `stdio` is implemented; `socket` entries load (so configs
+/// written for the seeds keep working) but fail to start with a clear error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    Stdio,
+    Socket,
+}
+
+/// The source of a [`ServerConfig`], in precedence order (first wins an extension).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigOrigin {
+    /// `--config FILE`.
+    CommandLine(PathBuf),
+    /// `--plugin-dir DIR`: the plugin's name and the file the entry came from.
+    Plugin { plugin: String, file: PathBuf },
+    /// The workspace's own `.lsp.json` (only loaded when the workspace is trusted).
+    Workspace(PathBuf),
+    /// `$XDG_CONFIG_HOME/lspc/lsp.json`.
+    User(PathBuf),
+    /// lspc's built-in table of well-known servers.
+    BuiltIn,
+}
+
+/// What [`load`] reads. Paths are used as given (relative ones against the process cwd) and
+/// shown as given in errors and in `lspc servers`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigOptions {
+    /// The workspace root (see [`workspace_root`]).
+    pub root: PathBuf,
+    /// `--config FILE`, repeatable, highest precedence first. A missing file is an error.
+    pub config_files: Vec<PathBuf>,
+    /// `--plugin-dir DIR`, repeatable, after the config files.
+    pub plugin_dirs: Vec<PathBuf>,
+    /// Load `<root>/.lsp.json` (`--trust` or `LSPC_TRUST=1`): it names programs to run.
+    pub trust_workspace: bool,
+    /// The user file; a missing one is not an error.
+    pub user_config: Option<PathBuf>,
+    /// Append lspc's built-in table (servers found on PATH).
+    pub builtin: bool,
+}
+
+impl ConfigOptions {
+    /// Options for `root` from the process environment: `user_config` is
+    /// `$XDG_CONFIG_HOME/lspc/lsp.json` (else `$HOME/.config/lspc/lsp.json`), `builtin` is
+    /// true and `trust_workspace` is true when `LSPC_TRUST` is `1` or `true`.
+    pub fn new(root: PathBuf) -> ConfigOptions {
+        ConfigOptions::from_env(root, &|name| std::env::var(name).ok())
+    }
+
+    /// [`ConfigOptions::new`] with an injected environment lookup.
+    pub fn from_env(root: PathBuf, env: &dyn Fn(&str) -> Option<String>) -> ConfigOptions {
+        let user_config = absolute_env_dir(env, "XDG_CONFIG_HOME")
+            .or_else(|| absolute_env_dir(env, "HOME").map(|home| home.join(".config")))
+            .map(|dir| dir.join("lspc").join("lsp.json"));
+        let trust_workspace = matches!(env("LSPC_TRUST").as_deref(), Some("1" | "true"));
+        ConfigOptions {
+            root,
+            config_files: Vec::new(),
+            plugin_dirs: Vec::new(),
+            trust_workspace,
+            user_config,
+            builtin: true,
+        }
+    }
+}
+
+/// An environment variable holding an absolute folder (the XDG spec ignores relative ones).
+fn absolute_env_dir(env: &dyn Fn(&str) -> Option<String>, name: &str) -> Option<PathBuf> {
+    env(name).map(PathBuf::from).filter(|dir| dir.is_absolute())
+}
+
+/// The loaded configuration: every server in precedence order plus what went wrong.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// The workspace root (`${CLAUDE_PROJECT_DIR}`).
+    pub root: PathBuf,
+    /// Servers in precedence order, names unique. Entries with `resolved_command: None` are
+    /// listed but never started or routed to.
+    pub servers: Vec<ServerConfig>,
+    /// Invalid files and entries (each skipped; everything else still loaded).
+    pub errors: Vec<ConfigError>,
+    /// A later available server claiming an extension an earlier one claims.
+    pub conflicts: Vec<ExtensionConflict>,
+    /// Advice for the user, e.g. an untrusted workspace `.lsp.json` that was not loaded.
+    pub notes: Vec<String>,
+    /// Built-in servers found on PATH but not used, with the reason (for `lspc servers`).
+    pub skipped: Vec<SkippedServer>,
+}
+
+/// A built-in server that was found but is not used.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SkippedServer {
+    pub server: ServerConfig,
+    /// Lowercase reason, e.g. `pyright is preferred`.
+    pub reason: String,
+}
+
+/// Two available servers claim one extension (seed 000 "Extension conflicts"): `primary`
+/// (earlier in precedence) serves requests for it; lspc still merges `secondary`'s diagnostics.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtensionConflict {
+    /// Lowercased, with its dot (`".py"`).
+    pub extension: String,
+    /// Server name of the earlier claimant.
+    pub primary: String,
+    /// Server name of the later claimant.
+    pub secondary: String,
+}
+
+impl fmt::Display for ExtensionConflict {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(
+            f,
+            "{}: {} serves requests; {} also claims it (its diagnostics are merged)",
+            self.extension, self.primary, self.secondary
+        )
+    }
+}
+
+/// One problem in a configuration file. Displays as
+/// `/p/.lsp.json: server "py": key "args": expected an array of strings`, or for a JSON syntax
+/// error `/p/.lsp.json:3:5: invalid json: trailing comma`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The file (or plugin folder) as given.
+    pub file: PathBuf,
+    /// The server's key in the file (not the `plugin:` name).
+    pub server: Option<String>,
+    /// The entry key (`"args"`) or file-level key (`"lspServers"`).
+    pub key: Option<String>,
+    /// Lowercase, no trailing period.
+    pub message: String,
+    /// 1-based line and column of a JSON syntax error.
+    pub position: Option<(usize, usize)>,
+}
+
+impl ConfigError {
+    fn new(file: &Path, server: Option<&str>, key: Option<&str>, message: &str) -> ConfigError {
+        ConfigError {
+            file: file.to_path_buf(),
+            server: server.map(str::to_string),
+            key: key.map(str::to_string),
+            message: message.to_string(),
+            position: None,
+        }
+    }
+
+    fn syntax(file: &Path, error: SyntaxError) -> ConfigError {
+        ConfigError {
+            file: file.to_path_buf(),
+            server: None,
+            key: None,
+            message: format!("invalid json: {}", error.message),
+            position: Some((error.line, error.column)),
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some((line, column)) = self.position {
+            write!(f, ":{line}:{column}")?;
+        }
+        if let Some(server) = &self.server {
+            write!(f, ": server \"{server}\"")?;
+        }
+        if let Some(key) = &self.key {
+            write!(f, ": key \"{key}\"")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl Config {
+    /// Indexes into [`Config::servers`] of every available server (command resolved) claiming
+    /// `path`'s extension (lowercased, e.g. `".py"`), in precedence order. The first is the
+    /// primary: it serves queries. Empty when no server claims the file.
+    pub fn servers_for_path(&self, path: &Path) -> Vec<usize> {
+        let Some(extension) = extension_key(path) else {
+            return Vec::new();
+        };
+        self.servers
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| {
+                s.resolved_command.is_some() && s.extension_to_language.contains_key(&extension)
+            })
+            .map(|(index, _)| index)
+            .collect()
+    }
+
+    /// The LSP language id (`textDocument.languageId`) server `server` uses for `path`; `None`
+    /// when the index is out of range or the server does not claim the extension.
+    pub fn language_id(&self, server: usize, path: &Path) -> Option<&str> {
+        let extension = extension_key(path)?;
+        self.servers
+            .get(server)?
+            .extension_to_language
+            .get(&extension)
+            .map(String::as_str)
+    }
+
+    /// Every extension (`".py"`) some available server claims.
+    pub fn served_extensions(&self) -> BTreeSet<String> {
+        self.servers
+            .iter()
+            .filter(|s| s.resolved_command.is_some())
+            .flat_map(|s| s.extension_to_language.keys().cloned())
+            .collect()
+    }
+
+    /// The index of the server named `name` (e.g. `plugin:foo:ts`).
+    pub fn server_index(&self, name: &str) -> Option<usize> {
+        self.servers.iter().position(|s| s.name == name)
+    }
+}
+
+/// The routing key of `path`: its last extension, lowercased, with a dot (`"a/B.PY"` →
+/// `".py"`); `None` without one (`Makefile`, `.bashrc`).
+pub fn extension_key(path: &Path) -> Option<String> {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .filter(|e| !e.is_empty())
+        .map(|e| format!(".{}", e.to_lowercase()))
+}
+
+/// Loads every source in `options`, reading the process environment (for `${VAR}`, `PATH`,
+/// `XDG_DATA_HOME`, `HOME`). Never fails: problems land in [`Config::errors`].
+pub fn load(options: &ConfigOptions) -> Config {
+    load_with_env(options, &|name| std::env::var(name).ok())
+}
+
+/// [`load`] with an injected environment lookup (tests control `PATH` and variables).
+pub fn load_with_env(options: &ConfigOptions, env: &dyn Fn(&str) -> Option<String>) -> Config {
+    let mut loader = Loader {
+        options,
+        env,
+        servers: Vec::new(),
+        errors: Vec::new(),
+        notes: Vec::new(),
+        loaded_files: HashSet::new(),
+    };
+    for file in &options.config_files {
+        loader.load_file(file, ConfigOrigin::CommandLine(file.clone()), true);
+    }
+    for dir in &options.plugin_dirs {
+        loader.load_plugin(dir);
+    }
+    let workspace_file = options.root.join(".lsp.json");
+    if workspace_file.is_file() {
+        if options.trust_workspace {
+            loader.load_file(
+                &workspace_file,
+                ConfigOrigin::Workspace(workspace_file.clone()),
+                false,
+            );
+        } else {
+            let note = format!(
+                "{} was not loaded because the workspace is not trusted; \
+                 pass --trust or set LSPC_TRUST=1 to use it",
+                workspace_file.display()
+            );
+            log::info!("{note}");
+            loader.notes.push(note);
+        }
+    }
+    if let Some(user) = &options.user_config {
+        loader.load_file(user, ConfigOrigin::User(user.clone()), false);
+    }
+    let Loader {
+        mut servers,
+        errors,
+        notes,
+        ..
+    } = loader;
+    let mut skipped = Vec::new();
+    if options.builtin {
+        let path_var = env("PATH");
+        let (builtins, unused) =
+            builtin::builtin_servers(&servers, &options.root, path_var.as_deref());
+        servers.extend(builtins);
+        skipped = unused;
+    }
+    let conflicts = extension_conflicts(&servers);
+    for conflict in &conflicts {
+        log::info!("extension conflict: {conflict}");
+    }
+    Config {
+        root: options.root.clone(),
+        servers,
+        errors,
+        conflicts,
+        notes,
+        skipped,
+    }
+}
+
+/// Every (earlier, later) pair of available servers sharing an extension, by extension then
+/// precedence.
+fn extension_conflicts(servers: &[ServerConfig]) -> Vec<ExtensionConflict> {
+    let mut claimants: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for server in servers.iter().filter(|s| s.resolved_command.is_some()) {
+        for extension in server.extension_to_language.keys() {
+            claimants.entry(extension).or_default().push(&server.name);
+        }
+    }
+    let mut conflicts = Vec::new();
+    for (extension, names) in claimants {
+        for secondary in &names[1..] {
+            conflicts.push(ExtensionConflict {
+                extension: extension.to_string(),
+                primary: names[0].to_string(),
+                secondary: secondary.to_string(),
+            });
+        }
+    }
+    conflicts
+}
+
+/// Within one source, a later entry with the same name replaces the earlier one in place
+/// (seed 000: manifest `lspServers` are "merged afterward" over the root `.lsp.json`).
+fn merge_by_name(servers: &mut Vec<ServerConfig>, server: ServerConfig) {
+    match servers.iter_mut().find(|s| s.name == server.name) {
+        Some(existing) => {
+            log::debug!("server \"{}\" redefined; the later entry wins", server.name);
+            *existing = server;
+        }
+        None => servers.push(server),
+    }
+}
+
+/// The manifest locations tried in a plugin folder, first found wins.
+const MANIFEST_PATHS: &[&str] = &[".claude-plugin/plugin.json", "plugin.json", "manifest.json"];
+
+struct Loader<'a> {
+    options: &'a ConfigOptions,
+    env: &'a dyn Fn(&str) -> Option<String>,
+    servers: Vec<ServerConfig>,
+    errors: Vec<ConfigError>,
+    notes: Vec<String>,
+    /// Canonical paths already read, so one file reached twice loads once.
+    loaded_files: HashSet<PathBuf>,
+}
+
+impl Loader<'_> {
+    /// Across sources the earlier definition of a name wins.
+    fn add_server(&mut self, server: ServerConfig) {
+        if let Some(existing) = self.servers.iter().find(|s| s.name == server.name) {
+            log::info!(
+                "server \"{}\" from {} ignored: already defined by {}",
+                server.name,
+                origin_label(&server.origin),
+                origin_label(&existing.origin)
+            );
+            return;
+        }
+        self.servers.push(server);
+    }
+
+    /// Reads and parses `file` unless already read; `None` (with an error unless missing and
+    /// not `required`) when it cannot be used.
+    fn read_json(&mut self, file: &Path, required: bool) -> Option<Json> {
+        let canonical = match file.canonicalize() {
+            Ok(canonical) => canonical,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound && !required => return None,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                self.errors
+                    .push(ConfigError::new(file, None, None, "file not found"));
+                return None;
+            }
+            Err(err) => {
+                let message = format!("cannot read: {err}");
+                self.errors
+                    .push(ConfigError::new(file, None, None, &message));
+                return None;
+            }
+        };
+        self.read_canonical(file, canonical)
+    }
+
+    fn read_canonical(&mut self, file: &Path, canonical: PathBuf) -> Option<Json> {
+        if !self.loaded_files.insert(canonical.clone()) {
+            log::debug!("{} already loaded", file.display());
+            return None;
+        }
+        let text = match std::fs::read_to_string(&canonical) {
+            Ok(text) => text,
+            Err(err) => {
+                let message = format!("cannot read: {err}");
+                self.errors
+                    .push(ConfigError::new(file, None, None, &message));
+                return None;
+            }
+        };
+        match Json::parse(&text) {
+            Ok(json) => Some(json),
+            Err(err) => {
+                self.errors.push(ConfigError::syntax(file, err));
+                None
+            }
+        }
+    }
+
+    /// Loads a plain server-map file (`--config`, workspace, user).
+    fn load_file(&mut self, file: &Path, origin: ConfigOrigin, required: bool) {
+        let Some(json) = self.read_json(file, required) else {
+            return;
+        };
+        let base_dir = match file.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => Path::new("."),
+        };
+        let source = MapSource {
+            file,
+            origin,
+            base_dir,
+            plugin: None,
+            root: &self.options.root,
+            env: self.env,
+        };
+        let servers = entry::parse_server_map(&json, &source, &mut self.errors);
+        for server in servers {
+            self.add_server(server);
+        }
+    }
+
+    /// Loads a plugin folder: root `.lsp.json`, then the manifest's `lspServers`.
+    fn load_plugin(&mut self, dir: &Path) {
+        let canonical_root = match dir.canonicalize() {
+            Ok(root) if root.is_dir() => root,
+            Ok(_) => {
+                let error = ConfigError::new(dir, None, None, "plugin folder is not a folder");
+                self.errors.push(error);
+                return;
+            }
+            Err(err) => {
+                let message = format!("cannot open plugin folder: {err}");
+                self.errors
+                    .push(ConfigError::new(dir, None, None, &message));
+                return;
+            }
+        };
+        let manifest_file = MANIFEST_PATHS
+            .iter()
+            .map(|p| dir.join(p))
+            .find(|p| p.is_file());
+        let manifest = manifest_file
+            .clone()
+            .and_then(|file| self.read_json(&file, true).map(|json| (file, json)));
+        let folder_name = canonical_root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "plugin".into());
+        let name = manifest
+            .as_ref()
+            .and_then(|(_, json)| json.get("name"))
+            .and_then(Json::as_str)
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .map(str::to_string)
+            .unwrap_or(folder_name);
+        let plugin = PluginContext {
+            data: plugin_data_dir(self.env, &name),
+            name,
+            root: canonical_root.clone(),
+        };
+
+        let mut plugin_servers = Vec::new();
+        let root_file = dir.join(".lsp.json");
+        if root_file.symlink_metadata().is_ok() {
+            self.load_plugin_file(&plugin, dir, ".lsp.json", &root_file, &mut plugin_servers);
+        }
+        if let Some((manifest_file, manifest)) = &manifest {
+            let mut refs = Vec::new();
+            match manifest.get("lspServers") {
+                None | Some(Json::Null) => {}
+                Some(Json::Array(items)) => {
+                    for (index, item) in items.iter().enumerate() {
+                        match item {
+                            Json::Object(_) | Json::String(_) => refs.push(item),
+                            _ => {
+                                let message =
+                                    format!("item {index}: expected an object or a relative path");
+                                self.errors.push(ConfigError::new(
+                                    manifest_file,
+                                    None,
+                                    Some("lspServers"),
+                                    &message,
+                                ));
+                            }
+                        }
+                    }
+                }
+                Some(item @ (Json::Object(_) | Json::String(_))) => refs.push(item),
+                Some(_) => self.errors.push(ConfigError::new(
+                    manifest_file,
+                    None,
+                    Some("lspServers"),
+                    "expected an object, a relative path or an array of those",
+                )),
+            }
+            for item in refs {
+                match item {
+                    Json::String(relative) => self.load_plugin_file(
+                        &plugin,
+                        dir,
+                        relative,
+                        manifest_file,
+                        &mut plugin_servers,
+                    ),
+                    inline => {
+                        let source = MapSource {
+                            file: manifest_file,
+                            origin: ConfigOrigin::Plugin {
+                                plugin: plugin.name.clone(),
+                                file: manifest_file.clone(),
+                            },
+                            base_dir: &canonical_root,
+                            plugin: Some(&plugin),
+                            root: &self.options.root,
+                            env: self.env,
+                        };
+                        let servers = entry::parse_server_map(inline, &source, &mut self.errors);
+                        for server in servers {
+                            merge_by_name(&mut plugin_servers, server);
+                        }
+                    }
+                }
+            }
+        }
+        for server in plugin_servers {
+            self.add_server(server);
+        }
+    }
+
+    /// Loads the server map at `relative` inside plugin folder `dir` after checking that it
+    /// stays inside the folder once `..` and symlinks are resolved (checked before reading).
+    /// `referrer` is named in the error when it does not.
+    fn load_plugin_file(
+        &mut self,
+        plugin: &PluginContext,
+        dir: &Path,
+        relative: &str,
+        referrer: &Path,
+        plugin_servers: &mut Vec<ServerConfig>,
+    ) {
+        let file = dir.join(relative);
+        let canonical = match contained_path(&plugin.root, relative) {
+            Ok(canonical) => canonical,
+            Err(message) => {
+                let key = (referrer != file).then_some("lspServers");
+                self.errors
+                    .push(ConfigError::new(referrer, None, key, &message));
+                return;
+            }
+        };
+        let Some(json) = self.read_canonical(&file, canonical.clone()) else {
+            return;
+        };
+        let base_dir = canonical.parent().unwrap_or(&plugin.root).to_path_buf();
+        let source = MapSource {
+            file: &file,
+            origin: ConfigOrigin::Plugin {
+                plugin: plugin.name.clone(),
+                file: file.clone(),
+            },
+            base_dir: &base_dir,
+            plugin: Some(plugin),
+            root: &self.options.root,
+            env: self.env,
+        };
+        for server in entry::parse_server_map(&json, &source, &mut self.errors) {
+            merge_by_name(plugin_servers, server);
+        }
+    }
+}
+
+/// Resolves `relative` inside the canonical plugin folder `root`: rejects absolute paths and
+/// paths that leave the folder lexically (`..`) or through a symlink. `Err` is the message.
+fn contained_path(root: &Path, relative: &str) -> Result<PathBuf, String> {
+    let escapes = || format!("path \"{relative}\" escapes the plugin folder");
+    let path = Path::new(relative);
+    if path.is_absolute() {
+        return Err(format!(
+            "path \"{relative}\" must be relative to the plugin folder"
+        ));
+    }
+    let mut depth: usize = 0;
+    for component in path.components() {
+        match component {
+            Component::ParentDir => depth = depth.checked_sub(1).ok_or_else(escapes)?,
+            Component::Normal(_) => depth += 1,
+            Component::CurDir => {}
+            Component::RootDir | Component::Prefix(_) => return Err(escapes()),
+        }
+    }
+    match root.join(path).canonicalize() {
+        Ok(canonical) if canonical.starts_with(root) => Ok(canonical),
+        Ok(_) => Err(escapes()),
+        Err(err) => Err(format!("cannot read \"{relative}\": {err}")),
+    }
+}
+
+/// `$XDG_DATA_HOME/lspc/plugins/<plugin>`, else `$HOME/.local/share/lspc/plugins/<plugin>`
+/// (the temp dir when neither is set). Never created here. The name is made path-safe.
+fn plugin_data_dir(env: &dyn Fn(&str) -> Option<String>, plugin: &str) -> PathBuf {
+    let safe: String = plugin
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let safe = if safe.chars().all(|c| c == '.') {
+        "_".to_string()
+    } else {
+        safe
+    };
+    absolute_env_dir(env, "XDG_DATA_HOME")
+        .or_else(|| absolute_env_dir(env, "HOME").map(|home| home.join(".local/share")))
+        .unwrap_or_else(std::env::temp_dir)
+        .join("lspc/plugins")
+        .join(safe)
+}
+
+/// Searches `path_var` (a `PATH` value, `:`-separated) for an executable file named
+/// `program`. Empty entries are skipped (they would mean the cwd). Returns the PATH entry
+/// joined with `program`, not canonicalised (`/usr/bin/clangd`, not its symlink target).
+pub fn find_in_path(program: &str, path_var: Option<&str>) -> Option<PathBuf> {
+    if program.is_empty() || program.contains('/') {
+        return None;
+    }
+    std::env::split_paths(path_var?)
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .map(|dir| dir.join(program))
+        .find(|candidate| is_executable_file(candidate))
+        .map(|found| std::path::absolute(&found).unwrap_or(found))
+}
+
+/// The executable `command` names: with a `/`, that path (relative to `base_dir`, made
+/// absolute); otherwise the first match on `path_var`. `None` when it does not exist, is not a
+/// file or lacks an execute bit.
+pub fn resolve_command(command: &str, base_dir: &Path, path_var: Option<&str>) -> Option<PathBuf> {
+    if command.contains('/') {
+        let path = base_dir.join(command);
+        is_executable_file(&path).then(|| std::path::absolute(&path).unwrap_or(path))
+    } else {
+        find_in_path(command, path_var)
+    }
+}
+
+/// A regular file (after following symlinks) with some execute bit set.
+fn is_executable_file(path: &Path) -> bool {
+    let Ok(metadata) = path.metadata() else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        metadata.is_file() && metadata.permissions().mode() & 0o111 != 0
+    }
+    #[cfg(not(unix))]
+    {
+        metadata.is_file()
+    }
+}
+
+/// The workspace root: `explicit` (relative to `cwd`, canonicalised when it exists), else the
+/// nearest ancestor of `cwd` (itself included) holding `.git` or `.lsp.json`, else `cwd`.
+pub fn workspace_root(cwd: &Path, explicit: Option<&Path>) -> PathBuf {
+    if let Some(explicit) = explicit {
+        let joined = cwd.join(explicit);
+        return joined.canonicalize().unwrap_or(joined);
+    }
+    cwd.ancestors()
+        .find(|dir| dir.join(".git").exists() || dir.join(".lsp.json").is_file())
+        .unwrap_or(cwd)
+        .to_path_buf()
+}
+
+/// How `lspc servers` names an origin: `--config ./x.json`, `plugin foo`, `workspace`,
+/// `user`, `built-in`.
+pub fn origin_label(origin: &ConfigOrigin) -> String {
+    match origin {
+        ConfigOrigin::CommandLine(file) => format!("--config {}", file.display()),
+        ConfigOrigin::Plugin { plugin, .. } => format!("plugin {plugin}"),
+        ConfigOrigin::Workspace(_) => "workspace".into(),
+        ConfigOrigin::User(_) => "user".into(),
+        ConfigOrigin::BuiltIn => "built-in".into(),
+    }
+}
+
+/// The `lspc servers` report: an aligned table (NAME, ORIGIN, STATUS, EXTENSIONS; one row
+/// per server in precedence order, extensions sorted and space-separated), then sections
+/// `not used:`, `conflicts:`, `errors:` and `notes:` when non-empty. Ends with a newline.
+pub fn render_servers(config: &Config) -> String {
+    let status = |server: &ServerConfig| match &server.resolved_command {
+        Some(path) => format!("found {}", path.display()),
+        None => "not found".to_string(),
+    };
+    let extensions = |server: &ServerConfig| {
+        server
+            .extension_to_language
+            .keys()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let mut rows = vec![[
+        "NAME".to_string(),
+        "ORIGIN".to_string(),
+        "STATUS".to_string(),
+        "EXTENSIONS".to_string(),
+    ]];
+    for server in &config.servers {
+        rows.push([
+            server.name.clone(),
+            origin_label(&server.origin),
+            status(server),
+            extensions(server),
+        ]);
+    }
+    let mut widths = [0usize; 3];
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row.iter()) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    if config.servers.is_empty() {
+        out.push_str("no servers configured\n");
+    } else {
+        for row in &rows {
+            let mut line = String::new();
+            for (cell, width) in row.iter().zip(widths.iter()) {
+                line.push_str(&format!("{cell:<width$}  "));
+            }
+            line.push_str(&row[3]);
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+    }
+    let mut section = |title: &str, lines: Vec<String>| {
+        if !lines.is_empty() {
+            out.push_str(&format!("{title}:\n"));
+            for line in lines {
+                out.push_str(&format!("  {line}\n"));
+            }
+        }
+    };
+    section(
+        "not used",
+        config
+            .skipped
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} ({}, {}): {}",
+                    s.server.name,
+                    origin_label(&s.server.origin),
+                    status(&s.server),
+                    s.reason
+                )
+            })
+            .collect(),
+    );
+    section(
+        "conflicts",
+        config.conflicts.iter().map(ToString::to_string).collect(),
+    );
+    section(
+        "errors",
+        config.errors.iter().map(ToString::to_string).collect(),
+    );
+    section("notes", config.notes.clone());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A unique temp folder (canonical path), removed on drop.
+    struct TempDir(PathBuf);
+
+    impl TempDir {
+        fn new(tag: &str) -> TempDir {
+            static COUNTER: AtomicUsize = AtomicUsize::new(0);
+            let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+            let dir = std::env::temp_dir()
+                .join(format!("lspc-config-test-{}-{n}-{tag}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            TempDir(dir.canonicalize().unwrap())
+        }
+
+        fn path(&self, relative: &str) -> PathBuf {
+            self.0.join(relative)
+        }
+
+        fn write(&self, relative: &str, content: &str) -> PathBuf {
+            let path = self.path(relative);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, content).unwrap();
+            path
+        }
+
+        /// A fake executable (mode 755).
+        fn exe(&self, relative: &str) -> PathBuf {
+            use std::os::unix::fs::PermissionsExt;
+            let path = self.write(relative, "#!/bin/sh\n");
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+            path
+        }
+
+        /// The display form of this dir, for substituting `{dir}` in expectations.
+        fn show(&self) -> String {
+            self.0.display().to_string()
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn env_of(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let vars: BTreeMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |name| vars.get(name).cloned()
+    }
+
+    fn bare_options(root: &Path) -> ConfigOptions {
+        ConfigOptions {
+            root: root.to_path_buf(),
+            config_files: Vec::new(),
+            plugin_dirs: Vec::new(),
+            trust_workspace: false,
+            user_config: None,
+            builtin: false,
+        }
+    }
+
+    fn names(config: &Config) -> Vec<&str> {
+        config.servers.iter().map(|s| s.name.as_str()).collect()
+    }
+
+    fn error_strings(config: &Config, dir: &TempDir) -> Vec<String> {
+        config
+            .errors
+            .iter()
+            .map(|e| e.to_string().replace(&dir.show(), "{dir}"))
+            .collect()
+    }
+
+    /// Loads `{"py": <valid entry + extra>, "ok": <valid>}` from one `--config` file and
+    /// checks the errors; the valid sibling must always load.
+    fn check_entry_errors(extra: &str, expected: &[&str]) {
+        let dir = TempDir::new("entry");
+        let text = format!(
+            r#"{{"py": {{"command": "srv", "extensionToLanguage": {{".py": "python"}}{extra}}},
+                "ok": {{"command": "ok", "extensionToLanguage": {{".ok": "ok"}}}}}}"#
+        );
+        let file = dir.write("x.json", &text);
+        let mut options = bare_options(&dir.0);
+        options.config_files.push(file);
+        let config = load_with_env(&options, &env_of(&[]));
+        assert_eq!(error_strings(&config, &dir), expected, "{extra}");
+        let expected_names: &[&str] = if expected.is_empty() {
+            &["py", "ok"]
+        } else {
+            &["ok"]
+        };
+        assert_eq!(names(&config), expected_names, "{extra}");
+    }
+
+    #[test]
+    fn entry_type_errors() {
+        let p = |key: &str, message: &str| {
+            format!("{{dir}}/x.json: server \"py\": key \"{key}\": {message}")
+        };
+        check_entry_errors("", &[]);
+        check_entry_errors(
+            r#", "args": 5"#,
+            &[&p("args", "expected an array of strings")],
+        );
+        check_entry_errors(
+            r#", "args": ["a", 1]"#,
+            &[&p("args", "expected an array of strings")],
+        );
+        check_entry_errors(r#", "command": 5"#, &[&p("command", "expected a string")]);
+        check_entry_errors(
+            r#", "command": "  ""#,
+            &[&p("command", "must not be empty")],
+        );
+        check_entry_errors(
+            r#", "command": "ruff server""#,
+            &[&p(
+                "command",
+                "must be a program without arguments; put arguments in \"args\"",
+            )],
+        );
+        // With args, a space is taken to be part of the program's path.
+        check_entry_errors(r#", "command": "/opt/my tools/srv", "args": ["x"]"#, &[]);
+        check_entry_errors(
+            r#", "extensionToLanguage": []"#,
+            &[&p(
+                "extensionToLanguage",
+                "expected an object mapping extensions to language ids",
+            )],
+        );
+        check_entry_errors(
+            r#", "extensionToLanguage": {}"#,
+            &[&p("extensionToLanguage", "must map at least one extension")],
+        );
+        check_entry_errors(
+            r#", "extensionToLanguage": {".py": 1}"#,
+            &[&p(
+                "extensionToLanguage",
+                "extension \".py\": expected a non-empty language id string",
+            )],
+        );
+        check_entry_errors(
+            r#", "extensionToLanguage": {".": "x"}"#,
+            &[&p("extensionToLanguage", "extension \".\" is empty")],
+        );
+        check_entry_errors(
+            r#", "transport": "tcp""#,
+            &[&p("transport", "expected \"stdio\" or \"socket\"")],
+        );
+        check_entry_errors(
+            r#", "env": {"A": 1}"#,
+            &[&p("env", "expected an object of string values")],
+        );
+        check_entry_errors(
+            r#", "env": ["A"]"#,
+            &[&p("env", "expected an object of string values")],
+        );
+        check_entry_errors(
+            r#", "workspaceFolder": 3"#,
+            &[&p("workspaceFolder", "expected a string")],
+        );
+        check_entry_errors(
+            r#", "startupTimeout": -1"#,
+            &[&p(
+                "startupTimeout",
+                "expected a non-negative integer (milliseconds)",
+            )],
+        );
+        check_entry_errors(
+            r#", "shutdownTimeout": "5s""#,
+            &[&p(
+                "shutdownTimeout",
+                "expected a non-negative integer (milliseconds)",
+            )],
+        );
+        check_entry_errors(
+            r#", "restartOnCrash": "yes""#,
+            &[&p("restartOnCrash", "expected a boolean")],
+        );
+        check_entry_errors(
+            r#", "diagnostics": 0"#,
+            &[&p("diagnostics", "expected a boolean")],
+        );
+        check_entry_errors(
+            r#", "maxRestarts": 1.5"#,
+            &[&p("maxRestarts", "expected a non-negative integer")],
+        );
+        check_entry_errors(
+            r#", "maxRestarts": 5000000000"#,
+            &[&p("maxRestarts", "expected a non-negative integer")],
+        );
+        // Unknown keys and nulls in optional keys are fine.
+        check_entry_errors(
+            r#", "loggingConfig": {}, "args": null, "settings": null"#,
+            &[],
+        );
+        // Every error of one entry is reported.
+        check_entry_errors(
+            r#", "args": 1, "diagnostics": "no""#,
+            &[
+                &p("args", "expected an array of strings"),
+                &p("diagnostics", "expected a boolean"),
+            ],
+        );
+    }
+
+    #[test]
+    fn required_keys_and_entry_shape() {
+        let dir = TempDir::new("required");
+        let file = dir.write(
+            "x.json",
+            r#"{"a": {"extensionToLanguage": {"py": "python"}},
+                "b": {"command": "srv"},
+                "c": "srv",
+                "": {"command": "srv", "extensionToLanguage": {"py": "python"}}}"#,
+        );
+        let mut options = bare_options(&dir.0);
+        options.config_files.push(file);
+        let config = load_with_env(&options, &env_of(&[]));
+        assert_eq!(
+            error_strings(&config, &dir),
+            [
+                "{dir}/x.json: server \"a\": key \"command\": missing required key",
+                "{dir}/x.json: server \"b\": key \"extensionToLanguage\": missing required key",
+                "{dir}/x.json: server \"c\": expected an object",
+                "{dir}/x.json: server \"\": server name must not be empty",
+            ]
+        );
+        assert!(config.servers.is_empty());
+    }
+
+    #[test]
+    fn file_level_errors() {
+        let dir = TempDir::new("files");
+        let broken = dir.write("broken.json", "{\n  \"py\": {\"command\": \"srv\",}\n}");
+        let array = dir.write("array.json", "[]");
+        let good = dir.write(
+            "good.json",
+            r#"{"go": {"command": "gopls", "extensionToLanguage": {".go": "go"}}}"#,
+        );
+        let mut options = bare_options(&dir.0);
+        options.config_files = vec![broken, dir.path("missing.json"), array, good];
+        options.user_config = Some(dir.path("no-user.json"));
+        let config = load_with_env(&options, &env_of(&[]));
+        assert_eq!(
+            error_strings(&config, &dir),
+            [
+                "{dir}/broken.json:2:27: invalid json: trailing comma",
+                "{dir}/missing.json: file not found",
+                "{dir}/array.json: expected an object mapping server names to server entries",
+            ]
+        );
+        assert_eq!(names(&config), ["go"]);
+    }
+
+    #[test]
+    fn full_entry() {
+        let dir = TempDir::new("full");
+        let bin = dir.exe("bin/srv");
+        let file = dir.write(
+            "cfg/x.json",
+            r#"{"py": {
+                "command": "../bin/srv",
+                "args": ["--stdio", "${HOME}/x"],
+                "extensionToLanguage": {"PY": "python", ".Pyi": "python"},
+                "transport": "socket",
+                "env": {"A": "${HOME}", "CLAUDE_PROJECT_DIR": "mine"},
+                "initializationOptions": {"b": [1]},
+                "settings": {"python": {"x": true}},
+                "workspaceFolder": "sub",
+                "startupTimeout": 5000,
+                "shutdownTimeout": 100,
+                "restartOnCrash": false,
+                "maxRestarts": 7,
+                "diagnostics": false
+            }}"#,
+        );
+        let mut options = bare_options(&dir.0);
+        options.config_files.push(file.clone());
+        let config = load_with_env(&options, &env_of(&[("HOME", "/home/u")]));
+        assert_eq!(config.errors, []);
+        let expected = ServerConfig {
+            name: "py".into(),
+            command: "../bin/srv".into(),
+            resolved_command: Some(dir.path("cfg/../bin/srv")),
+            args: vec!["--stdio".into(), "/home/u/x".into()],
+            env: BTreeMap::from([
+                ("A".to_string(), "/home/u".to_string()),
+                ("CLAUDE_PROJECT_DIR".to_string(), "mine".to_string()),
+            ]),
+            extension_to_language: BTreeMap::from([
+                (".py".to_string(), "python".to_string()),
+                (".pyi".to_string(), "python".to_string()),
+            ]),
+            transport: Transport::Socket,
+            initialization_options: Some(serde_json::json!({"b": [1]})),
+            settings: Some(serde_json::json!({"python": {"x": true}})),
+            workspace_folder: Some(dir.path("sub")),
+            startup_timeout_ms: Some(5000),
+            shutdown_timeout_ms: Some(100),
+            restart_on_crash: false,
+            max_restarts: 7,
+            diagnostics: false,
+            origin: ConfigOrigin::CommandLine(file),
+        };
+        assert_eq!(config.servers, [expected]);
+        assert!(bin.exists());
+    }
+
+    #[test]
+    fn defaults_and_project_dir_env() {
+        let dir = TempDir::new("defaults");
+        let file = dir.write(
+            "x.json",
+            r#"{"py": {"command": "srv", "extensionToLanguage": {".py": "python"},
+                       "workspaceFolder": "/abs/${MISSING}w"}}"#,
+        );
+        let mut options = bare_options(&dir.0);
+        options.config_files.push(file);
+        let config = load_with_env(&options, &env_of(&[]));
+        let server = &config.servers[0];
+        assert_eq!(
+            (
+                server.transport,
+                server.restart_on_crash,
+                server.max_restarts,
+                server.diagnostics,
+                server.startup_timeout_ms,
+                server.resolved_command.clone(),
+                server.workspace_folder.clone(),
+            ),
+            (
+                Transport::Stdio,
+                true,
+                3,
+                true,
+                None,
+                None,
+                Some(PathBuf::from("/abs/w"))
+            )
+        );
+        assert_eq!(
+            server.env,
+            BTreeMap::from([("CLAUDE_PROJECT_DIR".to_string(), dir.show())])
+        );
+    }
+
+    /// Loads plugin folder `plugin` inside a fresh temp dir populated with `files`, and
+    /// returns (server name, command, args, extensions, origin file relative to the dir) plus
+    /// the errors.
+    #[allow(clippy::type_complexity)]
+    fn check_plugin(
+        files: &[(&str, &str)],
+        expected_servers: &[(&str, &str, &[&str], &str)],
+        expected_errors: &[&str],
+    ) {
+        let dir = TempDir::new("plugin");
+        for (path, content) in files {
+            dir.write(path, content);
+        }
+        let mut options = bare_options(&dir.path("ws"));
+        options.plugin_dirs.push(dir.path("plug"));
+        let env = env_of(&[("XDG_DATA_HOME", "/data")]);
+        let config = load_with_env(&options, &env);
+        let servers: Vec<(String, String, Vec<String>, String)> = config
+            .servers
+            .iter()
+            .map(|s| {
+                let ConfigOrigin::Plugin { file, .. } = &s.origin else {
+                    panic!("not a plugin origin: {:?}", s.origin);
+                };
+                let extensions: Vec<&str> =
+                    s.extension_to_language.keys().map(String::as_str).collect();
+                (
+                    s.name.clone(),
+                    s.command.replace(&dir.show(), "{dir}"),
+                    s.args.clone(),
+                    format!(
+                        "{} {}",
+                        extensions.join(","),
+                        file.strip_prefix(&dir.0).unwrap().display()
+                    ),
+                )
+            })
+            .collect();
+        let expected: Vec<(String, String, Vec<String>, String)> = expected_servers
+            .iter()
+            .map(|(n, c, a, o)| {
+                (
+                    n.to_string(),
+                    c.to_string(),
+                    a.iter().map(|s| s.to_string()).collect(),
+                    o.to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(servers, expected);
+        assert_eq!(error_strings(&config, &dir), expected_errors);
+    }
+
+    const TS_ENTRY: &str = r#"{"command": "typescript-language-server", "args": ["--stdio"],
+        "extensionToLanguage": {".ts": "typescript", ".tsx": "typescriptreact"}}"#;
+
+    #[test]
+    fn plugin_manifest_formats() {
+        // 1. Inline map in the manifest (seed 003 format 1), name from the manifest.
+        let inline =
+            format!(r#"{{"name": "typescript-lsp", "lspServers": {{"typescript": {TS_ENTRY}}}}}"#);
+        check_plugin(
+            &[("plug/manifest.json", &inline)],
+            &[(
+                "plugin:typescript-lsp:typescript",
+                "typescript-language-server",
+                &["--stdio"],
+                ".ts,.tsx plug/manifest.json",
+            )],
+            &[],
+        );
+        // 2. A relative path (format 2), manifest under .claude-plugin/, no name: folder name.
+        let lsp = format!(r#"{{"typescript": {TS_ENTRY}}}"#);
+        check_plugin(
+            &[
+                (".claude-plugin/ignored", ""),
+                (
+                    "plug/.claude-plugin/plugin.json",
+                    r#"{"lspServers": "path/to/.lsp.json"}"#,
+                ),
+                ("plug/path/to/.lsp.json", &lsp),
+            ],
+            &[(
+                "plugin:plug:typescript",
+                "typescript-language-server",
+                &["--stdio"],
+                ".ts,.tsx plug/path/to/.lsp.json",
+            )],
+            &[],
+        );
+        // 3. An array of both (format 3), plus a root .lsp.json loaded first; the manifest
+        // entry with the same name replaces the root one in place.
+        let manifest = r#"{"name": "multi", "lspServers": [
+            "path/to/.lsp.json",
+            {"another-server": {"command": "another", "extensionToLanguage": {"x": "x"}}},
+            {"root-one": {"command": "replaced", "extensionToLanguage": {"r": "r"}}},
+            7
+        ]}"#;
+        check_plugin(
+            &[
+                ("plug/plugin.json", manifest),
+                (
+                    "plug/.lsp.json",
+                    r#"{"root-one": {"command": "root", "extensionToLanguage": {"r": "r"}},
+                        "root-two": {"command": "two", "extensionToLanguage": {"t": "t"}}}"#,
+                ),
+                ("plug/path/to/.lsp.json", &lsp),
+            ],
+            &[
+                ("plugin:multi:root-one", "replaced", &[], ".r plug/plugin.json"),
+                ("plugin:multi:root-two", "two", &[], ".t plug/.lsp.json"),
+                (
+                    "plugin:multi:typescript",
+                    "typescript-language-server",
+                    &["--stdio"],
+                    ".ts,.tsx plug/path/to/.lsp.json",
+                ),
+                ("plugin:multi:another-server", "another", &[], ".x plug/plugin.json"),
+            ],
+            &["{dir}/plug/plugin.json: key \"lspServers\": item 3: expected an object or a relative path"],
+        );
+        // Plugin root expansion in commands.
+        check_plugin(
+            &[(
+                "plug/.lsp.json",
+                r#"{"s": {"command": "${CLAUDE_PLUGIN_ROOT}/bin/s", "extensionToLanguage": {"s": "s"}}}"#,
+            )],
+            &[(
+                "plugin:plug:s",
+                "{dir}/plug/bin/s",
+                &[],
+                ".s plug/.lsp.json",
+            )],
+            &[],
+        );
+        // Wrong lspServers type; an invalid manifest still lets the root .lsp.json load.
+        check_plugin(
+            &[("plug/plugin.json", r#"{"lspServers": 5}"#)],
+            &[],
+            &["{dir}/plug/plugin.json: key \"lspServers\": expected an object, a relative path or an array of those"],
+        );
+        check_plugin(
+            &[("plug/plugin.json", "{"), ("plug/.lsp.json", &lsp)],
+            &[(
+                "plugin:plug:typescript",
+                "typescript-language-server",
+                &["--stdio"],
+                ".ts,.tsx plug/.lsp.json",
+            )],
+            &["{dir}/plug/plugin.json:1:1: invalid json: EOF while parsing an object"],
+        );
+        check_plugin(
+            &[("other/x", "")],
+            &[],
+            &["{dir}/plug: cannot open plugin folder: No such file or directory (os error 2)"],
+        );
+    }
+
+    #[test]
+    fn plugin_path_escape_is_rejected_before_reading() {
+        // The outside files are invalid JSON: reading them would add a syntax error.
+        let outside = "{ not json";
+        check_plugin(
+            &[
+                ("plug/plugin.json", r#"{"lspServers": ["../outside.json", "sub/../../outside.json", "/etc/passwd", "nope.json"]}"#),
+                ("outside.json", outside),
+                ("plug/sub/keep", ""),
+            ],
+            &[],
+            &[
+                "{dir}/plug/plugin.json: key \"lspServers\": path \"../outside.json\" escapes the plugin folder",
+                "{dir}/plug/plugin.json: key \"lspServers\": path \"sub/../../outside.json\" escapes the plugin folder",
+                "{dir}/plug/plugin.json: key \"lspServers\": path \"/etc/passwd\" must be relative to the plugin folder",
+                "{dir}/plug/plugin.json: key \"lspServers\": cannot read \"nope.json\": No such file or directory (os error 2)",
+            ],
+        );
+        // A symlink inside the folder pointing outside, as a reference and as the root file.
+        let dir = TempDir::new("symlink");
+        dir.write("outside.json", outside);
+        dir.write("plug/plugin.json", r#"{"lspServers": "link.json"}"#);
+        std::os::unix::fs::symlink(dir.path("outside.json"), dir.path("plug/link.json")).unwrap();
+        std::os::unix::fs::symlink(dir.path("outside.json"), dir.path("plug/.lsp.json")).unwrap();
+        let mut options = bare_options(&dir.path("ws"));
+        options.plugin_dirs.push(dir.path("plug"));
+        let config = load_with_env(&options, &env_of(&[]));
+        assert_eq!(
+            error_strings(&config, &dir),
+            [
+                "{dir}/plug/.lsp.json: path \".lsp.json\" escapes the plugin folder",
+                "{dir}/plug/plugin.json: key \"lspServers\": path \"link.json\" escapes the plugin folder",
+            ]
+        );
+    }
+
+    #[test]
+    fn plugin_env_and_data_dir() {
+        let dir = TempDir::new("plugenv");
+        dir.write(
+            "plug/.lsp.json",
+            r#"{"s": {"command": "s", "args": ["${CLAUDE_PLUGIN_DATA}", "${user_config.token}", "${NOPE}"],
+                      "env": {"P": "${CLAUDE_PROJECT_DIR}"},
+                      "extensionToLanguage": {"s": "s"}}}"#,
+        );
+        dir.write("plug/plugin.json", r#"{"name": "my plugin"}"#);
+        let mut options = bare_options(&dir.path("ws"));
+        options.plugin_dirs.push(dir.path("plug"));
+        let config = load_with_env(&options, &env_of(&[("HOME", "/home/u")]));
+        let server = &config.servers[0];
+        assert_eq!(server.name, "plugin:my plugin:s");
+        assert_eq!(
+            server.args,
+            [
+                "/home/u/.local/share/lspc/plugins/my_plugin",
+                "${user_config.token}",
+                ""
+            ]
+        );
+        let ws = dir.path("ws").display().to_string();
+        assert_eq!(
+            server.env,
+            BTreeMap::from([
+                (
+                    "CLAUDE_PLUGIN_DATA".to_string(),
+                    "/home/u/.local/share/lspc/plugins/my_plugin".to_string()
+                ),
+                (
+                    "CLAUDE_PLUGIN_ROOT".to_string(),
+                    dir.path("plug").display().to_string()
+                ),
+                ("CLAUDE_PROJECT_DIR".to_string(), ws.clone()),
+                ("P".to_string(), ws),
+            ])
+        );
+        assert!(!Path::new("/home/u/.local/share/lspc").exists());
+    }
+
+    #[test]
+    fn precedence_conflicts_and_routing() {
+        let dir = TempDir::new("precedence");
+        dir.exe("bin/a");
+        dir.exe("bin/b");
+        dir.exe("bin/c");
+        dir.exe("bin/d");
+        let entry = |command: &str, exts: &str| {
+            format!(r#"{{"command": "{command}", "extensionToLanguage": {exts}}}"#)
+        };
+        let cli = dir.write(
+            "cli.json",
+            &format!(
+                r#"{{"zeta": {}, "alpha": {}, "missing": {}}}"#,
+                entry("a", r#"{".py": "python"}"#),
+                entry("b", r#"{".PY": "python3", ".rs": "rust"}"#),
+                entry("not-installed", r#"{".go": "go"}"#)
+            ),
+        );
+        dir.write(
+            "plug/.lsp.json",
+            &format!(r#"{{"p": {}}}"#, entry("c", r#"{".rs": "rust"}"#)),
+        );
+        dir.write(
+            "ws/.lsp.json",
+            &format!(
+                r#"{{"w": {}, "zeta": {}}}"#,
+                entry("d", r#"{"GO": "go"}"#),
+                entry("d", r#"{".zz": "z"}"#)
+            ),
+        );
+        let user = dir.write(
+            "user.json",
+            &format!(r#"{{"u": {}}}"#, entry("a", r#"{"go": "golang"}"#)),
+        );
+        let mut options = bare_options(&dir.path("ws"));
+        options.config_files.push(cli);
+        options.plugin_dirs.push(dir.path("plug"));
+        options.user_config = Some(user);
+        options.trust_workspace = true;
+        let path_var = dir.path("bin").display().to_string();
+        let config = load_with_env(&options, &env_of(&[("PATH", &path_var)]));
+        assert_eq!(config.errors, []);
+        // Document order within a file; "zeta" from the workspace loses to the --config one.
+        assert_eq!(
+            names(&config),
+            ["zeta", "alpha", "missing", "plugin:plug:p", "w", "u"]
+        );
+        let conflicts: Vec<String> = config.conflicts.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            conflicts,
+            [
+                ".go: w serves requests; u also claims it (its diagnostics are merged)",
+                ".py: zeta serves requests; alpha also claims it (its diagnostics are merged)",
+                ".rs: alpha serves requests; plugin:plug:p also claims it (its diagnostics are merged)",
+            ]
+        );
+        let check_route = |path: &str, expected: &[(&str, &str)]| {
+            let got: Vec<(&str, &str)> = config
+                .servers_for_path(Path::new(path))
+                .into_iter()
+                .map(|i| {
+                    (
+                        config.servers[i].name.as_str(),
+                        config.language_id(i, Path::new(path)).unwrap_or("?"),
+                    )
+                })
+                .collect();
+            assert_eq!(got, expected, "{path}");
+        };
+        check_route("src/m.py", &[("zeta", "python"), ("alpha", "python3")]);
+        check_route("M.PY", &[("zeta", "python"), ("alpha", "python3")]);
+        check_route("lib.rs", &[("alpha", "rust"), ("plugin:plug:p", "rust")]);
+        check_route("main.go", &[("w", "go"), ("u", "golang")]);
+        check_route("x.zz", &[]);
+        check_route("Makefile", &[]);
+        check_route(".py", &[]);
+        assert_eq!(config.language_id(0, Path::new("a.rs")), None);
+        assert_eq!(config.language_id(99, Path::new("a.py")), None);
+        assert_eq!(
+            config.served_extensions().into_iter().collect::<Vec<_>>(),
+            [".go", ".py", ".rs"]
+        );
+        assert_eq!(config.server_index("w"), Some(4));
+    }
+
+    #[test]
+    fn workspace_trust_gating() {
+        let dir = TempDir::new("trust");
+        dir.write(
+            ".lsp.json",
+            r#"{"w": {"command": "w", "extensionToLanguage": {".w": "w"}}}"#,
+        );
+        let mut options = bare_options(&dir.0);
+        let untrusted = load_with_env(&options, &env_of(&[]));
+        assert_eq!(names(&untrusted), Vec::<&str>::new());
+        assert_eq!(
+            untrusted.notes,
+            [format!(
+                "{}/.lsp.json was not loaded because the workspace is not trusted; \
+                 pass --trust or set LSPC_TRUST=1 to use it",
+                dir.show()
+            )]
+        );
+        options.trust_workspace = true;
+        let trusted = load_with_env(&options, &env_of(&[]));
+        assert_eq!(names(&trusted), ["w"]);
+        assert_eq!(trusted.notes, Vec::<String>::new());
+        assert_eq!(
+            trusted.servers[0].origin,
+            ConfigOrigin::Workspace(dir.path(".lsp.json"))
+        );
+    }
+
+    #[test]
+    fn options_from_env() {
+        let check = |vars: &[(&str, &str)], user: Option<&str>, trust: bool| {
+            let options = ConfigOptions::from_env(PathBuf::from("/r"), &env_of(vars));
+            assert_eq!(options.user_config, user.map(PathBuf::from), "{vars:?}");
+            assert_eq!(options.trust_workspace, trust, "{vars:?}");
+            assert!(options.builtin);
+        };
+        check(
+            &[("XDG_CONFIG_HOME", "/x"), ("HOME", "/h")],
+            Some("/x/lspc/lsp.json"),
+            false,
+        );
+        check(&[("HOME", "/h")], Some("/h/.config/lspc/lsp.json"), false);
+        check(
+            &[("XDG_CONFIG_HOME", "rel"), ("HOME", "/h")],
+            Some("/h/.config/lspc/lsp.json"),
+            false,
+        );
+        check(&[], None, false);
+        check(&[("LSPC_TRUST", "1")], None, true);
+        check(&[("LSPC_TRUST", "0")], None, false);
+    }
+
+    /// Built-ins with a fake PATH holding `executables`; `configured` is a `--config` file's
+    /// text (or empty). Checks the rows of [`render_servers`] for built-ins and the unused list.
+    fn check_builtins(
+        executables: &[&str],
+        configured: &str,
+        expected_used: &[(&str, &str)],
+        expected_skipped: &[&str],
+    ) {
+        let dir = TempDir::new("builtin");
+        for exe in executables {
+            dir.exe(&format!("bin/{exe}"));
+        }
+        // Present but not executable: must count as not found.
+        dir.write("bin/gopls", "");
+        let mut options = bare_options(&dir.0);
+        options.builtin = true;
+        if !configured.is_empty() {
+            options.config_files.push(dir.write("x.json", configured));
+        }
+        let path_var = format!("/nonexistent::{}", dir.path("bin").display());
+        let config = load_with_env(&options, &env_of(&[("PATH", &path_var)]));
+        assert_eq!(config.errors, []);
+        let used: Vec<(&str, String)> = config
+            .servers
+            .iter()
+            .filter(|s| s.resolved_command.is_some())
+            .map(|s| {
+                let exts: Vec<&str> = s.extension_to_language.keys().map(String::as_str).collect();
+                (s.name.as_str(), exts.join(" "))
+            })
+            .collect();
+        let expected_used: Vec<(&str, String)> = expected_used
+            .iter()
+            .map(|(n, e)| (*n, e.to_string()))
+            .collect();
+        assert_eq!(used, expected_used);
+        let skipped: Vec<String> = config
+            .skipped
+            .iter()
+            .map(|s| format!("{}: {}", s.server.name, s.reason))
+            .collect();
+        assert_eq!(skipped, expected_skipped);
+        // Unavailable built-ins are listed, unresolved.
+        for server in &config.servers {
+            if server.origin == ConfigOrigin::BuiltIn
+                && !executables.contains(&server.command.as_str())
+            {
+                assert_eq!(server.resolved_command, None, "{}", server.name);
+            }
+        }
+    }
+
+    #[test]
+    fn builtin_selection() {
+        check_builtins(
+            &["pyright-langserver", "ruff", "pylsp"],
+            "",
+            &[("pyright", ".py .pyi"), ("ruff", ".py .pyi")],
+            &["pylsp: pyright is preferred"],
+        );
+        check_builtins(
+            &["pylsp", "basedpyright-langserver", "clangd"],
+            "",
+            &[
+                ("basedpyright", ".py .pyi"),
+                ("clangd", ".c .cc .cpp .cxx .h .hh .hpp .hxx"),
+            ],
+            &["pylsp: basedpyright is preferred"],
+        );
+        check_builtins(&["pylsp"], "", &[("pylsp", ".py .pyi")], &[]);
+        check_builtins(&[], "", &[], &[]);
+        // A configured server (even one not installed) suppresses built-ins for its
+        // extensions; clangd keeps the rest.
+        check_builtins(
+            &["pyright-langserver", "ruff", "clangd", "my-c"],
+            r#"{"py": {"command": "not-installed", "extensionToLanguage": {".py": "python", ".pyi": "python"}},
+                "h": {"command": "my-c", "extensionToLanguage": {".H": "c"}}}"#,
+            &[("h", ".h"), ("clangd", ".c .cc .cpp .cxx .hh .hpp .hxx")],
+            &[
+                "pyright: its extensions are served by configured servers",
+                "ruff: its extensions are served by configured servers",
+            ],
+        );
+        // A configured server named like a built-in replaces it.
+        check_builtins(
+            &["taplo", "my-taplo"],
+            r#"{"taplo": {"command": "my-taplo", "extensionToLanguage": {".tml": "toml"}}}"#,
+            &[("taplo", ".tml")],
+            &[],
+        );
+    }
+
+    #[test]
+    fn builtin_table_rows() {
+        let config = load_with_env(
+            &ConfigOptions {
+                builtin: true,
+                ..bare_options(Path::new("/r"))
+            },
+            &env_of(&[]),
+        );
+        let rows: Vec<String> = config
+            .servers
+            .iter()
+            .map(|s| {
+                let exts: Vec<String> = s
+                    .extension_to_language
+                    .iter()
+                    .map(|(e, l)| format!("{e}={l}"))
+                    .collect();
+                format!("{} {} {:?} {}", s.name, s.command, s.args, exts.join(","))
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                "pyright pyright-langserver [\"--stdio\"] .py=python,.pyi=python",
+                "basedpyright basedpyright-langserver [\"--stdio\"] .py=python,.pyi=python",
+                "pylsp pylsp [] .py=python,.pyi=python",
+                "ruff ruff [\"server\"] .py=python,.pyi=python",
+                "typescript-language-server typescript-language-server [\"--stdio\"] .cjs=javascript,.cts=typescript,.js=javascript,.jsx=javascriptreact,.mjs=javascript,.mts=typescript,.ts=typescript,.tsx=typescriptreact",
+                "clangd clangd [] .c=c,.cc=cpp,.cpp=cpp,.cxx=cpp,.h=c,.hh=cpp,.hpp=cpp,.hxx=cpp",
+                "rust-analyzer rust-analyzer [] .rs=rust",
+                "gopls gopls [] .go=go",
+                "bash-language-server bash-language-server [\"start\"] .bash=shellscript,.sh=shellscript",
+                "taplo taplo [\"lsp\", \"stdio\"] .toml=toml",
+            ]
+        );
+        assert_eq!(config.conflicts, []);
+        assert!(config.servers_for_path(Path::new("a.py")).is_empty());
+    }
+
+    #[test]
+    fn path_lookup() {
+        let dir = TempDir::new("path");
+        let a = dir.exe("a/tool");
+        dir.exe("b/tool");
+        dir.write("a/plain", "");
+        std::fs::create_dir_all(dir.path("a/folder")).unwrap();
+        let path_var = format!("{}:{}", dir.path("a").display(), dir.path("b").display());
+        let check = |program: &str, expected: Option<&Path>| {
+            assert_eq!(
+                find_in_path(program, Some(&path_var)).as_deref(),
+                expected,
+                "{program}"
+            );
+        };
+        check("tool", Some(&a));
+        check("plain", None);
+        check("folder", None);
+        check("absent", None);
+        check("", None);
+        check("a/tool", None);
+        assert_eq!(find_in_path("tool", None), None);
+        assert_eq!(
+            resolve_command("./a/tool", &dir.0, None),
+            Some(dir.path("./a/tool"))
+        );
+        assert_eq!(
+            resolve_command(&a.display().to_string(), Path::new("/x"), None),
+            Some(a.clone())
+        );
+        assert_eq!(resolve_command("a/plain", &dir.0, None), None);
+        assert_eq!(resolve_command("tool", &dir.0, Some(&path_var)), Some(a));
+    }
+
+    #[test]
+    fn workspace_roots() {
+        let dir = TempDir::new("root");
+        std::fs::create_dir_all(dir.path("repo/.git")).unwrap();
+        std::fs::create_dir_all(dir.path("repo/sub/deep")).unwrap();
+        dir.write("repo/sub/.lsp.json", "{}");
+        dir.write("plain/x/y", "");
+        let check = |cwd: &str, explicit: Option<&str>, expected: &str| {
+            let got = workspace_root(&dir.path(cwd), explicit.map(Path::new));
+            assert_eq!(got, dir.path(expected), "{cwd} {explicit:?}");
+        };
+        check("repo/sub/deep", None, "repo/sub");
+        check("repo/sub", None, "repo/sub");
+        check("repo", None, "repo");
+        check("repo/sub/deep", Some("../.."), "repo");
+        check(
+            "repo/sub/deep",
+            Some(&dir.path("plain").display().to_string()),
+            "plain",
+        );
+        // No marker up to the temp dir (assuming none above it): the cwd itself.
+        let plain = workspace_root(&dir.path("plain/x"), None);
+        assert!(
+            plain == dir.path("plain/x") || !plain.starts_with(&dir.0),
+            "{plain:?}"
+        );
+    }
+
+    #[test]
+    fn renders_servers() {
+        let builtins = load_with_env(
+            &ConfigOptions {
+                builtin: true,
+                ..bare_options(Path::new("/r"))
+            },
+            &env_of(&[]),
+        );
+        let builtin = |name: &str, resolved: Option<&str>| {
+            let index = builtins.server_index(name).unwrap();
+            let mut server = builtins.servers[index].clone();
+            server.resolved_command = resolved.map(PathBuf::from);
+            server
+        };
+        let mine = ServerConfig {
+            name: "plugin:tools:mine".into(),
+            origin: ConfigOrigin::Plugin {
+                plugin: "tools".into(),
+                file: PathBuf::from("/p/.lsp.json"),
+            },
+            extension_to_language: BTreeMap::from([(".rs".into(), "rust".into())]),
+            ..builtin("rust-analyzer", Some("/p/bin/mine"))
+        };
+        let cli = ServerConfig {
+            name: "x".into(),
+            origin: ConfigOrigin::CommandLine(PathBuf::from("./x.json")),
+            ..builtin("gopls", None)
+        };
+        let config = Config {
+            root: PathBuf::from("/r"),
+            servers: vec![
+                cli,
+                mine,
+                builtin("pyright", Some("/usr/bin/pyright-langserver")),
+                builtin("clangd", Some("/usr/bin/clangd")),
+            ],
+            errors: vec![ConfigError::new(
+                Path::new("/p/.lsp.json"),
+                Some("py"),
+                Some("args"),
+                "expected an array of strings",
+            )],
+            conflicts: vec![ExtensionConflict {
+                extension: ".py".into(),
+                primary: "pyright".into(),
+                secondary: "ruff".into(),
+            }],
+            notes: vec!["a note".into()],
+            skipped: vec![SkippedServer {
+                server: builtin("pylsp", Some("/usr/bin/pylsp")),
+                reason: "pyright is preferred".into(),
+            }],
+        };
+        let expected = [
+            "NAME               ORIGIN             STATUS                             EXTENSIONS",
+            "x                  --config ./x.json  not found                          .go",
+            "plugin:tools:mine  plugin tools       found /p/bin/mine                  .rs",
+            "pyright            built-in           found /usr/bin/pyright-langserver  .py .pyi",
+            "clangd             built-in           found /usr/bin/clangd              .c .cc .cpp .cxx .h .hh .hpp .hxx",
+            "not used:",
+            "  pylsp (built-in, found /usr/bin/pylsp): pyright is preferred",
+            "conflicts:",
+            "  .py: pyright serves requests; ruff also claims it (its diagnostics are merged)",
+            "errors:",
+            "  /p/.lsp.json: server \"py\": key \"args\": expected an array of strings",
+            "notes:",
+            "  a note",
+            "",
+        ]
+        .join("\n");
+        assert_eq!(render_servers(&config), expected);
+        let empty = Config {
+            servers: Vec::new(),
+            conflicts: Vec::new(),
+            errors: Vec::new(),
+            notes: Vec::new(),
+            skipped: Vec::new(),
+            ..config
+        };
+        assert_eq!(render_servers(&empty), "no servers configured\n");
+    }
+
+    #[test]
+    fn manifest_shaped_config_file_and_duplicate_file() {
+        let dir = TempDir::new("shape");
+        let file = dir.write(
+            "x.json",
+            r#"{"lspServers": {"a": {"command": "a", "extensionToLanguage": {"a": "a"}}}}"#,
+        );
+        let mut options = bare_options(&dir.0);
+        options.config_files = vec![file.clone(), dir.path("./x.json")];
+        options.user_config = Some(file);
+        let config = load_with_env(&options, &env_of(&[]));
+        assert_eq!(names(&config), ["a"]);
+        assert_eq!(config.errors, []);
+    }
+}
