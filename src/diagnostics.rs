@@ -1,11 +1,26 @@
-//! Diagnostics: the normalised model lspc reports, per-server stores, merge, dedup, order, caps.
+//! Diagnostics: the normalised model lspc reports, per-server stores, merge, dedup, order, caps,
+//! and the passive (one-time) delivery registry used by the MCP side.
 //!
-//! TODO(diagnostics helper).
+//! Invariants:
+//! - A [`Diagnostic`] always carries 1-based lines and 1-based columns counted in Unicode
+//!   characters (scalar values). Conversion from the server's encoding happens once, in
+//!   [`normalize`], through a converter the engine supplies.
+//! - [`DiagnosticStore`] follows LSP 3.17 §`textDocument/publishDiagnostics`: a publish replaces
+//!   the previous set of *that server* for *that file*; other servers' sets are untouched (B17).
+//! - Every list this module returns is ordered by [`sort`]: severity (errors first), then start
+//!   line, start column, end position and message, so output is deterministic.
+//! - [`PassiveRegistry`] never delivers the same identity twice for a file until the file is reset,
+//!   and never replays a drained entry.
 
-use std::path::PathBuf;
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
 
 /// LSP `DiagnosticSeverity` (spec 3.17 §`Diagnostic`): 1 Error, 2 Warning, 3 Information, 4 Hint.
-/// A publish with no severity is treated as Error, as VS Code does.
+/// A publish with no severity is treated as Error, as VS Code does. The derived order puts the
+/// most severe first (`Error < Warning < Information < Hint`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Severity {
     Error = 1,
@@ -14,8 +29,92 @@ pub enum Severity {
     Hint = 4,
 }
 
+impl Severity {
+    /// Every severity, most severe first.
+    pub const ALL: [Severity; 4] = [
+        Severity::Error,
+        Severity::Warning,
+        Severity::Information,
+        Severity::Hint,
+    ];
+
+    /// Maps the LSP wire value. A missing severity is Error (clients "interpret" it, LSP 3.17
+    /// §`Diagnostic.severity`; VS Code and Neovim pick Error). Values outside 1..=4 (server bugs)
+    /// are also treated as Error so they are never hidden by a `--severity` filter.
+    pub fn from_lsp(severity: Option<lsp_types::DiagnosticSeverity>) -> Severity {
+        match severity {
+            Some(lsp_types::DiagnosticSeverity::WARNING) => Severity::Warning,
+            Some(lsp_types::DiagnosticSeverity::INFORMATION) => Severity::Information,
+            Some(lsp_types::DiagnosticSeverity::HINT) => Severity::Hint,
+            Some(lsp_types::DiagnosticSeverity::ERROR) | None => Severity::Error,
+            Some(other) => {
+                log::debug!("unknown diagnostic severity {other:?}, treating it as error");
+                Severity::Error
+            }
+        }
+    }
+
+    /// The word lspc prints: `"error"`, `"warning"`, `"info"` or `"hint"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Information => "info",
+            Severity::Hint => "hint",
+        }
+    }
+
+    /// True when `self` is at least as severe as `minimum` (for `--severity warning`, errors and
+    /// warnings pass).
+    pub fn is_at_least(self, minimum: Severity) -> bool {
+        self <= minimum
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A `--severity` word that is not one of `error`, `warning`, `info`/`information`, `hint`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseSeverityError {
+    pub input: String,
+}
+
+impl fmt::Display for ParseSeverityError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown severity `{}` (expected error, warning, info or hint)",
+            self.input
+        )
+    }
+}
+
+impl std::error::Error for ParseSeverityError {}
+
+impl FromStr for Severity {
+    type Err = ParseSeverityError;
+
+    /// Accepts `error`, `warning`, `info`, `information`, `hint`, ASCII case-insensitively.
+    fn from_str(input: &str) -> Result<Severity, ParseSeverityError> {
+        match input.to_ascii_lowercase().as_str() {
+            "error" => Ok(Severity::Error),
+            "warning" => Ok(Severity::Warning),
+            "info" | "information" => Ok(Severity::Information),
+            "hint" => Ok(Severity::Hint),
+            _ => Err(ParseSeverityError {
+                input: input.to_string(),
+            }),
+        }
+    }
+}
+
 /// One diagnostic as lspc reports it: positions are 1-based lines and 1-based columns counted
 /// in Unicode characters (scalar values), already converted from the server's encoding.
+/// The end position is exclusive, as in LSP.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Diagnostic {
     /// Canonical absolute path of the file.
@@ -32,4 +131,1093 @@ pub struct Diagnostic {
     pub code: Option<String>,
     /// Name of the server that published it.
     pub server: String,
+}
+
+/// Converts one LSP diagnostic (LSP 3.17 §`Diagnostic`) into lspc's model.
+///
+/// `to_char` maps an LSP position (0-based line, 0-based offset in the negotiated encoding) to a
+/// 1-based `(line, column)` where the column counts Unicode characters; the engine builds it from
+/// the document text and the negotiated `positionEncoding`. The message keeps its text but loses
+/// trailing whitespace and newlines; an empty `source` or `code` becomes `None`; numeric codes are
+/// stringified.
+pub fn normalize(
+    server: &str,
+    path: &Path,
+    raw: &lsp_types::Diagnostic,
+    to_char: impl Fn(lsp_types::Position) -> (u32, u32),
+) -> Diagnostic {
+    let (line, column) = to_char(raw.range.start);
+    let (end_line, end_column) = to_char(raw.range.end);
+    let code = match &raw.code {
+        Some(lsp_types::NumberOrString::Number(number)) => Some(number.to_string()),
+        Some(lsp_types::NumberOrString::String(text)) if !text.trim().is_empty() => {
+            Some(text.clone())
+        }
+        _ => None,
+    };
+    let source = raw
+        .source
+        .as_ref()
+        .filter(|source| !source.trim().is_empty())
+        .cloned();
+    Diagnostic {
+        path: path.to_path_buf(),
+        line,
+        column,
+        end_line,
+        end_column,
+        severity: Severity::from_lsp(raw.severity),
+        message: raw.message.trim_end().to_string(),
+        source,
+        code,
+        server: server.to_string(),
+    }
+}
+
+/// A `textDocument/publishDiagnostics` notification whose params do not have the shape LSP 3.17
+/// §`PublishDiagnosticsParams` requires (the whole publish is then ignored).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShapeError {
+    /// `params` is not a JSON object.
+    NotAnObject,
+    /// `uri` is missing or not a non-empty string.
+    MissingUri,
+    /// `diagnostics` is missing or not an array.
+    MissingDiagnostics { uri: String },
+}
+
+impl fmt::Display for ShapeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ShapeError::NotAnObject => f.write_str("publishDiagnostics params are not an object"),
+            ShapeError::MissingUri => f.write_str("publishDiagnostics params have no string uri"),
+            ShapeError::MissingDiagnostics { uri } => {
+                write!(f, "publishDiagnostics for {uri} has no diagnostics array")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ShapeError {}
+
+/// Parses `textDocument/publishDiagnostics` params (LSP 3.17 §`PublishDiagnosticsParams`)
+/// leniently: returns `(uri, version, diagnostics)`.
+///
+/// - Extra fields anywhere are ignored.
+/// - `version` missing, `null` or not an `i32` gives `None` (the last case is logged).
+/// - A single malformed diagnostic element is skipped and logged, not the whole publish.
+/// - A `message` sent as `MarkupContent` (`{kind, value}`, LSP 3.18) is reduced to its `value`.
+///
+/// Errors: params not an object, `uri` not a non-empty string, `diagnostics` not an array.
+pub fn parse_publish(
+    params: &serde_json::Value,
+) -> Result<(String, Option<i32>, Vec<lsp_types::Diagnostic>), ShapeError> {
+    let object = params.as_object().ok_or(ShapeError::NotAnObject)?;
+    let uri = match object.get("uri").and_then(|uri| uri.as_str()) {
+        Some(uri) if !uri.is_empty() => uri.to_string(),
+        _ => return Err(ShapeError::MissingUri),
+    };
+    let elements = object
+        .get("diagnostics")
+        .and_then(|diagnostics| diagnostics.as_array())
+        .ok_or_else(|| ShapeError::MissingDiagnostics { uri: uri.clone() })?;
+    let version = match object.get("version") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(value) => match value.as_i64().and_then(|v| i32::try_from(v).ok()) {
+            Some(version) => Some(version),
+            None => {
+                log::warn!("publishDiagnostics for {uri}: ignoring unusable version {value}");
+                None
+            }
+        },
+    };
+    let mut diagnostics = Vec::with_capacity(elements.len());
+    for (index, element) in elements.iter().enumerate() {
+        let mut element = element.clone();
+        if let Some(message) = element.get_mut("message") {
+            if let Some(value) = message.get("value").and_then(|v| v.as_str()) {
+                *message = serde_json::Value::String(value.to_string());
+            }
+        }
+        match serde_json::from_value::<lsp_types::Diagnostic>(element) {
+            Ok(diagnostic) => diagnostics.push(diagnostic),
+            Err(error) => {
+                log::warn!("publishDiagnostics for {uri}: skipping diagnostic #{index}: {error}")
+            }
+        }
+    }
+    Ok((uri, version, diagnostics))
+}
+
+/// The report order: severity (errors first), then start line, start column, end line, end
+/// column, message; ties are broken by source, code and server so the order is total.
+pub fn compare(a: &Diagnostic, b: &Diagnostic) -> Ordering {
+    (a.severity, a.line, a.column, a.end_line, a.end_column)
+        .cmp(&(b.severity, b.line, b.column, b.end_line, b.end_column))
+        .then_with(|| a.message.cmp(&b.message))
+        .then_with(|| a.source.cmp(&b.source))
+        .then_with(|| a.code.cmp(&b.code))
+        .then_with(|| a.server.cmp(&b.server))
+}
+
+/// Sorts in report order (see [`compare`]).
+pub fn sort(diags: &mut [Diagnostic]) {
+    diags.sort_by(compare);
+}
+
+/// What makes two diagnostics from *different* servers the same finding: range, severity,
+/// message and code. `source` and `server` are ignored (pyright says "Pyright", basedpyright says
+/// "basedpyright" for the same error).
+type CrossServerKey = (u32, u32, u32, u32, Severity, String, Option<String>);
+
+fn cross_server_key(diagnostic: &Diagnostic) -> CrossServerKey {
+    (
+        diagnostic.line,
+        diagnostic.column,
+        diagnostic.end_line,
+        diagnostic.end_column,
+        diagnostic.severity,
+        diagnostic.message.clone(),
+        diagnostic.code.clone(),
+    )
+}
+
+/// The latest published set per (server name, file), following LSP 3.17
+/// §`textDocument/publishDiagnostics`: each publish replaces only that server's set for that file.
+///
+/// An empty publish is kept as an empty set, so [`DiagnosticStore::has_published`] can tell
+/// "server said clean" from "server said nothing" (B14).
+#[derive(Debug, Default, Clone)]
+pub struct DiagnosticStore {
+    /// file -> server name -> latest set.
+    by_file: BTreeMap<PathBuf, BTreeMap<String, Vec<Diagnostic>>>,
+}
+
+impl DiagnosticStore {
+    pub fn new() -> DiagnosticStore {
+        DiagnosticStore::default()
+    }
+
+    /// Replaces `server`'s set for `path` with `diags` (which may be empty).
+    pub fn replace(&mut self, server: &str, path: &Path, diags: Vec<Diagnostic>) {
+        self.by_file
+            .entry(path.to_path_buf())
+            .or_default()
+            .insert(server.to_string(), diags);
+    }
+
+    /// Forgets everything `server` published (it exited or was restarted).
+    pub fn clear_server(&mut self, server: &str) {
+        self.by_file.retain(|_, servers| {
+            servers.remove(server);
+            !servers.is_empty()
+        });
+    }
+
+    /// Forgets every server's set for `path` (the document was closed).
+    pub fn clear_file(&mut self, path: &Path) {
+        self.by_file.remove(path);
+    }
+
+    /// True when `server` has published for `path` (possibly an empty set) since the last clear.
+    pub fn has_published(&self, server: &str, path: &Path) -> bool {
+        self.by_file
+            .get(path)
+            .is_some_and(|servers| servers.contains_key(server))
+    }
+
+    /// `server`'s latest set for `path`, as published (unsorted), if any.
+    pub fn get(&self, server: &str, path: &Path) -> Option<&[Diagnostic]> {
+        self.by_file.get(path)?.get(server).map(Vec::as_slice)
+    }
+
+    /// The union of every server's set for `path`, in report order.
+    ///
+    /// Servers are visited in `server_order` (highest precedence first), then any other server
+    /// that published for the file, by name. Duplicates across servers (same range, severity,
+    /// message and code; source and server ignored) keep the first, highest-precedence copy;
+    /// within one server only fully identical diagnostics collapse.
+    pub fn merged(&self, path: &Path, server_order: &[&str]) -> Vec<Diagnostic> {
+        let Some(servers) = self.by_file.get(path) else {
+            return Vec::new();
+        };
+        let mut visit: Vec<&str> = server_order
+            .iter()
+            .copied()
+            .filter(|name| servers.contains_key(*name))
+            .collect();
+        let mut unseen_names: HashSet<&str> = visit.iter().copied().collect();
+        for name in servers.keys() {
+            if unseen_names.insert(name.as_str()) {
+                visit.push(name.as_str());
+            }
+        }
+        // First server that contributed each cross-server key.
+        let mut owner_of_key: HashMap<CrossServerKey, &str> = HashMap::new();
+        let mut merged = Vec::new();
+        for name in visit {
+            let mut seen_here: HashSet<&Diagnostic> = HashSet::new();
+            for diagnostic in &servers[name] {
+                if !seen_here.insert(diagnostic) {
+                    continue;
+                }
+                let owner = *owner_of_key
+                    .entry(cross_server_key(diagnostic))
+                    .or_insert(name);
+                if owner == name {
+                    merged.push(diagnostic.clone());
+                }
+            }
+        }
+        sort(&mut merged);
+        merged
+    }
+
+    /// Every file some server has published for (possibly an empty set), in path order.
+    pub fn files(&self) -> impl Iterator<Item = &Path> {
+        self.by_file.keys().map(PathBuf::as_path)
+    }
+}
+
+/// Applies `--max-per-file` then `--max-total` to files whose lists are already in report order.
+///
+/// The per-file cap truncates each list. The total cap then keeps the most severe diagnostics
+/// across files: every kept error comes before any kept warning, and within one severity files
+/// earlier in `files` win (stable). Returns how many diagnostics each file lost, index-aligned with
+/// `files`.
+pub fn apply_caps(
+    files: &mut [(PathBuf, Vec<Diagnostic>)],
+    max_per_file: Option<usize>,
+    max_total: Option<usize>,
+) -> Vec<usize> {
+    let mut omitted = vec![0; files.len()];
+    if let Some(cap) = max_per_file {
+        for ((_, diags), omitted) in files.iter_mut().zip(omitted.iter_mut()) {
+            if diags.len() > cap {
+                *omitted += diags.len() - cap;
+                diags.truncate(cap);
+            }
+        }
+    }
+    if let Some(cap) = max_total {
+        // (severity, file index, position): sorting by this tuple is "most severe first, stable by
+        // file order", so the first `cap` entries are the ones to keep.
+        let mut ranked: Vec<(Severity, usize, usize)> = files
+            .iter()
+            .enumerate()
+            .flat_map(|(file_index, (_, diags))| {
+                diags
+                    .iter()
+                    .enumerate()
+                    .map(move |(position, d)| (d.severity, file_index, position))
+            })
+            .collect();
+        if ranked.len() > cap {
+            ranked.sort();
+            let mut keep_counts = vec![0usize; files.len()];
+            for &(_, file_index, _) in &ranked[..cap] {
+                keep_counts[file_index] += 1;
+            }
+            // Each list is in report order (severity first), so what is kept is a prefix.
+            for (file_index, (_, diags)) in files.iter_mut().enumerate() {
+                let keep = keep_counts[file_index];
+                omitted[file_index] += diags.len() - keep;
+                diags.truncate(keep);
+            }
+        }
+    }
+    omitted
+}
+
+/// Passive delivery: at most this many diagnostics per file in one drained batch.
+pub const MAX_PER_FILE: usize = 10;
+/// Passive delivery: at most this many diagnostics in total in one drained batch.
+pub const MAX_TOTAL: usize = 30;
+/// Passive delivery: delivered identities are remembered for at most this many files (LRU).
+pub const MAX_DELIVERED_FILES: usize = 500;
+
+/// What [`PassiveRegistry`] considers "the same diagnostic already delivered": message, severity,
+/// range, source and code (not the server).
+type DeliveryIdentity = (
+    String,
+    Severity,
+    u32,
+    u32,
+    u32,
+    u32,
+    Option<String>,
+    Option<String>,
+);
+
+fn delivery_identity(diagnostic: &Diagnostic) -> DeliveryIdentity {
+    (
+        diagnostic.message.clone(),
+        diagnostic.severity,
+        diagnostic.line,
+        diagnostic.column,
+        diagnostic.end_line,
+        diagnostic.end_column,
+        diagnostic.source.clone(),
+        diagnostic.code.clone(),
+    )
+}
+
+/// One batch handed to the agent by [`PassiveRegistry::drain`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DrainedBatch {
+    /// Servers that contributed at least one delivered diagnostic, in registration order.
+    pub servers: Vec<String>,
+    /// Files in first-registration order, each list in report order, capped.
+    pub files: Vec<(PathBuf, Vec<Diagnostic>)>,
+    /// How many new diagnostics the caps dropped from this batch.
+    pub n_more: usize,
+}
+
+#[derive(Debug, Clone)]
+struct PendingEntry {
+    server: String,
+    path: PathBuf,
+    diags: Vec<Diagnostic>,
+}
+
+/// Pending-then-delivered registry for diagnostics pushed to an agent without being asked
+/// (modelled on Claude Code's plugin-LSP registry, seed 000 "Passive diagnostic delivery").
+///
+/// - [`register`](Self::register) queues a server's latest non-empty set for a file; a later
+///   publish from the same server for the same file replaces the queued set (LSP replace
+///   semantics), and an empty publish only withdraws it.
+/// - [`drain`](Self::drain) delivers everything queued once: deduplicated within the batch and
+///   against identities already delivered for the file, sorted, at most [`MAX_PER_FILE`] per file
+///   and [`MAX_TOTAL`] in total. Queued entries are removed whether delivered or capped: nothing is
+///   replayed. Only delivered identities are remembered, so a capped diagnostic is delivered when a
+///   later publish repeats it.
+/// - Delivered identities are remembered for the [`MAX_DELIVERED_FILES`] most recently delivered
+///   files.
+#[derive(Debug, Default, Clone)]
+pub struct PassiveRegistry {
+    pending: Vec<PendingEntry>,
+    /// file -> (last-use tick, delivered identities).
+    delivered: HashMap<PathBuf, (u64, HashSet<DeliveryIdentity>)>,
+    tick: u64,
+}
+
+impl PassiveRegistry {
+    pub fn new() -> PassiveRegistry {
+        PassiveRegistry::default()
+    }
+
+    /// Queues `server`'s latest set for `path`. An empty set registers nothing (it only withdraws a
+    /// queued, not yet drained set from the same server for the file, which it supersedes).
+    pub fn register(&mut self, server: &str, path: &Path, diags: Vec<Diagnostic>) {
+        self.pending
+            .retain(|entry| !(entry.server == server && entry.path == path));
+        if diags.is_empty() {
+            return;
+        }
+        self.pending.push(PendingEntry {
+            server: server.to_string(),
+            path: path.to_path_buf(),
+            diags,
+        });
+    }
+
+    /// True when something is queued.
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Delivers every queued entry once (see the type doc). `None` when nothing new remains after
+    /// deduplication; the queue is emptied either way.
+    pub fn drain(&mut self) -> Option<DrainedBatch> {
+        let pending = std::mem::take(&mut self.pending);
+        let mut registration_order: Vec<String> = Vec::new();
+        for entry in &pending {
+            if !registration_order.contains(&entry.server) {
+                registration_order.push(entry.server.clone());
+            }
+        }
+        let mut file_order: Vec<PathBuf> = Vec::new();
+        let mut by_file: HashMap<PathBuf, Vec<Diagnostic>> = HashMap::new();
+        let mut batch_seen: HashSet<(PathBuf, DeliveryIdentity)> = HashSet::new();
+        for entry in pending {
+            let delivered = self.delivered.get(&entry.path).map(|(_, set)| set);
+            for diagnostic in entry.diags {
+                let identity = delivery_identity(&diagnostic);
+                if delivered.is_some_and(|set| set.contains(&identity)) {
+                    continue;
+                }
+                if !batch_seen.insert((entry.path.clone(), identity)) {
+                    continue;
+                }
+                by_file
+                    .entry(entry.path.clone())
+                    .or_insert_with(|| {
+                        file_order.push(entry.path.clone());
+                        Vec::new()
+                    })
+                    .push(diagnostic);
+            }
+        }
+        if file_order.is_empty() {
+            return None;
+        }
+        let mut files: Vec<(PathBuf, Vec<Diagnostic>)> = file_order
+            .into_iter()
+            .map(|path| {
+                let mut diags = by_file.remove(&path).unwrap_or_default();
+                sort(&mut diags);
+                (path, diags)
+            })
+            .collect();
+        let n_more = apply_caps(&mut files, Some(MAX_PER_FILE), Some(MAX_TOTAL))
+            .iter()
+            .sum();
+        files.retain(|(_, diags)| !diags.is_empty());
+        let mut contributing: HashSet<&str> = HashSet::new();
+        for (path, diags) in &files {
+            self.tick += 1;
+            let (tick, set) = self.delivered.entry(path.clone()).or_default();
+            *tick = self.tick;
+            for diagnostic in diags {
+                set.insert(delivery_identity(diagnostic));
+                contributing.insert(diagnostic.server.as_str());
+            }
+        }
+        let servers = registration_order
+            .iter()
+            .filter(|name| contributing.contains(name.as_str()))
+            .cloned()
+            .collect();
+        self.evict_delivered();
+        Some(DrainedBatch {
+            servers,
+            files,
+            n_more,
+        })
+    }
+
+    /// After `path` was edited: forgets what was delivered for it (so diagnostics that reappear are
+    /// delivered again) and drops its queued sets (they describe the old content).
+    pub fn reset_file(&mut self, path: &Path) {
+        self.delivered.remove(path);
+        self.pending.retain(|entry| entry.path != path);
+    }
+
+    /// New session: forgets everything queued and delivered.
+    pub fn reset_all(&mut self) {
+        self.pending.clear();
+        self.delivered.clear();
+    }
+
+    /// How many files currently have remembered delivered identities (at most
+    /// [`MAX_DELIVERED_FILES`]).
+    pub fn delivered_file_count(&self) -> usize {
+        self.delivered.len()
+    }
+
+    fn evict_delivered(&mut self) {
+        while self.delivered.len() > MAX_DELIVERED_FILES {
+            let oldest = self
+                .delivered
+                .iter()
+                .min_by_key(|(_, (tick, _))| *tick)
+                .map(|(path, _)| path.clone());
+            match oldest {
+                Some(path) => {
+                    self.delivered.remove(&path);
+                }
+                None => break,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Builds a diagnostic from a compact spec; `sev` is 'E', 'W', 'I' or 'H'.
+    #[allow(clippy::too_many_arguments)]
+    fn dg(
+        server: &str,
+        file: &str,
+        line: u32,
+        column: u32,
+        sev: char,
+        message: &str,
+        source: Option<&str>,
+        code: Option<&str>,
+    ) -> Diagnostic {
+        let severity = match sev {
+            'E' => Severity::Error,
+            'W' => Severity::Warning,
+            'I' => Severity::Information,
+            _ => Severity::Hint,
+        };
+        Diagnostic {
+            path: PathBuf::from("/ws").join(file),
+            line,
+            column,
+            end_line: line,
+            end_column: column + 1,
+            severity,
+            message: message.to_string(),
+            source: source.map(str::to_string),
+            code: code.map(str::to_string),
+            server: server.to_string(),
+        }
+    }
+
+    /// One-line summary used to compare results exactly.
+    fn show(d: &Diagnostic) -> String {
+        let file = d.path.strip_prefix("/ws").unwrap_or(&d.path).display();
+        format!(
+            "{file} {}:{}-{}:{} {} {} src={} code={} @{}",
+            d.line,
+            d.column,
+            d.end_line,
+            d.end_column,
+            d.severity,
+            d.message,
+            d.source.as_deref().unwrap_or("-"),
+            d.code.as_deref().unwrap_or("-"),
+            d.server
+        )
+    }
+
+    fn shows(diags: &[Diagnostic]) -> Vec<String> {
+        diags.iter().map(show).collect()
+    }
+
+    #[test]
+    fn severity_from_lsp() {
+        fn check(input: Option<i32>, expected: Severity) {
+            let raw = input.map(|n| serde_json::from_value(json!(n)).expect("severity"));
+            assert_eq!(Severity::from_lsp(raw), expected, "input {input:?}");
+        }
+        check(None, Severity::Error);
+        check(Some(1), Severity::Error);
+        check(Some(2), Severity::Warning);
+        check(Some(3), Severity::Information);
+        check(Some(4), Severity::Hint);
+        check(Some(0), Severity::Error);
+        check(Some(9), Severity::Error);
+    }
+
+    #[test]
+    fn severity_words() {
+        fn check(input: &str, expected: Result<Severity, &str>) {
+            let got = input.parse::<Severity>().map_err(|e| e.to_string());
+            assert_eq!(got, expected.map_err(str::to_string), "input {input:?}");
+        }
+        check("error", Ok(Severity::Error));
+        check("warning", Ok(Severity::Warning));
+        check("info", Ok(Severity::Information));
+        check("information", Ok(Severity::Information));
+        check("HINT", Ok(Severity::Hint));
+        check(
+            "fatal",
+            Err("unknown severity `fatal` (expected error, warning, info or hint)"),
+        );
+        check(
+            "",
+            Err("unknown severity `` (expected error, warning, info or hint)"),
+        );
+        let words: Vec<String> = Severity::ALL.iter().map(|s| s.to_string()).collect();
+        assert_eq!(words, ["error", "warning", "info", "hint"]);
+        assert!(Severity::Error.is_at_least(Severity::Warning));
+        assert!(Severity::Warning.is_at_least(Severity::Warning));
+        assert!(!Severity::Information.is_at_least(Severity::Warning));
+    }
+
+    #[test]
+    fn normalize_fields() {
+        fn check(raw: serde_json::Value, expected: &str) {
+            let raw: lsp_types::Diagnostic = serde_json::from_value(raw).expect("diagnostic");
+            // A converter that only shifts to 1-based, and doubles the column so we can see it ran.
+            let got = normalize("pyright", Path::new("/ws/a.py"), &raw, |p| {
+                (p.line + 1, p.character * 2 + 1)
+            });
+            assert_eq!(show(&got), expected);
+        }
+        let range =
+            json!({"start": {"line": 1, "character": 4}, "end": {"line": 1, "character": 6}});
+        check(
+            json!({"range": range, "severity": 1, "message": "bad\n", "source": "Pyright", "code": "reportX"}),
+            "a.py 2:9-2:13 error bad src=Pyright code=reportX @pyright",
+        );
+        check(
+            json!({"range": range, "message": "two\nlines  \r\n\n", "source": "", "code": 401}),
+            "a.py 2:9-2:13 error two\nlines src=- code=401 @pyright",
+        );
+        check(
+            json!({"range": range, "severity": 4, "message": "m", "code": ""}),
+            "a.py 2:9-2:13 hint m src=- code=- @pyright",
+        );
+    }
+
+    #[test]
+    fn parse_publish_shapes() {
+        fn check(
+            params: serde_json::Value,
+            expected: Result<(&str, Option<i32>, Vec<&str>), &str>,
+        ) {
+            let got = parse_publish(&params)
+                .map(|(uri, version, diags)| {
+                    let messages: Vec<String> = diags.into_iter().map(|d| d.message).collect();
+                    (uri, version, messages)
+                })
+                .map_err(|e| e.to_string());
+            let expected = expected
+                .map(|(uri, version, messages)| {
+                    let messages: Vec<String> = messages.into_iter().map(str::to_string).collect();
+                    (uri.to_string(), version, messages)
+                })
+                .map_err(str::to_string);
+            assert_eq!(got, expected, "params {params}");
+        }
+        let range =
+            json!({"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 1}});
+        let good = json!({"range": range, "message": "ok", "extra": true});
+        check(
+            json!({"uri": "file:///a.py", "version": 3, "diagnostics": [good], "x": 1}),
+            Ok(("file:///a.py", Some(3), vec!["ok"])),
+        );
+        check(
+            json!({"uri": "file:///a.py", "diagnostics": []}),
+            Ok(("file:///a.py", None, vec![])),
+        );
+        check(
+            json!({"uri": "file:///a.py", "version": null, "diagnostics": [good]}),
+            Ok(("file:///a.py", None, vec!["ok"])),
+        );
+        check(
+            json!({"uri": "file:///a.py", "version": "7", "diagnostics": [good]}),
+            Ok(("file:///a.py", None, vec!["ok"])),
+        );
+        check(
+            json!({"uri": "file:///a.py", "version": 1, "diagnostics": [
+                {"message": "no range"},
+                {"range": range, "message": 5},
+                {"range": {"start": {"line": -1, "character": 0}, "end": {"line": 0, "character": 0}}, "message": "neg"},
+                "junk",
+                {"range": range, "message": {"kind": "markdown", "value": "**md**"}},
+                good,
+            ]}),
+            Ok(("file:///a.py", Some(1), vec!["**md**", "ok"])),
+        );
+        check(
+            json!([1]),
+            Err("publishDiagnostics params are not an object"),
+        );
+        check(
+            json!({"diagnostics": []}),
+            Err("publishDiagnostics params have no string uri"),
+        );
+        check(
+            json!({"uri": "", "diagnostics": []}),
+            Err("publishDiagnostics params have no string uri"),
+        );
+        check(
+            json!({"uri": "file:///a.py"}),
+            Err("publishDiagnostics for file:///a.py has no diagnostics array"),
+        );
+        check(
+            json!({"uri": "file:///a.py", "diagnostics": {}}),
+            Err("publishDiagnostics for file:///a.py has no diagnostics array"),
+        );
+    }
+
+    #[test]
+    fn sort_order() {
+        fn check(input: Vec<Diagnostic>, expected: &[&str]) {
+            let mut diags = input;
+            sort(&mut diags);
+            assert_eq!(shows(&diags), expected);
+        }
+        check(
+            vec![
+                dg("s", "a.py", 1, 1, 'H', "h", None, None),
+                dg("s", "a.py", 9, 1, 'E', "late", None, None),
+                dg("s", "a.py", 1, 1, 'W', "w", None, None),
+                dg("s", "a.py", 2, 5, 'E', "b", None, None),
+                dg("s", "a.py", 2, 5, 'E', "a", None, None),
+                dg("s", "a.py", 2, 3, 'E', "z", None, None),
+                dg("s", "a.py", 1, 1, 'I', "i", None, None),
+            ],
+            &[
+                "a.py 2:3-2:4 error z src=- code=- @s",
+                "a.py 2:5-2:6 error a src=- code=- @s",
+                "a.py 2:5-2:6 error b src=- code=- @s",
+                "a.py 9:1-9:2 error late src=- code=- @s",
+                "a.py 1:1-1:2 warning w src=- code=- @s",
+                "a.py 1:1-1:2 info i src=- code=- @s",
+                "a.py 1:1-1:2 hint h src=- code=- @s",
+            ],
+        );
+        // Same start, the shorter range first.
+        let mut long = dg("s", "a.py", 1, 1, 'E', "m", None, None);
+        long.end_column = 9;
+        check(
+            vec![long, dg("s", "a.py", 1, 1, 'E', "m", None, None)],
+            &[
+                "a.py 1:1-1:2 error m src=- code=- @s",
+                "a.py 1:1-1:9 error m src=- code=- @s",
+            ],
+        );
+    }
+
+    /// Runs `(server, file, set)` publishes in order and compares `merged(file, order)`.
+    fn check_store(
+        publishes: Vec<(&str, &str, Vec<Diagnostic>)>,
+        file: &str,
+        order: &[&str],
+        expected: &[&str],
+    ) {
+        let mut store = DiagnosticStore::new();
+        for (server, path, diags) in publishes {
+            store.replace(server, &Path::new("/ws").join(path), diags);
+        }
+        let got = store.merged(&Path::new("/ws").join(file), order);
+        assert_eq!(shows(&got), expected);
+    }
+
+    #[test]
+    fn store_replace_and_merge() {
+        let e1 = || dg("A", "a.py", 1, 1, 'E', "E1", Some("srcA"), Some("c1"));
+        let e1b = || dg("B", "a.py", 1, 1, 'E', "E1", Some("srcB"), Some("c1"));
+        let e2 = || dg("A", "a.py", 5, 1, 'E', "E2", Some("srcA"), None);
+        let w = || dg("A", "a.py", 2, 1, 'W', "W", None, None);
+        // B17: A [E1] then [E1, E2]; B [E1'] then []: B's empty publish does not wipe A's.
+        check_store(
+            vec![
+                ("A", "a.py", vec![e1()]),
+                ("A", "a.py", vec![e1(), e2()]),
+                ("B", "a.py", vec![e1b()]),
+                ("B", "a.py", vec![]),
+            ],
+            "a.py",
+            &["A", "B"],
+            &[
+                "a.py 1:1-1:2 error E1 src=srcA code=c1 @A",
+                "a.py 5:1-5:2 error E2 src=srcA code=- @A",
+            ],
+        );
+        // A later publish replaces the earlier one of the same server.
+        check_store(
+            vec![("A", "a.py", vec![e1(), e2()]), ("A", "a.py", vec![w()])],
+            "a.py",
+            &["A"],
+            &["a.py 2:1-2:2 warning W src=- code=- @A"],
+        );
+        // Cross-server duplicate kept once; precedence decides which copy.
+        check_store(
+            vec![("A", "a.py", vec![e1(), w()]), ("B", "a.py", vec![e1b()])],
+            "a.py",
+            &["B", "A"],
+            &[
+                "a.py 1:1-1:2 error E1 src=srcB code=c1 @B",
+                "a.py 2:1-2:2 warning W src=- code=- @A",
+            ],
+        );
+        // Different code across servers is not a duplicate.
+        let mut other_code = e1b();
+        other_code.code = Some("c2".into());
+        check_store(
+            vec![("A", "a.py", vec![e1()]), ("B", "a.py", vec![other_code])],
+            "a.py",
+            &["A", "B"],
+            &[
+                "a.py 1:1-1:2 error E1 src=srcA code=c1 @A",
+                "a.py 1:1-1:2 error E1 src=srcB code=c2 @B",
+            ],
+        );
+        // Within one server: exact duplicates collapse, a different source does not.
+        let mut e1_other_source = e1();
+        e1_other_source.source = Some("other".into());
+        check_store(
+            vec![("A", "a.py", vec![e1(), e1(), e1_other_source])],
+            "a.py",
+            &["A"],
+            &[
+                "a.py 1:1-1:2 error E1 src=other code=c1 @A",
+                "a.py 1:1-1:2 error E1 src=srcA code=c1 @A",
+            ],
+        );
+        // Servers missing from the order still count, after the listed ones, by name.
+        check_store(
+            vec![("Z", "a.py", vec![e1b()]), ("A", "a.py", vec![e1()])],
+            "a.py",
+            &[],
+            &["a.py 1:1-1:2 error E1 src=srcA code=c1 @A"],
+        );
+        // Another file's sets are separate.
+        check_store(vec![("A", "b.py", vec![e1()])], "a.py", &["A"], &[]);
+    }
+
+    #[test]
+    fn store_clear_and_files() {
+        let mut store = DiagnosticStore::new();
+        let a = Path::new("/ws/a.py");
+        let b = Path::new("/ws/b.py");
+        store.replace("A", b, vec![dg("A", "b.py", 1, 1, 'E', "x", None, None)]);
+        store.replace("A", a, vec![]);
+        store.replace("B", a, vec![dg("B", "a.py", 1, 1, 'E', "y", None, None)]);
+        let files: Vec<&Path> = store.files().collect();
+        assert_eq!(files, [a, b]);
+        assert!(store.has_published("A", a));
+        assert!(!store.has_published("C", a));
+        assert_eq!(store.get("A", a).map(<[Diagnostic]>::len), Some(0));
+        store.clear_server("B");
+        assert!(!store.has_published("B", a));
+        assert_eq!(store.merged(a, &["A", "B"]), vec![]);
+        store.clear_server("A");
+        assert_eq!(store.files().count(), 0);
+        store.replace("A", a, vec![]);
+        store.clear_file(a);
+        assert!(!store.has_published("A", a));
+    }
+
+    fn file_of(name: &str, diags: Vec<Diagnostic>) -> (PathBuf, Vec<Diagnostic>) {
+        (PathBuf::from("/ws").join(name), diags)
+    }
+
+    fn warnings(server: &str, file: &str, n: u32) -> Vec<Diagnostic> {
+        (1..=n)
+            .map(|line| dg(server, file, line, 1, 'W', "w", None, None))
+            .collect()
+    }
+
+    /// Applies caps and compares (kept count per file, omitted per file).
+    fn check_caps(
+        files: Vec<(PathBuf, Vec<Diagnostic>)>,
+        per_file: Option<usize>,
+        total: Option<usize>,
+        expected_kept: &[usize],
+        expected_omitted: &[usize],
+    ) -> Vec<(PathBuf, Vec<Diagnostic>)> {
+        let mut files = files;
+        let omitted = apply_caps(&mut files, per_file, total);
+        let kept: Vec<usize> = files.iter().map(|(_, d)| d.len()).collect();
+        assert_eq!(kept, expected_kept);
+        assert_eq!(omitted, expected_omitted);
+        files
+    }
+
+    #[test]
+    fn caps() {
+        // B17: a.py has E1, E2 and 12 warnings; five other files have 5 warnings each.
+        let b17 = || {
+            let mut a = vec![
+                dg("A", "a.py", 1, 1, 'E', "E1", None, None),
+                dg("A", "a.py", 5, 1, 'E', "E2", None, None),
+            ];
+            a.extend(warnings("A", "a.py", 12));
+            sort(&mut a);
+            let mut files = vec![file_of("a.py", a)];
+            for i in 1..=5 {
+                let name = format!("f{i}.py");
+                files.push(file_of(&name, warnings("A", &name, 5)));
+            }
+            files
+        };
+        let kept = check_caps(
+            b17(),
+            Some(10),
+            Some(30),
+            &[10, 5, 5, 5, 5, 0],
+            &[4, 0, 0, 0, 0, 5],
+        );
+        assert_eq!(
+            shows(&kept[0].1[..3]),
+            [
+                "a.py 1:1-1:2 error E1 src=- code=- @A",
+                "a.py 5:1-5:2 error E2 src=- code=- @A",
+                "a.py 1:1-1:2 warning w src=- code=- @A",
+            ]
+        );
+        check_caps(b17(), None, None, &[14, 5, 5, 5, 5, 5], &[0; 6]);
+        check_caps(
+            b17(),
+            Some(10),
+            None,
+            &[10, 5, 5, 5, 5, 5],
+            &[4, 0, 0, 0, 0, 0],
+        );
+        check_caps(
+            b17(),
+            None,
+            Some(12),
+            &[12, 0, 0, 0, 0, 0],
+            &[2, 5, 5, 5, 5, 5],
+        );
+        check_caps(b17(), Some(0), None, &[0; 6], &[14, 5, 5, 5, 5, 5]);
+        // Errors in a later file win over warnings in an earlier one.
+        let kept = check_caps(
+            vec![
+                file_of("a.py", warnings("A", "a.py", 3)),
+                file_of(
+                    "b.py",
+                    vec![
+                        dg("A", "b.py", 1, 1, 'E', "x", None, None),
+                        dg("A", "b.py", 2, 1, 'E', "y", None, None),
+                        dg("A", "b.py", 3, 1, 'H', "z", None, None),
+                    ],
+                ),
+            ],
+            None,
+            Some(3),
+            &[1, 2],
+            &[2, 1],
+        );
+        assert_eq!(
+            shows(&kept[1].1),
+            [
+                "b.py 1:1-1:2 error x src=- code=- @A",
+                "b.py 2:1-2:2 error y src=- code=- @A"
+            ]
+        );
+        check_caps(vec![], Some(1), Some(1), &[], &[]);
+    }
+
+    /// Summarises a drained batch as (servers, "file:count" list, n_more).
+    fn batch_summary(batch: Option<DrainedBatch>) -> Option<(Vec<String>, Vec<String>, usize)> {
+        batch.map(|b| {
+            let files = b
+                .files
+                .iter()
+                .map(|(p, d)| format!("{}:{}", p.display(), d.len()))
+                .collect();
+            (b.servers, files, b.n_more)
+        })
+    }
+
+    fn check_drain(registry: &mut PassiveRegistry, expected: Option<(&[&str], &[&str], usize)>) {
+        let expected = expected.map(|(servers, files, n_more)| {
+            (
+                servers.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+                files.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+                n_more,
+            )
+        });
+        assert_eq!(batch_summary(registry.drain()), expected);
+    }
+
+    #[test]
+    fn registry_delivers_once() {
+        let a = Path::new("/ws/a.py");
+        let e1 = || dg("A", "a.py", 1, 1, 'E', "E1", Some("src"), None);
+        let e2 = || dg("A", "a.py", 2, 1, 'E', "E2", Some("src"), None);
+        let mut registry = PassiveRegistry::new();
+        check_drain(&mut registry, None);
+        registry.register("A", a, vec![]);
+        assert!(!registry.has_pending());
+        registry.register("A", a, vec![e1()]);
+        // Same identity from another server in the same batch: delivered once.
+        let mut e1_from_b = e1();
+        e1_from_b.server = "B".into();
+        registry.register("B", a, vec![e1_from_b]);
+        check_drain(&mut registry, Some((&["A"], &["/ws/a.py:1"], 0)));
+        // Not replayed.
+        check_drain(&mut registry, None);
+        // A republish of E1 plus a new E2: only E2 is new.
+        registry.register("A", a, vec![e1(), e2()]);
+        let batch = registry.drain().expect("batch");
+        assert_eq!(
+            shows(&batch.files[0].1),
+            ["a.py 2:1-2:2 error E2 src=src code=- @A"]
+        );
+        // Everything already delivered: nothing to drain, queue emptied.
+        registry.register("A", a, vec![e1(), e2()]);
+        check_drain(&mut registry, None);
+        assert!(!registry.has_pending());
+        // After an edit, reappearing diagnostics are delivered again.
+        registry.reset_file(a);
+        registry.register("A", a, vec![e1(), e2()]);
+        check_drain(&mut registry, Some((&["A"], &["/ws/a.py:2"], 0)));
+        registry.reset_all();
+        registry.register("A", a, vec![e2()]);
+        check_drain(&mut registry, Some((&["A"], &["/ws/a.py:1"], 0)));
+    }
+
+    #[test]
+    fn registry_replace_and_withdraw() {
+        let a = Path::new("/ws/a.py");
+        let b = Path::new("/ws/b.py");
+        let e = |server: &str, file: &str, msg: &str| dg(server, file, 1, 1, 'E', msg, None, None);
+        let mut registry = PassiveRegistry::new();
+        // A later publish of the same server replaces the queued one.
+        registry.register("A", a, vec![e("A", "a.py", "old")]);
+        registry.register("A", a, vec![e("A", "a.py", "new")]);
+        let batch = registry.drain().expect("batch");
+        assert_eq!(
+            shows(&batch.files[0].1),
+            ["a.py 1:1-1:2 error new src=- code=- @A"]
+        );
+        // An empty publish withdraws that server's queued set only.
+        registry.register("A", a, vec![e("A", "a.py", "x")]);
+        registry.register("B", a, vec![e("B", "a.py", "y")]);
+        registry.register("B", b, vec![e("B", "b.py", "z")]);
+        registry.register("A", a, vec![]);
+        check_drain(
+            &mut registry,
+            Some((&["B"], &["/ws/a.py:1", "/ws/b.py:1"], 0)),
+        );
+        // reset_file drops queued sets for the file.
+        registry.register("A", a, vec![e("A", "a.py", "q")]);
+        registry.register("A", b, vec![e("A", "b.py", "r")]);
+        registry.reset_file(a);
+        check_drain(&mut registry, Some((&["A"], &["/ws/b.py:1"], 0)));
+    }
+
+    #[test]
+    fn registry_caps() {
+        let mut registry = PassiveRegistry::new();
+        let mut a = vec![dg("A", "a.py", 20, 1, 'E', "E1", None, None)];
+        a.extend(warnings("A", "a.py", 12));
+        registry.register("A", Path::new("/ws/a.py"), a);
+        for i in 1..=5 {
+            let name = format!("f{i}.py");
+            registry.register("B", &Path::new("/ws").join(&name), warnings("B", &name, 5));
+        }
+        let batch = registry.drain().expect("batch");
+        assert_eq!(batch.files[0].1[0].message, "E1");
+        assert_eq!(
+            batch_summary(Some(batch)),
+            Some((
+                vec!["A".to_string(), "B".to_string()],
+                vec![
+                    "/ws/a.py:10".to_string(),
+                    "/ws/f1.py:5".to_string(),
+                    "/ws/f2.py:5".to_string(),
+                    "/ws/f3.py:5".to_string(),
+                    "/ws/f4.py:5".to_string(),
+                ],
+                3 + 5,
+            ))
+        );
+        // The capped diagnostics were not marked delivered: a republish delivers them.
+        registry.register("B", Path::new("/ws/f5.py"), warnings("B", "f5.py", 5));
+        check_drain(&mut registry, Some((&["B"], &["/ws/f5.py:5"], 0)));
+    }
+
+    #[test]
+    fn registry_lru_bound() {
+        let mut registry = PassiveRegistry::new();
+        let e = |file: &str| vec![dg("A", file, 1, 1, 'E', "E", None, None)];
+        for i in 0..(MAX_DELIVERED_FILES + 20) {
+            let name = format!("f{i}.py");
+            registry.register("A", &Path::new("/ws").join(&name), e(&name));
+            assert!(registry.drain().is_some());
+        }
+        assert_eq!(registry.delivered_file_count(), MAX_DELIVERED_FILES);
+        // The oldest file was forgotten, so its diagnostic is delivered again; the newest was not.
+        registry.register("A", Path::new("/ws/f0.py"), e("f0.py"));
+        check_drain(&mut registry, Some((&["A"], &["/ws/f0.py:1"], 0)));
+        let newest = format!("f{}.py", MAX_DELIVERED_FILES + 19);
+        registry.register("A", &Path::new("/ws").join(&newest), e(&newest));
+        check_drain(&mut registry, None);
+        assert_eq!(registry.delivered_file_count(), MAX_DELIVERED_FILES);
+    }
 }

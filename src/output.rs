@@ -1,10 +1,24 @@
 //! Rendering `lspc check` results: human, json, jsonl, sarif (2.1.0) and github annotations.
 //!
-//! TODO(output helper).
+//! Invariants:
+//! - Paths are printed relative to `CheckReport::root` with `/` separators, or absolute when the
+//!   file is outside the root. Lines and columns are 1-based; columns count Unicode characters.
+//! - Only diagnostics of files in `Clean`/`Diagnostics` state are rendered as diagnostics. A file in
+//!   `Timeout`/`Error` state has incomplete results: it is reported as such (stderr lines in human
+//!   and jsonl, notifications in sarif, `::error` in github, its state in json), never as clean.
+//! - Library code never prints: [`render`] writes to the writer it is given; [`summary_line`] and
+//!   [`state_lines`] return text for the caller to put on stderr.
+//! - Output is deterministic: files and diagnostics are rendered in report order.
 
-use std::path::PathBuf;
+use std::fmt;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
 
-use crate::diagnostics::Diagnostic;
+use serde::Serialize;
+use serde_json::json;
+
+use crate::diagnostics::{Diagnostic, Severity};
 
 /// What `lspc check` found, ready to render. Diagnostics are already filtered by `--severity`,
 /// sorted (severity, then line, then column) and capped by `--max-per-file` / `--max-total`.
@@ -47,7 +61,8 @@ pub struct ServerFailure {
     pub message: String,
 }
 
-/// `--format`.
+/// `--format`: `human` (default, for people), `json` (one object), `jsonl` (one diagnostic per
+/// line), `sarif` (SARIF 2.1.0 for code scanning), `github` (GitHub Actions workflow commands).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     Human,
@@ -55,4 +70,1129 @@ pub enum Format {
     Jsonl,
     Sarif,
     Github,
+}
+
+impl Format {
+    /// The `--format` word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Human => "human",
+            Format::Json => "json",
+            Format::Jsonl => "jsonl",
+            Format::Sarif => "sarif",
+            Format::Github => "github",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A `--format` word that lspc does not know.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseFormatError {
+    pub input: String,
+}
+
+impl fmt::Display for ParseFormatError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown format `{}` (expected human, json, jsonl, sarif or github)",
+            self.input
+        )
+    }
+}
+
+impl std::error::Error for ParseFormatError {}
+
+impl FromStr for Format {
+    type Err = ParseFormatError;
+
+    /// Accepts `human`, `json`, `jsonl`, `sarif`, `github`, ASCII case-insensitively.
+    fn from_str(input: &str) -> Result<Format, ParseFormatError> {
+        match input.to_ascii_lowercase().as_str() {
+            "human" => Ok(Format::Human),
+            "json" => Ok(Format::Json),
+            "jsonl" => Ok(Format::Jsonl),
+            "sarif" => Ok(Format::Sarif),
+            "github" => Ok(Format::Github),
+            _ => Err(ParseFormatError {
+                input: input.to_string(),
+            }),
+        }
+    }
+}
+
+impl FileState {
+    /// The state word used by the json format: `clean`, `diagnostics`, `timeout`, `error`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            FileState::Clean => "clean",
+            FileState::Diagnostics => "diagnostics",
+            FileState::Timeout { .. } => "timeout",
+            FileState::Error { .. } => "error",
+        }
+    }
+
+    /// True for `Clean` and `Diagnostics`: the servers settled and the file's set is complete.
+    pub fn is_complete(&self) -> bool {
+        matches!(self, FileState::Clean | FileState::Diagnostics)
+    }
+
+    /// What went wrong, for `Timeout` (the reason) and `Error` (the message).
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            FileState::Timeout { reason } => Some(reason),
+            FileState::Error { message } => Some(message),
+            FileState::Clean | FileState::Diagnostics => None,
+        }
+    }
+}
+
+impl FileReport {
+    /// The diagnostics to render: all of them for a complete file, none for a timed-out or failed
+    /// one (its set is incomplete and is reported through its state instead).
+    pub fn reported_diagnostics(&self) -> &[Diagnostic] {
+        if self.state.is_complete() {
+            &self.diagnostics
+        } else {
+            &[]
+        }
+    }
+}
+
+/// `path` as printed: relative to `root` with `/` separators, absolute when outside `root`.
+pub fn display_path(root: &Path, path: &Path) -> String {
+    match path.strip_prefix(root) {
+        Ok(relative) if !relative.as_os_str().is_empty() => slash_path(relative),
+        _ => slash_path(path),
+    }
+}
+
+fn slash_path(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    if cfg!(windows) {
+        text.replace('\\', "/")
+    } else {
+        text.into_owned()
+    }
+}
+
+/// Writes `report` to `out` in `format`, ending with a newline when anything was written. Human,
+/// jsonl and github write nothing for a report without diagnostics (states go to stderr through
+/// [`state_lines`], except github which annotates them); json and sarif always write one document.
+///
+/// Errors: only those of `out`.
+pub fn render(report: &CheckReport, format: Format, out: &mut dyn Write) -> io::Result<()> {
+    match format {
+        Format::Human => render_human(report, out),
+        Format::Json => render_json(report, out),
+        Format::Jsonl => render_jsonl(report, out),
+        Format::Sarif => render_sarif(report, out),
+        Format::Github => render_github(report, out),
+    }
+}
+
+/// `source code` of a diagnostic, either part omitted when missing; `None` when both are.
+fn source_and_code(diagnostic: &Diagnostic) -> Option<String> {
+    match (&diagnostic.source, &diagnostic.code) {
+        (Some(source), Some(code)) => Some(format!("{source} {code}")),
+        (Some(only), None) | (None, Some(only)) => Some(only.clone()),
+        (None, None) => None,
+    }
+}
+
+/// `path:line:column: severity: message [source code]`; further message lines are indented by
+/// four spaces.
+fn render_human(report: &CheckReport, out: &mut dyn Write) -> io::Result<()> {
+    for file in &report.files {
+        let path = display_path(&report.root, &file.path);
+        for diagnostic in file.reported_diagnostics() {
+            let mut lines = diagnostic.message.lines();
+            let first = lines.next().unwrap_or("");
+            write!(
+                out,
+                "{path}:{}:{}: {}: {first}",
+                diagnostic.line, diagnostic.column, diagnostic.severity
+            )?;
+            if let Some(tag) = source_and_code(diagnostic) {
+                write!(out, " [{tag}]")?;
+            }
+            writeln!(out)?;
+            for line in lines {
+                writeln!(out, "    {line}")?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Per-severity and per-state counts over the rendered diagnostics.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Counts {
+    errors: usize,
+    warnings: usize,
+    information: usize,
+    hints: usize,
+    files_with_diagnostics: usize,
+    timed_out: usize,
+    failed: usize,
+}
+
+fn counts(report: &CheckReport) -> Counts {
+    let mut counts = Counts::default();
+    for file in &report.files {
+        match file.state {
+            FileState::Timeout { .. } => counts.timed_out += 1,
+            FileState::Error { .. } => counts.failed += 1,
+            FileState::Clean | FileState::Diagnostics => {}
+        }
+        let diagnostics = file.reported_diagnostics();
+        if !diagnostics.is_empty() {
+            counts.files_with_diagnostics += 1;
+        }
+        for diagnostic in diagnostics {
+            match diagnostic.severity {
+                Severity::Error => counts.errors += 1,
+                Severity::Warning => counts.warnings += 1,
+                Severity::Information => counts.information += 1,
+                Severity::Hint => counts.hints += 1,
+            }
+        }
+    }
+    counts
+}
+
+fn plural(n: usize, singular: &str, plural: &str) -> String {
+    format!("{n} {}", if n == 1 { singular } else { plural })
+}
+
+/// One line for stderr, e.g. `2 errors, 1 warning, 0 info, 0 hints in 2 of 5 files checked;
+/// 1 file timed out; 3 more diagnostics not shown (caps); 1 server failed`. The counts cover the
+/// rendered diagnostics; the `;` clauses appear only when non-zero ("could not be checked" counts
+/// files in `Error` state; "not shown" is `report.n_omitted`).
+pub fn summary_line(report: &CheckReport) -> String {
+    let c = counts(report);
+    let mut line = format!(
+        "{}, {}, {} info, {} in {} of {} checked",
+        plural(c.errors, "error", "errors"),
+        plural(c.warnings, "warning", "warnings"),
+        c.information,
+        plural(c.hints, "hint", "hints"),
+        c.files_with_diagnostics,
+        plural(report.files.len(), "file", "files"),
+    );
+    if c.timed_out > 0 {
+        line += &format!("; {} timed out", plural(c.timed_out, "file", "files"));
+    }
+    if c.failed > 0 {
+        line += &format!(
+            "; {} could not be checked",
+            plural(c.failed, "file", "files")
+        );
+    }
+    if report.n_omitted > 0 {
+        line += &format!(
+            "; {} not shown (caps)",
+            plural(report.n_omitted, "more diagnostic", "more diagnostics")
+        );
+    }
+    if !report.server_failures.is_empty() {
+        line += &format!(
+            "; {} failed",
+            plural(report.server_failures.len(), "server", "servers")
+        );
+    }
+    line
+}
+
+/// Lines for stderr about incomplete results, in report order: `path: diagnostics incomplete:
+/// <reason>` for timed-out files, `path: error: <message>` for failed ones, then `server <name>
+/// failed: <message>` per server failure.
+pub fn state_lines(report: &CheckReport) -> Vec<String> {
+    let mut lines = Vec::new();
+    for file in &report.files {
+        let path = display_path(&report.root, &file.path);
+        match &file.state {
+            FileState::Timeout { reason } => {
+                lines.push(format!("{path}: diagnostics incomplete: {reason}"))
+            }
+            FileState::Error { message } => lines.push(format!("{path}: error: {message}")),
+            FileState::Clean | FileState::Diagnostics => {}
+        }
+    }
+    for failure in &report.server_failures {
+        lines.push(format!(
+            "server {} failed: {}",
+            failure.server, failure.message
+        ));
+    }
+    lines
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct JsonDiagnostic<'a> {
+    line: u32,
+    column: u32,
+    end_line: u32,
+    end_column: u32,
+    severity: &'static str,
+    message: &'a str,
+    source: Option<&'a str>,
+    code: Option<&'a str>,
+    server: &'a str,
+}
+
+impl<'a> JsonDiagnostic<'a> {
+    fn new(diagnostic: &'a Diagnostic) -> JsonDiagnostic<'a> {
+        JsonDiagnostic {
+            line: diagnostic.line,
+            column: diagnostic.column,
+            end_line: diagnostic.end_line,
+            end_column: diagnostic.end_column,
+            severity: diagnostic.severity.as_str(),
+            message: &diagnostic.message,
+            source: diagnostic.source.as_deref(),
+            code: diagnostic.code.as_deref(),
+            server: &diagnostic.server,
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct JsonFile<'a> {
+    path: String,
+    state: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
+    diagnostics: Vec<JsonDiagnostic<'a>>,
+    omitted: usize,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct JsonSummary {
+    files: usize,
+    errors: usize,
+    warnings: usize,
+    information: usize,
+    hints: usize,
+    timed_out: usize,
+    failed: usize,
+    omitted: usize,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct JsonFailure<'a> {
+    server: &'a str,
+    message: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct JsonReport<'a> {
+    root: String,
+    files: Vec<JsonFile<'a>>,
+    summary: JsonSummary,
+    server_failures: Vec<JsonFailure<'a>>,
+}
+
+fn write_json_line(out: &mut dyn Write, value: &impl Serialize) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, value).map_err(io::Error::other)?;
+    writeln!(out)
+}
+
+fn render_json(report: &CheckReport, out: &mut dyn Write) -> io::Result<()> {
+    let c = counts(report);
+    let document = JsonReport {
+        root: slash_path(&report.root),
+        files: report
+            .files
+            .iter()
+            .map(|file| JsonFile {
+                path: display_path(&report.root, &file.path),
+                state: file.state.as_str(),
+                reason: file.state.reason(),
+                diagnostics: file
+                    .reported_diagnostics()
+                    .iter()
+                    .map(JsonDiagnostic::new)
+                    .collect(),
+                omitted: file.n_omitted,
+            })
+            .collect(),
+        summary: JsonSummary {
+            files: report.files.len(),
+            errors: c.errors,
+            warnings: c.warnings,
+            information: c.information,
+            hints: c.hints,
+            timed_out: c.timed_out,
+            failed: c.failed,
+            omitted: report.n_omitted,
+        },
+        server_failures: report
+            .server_failures
+            .iter()
+            .map(|failure| JsonFailure {
+                server: &failure.server,
+                message: &failure.message,
+            })
+            .collect(),
+    };
+    write_json_line(out, &document)
+}
+
+#[derive(Serialize)]
+struct JsonlDiagnostic<'a> {
+    path: &'a str,
+    #[serde(flatten)]
+    diagnostic: JsonDiagnostic<'a>,
+}
+
+fn render_jsonl(report: &CheckReport, out: &mut dyn Write) -> io::Result<()> {
+    for file in &report.files {
+        let path = display_path(&report.root, &file.path);
+        for diagnostic in file.reported_diagnostics() {
+            let line = JsonlDiagnostic {
+                path: &path,
+                diagnostic: JsonDiagnostic::new(diagnostic),
+            };
+            write_json_line(out, &line)?;
+        }
+    }
+    Ok(())
+}
+
+/// Percent-encodes a path for use in a URI (RFC 3986): every byte except unreserved characters
+/// and `/` becomes `%XX` (so spaces are `%20`, non-ASCII is encoded as its UTF-8 bytes).
+fn percent_encode_path(path: &str) -> String {
+    let mut encoded = String::with_capacity(path.len());
+    for byte in path.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~' | b'/') {
+            encoded.push(byte as char);
+        } else {
+            encoded.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    encoded
+}
+
+/// `file://` URI of an absolute path (RFC 8089), percent-encoded.
+fn file_uri(path: &Path) -> String {
+    let text = slash_path(path);
+    if text.starts_with('/') {
+        format!("file://{}", percent_encode_path(&text))
+    } else {
+        // Windows drive paths (`C:/x`) need a `/` before the drive letter.
+        format!("file:///{}", percent_encode_path(&text))
+    }
+}
+
+/// SARIF `artifactLocation`: relative to `%SRCROOT%` for files under the root, an absolute
+/// `file://` URI otherwise.
+fn sarif_artifact(root: &Path, path: &Path) -> serde_json::Value {
+    match path.strip_prefix(root) {
+        Ok(relative) if !relative.as_os_str().is_empty() => json!({
+            "uri": percent_encode_path(&slash_path(relative)),
+            "uriBaseId": "%SRCROOT%",
+        }),
+        _ => json!({ "uri": file_uri(path) }),
+    }
+}
+
+/// SARIF `ruleId`: the code, else the source, else `lspc`.
+fn sarif_rule_id(diagnostic: &Diagnostic) -> &str {
+    diagnostic
+        .code
+        .as_deref()
+        .or(diagnostic.source.as_deref())
+        .unwrap_or("lspc")
+}
+
+fn sarif_rule_description(diagnostic: &Diagnostic) -> String {
+    match (&diagnostic.source, &diagnostic.code) {
+        (Some(source), Some(code)) => format!("{source} {code}"),
+        (None, Some(code)) => code.clone(),
+        (Some(source), None) => format!("{source} diagnostic"),
+        (None, None) => "Diagnostic reported by a language server".to_string(),
+    }
+}
+
+fn sarif_level(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Information | Severity::Hint => "note",
+    }
+}
+
+/// SARIF 2.1.0 (OASIS), one run, in the subset GitHub code scanning accepts. Columns are
+/// `unicodeCodePoints`; regions use 1-based lines and columns with an exclusive end column, which
+/// is what LSP ranges give after conversion.
+fn render_sarif(report: &CheckReport, out: &mut dyn Write) -> io::Result<()> {
+    let mut rule_ids: Vec<&str> = Vec::new();
+    let mut rules = Vec::new();
+    let mut results = Vec::new();
+    for file in &report.files {
+        let artifact = sarif_artifact(&report.root, &file.path);
+        for diagnostic in file.reported_diagnostics() {
+            let rule_id = sarif_rule_id(diagnostic);
+            let rule_index = match rule_ids.iter().position(|id| *id == rule_id) {
+                Some(index) => index,
+                None => {
+                    rule_ids.push(rule_id);
+                    rules.push(json!({
+                        "id": rule_id,
+                        "shortDescription": { "text": sarif_rule_description(diagnostic) },
+                    }));
+                    rule_ids.len() - 1
+                }
+            };
+            results.push(json!({
+                "ruleId": rule_id,
+                "ruleIndex": rule_index,
+                "level": sarif_level(diagnostic.severity),
+                "message": { "text": diagnostic.message },
+                "locations": [{
+                    "physicalLocation": {
+                        "artifactLocation": artifact,
+                        "region": {
+                            "startLine": diagnostic.line,
+                            "startColumn": diagnostic.column,
+                            "endLine": diagnostic.end_line,
+                            "endColumn": diagnostic.end_column,
+                        },
+                    },
+                }],
+                "properties": { "server": diagnostic.server },
+            }));
+        }
+    }
+    let mut notifications = Vec::new();
+    for file in &report.files {
+        let text = match &file.state {
+            FileState::Timeout { reason } => format!("diagnostics incomplete: {reason}"),
+            FileState::Error { message } => message.clone(),
+            FileState::Clean | FileState::Diagnostics => continue,
+        };
+        notifications.push(json!({
+            "level": "error",
+            "message": { "text": text },
+            "locations": [{
+                "physicalLocation": {
+                    "artifactLocation": sarif_artifact(&report.root, &file.path),
+                },
+            }],
+        }));
+    }
+    for failure in &report.server_failures {
+        notifications.push(json!({
+            "level": "error",
+            "message": { "text": format!("server {} failed: {}", failure.server, failure.message) },
+        }));
+    }
+    let mut driver = json!({
+        "name": "lspc",
+        "version": env!("CARGO_PKG_VERSION"),
+        "rules": rules,
+    });
+    // Cargo leaves these empty unless Cargo.toml sets `homepage`/`repository`.
+    let information_uri = [env!("CARGO_PKG_HOMEPAGE"), env!("CARGO_PKG_REPOSITORY")]
+        .into_iter()
+        .find(|uri| !uri.is_empty());
+    if let Some(uri) = information_uri {
+        driver["informationUri"] = json!(uri);
+    }
+    let mut root_uri = file_uri(&report.root);
+    if !root_uri.ends_with('/') {
+        root_uri.push('/');
+    }
+    let document = json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": { "driver": driver },
+            "columnKind": "unicodeCodePoints",
+            "originalUriBaseIds": { "%SRCROOT%": { "uri": root_uri } },
+            "invocations": [{
+                "executionSuccessful": notifications.is_empty(),
+                "toolExecutionNotifications": notifications,
+            }],
+            "results": results,
+        }],
+    });
+    write_json_line(out, &document)
+}
+
+/// Escapes workflow-command data (the message) as GitHub's toolkit does (`escapeData`).
+fn github_escape_data(text: &str) -> String {
+    text.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// Escapes a workflow-command property value as GitHub's toolkit does (`escapeProperty`).
+fn github_escape_property(text: &str) -> String {
+    github_escape_data(text)
+        .replace(':', "%3A")
+        .replace(',', "%2C")
+}
+
+/// GitHub Actions workflow commands (`::error file=…,line=…::message`). Columns are given only
+/// for single-line ranges, because GitHub accepts `col`/`endColumn` only when the start and end
+/// lines are the same.
+fn render_github(report: &CheckReport, out: &mut dyn Write) -> io::Result<()> {
+    for file in &report.files {
+        let path = github_escape_property(&display_path(&report.root, &file.path));
+        for diagnostic in file.reported_diagnostics() {
+            let command = match diagnostic.severity {
+                Severity::Error => "error",
+                Severity::Warning => "warning",
+                Severity::Information | Severity::Hint => "notice",
+            };
+            let mut properties = format!("file={path},line={}", diagnostic.line);
+            if diagnostic.end_line == diagnostic.line {
+                properties += &format!(
+                    ",col={},endLine={},endColumn={}",
+                    diagnostic.column, diagnostic.end_line, diagnostic.end_column
+                );
+            } else {
+                properties += &format!(",endLine={}", diagnostic.end_line);
+            }
+            if let Some(title) = source_and_code(diagnostic) {
+                properties += &format!(",title={}", github_escape_property(&title));
+            }
+            writeln!(
+                out,
+                "::{command} {properties}::{}",
+                github_escape_data(&diagnostic.message)
+            )?;
+        }
+        let problem = match &file.state {
+            FileState::Timeout { reason } => format!("diagnostics incomplete: {reason}"),
+            FileState::Error { message } => format!("error: {message}"),
+            FileState::Clean | FileState::Diagnostics => continue,
+        };
+        writeln!(out, "::error file={path}::{}", github_escape_data(&problem))?;
+    }
+    for failure in &report.server_failures {
+        let text = format!("server {} failed: {}", failure.server, failure.message);
+        writeln!(out, "::error::{}", github_escape_data(&text))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[allow(clippy::too_many_arguments)]
+    fn dg(
+        path: &str,
+        (line, column, end_line, end_column): (u32, u32, u32, u32),
+        severity: Severity,
+        message: &str,
+        source: Option<&str>,
+        code: Option<&str>,
+        server: &str,
+    ) -> Diagnostic {
+        Diagnostic {
+            path: PathBuf::from(path),
+            line,
+            column,
+            end_line,
+            end_column,
+            severity,
+            message: message.to_string(),
+            source: source.map(str::to_string),
+            code: code.map(str::to_string),
+            server: server.to_string(),
+        }
+    }
+
+    fn file(
+        path: &str,
+        state: FileState,
+        diagnostics: Vec<Diagnostic>,
+        n_omitted: usize,
+    ) -> FileReport {
+        FileReport {
+            path: PathBuf::from(path),
+            state,
+            diagnostics,
+            n_omitted,
+        }
+    }
+
+    const CJK: &str = "名前 `猫🐈` は未使用です: 100%, 本当";
+
+    /// One error with a code, one warning without source (two-line message), a CJK/emoji info in a
+    /// path with spaces, a multi-line hint, one timed-out file and one clean file.
+    fn sample() -> CheckReport {
+        CheckReport {
+            root: PathBuf::from("/ws"),
+            files: vec![
+                file(
+                    "/ws/src/a.py",
+                    FileState::Diagnostics,
+                    vec![
+                        dg(
+                            "/ws/src/a.py",
+                            (2, 10, 2, 15),
+                            Severity::Error,
+                            "Type \"str\" is not assignable to declared type \"int\"",
+                            Some("Pyright"),
+                            Some("reportAssignmentType"),
+                            "pyright",
+                        ),
+                        dg(
+                            "/ws/src/a.py",
+                            (4, 1, 4, 7),
+                            Severity::Warning,
+                            "`os` imported but unused\nRemove the import",
+                            None,
+                            Some("F401"),
+                            "ruff",
+                        ),
+                    ],
+                    3,
+                ),
+                file(
+                    "/ws/my dir/b c.py",
+                    FileState::Diagnostics,
+                    vec![
+                        dg(
+                            "/ws/my dir/b c.py",
+                            (1, 5, 1, 8),
+                            Severity::Information,
+                            CJK,
+                            None,
+                            None,
+                            "pyright",
+                        ),
+                        dg(
+                            "/ws/my dir/b c.py",
+                            (3, 1, 5, 2),
+                            Severity::Hint,
+                            "Unused",
+                            Some("ruff"),
+                            None,
+                            "ruff",
+                        ),
+                    ],
+                    0,
+                ),
+                file(
+                    "/ws/src/slow.py",
+                    FileState::Timeout {
+                        reason: "server still analysing (timed out after 30 s)".into(),
+                    },
+                    // Partial results of an unsettled file are never rendered.
+                    vec![dg(
+                        "/ws/src/slow.py",
+                        (1, 1, 1, 2),
+                        Severity::Error,
+                        "partial",
+                        None,
+                        None,
+                        "pyright",
+                    )],
+                    0,
+                ),
+                file("/ws/src/ok.py", FileState::Clean, vec![], 0),
+            ],
+            n_omitted: 3,
+            server_failures: vec![],
+        }
+    }
+
+    /// A report with a failed file, a file outside the root and two server failures.
+    fn failing() -> CheckReport {
+        CheckReport {
+            root: PathBuf::from("/ws"),
+            files: vec![
+                file(
+                    "/elsewhere/x.py",
+                    FileState::Diagnostics,
+                    vec![dg(
+                        "/elsewhere/x.py",
+                        (1, 1, 1, 2),
+                        Severity::Error,
+                        "e",
+                        None,
+                        None,
+                        "pyright",
+                    )],
+                    0,
+                ),
+                file(
+                    "/ws/c.py",
+                    FileState::Error {
+                        message: "no server for .py".into(),
+                    },
+                    vec![],
+                    0,
+                ),
+            ],
+            n_omitted: 0,
+            server_failures: vec![
+                ServerFailure {
+                    server: "ruff".into(),
+                    message: "exited with status 2".into(),
+                },
+                ServerFailure {
+                    server: "mypy".into(),
+                    message: "not found".into(),
+                },
+            ],
+        }
+    }
+
+    fn rendered(report: &CheckReport, format: Format) -> String {
+        let mut out = Vec::new();
+        render(report, format, &mut out).expect("render into a Vec");
+        String::from_utf8(out).expect("utf-8 output")
+    }
+
+    fn check(report: &CheckReport, format: Format, expected: &str) {
+        assert_eq!(rendered(report, format), expected, "format {format}");
+    }
+
+    /// Checks a one-document format: exactly one line, and equal to `expected` as JSON.
+    fn check_document(report: &CheckReport, format: Format, expected: serde_json::Value) {
+        let text = rendered(report, format);
+        assert!(text.ends_with('\n'), "{text}");
+        assert_eq!(text.matches('\n').count(), 1, "{text}");
+        let got: serde_json::Value = serde_json::from_str(&text).expect("valid json");
+        assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn format_words() {
+        fn check_word(input: &str, expected: Result<Format, &str>) {
+            let got = input.parse::<Format>().map_err(|e| e.to_string());
+            assert_eq!(got, expected.map_err(str::to_string), "input {input:?}");
+        }
+        check_word("human", Ok(Format::Human));
+        check_word("json", Ok(Format::Json));
+        check_word("JSONL", Ok(Format::Jsonl));
+        check_word("sarif", Ok(Format::Sarif));
+        check_word("github", Ok(Format::Github));
+        check_word(
+            "xml",
+            Err("unknown format `xml` (expected human, json, jsonl, sarif or github)"),
+        );
+        assert_eq!(Format::Jsonl.to_string(), "jsonl");
+    }
+
+    #[test]
+    fn paths() {
+        fn check_path(root: &str, path: &str, expected: &str) {
+            assert_eq!(display_path(Path::new(root), Path::new(path)), expected);
+        }
+        check_path("/ws", "/ws/src/a.py", "src/a.py");
+        check_path("/ws", "/ws/my dir/b c.py", "my dir/b c.py");
+        check_path("/ws", "/elsewhere/x.py", "/elsewhere/x.py");
+        check_path("/ws", "/wsx/a.py", "/wsx/a.py");
+        check_path("/ws", "/ws", "/ws");
+        fn check_encode(path: &str, expected: &str) {
+            assert_eq!(percent_encode_path(path), expected);
+        }
+        check_encode("my dir/b c.py", "my%20dir/b%20c.py");
+        check_encode("naïve #1%/a?.py", "na%C3%AFve%20%231%25/a%3F.py");
+        check_encode("a-b_c.d~e/F9", "a-b_c.d~e/F9");
+        assert_eq!(file_uri(Path::new("/my ws/a.py")), "file:///my%20ws/a.py");
+    }
+
+    #[test]
+    fn human() {
+        check(
+            &sample(),
+            Format::Human,
+            concat!(
+                "src/a.py:2:10: error: Type \"str\" is not assignable to declared type \"int\" [Pyright reportAssignmentType]\n",
+                "src/a.py:4:1: warning: `os` imported but unused [F401]\n",
+                "    Remove the import\n",
+                "my dir/b c.py:1:5: info: 名前 `猫🐈` は未使用です: 100%, 本当\n",
+                "my dir/b c.py:3:1: hint: Unused [ruff]\n",
+            ),
+        );
+        check(&failing(), Format::Human, "/elsewhere/x.py:1:1: error: e\n");
+    }
+
+    #[test]
+    fn stderr_lines() {
+        fn check_lines(report: &CheckReport, expected: &[&str]) {
+            assert_eq!(state_lines(report), expected);
+        }
+        check_lines(
+            &sample(),
+            &["src/slow.py: diagnostics incomplete: server still analysing (timed out after 30 s)"],
+        );
+        check_lines(
+            &failing(),
+            &[
+                "c.py: error: no server for .py",
+                "server ruff failed: exited with status 2",
+                "server mypy failed: not found",
+            ],
+        );
+    }
+
+    #[test]
+    fn summary() {
+        fn check_summary(report: &CheckReport, expected: &str) {
+            assert_eq!(summary_line(report), expected);
+        }
+        check_summary(
+            &sample(),
+            "1 error, 1 warning, 1 info, 1 hint in 2 of 4 files checked; 1 file timed out; \
+             3 more diagnostics not shown (caps)",
+        );
+        check_summary(
+            &failing(),
+            "1 error, 0 warnings, 0 info, 0 hints in 1 of 2 files checked; \
+             1 file could not be checked; 2 servers failed",
+        );
+        let mut one = failing();
+        one.files.truncate(1);
+        one.server_failures.truncate(1);
+        one.n_omitted = 1;
+        check_summary(
+            &one,
+            "1 error, 0 warnings, 0 info, 0 hints in 1 of 1 file checked; \
+             1 more diagnostic not shown (caps); 1 server failed",
+        );
+        let empty = CheckReport {
+            root: PathBuf::from("/ws"),
+            files: vec![],
+            n_omitted: 0,
+            server_failures: vec![],
+        };
+        check_summary(
+            &empty,
+            "0 errors, 0 warnings, 0 info, 0 hints in 0 of 0 files checked",
+        );
+        check(&empty, Format::Human, "");
+        check(&empty, Format::Jsonl, "");
+        check(&empty, Format::Github, "");
+    }
+
+    #[test]
+    fn json() {
+        check(
+            &failing(),
+            Format::Json,
+            concat!(
+                r#"{"root":"/ws","files":[{"path":"/elsewhere/x.py","state":"diagnostics","diagnostics":"#,
+                r#"[{"line":1,"column":1,"endLine":1,"endColumn":2,"severity":"error","message":"e","#,
+                r#""source":null,"code":null,"server":"pyright"}],"omitted":0},"#,
+                r#"{"path":"c.py","state":"error","reason":"no server for .py","diagnostics":[],"omitted":0}],"#,
+                r#""summary":{"files":2,"errors":1,"warnings":0,"information":0,"hints":0,"timedOut":0,"failed":1,"omitted":0},"#,
+                r#""serverFailures":[{"server":"ruff","message":"exited with status 2"},"#,
+                r#"{"server":"mypy","message":"not found"}]}"#,
+                "\n"
+            ),
+        );
+        check_document(
+            &sample(),
+            Format::Json,
+            json!({
+                "root": "/ws",
+                "files": [
+                    {"path": "src/a.py", "state": "diagnostics", "omitted": 3, "diagnostics": [
+                        {"line": 2, "column": 10, "endLine": 2, "endColumn": 15, "severity": "error",
+                         "message": "Type \"str\" is not assignable to declared type \"int\"",
+                         "source": "Pyright", "code": "reportAssignmentType", "server": "pyright"},
+                        {"line": 4, "column": 1, "endLine": 4, "endColumn": 7, "severity": "warning",
+                         "message": "`os` imported but unused\nRemove the import",
+                         "source": null, "code": "F401", "server": "ruff"},
+                    ]},
+                    {"path": "my dir/b c.py", "state": "diagnostics", "omitted": 0, "diagnostics": [
+                        {"line": 1, "column": 5, "endLine": 1, "endColumn": 8, "severity": "info",
+                         "message": CJK, "source": null, "code": null, "server": "pyright"},
+                        {"line": 3, "column": 1, "endLine": 5, "endColumn": 2, "severity": "hint",
+                         "message": "Unused", "source": "ruff", "code": null, "server": "ruff"},
+                    ]},
+                    {"path": "src/slow.py", "state": "timeout",
+                     "reason": "server still analysing (timed out after 30 s)",
+                     "diagnostics": [], "omitted": 0},
+                    {"path": "src/ok.py", "state": "clean", "diagnostics": [], "omitted": 0},
+                ],
+                "summary": {"files": 4, "errors": 1, "warnings": 1, "information": 1, "hints": 1,
+                            "timedOut": 1, "failed": 0, "omitted": 3},
+                "serverFailures": [],
+            }),
+        );
+    }
+
+    #[test]
+    fn jsonl() {
+        check(
+            &sample(),
+            Format::Jsonl,
+            concat!(
+                r#"{"path":"src/a.py","line":2,"column":10,"endLine":2,"endColumn":15,"severity":"error","#,
+                r#""message":"Type \"str\" is not assignable to declared type \"int\"","source":"Pyright","#,
+                r#""code":"reportAssignmentType","server":"pyright"}"#,
+                "\n",
+                r#"{"path":"src/a.py","line":4,"column":1,"endLine":4,"endColumn":7,"severity":"warning","#,
+                r#""message":"`os` imported but unused\nRemove the import","source":null,"code":"F401","server":"ruff"}"#,
+                "\n",
+                r#"{"path":"my dir/b c.py","line":1,"column":5,"endLine":1,"endColumn":8,"severity":"info","#,
+                r#""message":"名前 `猫🐈` は未使用です: 100%, 本当","source":null,"code":null,"server":"pyright"}"#,
+                "\n",
+                r#"{"path":"my dir/b c.py","line":3,"column":1,"endLine":5,"endColumn":2,"severity":"hint","#,
+                r#""message":"Unused","source":"ruff","code":null,"server":"ruff"}"#,
+                "\n",
+            ),
+        );
+    }
+
+    #[test]
+    fn github() {
+        check(
+            &sample(),
+            Format::Github,
+            concat!(
+                "::error file=src/a.py,line=2,col=10,endLine=2,endColumn=15,title=Pyright reportAssignmentType::",
+                "Type \"str\" is not assignable to declared type \"int\"\n",
+                "::warning file=src/a.py,line=4,col=1,endLine=4,endColumn=7,title=F401::",
+                "`os` imported but unused%0ARemove the import\n",
+                "::notice file=my dir/b c.py,line=1,col=5,endLine=1,endColumn=8::",
+                "名前 `猫🐈` は未使用です: 100%25, 本当\n",
+                "::notice file=my dir/b c.py,line=3,endLine=5,title=ruff::Unused\n",
+                "::error file=src/slow.py::diagnostics incomplete: server still analysing (timed out after 30 s)\n",
+            ),
+        );
+        check(
+            &failing(),
+            Format::Github,
+            concat!(
+                "::error file=/elsewhere/x.py,line=1,col=1,endLine=1,endColumn=2::e\n",
+                "::error file=c.py::error: no server for .py\n",
+                "::error::server ruff failed: exited with status 2\n",
+                "::error::server mypy failed: not found\n",
+            ),
+        );
+        fn check_escape(input: &str, data: &str, property: &str) {
+            assert_eq!(github_escape_data(input), data);
+            assert_eq!(github_escape_property(input), property);
+        }
+        check_escape("a%b\r\nc", "a%25b%0D%0Ac", "a%25b%0D%0Ac");
+        check_escape("x: y, z", "x: y, z", "x%3A y%2C z");
+        check_escape("%3A", "%253A", "%253A");
+    }
+
+    fn region(line: u32, column: u32, end_line: u32, end_column: u32) -> serde_json::Value {
+        json!({"startLine": line, "startColumn": column, "endLine": end_line, "endColumn": end_column})
+    }
+
+    #[test]
+    fn sarif() {
+        let driver = |rules: serde_json::Value| {
+            let mut driver =
+                json!({"name": "lspc", "version": env!("CARGO_PKG_VERSION"), "rules": rules});
+            if let Some(uri) = [env!("CARGO_PKG_HOMEPAGE"), env!("CARGO_PKG_REPOSITORY")]
+                .into_iter()
+                .find(|uri| !uri.is_empty())
+            {
+                driver["informationUri"] = json!(uri);
+            }
+            driver
+        };
+        let src = |uri: &str| json!({"uri": uri, "uriBaseId": "%SRCROOT%"});
+        check_document(
+            &sample(),
+            Format::Sarif,
+            json!({
+                "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+                "version": "2.1.0",
+                "runs": [{
+                    "tool": {"driver": driver(json!([
+                        {"id": "reportAssignmentType", "shortDescription": {"text": "Pyright reportAssignmentType"}},
+                        {"id": "F401", "shortDescription": {"text": "F401"}},
+                        {"id": "lspc", "shortDescription": {"text": "Diagnostic reported by a language server"}},
+                        {"id": "ruff", "shortDescription": {"text": "ruff diagnostic"}},
+                    ]))},
+                    "columnKind": "unicodeCodePoints",
+                    "originalUriBaseIds": {"%SRCROOT%": {"uri": "file:///ws/"}},
+                    "invocations": [{
+                        "executionSuccessful": false,
+                        "toolExecutionNotifications": [{
+                            "level": "error",
+                            "message": {"text": "diagnostics incomplete: server still analysing (timed out after 30 s)"},
+                            "locations": [{"physicalLocation": {"artifactLocation": src("src/slow.py")}}],
+                        }],
+                    }],
+                    "results": [
+                        {"ruleId": "reportAssignmentType", "ruleIndex": 0, "level": "error",
+                         "message": {"text": "Type \"str\" is not assignable to declared type \"int\""},
+                         "locations": [{"physicalLocation": {"artifactLocation": src("src/a.py"), "region": region(2, 10, 2, 15)}}],
+                         "properties": {"server": "pyright"}},
+                        {"ruleId": "F401", "ruleIndex": 1, "level": "warning",
+                         "message": {"text": "`os` imported but unused\nRemove the import"},
+                         "locations": [{"physicalLocation": {"artifactLocation": src("src/a.py"), "region": region(4, 1, 4, 7)}}],
+                         "properties": {"server": "ruff"}},
+                        {"ruleId": "lspc", "ruleIndex": 2, "level": "note",
+                         "message": {"text": CJK},
+                         "locations": [{"physicalLocation": {"artifactLocation": src("my%20dir/b%20c.py"), "region": region(1, 5, 1, 8)}}],
+                         "properties": {"server": "pyright"}},
+                        {"ruleId": "ruff", "ruleIndex": 3, "level": "note",
+                         "message": {"text": "Unused"},
+                         "locations": [{"physicalLocation": {"artifactLocation": src("my%20dir/b%20c.py"), "region": region(3, 1, 5, 2)}}],
+                         "properties": {"server": "ruff"}},
+                    ],
+                }],
+            }),
+        );
+        check_document(
+            &failing(),
+            Format::Sarif,
+            json!({
+                "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+                "version": "2.1.0",
+                "runs": [{
+                    "tool": {"driver": driver(json!([
+                        {"id": "lspc", "shortDescription": {"text": "Diagnostic reported by a language server"}},
+                    ]))},
+                    "columnKind": "unicodeCodePoints",
+                    "originalUriBaseIds": {"%SRCROOT%": {"uri": "file:///ws/"}},
+                    "invocations": [{
+                        "executionSuccessful": false,
+                        "toolExecutionNotifications": [
+                            {"level": "error", "message": {"text": "no server for .py"},
+                             "locations": [{"physicalLocation": {"artifactLocation": src("c.py")}}]},
+                            {"level": "error", "message": {"text": "server ruff failed: exited with status 2"}},
+                            {"level": "error", "message": {"text": "server mypy failed: not found"}},
+                        ],
+                    }],
+                    "results": [
+                        {"ruleId": "lspc", "ruleIndex": 0, "level": "error", "message": {"text": "e"},
+                         "locations": [{"physicalLocation": {"artifactLocation": {"uri": "file:///elsewhere/x.py"},
+                                                             "region": region(1, 1, 1, 2)}}],
+                         "properties": {"server": "pyright"}},
+                    ],
+                }],
+            }),
+        );
+        // A clean run succeeds and has empty arrays.
+        let mut clean = sample();
+        clean.files = vec![file("/ws/src/ok.py", FileState::Clean, vec![], 0)];
+        let text = rendered(&clean, Format::Sarif);
+        let value: serde_json::Value = serde_json::from_str(&text).expect("valid json");
+        assert_eq!(
+            value["runs"][0]["invocations"][0]["executionSuccessful"],
+            json!(true)
+        );
+        assert_eq!(value["runs"][0]["results"], json!([]));
+    }
 }
