@@ -1,1 +1,242 @@
-//! TODO: module check
+//! `lspc check`: turn language servers into a linter with exit codes and machine-readable output.
+//!
+//! Steps: list the files (directories walked honouring `.gitignore`, files no server serves
+//! skipped), ask the engine for each file's settled diagnostics, filter by `--severity`, apply the
+//! optional caps, render, and map the outcome to an exit status (see [`crate::cli`]).
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{bounded, select};
+
+use crate::cli::{EXIT_FOUND, EXIT_OK, EXIT_SERVER, EXIT_USAGE};
+use crate::config::Config;
+use crate::diagnostics::{self, Severity};
+use crate::engine::{DiagnosticsOutcome, EngineHandle, EngineOptions, Op};
+use crate::output::{self, CheckReport, FileReport, FileState, Format, ServerFailure};
+use crate::walk;
+
+/// `lspc check` options. Positions in every output are 1-based; columns count characters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckOptions {
+    /// Files or folders; empty means the workspace root.
+    pub paths: Vec<PathBuf>,
+    pub format: Format,
+    /// Report only diagnostics at or above this severity.
+    pub severity: Severity,
+    /// Exit 1 when a reported diagnostic is at or above this severity.
+    pub fail_on: Severity,
+    /// How long each file's servers may take to settle, counted from the file's sync.
+    pub timeout: Duration,
+    pub max_per_file: Option<usize>,
+    pub max_total: Option<usize>,
+}
+
+impl Default for CheckOptions {
+    fn default() -> CheckOptions {
+        CheckOptions {
+            paths: Vec::new(),
+            format: Format::Human,
+            severity: Severity::Hint,
+            fail_on: Severity::Error,
+            timeout: Duration::from_secs(30),
+            max_per_file: None,
+            max_total: None,
+        }
+    }
+}
+
+/// Run the check; returns the exit status.
+pub fn run(config: Config, options: &CheckOptions) -> i32 {
+    let root = config.root.clone();
+    let targets = if options.paths.is_empty() {
+        vec![root.clone()]
+    } else {
+        options.paths.clone()
+    };
+    let files = match walk::list_files(&root, &targets) {
+        Ok(files) => files,
+        Err(error) => {
+            eprintln!("lspc: {error}");
+            return EXIT_USAGE;
+        }
+    };
+    // Files named explicitly are checked even when no server serves them (they get an error);
+    // files found by walking a folder are skipped when no server serves them.
+    let explicit: Vec<PathBuf> = targets
+        .iter()
+        .filter(|target| target.is_file())
+        .map(|target| crate::uri::canonical(target))
+        .collect();
+    let files: Vec<PathBuf> = files
+        .into_iter()
+        .filter(|file| explicit.contains(file) || !config.servers_for_path(file).is_empty())
+        .collect();
+    let had_config_errors = !config.errors.is_empty();
+    if files.is_empty() {
+        eprintln!("lspc: no files to check: no configured language server serves the given paths");
+        return if had_config_errors {
+            EXIT_USAGE
+        } else {
+            EXIT_OK
+        };
+    }
+
+    let engine = EngineHandle::start(EngineOptions::new(config));
+    let results = wait_with_progress(&engine, files.clone(), options.timeout);
+    let statuses = engine.status();
+    engine.shutdown();
+
+    let mut report = CheckReport {
+        root: root.clone(),
+        files: Vec::new(),
+        n_omitted: 0,
+        server_failures: statuses
+            .iter()
+            .filter(|status| status.state.starts_with("failed"))
+            .map(|status| ServerFailure {
+                server: status.name.clone(),
+                message: status.state.trim_start_matches("failed: ").to_owned(),
+            })
+            .collect(),
+    };
+    for result in results {
+        let (state, mut found) = match result.outcome {
+            DiagnosticsOutcome::Settled(found) => (FileState::Diagnostics, found),
+            DiagnosticsOutcome::TimedOut {
+                diagnostics,
+                servers,
+                after,
+            } => (
+                FileState::Timeout {
+                    reason: format!(
+                        "diagnostics incomplete: {} still analysing after {} s",
+                        servers.join(", "),
+                        after.as_secs_f64()
+                    ),
+                },
+                diagnostics,
+            ),
+            DiagnosticsOutcome::Failed(message) => (FileState::Error { message }, Vec::new()),
+        };
+        found.retain(|diagnostic| diagnostic.severity <= options.severity);
+        let state = match state {
+            FileState::Diagnostics if found.is_empty() => FileState::Clean,
+            other => other,
+        };
+        report.files.push(FileReport {
+            path: result.path,
+            state,
+            diagnostics: found,
+            n_omitted: 0,
+        });
+    }
+    if options.max_per_file.is_some() || options.max_total.is_some() {
+        let mut capped: Vec<_> = report
+            .files
+            .iter_mut()
+            .map(|file| (file.path.clone(), std::mem::take(&mut file.diagnostics)))
+            .collect();
+        let omitted = diagnostics::apply_caps(&mut capped, options.max_per_file, options.max_total);
+        for ((file, (_, kept)), n_omitted) in report.files.iter_mut().zip(capped).zip(omitted) {
+            file.diagnostics = kept;
+            file.n_omitted = n_omitted;
+            report.n_omitted += n_omitted;
+        }
+    }
+
+    let mut stdout = std::io::stdout().lock();
+    let written =
+        output::render(&report, options.format, &mut stdout).and_then(|()| stdout.flush());
+    if let Err(error) = written {
+        if error.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("lspc: cannot write the report: {error}");
+            return EXIT_USAGE;
+        }
+    }
+    if options.format == Format::Human {
+        for line in output::state_lines(&report) {
+            eprintln!("{line}");
+        }
+    }
+    for failure in &report.server_failures {
+        eprintln!(
+            "lspc: server {} failed: {}",
+            failure.server, failure.message
+        );
+    }
+    eprintln!("{}", output::summary_line(&report));
+    exit_status(&report, options.fail_on, had_config_errors)
+}
+
+/// 3 when a server failed or a file timed out or errored; else 1 when a reported diagnostic is at
+/// or above `fail_on`; else 2 when the configuration had errors; else 0.
+fn exit_status(report: &CheckReport, fail_on: Severity, had_config_errors: bool) -> i32 {
+    let incomplete = report.files.iter().any(|file| {
+        matches!(
+            file.state,
+            FileState::Timeout { .. } | FileState::Error { .. }
+        )
+    });
+    if incomplete || !report.server_failures.is_empty() {
+        return EXIT_SERVER;
+    }
+    let found = report
+        .files
+        .iter()
+        .flat_map(|file| &file.diagnostics)
+        .any(|diagnostic| diagnostic.severity <= fail_on);
+    if found {
+        EXIT_FOUND
+    } else if had_config_errors {
+        EXIT_USAGE
+    } else {
+        EXIT_OK
+    }
+}
+
+/// Ask the engine and wait, drawing a one-line progress indicator on stderr when it is a
+/// terminal.
+fn wait_with_progress(
+    engine: &EngineHandle,
+    files: Vec<PathBuf>,
+    timeout: Duration,
+) -> Vec<crate::engine::FileDiagnostics> {
+    let n_files = files.len();
+    let (reply, receiver) = bounded(1);
+    if engine
+        .op_sender()
+        .send(Op::Diagnostics {
+            paths: files,
+            timeout,
+            reply,
+        })
+        .is_err()
+    {
+        return Vec::new();
+    }
+    let show_progress = std::io::stderr().is_terminal();
+    let started = Instant::now();
+    let ticker = if show_progress {
+        crossbeam_channel::tick(Duration::from_millis(200))
+    } else {
+        crossbeam_channel::never()
+    };
+    let results = loop {
+        select! {
+            recv(receiver) -> results => break results.unwrap_or_default(),
+            recv(ticker) -> _ => {
+                eprint!(
+                    "\rlspc: checking {n_files} file{} … {:.1} s",
+                    if n_files == 1 { "" } else { "s" },
+                    started.elapsed().as_secs_f64()
+                );
+            }
+        }
+    };
+    if show_progress && started.elapsed() >= Duration::from_millis(200) {
+        eprint!("\r\x1b[K");
+    }
+    results
+}

@@ -5,5 +5,7 @@
 //! failed or timed out.
 
 fn main() {
-    std::process::exit(lspc::cli::main_with_args(std::env::args_os().skip(1).collect()));
+    std::process::exit(lspc::cli::main_with_args(
+        std::env::args_os().skip(1).collect(),
+    ));
 }

@@ -1,0 +1,143 @@
+//! The `initialize` request lspc sends: exactly what lspc implements, nothing more.
+//!
+//! LSP 3.17 §`initialize`. Notes on choices:
+//! - Position encodings: lspc converts UTF-8, UTF-16 and UTF-32 in both directions, so it offers all
+//!   three (UTF-8 first: cheapest for servers that keep UTF-8 text). clangd ignores
+//!   `general.positionEncodings` and negotiates through its `offsetEncoding` extension instead.
+//! - Pull diagnostics are advertised without dynamic registration: servers that offer them
+//!   statically (ruff, TS 7) are pulled; servers that would only register them dynamically (pyright)
+//!   keep pushing, which avoids a race between the registration and the first file.
+//! - `workspace.applyEdit` and `workspaceEdit` are not advertised until lspc applies edits.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+/// The `InitializeParams` JSON for a server rooted at `workspace_folder`.
+///
+/// `root_uri` is the folder's `file://` URI and `name` its display name.
+pub(crate) fn initialize_params(
+    root_uri: &str,
+    workspace_folder: &Path,
+    initialization_options: Option<&Value>,
+) -> Value {
+    let name = workspace_folder
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "workspace".to_owned());
+    let mut params = json!({
+        "processId": std::process::id(),
+        "clientInfo": { "name": "lspc", "version": env!("CARGO_PKG_VERSION") },
+        "locale": "en",
+        "rootPath": workspace_folder.to_string_lossy(),
+        "rootUri": root_uri,
+        "workspaceFolders": [{ "uri": root_uri, "name": name }],
+        "capabilities": client_capabilities(),
+        "trace": "off",
+    });
+    if let Some(options) = initialization_options {
+        params["initializationOptions"] = options.clone();
+    }
+    params
+}
+
+fn client_capabilities() -> Value {
+    let symbol_kinds: Vec<u32> = (1..=26).collect();
+    json!({
+        "general": {
+            "positionEncodings": ["utf-8", "utf-16", "utf-32"],
+            "staleRequestSupport": {
+                "cancel": true,
+                "retryOnContentModified": [
+                    "textDocument/definition", "textDocument/declaration",
+                    "textDocument/typeDefinition", "textDocument/implementation",
+                    "textDocument/references", "textDocument/hover",
+                    "textDocument/documentSymbol", "workspace/symbol",
+                    "textDocument/prepareCallHierarchy", "callHierarchy/incomingCalls",
+                    "callHierarchy/outgoingCalls", "textDocument/signatureHelp",
+                    "textDocument/diagnostic"
+                ]
+            }
+        },
+        // clangd's extension (https://clangd.llvm.org/extensions#utf-8-offsets).
+        "offsetEncoding": ["utf-8", "utf-16", "utf-32"],
+        "window": {
+            "workDoneProgress": true,
+            "showMessage": { "messageActionItem": { "additionalPropertiesSupport": false } },
+            "showDocument": { "support": false }
+        },
+        "workspace": {
+            "configuration": true,
+            "workspaceFolders": true,
+            "didChangeConfiguration": { "dynamicRegistration": false },
+            "symbol": {
+                "dynamicRegistration": false,
+                "symbolKind": { "valueSet": symbol_kinds }
+            },
+            "diagnostics": { "refreshSupport": false }
+        },
+        "textDocument": {
+            "synchronization": {
+                "dynamicRegistration": false,
+                "willSave": false,
+                "willSaveWaitUntil": false,
+                "didSave": true
+            },
+            "publishDiagnostics": {
+                "relatedInformation": true,
+                "versionSupport": true,
+                "tagSupport": { "valueSet": [1, 2] },
+                "codeDescriptionSupport": true,
+                "dataSupport": true
+            },
+            "diagnostic": { "dynamicRegistration": false, "relatedDocumentSupport": false },
+            "hover": { "dynamicRegistration": false, "contentFormat": ["markdown", "plaintext"] },
+            "definition": { "dynamicRegistration": false, "linkSupport": true },
+            "declaration": { "dynamicRegistration": false, "linkSupport": true },
+            "typeDefinition": { "dynamicRegistration": false, "linkSupport": true },
+            "implementation": { "dynamicRegistration": false, "linkSupport": true },
+            "references": { "dynamicRegistration": false },
+            "documentSymbol": {
+                "dynamicRegistration": false,
+                "hierarchicalDocumentSymbolSupport": true,
+                "symbolKind": { "valueSet": symbol_kinds }
+            },
+            "callHierarchy": { "dynamicRegistration": false },
+            "typeHierarchy": { "dynamicRegistration": false },
+            "signatureHelp": {
+                "dynamicRegistration": false,
+                "signatureInformation": {
+                    "documentationFormat": ["markdown", "plaintext"],
+                    "parameterInformation": { "labelOffsetSupport": true },
+                    "activeParameterSupport": true
+                }
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn initialize_params_carry_pid_root_and_options() {
+        let params = initialize_params(
+            "file:///tmp/my%20proj",
+            Path::new("/tmp/my proj"),
+            Some(&json!({"a": 1})),
+        );
+        assert_eq!(params["processId"], json!(std::process::id()));
+        assert_eq!(params["rootUri"], "file:///tmp/my%20proj");
+        assert_eq!(params["workspaceFolders"][0]["name"], "my proj");
+        assert_eq!(params["initializationOptions"], json!({"a": 1}));
+        assert_eq!(
+            params["capabilities"]["general"]["positionEncodings"][1],
+            "utf-16"
+        );
+        assert_eq!(params["capabilities"]["workspace"]["configuration"], true);
+        assert!(params["capabilities"]["workspace"]
+            .get("applyEdit")
+            .is_none());
+    }
+}

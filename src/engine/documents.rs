@@ -1,0 +1,242 @@
+//! The documents lspc has sent to servers: text, version, which servers have them open, and the
+//! LRU bound (seed 000: at most 50 open documents; eviction sends `didClose`).
+//!
+//! Invariants: a document's version starts at 1 and only grows; a new version is made only when
+//! the text on disk differs from the text last sent. Paths are canonical absolute paths.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::process::ServerId;
+use crate::text::LineIndex;
+
+/// One document's state.
+#[derive(Debug)]
+pub(crate) struct Document {
+    pub uri: String,
+    pub text: Arc<str>,
+    pub line_index: Arc<LineIndex>,
+    /// The version of `text` (1-based, only grows).
+    pub version: i32,
+    /// Servers that have the document open: the version they hold and when it was sent.
+    pub open_on: BTreeMap<ServerId, (i32, Instant)>,
+    /// LRU clock value of the last use.
+    pub last_used: u64,
+    /// How many waits need the document open right now; pinned documents are never evicted.
+    pub pins: u32,
+}
+
+/// What reading the disk did to a document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refresh {
+    /// First time lspc saw it.
+    New,
+    /// The disk text differs from what lspc held: the version grew.
+    Changed,
+    Unchanged,
+}
+
+/// Why a file cannot be sent to a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ReadError {
+    Io(String),
+    TooLarge { size: u64, limit: u64 },
+    Binary,
+    NotUtf8,
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::Io(message) => f.write_str(message),
+            ReadError::TooLarge { size, limit } => {
+                write!(f, "file is {size} bytes, over the {limit}-byte limit")
+            }
+            ReadError::Binary => f.write_str("file looks binary (it holds NUL bytes)"),
+            ReadError::NotUtf8 => f.write_str("file is not valid UTF-8"),
+        }
+    }
+}
+
+/// Read a file for a server: size limit first, then NUL bytes, then UTF-8.
+pub(crate) fn read_text(path: &Path, max_size: u64) -> Result<String, ReadError> {
+    let metadata = std::fs::metadata(path).map_err(|error| ReadError::Io(error.to_string()))?;
+    if metadata.len() > max_size {
+        return Err(ReadError::TooLarge {
+            size: metadata.len(),
+            limit: max_size,
+        });
+    }
+    let bytes = std::fs::read(path).map_err(|error| ReadError::Io(error.to_string()))?;
+    if bytes.contains(&0) {
+        return Err(ReadError::Binary);
+    }
+    String::from_utf8(bytes).map_err(|_| ReadError::NotUtf8)
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Documents {
+    docs: HashMap<PathBuf, Document>,
+    clock: u64,
+}
+
+impl Documents {
+    pub fn get(&self, path: &Path) -> Option<&Document> {
+        self.docs.get(path)
+    }
+
+    pub fn get_mut(&mut self, path: &Path) -> Option<&mut Document> {
+        self.docs.get_mut(path)
+    }
+
+    /// Bring the document in line with `text` read from disk; returns what changed.
+    pub fn refresh(&mut self, path: &Path, uri: String, text: String) -> Refresh {
+        self.clock += 1;
+        let clock = self.clock;
+        match self.docs.get_mut(path) {
+            Some(doc) => {
+                doc.last_used = clock;
+                if *doc.text == *text {
+                    return Refresh::Unchanged;
+                }
+                doc.line_index = Arc::new(LineIndex::new(&text));
+                doc.text = Arc::from(text);
+                doc.version += 1;
+                Refresh::Changed
+            }
+            None => {
+                let line_index = Arc::new(LineIndex::new(&text));
+                self.docs.insert(
+                    path.to_path_buf(),
+                    Document {
+                        uri,
+                        text: Arc::from(text),
+                        line_index,
+                        version: 1,
+                        open_on: BTreeMap::new(),
+                        last_used: clock,
+                        pins: 0,
+                    },
+                );
+                Refresh::New
+            }
+        }
+    }
+
+    /// Documents open on at least one server, beyond `max_open`, least recently used first,
+    /// skipping pinned ones. The caller sends `didClose` and calls [`Documents::forget`].
+    pub fn eviction_candidates(&self, max_open: usize) -> Vec<PathBuf> {
+        let mut open: Vec<(&PathBuf, &Document)> = self
+            .docs
+            .iter()
+            .filter(|(_, doc)| !doc.open_on.is_empty())
+            .collect();
+        if open.len() <= max_open {
+            return Vec::new();
+        }
+        let excess = open.len() - max_open;
+        open.sort_by_key(|(_, doc)| doc.last_used);
+        open.into_iter()
+            .filter(|(_, doc)| doc.pins == 0)
+            .take(excess)
+            .map(|(path, _)| path.clone())
+            .collect()
+    }
+
+    /// Drop a document (after `didClose` went to every server holding it).
+    pub fn forget(&mut self, path: &Path) -> Option<Document> {
+        self.docs.remove(path)
+    }
+
+    /// Every document open on `server_id` (for re-opening after a restart, or closing).
+    pub fn open_on(&self, server_id: ServerId) -> Vec<PathBuf> {
+        self.docs
+            .iter()
+            .filter(|(_, doc)| doc.open_on.contains_key(&server_id))
+            .map(|(path, _)| path.clone())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(documents: &mut Documents, name: &str) {
+        let path = PathBuf::from(format!("/w/{name}"));
+        documents.refresh(&path, format!("file:///w/{name}"), name.to_owned());
+        documents
+            .get_mut(&path)
+            .unwrap()
+            .open_on
+            .insert(ServerId(0), (1, Instant::now()));
+    }
+
+    #[test]
+    fn versions_grow_only_when_text_changes() {
+        let mut documents = Documents::default();
+        let path = Path::new("/w/a.py");
+        assert_eq!(
+            documents.refresh(path, "u".into(), "x = 1\n".into()),
+            Refresh::New
+        );
+        assert_eq!(
+            documents.refresh(path, "u".into(), "x = 1\n".into()),
+            Refresh::Unchanged
+        );
+        assert_eq!(
+            documents.refresh(path, "u".into(), "x = 2\n".into()),
+            Refresh::Changed
+        );
+        assert_eq!(documents.get(path).unwrap().version, 2);
+        assert_eq!(&*documents.get(path).unwrap().text, "x = 2\n");
+    }
+
+    #[test]
+    fn lru_evicts_least_recently_used_unpinned_documents() {
+        let mut documents = Documents::default();
+        for name in ["a", "b", "c", "d"] {
+            open(&mut documents, name);
+        }
+        assert_eq!(documents.eviction_candidates(4), Vec::<PathBuf>::new());
+        documents.get_mut(Path::new("/w/a")).unwrap().pins = 1;
+        assert_eq!(
+            documents.eviction_candidates(2),
+            vec![PathBuf::from("/w/b"), PathBuf::from("/w/c")]
+        );
+        // Touching `b` again makes `c` and `d` older.
+        documents.refresh(Path::new("/w/b"), "u".into(), "b".into());
+        assert_eq!(
+            documents.eviction_candidates(3),
+            vec![PathBuf::from("/w/c")]
+        );
+    }
+
+    #[test]
+    fn read_text_rejects_large_binary_and_non_utf8_files() {
+        let dir = std::env::temp_dir().join(format!("lspc-doc-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let check = |name: &str, bytes: &[u8], expected: Result<&str, ReadError>| {
+            let path = dir.join(name);
+            std::fs::write(&path, bytes).unwrap();
+            assert_eq!(
+                read_text(&path, 16).as_deref().map_err(Clone::clone),
+                expected
+            );
+        };
+        check("ok.py", b"x = 1\n", Ok("x = 1\n"));
+        check(
+            "big.py",
+            &[b'x'; 17],
+            Err(ReadError::TooLarge {
+                size: 17,
+                limit: 16,
+            }),
+        );
+        check("bin.py", b"x\0y", Err(ReadError::Binary));
+        check("latin1.py", b"caf\xe9", Err(ReadError::NotUtf8));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,1770 @@
+//! The event loop: one thread, one `select!`, all state.
+//!
+//! Each turn handles one event (an [`Op`] from a frontend, a [`ServerEvent`] from a reader thread,
+//! a signal, or a timer), drains whatever else is immediately ready, then does the per-turn work
+//! once: start what waits for servers, check settled diagnostics, fire deadlines and retries, and
+//! evict documents beyond the LRU bound.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{never, select, unbounded, Receiver, Sender};
+use lsp_server::{Message, Notification, Request, RequestId, ResponseError};
+use serde_json::{json, Value};
+
+use super::documents::{read_text, Documents, Refresh};
+use super::server_requests::{self, SideEffect};
+use super::settle::{push_settle_time, push_settled, PublishInfo, PushState};
+use super::{
+    client_capabilities, DiagnosticsOutcome, EngineError, EngineOptions, FileDiagnostics, Op,
+    ServerInfo, ServerStatus, SyncedDocument,
+};
+use crate::config::{ServerConfig, Transport};
+use crate::diagnostics::{self, Diagnostic, DiagnosticStore};
+use crate::process::{self, ServerEvent, ServerId, ServerProcess, SpawnSpec};
+use crate::text::{LineIndex, PositionEncoding};
+use crate::transport::{IncomingMessage, Outgoing};
+use crate::uri;
+
+/// JSON-RPC error codes lspc reacts to (LSP 3.17 §`ErrorCodes`).
+const CONTENT_MODIFIED: i32 = -32801;
+const SERVER_CANCELLED: i32 = -32802;
+/// Retries for ContentModified / ServerCancelled, and the first backoff step (seed 000).
+const MAX_RETRIES: u32 = 3;
+const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+/// How many files one diagnostics op keeps in flight (below the 50-document LRU bound).
+const FILES_IN_FLIGHT: usize = 32;
+/// Requests whose answers do not change the workspace, safe to retry (LSP 3.17
+/// `staleRequestSupport.retryOnContentModified`).
+const RETRYABLE: &[&str] = &[
+    "textDocument/definition",
+    "textDocument/declaration",
+    "textDocument/typeDefinition",
+    "textDocument/implementation",
+    "textDocument/references",
+    "textDocument/hover",
+    "textDocument/documentSymbol",
+    "workspace/symbol",
+    "textDocument/prepareCallHierarchy",
+    "callHierarchy/incomingCalls",
+    "callHierarchy/outgoingCalls",
+    "textDocument/prepareTypeHierarchy",
+    "typeHierarchy/supertypes",
+    "typeHierarchy/subtypes",
+    "textDocument/signatureHelp",
+    "textDocument/diagnostic",
+    "textDocument/prepareRename",
+    "textDocument/rename",
+    "textDocument/codeAction",
+    "textDocument/formatting",
+];
+
+pub(super) fn run(options: EngineOptions, op_receiver: Receiver<Op>) {
+    let (event_sender, event_receiver) = unbounded();
+    let signal_receiver = match crate::signals::install() {
+        Ok(receiver) => receiver,
+        Err(error) => {
+            log::warn!("cannot install signal handlers: {error}");
+            never()
+        }
+    };
+    let mut state = State::new(options, event_sender);
+    loop {
+        let timeout = state
+            .next_deadline()
+            .map(|deadline| deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or(Duration::from_secs(3600));
+        select! {
+            recv(op_receiver) -> op => match op {
+                Ok(Op::Shutdown { reply }) => {
+                    state.shutdown_all(&event_receiver);
+                    let _ = reply.send(());
+                    return;
+                }
+                Ok(op) => state.handle_op(op),
+                Err(_) => {
+                    state.shutdown_all(&event_receiver);
+                    return;
+                }
+            },
+            recv(event_receiver) -> event => {
+                if let Ok(event) = event {
+                    state.handle_server_event(event);
+                }
+            },
+            recv(signal_receiver) -> signal => {
+                let signal = signal.unwrap_or(libc_sigterm());
+                log::info!("received signal {signal}: shutting the servers down");
+                state.shutdown_all(&event_receiver);
+                std::process::exit(128 + signal);
+            },
+            default(timeout) => {},
+        }
+        // Coalesce: handle what is already queued (bounded), then do the per-turn work once.
+        let turn_end = Instant::now() + Duration::from_millis(5);
+        while Instant::now() < turn_end {
+            match event_receiver.try_recv() {
+                Ok(event) => state.handle_server_event(event),
+                Err(_) => break,
+            }
+        }
+        state.per_turn();
+    }
+}
+
+fn libc_sigterm() -> i32 {
+    15
+}
+
+/// A server slot: config, process state, negotiated facts.
+struct Server {
+    server_id: ServerId,
+    config: ServerConfig,
+    workspace_folder: PathBuf,
+    root_uri: String,
+    generation: u32,
+    state: ServerState,
+    /// From the first process's `initialize` result.
+    capabilities: Arc<Value>,
+    encoding: PositionEncoding,
+    /// Pull diagnostics: static `diagnosticProvider` or a dynamic registration.
+    pull_diagnostics: bool,
+    /// `textDocumentSync.save` asked for: `Some(include_text)`.
+    save: Option<bool>,
+    active_progress: BTreeSet<String>,
+    last_progress_change: Option<Instant>,
+    /// The last publish per document.
+    publishes: HashMap<PathBuf, PublishInfo>,
+    crashes: u32,
+    next_request_id: i32,
+}
+
+enum ServerState {
+    NotStarted,
+    Starting {
+        process: ServerProcess,
+        initialize_id: i32,
+        deadline: Instant,
+    },
+    Running {
+        process: ServerProcess,
+    },
+    /// Crashed or failed to start; `permanent` once restarts are used up (or never allowed).
+    Failed {
+        reason: EngineError,
+        permanent: bool,
+    },
+}
+
+impl Server {
+    fn process(&self) -> Option<&ServerProcess> {
+        match &self.state {
+            ServerState::Running { process } | ServerState::Starting { process, .. } => {
+                Some(process)
+            }
+            _ => None,
+        }
+    }
+
+    fn is_running(&self) -> bool {
+        matches!(self.state, ServerState::Running { .. })
+    }
+
+    fn is_starting(&self) -> bool {
+        matches!(self.state, ServerState::Starting { .. })
+    }
+
+    fn info(&self) -> ServerInfo {
+        ServerInfo {
+            server_id: self.server_id,
+            name: self.config.name.clone(),
+            encoding: self.encoding,
+            capabilities: Arc::clone(&self.capabilities),
+            busy: !self.active_progress.is_empty(),
+        }
+    }
+
+    fn send(&self, message: Message) {
+        if let Some(process) = self.process() {
+            if process.send(Outgoing::Message(message)).is_err() {
+                log::debug!(
+                    "{}: writer gone; the reader will report the exit",
+                    self.config.name
+                );
+            }
+        }
+    }
+
+    fn notify(&self, method: &str, params: Value) {
+        self.send(Message::Notification(Notification {
+            method: method.to_owned(),
+            params,
+        }));
+    }
+
+    fn next_id(&mut self) -> i32 {
+        self.next_request_id += 1;
+        self.next_request_id
+    }
+
+    fn failure(&self) -> Option<EngineError> {
+        match &self.state {
+            ServerState::Failed { reason, .. } => Some(reason.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// Why lspc sent a request, so the answer can be routed.
+enum Purpose {
+    /// A frontend's [`Op::Request`].
+    Frontend {
+        method: String,
+        params: Value,
+        reply: Sender<Result<Value, EngineError>>,
+        deadline: Instant,
+        timeout: Duration,
+        attempts: u32,
+        retry: bool,
+        tag: Option<u64>,
+    },
+    /// `textDocument/diagnostic` for a document version.
+    Pull {
+        path: PathBuf,
+        version: i32,
+        attempts: u32,
+    },
+    /// `shutdown`.
+    Shutdown,
+}
+
+/// A frontend request waiting to be (re)sent: after a backoff, or for its server to start.
+struct Retry {
+    at: Instant,
+    server_id: ServerId,
+    purpose: Purpose,
+}
+
+/// A sync waiting for its servers to start.
+struct PendingSync {
+    path: PathBuf,
+    deadline: Instant,
+    reply: Sender<Result<SyncedDocument, EngineError>>,
+}
+
+/// One diagnostics op in progress.
+struct DiagnosticsJob {
+    queue: std::collections::VecDeque<PathBuf>,
+    active: Vec<FileWait>,
+    results: Vec<FileDiagnostics>,
+    order: Vec<PathBuf>,
+    timeout: Duration,
+    reply: Sender<Vec<FileDiagnostics>>,
+}
+
+/// One file's diagnostics wait.
+struct FileWait {
+    path: PathBuf,
+    servers: Vec<ServerId>,
+    /// How long the servers may take to settle, counted from the sync.
+    timeout: Duration,
+    /// Set once every server has started (or failed) and the document was synced.
+    deadline: Option<Instant>,
+    start_deadline: Instant,
+    /// Per server: settled (pull answered / push settled) or failed.
+    done: BTreeMap<ServerId, Result<(), String>>,
+    pinned: bool,
+}
+
+struct State {
+    options: EngineOptions,
+    event_sender: Sender<ServerEvent>,
+    servers: Vec<Server>,
+    documents: Documents,
+    store: DiagnosticStore,
+    /// Pulled diagnostics per (server, path): the version they answer.
+    pulled: HashMap<(ServerId, PathBuf), i32>,
+    pending: HashMap<(ServerId, i32), Purpose>,
+    retries: Vec<Retry>,
+    syncs: Vec<PendingSync>,
+    jobs: Vec<DiagnosticsJob>,
+    /// Texts of files servers published for but lspc never opened, for column conversion.
+    disk_texts: HashMap<PathBuf, (Arc<str>, Arc<LineIndex>)>,
+    shutting_down: bool,
+}
+
+impl State {
+    fn new(options: EngineOptions, event_sender: Sender<ServerEvent>) -> State {
+        let root = options.config.root.clone();
+        let servers = options
+            .config
+            .servers
+            .iter()
+            .enumerate()
+            .map(|(index, config)| {
+                let workspace_folder = config
+                    .workspace_folder
+                    .clone()
+                    .unwrap_or_else(|| root.clone());
+                let root_uri = uri::path_to_uri(&workspace_folder)
+                    .map(|uri| uri.as_str().to_owned())
+                    .unwrap_or_else(|_| "file:///".to_owned());
+                Server {
+                    server_id: ServerId(index as u32),
+                    config: config.clone(),
+                    workspace_folder,
+                    root_uri,
+                    generation: 0,
+                    state: ServerState::NotStarted,
+                    capabilities: Arc::new(Value::Null),
+                    encoding: PositionEncoding::Utf16,
+                    pull_diagnostics: false,
+                    save: None,
+                    active_progress: BTreeSet::new(),
+                    last_progress_change: None,
+                    publishes: HashMap::new(),
+                    crashes: 0,
+                    next_request_id: 0,
+                }
+            })
+            .collect();
+        State {
+            options,
+            event_sender,
+            servers,
+            documents: Documents::default(),
+            store: DiagnosticStore::default(),
+            pulled: HashMap::new(),
+            pending: HashMap::new(),
+            retries: Vec::new(),
+            syncs: Vec::new(),
+            jobs: Vec::new(),
+            disk_texts: HashMap::new(),
+            shutting_down: false,
+        }
+    }
+
+    // ----- ops -------------------------------------------------------------------------------
+
+    fn handle_op(&mut self, op: Op) {
+        match op {
+            Op::Diagnostics {
+                paths,
+                timeout,
+                reply,
+            } => {
+                let order = paths.clone();
+                self.jobs.push(DiagnosticsJob {
+                    queue: paths.into_iter().collect(),
+                    active: Vec::new(),
+                    results: Vec::new(),
+                    order,
+                    timeout,
+                    reply,
+                });
+            }
+            Op::Sync {
+                path,
+                timeout,
+                reply,
+            } => {
+                let servers = self.options.config.servers_for_path(&path);
+                if servers.is_empty() {
+                    let _ = reply.send(Err(EngineError::NoServer { path }));
+                    return;
+                }
+                for &index in &servers {
+                    self.ensure_started(ServerId(index as u32));
+                }
+                self.syncs.push(PendingSync {
+                    path,
+                    deadline: Instant::now() + timeout,
+                    reply,
+                });
+            }
+            Op::Request {
+                server_id,
+                method,
+                params,
+                timeout,
+                retry,
+                tag,
+                reply,
+            } => {
+                let deadline = Instant::now() + timeout;
+                let purpose = Purpose::Frontend {
+                    method,
+                    params,
+                    reply,
+                    deadline,
+                    timeout,
+                    attempts: 0,
+                    retry,
+                    tag,
+                };
+                self.send_request(server_id, purpose);
+            }
+            Op::Cancel { tag } => self.cancel_tagged(tag),
+            Op::Status { reply } => {
+                let _ = reply.send(self.status());
+            }
+            Op::Shutdown { .. } => unreachable!("handled by the loop"),
+        }
+    }
+
+    fn status(&self) -> Vec<ServerStatus> {
+        self.servers
+            .iter()
+            .map(|server| {
+                let state = match &server.state {
+                    ServerState::NotStarted => "not started".to_owned(),
+                    ServerState::Starting { .. } => "starting".to_owned(),
+                    ServerState::Running { .. } if server.active_progress.is_empty() => {
+                        "running".to_owned()
+                    }
+                    ServerState::Running { .. } => "running (busy)".to_owned(),
+                    ServerState::Failed { reason, .. } => format!("failed: {reason}"),
+                };
+                ServerStatus {
+                    name: server.config.name.clone(),
+                    state,
+                    pid: server.process().map(ServerProcess::pid),
+                    restarts: server.crashes,
+                    stderr_tail: server
+                        .process()
+                        .map(|process| process.stderr_tail_lines(20))
+                        .unwrap_or_default(),
+                }
+            })
+            .collect()
+    }
+
+    // ----- server lifecycle ------------------------------------------------------------------
+
+    /// Start the server if it is not running, as seed 000's lazy start and next-use recovery
+    /// say: a failed server starts again while its crashes stay within `maxRestarts`.
+    fn ensure_started(&mut self, server_id: ServerId) {
+        if self.shutting_down {
+            return;
+        }
+        let server = &mut self.servers[server_id.0 as usize];
+        match &server.state {
+            ServerState::NotStarted => {}
+            ServerState::Failed {
+                permanent: false, ..
+            } => {
+                log::info!("{}: restarting after a crash", server.config.name);
+            }
+            _ => return,
+        }
+        if server.config.transport == Transport::Socket {
+            server.state = ServerState::Failed {
+                reason: EngineError::Spawn {
+                    server: server.config.name.clone(),
+                    message: "transport \"socket\" is not supported; use \"stdio\"".to_owned(),
+                },
+                permanent: true,
+            };
+            return;
+        }
+        let Some(command) = server.config.resolved_command.clone() else {
+            server.state = ServerState::Failed {
+                reason: EngineError::Spawn {
+                    server: server.config.name.clone(),
+                    message: format!("command not found: {}", server.config.command),
+                },
+                permanent: true,
+            };
+            return;
+        };
+        server.generation += 1;
+        let spec = SpawnSpec {
+            server_id,
+            generation: server.generation,
+            name: server.config.name.clone(),
+            command,
+            args: server.config.args.clone(),
+            env: server
+                .config
+                .env
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            cwd: server.workspace_folder.clone(),
+        };
+        let process = match process::spawn(spec, self.event_sender.clone()) {
+            Ok(process) => process,
+            Err(error) => {
+                server.state = ServerState::Failed {
+                    reason: EngineError::Spawn {
+                        server: server.config.name.clone(),
+                        message: error.to_string(),
+                    },
+                    permanent: true,
+                };
+                return;
+            }
+        };
+        let initialize_id = server.next_id();
+        let params = client_capabilities::initialize_params(
+            &server.root_uri,
+            &server.workspace_folder,
+            server.config.initialization_options.as_ref(),
+        );
+        let request = Request {
+            id: RequestId::from(initialize_id),
+            method: "initialize".to_owned(),
+            params,
+        };
+        let _ = process.send(Outgoing::Message(Message::Request(request)));
+        let startup_timeout = server
+            .config
+            .startup_timeout_ms
+            .map(Duration::from_millis)
+            .unwrap_or(self.options.startup_timeout);
+        log::debug!("{}: spawned pid {}", server.config.name, process.pid());
+        server.state = ServerState::Starting {
+            process,
+            initialize_id,
+            deadline: Instant::now() + startup_timeout,
+        };
+    }
+
+    fn on_initialized(&mut self, server_id: ServerId, result: Result<Value, ResponseError>) {
+        let server = &mut self.servers[server_id.0 as usize];
+        let ServerState::Starting { .. } = server.state else {
+            return;
+        };
+        let result = match result {
+            Ok(result) => result,
+            Err(error) => {
+                let reason = EngineError::Spawn {
+                    server: server.config.name.clone(),
+                    message: format!("initialize failed: {} ({})", error.message, error.code),
+                };
+                self.fail_server(server_id, reason, true);
+                return;
+            }
+        };
+        let ServerState::Starting { process, .. } =
+            std::mem::replace(&mut server.state, ServerState::NotStarted)
+        else {
+            return;
+        };
+        // Capabilities stay those of the first process (seed 004).
+        if server.capabilities.is_null() {
+            let capabilities = result.get("capabilities").cloned().unwrap_or(json!({}));
+            server.encoding = negotiated_encoding(&capabilities, &result);
+            server.pull_diagnostics = !matches!(
+                capabilities.get("diagnosticProvider"),
+                None | Some(Value::Null) | Some(Value::Bool(false))
+            );
+            server.save = save_option(&capabilities);
+            server.capabilities = Arc::new(capabilities);
+        }
+        server.state = ServerState::Running { process };
+        log::info!(
+            "{}: initialized ({} positions{})",
+            server.config.name,
+            server.encoding.name(),
+            if server.pull_diagnostics {
+                ", pull diagnostics"
+            } else {
+                ""
+            }
+        );
+        server.notify("initialized", json!({}));
+        if let Some(settings) = server.config.settings.clone() {
+            server.notify(
+                "workspace/didChangeConfiguration",
+                json!({ "settings": settings }),
+            );
+        }
+        // After a restart, re-open what the previous process had open, with current text.
+        for path in self.documents.open_on(server_id) {
+            if let Some(doc) = self.documents.get_mut(&path) {
+                doc.open_on.remove(&server_id);
+            }
+            self.open_on_server(server_id, &path);
+        }
+    }
+
+    /// Mark a server failed, fail everything waiting on it, and stop its process.
+    fn fail_server(&mut self, server_id: ServerId, reason: EngineError, startup: bool) {
+        let server = &mut self.servers[server_id.0 as usize];
+        if let ServerState::Starting { process, .. } | ServerState::Running { process } =
+            &mut server.state
+        {
+            process.terminate(Duration::from_millis(200));
+        }
+        if !startup {
+            server.crashes += 1;
+        }
+        let permanent = startup
+            || !server.config.restart_on_crash
+            || server.crashes > server.config.max_restarts;
+        log::warn!("{reason}");
+        server.state = ServerState::Failed {
+            reason: reason.clone(),
+            permanent,
+        };
+        server.active_progress.clear();
+        server.publishes.clear();
+        // Fail requests in flight.
+        let keys: Vec<(ServerId, i32)> = self
+            .pending
+            .keys()
+            .filter(|(id, _)| *id == server_id)
+            .copied()
+            .collect();
+        for key in keys {
+            if let Some(Purpose::Frontend { reply, .. }) = self.pending.remove(&key) {
+                let _ = reply.send(Err(reason.clone()));
+            }
+        }
+        self.pulled.retain(|(id, _), _| *id != server_id);
+    }
+
+    fn on_closed(&mut self, server_id: ServerId, reason: process::CloseReason) {
+        let server = &mut self.servers[server_id.0 as usize];
+        let startup = server.is_starting();
+        let Some(process) = (match &mut server.state {
+            ServerState::Starting { process, .. } | ServerState::Running { process } => {
+                Some(process)
+            }
+            _ => None,
+        }) else {
+            return;
+        };
+        let exit = process.terminate(Duration::from_millis(500));
+        let stderr_tail = process.stderr_tail_lines(5);
+        let name = server.config.name.clone();
+        log::debug!("{name}: stdout closed ({reason:?})");
+        let error = if startup {
+            let mut message = format!("exited ({exit}) before answering initialize");
+            if !stderr_tail.trim().is_empty() {
+                message.push_str(": ");
+                message.push_str(stderr_tail.trim());
+            }
+            EngineError::Spawn {
+                server: name,
+                message,
+            }
+        } else {
+            EngineError::ServerExited {
+                server: name,
+                status: exit.to_string(),
+                stderr_tail: stderr_tail.trim().to_owned(),
+            }
+        };
+        self.fail_server(server_id, error, startup);
+    }
+
+    // ----- documents -------------------------------------------------------------------------
+
+    /// Read the file and bring every running server that claims it up to date: `didOpen` for
+    /// servers that do not have it, `didChange` (+ `didSave` where asked) for servers holding an
+    /// older version.
+    fn sync_document(&mut self, path: &Path) -> Result<(), EngineError> {
+        let text = read_text(path, self.options.max_file_size).map_err(|error| {
+            EngineError::InvalidInput(format!("cannot read {}: {error}", path.display()))
+        })?;
+        let uri = uri::path_to_uri(path)
+            .map_err(|error| EngineError::InvalidInput(error.to_string()))?
+            .as_str()
+            .to_owned();
+        let refresh = self.documents.refresh(path, uri, text);
+        if refresh == Refresh::Changed {
+            // Seed 003: after an edit, the file's diagnostics start over.
+            self.store.clear_file(path);
+        }
+        for index in self.options.config.servers_for_path(path) {
+            let server_id = ServerId(index as u32);
+            if !self.servers[index].is_running() {
+                continue;
+            }
+            self.open_on_server(server_id, path);
+        }
+        Ok(())
+    }
+
+    fn open_on_server(&mut self, server_id: ServerId, path: &Path) {
+        let Some(doc) = self.documents.get_mut(path) else {
+            return;
+        };
+        let server = &self.servers[server_id.0 as usize];
+        if !server.is_running() {
+            return;
+        }
+        match doc.open_on.get(&server_id) {
+            Some(&(version, _)) if version == doc.version => {}
+            Some(_) => {
+                server.notify(
+                    "textDocument/didChange",
+                    json!({
+                        "textDocument": { "uri": doc.uri, "version": doc.version },
+                        "contentChanges": [{ "text": &*doc.text }]
+                    }),
+                );
+                if let Some(include_text) = server.save {
+                    let mut params = json!({ "textDocument": { "uri": doc.uri } });
+                    if include_text {
+                        params["text"] = Value::String(doc.text.to_string());
+                    }
+                    server.notify("textDocument/didSave", params);
+                }
+                doc.open_on.insert(server_id, (doc.version, Instant::now()));
+            }
+            None => {
+                let language_id = self
+                    .options
+                    .config
+                    .language_id(server_id.0 as usize, path)
+                    .unwrap_or("plaintext")
+                    .to_owned();
+                server.notify(
+                    "textDocument/didOpen",
+                    json!({
+                        "textDocument": {
+                            "uri": doc.uri,
+                            "languageId": language_id,
+                            "version": doc.version,
+                            "text": &*doc.text
+                        }
+                    }),
+                );
+                doc.open_on.insert(server_id, (doc.version, Instant::now()));
+            }
+        }
+    }
+
+    fn evict_documents(&mut self) {
+        for path in self
+            .documents
+            .eviction_candidates(self.options.max_open_documents)
+        {
+            let Some(doc) = self.documents.forget(&path) else {
+                continue;
+            };
+            for server_id in doc.open_on.keys() {
+                let server = &self.servers[server_id.0 as usize];
+                server.notify(
+                    "textDocument/didClose",
+                    json!({ "textDocument": { "uri": doc.uri } }),
+                );
+            }
+            log::debug!("closed {} (LRU bound)", path.display());
+        }
+    }
+
+    // ----- requests --------------------------------------------------------------------------
+
+    fn send_request(&mut self, server_id: ServerId, purpose: Purpose) {
+        let Some(server) = self.servers.get_mut(server_id.0 as usize) else {
+            if let Purpose::Frontend { reply, .. } = purpose {
+                let _ = reply.send(Err(EngineError::Gone));
+            }
+            return;
+        };
+        if !server.is_running() {
+            if let Some(reason) = server.failure() {
+                if let Purpose::Frontend { reply, .. } = purpose {
+                    let _ = reply.send(Err(reason));
+                }
+                return;
+            }
+            // Starting or not started: wait for it.
+            let deadline = match &purpose {
+                Purpose::Frontend { deadline, .. } => *deadline,
+                _ => Instant::now() + Duration::from_secs(30),
+            };
+            self.ensure_started(server_id);
+            self.retries.push(Retry {
+                at: deadline.min(Instant::now()),
+                server_id,
+                purpose,
+            });
+            return;
+        }
+        let (method, params) = match &purpose {
+            Purpose::Frontend { method, params, .. } => (method.clone(), params.clone()),
+            Purpose::Pull { path, .. } => {
+                let uri = self
+                    .documents
+                    .get(path)
+                    .map(|doc| doc.uri.clone())
+                    .unwrap_or_default();
+                (
+                    "textDocument/diagnostic".to_owned(),
+                    json!({ "textDocument": { "uri": uri } }),
+                )
+            }
+            Purpose::Shutdown => ("shutdown".to_owned(), Value::Null),
+        };
+        let id = server.next_id();
+        server.send(Message::Request(Request {
+            id: RequestId::from(id),
+            method,
+            params,
+        }));
+        self.pending.insert((server_id, id), purpose);
+    }
+
+    fn on_response(&mut self, server_id: ServerId, id: i32, result: Result<Value, ResponseError>) {
+        if let ServerState::Starting { initialize_id, .. } =
+            self.servers[server_id.0 as usize].state
+        {
+            if initialize_id == id {
+                self.on_initialized(server_id, result);
+                return;
+            }
+        }
+        let Some(purpose) = self.pending.remove(&(server_id, id)) else {
+            log::debug!("ignoring a reply for unknown or expired request {id}");
+            return;
+        };
+        let name = self.servers[server_id.0 as usize].config.name.clone();
+        match purpose {
+            Purpose::Frontend {
+                method,
+                params,
+                reply,
+                deadline,
+                timeout,
+                attempts,
+                retry,
+                tag,
+            } => match result {
+                Ok(value) => {
+                    let _ = reply.send(Ok(value));
+                }
+                Err(error) => {
+                    let retryable = retry
+                        && RETRYABLE.contains(&method.as_str())
+                        && is_transient(&error)
+                        && attempts < MAX_RETRIES;
+                    if retryable {
+                        let at = Instant::now() + FIRST_BACKOFF * 2u32.pow(attempts);
+                        log::debug!("{name}: {method} got {}, retrying", error.code);
+                        let purpose = Purpose::Frontend {
+                            method,
+                            params,
+                            reply,
+                            deadline,
+                            timeout,
+                            attempts: attempts + 1,
+                            retry,
+                            tag,
+                        };
+                        self.retries.push(Retry {
+                            at,
+                            server_id,
+                            purpose,
+                        });
+                    } else {
+                        let message = if error.code == CONTENT_MODIFIED && attempts > 0 {
+                            format!(
+                                "server kept reporting content modified after {attempts} retries"
+                            )
+                        } else {
+                            error.message
+                        };
+                        let _ = reply.send(Err(EngineError::Server {
+                            server: name,
+                            method,
+                            code: error.code,
+                            message,
+                        }));
+                    }
+                }
+            },
+            Purpose::Pull {
+                path,
+                version,
+                attempts,
+            } => match result {
+                Ok(report) => self.on_pulled(server_id, &path, version, &report),
+                Err(error) if is_transient(&error) && attempts < MAX_RETRIES => {
+                    let at = Instant::now() + FIRST_BACKOFF * 2u32.pow(attempts);
+                    let purpose = Purpose::Pull {
+                        path,
+                        version,
+                        attempts: attempts + 1,
+                    };
+                    self.retries.push(Retry {
+                        at,
+                        server_id,
+                        purpose,
+                    });
+                }
+                Err(error) => {
+                    log::warn!("{name}: textDocument/diagnostic failed: {}", error.message);
+                    self.pulled.insert((server_id, path), version);
+                }
+            },
+            Purpose::Shutdown => {}
+        }
+    }
+
+    fn cancel_tagged(&mut self, wanted: u64) {
+        let key = self
+            .pending
+            .iter()
+            .find_map(|(key, purpose)| match purpose {
+                Purpose::Frontend { tag: Some(tag), .. } if *tag == wanted => Some(*key),
+                _ => None,
+            });
+        if let Some(key) = key {
+            if let Some(Purpose::Frontend { method, reply, .. }) = self.pending.remove(&key) {
+                let server = &self.servers[key.0 .0 as usize];
+                server.notify("$/cancelRequest", json!({ "id": key.1 }));
+                let _ = reply.send(Err(EngineError::Cancelled {
+                    server: server.config.name.clone(),
+                    method,
+                }));
+            }
+            return;
+        }
+        let position = self.retries.iter().position(
+            |retry| matches!(retry.purpose, Purpose::Frontend { tag: Some(tag), .. } if tag == wanted),
+        );
+        if let Some(position) = position {
+            let retry = self.retries.remove(position);
+            if let Purpose::Frontend { method, reply, .. } = retry.purpose {
+                let server = self.servers[retry.server_id.0 as usize].config.name.clone();
+                let _ = reply.send(Err(EngineError::Cancelled { server, method }));
+            }
+        }
+    }
+
+    // ----- server messages -------------------------------------------------------------------
+
+    fn handle_server_event(&mut self, event: ServerEvent) {
+        match event {
+            ServerEvent::Message {
+                server_id,
+                generation,
+                message,
+            } => {
+                if self.servers[server_id.0 as usize].generation != generation {
+                    return;
+                }
+                self.handle_message(server_id, message);
+            }
+            ServerEvent::Closed {
+                server_id,
+                generation,
+                reason,
+            } => {
+                if self.servers[server_id.0 as usize].generation != generation {
+                    return;
+                }
+                self.on_closed(server_id, reason);
+            }
+        }
+    }
+
+    fn handle_message(&mut self, server_id: ServerId, message: IncomingMessage) {
+        match message {
+            IncomingMessage::Request { id, method, params } => {
+                let server = &mut self.servers[server_id.0 as usize];
+                let (result, effect) = if self.shutting_down {
+                    (Ok(Value::Null), SideEffect::None)
+                } else {
+                    server_requests::answer(
+                        &method,
+                        &params,
+                        server.config.settings.as_ref(),
+                        &server.workspace_folder,
+                        &server.root_uri,
+                    )
+                };
+                if method == "window/showMessageRequest" {
+                    let text = params
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    log::info!("{}: {text}", server.config.name);
+                }
+                match effect {
+                    SideEffect::None => {}
+                    SideEffect::ProgressCreated(_) => {}
+                    SideEffect::PullDiagnosticsRegistered => server.pull_diagnostics = true,
+                    SideEffect::DiagnosticsRefresh => {
+                        self.pulled.retain(|(id, _), _| *id != server_id);
+                    }
+                }
+                if let Some(process) = server.process() {
+                    let _ = process.send(Outgoing::Response { id, result });
+                }
+            }
+            IncomingMessage::Notification { method, params } => {
+                self.handle_notification(server_id, &method, params)
+            }
+            IncomingMessage::Response {
+                id: Some(id),
+                result,
+            } => match serde_json::to_value(&id).ok().and_then(|id| id.as_i64()) {
+                Some(id) => self.on_response(server_id, id as i32, result),
+                None => log::debug!("ignoring a reply with id {id}"),
+            },
+            IncomingMessage::Response { id: None, result } => {
+                if let Err(error) = result {
+                    log::warn!(
+                        "{}: error reply without id: {}",
+                        self.servers[server_id.0 as usize].config.name,
+                        error.message
+                    );
+                }
+            }
+        }
+    }
+
+    fn handle_notification(&mut self, server_id: ServerId, method: &str, params: Value) {
+        let server = &mut self.servers[server_id.0 as usize];
+        match method {
+            "textDocument/publishDiagnostics" => self.on_publish(server_id, &params),
+            "$/progress" => {
+                let Some(token) = params.get("token").map(server_requests::token_key) else {
+                    return;
+                };
+                let kind = params.pointer("/value/kind").and_then(Value::as_str);
+                // Tokens the server never created are accepted (pylsp does this, B03).
+                match kind {
+                    Some("begin") | Some("report") => {
+                        server.active_progress.insert(token);
+                    }
+                    Some("end") => {
+                        server.active_progress.remove(&token);
+                    }
+                    _ => return,
+                }
+                server.last_progress_change = Some(Instant::now());
+            }
+            "window/logMessage" | "window/showMessage" => {
+                let text = params
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                match params.get("type").and_then(Value::as_u64) {
+                    Some(1) if method == "window/showMessage" => {
+                        log::warn!("{}: {text}", server.config.name)
+                    }
+                    _ => log::debug!("{}: {text}", server.config.name),
+                }
+            }
+            _ => log::trace!("{}: ignoring notification {method}", server.config.name),
+        }
+    }
+
+    fn on_publish(&mut self, server_id: ServerId, params: &Value) {
+        let name = self.servers[server_id.0 as usize].config.name.clone();
+        let (uri, version, raw) = match diagnostics::parse_publish(params) {
+            Ok(parsed) => parsed,
+            Err(error) => {
+                log::warn!("{name}: malformed publishDiagnostics: {error}");
+                return;
+            }
+        };
+        let Ok(path) = uri::uri_to_path(&uri) else {
+            log::debug!("{name}: diagnostics for a non-file URI {uri}");
+            return;
+        };
+        let path = uri::canonical(&path);
+        if let (Some(version), Some(doc)) = (version, self.documents.get(&path)) {
+            if version < doc.version {
+                log::debug!(
+                    "{name}: dropped diagnostics for {uri} v{version} (now v{})",
+                    doc.version
+                );
+                return;
+            }
+            if version > doc.version {
+                log::info!(
+                    "{name}: diagnostics for {uri} v{version}, ahead of v{}",
+                    doc.version
+                );
+            }
+        }
+        let server = &mut self.servers[server_id.0 as usize];
+        server.publishes.insert(
+            path.clone(),
+            PublishInfo {
+                version,
+                at: Instant::now(),
+            },
+        );
+        if !server.config.diagnostics {
+            return;
+        }
+        let encoding = server.encoding;
+        let converted = self.convert(&name, &path, &raw, encoding);
+        self.store.replace(&name, &path, converted);
+    }
+
+    fn convert(
+        &mut self,
+        server: &str,
+        path: &Path,
+        raw: &[lsp_types::Diagnostic],
+        encoding: PositionEncoding,
+    ) -> Vec<Diagnostic> {
+        let (text, index) = match self.documents.get(path) {
+            Some(doc) => (Arc::clone(&doc.text), Arc::clone(&doc.line_index)),
+            None => {
+                let entry = self
+                    .disk_texts
+                    .entry(path.to_path_buf())
+                    .or_insert_with(|| {
+                        let text = read_text(path, 10 * 1024 * 1024).unwrap_or_default();
+                        let index = Arc::new(LineIndex::new(&text));
+                        (Arc::from(text), index)
+                    });
+                (Arc::clone(&entry.0), Arc::clone(&entry.1))
+            }
+        };
+        raw.iter()
+            .map(|diagnostic| {
+                diagnostics::normalize(server, path, diagnostic, |position| {
+                    index.from_lsp(&text, position, encoding)
+                })
+            })
+            .collect()
+    }
+
+    fn on_pulled(&mut self, server_id: ServerId, path: &Path, version: i32, report: &Value) {
+        let server = &self.servers[server_id.0 as usize];
+        let name = server.config.name.clone();
+        let encoding = server.encoding;
+        let diagnostics_enabled = server.config.diagnostics;
+        self.pulled.insert((server_id, path.to_path_buf()), version);
+        // LSP 3.17 §`DocumentDiagnosticReport`: "full" carries items; "unchanged" keeps the last.
+        if report.get("kind").and_then(Value::as_str) == Some("unchanged") || !diagnostics_enabled {
+            return;
+        }
+        let items: Vec<lsp_types::Diagnostic> = report
+            .get("items")
+            .and_then(Value::as_array)
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|item| serde_json::from_value(item.clone()).ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let converted = self.convert(&name, path, &items, encoding);
+        self.store.replace(&name, path, converted);
+    }
+
+    // ----- per turn --------------------------------------------------------------------------
+
+    fn per_turn(&mut self) {
+        let now = Instant::now();
+        self.fire_startup_deadlines(now);
+        self.fire_request_deadlines(now);
+        self.fire_retries(now);
+        self.advance_syncs(now);
+        self.advance_jobs(now);
+        self.evict_documents();
+    }
+
+    fn fire_startup_deadlines(&mut self, now: Instant) {
+        for index in 0..self.servers.len() {
+            let server = &self.servers[index];
+            if let ServerState::Starting { deadline, .. } = server.state {
+                if now >= deadline {
+                    let reason = EngineError::Spawn {
+                        server: server.config.name.clone(),
+                        message: format!(
+                            "no answer to initialize within {} ms",
+                            server
+                                .config
+                                .startup_timeout_ms
+                                .unwrap_or(self.options.startup_timeout.as_millis() as u64)
+                        ),
+                    };
+                    self.fail_server(ServerId(index as u32), reason, true);
+                }
+            }
+        }
+    }
+
+    fn fire_request_deadlines(&mut self, now: Instant) {
+        let expired: Vec<(ServerId, i32)> = self
+            .pending
+            .iter()
+            .filter(|(_, purpose)| {
+                matches!(purpose, Purpose::Frontend { deadline, .. } if *deadline <= now)
+            })
+            .map(|(key, _)| *key)
+            .collect();
+        for key in expired {
+            let Some(Purpose::Frontend {
+                method,
+                reply,
+                timeout,
+                ..
+            }) = self.pending.remove(&key)
+            else {
+                continue;
+            };
+            let server = &self.servers[key.0 .0 as usize];
+            server.notify("$/cancelRequest", json!({ "id": key.1 }));
+            let _ = reply.send(Err(EngineError::Timeout {
+                server: server.config.name.clone(),
+                method,
+                after: timeout,
+            }));
+        }
+    }
+
+    fn fire_retries(&mut self, now: Instant) {
+        let mut waiting = Vec::new();
+        for retry in std::mem::take(&mut self.retries) {
+            let server = &self.servers[retry.server_id.0 as usize];
+            let ready = retry.at <= now && !server.is_starting();
+            let expired =
+                matches!(&retry.purpose, Purpose::Frontend { deadline, .. } if *deadline <= now);
+            if expired && !ready {
+                if let Purpose::Frontend {
+                    method,
+                    reply,
+                    timeout,
+                    ..
+                } = retry.purpose
+                {
+                    let error = server.failure().unwrap_or(EngineError::Timeout {
+                        server: server.config.name.clone(),
+                        method,
+                        after: timeout,
+                    });
+                    let _ = reply.send(Err(error));
+                }
+            } else if ready {
+                waiting.push(retry);
+            } else {
+                self.retries.push(retry);
+            }
+        }
+        for retry in waiting {
+            self.send_request(retry.server_id, retry.purpose);
+        }
+    }
+
+    fn advance_syncs(&mut self, now: Instant) {
+        let mut still_waiting = Vec::new();
+        for sync in std::mem::take(&mut self.syncs) {
+            let indexes = self.options.config.servers_for_path(&sync.path);
+            let starting = indexes
+                .iter()
+                .any(|&index| self.servers[index].is_starting());
+            if starting && now < sync.deadline {
+                still_waiting.push(sync);
+                continue;
+            }
+            let result = self.finish_sync(&sync.path, &indexes);
+            let _ = sync.reply.send(result);
+        }
+        self.syncs = still_waiting;
+    }
+
+    fn finish_sync(
+        &mut self,
+        path: &Path,
+        indexes: &[usize],
+    ) -> Result<SyncedDocument, EngineError> {
+        let running: Vec<usize> = indexes
+            .iter()
+            .copied()
+            .filter(|&index| self.servers[index].is_running())
+            .collect();
+        if running.is_empty() {
+            let first = &self.servers[indexes[0]];
+            return Err(first.failure().unwrap_or(EngineError::Spawn {
+                server: first.config.name.clone(),
+                message: "still starting when the timeout hit".to_owned(),
+            }));
+        }
+        self.sync_document(path)?;
+        let doc = self.documents.get(path).ok_or(EngineError::Gone)?;
+        Ok(SyncedDocument {
+            path: path.to_path_buf(),
+            text: Arc::clone(&doc.text),
+            version: doc.version,
+            servers: running
+                .iter()
+                .map(|&index| self.servers[index].info())
+                .collect(),
+        })
+    }
+
+    fn advance_jobs(&mut self, now: Instant) {
+        let mut jobs = std::mem::take(&mut self.jobs);
+        for job in &mut jobs {
+            // Fill the window.
+            while job.active.len() < FILES_IN_FLIGHT {
+                let Some(path) = job.queue.pop_front() else {
+                    break;
+                };
+                match self.begin_file_wait(&path, job.timeout, now) {
+                    Ok(wait) => job.active.push(wait),
+                    Err(message) => job.results.push(FileDiagnostics {
+                        path,
+                        outcome: DiagnosticsOutcome::Failed(message),
+                    }),
+                }
+            }
+            let mut index = 0;
+            while index < job.active.len() {
+                if let Some(outcome) = self.advance_file_wait(&mut job.active[index], now) {
+                    let wait = job.active.swap_remove(index);
+                    if wait.pinned {
+                        if let Some(doc) = self.documents.get_mut(&wait.path) {
+                            doc.pins = doc.pins.saturating_sub(1);
+                        }
+                    }
+                    job.results.push(FileDiagnostics {
+                        path: wait.path,
+                        outcome,
+                    });
+                } else {
+                    index += 1;
+                }
+            }
+        }
+        for job in jobs {
+            if job.queue.is_empty() && job.active.is_empty() {
+                let mut results = job.results;
+                let position: HashMap<&PathBuf, usize> = job
+                    .order
+                    .iter()
+                    .enumerate()
+                    .map(|(index, path)| (path, index))
+                    .collect();
+                results.sort_by_key(|result| position.get(&result.path).copied());
+                let _ = job.reply.send(results);
+            } else {
+                self.jobs.push(job);
+            }
+        }
+    }
+
+    fn begin_file_wait(
+        &mut self,
+        path: &Path,
+        timeout: Duration,
+        now: Instant,
+    ) -> Result<FileWait, String> {
+        let indexes: Vec<usize> = self
+            .options
+            .config
+            .servers_for_path(path)
+            .into_iter()
+            .filter(|&index| self.servers[index].config.diagnostics)
+            .collect();
+        if indexes.is_empty() {
+            let extension = path
+                .extension()
+                .map(|extension| format!(".{}", extension.to_string_lossy()))
+                .unwrap_or_else(|| "extension-less".to_owned());
+            return Err(format!(
+                "no language server with diagnostics is configured for {extension} files"
+            ));
+        }
+        for &index in &indexes {
+            self.ensure_started(ServerId(index as u32));
+        }
+        Ok(FileWait {
+            path: path.to_path_buf(),
+            servers: indexes
+                .iter()
+                .map(|&index| ServerId(index as u32))
+                .collect(),
+            timeout,
+            deadline: None,
+            // Servers fail by their own startup timeout; this only bounds a stuck start.
+            start_deadline: now + self.options.startup_timeout + timeout,
+            done: BTreeMap::new(),
+            pinned: false,
+        })
+    }
+
+    /// Advance one file's wait; `Some(outcome)` when it is finished.
+    fn advance_file_wait(
+        &mut self,
+        wait: &mut FileWait,
+        now: Instant,
+    ) -> Option<DiagnosticsOutcome> {
+        if wait.deadline.is_none() {
+            let starting = wait
+                .servers
+                .iter()
+                .any(|id| self.servers[id.0 as usize].is_starting());
+            if starting && now < wait.start_deadline {
+                return None;
+            }
+            for id in &wait.servers {
+                let server = &self.servers[id.0 as usize];
+                if !server.is_running() {
+                    let reason = server
+                        .failure()
+                        .map(|error| error.to_string())
+                        .unwrap_or_else(|| {
+                            format!("server {} is still starting", server.config.name)
+                        });
+                    wait.done.insert(*id, Err(reason));
+                }
+            }
+            if wait.done.len() == wait.servers.len() {
+                let reasons: Vec<String> = wait
+                    .done
+                    .values()
+                    .filter_map(|done| done.clone().err())
+                    .collect();
+                return Some(DiagnosticsOutcome::Failed(reasons.join("; ")));
+            }
+            if let Err(error) = self.sync_document(&wait.path) {
+                return Some(DiagnosticsOutcome::Failed(error.to_string()));
+            }
+            if let Some(doc) = self.documents.get_mut(&wait.path) {
+                doc.pins += 1;
+                wait.pinned = true;
+            }
+            // The settle timeout counts from the sync, not from the op (servers start first).
+            wait.deadline = Some(now + wait.timeout);
+            // Pull servers get a request now.
+            let version = self
+                .documents
+                .get(&wait.path)
+                .map(|doc| doc.version)
+                .unwrap_or(1);
+            for id in wait.servers.clone() {
+                if wait.done.contains_key(&id) || !self.servers[id.0 as usize].pull_diagnostics {
+                    continue;
+                }
+                if self.pulled.get(&(id, wait.path.clone())) == Some(&version) {
+                    continue;
+                }
+                self.send_request(
+                    id,
+                    Purpose::Pull {
+                        path: wait.path.clone(),
+                        version,
+                        attempts: 0,
+                    },
+                );
+            }
+        }
+        let doc_version = self
+            .documents
+            .get(&wait.path)
+            .map(|doc| doc.version)
+            .unwrap_or(1);
+        for id in wait.servers.clone() {
+            if wait.done.contains_key(&id) {
+                continue;
+            }
+            let server = &self.servers[id.0 as usize];
+            if let Some(reason) = server.failure() {
+                wait.done.insert(id, Err(reason.to_string()));
+                continue;
+            }
+            let settled = if server.pull_diagnostics {
+                self.pulled.get(&(id, wait.path.clone())) == Some(&doc_version)
+            } else {
+                self.push_state(id, &wait.path).is_some_and(|state| {
+                    push_settled(
+                        &state,
+                        now,
+                        self.options.settle_quiet,
+                        self.options.settle_quiet_unversioned,
+                    )
+                })
+            };
+            if settled {
+                wait.done.insert(id, Ok(()));
+            }
+        }
+        let names: Vec<&str> = wait
+            .servers
+            .iter()
+            .map(|id| self.servers[id.0 as usize].config.name.as_str())
+            .collect();
+        let merged = self.store.merged(&wait.path, &names);
+        if wait.done.len() == wait.servers.len() {
+            let failures: Vec<String> = wait
+                .done
+                .values()
+                .filter_map(|done| done.clone().err())
+                .collect();
+            if failures.len() == wait.servers.len() {
+                return Some(DiagnosticsOutcome::Failed(failures.join("; ")));
+            }
+            return Some(DiagnosticsOutcome::Settled(merged));
+        }
+        let deadline = wait.deadline?;
+        if now >= deadline {
+            let servers = wait
+                .servers
+                .iter()
+                .filter(|id| !wait.done.contains_key(id))
+                .map(|id| self.servers[id.0 as usize].config.name.clone())
+                .collect();
+            return Some(DiagnosticsOutcome::TimedOut {
+                diagnostics: merged,
+                servers,
+                after: wait.timeout,
+            });
+        }
+        None
+    }
+
+    fn push_state(&self, server_id: ServerId, path: &Path) -> Option<PushState> {
+        let server = &self.servers[server_id.0 as usize];
+        let doc = self.documents.get(path)?;
+        let &(sent_version, sent_at) = doc.open_on.get(&server_id)?;
+        Some(PushState {
+            sent_version,
+            sent_at,
+            last_publish: server.publishes.get(path).copied(),
+            progress_active: !server.active_progress.is_empty(),
+            last_progress_change: server.last_progress_change,
+        })
+    }
+
+    fn next_deadline(&self) -> Option<Instant> {
+        let mut deadlines: Vec<Instant> = Vec::new();
+        for server in &self.servers {
+            if let ServerState::Starting { deadline, .. } = server.state {
+                deadlines.push(deadline);
+            }
+        }
+        for purpose in self.pending.values() {
+            if let Purpose::Frontend { deadline, .. } = purpose {
+                deadlines.push(*deadline);
+            }
+        }
+        deadlines.extend(self.retries.iter().map(|retry| retry.at));
+        deadlines.extend(self.syncs.iter().map(|sync| sync.deadline));
+        for job in &self.jobs {
+            if !job.queue.is_empty() && job.active.len() < FILES_IN_FLIGHT {
+                deadlines.push(Instant::now());
+            }
+            for wait in &job.active {
+                deadlines.extend(wait.deadline);
+                if wait.deadline.is_none() {
+                    deadlines.push(wait.start_deadline);
+                }
+                for id in &wait.servers {
+                    if let Some(state) = self.push_state(*id, &wait.path) {
+                        deadlines.extend(push_settle_time(
+                            &state,
+                            self.options.settle_quiet,
+                            self.options.settle_quiet_unversioned,
+                        ));
+                    }
+                }
+            }
+        }
+        deadlines.into_iter().min()
+    }
+
+    // ----- shutdown --------------------------------------------------------------------------
+
+    /// LSP 3.17 §`shutdown`/§`exit`: `shutdown` to every live server, wait for the replies (bounded
+    /// by each server's shutdown timeout), `exit`, then close stdin, SIGTERM and SIGKILL the
+    /// process group, each bounded. Ops still waiting are answered with [`EngineError::Gone`].
+    fn shutdown_all(&mut self, event_receiver: &Receiver<ServerEvent>) {
+        if self.shutting_down {
+            return;
+        }
+        self.shutting_down = true;
+        for (_, purpose) in self.pending.drain() {
+            if let Purpose::Frontend { reply, .. } = purpose {
+                let _ = reply.send(Err(EngineError::Gone));
+            }
+        }
+        for retry in self.retries.drain(..) {
+            if let Purpose::Frontend { reply, .. } = retry.purpose {
+                let _ = reply.send(Err(EngineError::Gone));
+            }
+        }
+        for sync in self.syncs.drain(..) {
+            let _ = sync.reply.send(Err(EngineError::Gone));
+        }
+        for job in self.jobs.drain(..) {
+            let _ = job.reply.send(job.results);
+        }
+        let mut deadline = Instant::now();
+        let mut waiting: BTreeSet<ServerId> = BTreeSet::new();
+        for index in 0..self.servers.len() {
+            let server_id = ServerId(index as u32);
+            let server = &self.servers[index];
+            if !server.is_running() {
+                continue;
+            }
+            let timeout = server
+                .config
+                .shutdown_timeout_ms
+                .map(Duration::from_millis)
+                .unwrap_or(self.options.shutdown_timeout);
+            deadline = deadline.max(Instant::now() + timeout);
+            self.send_request(server_id, Purpose::Shutdown);
+            waiting.insert(server_id);
+        }
+        while !waiting.is_empty() {
+            let timeout = deadline.saturating_duration_since(Instant::now());
+            let Ok(event) = event_receiver.recv_timeout(timeout) else {
+                break;
+            };
+            match event {
+                ServerEvent::Message {
+                    server_id,
+                    message: IncomingMessage::Response { id: Some(id), .. },
+                    ..
+                } => {
+                    let id = serde_json::to_value(&id).ok().and_then(|id| id.as_i64());
+                    let key = id.map(|id| (server_id, id as i32));
+                    if key.is_some_and(|key| {
+                        matches!(self.pending.get(&key), Some(Purpose::Shutdown))
+                    }) {
+                        waiting.remove(&server_id);
+                    }
+                }
+                ServerEvent::Message {
+                    server_id,
+                    message: IncomingMessage::Request { id, .. },
+                    ..
+                } => {
+                    // After shutdown, answer with null (STYLE.md habit 6).
+                    if let Some(process) = self.servers[server_id.0 as usize].process() {
+                        let _ = process.send(Outgoing::Response {
+                            id,
+                            result: Ok(Value::Null),
+                        });
+                    }
+                }
+                ServerEvent::Closed { server_id, .. } => {
+                    waiting.remove(&server_id);
+                }
+                _ => {}
+            }
+        }
+        for server in &mut self.servers {
+            if server.process().is_some() {
+                server.notify("exit", Value::Null);
+            }
+        }
+        for server in &mut self.servers {
+            if let ServerState::Starting { process, .. } | ServerState::Running { process } =
+                &mut server.state
+            {
+                let exit = process.terminate(Duration::from_millis(1000));
+                log::debug!("{}: stopped ({exit})", server.config.name);
+            }
+            server.state = ServerState::NotStarted;
+        }
+    }
+}
+
+fn is_transient(error: &ResponseError) -> bool {
+    match error.code {
+        CONTENT_MODIFIED => true,
+        // LSP 3.17 §`ServerCancelled`: retry unless the server says not to.
+        SERVER_CANCELLED => error
+            .data
+            .as_ref()
+            .and_then(|data| data.get("retriggerRequest"))
+            .and_then(Value::as_bool)
+            .unwrap_or(true),
+        _ => false,
+    }
+}
+
+/// LSP 3.17 `positionEncoding`, else clangd's top-level `offsetEncoding`, else UTF-16.
+fn negotiated_encoding(capabilities: &Value, result: &Value) -> PositionEncoding {
+    capabilities
+        .get("positionEncoding")
+        .or_else(|| result.get("offsetEncoding"))
+        .and_then(Value::as_str)
+        .and_then(PositionEncoding::from_name)
+        .unwrap_or(PositionEncoding::Utf16)
+}
+
+/// `textDocumentSync.save` (LSP 3.17 §`TextDocumentSyncOptions`): `Some(include_text)` when the
+/// server wants `didSave`. A bare `TextDocumentSyncKind` number asks for no saves.
+fn save_option(capabilities: &Value) -> Option<bool> {
+    match capabilities.pointer("/textDocumentSync/save")? {
+        Value::Bool(true) => Some(false),
+        Value::Object(options) => Some(
+            options
+                .get("includeText")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        ),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encoding_negotiation_prefers_the_standard_field() {
+        let check = |capabilities: Value, result: Value, expected: PositionEncoding| {
+            assert_eq!(negotiated_encoding(&capabilities, &result), expected);
+        };
+        check(
+            json!({"positionEncoding": "utf-8"}),
+            json!({}),
+            PositionEncoding::Utf8,
+        );
+        check(
+            json!({}),
+            json!({"offsetEncoding": "utf-8"}),
+            PositionEncoding::Utf8,
+        );
+        check(json!({}), json!({}), PositionEncoding::Utf16);
+        check(
+            json!({"positionEncoding": "utf-32"}),
+            json!({}),
+            PositionEncoding::Utf32,
+        );
+    }
+
+    #[test]
+    fn save_option_reads_every_shape() {
+        assert_eq!(save_option(&json!({"textDocumentSync": 1})), None);
+        assert_eq!(
+            save_option(&json!({"textDocumentSync": {"save": true}})),
+            Some(false)
+        );
+        assert_eq!(
+            save_option(&json!({"textDocumentSync": {"save": {"includeText": true}}})),
+            Some(true)
+        );
+        assert_eq!(
+            save_option(&json!({"textDocumentSync": {"openClose": true}})),
+            None
+        );
+    }
+
+    #[test]
+    fn transient_errors() {
+        let error = |code: i32, data: Option<Value>| ResponseError {
+            code,
+            message: String::new(),
+            data,
+        };
+        assert!(is_transient(&error(-32801, None)));
+        assert!(is_transient(&error(-32802, None)));
+        assert!(!is_transient(&error(
+            -32802,
+            Some(json!({"retriggerRequest": false}))
+        )));
+        assert!(!is_transient(&error(-32603, None)));
+    }
+}

@@ -1,0 +1,397 @@
+//! The engine: one event loop that owns every language server, open document and diagnostic.
+//!
+//! Shape (see `STYLE.md`): per server a reader, a writer and a stderr thread ([`crate::process`])
+//! feed one `Sender<ServerEvent>`; frontends (the `check` command, queries, batch, MCP) talk to the
+//! loop by sending an [`Op`] carrying its own reply channel. The loop thread is the only owner of
+//! state: no `Mutex` guards documents, versions or diagnostics.
+//!
+//! Invariants:
+//! - A server is started lazily, the first time a file with one of its extensions is needed.
+//! - Every server-to-client request is answered (see [`server_requests`]).
+//! - A document has one version across servers; it only grows. At most
+//!   [`EngineOptions::max_open_documents`] documents are open (LRU, `didClose` on eviction).
+//! - Diagnostics published for a version older than the document's current one are dropped.
+//! - Every server process is shut down (`shutdown`, `exit`, then signals) before the loop returns,
+//!   on every path, including SIGINT/SIGTERM.
+
+mod client_capabilities;
+mod documents;
+mod event_loop;
+pub mod server_requests;
+mod settle;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
+use serde_json::Value;
+
+use crate::config::Config;
+use crate::diagnostics::Diagnostic;
+use crate::process::ServerId;
+use crate::text::PositionEncoding;
+
+/// Settings of one engine run. Durations are wall-clock.
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    pub config: Config,
+    /// How long a server may take from spawn to its `initialize` result when its config sets no
+    /// `startupTimeout`.
+    pub startup_timeout: Duration,
+    /// How long `shutdown` may take before lspc sends `exit` anyway (config `shutdownTimeout`
+    /// overrides it per server).
+    pub shutdown_timeout: Duration,
+    /// Quiet period after the last versioned publish before diagnostics count as settled.
+    pub settle_quiet: Duration,
+    /// Quiet period after an unversioned publish: such a publish may describe older text (B16), so
+    /// lspc waits longer for a fresher one.
+    pub settle_quiet_unversioned: Duration,
+    /// The LRU bound on open documents (seed 000: 50).
+    pub max_open_documents: usize,
+    /// Files larger than this many bytes are not sent to servers.
+    pub max_file_size: u64,
+}
+
+impl EngineOptions {
+    /// Defaults from the seeds: 50 open documents, 250 ms quiet period.
+    pub fn new(config: Config) -> EngineOptions {
+        EngineOptions {
+            config,
+            startup_timeout: Duration::from_secs(30),
+            shutdown_timeout: Duration::from_secs(2),
+            settle_quiet: Duration::from_millis(250),
+            settle_quiet_unversioned: Duration::from_millis(1500),
+            max_open_documents: 50,
+            max_file_size: 10 * 1024 * 1024,
+        }
+    }
+}
+
+/// A request from a frontend to the loop. Each carries the channel its answer goes to; the loop
+/// answers every op exactly once (dropping the sender counts as "engine gone").
+pub enum Op {
+    /// Settled diagnostics for each file (canonical absolute paths), from every server that claims
+    /// it and has diagnostics enabled. Each file's wait is bounded by `timeout`, counted from the
+    /// moment its servers are running and the document is synced.
+    Diagnostics {
+        paths: Vec<PathBuf>,
+        timeout: Duration,
+        reply: Sender<Vec<FileDiagnostics>>,
+    },
+    /// Make sure the file's servers run and have the file's current disk text; answer with the
+    /// text lspc sent and the servers (primary first) that claim it.
+    Sync {
+        path: PathBuf,
+        timeout: Duration,
+        reply: Sender<Result<SyncedDocument, EngineError>>,
+    },
+    /// Send a request to one running server and wait for its answer. `ContentModified` (-32801)
+    /// and `ServerCancelled` (-32802) are retried 3 times with exponential backoff from 500 ms
+    /// (seed 000) when `retry` is set; `tag` lets a later [`Op::Cancel`] find it.
+    Request {
+        server_id: ServerId,
+        method: String,
+        params: Value,
+        timeout: Duration,
+        retry: bool,
+        tag: Option<u64>,
+        reply: Sender<Result<Value, EngineError>>,
+    },
+    /// Cancel the [`Op::Request`] with this tag: `$/cancelRequest` is sent and the caller gets
+    /// [`EngineError::Cancelled`].
+    Cancel { tag: u64 },
+    /// A snapshot of every configured server's state.
+    Status { reply: Sender<Vec<ServerStatus>> },
+    /// Shut every server down; the loop then ends and the reply is sent last.
+    Shutdown { reply: Sender<()> },
+}
+
+/// What [`Op::Sync`] answers: the text servers now hold for the file, and who serves it.
+#[derive(Debug, Clone)]
+pub struct SyncedDocument {
+    pub path: PathBuf,
+    pub text: Arc<str>,
+    /// The document version sent to servers.
+    pub version: i32,
+    /// Running servers claiming the file, primary (the one that serves queries) first.
+    pub servers: Vec<ServerInfo>,
+}
+
+/// A running server as frontends see it.
+#[derive(Debug, Clone)]
+pub struct ServerInfo {
+    pub server_id: ServerId,
+    pub name: String,
+    /// The encoding of LSP `Position.character` this server negotiated.
+    pub encoding: PositionEncoding,
+    /// The raw `ServerCapabilities` JSON from its `initialize` result (first process).
+    pub capabilities: Arc<Value>,
+    /// Whether a `$/progress` token is active (the server is still loading or indexing).
+    pub busy: bool,
+}
+
+impl ServerInfo {
+    /// Whether the server advertises `key` (e.g. `"hoverProvider"`) with a value other than
+    /// `false`/`null` (LSP 3.17 §`ServerCapabilities`).
+    pub fn supports(&self, key: &str) -> bool {
+        !matches!(
+            self.capabilities.get(key),
+            None | Some(Value::Null) | Some(Value::Bool(false))
+        )
+    }
+}
+
+/// The settled diagnostics of one file.
+#[derive(Debug, Clone)]
+pub struct FileDiagnostics {
+    pub path: PathBuf,
+    pub outcome: DiagnosticsOutcome,
+}
+
+/// How a file's diagnostics wait ended.
+#[derive(Debug, Clone)]
+pub enum DiagnosticsOutcome {
+    /// Every server settled; the merged, deduplicated, sorted set.
+    Settled(Vec<Diagnostic>),
+    /// The timeout hit before every server settled. `diagnostics` holds what had arrived;
+    /// `servers` names those still analysing. Never to be reported as clean.
+    TimedOut {
+        diagnostics: Vec<Diagnostic>,
+        servers: Vec<String>,
+        after: Duration,
+    },
+    /// No server could check the file (none configured, failed to start, unreadable file, …).
+    Failed(String),
+}
+
+/// One server's state for `lspc servers` and `lsp://servers`.
+#[derive(Debug, Clone)]
+pub struct ServerStatus {
+    pub name: String,
+    pub state: String,
+    pub pid: Option<u32>,
+    pub restarts: u32,
+    pub stderr_tail: String,
+}
+
+/// Why an [`Op`] failed. Messages name the server and method.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EngineError {
+    /// No configured server claims the file's extension.
+    NoServer { path: PathBuf },
+    /// The server could not be started or did not initialize.
+    Spawn { server: String, message: String },
+    /// The server exited or closed its pipes; `stderr_tail` holds its last stderr lines.
+    ServerExited {
+        server: String,
+        status: String,
+        stderr_tail: String,
+    },
+    /// The server answered with a JSON-RPC error.
+    Server {
+        server: String,
+        method: String,
+        code: i32,
+        message: String,
+    },
+    /// No answer before the deadline; `$/cancelRequest` was sent.
+    Timeout {
+        server: String,
+        method: String,
+        after: Duration,
+    },
+    /// The request was cancelled by the caller.
+    Cancelled { server: String, method: String },
+    /// The file cannot be sent to a server (missing, too large, binary, not UTF-8).
+    InvalidInput(String),
+    /// The engine is shutting down or gone.
+    Gone,
+}
+
+impl std::fmt::Display for EngineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EngineError::NoServer { path } => {
+                write!(f, "no language server is configured for {}", path.display())
+            }
+            EngineError::Spawn { server, message } => {
+                write!(f, "server {server} failed to start: {message}")
+            }
+            EngineError::ServerExited {
+                server,
+                status,
+                stderr_tail,
+            } => {
+                write!(f, "server {server} crashed ({status})")?;
+                if !stderr_tail.is_empty() {
+                    write!(f, ": {stderr_tail}")?;
+                }
+                Ok(())
+            }
+            EngineError::Server {
+                server,
+                method,
+                code,
+                message,
+            } => {
+                write!(
+                    f,
+                    "server {server} answered {method} with error {code}: {message}"
+                )
+            }
+            EngineError::Timeout {
+                server,
+                method,
+                after,
+            } => write!(
+                f,
+                "{method} timed out after {} s (server {server})",
+                after.as_secs_f64()
+            ),
+            EngineError::Cancelled { server, method } => {
+                write!(f, "{method} was cancelled (server {server})")
+            }
+            EngineError::InvalidInput(message) => f.write_str(message),
+            EngineError::Gone => f.write_str("the engine has shut down"),
+        }
+    }
+}
+
+impl std::error::Error for EngineError {}
+
+/// The frontends' end of the engine: a sender of [`Op`]s and the loop thread. Dropping it shuts
+/// the engine down and joins the loop (so no server outlives the handle).
+pub struct EngineHandle {
+    op_sender: Sender<Op>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl EngineHandle {
+    /// Start the loop on its own long-lived thread `"lspc-engine"`; servers are spawned from that
+    /// thread (their parent-death signal is tied to it).
+    pub fn start(options: EngineOptions) -> EngineHandle {
+        let (op_sender, op_receiver) = unbounded();
+        let thread = thread::Builder::new()
+            .name("lspc-engine".to_owned())
+            .spawn(move || event_loop::run(options, op_receiver))
+            .expect("spawning the engine thread");
+        EngineHandle {
+            op_sender,
+            thread: Some(thread),
+        }
+    }
+
+    /// A sender for frontends that run on other threads.
+    pub fn op_sender(&self) -> Sender<Op> {
+        self.op_sender.clone()
+    }
+
+    /// [`Op::Diagnostics`], blocking.
+    pub fn diagnostics(&self, paths: Vec<PathBuf>, timeout: Duration) -> Vec<FileDiagnostics> {
+        let (reply, receiver) = bounded(1);
+        if self
+            .op_sender
+            .send(Op::Diagnostics {
+                paths,
+                timeout,
+                reply,
+            })
+            .is_err()
+        {
+            return Vec::new();
+        }
+        receiver.recv().unwrap_or_default()
+    }
+
+    /// [`Op::Sync`], blocking.
+    pub fn sync(&self, path: PathBuf, timeout: Duration) -> Result<SyncedDocument, EngineError> {
+        sync_with(&self.op_sender, path, timeout)
+    }
+
+    /// [`Op::Request`], blocking, with ContentModified retries.
+    pub fn request(
+        &self,
+        server_id: ServerId,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, EngineError> {
+        request_with(&self.op_sender, server_id, method, params, timeout, None)
+    }
+
+    /// [`Op::Status`], blocking.
+    pub fn status(&self) -> Vec<ServerStatus> {
+        let (reply, receiver) = bounded(1);
+        if self.op_sender.send(Op::Status { reply }).is_err() {
+            return Vec::new();
+        }
+        receiver.recv().unwrap_or_default()
+    }
+
+    /// Shut every server down and join the loop.
+    pub fn shutdown(mut self) {
+        self.shutdown_inner();
+    }
+
+    fn shutdown_inner(&mut self) {
+        let Some(thread) = self.thread.take() else {
+            return;
+        };
+        let (reply, receiver) = bounded(1);
+        if self.op_sender.send(Op::Shutdown { reply }).is_ok() {
+            let _ = receiver.recv();
+        }
+        let _ = thread.join();
+    }
+}
+
+impl Drop for EngineHandle {
+    fn drop(&mut self) {
+        self.shutdown_inner();
+    }
+}
+
+/// [`Op::Sync`] through any op sender, blocking.
+pub fn sync_with(
+    op_sender: &Sender<Op>,
+    path: PathBuf,
+    timeout: Duration,
+) -> Result<SyncedDocument, EngineError> {
+    let (reply, receiver) = bounded(1);
+    op_sender
+        .send(Op::Sync {
+            path,
+            timeout,
+            reply,
+        })
+        .map_err(|_| EngineError::Gone)?;
+    receiver.recv().map_err(|_| EngineError::Gone)?
+}
+
+/// [`Op::Request`] through any op sender, blocking, with ContentModified retries.
+pub fn request_with(
+    op_sender: &Sender<Op>,
+    server_id: ServerId,
+    method: &str,
+    params: Value,
+    timeout: Duration,
+    tag: Option<u64>,
+) -> Result<Value, EngineError> {
+    let (reply, receiver) = bounded(1);
+    let op = Op::Request {
+        server_id,
+        method: method.to_owned(),
+        params,
+        timeout,
+        retry: true,
+        tag,
+        reply,
+    };
+    op_sender.send(op).map_err(|_| EngineError::Gone)?;
+    receiver.recv().map_err(|_| EngineError::Gone)?
+}
+
+/// Receiver type re-exported for frontends that select over engine replies.
+pub type Reply<T> = Receiver<T>;

@@ -1,0 +1,154 @@
+//! When are a file's pushed diagnostics "settled"? A pure decision, so it can be tested without
+//! servers or clocks.
+//!
+//! The rule (seed 004, cases B14 and B16): a server has settled a document version when
+//! 1. it published for that version after lspc sent it — a publish carrying that version (or a
+//!    higher one, a server bug that is accepted), or, from servers that send no version
+//!    (typescript-language-server, taplo), any publish received after the text was sent;
+//! 2. no `$/progress` token of that server is active; and
+//! 3. a quiet period has passed since the last publish and the last progress change: 250 ms after
+//!    a versioned publish, longer after an unversioned one, since such a publish may describe
+//!    older text and a fresher one may follow.
+//!
+//! "Nothing arrived" is never settled: the caller's timeout turns it into "incomplete".
+
+use std::time::{Duration, Instant};
+
+/// The last publish a server made for one file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PublishInfo {
+    /// The `version` field of the publish, when the server sent one.
+    pub version: Option<i32>,
+    /// When lspc received it.
+    pub at: Instant,
+}
+
+/// Inputs for one (server, document) pair.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PushState {
+    /// The document version lspc last sent to this server, and when.
+    pub sent_version: i32,
+    pub sent_at: Instant,
+    pub last_publish: Option<PublishInfo>,
+    /// Whether any progress token of the server is active, and when progress last changed.
+    pub progress_active: bool,
+    pub last_progress_change: Option<Instant>,
+}
+
+/// Whether the server's pushed diagnostics for the document are settled at `now`.
+pub(crate) fn push_settled(
+    state: &PushState,
+    now: Instant,
+    quiet: Duration,
+    quiet_unversioned: Duration,
+) -> bool {
+    let Some(publish) = state.last_publish else {
+        return false;
+    };
+    let fresh = match publish.version {
+        Some(version) => version >= state.sent_version,
+        None => publish.at >= state.sent_at,
+    };
+    if !fresh || state.progress_active {
+        return false;
+    }
+    let quiet = if publish.version.is_some() {
+        quiet
+    } else {
+        quiet_unversioned
+    };
+    let last_activity = match state.last_progress_change {
+        Some(progress) if progress > publish.at => progress,
+        _ => publish.at,
+    };
+    now.saturating_duration_since(last_activity) >= quiet
+}
+
+/// When [`push_settled`] could next become true without new input, for the loop's timer.
+pub(crate) fn push_settle_time(
+    state: &PushState,
+    quiet: Duration,
+    quiet_unversioned: Duration,
+) -> Option<Instant> {
+    let publish = state.last_publish?;
+    if state.progress_active {
+        return None;
+    }
+    let quiet = if publish.version.is_some() {
+        quiet
+    } else {
+        quiet_unversioned
+    };
+    let last_activity = match state.last_progress_change {
+        Some(progress) if progress > publish.at => progress,
+        _ => publish.at,
+    };
+    Some(last_activity + quiet)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const QUIET: Duration = Duration::from_millis(250);
+    const QUIET_UNVERSIONED: Duration = Duration::from_millis(1500);
+
+    fn check(state: PushState, now_ms: u64, t0: Instant, expected: bool) {
+        let now = t0 + Duration::from_millis(now_ms);
+        assert_eq!(
+            push_settled(&state, now, QUIET, QUIET_UNVERSIONED),
+            expected,
+            "{state:?}"
+        );
+    }
+
+    fn state(t0: Instant, publish: Option<(Option<i32>, u64)>) -> PushState {
+        PushState {
+            sent_version: 2,
+            sent_at: t0 + Duration::from_millis(10),
+            last_publish: publish.map(|(version, at_ms)| PublishInfo {
+                version,
+                at: t0 + Duration::from_millis(at_ms),
+            }),
+            progress_active: false,
+            last_progress_change: None,
+        }
+    }
+
+    #[test]
+    fn versioned_publish_settles_after_quiet_period() {
+        let t0 = Instant::now();
+        check(state(t0, None), 5000, t0, false);
+        check(state(t0, Some((Some(2), 100))), 200, t0, false);
+        check(state(t0, Some((Some(2), 100))), 350, t0, true);
+        // A publish for an older version never settles the newer one.
+        check(state(t0, Some((Some(1), 100))), 5000, t0, false);
+        // A higher version (server bug) is accepted.
+        check(state(t0, Some((Some(3), 100))), 350, t0, true);
+    }
+
+    #[test]
+    fn unversioned_publish_needs_to_follow_the_send_and_a_longer_quiet() {
+        let t0 = Instant::now();
+        // Received before lspc sent version 2: it describes older text.
+        check(state(t0, Some((None, 5))), 5000, t0, false);
+        check(state(t0, Some((None, 60))), 400, t0, false);
+        check(state(t0, Some((None, 60))), 1560, t0, true);
+    }
+
+    #[test]
+    fn active_progress_holds_settling_and_its_end_restarts_the_quiet_period() {
+        let t0 = Instant::now();
+        let mut busy = state(t0, Some((Some(2), 100)));
+        busy.progress_active = true;
+        check(busy, 10_000, t0, false);
+        busy.progress_active = false;
+        busy.last_progress_change = Some(t0 + Duration::from_millis(4000));
+        check(busy, 4100, t0, false);
+        check(busy, 4260, t0, true);
+        assert_eq!(
+            push_settle_time(&busy, QUIET, QUIET_UNVERSIONED),
+            Some(t0 + Duration::from_millis(4250))
+        );
+    }
+}
