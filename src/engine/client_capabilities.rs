@@ -4,9 +4,11 @@
 //! - Position encodings: lspc converts UTF-8, UTF-16 and UTF-32 in both directions, so it offers all
 //!   three (UTF-8 first: cheapest for servers that keep UTF-8 text). clangd ignores
 //!   `general.positionEncodings` and negotiates through its `offsetEncoding` extension instead.
-//! - Pull diagnostics are advertised without dynamic registration: servers that offer them
-//!   statically (ruff, TS 7) are pulled; servers that would only register them dynamically (pyright)
-//!   keep pushing, which avoids a race between the registration and the first file.
+//! - Pull diagnostics are advertised with dynamic registration: servers that offer them statically
+//!   (ruff, TS 7) or register them (pyright, right after `initialized`) are pulled. A pull answer is
+//!   complete by definition, while pushed sets can arrive in rounds (pyright publishes an empty set
+//!   first when several files open at once). A registration that arrives while a file is already
+//!   waiting switches that wait to pull.
 //! - `workspace.applyEdit` and `workspaceEdit` are not advertised until lspc applies edits.
 
 use std::path::Path;
@@ -90,7 +92,7 @@ fn client_capabilities() -> Value {
                 "codeDescriptionSupport": true,
                 "dataSupport": true
             },
-            "diagnostic": { "dynamicRegistration": false, "relatedDocumentSupport": false },
+            "diagnostic": { "dynamicRegistration": true, "relatedDocumentSupport": false },
             "hover": { "dynamicRegistration": false, "contentFormat": ["markdown", "plaintext"] },
             "definition": { "dynamicRegistration": false, "linkSupport": true },
             "declaration": { "dynamicRegistration": false, "linkSupport": true },

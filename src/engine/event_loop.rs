@@ -5,7 +5,7 @@
 //! once: start what waits for servers, check settled diagnostics, fire deadlines and retries, and
 //! evict documents beyond the LRU bound.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -131,6 +131,10 @@ struct Server {
     encoding: PositionEncoding,
     /// Pull diagnostics: static `diagnosticProvider` or a dynamic registration.
     pull_diagnostics: bool,
+    /// A static `diagnosticProvider`, and the live dynamic registrations of
+    /// `textDocument/diagnostic` (pyright registers, re-registers and unregisters at start-up).
+    static_pull: bool,
+    pull_registrations: BTreeSet<String>,
     /// `textDocumentSync.save` asked for: `Some(include_text)`.
     save: Option<bool>,
     active_progress: BTreeSet<String>,
@@ -286,6 +290,8 @@ struct State {
     store: DiagnosticStore,
     /// Pulled diagnostics per (server, path): the version they answer.
     pulled: HashMap<(ServerId, PathBuf), i32>,
+    /// `textDocument/diagnostic` requests in flight, so each (server, path) has at most one.
+    pulls_in_flight: HashSet<(ServerId, PathBuf)>,
     pending: HashMap<(ServerId, i32), Purpose>,
     retries: Vec<Retry>,
     syncs: Vec<PendingSync>,
@@ -321,6 +327,8 @@ impl State {
                     capabilities: Arc::new(Value::Null),
                     encoding: PositionEncoding::Utf16,
                     pull_diagnostics: false,
+                    static_pull: false,
+                    pull_registrations: BTreeSet::new(),
                     save: None,
                     active_progress: BTreeSet::new(),
                     last_progress_change: None,
@@ -337,6 +345,7 @@ impl State {
             documents: Documents::default(),
             store: DiagnosticStore::default(),
             pulled: HashMap::new(),
+            pulls_in_flight: HashSet::new(),
             pending: HashMap::new(),
             retries: Vec::new(),
             syncs: Vec::new(),
@@ -480,6 +489,8 @@ impl State {
             return;
         };
         server.generation += 1;
+        // Registrations belong to a process; a restarted server registers again.
+        server.pull_registrations.clear();
         let spec = SpawnSpec {
             server_id,
             generation: server.generation,
@@ -557,13 +568,14 @@ impl State {
         if server.capabilities.is_null() {
             let capabilities = result.get("capabilities").cloned().unwrap_or(json!({}));
             server.encoding = negotiated_encoding(&capabilities, &result);
-            server.pull_diagnostics = !matches!(
+            server.static_pull = !matches!(
                 capabilities.get("diagnosticProvider"),
                 None | Some(Value::Null) | Some(Value::Bool(false))
             );
             server.save = save_option(&capabilities);
             server.capabilities = Arc::new(capabilities);
         }
+        server.pull_diagnostics = server.static_pull || !server.pull_registrations.is_empty();
         server.state = ServerState::Running { process };
         log::info!(
             "{}: initialized ({} positions{})",
@@ -625,6 +637,7 @@ impl State {
             }
         }
         self.pulled.retain(|(id, _), _| *id != server_id);
+        self.pulls_in_flight.retain(|(id, _)| *id != server_id);
     }
 
     fn on_closed(&mut self, server_id: ServerId, reason: process::CloseReason) {
@@ -809,6 +822,9 @@ impl State {
             method,
             params,
         }));
+        if let Purpose::Pull { path, .. } = &purpose {
+            self.pulls_in_flight.insert((server_id, path.clone()));
+        }
         self.pending.insert((server_id, id), purpose);
     }
 
@@ -884,26 +900,29 @@ impl State {
                 path,
                 version,
                 attempts,
-            } => match result {
-                Ok(report) => self.on_pulled(server_id, &path, version, &report),
-                Err(error) if is_transient(&error) && attempts < MAX_RETRIES => {
-                    let at = Instant::now() + FIRST_BACKOFF * 2u32.pow(attempts);
-                    let purpose = Purpose::Pull {
-                        path,
-                        version,
-                        attempts: attempts + 1,
-                    };
-                    self.retries.push(Retry {
-                        at,
-                        server_id,
-                        purpose,
-                    });
+            } => {
+                self.pulls_in_flight.remove(&(server_id, path.clone()));
+                match result {
+                    Ok(report) => self.on_pulled(server_id, &path, version, &report),
+                    Err(error) if is_transient(&error) && attempts < MAX_RETRIES => {
+                        let at = Instant::now() + FIRST_BACKOFF * 2u32.pow(attempts);
+                        let purpose = Purpose::Pull {
+                            path,
+                            version,
+                            attempts: attempts + 1,
+                        };
+                        self.retries.push(Retry {
+                            at,
+                            server_id,
+                            purpose,
+                        });
+                    }
+                    Err(error) => {
+                        log::warn!("{name}: textDocument/diagnostic failed: {}", error.message);
+                        self.pulled.insert((server_id, path), version);
+                    }
                 }
-                Err(error) => {
-                    log::warn!("{name}: textDocument/diagnostic failed: {}", error.message);
-                    self.pulled.insert((server_id, path), version);
-                }
-            },
+            }
             Purpose::Shutdown => {}
         }
     }
@@ -970,6 +989,7 @@ impl State {
         match message {
             IncomingMessage::Request { id, method, params } => {
                 let server = &mut self.servers[server_id.0 as usize];
+                log::debug!("{}: server request {method} {params}", server.config.name);
                 let (result, effect) = if self.shutting_down {
                     (Ok(Value::Null), SideEffect::None)
                 } else {
@@ -991,7 +1011,17 @@ impl State {
                 match effect {
                     SideEffect::None => {}
                     SideEffect::ProgressCreated(_) => {}
-                    SideEffect::PullDiagnosticsRegistered => server.pull_diagnostics = true,
+                    SideEffect::PullDiagnosticsRegistered(ids) => {
+                        server.pull_registrations.extend(ids);
+                        server.pull_diagnostics = true;
+                    }
+                    SideEffect::Unregistered(ids) => {
+                        for id in ids {
+                            server.pull_registrations.remove(&id);
+                        }
+                        server.pull_diagnostics =
+                            server.static_pull || !server.pull_registrations.is_empty();
+                    }
                     SideEffect::DiagnosticsRefresh => {
                         self.pulled.retain(|(id, _), _| *id != server_id);
                     }
@@ -1073,6 +1103,10 @@ impl State {
             return;
         };
         let path = uri::canonical(&path);
+        log::debug!(
+            "{name}: publishDiagnostics {uri} v{version:?}: {} diagnostics",
+            raw.len()
+        );
         if let (Some(version), Some(doc)) = (version, self.documents.get(&path)) {
             if version < doc.version {
                 log::debug!(
@@ -1434,28 +1468,6 @@ impl State {
             }
             // The settle timeout counts from the sync, not from the op (servers start first).
             wait.deadline = Some(now + wait.timeout);
-            // Pull servers get a request now.
-            let version = self
-                .documents
-                .get(&wait.path)
-                .map(|doc| doc.version)
-                .unwrap_or(1);
-            for id in wait.servers.clone() {
-                if wait.done.contains_key(&id) || !self.servers[id.0 as usize].pull_diagnostics {
-                    continue;
-                }
-                if self.pulled.get(&(id, wait.path.clone())) == Some(&version) {
-                    continue;
-                }
-                self.send_request(
-                    id,
-                    Purpose::Pull {
-                        path: wait.path.clone(),
-                        version,
-                        attempts: 0,
-                    },
-                );
-            }
         }
         let doc_version = self
             .documents
@@ -1471,6 +1483,22 @@ impl State {
                 wait.done.insert(id, Err(reason.to_string()));
                 continue;
             }
+            let key = (id, wait.path.clone());
+            if server.pull_diagnostics
+                && self.pulled.get(&key) != Some(&doc_version)
+                && !self.pulls_in_flight.contains(&key)
+            {
+                // Pull servers are asked once per version. A dynamic registration that arrives
+                // after the wait began (pyright registers after `initialized`) switches it here.
+                let purpose = Purpose::Pull {
+                    path: wait.path.clone(),
+                    version: doc_version,
+                    attempts: 0,
+                };
+                self.send_request(id, purpose);
+                continue;
+            }
+            let server = &self.servers[id.0 as usize];
             let settled = if server.pull_diagnostics {
                 self.pulled.get(&(id, wait.path.clone())) == Some(&doc_version)
             } else {

@@ -16,8 +16,11 @@ pub enum SideEffect {
     None,
     /// `window/workDoneProgress/create`: a token the server will report `$/progress` on.
     ProgressCreated(String),
-    /// `client/registerCapability` for `textDocument/diagnostic`: pull from now on.
-    PullDiagnosticsRegistered,
+    /// `client/registerCapability` for `textDocument/diagnostic`, with the registration ids:
+    /// pull from now on.
+    PullDiagnosticsRegistered(Vec<String>),
+    /// `client/unregisterCapability` ids (any method; the loop forgets those it knew).
+    Unregistered(Vec<String>),
     /// `workspace/diagnostic/refresh`: pulled diagnostics are stale.
     DiagnosticsRefresh,
 }
@@ -48,25 +51,21 @@ pub fn answer(
             (Ok(Value::Null), SideEffect::ProgressCreated(token))
         }
         "client/registerCapability" => {
-            let registers_pull = params
-                .get("registrations")
-                .and_then(Value::as_array)
-                .is_some_and(|registrations| {
-                    registrations.iter().any(|registration| {
-                        registration.get("method").and_then(Value::as_str)
-                            == Some("textDocument/diagnostic")
-                    })
-                });
-            let effect = if registers_pull {
-                SideEffect::PullDiagnosticsRegistered
-            } else {
+            let ids = registration_ids(params, "registrations", Some("textDocument/diagnostic"));
+            let effect = if ids.is_empty() {
                 SideEffect::None
+            } else {
+                SideEffect::PullDiagnosticsRegistered(ids)
             };
             (Ok(Value::Null), effect)
         }
+        "client/unregisterCapability" => {
+            // LSP 3.17 keeps the historical misspelling `unregisterations`.
+            let ids = registration_ids(params, "unregisterations", None);
+            (Ok(Value::Null), SideEffect::Unregistered(ids))
+        }
         "workspace/diagnostic/refresh" => (Ok(Value::Null), SideEffect::DiagnosticsRefresh),
-        "client/unregisterCapability"
-        | "window/showMessageRequest"
+        "window/showMessageRequest"
         | "workspace/semanticTokens/refresh"
         | "workspace/inlayHint/refresh"
         | "workspace/inlineValue/refresh"
@@ -99,6 +98,22 @@ pub fn answer(
             SideEffect::None,
         ),
     }
+}
+
+/// The `id`s of registrations in `params[list_key]`, only those for `method` when given.
+fn registration_ids(params: &Value, list_key: &str, method: Option<&str>) -> Vec<String> {
+    let Some(registrations) = params.get(list_key).and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    registrations
+        .iter()
+        .filter(|registration| {
+            method.is_none_or(|method| {
+                registration.get("method").and_then(Value::as_str) == Some(method)
+            })
+        })
+        .filter_map(|registration| registration.get("id").map(token_key))
+        .collect()
 }
 
 /// A progress token as a map key: strings as themselves, numbers as their decimal text.
@@ -231,7 +246,21 @@ mod tests {
             "file:///w",
         );
         assert_eq!(result.ok(), Some(Value::Null));
-        assert_eq!(effect, SideEffect::PullDiagnosticsRegistered);
+        assert_eq!(
+            effect,
+            SideEffect::PullDiagnosticsRegistered(vec!["1".to_owned()])
+        );
+        let params =
+            json!({"unregisterations": [{"id": "1", "method": "textDocument/diagnostic"}]});
+        let (result, effect) = answer(
+            "client/unregisterCapability",
+            &params,
+            None,
+            Path::new("/w"),
+            "file:///w",
+        );
+        assert_eq!(result.ok(), Some(Value::Null));
+        assert_eq!(effect, SideEffect::Unregistered(vec!["1".to_owned()]));
         let (result, _) = answer("foo/bar", &Value::Null, None, Path::new("/w"), "file:///w");
         assert_eq!(result.err().map(|error| error.code), Some(-32601));
         let (_, effect) = answer(

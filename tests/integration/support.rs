@@ -1,0 +1,394 @@
+//! Test support: temporary workspaces, a `TestCommand` that runs `lspc` with a timeout and prints
+//! everything (command, status, stdout, stderr, fixture transcripts) when an assertion fails, and
+//! helpers to find leftover processes in `/proc`.
+
+#![allow(dead_code)]
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use wait_timeout::ChildExt;
+
+/// The `lspc` binary under test.
+pub fn lspc_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_lspc"))
+}
+
+/// The scripted fixture language server.
+pub fn fixture_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_lspc-fixture-server"))
+}
+
+/// `Some(path)` when `program` is on PATH.
+pub fn which(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| candidate.is_file())
+}
+
+/// Skip the current test (return early) when a real server is missing, saying so.
+#[macro_export]
+macro_rules! require_program {
+    ($program:expr) => {
+        if $crate::support::which($program).is_none() {
+            eprintln!("skipped: {} is not installed (see .ci/run)", $program);
+            return;
+        }
+    };
+}
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// A temporary folder removed on drop (kept when `LSPC_KEEP_TEST_DIRS=1`).
+pub struct Workspace {
+    pub root: PathBuf,
+    transcripts: Vec<PathBuf>,
+}
+
+impl Workspace {
+    /// A fresh folder named after the test; `name` may contain spaces and non-ASCII characters.
+    pub fn new(name: &str) -> Workspace {
+        let unique = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let root = std::env::temp_dir()
+            .join(format!("lspc-it-{}-{unique}", std::process::id()))
+            .join(name);
+        std::fs::create_dir_all(&root).unwrap();
+        // A `.git` marker makes the folder the workspace root for lspc's root detection.
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        let root = root.canonicalize().unwrap();
+        Workspace {
+            root,
+            transcripts: Vec::new(),
+        }
+    }
+
+    pub fn path(&self, relative: &str) -> PathBuf {
+        self.root.join(relative)
+    }
+
+    /// Write a file (creating folders).
+    pub fn file(&self, relative: &str, content: &str) -> &Workspace {
+        let path = self.root.join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+        self
+    }
+
+    pub fn read(&self, relative: &str) -> String {
+        std::fs::read_to_string(self.root.join(relative)).unwrap()
+    }
+
+    /// Write a `.lsp.json`-format config at `lsp.json` with one fixture server per
+    /// `(name, extensions, scenario)`; returns the config path. Each server's transcript goes to
+    /// `<name>.transcript.jsonl` in the workspace's parent folder (outside the root).
+    pub fn fixture_config(&mut self, servers: &[(&str, &[&str], Value)]) -> PathBuf {
+        let mut config = serde_json::Map::new();
+        for (name, extensions, scenario) in servers {
+            let scenario_path = self.scenario_path(name);
+            std::fs::write(
+                &scenario_path,
+                serde_json::to_string_pretty(scenario).unwrap(),
+            )
+            .unwrap();
+            let transcript = self.transcript_path(name);
+            self.transcripts.push(transcript.clone());
+            let extension_map: serde_json::Map<String, Value> = extensions
+                .iter()
+                .map(|extension| {
+                    (
+                        extension.to_string(),
+                        json!(extension.trim_start_matches('.')),
+                    )
+                })
+                .collect();
+            config.insert(
+                name.to_string(),
+                json!({
+                    "command": fixture_bin(),
+                    "args": ["--scenario", scenario_path, "--transcript", transcript],
+                    "extensionToLanguage": extension_map,
+                }),
+            );
+        }
+        let path = self.root.parent().unwrap().join("lsp.json");
+        std::fs::write(
+            &path,
+            serde_json::to_string_pretty(&Value::Object(config)).unwrap(),
+        )
+        .unwrap();
+        path
+    }
+
+    pub fn scenario_path(&self, name: &str) -> PathBuf {
+        self.root
+            .parent()
+            .unwrap()
+            .join(format!("{name}.scenario.json"))
+    }
+
+    pub fn transcript_path(&self, name: &str) -> PathBuf {
+        self.root
+            .parent()
+            .unwrap()
+            .join(format!("{name}.transcript.jsonl"))
+    }
+
+    /// The messages a fixture server received, in order (`{"t_ms", "message"}` or `{"event"}`).
+    pub fn transcript(&self, name: &str) -> Vec<Value> {
+        read_transcript(&self.transcript_path(name))
+    }
+
+    /// A `lspc` command rooted in this workspace.
+    pub fn lspc(&self) -> TestCommand {
+        let mut command = TestCommand::new(lspc_bin());
+        command.current_dir(&self.root);
+        command.transcripts = self.transcripts.clone();
+        command
+    }
+}
+
+impl Drop for Workspace {
+    fn drop(&mut self) {
+        if std::env::var_os("LSPC_KEEP_TEST_DIRS").is_none() && !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(self.root.parent().unwrap());
+        }
+    }
+}
+
+pub fn read_transcript(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
+}
+
+/// Methods received, in order, from a transcript.
+pub fn methods(transcript: &[Value]) -> Vec<String> {
+    transcript
+        .iter()
+        .filter_map(|entry| entry.pointer("/message/method").and_then(Value::as_str))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A command under test with a timeout; every assertion failure prints the whole story.
+pub struct TestCommand {
+    command: Command,
+    stdin: Option<Vec<u8>>,
+    timeout: Duration,
+    transcripts: Vec<PathBuf>,
+}
+
+/// What a finished command produced.
+pub struct Output {
+    pub status: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+    story: String,
+}
+
+impl TestCommand {
+    pub fn new(program: impl AsRef<std::ffi::OsStr>) -> TestCommand {
+        let mut command = Command::new(program);
+        command.env("RUST_LOG", "lspc=debug");
+        TestCommand {
+            command,
+            stdin: None,
+            timeout: Duration::from_secs(60),
+            transcripts: Vec::new(),
+        }
+    }
+
+    pub fn arg(&mut self, arg: impl AsRef<std::ffi::OsStr>) -> &mut TestCommand {
+        self.command.arg(arg);
+        self
+    }
+
+    pub fn args<I, S>(&mut self, args: I) -> &mut TestCommand
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        self.command.args(args);
+        self
+    }
+
+    pub fn env(&mut self, key: &str, value: impl AsRef<std::ffi::OsStr>) -> &mut TestCommand {
+        self.command.env(key, value);
+        self
+    }
+
+    pub fn current_dir(&mut self, dir: &Path) -> &mut TestCommand {
+        self.command.current_dir(dir);
+        self
+    }
+
+    pub fn stdin(&mut self, input: impl Into<Vec<u8>>) -> &mut TestCommand {
+        self.stdin = Some(input.into());
+        self
+    }
+
+    pub fn timeout(&mut self, timeout: Duration) -> &mut TestCommand {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Run to completion (killed after the timeout, which fails the test).
+    pub fn run(&mut self) -> Output {
+        let started = Instant::now();
+        self.command.stdin(if self.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        });
+        self.command.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = self.command.spawn().expect("spawning lspc");
+        let stdin_thread = self.stdin.take().map(|input| {
+            let mut stdin = child.stdin.take().unwrap();
+            std::thread::spawn(move || {
+                use std::io::Write;
+                let _ = stdin.write_all(&input);
+            })
+        });
+        let stdout_thread = read_all(child.stdout.take().unwrap());
+        let stderr_thread = read_all(child.stderr.take().unwrap());
+        let status = match child.wait_timeout(self.timeout).unwrap() {
+            Some(status) => status.code(),
+            None => {
+                let _ = child.kill();
+                let _ = child.wait();
+                None
+            }
+        };
+        if let Some(thread) = stdin_thread {
+            let _ = thread.join();
+        }
+        let stdout = stdout_thread.join().unwrap();
+        let stderr = stderr_thread.join().unwrap();
+        let elapsed = started.elapsed();
+        let mut story = String::new();
+        let _ = writeln!(story, "command: {:?}", self.command);
+        let _ = writeln!(story, "status: {status:?} after {elapsed:?}");
+        let _ = writeln!(story, "--- stdout ---\n{stdout}");
+        let _ = writeln!(story, "--- stderr ---\n{stderr}");
+        for transcript in &self.transcripts {
+            let text = std::fs::read_to_string(transcript).unwrap_or_default();
+            let _ = writeln!(story, "--- transcript {} ---\n{text}", transcript.display());
+        }
+        let output = Output {
+            status,
+            stdout,
+            stderr,
+            elapsed,
+            story,
+        };
+        assert!(
+            status.is_some(),
+            "lspc did not finish within {:?}\n{}",
+            self.timeout,
+            output.story
+        );
+        output
+    }
+}
+
+fn read_all(mut reader: impl std::io::Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = reader.read_to_end(&mut bytes);
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
+}
+
+impl Output {
+    /// Assert the exit status, printing everything on failure.
+    pub fn status(&self, expected: i32) -> &Output {
+        assert_eq!(
+            self.status,
+            Some(expected),
+            "unexpected exit status\n{}",
+            self.story
+        );
+        self
+    }
+
+    /// Assert stdout equals `expected` exactly.
+    pub fn stdout_is(&self, expected: &str) -> &Output {
+        assert_eq!(self.stdout, expected, "unexpected stdout\n{}", self.story);
+        self
+    }
+
+    pub fn stderr_contains(&self, needle: &str) -> &Output {
+        assert!(
+            self.stderr.contains(needle),
+            "stderr lacks {needle:?}\n{}",
+            self.story
+        );
+        self
+    }
+
+    pub fn stdout_contains(&self, needle: &str) -> &Output {
+        assert!(
+            self.stdout.contains(needle),
+            "stdout lacks {needle:?}\n{}",
+            self.story
+        );
+        self
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|error| panic!("stdout is not JSON: {error}\n{}", self.story))
+    }
+
+    /// Fail with the whole story.
+    pub fn fail(&self, why: &str) -> ! {
+        panic!("{why}\n{}", self.story)
+    }
+
+    pub fn story(&self) -> &str {
+        &self.story
+    }
+}
+
+/// Pids of live processes whose command line contains `needle` (zombies excluded).
+pub fn processes_matching(needle: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| *pid != std::process::id())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+            let zombie = status
+                .lines()
+                .any(|line| line.starts_with("State:") && line.contains('Z'));
+            cmdline.contains(needle) && !zombie
+        })
+        .collect()
+}
+
+/// Wait up to `timeout` for no live process to match `needle`; panic listing them otherwise.
+pub fn assert_no_process_within(needle: &str, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let left = processes_matching(needle);
+        if left.is_empty() {
+            return;
+        }
+        if Instant::now() >= deadline {
+            panic!("processes matching {needle:?} still alive after {timeout:?}: {left:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
