@@ -392,3 +392,104 @@ pub fn assert_no_process_within(needle: &str, timeout: Duration) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// The repository's `fixtures/workspaces/<name>` folder.
+pub fn fixture_workspace(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/workspaces")
+        .join(name)
+}
+
+impl Workspace {
+    /// A fresh copy of `fixtures/workspaces/<name>` (so servers' caches stay out of the repo and
+    /// tests do not share state). `compile_commands.json.in` templates are instantiated.
+    pub fn copy_of(name: &str) -> Workspace {
+        let workspace = Workspace::new(name);
+        copy_dir(&fixture_workspace(name), &workspace.root);
+        let template = workspace.root.join("compile_commands.json.in");
+        if template.is_file() {
+            let text = std::fs::read_to_string(&template).unwrap();
+            let root = workspace
+                .root
+                .to_string_lossy()
+                .replace('\\', "\\\\")
+                .replace('"', "\\\"");
+            std::fs::write(
+                workspace.root.join("compile_commands.json"),
+                text.replace("@DIR@", &root),
+            )
+            .unwrap();
+        }
+        workspace
+    }
+
+    /// Write `servers` (name -> `.lsp.json` entry) as a config file outside the root.
+    pub fn config(&self, servers: Value) -> PathBuf {
+        let path = self.root.parent().unwrap().join("servers.lsp.json");
+        std::fs::write(&path, serde_json::to_string_pretty(&servers).unwrap()).unwrap();
+        path
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        let name = entry.file_name();
+        if name == ".cache" || name == "compile_commands.json" || name == "node_modules" {
+            continue;
+        }
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// `.lsp.json` entries for the real servers the tests use.
+pub fn pyright_entry() -> Value {
+    json!({"command": "pyright-langserver", "args": ["--stdio"],
+           "extensionToLanguage": {".py": "python"}})
+}
+
+pub fn ruff_entry() -> Value {
+    json!({"command": "ruff", "args": ["server"], "extensionToLanguage": {".py": "python"}})
+}
+
+pub fn clangd_entry() -> Value {
+    json!({"command": "clangd", "extensionToLanguage": {".c": "c", ".h": "c"}})
+}
+
+pub fn typescript_entry() -> Value {
+    json!({"command": "typescript-language-server", "args": ["--stdio"],
+           "extensionToLanguage": {".ts": "typescript"}})
+}
+
+/// The diagnostics of a `--format json` report as compact tuples
+/// `(path, line, column, endLine, endColumn, severity, source, code, message)` for exact asserts.
+pub fn json_diagnostics(report: &Value) -> Vec<String> {
+    let mut rows = Vec::new();
+    for file in report["files"].as_array().unwrap() {
+        for diagnostic in file["diagnostics"].as_array().unwrap() {
+            rows.push(format!(
+                "{}:{}:{}-{}:{} {} [{} {}] {}",
+                file["path"].as_str().unwrap(),
+                diagnostic["line"],
+                diagnostic["column"],
+                diagnostic["endLine"],
+                diagnostic["endColumn"],
+                diagnostic["severity"].as_str().unwrap(),
+                diagnostic["source"].as_str().unwrap_or("-"),
+                match &diagnostic["code"] {
+                    Value::String(code) => code.clone(),
+                    Value::Null => "-".to_owned(),
+                    other => other.to_string(),
+                },
+                diagnostic["message"].as_str().unwrap()
+            ));
+        }
+    }
+    rows
+}
