@@ -63,7 +63,8 @@ pub fn run(config: Config, options: &CheckOptions) -> i32 {
         }
     };
     // Files named explicitly are checked even when no server serves them (they get an error);
-    // files found by walking a folder are skipped when no server serves them.
+    // files found by walking a folder are skipped unless a server claims them (a configured
+    // server whose command is missing still claims its files, so they are reported, not skipped).
     let explicit: Vec<PathBuf> = targets
         .iter()
         .filter(|target| target.is_file())
@@ -71,7 +72,7 @@ pub fn run(config: Config, options: &CheckOptions) -> i32 {
         .collect();
     let files: Vec<PathBuf> = files
         .into_iter()
-        .filter(|file| explicit.contains(file) || !config.servers_for_path(file).is_empty())
+        .filter(|file| explicit.contains(file) || config.claims(file))
         .collect();
     let had_config_errors = !config.errors.is_empty();
     if files.is_empty() {
@@ -94,10 +95,12 @@ pub fn run(config: Config, options: &CheckOptions) -> i32 {
         n_omitted: 0,
         server_failures: statuses
             .iter()
-            .filter(|status| status.state.starts_with("failed"))
-            .map(|status| ServerFailure {
-                server: status.name.clone(),
-                message: status.state.trim_start_matches("failed: ").to_owned(),
+            .filter_map(|status| {
+                let message = status.failure.clone()?;
+                Some(ServerFailure {
+                    server: status.name.clone(),
+                    message,
+                })
             })
             .collect(),
     };
@@ -155,16 +158,8 @@ pub fn run(config: Config, options: &CheckOptions) -> i32 {
             return EXIT_USAGE;
         }
     }
-    if options.format == Format::Human {
-        for line in output::state_lines(&report) {
-            eprintln!("{line}");
-        }
-    }
-    for failure in &report.server_failures {
-        eprintln!(
-            "lspc: server {} failed: {}",
-            failure.server, failure.message
-        );
+    for line in output::state_lines(&report) {
+        eprintln!("{line}");
     }
     eprintln!("{}", output::summary_line(&report));
     exit_status(&report, options.fail_on, had_config_errors)

@@ -326,10 +326,7 @@ pub fn state_lines(report: &CheckReport) -> Vec<String> {
         }
     }
     for failure in &report.server_failures {
-        lines.push(format!(
-            "server {} failed: {}",
-            failure.server, failure.message
-        ));
+        lines.push(format!("server {}: {}", failure.server, failure.message));
     }
     lines
 }
@@ -596,7 +593,7 @@ fn render_sarif(report: &CheckReport, out: &mut dyn Write) -> io::Result<()> {
     for failure in &report.server_failures {
         notifications.push(json!({
             "level": "error",
-            "message": { "text": format!("server {} failed: {}", failure.server, failure.message) },
+            "message": { "text": format!("server {}: {}", failure.server, failure.message) },
         }));
     }
     let mut driver = json!({
@@ -684,7 +681,7 @@ fn render_github(report: &CheckReport, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "::error file={path}::{}", github_escape_data(&problem))?;
     }
     for failure in &report.server_failures {
-        let text = format!("server {} failed: {}", failure.server, failure.message);
+        let text = format!("server {}: {}", failure.server, failure.message);
         writeln!(out, "::error::{}", github_escape_data(&text))?;
     }
     Ok(())
@@ -941,8 +938,8 @@ mod tests {
             &failing(),
             &[
                 "c.py: error: no server for .py",
-                "server ruff failed: exited with status 2",
-                "server mypy failed: not found",
+                "server ruff: exited with status 2",
+                "server mypy: not found",
             ],
         );
     }
@@ -1079,8 +1076,8 @@ mod tests {
             concat!(
                 "::error file=/elsewhere/x.py,line=1,col=1,endLine=1,endColumn=2::e\n",
                 "::error file=c.py::error: no server for .py\n",
-                "::error::server ruff failed: exited with status 2\n",
-                "::error::server mypy failed: not found\n",
+                "::error::server ruff: exited with status 2\n",
+                "::error::server mypy: not found\n",
             ),
         );
         fn check_escape(input: &str, data: &str, property: &str) {
@@ -1171,8 +1168,8 @@ mod tests {
                         "toolExecutionNotifications": [
                             {"level": "error", "message": {"text": "no server for .py"},
                              "locations": [{"physicalLocation": {"artifactLocation": src("c.py")}}]},
-                            {"level": "error", "message": {"text": "server ruff failed: exited with status 2"}},
-                            {"level": "error", "message": {"text": "server mypy failed: not found"}},
+                            {"level": "error", "message": {"text": "server ruff: exited with status 2"}},
+                            {"level": "error", "message": {"text": "server mypy: not found"}},
                         ],
                     }],
                     "results": [

@@ -258,6 +258,49 @@ impl Config {
             .collect()
     }
 
+    /// Whether `path` should be checked when found by walking a folder: an available server
+    /// claims it, or a configured (not built-in) server whose command is missing does.
+    pub fn claims(&self, path: &Path) -> bool {
+        let Some(extension) = extension_key(path) else {
+            return false;
+        };
+        self.servers.iter().any(|server| {
+            server.extension_to_language.contains_key(&extension)
+                && (server.resolved_command.is_some() || server.origin != ConfigOrigin::BuiltIn)
+        })
+    }
+
+    /// Why no server serves `path`: for configured (not built-in) servers that claim its
+    /// extension but whose command was not found, `server X cannot start: command not found: C`;
+    /// otherwise `no language server is configured for .ext files`.
+    pub fn why_unserved(&self, path: &Path) -> String {
+        let extension = extension_key(path);
+        let broken: Vec<String> = self
+            .servers
+            .iter()
+            .filter(|server| server.resolved_command.is_none())
+            .filter(|server| server.origin != ConfigOrigin::BuiltIn)
+            .filter(|server| {
+                extension
+                    .as_ref()
+                    .is_some_and(|extension| server.extension_to_language.contains_key(extension))
+            })
+            .map(|server| {
+                format!(
+                    "server {} cannot start: command not found: {}",
+                    server.name, server.command
+                )
+            })
+            .collect();
+        if !broken.is_empty() {
+            return broken.join("; ");
+        }
+        match extension {
+            Some(extension) => format!("no language server is configured for {extension} files"),
+            None => "no language server is configured for files without an extension".to_owned(),
+        }
+    }
+
     /// The LSP language id (`textDocument.languageId`) server `server` uses for `path`; `None`
     /// when the index is out of range or the server does not claim the extension.
     pub fn language_id(&self, server: usize, path: &Path) -> Option<&str> {

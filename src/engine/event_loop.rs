@@ -445,6 +445,7 @@ impl State {
                         .process()
                         .map(|process| process.stderr_tail_lines(20))
                         .unwrap_or_default(),
+                    failure: server.failure().map(|error| error.detail()),
                 }
             })
             .collect()
@@ -617,7 +618,7 @@ impl State {
         let permanent = startup
             || !server.config.restart_on_crash
             || server.crashes > server.config.max_restarts;
-        log::warn!("{reason}");
+        log::info!("{reason}");
         server.state = ServerState::Failed {
             reason: reason.clone(),
             permanent,
@@ -1399,12 +1400,12 @@ impl State {
             .filter(|&index| self.servers[index].config.diagnostics)
             .collect();
         if indexes.is_empty() {
-            let extension = path
-                .extension()
-                .map(|extension| format!(".{}", extension.to_string_lossy()))
-                .unwrap_or_else(|| "extension-less".to_owned());
+            if self.options.config.servers_for_path(path).is_empty() {
+                return Err(self.options.config.why_unserved(path));
+            }
             return Err(format!(
-                "no language server with diagnostics is configured for {extension} files"
+                "every server for {} has diagnostics turned off (\"diagnostics\": false)",
+                path.display()
             ));
         }
         for &index in &indexes {

@@ -174,6 +174,8 @@ pub struct ServerStatus {
     pub pid: Option<u32>,
     pub restarts: u32,
     pub stderr_tail: String,
+    /// Why the server is not running, without its name ([`EngineError::detail`]).
+    pub failure: Option<String>,
 }
 
 /// Why an [`Op`] failed. Messages name the server and method.
@@ -255,6 +257,31 @@ impl std::fmt::Display for EngineError {
             }
             EngineError::InvalidInput(message) => f.write_str(message),
             EngineError::Gone => f.write_str("the engine has shut down"),
+        }
+    }
+}
+
+impl EngineError {
+    /// The error without the server's name, for lists already keyed by server:
+    /// `failed to start: command not found: clangd`, `crashed (exit 134): panicked at …`.
+    pub fn detail(&self) -> String {
+        match self {
+            EngineError::Spawn { message, .. } => format!("failed to start: {message}"),
+            EngineError::ServerExited {
+                status,
+                stderr_tail,
+                ..
+            } if stderr_tail.is_empty() => {
+                format!("crashed ({status})")
+            }
+            EngineError::ServerExited {
+                status,
+                stderr_tail,
+                ..
+            } => {
+                format!("crashed ({status}): {stderr_tail}")
+            }
+            other => other.to_string(),
         }
     }
 }

@@ -8,10 +8,10 @@ use crate::require_program;
 use crate::support::*;
 
 const PYRIGHT_REPORT_PY: &[&str] = &[
-    "inventory/report.py:7:14-7:20 error [Pyright reportAssignmentType] Type \"Literal['oops']\" is not assignable to declared type \"int\"\n  \"Literal['oops']\" is not assignable to \"int\"",
+    "inventory/report.py:7:14-7:20 error [Pyright reportAssignmentType] Type \"Literal['oops']\" is not assignable to declared type \"int\"\n\u{a0}\u{a0}\"Literal['oops']\" is not assignable to \"int\"",
     "inventory/report.py:15:31-15:45 error [Pyright reportUndefinedVariable] \"missing_footer\" is not defined",
-    "inventory/report.py:22:48-22:53 error [Pyright reportArgumentType] Argument of type \"Literal['ten']\" cannot be assigned to parameter \"amount\" of type \"int\" in function \"restock\"\n  \"Literal['ten']\" is not assignable to \"int\"",
-    "inventory/report.py:23:27-23:33 error [Pyright reportAttributeAccessIssue] Cannot access attribute \"weight\" for class \"Item\"\n  Attribute \"weight\" is unknown",
+    "inventory/report.py:22:48-22:53 error [Pyright reportArgumentType] Argument of type \"Literal['ten']\" cannot be assigned to parameter \"amount\" of type \"int\" in function \"restock\"\n\u{a0}\u{a0}\"Literal['ten']\" is not assignable to \"int\"",
+    "inventory/report.py:23:27-23:33 error [Pyright reportAttributeAccessIssue] Cannot access attribute \"weight\" for class \"Item\"\n\u{a0}\u{a0}Attribute \"weight\" is unknown",
     "inventory/report.py:3:8-3:10 hint [Pyright -] \"os\" is not accessed",
 ];
 
@@ -144,7 +144,7 @@ fn every_output_format_renders_pyright_diagnostics() {
     };
     let message = "Type \"Literal['oops']\" is not assignable to declared type \"int\"";
     run("human").stdout_is(&format!(
-        "a.py:2:10: error: {message} [Pyright reportAssignmentType]\n      \"Literal['oops']\" is not assignable to \"int\"\n"
+        "a.py:2:10: error: {message} [Pyright reportAssignmentType]\n    \u{a0}\u{a0}\"Literal['oops']\" is not assignable to \"int\"\n"
     ));
     let jsonl = run("jsonl");
     let line: Value = serde_json::from_str(jsonl.stdout.trim()).unwrap();
@@ -227,7 +227,7 @@ fn paths_with_spaces_hash_percent_and_non_ascii_work() {
         .arg(dir)
         .run();
     output.status(1).stdout_is(&format!(
-        "{dir}/a.py:2:10: error: Type \"Literal['oops']\" is not assignable to declared type \"int\" [Pyright reportAssignmentType]\n      \"Literal['oops']\" is not assignable to \"int\"\n\
+        "{dir}/a.py:2:10: error: Type \"Literal['oops']\" is not assignable to declared type \"int\" [Pyright reportAssignmentType]\n    \u{a0}\u{a0}\"Literal['oops']\" is not assignable to \"int\"\n\
          {dir}/main.c:2:37: error: Use of undeclared identifier 'oops' [clang undeclared_var_use]\n"
     ));
 }
@@ -245,7 +245,7 @@ fn builtin_table_serves_python_without_config() {
     output.status(1);
     let rows = json_diagnostics(&output.json());
     assert!(
-        rows.contains(&"a.py:1:10-1:16 error [Pyright reportAssignmentType] Type \"Literal['oops']\" is not assignable to declared type \"int\"\n  \"Literal['oops']\" is not assignable to \"int\"".to_owned()),
+        rows.contains(&"a.py:1:10-1:16 error [Pyright reportAssignmentType] Type \"Literal['oops']\" is not assignable to declared type \"int\"\n\u{a0}\u{a0}\"Literal['oops']\" is not assignable to \"int\"".to_owned()),
         "{}",
         output.story()
     );
@@ -282,4 +282,303 @@ fn severity_filter_and_fail_on_set_output_and_exit_status() {
     check(&[], 0, 1);
     check(&["--fail-on", "warning"], 1, 1);
     check(&["--severity", "error"], 0, 0);
+}
+
+// ----- fixture server: the [check] cases of CASES.md -------------------------------------------
+
+/// A workspace with one fixture server for `.py` running `scenario`, and `a.py` holding `text`.
+fn fixture_workspace(
+    name: &str,
+    scenario_json: Value,
+    text: &str,
+) -> (Workspace, std::path::PathBuf) {
+    let mut workspace = Workspace::new(name);
+    workspace.file("a.py", text);
+    let config = workspace.fixture_config(&[("fx", &[".py"], scenario_json)]);
+    (workspace, config)
+}
+
+fn check_with(workspace: &Workspace, config: &std::path::Path, extra: &[&str]) -> Output {
+    workspace
+        .lspc()
+        .args(["check", "--no-builtin", "--config"])
+        .arg(config)
+        .args(extra)
+        .run()
+}
+
+/// B01: `workspace/configuration` with 3 items and a string id is answered with exactly 3
+/// elements, echoing the id as a string; the server goes on to publish.
+#[test]
+fn workspace_configuration_is_answered_with_one_element_per_item() {
+    let (workspace, config) =
+        fixture_workspace("b01", scenario("config_request"), "x = 1  # ERROR: boom\n");
+    let output = check_with(&workspace, &config, &["a.py"]);
+    output
+        .status(1)
+        .stdout_is("a.py:1:10: error: boom [fixture FX1]\n");
+    let transcript = workspace.transcript("fx");
+    let reply =
+        reply_to(&transcript, &json!("cfg-1")).unwrap_or_else(|| output.fail("no reply to cfg-1"));
+    assert_eq!(
+        reply["result"],
+        json!([null, null, null]),
+        "{}",
+        output.story()
+    );
+    assert!(
+        events(&transcript, "bad_reply").is_empty(),
+        "{}",
+        output.story()
+    );
+}
+
+/// B02: `client/registerCapability` before the initialize reply and after `initialized` both
+/// get a success (`null`) reply; the fixture would exit 1 on an error reply.
+#[test]
+fn register_capability_is_answered_with_success_even_before_initialize_completes() {
+    let (workspace, config) =
+        fixture_workspace("b02", scenario("register_capability"), "ERROR: broken\n");
+    let output = check_with(&workspace, &config, &["a.py"]);
+    output
+        .status(1)
+        .stdout_is("a.py:1:1: error: broken [fixture FX1]\n");
+    let transcript = workspace.transcript("fx");
+    for id in ["reg-1", "reg-2"] {
+        let reply = reply_to(&transcript, &json!(id)).unwrap_or_else(|| output.fail(id));
+        assert_eq!(reply["result"], Value::Null, "{}", output.story());
+        assert!(reply.get("error").is_none(), "{}", output.story());
+    }
+}
+
+/// B03: `window/workDoneProgress/create` is answered; progress on a never-created token and a
+/// stray `end` neither crash lspc nor leave a token stuck (the check settles before its timeout).
+#[test]
+fn progress_tokens_created_unknown_and_stray_do_not_stick() {
+    let (workspace, config) = fixture_workspace("b03", scenario("progress"), "WARNING: careful\n");
+    let output = check_with(&workspace, &config, &["--timeout", "20", "a.py"]);
+    output
+        .status(0)
+        .stdout_is("a.py:1:1: warning: careful [fixture FX2]\n");
+    let transcript = workspace.transcript("fx");
+    let create = transcript
+        .iter()
+        .find(|entry| {
+            entry["message"]["result"].is_null()
+                && entry["message"].get("id").is_some()
+                && entry["message"].get("method").is_none()
+        })
+        .unwrap_or_else(|| output.fail("no reply to window/workDoneProgress/create"));
+    assert!(
+        create["message"].get("error").is_none(),
+        "{}",
+        output.story()
+    );
+}
+
+/// B14 (FX): progress begins, an empty set is published, the real errors come 4 s later and
+/// then progress ends: all three errors are reported. With a 1 s timeout the file is reported as
+/// incomplete, never as clean.
+#[test]
+fn diagnostics_wait_for_progress_and_a_timeout_is_not_clean() {
+    let text = "a = 1  # ERROR: first\nb = 2  # ERROR: second\nc = 3  # ERROR: third\n";
+    let (workspace, config) = fixture_workspace("b14", scenario("slow_diagnostics"), text);
+    let output = check_with(&workspace, &config, &["--timeout", "20", "a.py"]);
+    output.status(1).stdout_is(
+        "a.py:1:10: error: first [fixture FX1]\na.py:2:10: error: second [fixture FX1]\na.py:3:10: error: third [fixture FX1]\n",
+    );
+    let output = check_with(
+        &workspace,
+        &config,
+        &["--timeout", "1", "--format", "json", "a.py"],
+    );
+    output.status(3).stderr_contains("diagnostics incomplete");
+    let report = output.json();
+    assert_eq!(report["files"][0]["state"], "timeout", "{}", output.story());
+    assert_eq!(report["summary"]["timedOut"], 1);
+}
+
+/// B16 (a–c): a publish without version, with the current version and with a higher version
+/// are all accepted.
+#[test]
+fn unversioned_current_and_future_version_publishes_are_accepted() {
+    let (workspace, config) =
+        fixture_workspace("b16", scenario("unversioned_publishes"), "ERROR: kept\n");
+    let output = check_with(&workspace, &config, &["a.py"]);
+    output
+        .status(1)
+        .stdout_is("a.py:1:1: error: kept [fixture FX1]\n");
+}
+
+/// B17 (FX): two servers claim `.py`. A publishes [E1] then [E1, E2, W1..W12]; B publishes
+/// [E1'] (E1 with another source) then []. B's empty set does not wipe A's; E1 appears once;
+/// errors come first; the caps keep 10 per file and say how many were left out.
+#[test]
+fn two_servers_merge_dedupe_and_cap() {
+    let mut workspace = Workspace::new("b17");
+    let lines: String = (0..14).map(|n| format!("line{n} = {n}\n")).collect();
+    workspace.file("a.py", &lines);
+    let config = workspace.fixture_config(&[
+        ("fx-a", &[".py"], scenario("two_servers_a")),
+        ("fx-b", &[".py"], scenario("two_servers_b")),
+    ]);
+    let output = check_with(&workspace, &config, &["--format", "json", "a.py"]);
+    output.status(1);
+    let rows = json_diagnostics(&output.json());
+    let mut expected = vec![
+        "a.py:1:1-1:2 error [fixture-a E1] E1 undefined name".to_owned(),
+        "a.py:2:1-2:2 error [fixture-a E2] E2 type mismatch".to_owned(),
+    ];
+    expected.extend((1..=12).map(|n| {
+        format!(
+            "a.py:{}:1-{}:2 warning [fixture-a -] W{n} unused",
+            n + 2,
+            n + 2
+        )
+    }));
+    assert_eq!(rows, expected, "{}", output.story());
+    let capped = check_with(
+        &workspace,
+        &config,
+        &["--format", "json", "--max-per-file", "10", "a.py"],
+    );
+    let report = capped.json();
+    assert_eq!(
+        json_diagnostics(&report),
+        expected[..10],
+        "{}",
+        capped.story()
+    );
+    assert_eq!(report["files"][0]["omitted"], 4, "{}", capped.story());
+    assert_eq!(report["summary"]["omitted"], 4, "{}", capped.story());
+}
+
+/// B18: a server that did not ask for `didSave` never gets one.
+#[test]
+fn did_save_is_sent_only_to_servers_that_ask_for_it() {
+    let (workspace, config) = fixture_workspace("b18", scenario("no_save"), "x = 1\n");
+    let output = check_with(&workspace, &config, &["--timeout", "5", "a.py"]);
+    let methods = methods(&workspace.transcript("fx"));
+    assert!(
+        !methods.contains(&"textDocument/didSave".to_owned()),
+        "{}",
+        output.story()
+    );
+    assert!(
+        methods.contains(&"textDocument/didOpen".to_owned()),
+        "{}",
+        output.story()
+    );
+}
+
+/// B20: a server that exits 1 at start is reported at once with its exit status and stderr,
+/// exit status 3, and no zombie or leftover process.
+#[test]
+fn startup_failure_is_reported_with_exit_status_and_stderr() {
+    let (workspace, config) = fixture_workspace("b20", scenario("startup_fail"), "x = 1\n");
+    let output = check_with(&workspace, &config, &["a.py"]);
+    output
+        .status(3)
+        .stderr_contains("exit 1")
+        .stderr_contains("Unknown binary 'lspc-fixture'");
+    assert!(
+        output.elapsed < std::time::Duration::from_secs(10),
+        "{}",
+        output.story()
+    );
+    assert_no_process_within(
+        &workspace.scenario_path("fx").to_string_lossy(),
+        std::time::Duration::from_secs(5),
+    );
+}
+
+/// B20: a missing command and a file that is not executable are named as such.
+#[test]
+fn missing_and_non_executable_commands_are_named() {
+    let workspace = Workspace::new("b20b");
+    workspace.file("a.py", "x = 1\n");
+    let not_executable = workspace.root.parent().unwrap().join("not-executable");
+    std::fs::write(&not_executable, "#!/bin/sh\n").unwrap();
+    for (command, expected) in [
+        (
+            "/nonexistent/lspc-no-such-server".to_owned(),
+            "command not found: /nonexistent/lspc-no-such-server",
+        ),
+        (
+            not_executable.to_string_lossy().into_owned(),
+            "command not found",
+        ),
+    ] {
+        let config = workspace.config(
+            json!({"broken": {"command": command, "extensionToLanguage": {".py": "python"}}}),
+        );
+        let output = check_with(&workspace, &config, &["a.py"]);
+        output
+            .status(3)
+            .stderr_contains(expected)
+            .stderr_contains("broken");
+    }
+}
+
+/// B25: servers that ignore `shutdown`, ignore `exit`, or exit without replying: the check
+/// still finishes in bounded time with the status of its result, and nothing is left running.
+#[test]
+fn shutdown_that_never_completes_is_bounded_and_leaves_nothing() {
+    for name in [
+        "shutdown_ignored",
+        "exit_ignored",
+        "shutdown_exits_without_reply",
+    ] {
+        let (workspace, config) = fixture_workspace(name, scenario(name), "ERROR: found\n");
+        let output = check_with(&workspace, &config, &["a.py"]);
+        output
+            .status(1)
+            .stdout_is("a.py:1:1: error: found [fixture FX1]\n");
+        assert!(
+            output.elapsed < std::time::Duration::from_secs(15),
+            "{name}\n{}",
+            output.story()
+        );
+        assert_no_process_within(
+            &workspace.scenario_path("fx").to_string_lossy(),
+            std::time::Duration::from_secs(5),
+        );
+    }
+}
+
+/// B26: a server that ignores stdin EOF and SIGTERM and spawns a grandchild: after `lspc check`
+/// neither is left; `initialize.processId` is lspc's pid.
+#[test]
+fn no_server_or_grandchild_outlives_lspc_check() {
+    let (workspace, config) = fixture_workspace("b26", scenario("orphan"), "x = 1\n");
+    let output = check_with(&workspace, &config, &["--timeout", "5", "a.py"]);
+    let transcript = workspace.transcript("fx");
+    let grandchild = events(&transcript, "grandchild")
+        .first()
+        .and_then(|event| event["child_pid"].as_u64())
+        .unwrap_or_else(|| output.fail("no grandchild recorded")) as u32;
+    assert_no_process_within(
+        &workspace.scenario_path("fx").to_string_lossy(),
+        std::time::Duration::from_secs(5),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while pid_alive(grandchild) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(
+        !pid_alive(grandchild),
+        "grandchild {grandchild} survived\n{}",
+        output.story()
+    );
+    let initialize = transcript
+        .iter()
+        .find(|entry| entry["message"]["method"] == "initialize")
+        .unwrap_or_else(|| output.fail("no initialize"));
+    assert!(
+        initialize["message"]["params"]["processId"]
+            .as_u64()
+            .is_some(),
+        "{}",
+        output.story()
+    );
 }

@@ -493,3 +493,37 @@ pub fn json_diagnostics(report: &Value) -> Vec<String> {
     }
     rows
 }
+
+/// A scenario from `fixtures/scenarios/<name>.json`.
+pub fn scenario(name: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/scenarios")
+        .join(format!("{name}.json"));
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+/// Whether `pid` is alive and not a zombie.
+pub fn pid_alive(pid: u32) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return false;
+    };
+    !status
+        .lines()
+        .any(|line| line.starts_with("State:") && line.contains('Z'))
+}
+
+/// Events (`{"event": name, ...}`) of a transcript.
+pub fn events<'a>(transcript: &'a [Value], name: &str) -> Vec<&'a Value> {
+    transcript
+        .iter()
+        .filter(|entry| entry["event"] == name)
+        .collect()
+}
+
+/// The reply lspc sent to the server request with `id`, from a transcript.
+pub fn reply_to<'a>(transcript: &'a [Value], id: &Value) -> Option<&'a Value> {
+    transcript
+        .iter()
+        .map(|entry| &entry["message"])
+        .find(|message| message.get("method").is_none() && message.get("id") == Some(id))
+}
