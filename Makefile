@@ -7,7 +7,7 @@ LSPC ?= target/release/lspc
 TOOLS := $(CURDIR)/.tools
 PYRIGHT_PREFIX := $(TOOLS)/pyright
 
-.PHONY: build demo test lint bench fuzz compile-commands
+.PHONY: build demo test test-all lint bench fuzz compile-commands
 
 build:
 	$(CARGO) build --release
@@ -35,6 +35,10 @@ demo: build
 # needs absolute paths.
 test: compile-commands
 	$(CARGO) test
+
+# Installs every language server the tests use (apt, npm, PyPI), then lints and tests: what CI runs.
+test-all:
+	bash .ci/run
 
 compile-commands:
 	@scripts/gen-compile-commands.sh >/dev/null
