@@ -27,6 +27,15 @@ Usage: lspc [OPTIONS] <COMMAND> [ARGS]
 Commands:
   check [PATH...]     report the diagnostics language servers publish for files
   servers             list the configured servers and which files they serve
+  rename LOC NEW_NAME [--apply]
+                      rename the symbol at LOC (FILE:LINE:COLUMN or FILE:LINE:NAME); prints a
+                      unified diff, or with --apply writes and lists the files changed
+  code-actions LOC|FILE:LINE-LINE [--apply TITLE]
+                      list code actions (title, kind, preferred), or apply the one titled TITLE
+  format FILE [--apply]
+                      format FILE with its server; prints a diff, or writes with --apply
+  edit FILE --old TEXT --new TEXT
+                      replace the one exact occurrence of TEXT, then report new diagnostics
 
 Options (any command):
   --root DIR          workspace root (default: nearest ancestor with .git or .lsp.json)
@@ -45,6 +54,12 @@ check options:
   --timeout SECONDS   how long each file's servers may take to settle (default: 30)
   --max-per-file N    report at most N diagnostics per file (default: all)
   --max-total N       report at most N diagnostics in total (default: all)
+
+Edit commands (rename, code-actions, format, edit): lines and columns count from 1, columns
+in characters. Every write goes through one engine: all targets inside the root, versions and
+disk contents checked, files written atomically, nothing written when any check fails.
+Writing commands print the <new-diagnostics> the edit introduced. --timeout bounds each
+server request and diagnostics wait. Exit status: 0 done, 1 edit refused, 2 usage, 3 server.
 
 Exit status: 0 nothing at or above --fail-on, 1 found, 2 usage or config error,
 3 a server failed or timed out.
@@ -73,6 +88,32 @@ pub struct GlobalOptions {
 pub enum Command {
     Check(CheckOptions),
     Servers,
+    /// `lspc rename LOC NEW_NAME [--apply]`.
+    Rename {
+        at: String,
+        new_name: String,
+        apply: bool,
+        timeout: Duration,
+    },
+    /// `lspc code-actions LOC|FILE:LINE-LINE [--apply TITLE]`.
+    CodeActions {
+        at: String,
+        apply: Option<String>,
+        timeout: Duration,
+    },
+    /// `lspc format FILE [--apply]`.
+    Format {
+        file: PathBuf,
+        apply: bool,
+        timeout: Duration,
+    },
+    /// `lspc edit FILE --old TEXT --new TEXT`.
+    Edit {
+        file: PathBuf,
+        old: String,
+        new: String,
+        timeout: Duration,
+    },
     Help,
     Version,
 }
@@ -103,8 +144,19 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
     let mut positionals: Vec<PathBuf> = Vec::new();
     let mut help = false;
     let mut version = false;
+    let mut apply_flag = false;
+    let mut apply_title: Option<String> = None;
+    let mut old_text: Option<String> = None;
+    let mut new_text: Option<String> = None;
     while let Some(arg) = parser.next()? {
         match arg {
+            // `--apply` is a flag, except for code-actions where it names the action.
+            Long("apply") if command_name.as_deref() == Some("code-actions") => {
+                apply_title = Some(parser.value()?.string()?)
+            }
+            Long("apply") => apply_flag = true,
+            Long("old") => old_text = Some(parser.value()?.string()?),
+            Long("new") => new_text = Some(parser.value()?.string()?),
             Long("root") => global.root = Some(parser.value()?.into()),
             Long("config") => global.config_files.push(parser.value()?.into()),
             Long("plugin-dir") => global.plugin_dirs.push(parser.value()?.into()),
@@ -162,6 +214,49 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
                 Command::Servers
             }
             Some("help") => Command::Help,
+            Some("rename") => {
+                let [at, new_name] = take_positionals::<2>("rename", "LOC NEW_NAME", positionals)?;
+                Command::Rename {
+                    at: at.to_string_lossy().into_owned(),
+                    new_name: new_name.to_string_lossy().into_owned(),
+                    apply: apply_flag,
+                    timeout: check.timeout,
+                }
+            }
+            Some("code-actions") => {
+                let [at] =
+                    take_positionals::<1>("code-actions", "LOC|FILE:LINE-LINE", positionals)?;
+                Command::CodeActions {
+                    at: at.to_string_lossy().into_owned(),
+                    apply: apply_title,
+                    timeout: check.timeout,
+                }
+            }
+            Some("format") => {
+                let [file] = take_positionals::<1>("format", "FILE", positionals)?;
+                Command::Format {
+                    file,
+                    apply: apply_flag,
+                    timeout: check.timeout,
+                }
+            }
+            Some("edit") => {
+                let [file] = take_positionals::<1>("edit", "FILE", positionals)?;
+                let (Some(old), Some(new)) = (old_text, new_text) else {
+                    return Err(UsageError(
+                        "edit: --old TEXT and --new TEXT are required".to_owned(),
+                    ));
+                };
+                if old.is_empty() {
+                    return Err(UsageError("edit: --old must not be empty".to_owned()));
+                }
+                Command::Edit {
+                    file,
+                    old,
+                    new,
+                    timeout: check.timeout,
+                }
+            }
             Some(other) => {
                 return Err(UsageError(format!(
                     "unknown command {other:?} (try lspc --help)"
@@ -178,6 +273,20 @@ fn parse_severity(flag: &str, parser: &mut lexopt::Parser) -> Result<Severity, U
     value.parse().map_err(|_| {
         UsageError(format!(
             "{flag}: unknown severity {value:?} (expected error, warning, info or hint)"
+        ))
+    })
+}
+
+/// Exactly `N` positionals for `command`, else a usage error showing `shape`.
+fn take_positionals<const N: usize>(
+    command: &str,
+    shape: &str,
+    positionals: Vec<PathBuf>,
+) -> Result<[PathBuf; N], UsageError> {
+    let count = positionals.len();
+    positionals.try_into().map_err(|_| {
+        UsageError(format!(
+            "{command}: expected {shape}, got {count} argument(s)"
         ))
     })
 }
@@ -225,6 +334,91 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         Command::Check(options) => {
             let config = load_config(&args.global);
             check::run(config, &options)
+        }
+        command @ (Command::Rename { .. }
+        | Command::CodeActions { .. }
+        | Command::Format { .. }
+        | Command::Edit { .. }) => {
+            let config = load_config(&args.global);
+            run_edit_command(config, command)
+        }
+    }
+}
+
+/// Runs one edit command on a fresh engine and prints its outcome.
+fn run_edit_command(config: config::Config, command: Command) -> i32 {
+    use crate::edit::commands::{self, CommandError, EditCommands};
+    use crate::engine::{EngineHandle, EngineOptions};
+    let root = config.root.clone();
+    let timeout = match &command {
+        Command::Rename { timeout, .. }
+        | Command::CodeActions { timeout, .. }
+        | Command::Format { timeout, .. }
+        | Command::Edit { timeout, .. } => *timeout,
+        _ => Duration::from_secs(30),
+    };
+    let engine = EngineHandle::start(EngineOptions::new(config));
+    let edits = EditCommands::new(engine.op_sender(), root.clone(), timeout);
+    let result: Result<String, CommandError> = match command {
+        Command::Rename {
+            at,
+            new_name,
+            apply,
+            ..
+        } => match commands::parse_position(&at) {
+            Ok(position) => edits
+                .rename(&position, &new_name, apply)
+                .map(|outcome| commands::render_outcome(&outcome, &root)),
+            Err(message) => Err(CommandError::InvalidPosition(message)),
+        },
+        Command::CodeActions { at, apply, .. } => match commands::parse_span(&at) {
+            Ok(span) => match apply {
+                Some(title) => edits
+                    .apply_code_action(&span, &title, true)
+                    .map(|outcome| commands::render_outcome(&outcome, &root)),
+                None => edits.code_actions(&span).map(|actions| {
+                    if actions.is_empty() {
+                        return "no code actions\n".to_owned();
+                    }
+                    actions
+                        .iter()
+                        .map(|action| {
+                            let mut line = action.title.clone();
+                            if let Some(kind) = &action.kind {
+                                line.push_str(&format!("  [{kind}]"));
+                            }
+                            if action.preferred {
+                                line.push_str("  (preferred)");
+                            }
+                            if let Some(reason) = &action.disabled {
+                                line.push_str(&format!("  (disabled: {reason})"));
+                            }
+                            line.push('\n');
+                            line
+                        })
+                        .collect()
+                }),
+            },
+            Err(message) => Err(CommandError::InvalidPosition(message)),
+        },
+        Command::Format { file, apply, .. } => edits
+            .format(&file, apply)
+            .map(|outcome| commands::render_outcome(&outcome, &root)),
+        Command::Edit { file, old, new, .. } => edits
+            .edit(&file, &old, &new)
+            .map(|outcome| commands::render_outcome(&outcome, &root)),
+        _ => Ok(String::new()),
+    };
+    engine.shutdown();
+    match result {
+        Ok(text) => write_stdout(&text),
+        Err(error) => {
+            eprintln!("lspc: {error}");
+            match error {
+                CommandError::Engine(_) => EXIT_SERVER,
+                CommandError::Edit(_) => EXIT_FOUND,
+                _ => EXIT_USAGE,
+            }
         }
     }
 }
@@ -314,5 +508,53 @@ mod tests {
             "--timeout: expected a positive number of seconds, got \"0\"",
         );
         check("servers extra", "servers: unexpected argument \"extra\"");
+        check(
+            "rename a.py:1:1",
+            "rename: expected LOC NEW_NAME, got 1 argument(s)",
+        );
+        check(
+            "edit a.py --old x",
+            "edit: --old TEXT and --new TEXT are required",
+        );
+        check("format", "format: expected FILE, got 0 argument(s)");
+    }
+
+    #[test]
+    fn edit_commands_parse() {
+        assert_eq!(
+            parse_str("rename a.py:3:5 total --apply").unwrap().command,
+            Command::Rename {
+                at: "a.py:3:5".into(),
+                new_name: "total".into(),
+                apply: true,
+                timeout: Duration::from_secs(30),
+            }
+        );
+        assert_eq!(
+            parse_str("code-actions a.py:1-4 --apply Organize --timeout 5")
+                .unwrap()
+                .command,
+            Command::CodeActions {
+                at: "a.py:1-4".into(),
+                apply: Some("Organize".into()),
+                timeout: Duration::from_secs(5),
+            }
+        );
+        let args = parse(
+            ["edit", "a.py", "--old", "x = 1", "--new", "x = 2"]
+                .iter()
+                .map(OsString::from)
+                .collect(),
+        )
+        .unwrap();
+        assert_eq!(
+            args.command,
+            Command::Edit {
+                file: "a.py".into(),
+                old: "x = 1".into(),
+                new: "x = 2".into(),
+                timeout: Duration::from_secs(30),
+            }
+        );
     }
 }

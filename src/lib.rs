@@ -23,6 +23,7 @@ pub mod check;
 pub mod cli;
 pub mod config;
 pub mod diagnostics;
+pub mod edit;
 pub mod engine;
 pub mod output;
 pub mod process;

@@ -9,7 +9,11 @@
 //!   complete by definition, while pushed sets can arrive in rounds (pyright publishes an empty set
 //!   first when several files open at once). A registration that arrives while a file is already
 //!   waiting switches that wait to pull.
-//! - `workspace.applyEdit` and `workspaceEdit` are not advertised until lspc applies edits.
+//! - Edits (issue 5, `crate::edit`): `workspace.applyEdit`, `workspaceEdit.documentChanges`, the
+//!   three resource operations, `failureHandling: "transactional"` (a half-way failure restores
+//!   the files already written) and `normalizesLineEndings` (new text takes the file's line
+//!   endings). Not advertised: change annotations, snippets in edits. `fileOperations` lists only
+//!   the `did*` notifications lspc sends after applying an edit.
 
 use std::path::Path;
 
@@ -76,7 +80,21 @@ fn client_capabilities() -> Value {
                 "dynamicRegistration": false,
                 "symbolKind": { "valueSet": symbol_kinds }
             },
-            "diagnostics": { "refreshSupport": false }
+            "diagnostics": { "refreshSupport": false },
+            "applyEdit": true,
+            "workspaceEdit": {
+                "documentChanges": true,
+                "resourceOperations": ["create", "rename", "delete"],
+                "failureHandling": "transactional",
+                "normalizesLineEndings": true
+            },
+            "fileOperations": {
+                "dynamicRegistration": false,
+                "didCreate": true,
+                "didRename": true,
+                "didDelete": true
+            },
+            "executeCommand": { "dynamicRegistration": false }
         },
         "textDocument": {
             "synchronization": {
@@ -106,6 +124,23 @@ fn client_capabilities() -> Value {
             },
             "callHierarchy": { "dynamicRegistration": false },
             "typeHierarchy": { "dynamicRegistration": false },
+            "rename": { "dynamicRegistration": false, "prepareSupport": true },
+            "codeAction": {
+                "dynamicRegistration": false,
+                "codeActionLiteralSupport": {
+                    "codeActionKind": {
+                        "valueSet": [
+                            "", "quickfix", "refactor", "refactor.extract", "refactor.inline",
+                            "refactor.rewrite", "source", "source.organizeImports", "source.fixAll"
+                        ]
+                    }
+                },
+                "isPreferredSupport": true,
+                "disabledSupport": true,
+                "dataSupport": true,
+                "resolveSupport": { "properties": ["edit"] }
+            },
+            "formatting": { "dynamicRegistration": false },
             "signatureHelp": {
                 "dynamicRegistration": false,
                 "signatureInformation": {
@@ -138,8 +173,27 @@ mod tests {
             "utf-16"
         );
         assert_eq!(params["capabilities"]["workspace"]["configuration"], true);
-        assert!(params["capabilities"]["workspace"]
-            .get("applyEdit")
+        let capabilities = &params["capabilities"];
+        assert_eq!(capabilities["workspace"]["applyEdit"], true);
+        assert_eq!(
+            capabilities["workspace"]["workspaceEdit"],
+            json!({
+                "documentChanges": true,
+                "resourceOperations": ["create", "rename", "delete"],
+                "failureHandling": "transactional",
+                "normalizesLineEndings": true
+            })
+        );
+        assert_eq!(
+            capabilities["textDocument"]["rename"]["prepareSupport"],
+            true
+        );
+        assert_eq!(
+            capabilities["textDocument"]["codeAction"]["resolveSupport"],
+            json!({"properties": ["edit"]})
+        );
+        assert!(capabilities["workspace"]["workspaceEdit"]
+            .get("changeAnnotationSupport")
             .is_none());
     }
 }

@@ -28,6 +28,10 @@ use crate::text::{LineIndex, PositionEncoding};
 use crate::transport::{IncomingMessage, Outgoing};
 use crate::uri;
 
+// Safe edits (issue 5): applying `WorkspaceEdit`s in the loop and re-syncing the servers.
+#[path = "edit_sync.rs"]
+mod edit_sync;
+
 /// JSON-RPC error codes lspc reacts to (LSP 3.17 §`ErrorCodes`).
 const CONTENT_MODIFIED: i32 = -32801;
 const SERVER_CANCELLED: i32 = -32802;
@@ -299,6 +303,8 @@ struct State {
     /// Texts of files servers published for but lspc never opened, for column conversion.
     disk_texts: HashMap<PathBuf, (Arc<str>, Arc<LineIndex>)>,
     shutting_down: bool,
+    /// Edits servers applied through `workspace/applyEdit` ([`Op::ServerEdits`]).
+    server_edits: edit_sync::ServerEditLog,
 }
 
 impl State {
@@ -352,6 +358,7 @@ impl State {
             jobs: Vec::new(),
             disk_texts: HashMap::new(),
             shutting_down: false,
+            server_edits: edit_sync::ServerEditLog::default(),
         }
     }
 
@@ -416,6 +423,17 @@ impl State {
                 self.send_request(server_id, purpose);
             }
             Op::Cancel { tag } => self.cancel_tagged(tag),
+            Op::ApplyEdit {
+                edit,
+                encoding,
+                mode,
+                reply,
+            } => {
+                let _ = reply.send(self.apply_edit(&edit, encoding, mode));
+            }
+            Op::ServerEdits { reply } => {
+                let _ = reply.send(self.server_edits.entries());
+            }
             Op::Status { reply } => {
                 let _ = reply.send(self.status());
             }
@@ -988,6 +1006,17 @@ impl State {
 
     fn handle_message(&mut self, server_id: ServerId, message: IncomingMessage) {
         match message {
+            IncomingMessage::Request { id, method, params }
+                if method == "workspace/applyEdit" && !self.shutting_down =>
+            {
+                let result = self.answer_apply_edit(server_id, &params);
+                if let Some(process) = self.servers[server_id.0 as usize].process() {
+                    let _ = process.send(Outgoing::Response {
+                        id,
+                        result: Ok(result),
+                    });
+                }
+            }
             IncomingMessage::Request { id, method, params } => {
                 let server = &mut self.servers[server_id.0 as usize];
                 log::debug!("{}: server request {method} {params}", server.config.name);

@@ -102,6 +102,23 @@ pub enum Op {
     /// Cancel the [`Op::Request`] with this tag: `$/cancelRequest` is sent and the caller gets
     /// [`EngineError::Cancelled`].
     Cancel { tag: u64 },
+    /// Apply a `WorkspaceEdit` through [`crate::edit`] in the loop, which owns the document
+    /// versions the edit is checked against; when written, the servers are told (`didChange` /
+    /// `didSave` for open documents, `didClose`/`didOpen` for renamed ones, and
+    /// `workspace/didCreateFiles` / `didRenameFiles` / `didDeleteFiles` where a server advertises
+    /// them). `encoding` is the position encoding of the edit (the sending server's).
+    ApplyEdit {
+        edit: Value,
+        encoding: PositionEncoding,
+        mode: crate::edit::ApplyMode,
+        reply: Sender<Result<crate::edit::EditReport, crate::edit::EditError>>,
+    },
+    /// The edits servers applied through `workspace/applyEdit` (the last 32), oldest first, each
+    /// with its sequence number (1-based, growing), so a frontend that ran
+    /// `workspace/executeCommand` can tell which files the server changed.
+    ServerEdits {
+        reply: Sender<Vec<(u64, crate::edit::EditReport)>>,
+    },
     /// A snapshot of every configured server's state.
     Status { reply: Sender<Vec<ServerStatus>> },
     /// Shut every server down; the loop then ends and the reply is sent last.
@@ -418,6 +435,34 @@ pub fn request_with(
     };
     op_sender.send(op).map_err(|_| EngineError::Gone)?;
     receiver.recv().map_err(|_| EngineError::Gone)?
+}
+
+/// [`Op::ApplyEdit`] through any op sender, blocking. The outer error is the engine being gone.
+pub fn apply_edit_with(
+    op_sender: &Sender<Op>,
+    edit: Value,
+    encoding: PositionEncoding,
+    mode: crate::edit::ApplyMode,
+) -> Result<Result<crate::edit::EditReport, crate::edit::EditError>, EngineError> {
+    let (reply, receiver) = bounded(1);
+    op_sender
+        .send(Op::ApplyEdit {
+            edit,
+            encoding,
+            mode,
+            reply,
+        })
+        .map_err(|_| EngineError::Gone)?;
+    receiver.recv().map_err(|_| EngineError::Gone)
+}
+
+/// [`Op::ServerEdits`] through any op sender, blocking (empty when the engine is gone).
+pub fn server_edits_with(op_sender: &Sender<Op>) -> Vec<(u64, crate::edit::EditReport)> {
+    let (reply, receiver) = bounded(1);
+    if op_sender.send(Op::ServerEdits { reply }).is_err() {
+        return Vec::new();
+    }
+    receiver.recv().unwrap_or_default()
 }
 
 /// Receiver type re-exported for frontends that select over engine replies.

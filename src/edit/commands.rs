@@ -1,0 +1,1066 @@
+//! The edit commands: `rename`, `code-actions`, `format` and `edit` (issue 5), for the CLI and the
+//! MCP server alike.
+//!
+//! Positions in and out are 1-based lines and 1-based columns counted in Unicode characters; they
+//! are converted to each server's negotiated encoding here. Paths are canonical absolute paths
+//! inside the API; [`render_outcome`] shows them relative to the root.
+//!
+//! Every command that writes follows one sequence: preview the edit through the loop
+//! ([`crate::engine::Op::ApplyEdit`], nothing written), take the diagnostics of the files it will
+//! change as the baseline, write, wait for settled diagnostics again, and report only the
+//! diagnostics that are new (seed 000's before/after baseline, block capped at
+//! [`NEW_DIAGNOSTICS_CAP`] characters). Without `apply` a command only previews: a unified diff.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crossbeam_channel::{bounded, Sender};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::diff::unified_diff;
+use super::workspace_edit::{ApplyMode, EditError, EditReport, Operation};
+use crate::diagnostics::{Diagnostic, Severity};
+use crate::engine::{
+    apply_edit_with, request_with, server_edits_with, sync_with, DiagnosticsOutcome, EngineError,
+    Op, ServerInfo, SyncedDocument,
+};
+use crate::text::{find_symbol_column, LineIndex, PositionEncoding};
+use crate::uri;
+
+/// The cap on the `<new-diagnostics>` block, in characters (seed 000).
+pub const NEW_DIAGNOSTICS_CAP: usize = 4_000;
+
+/// A position as users give it: 1-based line, 1-based column in Unicode characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Position1 {
+    pub path: PathBuf,
+    pub line: u32,
+    pub column: ColumnOrSymbol,
+}
+
+/// A column, or a symbol name looked up on the line (its first whole-word occurrence).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ColumnOrSymbol {
+    Column(u32),
+    Symbol(String),
+}
+
+/// A span of lines (1-based, inclusive) for `code-actions FILE:LINE-LINE`, or one position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Span {
+    Lines {
+        path: PathBuf,
+        start_line: u32,
+        end_line: u32,
+    },
+    At(Position1),
+}
+
+/// Why a command failed. Messages name the file, server or title.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CommandError {
+    Engine(EngineError),
+    /// No server for the file offers `capability` (e.g. `"renameProvider"`).
+    Unsupported {
+        path: PathBuf,
+        capability: String,
+    },
+    /// A position that does not exist in the file (the message has the details).
+    InvalidPosition(String),
+    /// `prepareRename` answered `null`: nothing renameable there.
+    NothingToRename {
+        path: PathBuf,
+        line: u32,
+        column: u32,
+    },
+    /// The edit was refused by the edit engine; nothing was written.
+    Edit(EditError),
+    /// No code action has this title.
+    NoSuchAction {
+        title: String,
+        available: Vec<String>,
+    },
+    /// The action only runs a server command, which cannot be previewed.
+    CommandOnly {
+        title: String,
+    },
+    /// `edit --old` occurs `count` times (not exactly once).
+    Occurrences {
+        path: PathBuf,
+        count: usize,
+    },
+    /// Reading the file failed.
+    Io {
+        path: PathBuf,
+        message: String,
+    },
+}
+
+impl std::fmt::Display for CommandError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CommandError::Engine(error) => error.fmt(f),
+            CommandError::Unsupported { path, capability } => write!(
+                f,
+                "no language server for {} offers {capability}",
+                path.display()
+            ),
+            CommandError::InvalidPosition(message) => f.write_str(message),
+            CommandError::NothingToRename { path, line, column } => write!(
+                f,
+                "nothing to rename at {}:{line}:{column}",
+                path.display()
+            ),
+            CommandError::Edit(error) => write!(f, "edit refused: {error}"),
+            CommandError::NoSuchAction { title, available } => {
+                write!(f, "no code action titled {title:?}")?;
+                if available.is_empty() {
+                    write!(f, " (there are none here)")
+                } else {
+                    write!(f, " (available: {})", available.join("; "))
+                }
+            }
+            CommandError::CommandOnly { title } => write!(
+                f,
+                "code action {title:?} runs a server command and cannot be previewed; apply it to see its changes"
+            ),
+            CommandError::Occurrences { path, count: 0 } => {
+                write!(f, "the old text does not occur in {}", path.display())
+            }
+            CommandError::Occurrences { path, count } => write!(
+                f,
+                "the old text occurs {count} times in {}; give more context so it occurs once",
+                path.display()
+            ),
+            CommandError::Io { path, message } => {
+                write!(f, "cannot read {}: {message}", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for CommandError {}
+
+impl From<EngineError> for CommandError {
+    fn from(error: EngineError) -> CommandError {
+        CommandError::Engine(error)
+    }
+}
+
+/// One code action as listed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CodeActionItem {
+    pub title: String,
+    pub kind: Option<String>,
+    pub preferred: bool,
+    /// Why the server marks it disabled, if it does.
+    pub disabled: Option<String>,
+    /// The server that offers it.
+    pub server: String,
+}
+
+/// What a command did (or, in a preview, would do).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EditOutcome {
+    pub report: EditReport,
+    /// Unified diff of every changed file, paths relative to the root.
+    pub diff: String,
+    /// The `<new-diagnostics>` block (empty when nothing is new or nothing was written).
+    pub new_diagnostics: String,
+    /// Set when some file's diagnostics did not settle in time (the block may miss issues).
+    pub diagnostics_note: Option<String>,
+}
+
+/// The edit commands over an engine reached through `op_sender`.
+pub struct EditCommands {
+    op_sender: Sender<Op>,
+    root: PathBuf,
+    /// Bound on each request and each diagnostics wait.
+    timeout: Duration,
+}
+
+impl EditCommands {
+    /// `root` is the workspace root (displayed paths are relative to it).
+    pub fn new(op_sender: Sender<Op>, root: PathBuf, timeout: Duration) -> EditCommands {
+        EditCommands {
+            op_sender,
+            root: uri::canonical(&root),
+            timeout,
+        }
+    }
+
+    /// `textDocument/prepareRename` (when the server offers it) then `textDocument/rename` at
+    /// `at` to `new_name`; written only when `apply`.
+    pub fn rename(
+        &self,
+        at: &Position1,
+        new_name: &str,
+        apply: bool,
+    ) -> Result<EditOutcome, CommandError> {
+        let path = uri::canonical(&at.path);
+        let synced = sync_with(&self.op_sender, path.clone(), self.timeout)?;
+        let server = pick_server(&synced, "renameProvider")?;
+        let (position, line, column) = lsp_position(&synced, at, server.encoding)?;
+        let document = json!({ "uri": uri_text(&path) });
+        let prepare = server
+            .capabilities
+            .pointer("/renameProvider/prepareProvider")
+            .and_then(Value::as_bool)
+            == Some(true);
+        if prepare {
+            let answer = self.request(
+                server,
+                "textDocument/prepareRename",
+                json!({ "textDocument": document, "position": position }),
+            )?;
+            if answer.is_null() {
+                return Err(CommandError::NothingToRename { path, line, column });
+            }
+        }
+        let edit = self.request(
+            server,
+            "textDocument/rename",
+            json!({ "textDocument": document, "position": position, "newName": new_name }),
+        )?;
+        if edit.is_null() {
+            return Err(CommandError::NothingToRename { path, line, column });
+        }
+        self.finish(edit, server.encoding, apply)
+    }
+
+    /// Code actions for `span` from every server for the file that offers them, with the
+    /// file's current diagnostics on those lines as context.
+    pub fn code_actions(&self, span: &Span) -> Result<Vec<CodeActionItem>, CommandError> {
+        Ok(self
+            .raw_code_actions(span)?
+            .into_iter()
+            .map(|(server, action)| code_action_item(&server, &action))
+            .collect())
+    }
+
+    /// Applies (or previews) the code action titled `title` at `span`: its edit through the
+    /// edit engine, then its command through `workspace/executeCommand` (the server then sends
+    /// `workspace/applyEdit`). An action without an edit is resolved first
+    /// (`codeAction/resolve`) when the server offers that.
+    pub fn apply_code_action(
+        &self,
+        span: &Span,
+        title: &str,
+        apply: bool,
+    ) -> Result<EditOutcome, CommandError> {
+        let actions = self.raw_code_actions(span)?;
+        let Some((server, mut action)) = actions
+            .iter()
+            .find(|(_, action)| action.get("title").and_then(Value::as_str) == Some(title))
+            .cloned()
+        else {
+            return Err(CommandError::NoSuchAction {
+                title: title.to_owned(),
+                available: actions
+                    .iter()
+                    .filter_map(|(_, action)| action.get("title").and_then(Value::as_str))
+                    .map(str::to_owned)
+                    .collect(),
+            });
+        };
+        // A bare `Command` (not a `CodeAction`) has a string `command`.
+        let is_bare_command = action.get("command").is_some_and(Value::is_string);
+        let resolvable = server
+            .capabilities
+            .pointer("/codeActionProvider/resolveProvider")
+            .and_then(Value::as_bool)
+            == Some(true);
+        if !is_bare_command && action.get("edit").is_none() && resolvable {
+            action = self.request(&server, "codeAction/resolve", action)?;
+        }
+        let command = if is_bare_command {
+            Some(action.clone())
+        } else {
+            action.get("command").cloned().filter(Value::is_object)
+        };
+        let edit = action.get("edit").cloned().filter(Value::is_object);
+        if command.is_none() {
+            return self.finish(edit.unwrap_or_else(|| json!({})), server.encoding, apply);
+        }
+        if !apply {
+            return Err(CommandError::CommandOnly {
+                title: title.to_owned(),
+            });
+        }
+        let path = span_path(span);
+        let baseline_paths: Vec<PathBuf> = vec![path];
+        let baseline = self.diagnostics(&baseline_paths);
+        let mut report = match edit {
+            Some(edit) => self.write(edit, server.encoding)?,
+            None => EditReport {
+                operations: Vec::new(),
+                files: Vec::new(),
+                written: true,
+            },
+        };
+        let seen = server_edits_with(&self.op_sender)
+            .last()
+            .map_or(0, |(sequence, _)| *sequence);
+        let command = command.unwrap_or(Value::Null);
+        self.request(
+            &server,
+            "workspace/executeCommand",
+            json!({
+                "command": command.get("command").cloned().unwrap_or(Value::Null),
+                "arguments": command.get("arguments").cloned().unwrap_or(json!([])),
+            }),
+        )?;
+        for (sequence, server_report) in server_edits_with(&self.op_sender) {
+            if sequence > seen {
+                report.operations.extend(server_report.operations);
+                report.files.extend(server_report.files);
+            }
+        }
+        let mut paths = report.changed_paths();
+        for path in baseline_paths {
+            if !paths.contains(&path) {
+                paths.push(path);
+            }
+        }
+        Ok(self.conclude(report, baseline, &paths))
+    }
+
+    /// `textDocument/formatting` of `file` (tab size 4, spaces; the server's own configuration
+    /// usually wins), checked against the version lspc sent.
+    pub fn format(&self, file: &Path, apply: bool) -> Result<EditOutcome, CommandError> {
+        let path = uri::canonical(file);
+        let synced = sync_with(&self.op_sender, path.clone(), self.timeout)?;
+        let server = pick_server(&synced, "documentFormattingProvider")?;
+        let edits = self.request(
+            server,
+            "textDocument/formatting",
+            json!({
+                "textDocument": { "uri": uri_text(&path) },
+                "options": { "tabSize": 4, "insertSpaces": true }
+            }),
+        )?;
+        let edit = json!({ "documentChanges": [{
+            "textDocument": { "uri": uri_text(&path), "version": synced.version },
+            "edits": if edits.is_null() { json!([]) } else { edits }
+        }]});
+        self.finish(edit, server.encoding, apply)
+    }
+
+    /// Replaces the one exact occurrence of `old` in `file` with `new` and writes it (through
+    /// the edit engine: inside the root, atomic), then reports the new diagnostics. Occurrences
+    /// are counted overlapping (`aa` occurs twice in `aaa`), so "unique" really is unique.
+    pub fn edit(&self, file: &Path, old: &str, new: &str) -> Result<EditOutcome, CommandError> {
+        let path = uri::canonical(file);
+        let text = std::fs::read_to_string(&path).map_err(|error| CommandError::Io {
+            path: path.clone(),
+            message: error.to_string(),
+        })?;
+        let offsets = occurrences(&text, old);
+        if offsets.len() != 1 {
+            return Err(CommandError::Occurrences {
+                path,
+                count: offsets.len(),
+            });
+        }
+        let index = LineIndex::new(&text);
+        let start = index.position_of_offset(&text, offsets[0], PositionEncoding::Utf8);
+        let end = index.position_of_offset(&text, offsets[0] + old.len(), PositionEncoding::Utf8);
+        let edit = json!({ "changes": { uri_text(&path): [{
+            "range": { "start": start, "end": end }, "newText": new
+        }]}});
+        self.finish(edit, PositionEncoding::Utf8, true)
+    }
+
+    // ----- shared steps ------------------------------------------------------------------------
+
+    fn request(
+        &self,
+        server: &ServerInfo,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, CommandError> {
+        Ok(request_with(
+            &self.op_sender,
+            server.server_id,
+            method,
+            params,
+            self.timeout,
+            None,
+        )?)
+    }
+
+    /// Preview `edit`; when `apply`, take the baseline, write, and report new diagnostics.
+    fn finish(
+        &self,
+        edit: Value,
+        encoding: PositionEncoding,
+        apply: bool,
+    ) -> Result<EditOutcome, CommandError> {
+        let preview = apply_edit_with(&self.op_sender, edit.clone(), encoding, ApplyMode::Preview)?
+            .map_err(CommandError::Edit)?;
+        if !apply || preview.files.is_empty() {
+            return Ok(EditOutcome {
+                diff: self.diff(&preview),
+                report: preview,
+                new_diagnostics: String::new(),
+                diagnostics_note: None,
+            });
+        }
+        let before: Vec<PathBuf> = preview
+            .files
+            .iter()
+            .filter(|change| change.before.is_some())
+            .map(|change| change.path.clone())
+            .collect();
+        let baseline = self.diagnostics(&before);
+        let report = self.write(edit, encoding)?;
+        let paths = report.changed_paths();
+        Ok(self.conclude(report, baseline, &paths))
+    }
+
+    fn write(&self, edit: Value, encoding: PositionEncoding) -> Result<EditReport, CommandError> {
+        apply_edit_with(&self.op_sender, edit, encoding, ApplyMode::Write)?
+            .map_err(CommandError::Edit)
+    }
+
+    /// The outcome after writing: the diff and the diagnostics new since `baseline`.
+    fn conclude(
+        &self,
+        report: EditReport,
+        baseline: (Vec<Diagnostic>, Option<String>),
+        paths: &[PathBuf],
+    ) -> EditOutcome {
+        let existing: Vec<PathBuf> = paths.iter().filter(|p| p.exists()).cloned().collect();
+        let (after, note) = self.diagnostics(&existing);
+        let fresh = new_diagnostics(&baseline.0, &after);
+        EditOutcome {
+            diff: self.diff(&report),
+            new_diagnostics: render_new_diagnostics(&fresh, &self.root, NEW_DIAGNOSTICS_CAP),
+            report,
+            diagnostics_note: baseline.1.or(note),
+        }
+    }
+
+    fn diff(&self, report: &EditReport) -> String {
+        report
+            .files
+            .iter()
+            .map(|change| {
+                unified_diff(
+                    &uri::relative_display(&change.path, &self.root),
+                    change.before.as_deref(),
+                    change.after.as_deref(),
+                )
+            })
+            .collect()
+    }
+
+    /// Settled diagnostics of `paths` (files no server checks count as clean), and a note naming
+    /// the files that did not settle in time.
+    fn diagnostics(&self, paths: &[PathBuf]) -> (Vec<Diagnostic>, Option<String>) {
+        if paths.is_empty() {
+            return (Vec::new(), None);
+        }
+        let (reply, receiver) = bounded(1);
+        let op = Op::Diagnostics {
+            paths: paths.to_vec(),
+            timeout: self.timeout,
+            reply,
+        };
+        if self.op_sender.send(op).is_err() {
+            return (Vec::new(), Some("the engine has shut down".to_owned()));
+        }
+        let mut all = Vec::new();
+        let mut unsettled = Vec::new();
+        for file in receiver.recv().unwrap_or_default() {
+            match file.outcome {
+                DiagnosticsOutcome::Settled(diagnostics) => all.extend(diagnostics),
+                DiagnosticsOutcome::TimedOut { diagnostics, .. } => {
+                    all.extend(diagnostics);
+                    unsettled.push(uri::relative_display(&file.path, &self.root));
+                }
+                DiagnosticsOutcome::Failed(reason) => {
+                    log::debug!("no diagnostics for {}: {reason}", file.path.display())
+                }
+            }
+        }
+        let note = (!unsettled.is_empty()).then(|| {
+            format!(
+                "diagnostics incomplete: server still analysing {}",
+                unsettled.join(", ")
+            )
+        });
+        (all, note)
+    }
+
+    /// `(server, CodeAction or Command JSON)` for `span` from every server offering them.
+    fn raw_code_actions(&self, span: &Span) -> Result<Vec<(ServerInfo, Value)>, CommandError> {
+        let path = uri::canonical(&span_path(span));
+        let synced = sync_with(&self.op_sender, path.clone(), self.timeout)?;
+        let servers: Vec<&ServerInfo> = synced
+            .servers
+            .iter()
+            .filter(|server| server.supports("codeActionProvider"))
+            .collect();
+        if servers.is_empty() {
+            return Err(CommandError::Unsupported {
+                path,
+                capability: "codeActionProvider".to_owned(),
+            });
+        }
+        let (context_diagnostics, _) = self.diagnostics(std::slice::from_ref(&path));
+        let index = LineIndex::new(&synced.text);
+        let mut actions = Vec::new();
+        for server in servers {
+            let range = lsp_range(&synced, &index, span, server.encoding)?;
+            let (first_line, last_line) = (range.start.line + 1, range.end.line + 1);
+            let diagnostics: Vec<Value> = context_diagnostics
+                .iter()
+                .filter(|d| d.line <= last_line && d.end_line >= first_line)
+                .map(|d| lsp_diagnostic(d, &synced.text, &index, server.encoding))
+                .collect();
+            let answer = self.request(
+                server,
+                "textDocument/codeAction",
+                json!({
+                    "textDocument": { "uri": uri_text(&path) },
+                    "range": range,
+                    "context": { "diagnostics": diagnostics, "triggerKind": 1 }
+                }),
+            )?;
+            for action in answer.as_array().cloned().unwrap_or_default() {
+                actions.push((server.clone(), action));
+            }
+        }
+        Ok(actions)
+    }
+}
+
+fn span_path(span: &Span) -> PathBuf {
+    match span {
+        Span::Lines { path, .. } => path.clone(),
+        Span::At(position) => position.path.clone(),
+    }
+}
+
+fn uri_text(path: &Path) -> String {
+    uri::path_to_uri(path)
+        .map(|uri| uri.as_str().to_owned())
+        .unwrap_or_default()
+}
+
+fn pick_server<'a>(
+    synced: &'a SyncedDocument,
+    capability: &str,
+) -> Result<&'a ServerInfo, CommandError> {
+    synced
+        .servers
+        .iter()
+        .find(|server| server.supports(capability))
+        .ok_or_else(|| CommandError::Unsupported {
+            path: synced.path.clone(),
+            capability: capability.to_owned(),
+        })
+}
+
+/// The LSP position of `at` in the synced text, and its resolved 1-based line and column.
+fn lsp_position(
+    synced: &SyncedDocument,
+    at: &Position1,
+    encoding: PositionEncoding,
+) -> Result<(lsp_types::Position, u32, u32), CommandError> {
+    let index = LineIndex::new(&synced.text);
+    let column = match &at.column {
+        ColumnOrSymbol::Column(column) => *column,
+        ColumnOrSymbol::Symbol(name) => {
+            let line_text = at
+                .line
+                .checked_sub(1)
+                .and_then(|line0| index.line_text(&synced.text, line0))
+                .ok_or_else(|| {
+                    CommandError::InvalidPosition(format!(
+                        "{}: line {} is out of range (lines are 1 to {})",
+                        synced.path.display(),
+                        at.line,
+                        index.n_lines()
+                    ))
+                })?;
+            find_symbol_column(line_text, name, 1).map_err(|error| {
+                CommandError::InvalidPosition(format!("{}: {error}", synced.path.display()))
+            })?
+        }
+    };
+    let position = index
+        .to_lsp(&synced.text, at.line, column, encoding)
+        .map_err(|error| {
+            CommandError::InvalidPosition(format!("{}: {error}", synced.path.display()))
+        })?;
+    Ok((position, at.line, column))
+}
+
+/// The LSP range of `span`: whole lines (start of the first to end of the last), or the empty
+/// range at one position.
+fn lsp_range(
+    synced: &SyncedDocument,
+    index: &LineIndex,
+    span: &Span,
+    encoding: PositionEncoding,
+) -> Result<lsp_types::Range, CommandError> {
+    match span {
+        Span::At(at) => {
+            let (position, _, _) = lsp_position(synced, at, encoding)?;
+            Ok(lsp_types::Range {
+                start: position,
+                end: position,
+            })
+        }
+        Span::Lines {
+            start_line,
+            end_line,
+            ..
+        } => {
+            let invalid = |error: crate::text::PositionError| {
+                CommandError::InvalidPosition(format!("{}: {error}", synced.path.display()))
+            };
+            let start = index
+                .to_lsp(&synced.text, *start_line, 1, encoding)
+                .map_err(invalid)?;
+            let last_length = end_line
+                .checked_sub(1)
+                .and_then(|line0| index.line_text(&synced.text, line0))
+                .map_or(0, |line| line.chars().count() as u32);
+            let end = index
+                .to_lsp(&synced.text, *end_line, last_length + 1, encoding)
+                .map_err(invalid)?;
+            Ok(lsp_types::Range { start, end })
+        }
+    }
+}
+
+/// lspc's diagnostic back in LSP form for a code-action context (range in `encoding`).
+fn lsp_diagnostic(
+    diagnostic: &Diagnostic,
+    text: &str,
+    index: &LineIndex,
+    encoding: PositionEncoding,
+) -> Value {
+    let position = |line: u32, column: u32| {
+        index
+            .to_lsp(text, line, column, encoding)
+            .unwrap_or(lsp_types::Position {
+                line: line.saturating_sub(1),
+                character: 0,
+            })
+    };
+    let mut value = json!({
+        "range": {
+            "start": position(diagnostic.line, diagnostic.column),
+            "end": position(diagnostic.end_line, diagnostic.end_column)
+        },
+        "severity": diagnostic.severity as u8,
+        "message": diagnostic.message,
+    });
+    if let Some(source) = &diagnostic.source {
+        value["source"] = json!(source);
+    }
+    if let Some(code) = &diagnostic.code {
+        value["code"] = match code.parse::<i64>() {
+            Ok(number) => json!(number),
+            Err(_) => json!(code),
+        };
+    }
+    value
+}
+
+fn code_action_item(server: &ServerInfo, action: &Value) -> CodeActionItem {
+    let text = |pointer: &str| {
+        action
+            .pointer(pointer)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    CodeActionItem {
+        title: text("/title").unwrap_or_default(),
+        kind: text("/kind"),
+        preferred: action.get("isPreferred").and_then(Value::as_bool) == Some(true),
+        disabled: text("/disabled/reason"),
+        server: server.name.clone(),
+    }
+}
+
+/// Byte offsets of every occurrence of `needle` in `text`, overlapping ones included.
+pub fn occurrences(text: &str, needle: &str) -> Vec<usize> {
+    if needle.is_empty() {
+        return Vec::new();
+    }
+    let mut found = Vec::new();
+    let mut from = 0;
+    while let Some(at) = text[from..].find(needle) {
+        found.push(from + at);
+        from += at + text[from + at..].chars().next().map_or(1, char::len_utf8);
+    }
+    found
+}
+
+/// The diagnostics of `after` that are not in `before`, compared as a multiset on (file,
+/// severity, code, source, message) without positions: an edit moves lines, so an old issue that
+/// only moved is not new, while a second copy of a message is.
+pub fn new_diagnostics(before: &[Diagnostic], after: &[Diagnostic]) -> Vec<Diagnostic> {
+    type Key<'a> = (
+        &'a Path,
+        Severity,
+        Option<&'a str>,
+        Option<&'a str>,
+        &'a str,
+    );
+    fn key(d: &Diagnostic) -> Key<'_> {
+        (
+            &d.path,
+            d.severity,
+            d.code.as_deref(),
+            d.source.as_deref(),
+            &d.message,
+        )
+    }
+    let mut remaining: HashMap<Key<'_>, usize> = HashMap::new();
+    for diagnostic in before {
+        *remaining.entry(key(diagnostic)).or_default() += 1;
+    }
+    after
+        .iter()
+        .filter(|diagnostic| match remaining.get_mut(&key(diagnostic)) {
+            Some(count) if *count > 0 => {
+                *count -= 1;
+                false
+            }
+            _ => true,
+        })
+        .cloned()
+        .collect()
+}
+
+/// The `<new-diagnostics>` block: files in order of appearance, one line per diagnostic
+/// (`✘` error, `⚠` warning, `ℹ` information, `★` hint; 1-based line and character column),
+/// at most `cap` characters (Unicode characters) in total; when lines are left out the block
+/// says how many. Empty when `diagnostics` is.
+pub fn render_new_diagnostics(diagnostics: &[Diagnostic], root: &Path, cap: usize) -> String {
+    if diagnostics.is_empty() {
+        return String::new();
+    }
+    const OPEN: &str = "<new-diagnostics>The following new diagnostic issues were detected:\n";
+    const CLOSE: &str = "</new-diagnostics>";
+    let mut lines: Vec<String> = Vec::new();
+    let mut current: Option<&Path> = None;
+    for d in diagnostics {
+        if current != Some(d.path.as_path()) {
+            lines.push(format!("\n{}:", uri::relative_display(&d.path, root)));
+            current = Some(&d.path);
+        }
+        let symbol = match d.severity {
+            Severity::Error => '✘',
+            Severity::Warning => '⚠',
+            Severity::Information => 'ℹ',
+            Severity::Hint => '★',
+        };
+        let mut line = format!("  {symbol} [Line {}:{}] {}", d.line, d.column, d.message);
+        if let Some(code) = &d.code {
+            line.push_str(&format!(" [{code}]"));
+        }
+        if let Some(source) = &d.source {
+            line.push_str(&format!(" ({source})"));
+        }
+        lines.push(line);
+    }
+    let total_entries = diagnostics.len();
+    let length = |text: &str| text.chars().count();
+    let mut body = String::new();
+    let mut shown = 0;
+    for (index, line) in lines.iter().enumerate() {
+        let is_entry = !line.starts_with('\n');
+        let left_after = total_entries - shown - usize::from(is_entry);
+        // Reserve room for the closing tag and a possible "N more" line.
+        let reserve = length(CLOSE)
+            + if left_after > 0 || index + 1 < lines.len() {
+                40
+            } else {
+                0
+            };
+        if length(OPEN) + length(&body) + length(line) + 1 + reserve > cap {
+            break;
+        }
+        body.push_str(line);
+        body.push('\n');
+        if is_entry {
+            shown += 1;
+        }
+    }
+    if shown < total_entries {
+        body.push_str(&format!("  … {} more not shown\n", total_entries - shown));
+    }
+    format!("{OPEN}{body}{CLOSE}")
+}
+
+/// Human output for a command's outcome: the diff when previewing; when written, one line per
+/// operation (`edited`, `created`, `renamed A -> B`, `deleted`) and the new-diagnostics block.
+pub fn render_outcome(outcome: &EditOutcome, root: &Path) -> String {
+    let report = &outcome.report;
+    if !report.written {
+        if outcome.diff.is_empty() {
+            return "no changes\n".to_owned();
+        }
+        return outcome.diff.clone();
+    }
+    let show = |path: &Path| uri::relative_display(path, root);
+    let mut out = String::new();
+    for operation in &report.operations {
+        match operation {
+            Operation::Edit { path, edits } => {
+                let changed = report.files.iter().any(|change| &change.path == path);
+                if changed {
+                    out.push_str(&format!(
+                        "edited {} ({edits} edit{})\n",
+                        show(path),
+                        if *edits == 1 { "" } else { "s" }
+                    ));
+                }
+            }
+            Operation::Create { path } => out.push_str(&format!("created {}\n", show(path))),
+            Operation::Rename { from, to } => {
+                out.push_str(&format!("renamed {} -> {}\n", show(from), show(to)))
+            }
+            Operation::Delete { path } => out.push_str(&format!("deleted {}\n", show(path))),
+            Operation::Skipped { path, reason } => {
+                out.push_str(&format!("skipped {}: {reason}\n", show(path)))
+            }
+        }
+    }
+    if out.is_empty() {
+        out.push_str("no changes\n");
+    }
+    if let Some(note) = &outcome.diagnostics_note {
+        out.push_str(&format!("{note}\n"));
+    }
+    if !outcome.new_diagnostics.is_empty() {
+        out.push_str(&outcome.new_diagnostics);
+        out.push('\n');
+    }
+    out
+}
+
+/// Parses `FILE:LINE:COLUMN` or `FILE:LINE:SYMBOL` (1-based line, 1-based character column).
+/// The file part may itself hold colons; the last two parts are the line and column.
+pub fn parse_position(text: &str) -> Result<Position1, String> {
+    let mut parts = text.rsplitn(3, ':');
+    let (Some(column), Some(line), Some(file)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(format!("expected FILE:LINE:COLUMN, got {text:?}"));
+    };
+    let line = parse_line(line, text)?;
+    let column = match column.parse::<u32>() {
+        Ok(0) => return Err(format!("columns count from 1, got {text:?}")),
+        Ok(column) => ColumnOrSymbol::Column(column),
+        Err(_) if !column.is_empty() => ColumnOrSymbol::Symbol(column.to_owned()),
+        Err(_) => return Err(format!("expected FILE:LINE:COLUMN, got {text:?}")),
+    };
+    Ok(Position1 {
+        path: PathBuf::from(file),
+        line,
+        column,
+    })
+}
+
+/// Parses `FILE:LINE-LINE`, `FILE:LINE` (one whole line) or a position (see [`parse_position`]).
+pub fn parse_span(text: &str) -> Result<Span, String> {
+    if let Some((file, lines)) = text.rsplit_once(':') {
+        let range = match lines.split_once('-') {
+            Some((start, end)) => Some((parse_line(start, text)?, parse_line(end, text)?)),
+            None if !file.is_empty()
+                && lines.parse::<u32>().is_ok()
+                && parse_position(text).is_err() =>
+            {
+                let line = parse_line(lines, text)?;
+                Some((line, line))
+            }
+            None => None,
+        };
+        if let Some((start_line, end_line)) = range {
+            if end_line < start_line {
+                return Err(format!("the line range ends before it starts in {text:?}"));
+            }
+            return Ok(Span::Lines {
+                path: PathBuf::from(file),
+                start_line,
+                end_line,
+            });
+        }
+    }
+    parse_position(text).map(Span::At)
+}
+
+fn parse_line(line: &str, whole: &str) -> Result<u32, String> {
+    match line.parse::<u32>() {
+        Ok(0) => Err(format!("lines count from 1, got {whole:?}")),
+        Ok(line) => Ok(line),
+        Err(_) => Err(format!("expected a line number in {whole:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn diagnostic(
+        path: &str,
+        line: u32,
+        severity: Severity,
+        message: &str,
+        code: Option<&str>,
+    ) -> Diagnostic {
+        Diagnostic {
+            path: PathBuf::from(path),
+            line,
+            column: 5,
+            end_line: line,
+            end_column: 9,
+            severity,
+            message: message.to_owned(),
+            source: Some("Pyright".to_owned()),
+            code: code.map(str::to_owned),
+            server: "pyright".to_owned(),
+        }
+    }
+
+    #[test]
+    fn only_new_diagnostics_are_reported_even_when_lines_moved() {
+        let before = vec![
+            diagnostic("/w/a.py", 3, Severity::Error, "old problem", None),
+            diagnostic("/w/a.py", 4, Severity::Warning, "twice", None),
+        ];
+        let after = vec![
+            diagnostic("/w/a.py", 5, Severity::Error, "old problem", None),
+            diagnostic("/w/a.py", 6, Severity::Warning, "twice", None),
+            diagnostic("/w/a.py", 7, Severity::Warning, "twice", None),
+            diagnostic("/w/b.py", 1, Severity::Error, "old problem", None),
+        ];
+        let fresh = new_diagnostics(&before, &after);
+        let lines: Vec<(String, u32)> = fresh
+            .iter()
+            .map(|d| (d.path.display().to_string(), d.line))
+            .collect();
+        assert_eq!(
+            lines,
+            [("/w/a.py".to_owned(), 7), ("/w/b.py".to_owned(), 1)]
+        );
+        assert!(new_diagnostics(&after, &before).is_empty());
+    }
+
+    #[test]
+    fn the_block_lists_files_and_is_capped() {
+        let diagnostics = vec![
+            diagnostic(
+                "/w/src/a.py",
+                2,
+                Severity::Error,
+                "bad type",
+                Some("reportAssignmentType"),
+            ),
+            diagnostic("/w/src/a.py", 3, Severity::Hint, "unused", None),
+            diagnostic("/w/b.py", 1, Severity::Warning, "shadowed", None),
+        ];
+        assert_eq!(
+            render_new_diagnostics(&diagnostics, Path::new("/w"), NEW_DIAGNOSTICS_CAP),
+            "<new-diagnostics>The following new diagnostic issues were detected:\n\
+             \nsrc/a.py:\n  ✘ [Line 2:5] bad type [reportAssignmentType] (Pyright)\n  \
+             ★ [Line 3:5] unused (Pyright)\n\nb.py:\n  ⚠ [Line 1:5] shadowed (Pyright)\n\
+             </new-diagnostics>"
+        );
+        assert_eq!(render_new_diagnostics(&[], Path::new("/w"), 4000), "");
+        let many: Vec<Diagnostic> = (1..=200)
+            .map(|line| diagnostic("/w/a.py", line, Severity::Error, &"x".repeat(30), None))
+            .collect();
+        let block = render_new_diagnostics(&many, Path::new("/w"), NEW_DIAGNOSTICS_CAP);
+        assert!(
+            block.chars().count() <= NEW_DIAGNOSTICS_CAP,
+            "{}",
+            block.len()
+        );
+        assert!(
+            block.ends_with("  … 132 more not shown\n</new-diagnostics>"),
+            "{block}"
+        );
+        let tiny = render_new_diagnostics(&many, Path::new("/w"), 200);
+        assert!(tiny.chars().count() <= 200, "{tiny}");
+    }
+
+    #[test]
+    fn occurrences_count_overlapping_matches() {
+        let check = |text: &str, needle: &str, expected: &[usize]| {
+            assert_eq!(occurrences(text, needle), expected, "{text:?} {needle:?}");
+        };
+        check("aaa", "aa", &[0, 1]);
+        check("x = 1\ny = 1\n", "= 1", &[2, 8]);
+        check("😀a😀a", "a", &[4, 9]);
+        check("abc", "", &[]);
+        check("abc", "d", &[]);
+    }
+
+    #[test]
+    fn locations_and_spans_parse() {
+        let position = |path: &str, line: u32, column: ColumnOrSymbol| Position1 {
+            path: PathBuf::from(path),
+            line,
+            column,
+        };
+        assert_eq!(
+            parse_position("a.py:3:19"),
+            Ok(position("a.py", 3, ColumnOrSymbol::Column(19)))
+        );
+        assert_eq!(
+            parse_position("c:/x.py:3:area"),
+            Ok(position(
+                "c:/x.py",
+                3,
+                ColumnOrSymbol::Symbol("area".into())
+            ))
+        );
+        assert_eq!(
+            parse_position("a.py:0:1"),
+            Err("lines count from 1, got \"a.py:0:1\"".into())
+        );
+        assert_eq!(
+            parse_position("a.py:3:0"),
+            Err("columns count from 1, got \"a.py:3:0\"".into())
+        );
+        assert_eq!(
+            parse_position("a.py"),
+            Err("expected FILE:LINE:COLUMN, got \"a.py\"".into())
+        );
+        assert_eq!(
+            parse_span("src/a.py:3-7"),
+            Ok(Span::Lines {
+                path: "src/a.py".into(),
+                start_line: 3,
+                end_line: 7
+            })
+        );
+        assert_eq!(
+            parse_span("src/a.py:4"),
+            Ok(Span::Lines {
+                path: "src/a.py".into(),
+                start_line: 4,
+                end_line: 4
+            })
+        );
+        assert_eq!(
+            parse_span("src/a.py:4:2"),
+            Ok(Span::At(position("src/a.py", 4, ColumnOrSymbol::Column(2))))
+        );
+        assert_eq!(
+            parse_span("a.py:7-3"),
+            Err("the line range ends before it starts in \"a.py:7-3\"".into())
+        );
+    }
+}

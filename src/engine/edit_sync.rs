@@ -1,0 +1,195 @@
+//! The loop's side of safe edits (issue 5): run a `WorkspaceEdit` through [`crate::edit`] with
+//! the document versions only the loop knows, then tell the servers what changed.
+//!
+//! A child module of `event_loop` so it can reach the loop's state; it adds no state besides the
+//! bounded [`ServerEditLog`].
+//!
+//! After a written edit (LSP 3.17 §`workspace/applyEdit`, §"File Operations"):
+//! - documents lspc has open get `didChange` (+ `didSave` where the server asked for saves);
+//! - a renamed open document gets `didClose` under its old URI and `didOpen` under the new one;
+//!   a deleted open document gets `didClose`;
+//! - servers advertising `workspace.fileOperations.didCreate`/`didRename`/`didDelete` get
+//!   `workspace/didCreateFiles`/`didRenameFiles`/`didDeleteFiles` (filters are not evaluated: a
+//!   server that asked for some file operations hears about all of them);
+//! - changed files lspc does not have open are announced with `workspace/didChangeWatchedFiles`
+//!   to the running servers that claim them, so their caches do not keep the old text.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::State;
+use crate::edit::{
+    apply_workspace_edit, ApplyMode, EditContext, EditError, EditReport, Operation, SentDocument,
+};
+use crate::process::ServerId;
+use crate::text::PositionEncoding;
+use crate::uri;
+
+/// How many server-applied edits [`ServerEditLog`] keeps.
+const SERVER_EDIT_LOG_SIZE: usize = 32;
+
+/// The last edits servers applied, with growing sequence numbers (1-based).
+#[derive(Debug, Default)]
+pub(super) struct ServerEditLog {
+    entries: VecDeque<(u64, EditReport)>,
+    next: u64,
+}
+
+impl ServerEditLog {
+    fn push(&mut self, report: EditReport) {
+        self.next += 1;
+        self.entries.push_back((self.next, report));
+        while self.entries.len() > SERVER_EDIT_LOG_SIZE {
+            self.entries.pop_front();
+        }
+    }
+
+    pub(super) fn entries(&self) -> Vec<(u64, EditReport)> {
+        self.entries.iter().cloned().collect()
+    }
+}
+
+/// `file://` URI text of a path, empty when it cannot be built (never for canonical paths).
+fn uri_of(path: &Path) -> String {
+    uri::path_to_uri(path)
+        .map(|uri| uri.as_str().to_owned())
+        .unwrap_or_default()
+}
+
+impl State {
+    /// Validate and (in [`ApplyMode::Write`]) apply `edit`, then re-sync the servers.
+    pub(super) fn apply_edit(
+        &mut self,
+        edit: &Value,
+        encoding: PositionEncoding,
+        mode: ApplyMode,
+    ) -> Result<EditReport, EditError> {
+        let root = self.options.config.root.clone();
+        let documents = &self.documents;
+        let lookup = |path: &Path| {
+            documents.get(path).map(|doc| SentDocument {
+                version: doc.version,
+                text: Arc::clone(&doc.text),
+            })
+        };
+        let context = EditContext {
+            root: &root,
+            encoding,
+            documents: &lookup,
+        };
+        let report = apply_workspace_edit(edit, &context, mode)?;
+        if report.written {
+            self.after_edit(&report);
+        }
+        Ok(report)
+    }
+
+    /// The answer to a server's `workspace/applyEdit` (LSP 3.17 `ApplyWorkspaceEditResult`).
+    pub(super) fn answer_apply_edit(&mut self, server_id: ServerId, params: &Value) -> Value {
+        let server = &self.servers[server_id.0 as usize];
+        let name = server.config.name.clone();
+        let encoding = server.encoding;
+        let edit = params.get("edit").cloned().unwrap_or(Value::Null);
+        match self.apply_edit(&edit, encoding, ApplyMode::Write) {
+            Ok(report) => {
+                log::info!(
+                    "{name}: applied a workspace edit to {} file(s)",
+                    report.files.len()
+                );
+                self.server_edits.push(report);
+                json!({ "applied": true })
+            }
+            Err(error) => {
+                log::warn!("{name}: refused a workspace edit: {error}");
+                json!({ "applied": false, "failureReason": error.to_string() })
+            }
+        }
+    }
+
+    fn after_edit(&mut self, report: &EditReport) {
+        let mut created = Vec::new();
+        let mut renamed = Vec::new();
+        let mut deleted = Vec::new();
+        let mut reopen = Vec::new();
+        for operation in &report.operations {
+            match operation {
+                Operation::Create { path } => created.push(json!({ "uri": uri_of(path) })),
+                Operation::Rename { from, to } => {
+                    renamed.push(json!({ "oldUri": uri_of(from), "newUri": uri_of(to) }));
+                    if self.close_document(from) {
+                        reopen.push(to.clone());
+                    }
+                }
+                Operation::Delete { path } => {
+                    deleted.push(json!({ "uri": uri_of(path) }));
+                    self.close_document(path);
+                }
+                Operation::Edit { .. } | Operation::Skipped { .. } => {}
+            }
+        }
+        let mut watched: Vec<(PathBuf, u32)> = Vec::new();
+        for change in &report.files {
+            let open = self.documents.get(&change.path).is_some();
+            if change.after.is_some() && (open || reopen.contains(&change.path)) {
+                if let Err(error) = self.sync_document(&change.path) {
+                    log::warn!("cannot re-sync {}: {error}", change.path.display());
+                }
+            } else {
+                // FileChangeType: 1 created, 2 changed, 3 deleted.
+                let kind = match (&change.before, &change.after) {
+                    (None, _) => 1,
+                    (Some(_), Some(_)) => 2,
+                    (Some(_), None) => 3,
+                };
+                watched.push((change.path.clone(), kind));
+            }
+        }
+        for server in &self.servers {
+            if !server.is_running() {
+                continue;
+            }
+            let operations = server.capabilities.pointer("/workspace/fileOperations");
+            let wants = |name: &str| operations.and_then(|ops| ops.get(name)).is_some();
+            if wants("didCreate") && !created.is_empty() {
+                server.notify("workspace/didCreateFiles", json!({ "files": created }));
+            }
+            if wants("didRename") && !renamed.is_empty() {
+                server.notify("workspace/didRenameFiles", json!({ "files": renamed }));
+            }
+            if wants("didDelete") && !deleted.is_empty() {
+                server.notify("workspace/didDeleteFiles", json!({ "files": deleted }));
+            }
+            let index = server.server_id.0 as usize;
+            let changes: Vec<Value> = watched
+                .iter()
+                .filter(|(path, _)| self.options.config.servers_for_path(path).contains(&index))
+                .map(|(path, kind)| json!({ "uri": uri_of(path), "type": kind }))
+                .collect();
+            if !changes.is_empty() {
+                server.notify(
+                    "workspace/didChangeWatchedFiles",
+                    json!({ "changes": changes }),
+                );
+            }
+        }
+    }
+
+    /// `didClose` an open document on every server holding it and forget it (with its
+    /// diagnostics). Returns whether it was open.
+    fn close_document(&mut self, path: &Path) -> bool {
+        let Some(doc) = self.documents.forget(path) else {
+            return false;
+        };
+        for server_id in doc.open_on.keys() {
+            self.servers[server_id.0 as usize].notify(
+                "textDocument/didClose",
+                json!({ "textDocument": { "uri": doc.uri } }),
+            );
+        }
+        self.store.clear_file(path);
+        true
+    }
+}

@@ -1,0 +1,389 @@
+//! Safe edits against REAL language servers (issue 5): rename across files with pyright
+//! (`documentChanges`, version null), typescript-language-server (`changes`) and clangd, a code
+//! action and formatting with exact results, and refused edits that leave every byte as it was.
+//!
+//! Each test skips with a printed reason when its server is not on PATH. Every wait is bounded by
+//! the commands' timeout (requests and diagnostics settle waits).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use lspc::config::{self, ConfigOptions};
+use lspc::edit::commands::{ColumnOrSymbol, EditCommands, Position1, Span};
+use lspc::edit::ApplyMode;
+use lspc::engine::{apply_edit_with, EngineHandle, EngineOptions};
+use lspc::text::PositionEncoding;
+
+const TIMEOUT: Duration = Duration::from_secs(40);
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+}
+
+/// Whether all `programs` exist; prints the reason to skip otherwise.
+fn have(test: &str, programs: &[&str]) -> bool {
+    for program in programs {
+        if !on_path(program) {
+            eprintln!("skipping {test}: {program} is not on PATH");
+            return false;
+        }
+    }
+    true
+}
+
+/// A temporary workspace (a git root) with files, and an engine using lspc's built-in servers.
+struct Project {
+    root: PathBuf,
+    engine: Option<EngineHandle>,
+}
+
+impl Project {
+    fn new(files: &[(&str, &str)]) -> Project {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let root = std::env::temp_dir().join(format!(
+            "lspc-edits-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = fs::remove_dir_all(&root);
+        fs::create_dir_all(root.join(".git")).unwrap();
+        let root = fs::canonicalize(&root).unwrap();
+        for (name, text) in files {
+            let path = root.join(name);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, text).unwrap();
+        }
+        let mut options = ConfigOptions::new(root.clone());
+        options.user_config = None;
+        options.trust_workspace = false;
+        let config = config::load(&options);
+        let engine = EngineHandle::start(EngineOptions::new(config));
+        Project {
+            root,
+            engine: Some(engine),
+        }
+    }
+
+    fn commands(&self) -> EditCommands {
+        EditCommands::new(
+            self.engine.as_ref().unwrap().op_sender(),
+            self.root.clone(),
+            TIMEOUT,
+        )
+    }
+
+    fn at(&self, file: &str, line: u32, symbol: &str) -> Position1 {
+        Position1 {
+            path: self.root.join(file),
+            line,
+            column: ColumnOrSymbol::Symbol(symbol.to_owned()),
+        }
+    }
+
+    fn read(&self, file: &str) -> String {
+        fs::read_to_string(self.root.join(file)).unwrap()
+    }
+
+    fn check_files(&self, expected: &[(&str, &str)]) {
+        for (name, text) in expected {
+            assert_eq!(&self.read(name), text, "{name}");
+        }
+    }
+}
+
+impl Drop for Project {
+    fn drop(&mut self) {
+        if let Some(engine) = self.engine.take() {
+            engine.shutdown();
+        }
+        let _ = fs::remove_dir_all(&self.root);
+    }
+}
+
+const SHAPES_PY: &str = "def area(radius: float) -> float:\n    return 3.14 * radius * radius\n";
+const APP_PY: &str = "from shapes import area\n\nprint(area(2), area(3))\n";
+
+#[test]
+fn pyright_rename_across_two_files() {
+    if !have("pyright_rename_across_two_files", &["pyright-langserver"]) {
+        return;
+    }
+    let project = Project::new(&[("shapes.py", SHAPES_PY), ("app.py", APP_PY)]);
+    let commands = project.commands();
+    // Preview: a diff, nothing written.
+    let preview = commands
+        .rename(&project.at("shapes.py", 1, "area"), "surface", false)
+        .unwrap();
+    assert!(!preview.report.written);
+    project.check_files(&[("shapes.py", SHAPES_PY), ("app.py", APP_PY)]);
+    assert_eq!(
+        preview.diff,
+        "--- a/app.py\n+++ b/app.py\n@@ -1,3 +1,3 @@\n-from shapes import area\n+from shapes import surface\n \n\
+         -print(area(2), area(3))\n+print(surface(2), surface(3))\n\
+         --- a/shapes.py\n+++ b/shapes.py\n@@ -1,2 +1,2 @@\n-def area(radius: float) -> float:\n\
+         +def surface(radius: float) -> float:\n     return 3.14 * radius * radius\n"
+    );
+    let outcome = commands
+        .rename(&project.at("shapes.py", 1, "area"), "surface", true)
+        .unwrap();
+    assert!(outcome.report.written);
+    project.check_files(&[
+        (
+            "shapes.py",
+            "def surface(radius: float) -> float:\n    return 3.14 * radius * radius\n",
+        ),
+        (
+            "app.py",
+            "from shapes import surface\n\nprint(surface(2), surface(3))\n",
+        ),
+    ]);
+    assert_eq!(outcome.new_diagnostics, "");
+}
+
+#[test]
+fn pyright_edit_reports_only_new_diagnostics() {
+    if !have(
+        "pyright_edit_reports_only_new_diagnostics",
+        &["pyright-langserver"],
+    ) {
+        return;
+    }
+    let project = Project::new(&[("a.py", "x: int = \"old\"\ny = 1\n")]);
+    let commands = project.commands();
+    let outcome = commands
+        .edit(&project.root.join("a.py"), "y = 1", "y: str = 2")
+        .unwrap();
+    assert_eq!(project.read("a.py"), "x: int = \"old\"\ny: str = 2\n");
+    // The old error on line 1 was in the baseline; only the new one on line 2 is reported.
+    let lines: Vec<&str> = outcome.new_diagnostics.lines().collect();
+    assert_eq!(
+        lines[0],
+        "<new-diagnostics>The following new diagnostic issues were detected:"
+    );
+    assert_eq!(lines[2], "a.py:");
+    assert!(
+        lines[3].starts_with(
+            "  ✘ [Line 2:10] Type \"Literal[2]\" is not assignable to declared type \"str\""
+        ),
+        "{}",
+        outcome.new_diagnostics
+    );
+    assert!(
+        !outcome.new_diagnostics.contains("Line 1:"),
+        "{}",
+        outcome.new_diagnostics
+    );
+    // Zero and several occurrences are errors naming the count; nothing is written.
+    let error = commands
+        .edit(&project.root.join("a.py"), "=", "==")
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("the old text occurs 2 times in "),
+        "{error}"
+    );
+    let error = commands
+        .edit(&project.root.join("a.py"), "zzz", "q")
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("the old text does not occur in "),
+        "{error}"
+    );
+    assert_eq!(project.read("a.py"), "x: int = \"old\"\ny: str = 2\n");
+}
+
+#[test]
+fn typescript_rename_with_a_changes_map() {
+    if !have(
+        "typescript_rename_with_a_changes_map",
+        &["typescript-language-server"],
+    ) {
+        return;
+    }
+    let project = Project::new(&[
+        ("tsconfig.json", "{\"compilerOptions\":{\"strict\":true},\"include\":[\"src\"]}\n"),
+        (
+            "src/shapes.ts",
+            "export function area(radius: number): number {\n  return 3.14 * radius * radius;\n}\n",
+        ),
+        (
+            "src/app.ts",
+            "import { area } from \"./shapes\";\nconst label: number = 1;\nconsole.log(area(2), label);\n",
+        ),
+    ]);
+    let commands = project.commands();
+    // Open app.ts first so tsserver knows the importing file.
+    let _ = commands.format(&project.root.join("src/app.ts"), false);
+    let outcome = commands
+        .rename(&project.at("src/shapes.ts", 1, "area"), "surface", true)
+        .unwrap();
+    assert!(outcome.report.written);
+    project.check_files(&[
+        (
+            "src/shapes.ts",
+            "export function surface(radius: number): number {\n  return 3.14 * radius * radius;\n}\n",
+        ),
+        (
+            "src/app.ts",
+            "import { surface } from \"./shapes\";\nconst label: number = 1;\nconsole.log(surface(2), label);\n",
+        ),
+    ]);
+}
+
+#[test]
+fn clangd_rename_across_header_and_sources() {
+    if !have("clangd_rename_across_header_and_sources", &["clangd"]) {
+        return;
+    }
+    let project = Project::new(&[
+        ("compile_flags.txt", "-Wall\n"),
+        ("util.h", "int twice(int x);\n"),
+        (
+            "util.c",
+            "#include \"util.h\"\nint twice(int x) { return 2 * x; }\n",
+        ),
+        (
+            "main.c",
+            "#include \"util.h\"\nint main(void) { return twice(21); }\n",
+        ),
+    ]);
+    let commands = project.commands();
+    // clangd renames across the files it has indexed: open every file and let it settle.
+    let files: Vec<PathBuf> = ["util.h", "util.c", "main.c"]
+        .iter()
+        .map(|file| project.root.join(file))
+        .collect();
+    project.engine.as_ref().unwrap().diagnostics(files, TIMEOUT);
+    let outcome = commands
+        .rename(&project.at("main.c", 2, "twice"), "double_it", true)
+        .unwrap();
+    assert!(outcome.report.written);
+    project.check_files(&[
+        ("util.h", "int double_it(int x);\n"),
+        (
+            "util.c",
+            "#include \"util.h\"\nint double_it(int x) { return 2 * x; }\n",
+        ),
+        (
+            "main.c",
+            "#include \"util.h\"\nint main(void) { return double_it(21); }\n",
+        ),
+    ]);
+}
+
+#[test]
+fn clangd_formats_c() {
+    if !have("clangd_formats_c", &["clangd"]) {
+        return;
+    }
+    let project = Project::new(&[
+        ("compile_flags.txt", "-Wall\n"),
+        ("main.c", "int main(void){return 0;}\n"),
+    ]);
+    let commands = project.commands();
+    let preview = commands
+        .format(&project.root.join("main.c"), false)
+        .unwrap();
+    assert_eq!(project.read("main.c"), "int main(void){return 0;}\n");
+    assert_eq!(
+        preview.diff,
+        "--- a/main.c\n+++ b/main.c\n@@ -1 +1 @@\n-int main(void){return 0;}\n+int main(void) { return 0; }\n"
+    );
+    commands.format(&project.root.join("main.c"), true).unwrap();
+    assert_eq!(project.read("main.c"), "int main(void) { return 0; }\n");
+}
+
+#[test]
+fn ruff_formats_python_and_organizes_imports() {
+    if !have("ruff_formats_python_and_organizes_imports", &["ruff"]) {
+        return;
+    }
+    let project = Project::new(&[
+        ("fmt.py", "x=[1,2 ,3]\r\ny = {'a':1}\r\n"),
+        (
+            "imports.py",
+            "import sys\nimport os\n\nprint(os.sep, sys.argv)\n",
+        ),
+    ]);
+    let commands = project.commands();
+    // CRLF stays CRLF.
+    commands.format(&project.root.join("fmt.py"), true).unwrap();
+    assert_eq!(
+        project.read("fmt.py"),
+        "x = [1, 2, 3]\r\ny = {\"a\": 1}\r\n"
+    );
+    let span = Span::Lines {
+        path: project.root.join("imports.py"),
+        start_line: 1,
+        end_line: 2,
+    };
+    let actions = commands.code_actions(&span).unwrap();
+    let organize = actions
+        .iter()
+        .find(|action| action.kind.as_deref() == Some("source.organizeImports.ruff"))
+        .unwrap_or_else(|| panic!("no organize imports action in {actions:?}"));
+    let outcome = commands
+        .apply_code_action(&span, &organize.title.clone(), true)
+        .unwrap();
+    assert!(outcome.report.written);
+    assert_eq!(
+        project.read("imports.py"),
+        "import os\nimport sys\n\nprint(os.sep, sys.argv)\n"
+    );
+    let error = commands
+        .apply_code_action(&span, "No such action", true)
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("no code action titled \"No such action\""),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_refused_edit_leaves_every_byte_as_it_was() {
+    // No server needed: the engine validates against the root and the disk.
+    let project = Project::new(&[("a.py", "a = 1\r\n"), ("b.py", "b = 2\n")]);
+    let outside = Project::new(&[("secret.py", "keep = 1\n")]);
+    let sender = project.engine.as_ref().unwrap().op_sender();
+    let uri = |path: &Path| lspc::uri::path_to_uri(path).unwrap().as_str().to_owned();
+    let edit = serde_json::json!({ "documentChanges": [
+        { "textDocument": { "uri": uri(&project.root.join("a.py")), "version": null },
+          "edits": [{ "range": { "start": { "line": 0, "character": 0 },
+                                 "end": { "line": 0, "character": 1 } }, "newText": "z" }] },
+        { "kind": "delete", "uri": uri(&project.root.join("b.py")) },
+        { "textDocument": { "uri": uri(&outside.root.join("secret.py")), "version": null },
+          "edits": [{ "range": { "start": { "line": 0, "character": 0 },
+                                 "end": { "line": 0, "character": 4 } }, "newText": "lost" }] }
+    ]});
+    let error = apply_edit_with(&sender, edit, PositionEncoding::Utf16, ApplyMode::Write)
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("is outside the workspace root"),
+        "{error}"
+    );
+    assert_eq!(fs::read(project.root.join("a.py")).unwrap(), b"a = 1\r\n");
+    assert_eq!(fs::read(project.root.join("b.py")).unwrap(), b"b = 2\n");
+    assert_eq!(
+        fs::read(outside.root.join("secret.py")).unwrap(),
+        b"keep = 1\n"
+    );
+    // `lspc edit` on a file outside the root is refused the same way.
+    let error = project
+        .commands()
+        .edit(&outside.root.join("secret.py"), "keep", "lost")
+        .unwrap_err();
+    assert!(error.to_string().starts_with("edit refused: "), "{error}");
+    assert_eq!(
+        fs::read(outside.root.join("secret.py")).unwrap(),
+        b"keep = 1\n"
+    );
+}
