@@ -3,4 +3,5 @@
 //! machine. Tests that need a server that is not installed skip themselves and say why.
 
 mod check;
+mod edits;
 mod support;
