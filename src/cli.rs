@@ -121,13 +121,11 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
             Short('v') | Long("verbose") => global.verbose += 1,
             Long("restart") => {
                 let value: String = parser.value()?.string()?;
-                global.restart = Some(
-                    value
-                        .parse()
-                        .map_err(|error: crate::engine::supervisor::RestartPolicyError| {
-                            UsageError(error.to_string())
-                        })?,
-                );
+                global.restart = Some(value.parse().map_err(
+                    |error: crate::engine::supervisor::RestartPolicyError| {
+                        UsageError(error.to_string())
+                    },
+                )?);
             }
             Long("max-file-size") => {
                 let value: String = parser.value()?.string()?;
@@ -380,8 +378,20 @@ mod tests {
             assert_eq!(engine.max_file_size, max_file_size, "{line}");
         };
         check("check", None, 10 * 1024 * 1024);
-        check("--restart never check", Some(RestartPolicy::Never), 10 * 1024 * 1024);
-        check("check --restart always", Some(RestartPolicy::Always), 10 * 1024 * 1024);
-        check("--restart 5 --max-file-size 100 check", Some(RestartPolicy::Limit(5)), 100);
+        check(
+            "--restart never check",
+            Some(RestartPolicy::Never),
+            10 * 1024 * 1024,
+        );
+        check(
+            "check --restart always",
+            Some(RestartPolicy::Always),
+            10 * 1024 * 1024,
+        );
+        check(
+            "--restart 5 --max-file-size 100 check",
+            Some(RestartPolicy::Limit(5)),
+            100,
+        );
     }
 }

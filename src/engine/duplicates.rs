@@ -122,7 +122,10 @@ pub(super) fn register(server_name: &str, workspace_folder: &Path, server_pid: u
         text.push_str(&format!("{lspc_pid} {other_server_pid}\n"));
     }
     text.push_str(&format!("{own_pid} {server_pid}\n"));
-    let temporary = dir.join(format!(".{}.{own_pid}", registry_name(server_name, workspace_folder)));
+    let temporary = dir.join(format!(
+        ".{}.{own_pid}",
+        registry_name(server_name, workspace_folder)
+    ));
     let written = fs::File::create(&temporary)
         .and_then(|mut handle| handle.write_all(text.as_bytes()))
         .and_then(|()| fs::rename(&temporary, &file));

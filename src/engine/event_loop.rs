@@ -18,6 +18,7 @@ use super::documents::{read_text, Documents, Refresh};
 use super::server_requests::{self, SideEffect};
 use super::settle::{push_settle_time, push_settled, PublishInfo, PushState};
 use super::supervisor::{CrashDecision, RestartPolicy, Supervisor, HUNG_AFTER_MISSED_DEADLINES};
+use super::watchdog::Watchdog;
 use super::{
     client_capabilities, DiagnosticsOutcome, EngineError, EngineOptions, FileDiagnostics, Op,
     ServerInfo, ServerStatus, SyncedDocument,
@@ -144,6 +145,8 @@ struct Server {
     /// Whether some process of this server ever answered `initialize`: only then is an exit a
     /// crash under the restart policy; before, it is a startup failure (fails at once).
     ever_initialized: bool,
+    /// Kills the process group if lspc dies without stopping the server (B26).
+    watchdog: Option<Watchdog>,
     next_request_id: i32,
 }
 
@@ -364,6 +367,7 @@ impl State {
                         RestartPolicy::from_config(config.restart_on_crash, config.max_restarts),
                     )),
                     ever_initialized: false,
+                    watchdog: None,
                     next_request_id: 0,
                 }
             })
@@ -581,8 +585,13 @@ impl State {
             .map(Duration::from_millis)
             .unwrap_or(self.options.startup_timeout);
         log::debug!("{}: spawned pid {}", server.config.name, process.pid());
+        server.watchdog = Watchdog::start(process.pid());
         if self.options.warn_duplicates {
-            super::duplicates::register(&server.config.name, &server.workspace_folder, process.pid());
+            super::duplicates::register(
+                &server.config.name,
+                &server.workspace_folder,
+                process.pid(),
+            );
         }
         server.state = ServerState::Starting {
             process,
@@ -666,6 +675,9 @@ impl State {
             &mut server.state
         {
             process.terminate(Duration::from_millis(200));
+        }
+        if let Some(mut watchdog) = server.watchdog.take() {
+            watchdog.disarm();
         }
         let decision = if startup {
             CrashDecision::GiveUp { streak: 0 }
@@ -1296,10 +1308,9 @@ impl State {
             }
         }
         let server = &mut self.servers[server_id.0 as usize];
-        server.publishes.insert(
-            path.clone(),
-            PublishInfo { version, at },
-        );
+        server
+            .publishes
+            .insert(path.clone(), PublishInfo { version, at });
         if !server.config.diagnostics {
             return;
         }
@@ -1873,6 +1884,9 @@ impl State {
             {
                 let exit = process.terminate(Duration::from_millis(1000));
                 log::debug!("{}: stopped ({exit})", server.config.name);
+            }
+            if let Some(mut watchdog) = server.watchdog.take() {
+                watchdog.disarm();
             }
             server.state = ServerState::NotStarted;
         }

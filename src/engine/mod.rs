@@ -16,11 +16,12 @@
 
 mod client_capabilities;
 mod documents;
+mod duplicates;
 mod event_loop;
 pub mod server_requests;
 mod settle;
 pub mod supervisor;
-mod duplicates;
+mod watchdog;
 
 use std::path::PathBuf;
 use std::sync::Arc;

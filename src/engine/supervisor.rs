@@ -287,11 +287,7 @@ mod tests {
             &[Some(500), Some(1000), Some(2000), Some(500), Some(1000)],
         );
         // Exactly a minute is still the same streak.
-        check_crashes(
-            RestartPolicy::Limit(1),
-            &[0, 60_000],
-            &[Some(500), None],
-        );
+        check_crashes(RestartPolicy::Limit(1), &[0, 60_000], &[Some(500), None]);
         check_crashes(RestartPolicy::Never, &[0], &[None]);
         check_crashes(RestartPolicy::Limit(0), &[0], &[None]);
         check_crashes(
@@ -309,7 +305,11 @@ mod tests {
             ],
         );
         // Giving up is for good, even after a long quiet time.
-        check_crashes(RestartPolicy::Limit(1), &[0, 10, 500_000], &[Some(500), None, None]);
+        check_crashes(
+            RestartPolicy::Limit(1),
+            &[0, 10, 500_000],
+            &[Some(500), None, None],
+        );
     }
 
     #[test]
