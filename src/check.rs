@@ -47,8 +47,9 @@ impl Default for CheckOptions {
     }
 }
 
-/// Run the check; returns the exit status.
-pub fn run(config: Config, options: &CheckOptions) -> i32 {
+/// Run the check; returns the exit status. `tune` adjusts the engine options built from the
+/// config (the global `--restart`/`--max-file-size`, see [`crate::cli::tune_engine`]).
+pub fn run(config: Config, options: &CheckOptions, tune: impl FnOnce(&mut EngineOptions)) -> i32 {
     let root = config.root.clone();
     let targets = if options.paths.is_empty() {
         vec![root.clone()]
@@ -84,7 +85,9 @@ pub fn run(config: Config, options: &CheckOptions) -> i32 {
         };
     }
 
-    let engine = EngineHandle::start(EngineOptions::new(config));
+    let mut engine_options = EngineOptions::new(config);
+    tune(&mut engine_options);
+    let engine = EngineHandle::start(engine_options);
     let results = wait_with_progress(&engine, files.clone(), options.timeout);
     let statuses = engine.status();
     engine.shutdown();

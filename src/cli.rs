@@ -12,6 +12,7 @@ use std::time::Duration;
 use crate::check::{self, CheckOptions};
 use crate::config::{self, ConfigOptions};
 use crate::diagnostics::Severity;
+use crate::engine::{EngineOptions, RestartPolicy};
 
 /// Exit statuses shared by every command.
 pub const EXIT_OK: i32 = 0;
@@ -43,6 +44,9 @@ Options (any command):
   --plugin-dir DIR    a plugin folder with .lsp.json or a manifest with lspServers (repeatable)
   --trust             load the workspace's own .lsp.json (also LSPC_TRUST=1)
   --no-builtin        do not use lspc's built-in table of well-known servers
+  --restart POLICY    restart crashed servers: never, always, or at most N times in a row
+                      (default: each server's restartOnCrash/maxRestarts, else 3)
+  --max-file-size N   do not send files larger than N bytes to servers (default: 10485760)
   -v, --verbose       more logging on stderr (-vv for debug); RUST_LOG also works
   -h, --help          this help
   -V, --version       print the version
@@ -81,6 +85,10 @@ pub struct GlobalOptions {
     pub trust: bool,
     pub no_builtin: bool,
     pub verbose: u8,
+    /// `--restart never|always|N`; `None` leaves each server's config in charge.
+    pub restart: Option<RestartPolicy>,
+    /// `--max-file-size BYTES`; `None` means the engine default (10 MiB).
+    pub max_file_size: Option<u64>,
 }
 
 /// The command to run.
@@ -163,6 +171,23 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
             Long("trust") => global.trust = true,
             Long("no-builtin") => global.no_builtin = true,
             Short('v') | Long("verbose") => global.verbose += 1,
+            Long("restart") => {
+                let value: String = parser.value()?.string()?;
+                global.restart = Some(value.parse().map_err(
+                    |error: crate::engine::supervisor::RestartPolicyError| {
+                        UsageError(error.to_string())
+                    },
+                )?);
+            }
+            Long("max-file-size") => {
+                let value: String = parser.value()?.string()?;
+                let bytes = value.parse::<u64>().ok().filter(|bytes| *bytes > 0);
+                global.max_file_size = Some(bytes.ok_or_else(|| {
+                    UsageError(format!(
+                        "--max-file-size: expected a positive number of bytes, got {value:?}"
+                    ))
+                })?);
+            }
             Short('h') | Long("help") => help = true,
             Short('V') | Long("version") => version = true,
             Long("format") => {
@@ -333,7 +358,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         }
         Command::Check(options) => {
             let config = load_config(&args.global);
-            check::run(config, &options)
+            check::run(config, &options, |engine| tune_engine(&args.global, engine))
         }
         command @ (Command::Rename { .. }
         | Command::CodeActions { .. }
@@ -420,6 +445,17 @@ fn run_edit_command(config: config::Config, command: Command) -> i32 {
                 _ => EXIT_USAGE,
             }
         }
+    }
+}
+
+/// Apply the global options that tune the engine (`--restart`, `--max-file-size`) to `engine`.
+/// Every command that starts an engine calls this on its [`EngineOptions`].
+pub fn tune_engine(global: &GlobalOptions, engine: &mut EngineOptions) {
+    if let Some(restart) = global.restart {
+        engine.restart = Some(restart);
+    }
+    if let Some(max_file_size) = global.max_file_size {
+        engine.max_file_size = max_file_size;
     }
 }
 
@@ -517,6 +553,14 @@ mod tests {
             "edit: --old TEXT and --new TEXT are required",
         );
         check("format", "format: expected FILE, got 0 argument(s)");
+        check(
+            "--restart sometimes check",
+            "--restart: expected never, always or a number of restarts, got \"sometimes\"",
+        );
+        check(
+            "--max-file-size 0 check",
+            "--max-file-size: expected a positive number of bytes, got \"0\"",
+        );
     }
 
     #[test]
@@ -555,6 +599,41 @@ mod tests {
                 new: "x = 2".into(),
                 timeout: Duration::from_secs(30),
             }
+        );
+    }
+
+    #[test]
+    fn engine_options_follow_the_global_flags() {
+        let check = |line: &str, restart: Option<RestartPolicy>, max_file_size: u64| {
+            let args = parse_str(line).unwrap();
+            let config = crate::config::Config {
+                root: PathBuf::from("/w"),
+                servers: Vec::new(),
+                errors: Vec::new(),
+                conflicts: Vec::new(),
+                notes: Vec::new(),
+                skipped: Vec::new(),
+            };
+            let mut engine = EngineOptions::new(config);
+            tune_engine(&args.global, &mut engine);
+            assert_eq!(engine.restart, restart, "{line}");
+            assert_eq!(engine.max_file_size, max_file_size, "{line}");
+        };
+        check("check", None, 10 * 1024 * 1024);
+        check(
+            "--restart never check",
+            Some(RestartPolicy::Never),
+            10 * 1024 * 1024,
+        );
+        check(
+            "check --restart always",
+            Some(RestartPolicy::Always),
+            10 * 1024 * 1024,
+        );
+        check(
+            "--restart 5 --max-file-size 100 check",
+            Some(RestartPolicy::Limit(5)),
+            100,
         );
     }
 }
