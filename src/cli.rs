@@ -12,6 +12,9 @@ use std::time::Duration;
 use crate::check::{self, CheckOptions};
 use crate::config::{self, ConfigOptions};
 use crate::diagnostics::Severity;
+use crate::output::Format;
+use crate::query::command::{QueryFormat, QueryOptions, QueryRequest};
+use crate::query::{CallDirection, ColumnOrSymbol, DefinitionKind, TextPosition, TypeDirection};
 
 /// Exit statuses shared by every command.
 pub const EXIT_OK: i32 = 0;
@@ -27,6 +30,20 @@ Usage: lspc [OPTIONS] <COMMAND> [ARGS]
 Commands:
   check [PATH...]     report the diagnostics language servers publish for files
   servers             list the configured servers and which files they serve
+  definition LOC      where the symbol at LOC is defined (textDocument/definition)
+  declaration LOC     its declaration
+  type-definition LOC the definition of its type
+  implementation LOC  implementations of the interface/method at LOC
+  references LOC      every reference to it (--include-declaration adds the declaration)
+  hover LOC           the hover text (type, signature, documentation) as plain text
+  symbols FILE        the file's symbols as an indented tree
+  workspace-symbols QUERY  symbols matching QUERY in the workspace
+  call-hierarchy LOC  the call hierarchy item at LOC
+  incoming-calls LOC  who calls the function at LOC
+  outgoing-calls LOC  what the function at LOC calls
+  type-hierarchy LOC  --supertypes (default) or --subtypes of the type at LOC
+  signature-help LOC  the signature of the call around LOC
+  batch               JSON-lines queries on stdin, one JSON answer line each on stdout
 
 Options (any command):
   --root DIR          workspace root (default: nearest ancestor with .git or .lsp.json)
@@ -46,8 +63,18 @@ check options:
   --max-per-file N    report at most N diagnostics per file (default: all)
   --max-total N       report at most N diagnostics in total (default: all)
 
-Exit status: 0 nothing at or above --fail-on, 1 found, 2 usage or config error,
-3 a server failed or timed out.
+Query options (LOC is FILE:LINE:COLUMN, or FILE:LINE with --symbol; 1-based, columns in
+characters):
+  --symbol NAME       the column is the first occurrence of NAME on the line
+  --occurrence N      with --symbol: the Nth occurrence instead (default 1)
+  --format FORMAT     human (default: path:line:col and the source line) or json
+  --timeout SECONDS   bound on server start, indexing wait and each request (default: 30)
+  --include-declaration  references: include the declaration itself
+  --supertypes, --subtypes  type-hierarchy direction
+  --file FILE         workspace-symbols: ask the server that serves FILE
+
+Exit status: check: 0 nothing at or above --fail-on, 1 found; queries: 0 found, 1 nothing
+found; all: 2 usage or config error, 3 a server failed, timed out or lacks the feature.
 ";
 
 /// A parsed command line.
@@ -73,6 +100,10 @@ pub struct GlobalOptions {
 pub enum Command {
     Check(CheckOptions),
     Servers,
+    /// A code-intelligence query (`definition`, `references`, `hover`, ...).
+    Query(QueryOptions),
+    /// `lspc batch`: JSON-lines queries on stdin; `timeout` bounds each one.
+    Batch { timeout: Duration },
     Help,
     Version,
 }
@@ -103,6 +134,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
     let mut positionals: Vec<PathBuf> = Vec::new();
     let mut help = false;
     let mut version = false;
+    let mut query_flags = QueryFlags::default();
     while let Some(arg) = parser.next()? {
         match arg {
             Long("root") => global.root = Some(parser.value()?.into()),
@@ -138,6 +170,12 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
             }
             Long("max-per-file") => check.max_per_file = Some(parser.value()?.parse()?),
             Long("max-total") => check.max_total = Some(parser.value()?.parse()?),
+            Long("symbol") => query_flags.symbol = Some(parser.value()?.string()?),
+            Long("occurrence") => query_flags.occurrence = Some(parser.value()?.parse()?),
+            Long("include-declaration") => query_flags.include_declaration = true,
+            Long("supertypes") => query_flags.supertypes = true,
+            Long("subtypes") => query_flags.subtypes = true,
+            Long("file") => query_flags.file = Some(parser.value()?.into()),
             Value(value) if command_name.is_none() => command_name = Some(value.string()?),
             Value(value) => positionals.push(value.into()),
             _ => return Err(arg.unexpected().into()),
@@ -162,6 +200,15 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
                 Command::Servers
             }
             Some("help") => Command::Help,
+            Some("batch") => {
+                expect_no_positionals("batch", &positionals)?;
+                Command::Batch {
+                    timeout: check.timeout,
+                }
+            }
+            Some(name) if is_query_command(name) => {
+                Command::Query(parse_query(name, &positionals, &query_flags, &check)?)
+            }
             Some(other) => {
                 return Err(UsageError(format!(
                     "unknown command {other:?} (try lspc --help)"
@@ -170,6 +217,204 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
         }
     };
     Ok(Args { global, command })
+}
+
+/// Query flags, collected in any order and checked once the command is known.
+#[derive(Debug, Default)]
+struct QueryFlags {
+    symbol: Option<String>,
+    occurrence: Option<u32>,
+    include_declaration: bool,
+    supertypes: bool,
+    subtypes: bool,
+    file: Option<PathBuf>,
+}
+
+const QUERY_COMMANDS: [&str; 13] = [
+    "definition",
+    "declaration",
+    "type-definition",
+    "implementation",
+    "references",
+    "hover",
+    "symbols",
+    "workspace-symbols",
+    "call-hierarchy",
+    "incoming-calls",
+    "outgoing-calls",
+    "type-hierarchy",
+    "signature-help",
+];
+
+fn is_query_command(name: &str) -> bool {
+    QUERY_COMMANDS.contains(&name)
+}
+
+/// The one positional argument of a query command.
+fn single_positional<'a>(command: &str, what: &str, positionals: &'a [PathBuf]) -> Result<&'a PathBuf, UsageError> {
+    match positionals {
+        [one] => Ok(one),
+        [] => Err(UsageError(format!("{command}: missing {what}"))),
+        [_, extra, ..] => Err(UsageError(format!(
+            "{command}: unexpected argument {:?}",
+            extra.display()
+        ))),
+    }
+}
+
+fn parse_query(
+    command: &str,
+    positionals: &[PathBuf],
+    flags: &QueryFlags,
+    check: &CheckOptions,
+) -> Result<QueryOptions, UsageError> {
+    let format = match check.format {
+        Format::Human => QueryFormat::Human,
+        Format::Json => QueryFormat::Json,
+        other => {
+            return Err(UsageError(format!(
+                "{command}: --format {} is not available for queries (expected human or json)",
+                other.as_str()
+            )))
+        }
+    };
+    let flag_only_for = |set: bool, flag: &str, commands: &[&str]| -> Result<(), UsageError> {
+        if set && !commands.contains(&command) {
+            return Err(UsageError(format!("{command}: {flag} does not apply")));
+        }
+        Ok(())
+    };
+    flag_only_for(flags.include_declaration, "--include-declaration", &["references"])?;
+    flag_only_for(flags.supertypes || flags.subtypes, "--supertypes/--subtypes", &["type-hierarchy"])?;
+    flag_only_for(flags.file.is_some(), "--file", &["workspace-symbols"])?;
+    if flags.supertypes && flags.subtypes {
+        return Err(UsageError(
+            "type-hierarchy: give --supertypes or --subtypes, not both".to_owned(),
+        ));
+    }
+    let position = || -> Result<TextPosition, UsageError> {
+        let loc = single_positional(command, "LOC (FILE:LINE:COLUMN or FILE:LINE --symbol NAME)", positionals)?;
+        parse_loc(&loc.to_string_lossy(), flags.symbol.as_deref(), flags.occurrence)
+            .map_err(|message| UsageError(format!("{command}: {message}")))
+    };
+    let no_symbol = || -> Result<(), UsageError> {
+        if flags.symbol.is_some() || flags.occurrence.is_some() {
+            return Err(UsageError(format!("{command}: --symbol/--occurrence do not apply")));
+        }
+        Ok(())
+    };
+    let definition = |kind| -> Result<QueryRequest, UsageError> {
+        Ok(QueryRequest::Definition { at: position()?, kind })
+    };
+    let request = match command {
+        "definition" => definition(DefinitionKind::Definition)?,
+        "declaration" => definition(DefinitionKind::Declaration)?,
+        "type-definition" => definition(DefinitionKind::TypeDefinition)?,
+        "implementation" => definition(DefinitionKind::Implementation)?,
+        "references" => QueryRequest::References {
+            at: position()?,
+            include_declaration: flags.include_declaration,
+        },
+        "hover" => QueryRequest::Hover { at: position()? },
+        "symbols" => {
+            no_symbol()?;
+            QueryRequest::Symbols {
+                file: single_positional(command, "FILE", positionals)?.clone(),
+            }
+        }
+        "workspace-symbols" => {
+            no_symbol()?;
+            QueryRequest::WorkspaceSymbols {
+                query: single_positional(command, "QUERY", positionals)?
+                    .to_string_lossy()
+                    .into_owned(),
+                file: flags.file.clone(),
+            }
+        }
+        "call-hierarchy" => QueryRequest::CallHierarchy { at: position()?, direction: None },
+        "incoming-calls" => QueryRequest::CallHierarchy {
+            at: position()?,
+            direction: Some(CallDirection::Incoming),
+        },
+        "outgoing-calls" => QueryRequest::CallHierarchy {
+            at: position()?,
+            direction: Some(CallDirection::Outgoing),
+        },
+        "type-hierarchy" => QueryRequest::TypeHierarchy {
+            at: position()?,
+            direction: if flags.subtypes {
+                TypeDirection::Subtypes
+            } else {
+                TypeDirection::Supertypes
+            },
+        },
+        _ => QueryRequest::SignatureHelp { at: position()? },
+    };
+    Ok(QueryOptions {
+        request,
+        format,
+        timeout: check.timeout,
+    })
+}
+
+/// Parse a LOC: `FILE:LINE:COLUMN`, or `FILE:LINE` with `symbol` (and optional 1-based
+/// `occurrence`, default 1). Lines and columns are 1-based, columns in Unicode characters; the
+/// file may itself contain `:` (the numbers are taken from the end).
+pub fn parse_loc(
+    loc: &str,
+    symbol: Option<&str>,
+    occurrence: Option<u32>,
+) -> Result<TextPosition, String> {
+    let expected = || {
+        format!("expected LOC as FILE:LINE:COLUMN or FILE:LINE with --symbol NAME, got {loc:?}")
+    };
+    let number = |text: &str| -> Option<u32> {
+        if text.is_empty() || !text.bytes().all(|byte| byte.is_ascii_digit()) {
+            return None;
+        }
+        text.parse().ok()
+    };
+    let mut parts = loc.rsplitn(3, ':');
+    let last = parts.next().unwrap_or("");
+    let middle = parts.next();
+    let first = parts.next();
+    let (file, line, column) = match (first, middle.and_then(number), number(last)) {
+        (Some(file), Some(line), Some(column)) => (file.to_owned(), line, Some(column)),
+        (_, _, Some(line)) => match middle {
+            // `FILE:LINE` where FILE may hold colons: everything before the last `:`.
+            Some(_) => (loc[..loc.len() - last.len() - 1].to_owned(), line, None),
+            None => return Err(expected()),
+        },
+        _ => return Err(expected()),
+    };
+    if file.is_empty() {
+        return Err(expected());
+    }
+    if occurrence.is_some() && symbol.is_none() {
+        return Err("--occurrence needs --symbol".to_owned());
+    }
+    let target = match (column, symbol) {
+        (Some(_), Some(_)) => {
+            return Err(format!(
+                "{loc:?} already has a column; give FILE:LINE with --symbol, or no --symbol"
+            ))
+        }
+        (Some(column), None) => ColumnOrSymbol::Column(column),
+        (None, Some(name)) => ColumnOrSymbol::Symbol {
+            name: name.to_owned(),
+            occurrence: occurrence.unwrap_or(1),
+        },
+        (None, None) => {
+            return Err(format!(
+                "{loc:?} has no column: give FILE:LINE:COLUMN, or FILE:LINE with --symbol NAME"
+            ))
+        }
+    };
+    Ok(TextPosition {
+        file: PathBuf::from(file),
+        line,
+        target,
+    })
 }
 
 fn parse_severity(flag: &str, parser: &mut lexopt::Parser) -> Result<Severity, UsageError> {
@@ -225,6 +470,14 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         Command::Check(options) => {
             let config = load_config(&args.global);
             check::run(config, &options)
+        }
+        Command::Query(options) => {
+            let config = load_config(&args.global);
+            crate::query::command::run(config, &options)
+        }
+        Command::Batch { timeout } => {
+            let config = load_config(&args.global);
+            crate::batch::run(config, timeout)
         }
     }
 }
