@@ -31,7 +31,9 @@ use crate::uri;
 pub enum BatchOp {
     Query(QueryRequest),
     /// Settled diagnostics of one file (via [`Op::Diagnostics`]).
-    Diagnostics { file: PathBuf },
+    Diagnostics {
+        file: PathBuf,
+    },
 }
 
 /// Why a batch line could not become an op; the message goes into the error line.
@@ -81,7 +83,11 @@ fn number_arg(args: &Map<String, Value>, key: &str) -> Result<Option<u32>, Batch
             .as_u64()
             .and_then(|number| u32::try_from(number).ok())
             .map(Some)
-            .ok_or_else(|| error(format!("`{key}` must be a non-negative integer, got {value}"))),
+            .ok_or_else(|| {
+                error(format!(
+                    "`{key}` must be a non-negative integer, got {value}"
+                ))
+            }),
     }
 }
 
@@ -338,9 +344,10 @@ pub fn run_with(
             Ok(line) if line.trim().is_empty() => continue,
             Ok(line) => {
                 let (id, parsed) = parse_line(line.trim());
-                match parsed.map_err(|error| error.to_string()).and_then(|op| {
-                    answer(&queries, &op, &op_sender, timeout)
-                }) {
+                match parsed
+                    .map_err(|error| error.to_string())
+                    .and_then(|op| answer(&queries, &op, &op_sender, timeout))
+                {
                     Ok(result) => json!({"id": id, "result": result}),
                     Err(message) => json!({"id": id, "error": {"message": message}}),
                 }
@@ -374,7 +381,7 @@ mod tests {
 
     fn check(line: &str, expected: Result<BatchOp, &str>) {
         let (_, parsed) = parse_line(line);
-        assert_eq!(parsed, expected.map_err(|message| error(message)), "{line}");
+        assert_eq!(parsed, expected.map_err(error), "{line}");
     }
 
     fn at(file: &str, line: u32, target: ColumnOrSymbol) -> TextPosition {
@@ -460,13 +467,25 @@ mod tests {
 
     #[test]
     fn malformed_lines_are_errors() {
-        check("not json", Err("malformed JSON line: expected ident at line 1 column 2"));
+        check(
+            "not json",
+            Err("malformed JSON line: expected ident at line 1 column 2"),
+        );
         check("[1]", Err("a batch line must be a JSON object"));
         check(r#"{"id":1}"#, Err("missing `op`"));
         check(r#"{"op":"frob"}"#, Err("unknown op \"frob\""));
-        check(r#"{"op":"hover","line":1,"column":1}"#, Err("missing `file`"));
-        check(r#"{"op":"hover","file":"a.py","column":1}"#, Err("missing `line`"));
-        check(r#"{"op":"hover","file":"a.py","line":1}"#, Err("missing `column` or `symbol`"));
+        check(
+            r#"{"op":"hover","line":1,"column":1}"#,
+            Err("missing `file`"),
+        );
+        check(
+            r#"{"op":"hover","file":"a.py","column":1}"#,
+            Err("missing `line`"),
+        );
+        check(
+            r#"{"op":"hover","file":"a.py","line":1}"#,
+            Err("missing `column` or `symbol`"),
+        );
         check(
             r#"{"op":"hover","file":"a.py","line":1,"column":1,"symbol":"a"}"#,
             Err("give either `column` or `symbol`, not both"),

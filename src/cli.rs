@@ -103,7 +103,9 @@ pub enum Command {
     /// A code-intelligence query (`definition`, `references`, `hover`, ...).
     Query(QueryOptions),
     /// `lspc batch`: JSON-lines queries on stdin; `timeout` bounds each one.
-    Batch { timeout: Duration },
+    Batch {
+        timeout: Duration,
+    },
     Help,
     Version,
 }
@@ -251,7 +253,11 @@ fn is_query_command(name: &str) -> bool {
 }
 
 /// The one positional argument of a query command.
-fn single_positional<'a>(command: &str, what: &str, positionals: &'a [PathBuf]) -> Result<&'a PathBuf, UsageError> {
+fn single_positional<'a>(
+    command: &str,
+    what: &str,
+    positionals: &'a [PathBuf],
+) -> Result<&'a PathBuf, UsageError> {
     match positionals {
         [one] => Ok(one),
         [] => Err(UsageError(format!("{command}: missing {what}"))),
@@ -284,8 +290,16 @@ fn parse_query(
         }
         Ok(())
     };
-    flag_only_for(flags.include_declaration, "--include-declaration", &["references"])?;
-    flag_only_for(flags.supertypes || flags.subtypes, "--supertypes/--subtypes", &["type-hierarchy"])?;
+    flag_only_for(
+        flags.include_declaration,
+        "--include-declaration",
+        &["references"],
+    )?;
+    flag_only_for(
+        flags.supertypes || flags.subtypes,
+        "--supertypes/--subtypes",
+        &["type-hierarchy"],
+    )?;
     flag_only_for(flags.file.is_some(), "--file", &["workspace-symbols"])?;
     if flags.supertypes && flags.subtypes {
         return Err(UsageError(
@@ -293,18 +307,31 @@ fn parse_query(
         ));
     }
     let position = || -> Result<TextPosition, UsageError> {
-        let loc = single_positional(command, "LOC (FILE:LINE:COLUMN or FILE:LINE --symbol NAME)", positionals)?;
-        parse_loc(&loc.to_string_lossy(), flags.symbol.as_deref(), flags.occurrence)
-            .map_err(|message| UsageError(format!("{command}: {message}")))
+        let loc = single_positional(
+            command,
+            "LOC (FILE:LINE:COLUMN or FILE:LINE --symbol NAME)",
+            positionals,
+        )?;
+        parse_loc(
+            &loc.to_string_lossy(),
+            flags.symbol.as_deref(),
+            flags.occurrence,
+        )
+        .map_err(|message| UsageError(format!("{command}: {message}")))
     };
     let no_symbol = || -> Result<(), UsageError> {
         if flags.symbol.is_some() || flags.occurrence.is_some() {
-            return Err(UsageError(format!("{command}: --symbol/--occurrence do not apply")));
+            return Err(UsageError(format!(
+                "{command}: --symbol/--occurrence do not apply"
+            )));
         }
         Ok(())
     };
     let definition = |kind| -> Result<QueryRequest, UsageError> {
-        Ok(QueryRequest::Definition { at: position()?, kind })
+        Ok(QueryRequest::Definition {
+            at: position()?,
+            kind,
+        })
     };
     let request = match command {
         "definition" => definition(DefinitionKind::Definition)?,
@@ -331,7 +358,10 @@ fn parse_query(
                 file: flags.file.clone(),
             }
         }
-        "call-hierarchy" => QueryRequest::CallHierarchy { at: position()?, direction: None },
+        "call-hierarchy" => QueryRequest::CallHierarchy {
+            at: position()?,
+            direction: None,
+        },
         "incoming-calls" => QueryRequest::CallHierarchy {
             at: position()?,
             direction: Some(CallDirection::Incoming),
@@ -365,9 +395,8 @@ pub fn parse_loc(
     symbol: Option<&str>,
     occurrence: Option<u32>,
 ) -> Result<TextPosition, String> {
-    let expected = || {
-        format!("expected LOC as FILE:LINE:COLUMN or FILE:LINE with --symbol NAME, got {loc:?}")
-    };
+    let expected =
+        || format!("expected LOC as FILE:LINE:COLUMN or FILE:LINE with --symbol NAME, got {loc:?}");
     let number = |text: &str| -> Option<u32> {
         if text.is_empty() || !text.bytes().all(|byte| byte.is_ascii_digit()) {
             return None;
@@ -542,6 +571,161 @@ mod tests {
             vec![PathBuf::from("src"), PathBuf::from("a.py")]
         );
         assert_eq!(check.fail_on, Severity::Error);
+    }
+
+    #[test]
+    fn locs_parse_into_positions() {
+        let check = |loc: &str,
+                     symbol: Option<&str>,
+                     occurrence: Option<u32>,
+                     expected: Result<(&str, u32, ColumnOrSymbol), &str>| {
+            let got = parse_loc(loc, symbol, occurrence)
+                .map(|position| (position.file, position.line, position.target));
+            let expected = expected
+                .map(|(file, line, target)| (PathBuf::from(file), line, target))
+                .map_err(str::to_owned);
+            assert_eq!(got, expected, "{loc}");
+        };
+        let symbol = |name: &str, occurrence| ColumnOrSymbol::Symbol {
+            name: name.to_owned(),
+            occurrence,
+        };
+        check(
+            "a.py:3:19",
+            None,
+            None,
+            Ok(("a.py", 3, ColumnOrSymbol::Column(19))),
+        );
+        check(
+            "/w/src/a.py:1:1",
+            None,
+            None,
+            Ok(("/w/src/a.py", 1, ColumnOrSymbol::Column(1))),
+        );
+        check("a.py:3", Some("a"), None, Ok(("a.py", 3, symbol("a", 1))));
+        check(
+            "a.py:3",
+            Some("a"),
+            Some(2),
+            Ok(("a.py", 3, symbol("a", 2))),
+        );
+        // A file name with a colon: the numbers come from the end.
+        check(
+            "we:ird.py:2:4",
+            None,
+            None,
+            Ok(("we:ird.py", 2, ColumnOrSymbol::Column(4))),
+        );
+        check(
+            "we:ird.py:2",
+            Some("x"),
+            None,
+            Ok(("we:ird.py", 2, symbol("x", 1))),
+        );
+        check(
+            "a.py",
+            None,
+            None,
+            Err("expected LOC as FILE:LINE:COLUMN or FILE:LINE with --symbol NAME, got \"a.py\""),
+        );
+        check(
+            ":3:4",
+            None,
+            None,
+            Err("expected LOC as FILE:LINE:COLUMN or FILE:LINE with --symbol NAME, got \":3:4\""),
+        );
+        check(
+            "a.py:3",
+            None,
+            None,
+            Err("\"a.py:3\" has no column: give FILE:LINE:COLUMN, or FILE:LINE with --symbol NAME"),
+        );
+        check(
+            "a.py:3:1",
+            Some("a"),
+            None,
+            Err("\"a.py:3:1\" already has a column; give FILE:LINE with --symbol, or no --symbol"),
+        );
+        check(
+            "a.py:3:1",
+            None,
+            Some(2),
+            Err("--occurrence needs --symbol"),
+        );
+        check(
+            "a.py:x:1",
+            None,
+            None,
+            Err("\"a.py:x:1\" has no column: give FILE:LINE:COLUMN, or FILE:LINE with --symbol NAME"),
+        );
+    }
+
+    #[test]
+    fn query_commands_parse() {
+        let args =
+            parse_str("references src/a.py:1:1 --include-declaration --format json --timeout 5")
+                .unwrap();
+        let Command::Query(options) = args.command else {
+            panic!("not a query")
+        };
+        assert_eq!(options.format, QueryFormat::Json);
+        assert_eq!(options.timeout, Duration::from_secs(5));
+        assert_eq!(
+            options.request,
+            QueryRequest::References {
+                at: TextPosition {
+                    file: PathBuf::from("src/a.py"),
+                    line: 1,
+                    target: ColumnOrSymbol::Column(1)
+                },
+                include_declaration: true
+            }
+        );
+        let args = parse_str("type-hierarchy s.ts:3 --symbol Circle --subtypes").unwrap();
+        assert!(matches!(
+            args.command,
+            Command::Query(QueryOptions {
+                request: QueryRequest::TypeHierarchy {
+                    direction: TypeDirection::Subtypes,
+                    ..
+                },
+                ..
+            })
+        ));
+        assert_eq!(
+            parse_str("batch --timeout 2").unwrap().command,
+            Command::Batch {
+                timeout: Duration::from_secs(2)
+            }
+        );
+        let check = |line: &str, expected: &str| {
+            assert_eq!(parse_str(line).unwrap_err().0, expected, "{line}");
+        };
+        check(
+            "hover",
+            "hover: missing LOC (FILE:LINE:COLUMN or FILE:LINE --symbol NAME)",
+        );
+        check(
+            "hover a.py:1:1 b.py:1:1",
+            "hover: unexpected argument \"b.py:1:1\"",
+        );
+        check(
+            "hover a.py:1:1 --format sarif",
+            "hover: --format sarif is not available for queries (expected human or json)",
+        );
+        check(
+            "hover a.py:1:1 --include-declaration",
+            "hover: --include-declaration does not apply",
+        );
+        check(
+            "type-hierarchy a.ts:1:1 --supertypes --subtypes",
+            "type-hierarchy: give --supertypes or --subtypes, not both",
+        );
+        check(
+            "symbols a.py --symbol x",
+            "symbols: --symbol/--occurrence do not apply",
+        );
+        check("batch extra", "batch: unexpected argument \"extra\"");
     }
 
     #[test]

@@ -63,7 +63,9 @@ impl QueryRequest {
             QueryRequest::Hover { .. } => "hover information",
             QueryRequest::Symbols { .. } => "symbols",
             QueryRequest::WorkspaceSymbols { .. } => "matching symbols",
-            QueryRequest::CallHierarchy { direction: None, .. } => "call hierarchy item",
+            QueryRequest::CallHierarchy {
+                direction: None, ..
+            } => "call hierarchy item",
             QueryRequest::CallHierarchy {
                 direction: Some(CallDirection::Incoming),
                 ..
@@ -318,7 +320,10 @@ mod tests {
             },
             "no references found",
         );
-        check(QueryRequest::Hover { at: at.clone() }, "no hover information found");
+        check(
+            QueryRequest::Hover { at: at.clone() },
+            "no hover information found",
+        );
         check(
             QueryRequest::CallHierarchy {
                 at,

@@ -94,9 +94,10 @@ fn strip_heading(line: &str) -> &str {
 fn is_rule(line: &str) -> bool {
     let line = line.trim();
     line.len() >= 3
-        && ["-", "*", "_"]
-            .iter()
-            .any(|marker| line.chars().all(|ch| ch.to_string() == *marker || ch == ' '))
+        && ["-", "*", "_"].iter().any(|marker| {
+            line.chars()
+                .all(|ch| ch.to_string() == *marker || ch == ' ')
+        })
 }
 
 /// Inline markdown of one line outside code blocks, rendered as text.
@@ -107,7 +108,10 @@ fn render_inline(line: &str) -> String {
     while index < chars.len() {
         let ch = chars[index];
         match ch {
-            '\\' if chars.get(index + 1).is_some_and(|next| next.is_ascii_punctuation()) => {
+            '\\' if chars
+                .get(index + 1)
+                .is_some_and(|next| next.is_ascii_punctuation()) =>
+            {
                 out.push(chars[index + 1]);
                 index += 2;
             }
@@ -213,9 +217,15 @@ mod tests {
             json!({"kind": "markdown", "value": "\n```typescript\nfunction area(radius: number): number\n```\nComputes the **area**.\n\n\n*@param* `radius` — the radius"}),
             "function area(radius: number): number\nComputes the area.\n\n@param radius — the radius",
         );
-        check(json!({"kind": "plaintext", "value": "int x  \n\n\n"}), "int x");
+        check(
+            json!({"kind": "plaintext", "value": "int x  \n\n\n"}),
+            "int x",
+        );
         check(json!("`a`: *int*"), "a: int");
-        check(json!({"language": "c", "value": "int twice(int x)"}), "int twice(int x)");
+        check(
+            json!({"language": "c", "value": "int twice(int x)"}),
+            "int twice(int x)",
+        );
         check(
             json!([{"language": "python", "value": "def f()"}, "", "Docs with `code`"]),
             "def f()\n\nDocs with code",
@@ -232,7 +242,10 @@ mod tests {
             assert_eq!(markdown_to_text(markdown), expected, "{markdown:?}");
         };
         // Code inside fences is verbatim, including markdown-looking characters.
-        check("```\nx = a * b  # **not bold**\n```", "x = a * b  # **not bold**");
+        check(
+            "```\nx = a * b  # **not bold**\n```",
+            "x = a * b  # **not bold**",
+        );
         check("~~~~rust\nfn f() {}\n~~~~\nafter", "fn f() {}\nafter");
         check("a * b stays", "a * b stays");
         check("snake_case_name stays", "snake_case_name stays");
@@ -245,7 +258,10 @@ mod tests {
         check("\n\n\nfirst\n\n\n\nsecond\n\n", "first\n\nsecond");
         check("😀 `数据`", "😀 数据");
         // clangd's hover starts with a heading.
-        check("### function `twice`  \n\n→ `int`", "function twice\n\n→ int");
+        check(
+            "### function `twice`  \n\n→ `int`",
+            "function twice\n\n→ int",
+        );
         check("#hashtag stays", "#hashtag stays");
     }
 }

@@ -294,7 +294,12 @@ mod tests {
         let mut files = SourceFiles::new(PositionEncoding::Utf16);
         let location = files.location(Path::new("/nonexistent/x.c"), range(4, 2, 4, 7));
         assert_eq!(
-            (location.line, location.column, location.end_line, location.end_column),
+            (
+                location.line,
+                location.column,
+                location.end_line,
+                location.end_column
+            ),
             (5, 3, 5, 8)
         );
         assert_eq!(location.line_text, None);

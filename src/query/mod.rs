@@ -323,11 +323,9 @@ impl std::fmt::Display for QueryError {
             QueryError::InvalidPosition(message)
             | QueryError::Symbol(message)
             | QueryError::File(message) => f.write_str(message),
-            QueryError::NoServer(path) => write!(
-                f,
-                "no language server is configured for {}",
-                path.display()
-            ),
+            QueryError::NoServer(path) => {
+                write!(f, "no language server is configured for {}", path.display())
+            }
         }
     }
 }
@@ -718,7 +716,10 @@ impl Queries {
             reply,
         };
         if self.op_sender.send(analysis).is_ok() {
-            let settled = receiver.recv().ok().and_then(|results| results.into_iter().next());
+            let settled = receiver
+                .recv()
+                .ok()
+                .and_then(|results| results.into_iter().next());
             log::debug!(
                 "{}: analysis wait for {} ended after {:?}: {}",
                 target.server.name,
@@ -797,7 +798,11 @@ fn pick_server(
     method: &str,
     capability: &str,
 ) -> Result<ServerInfo, QueryError> {
-    if let Some(server) = doc.servers.iter().find(|server| server.supports(capability)) {
+    if let Some(server) = doc
+        .servers
+        .iter()
+        .find(|server| server.supports(capability))
+    {
         return Ok(server.clone());
     }
     match doc.servers.first() {
@@ -1011,11 +1016,19 @@ mod tests {
 
     const TEXT: &str = "a = 42\nb = a + a\ns = \"😀😀\"; total = a + 1\n";
 
-    fn check(position: TextPosition, encoding: PositionEncoding, expected: Result<(u32, u32), &str>) {
+    fn check(
+        position: TextPosition,
+        encoding: PositionEncoding,
+        expected: Result<(u32, u32), &str>,
+    ) {
         let got = resolve_position(TEXT, &position, encoding, "a.py")
             .map(|position| (position.line, position.character))
             .map_err(|error| error.to_string());
-        assert_eq!(got, expected.map_err(str::to_owned), "{position:?} {encoding}");
+        assert_eq!(
+            got,
+            expected.map_err(str::to_owned),
+            "{position:?} {encoding}"
+        );
     }
 
     #[test]
@@ -1038,15 +1051,23 @@ mod tests {
         check(
             at(3, Column(26)),
             Utf16,
-            Err("a.py:3:26: column 26 is out of range on line 3 (columns are 1 to 25, the line has 24 characters); the line is: `s = \"😀😀\"; total = a + 1`"),
+            Err("a.py:3:26: column 26 is out of range on line 3 (columns are 1 to 24, the line has 23 characters); the line is: `s = \"😀😀\"; total = a + 1`"),
         );
         check(
             at(3, Column(0)),
             Utf16,
-            Err("a.py:3:0: column 0 is out of range on line 3 (columns are 1 to 25, the line has 24 characters); the line is: `s = \"😀😀\"; total = a + 1`"),
+            Err("a.py:3:0: column 0 is out of range on line 3 (columns are 1 to 24, the line has 23 characters); the line is: `s = \"😀😀\"; total = a + 1`"),
         );
-        check(at(9, Column(1)), Utf16, Err("a.py:9: line 9 is out of range (the file has 4 lines)"));
-        check(at(0, Column(1)), Utf16, Err("a.py:0: line 0 is out of range (the file has 4 lines)"));
+        check(
+            at(9, Column(1)),
+            Utf16,
+            Err("a.py:9: line 9 is out of range (the file has 4 lines)"),
+        );
+        check(
+            at(0, Column(1)),
+            Utf16,
+            Err("a.py:0: line 0 is out of range (the file has 4 lines)"),
+        );
         check(
             at(1, symbol("zzz", 1)),
             Utf16,
@@ -1100,10 +1121,22 @@ mod tests {
             "parameters": [{"label": [5, 19]}, {"label": "extra"}, {"label": [99, 120]}]}],
             "activeSignature": 0, "activeParameter": 0});
         let result = parse_signature_help(&answer, "ts".into()).unwrap();
-        assert_eq!(result.signatures[0].parameters, vec!["radius: number", "extra"]);
-        assert_eq!(result.signatures[0].documentation.as_deref(), Some("Area of a circle"));
-        assert_eq!((result.active_signature, result.active_parameter), (Some(0), Some(0)));
+        assert_eq!(
+            result.signatures[0].parameters,
+            vec!["radius: number", "extra"]
+        );
+        assert_eq!(
+            result.signatures[0].documentation.as_deref(),
+            Some("Area of a circle")
+        );
+        assert_eq!(
+            (result.active_signature, result.active_parameter),
+            (Some(0), Some(0))
+        );
         assert_eq!(parse_signature_help(&json!(null), "ts".into()), None);
-        assert_eq!(parse_signature_help(&json!({"signatures": []}), "ts".into()), None);
+        assert_eq!(
+            parse_signature_help(&json!({"signatures": []}), "ts".into()),
+            None
+        );
     }
 }

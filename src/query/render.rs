@@ -236,7 +236,12 @@ mod tests {
             items: vec![item("twice", "function", location("/w/util.c", 2, 5, None))],
             calls: vec![Call {
                 item: item("main", "function", location("/w/main.c", 2, 5, None)),
-                call_sites: vec![location("/w/main.c", 2, 25, Some("int main(void) { return twice(21); }"))],
+                call_sites: vec![location(
+                    "/w/main.c",
+                    2,
+                    25,
+                    Some("int main(void) { return twice(21); }"),
+                )],
             }],
             direction: Some(CallDirection::Incoming),
             server: "clangd".into(),

@@ -65,7 +65,11 @@ fn string_field(value: &Value, key: &str) -> Option<String> {
 
 /// Symbols of a `documentSymbol` or `workspace/symbol` answer. `document` is the path of the
 /// queried file (hierarchical `DocumentSymbol`s carry no URI). `null` gives no symbols.
-pub fn parse_symbols(value: &Value, document: Option<&Path>, files: &mut SourceFiles) -> Vec<Symbol> {
+pub fn parse_symbols(
+    value: &Value,
+    document: Option<&Path>,
+    files: &mut SourceFiles,
+) -> Vec<Symbol> {
     let Some(items) = value.as_array() else {
         return Vec::new();
     };
@@ -227,7 +231,8 @@ mod tests {
 
     #[test]
     fn symbol_kinds_have_names() {
-        let check = |kind: Option<u64>, expected: &str| assert_eq!(symbol_kind_name(kind), expected);
+        let check =
+            |kind: Option<u64>, expected: &str| assert_eq!(symbol_kind_name(kind), expected);
         check(Some(1), "file");
         check(Some(12), "function");
         check(Some(22), "enum member");
@@ -240,7 +245,10 @@ mod tests {
     #[test]
     fn hierarchy_items_use_the_selection_range() {
         let mut files = SourceFiles::new(PositionEncoding::Utf8);
-        files.add_document(Path::new("/w/u.c"), "int twice(int x) { return 2 * x; }\n".into());
+        files.add_document(
+            Path::new("/w/u.c"),
+            "int twice(int x) { return 2 * x; }\n".into(),
+        );
         let value = json!([{"name": "twice", "kind": 12, "detail": "int (int)", "uri": "file:///w/u.c",
                             "range": r(0, 0, 34), "selectionRange": r(0, 4, 9), "data": "opaque"},
                            {"name": "broken"}]);
@@ -248,7 +256,11 @@ mod tests {
         assert_eq!(items.len(), 1);
         let item = &items[0];
         assert_eq!(
-            (item.name.as_str(), item.kind.as_str(), item.detail.as_deref()),
+            (
+                item.name.as_str(),
+                item.kind.as_str(),
+                item.detail.as_deref()
+            ),
             ("twice", "function", Some("int (int)"))
         );
         assert_eq!((item.location.line, item.location.column), (1, 5));
