@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, select};
 
 use crate::cli::{EXIT_FOUND, EXIT_OK, EXIT_SERVER, EXIT_USAGE};
-use crate::config::Config;
 use crate::diagnostics::{self, Severity};
 use crate::engine::{DiagnosticsOutcome, EngineHandle, EngineOptions, Op};
 use crate::output::{self, CheckReport, FileReport, FileState, Format, ServerFailure};
@@ -49,7 +48,8 @@ impl Default for CheckOptions {
 
 /// Run the check; returns the exit status. `tune` adjusts the engine options built from the
 /// config (the global `--restart`/`--max-file-size`, see [`crate::cli::tune_engine`]).
-pub fn run(config: Config, options: &CheckOptions, tune: impl FnOnce(&mut EngineOptions)) -> i32 {
+pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
+    let config = &engine_options.config;
     let root = config.root.clone();
     let targets = if options.paths.is_empty() {
         vec![root.clone()]
@@ -85,8 +85,6 @@ pub fn run(config: Config, options: &CheckOptions, tune: impl FnOnce(&mut Engine
         };
     }
 
-    let mut engine_options = EngineOptions::new(config);
-    tune(&mut engine_options);
     let engine = EngineHandle::start(engine_options);
     let results = wait_with_progress(&engine, files.clone(), options.timeout);
     let statuses = engine.status();

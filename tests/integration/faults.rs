@@ -490,7 +490,7 @@ fn b21_hung_server_is_killed_and_restarted_after_three_missed_deadlines() {
 fn b06_garbage_on_stdout_costs_nothing_and_never_restarts() {
     let fx = Fx::new(
         "b06",
-        serde_json::from_str(include_str!("../fixtures/scenarios/garbage.json")).unwrap(),
+        serde_json::from_str(include_str!("../../fixtures/scenarios/garbage.json")).unwrap(),
     );
     let engine = fx.engine(None);
     let (server_id, uri) = open_a(&fx, &engine);
@@ -549,7 +549,7 @@ fn b06e_headers_in_any_order_and_case() {
 fn b05_stderr_flood_never_blocks_300_hovers() {
     let fx = Fx::new(
         "b05",
-        serde_json::from_str(include_str!("../fixtures/scenarios/stderr_flood.json")).unwrap(),
+        serde_json::from_str(include_str!("../../fixtures/scenarios/stderr_flood.json")).unwrap(),
     );
     let engine = fx.engine(None);
     let (server_id, uri) = open_a(&fx, &engine);
