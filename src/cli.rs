@@ -12,6 +12,7 @@ use std::time::Duration;
 use crate::check::{self, CheckOptions};
 use crate::config::{self, ConfigOptions};
 use crate::diagnostics::Severity;
+use crate::mcp::cli::McpCliOptions;
 
 /// Exit statuses shared by every command.
 pub const EXIT_OK: i32 = 0;
@@ -27,6 +28,9 @@ Usage: lspc [OPTIONS] <COMMAND> [ARGS]
 Commands:
   check [PATH...]     report the diagnostics language servers publish for files
   servers             list the configured servers and which files they serve
+  mcp [-- SERVER ARGS...]
+                      serve MCP on stdio: tools and resources over every configured server,
+                      or over exactly SERVER when one is given after --
 
 Options (any command):
   --root DIR          workspace root (default: nearest ancestor with .git or .lsp.json)
@@ -45,6 +49,14 @@ check options:
   --timeout SECONDS   how long each file's servers may take to settle (default: 30)
   --max-per-file N    report at most N diagnostics per file (default: all)
   --max-total N       report at most N diagnostics in total (default: all)
+
+mcp options:
+  --timeout SECONDS   how long one tool call may wait for its server (default: 60)
+  --language EXT=ID   with -- SERVER: an extension SERVER serves and its language id
+                      (repeatable, e.g. --language py=python; default: the built-in table)
+  --init-options JSON with -- SERVER: its initializationOptions
+  --settings JSON     with -- SERVER: its settings (workspace/configuration)
+  --open-documents N  keep at most N documents open (default: 50)
 
 Exit status: 0 nothing at or above --fail-on, 1 found, 2 usage or config error,
 3 a server failed or timed out.
@@ -73,6 +85,7 @@ pub struct GlobalOptions {
 pub enum Command {
     Check(CheckOptions),
     Servers,
+    Mcp(McpCliOptions),
     Help,
     Version,
 }
@@ -101,6 +114,8 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
     let mut command_name: Option<String> = None;
     let mut check = CheckOptions::default();
     let mut positionals: Vec<PathBuf> = Vec::new();
+    let mut mcp = McpCliOptions::default();
+    let mut timeout_given: Option<Duration> = None;
     let mut help = false;
     let mut version = false;
     while let Some(arg) = parser.next()? {
@@ -135,6 +150,22 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
                         ))
                     })?;
                 check.timeout = Duration::from_secs_f64(seconds);
+                timeout_given = Some(check.timeout);
+            }
+            Long("language") => {
+                let value: String = parser.value()?.string()?;
+                mcp.languages.push(crate::mcp::cli::parse_language(&value)?);
+            }
+            Long("init-options") => {
+                mcp.init_options = Some(crate::mcp::cli::parse_json("--init-options", &mut parser)?)
+            }
+            Long("settings") => {
+                mcp.settings = Some(crate::mcp::cli::parse_json("--settings", &mut parser)?)
+            }
+            Long("open-documents") => mcp.open_documents = Some(parser.value()?.parse()?),
+            Value(value) if command_name.as_deref() == Some("mcp") => {
+                mcp.server_command = Some(value);
+                mcp.server_args = parser.raw_args()?.collect();
             }
             Long("max-per-file") => check.max_per_file = Some(parser.value()?.parse()?),
             Long("max-total") => check.max_total = Some(parser.value()?.parse()?),
@@ -160,6 +191,11 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
             Some("servers") => {
                 expect_no_positionals("servers", &positionals)?;
                 Command::Servers
+            }
+            Some("mcp") => {
+                expect_no_positionals("mcp", &positionals)?;
+                mcp.timeout = timeout_given;
+                Command::Mcp(mcp)
             }
             Some("help") => Command::Help,
             Some(other) => {
@@ -226,6 +262,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             let config = load_config(&args.global);
             check::run(config, &options)
         }
+        Command::Mcp(options) => crate::mcp::cli::run(&args.global, options),
     }
 }
 

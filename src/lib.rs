@@ -24,6 +24,7 @@ pub mod cli;
 pub mod config;
 pub mod diagnostics;
 pub mod engine;
+pub mod mcp;
 pub mod output;
 pub mod process;
 pub mod signals;

@@ -28,6 +28,10 @@ use crate::text::{LineIndex, PositionEncoding};
 use crate::transport::{IncomingMessage, Outgoing};
 use crate::uri;
 
+// MCP/frontend support (passive diagnostics, event subscriptions, snapshots).
+#[path = "frontend_events.rs"]
+pub(super) mod frontend_events;
+
 /// JSON-RPC error codes lspc reacts to (LSP 3.17 §`ErrorCodes`).
 const CONTENT_MODIFIED: i32 = -32801;
 const SERVER_CANCELLED: i32 = -32802;
@@ -293,6 +297,7 @@ struct State {
     /// Texts of files servers published for but lspc never opened, for column conversion.
     disk_texts: HashMap<PathBuf, (Arc<str>, Arc<LineIndex>)>,
     shutting_down: bool,
+    frontend: frontend_events::FrontendHub,
 }
 
 impl State {
@@ -343,6 +348,7 @@ impl State {
             jobs: Vec::new(),
             disk_texts: HashMap::new(),
             shutting_down: false,
+            frontend: frontend_events::FrontendHub::default(),
         }
     }
 
@@ -411,6 +417,7 @@ impl State {
                 let _ = reply.send(self.status());
             }
             Op::Shutdown { .. } => unreachable!("handled by the loop"),
+            op => self.handle_frontend_op(op),
         }
     }
 
@@ -576,6 +583,9 @@ impl State {
             }
         );
         server.notify("initialized", json!({}));
+        let name = server.config.name.clone();
+        self.frontend_server_initialized(&name);
+        let server = &mut self.servers[server_id.0 as usize];
         if let Some(settings) = server.config.settings.clone() {
             server.notify(
                 "workspace/didChangeConfiguration",
@@ -610,6 +620,8 @@ impl State {
             reason: reason.clone(),
             permanent,
         };
+        self.frontend_server_failed(&reason, permanent);
+        let server = &mut self.servers[server_id.0 as usize];
         server.active_progress.clear();
         server.publishes.clear();
         // Fail requests in flight.
@@ -1101,7 +1113,7 @@ impl State {
         }
         let encoding = server.encoding;
         let converted = self.convert(&name, &path, &raw, encoding);
-        self.store.replace(&name, &path, converted);
+        self.record_diagnostics(&name, &path, converted);
     }
 
     fn convert(
@@ -1155,7 +1167,7 @@ impl State {
             })
             .unwrap_or_default();
         let converted = self.convert(&name, path, &items, encoding);
-        self.store.replace(&name, path, converted);
+        self.record_diagnostics(&name, path, converted);
     }
 
     // ----- per turn --------------------------------------------------------------------------
