@@ -293,7 +293,9 @@ fn read_loop(mut input: Box<dyn BufRead + Send>, lines: Sender<Option<String>>) 
                 return;
             }
             Ok(_) => {
-                let line = String::from_utf8_lossy(&buffer).into_owned();
+                let line = String::from_utf8_lossy(&buffer)
+                    .trim_end_matches(['\n', '\r'])
+                    .to_owned();
                 if lines.send(Some(line)).is_err() {
                     return;
                 }
@@ -467,6 +469,8 @@ impl Server {
                 &id,
                 json!({
                     "resultType": "complete",
+                    "ttlMs": 0,
+                    "cacheScope": "private",
                     "supportedVersions": protocol::supported_versions(),
                     "capabilities": server_capabilities(),
                     "serverInfo": server_info(),
@@ -728,12 +732,22 @@ impl Server {
     }
 }
 
-/// Add the 2026-07-28 result fields: `resultType` and `_meta` with the server's identity.
+/// Add the 2026-07-28 result fields: `resultType`, cache hints on list/read results, and `_meta`
+/// with the server's identity.
 fn modern_result(mut result: Value) -> Value {
     if let Value::Object(object) = &mut result {
         object
             .entry("resultType")
             .or_insert_with(|| json!("complete"));
+        // CacheableResult (2026-07-28 schema): list and read results must say how long they stay
+        // fresh; lspc's change with server state, so never (0 ms), and only for this client.
+        if ["tools", "resources", "resourceTemplates", "contents"]
+            .iter()
+            .any(|key| object.contains_key(*key))
+        {
+            object.insert("ttlMs".to_owned(), json!(0));
+            object.insert("cacheScope".to_owned(), json!("private"));
+        }
         let meta = object.entry("_meta").or_insert_with(|| json!({}));
         if let Value::Object(meta) = meta {
             meta.insert(protocol::META_SERVER_INFO.to_owned(), server_info());
