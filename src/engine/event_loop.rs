@@ -1820,6 +1820,8 @@ impl State {
             last_publish: server.publishes.get(path).copied(),
             progress_active: !server.active_progress.is_empty(),
             last_progress_change: server.last_progress_change,
+            // lspc sends `didSave` with every later version to servers that asked for saves.
+            saved: sent_version > 1 && server.save.is_some(),
         })
     }
 

@@ -8,11 +8,16 @@
 //! 2. no `$/progress` token of that server is active; and
 //! 3. a quiet period has passed since the last publish and the last progress change: 250 ms after
 //!    a versioned publish, longer after an unversioned one, since such a publish may describe
-//!    older text and a fresher one may follow.
+//!    older text and a fresher one may follow; and at least [`QUIET_AFTER_SAVE`] when a `didSave`
+//!    went with the text, since check-on-save servers publish a second round after the save
+//!    (case B18: rust-analyzer's `cargo check`, the fixture's "semantic" diagnostic).
 //!
 //! "Nothing arrived" is never settled: the caller's timeout turns it into "incomplete".
 
 use std::time::{Duration, Instant};
+
+/// The shortest quiet period after a `didSave` (B18).
+pub(crate) const QUIET_AFTER_SAVE: Duration = Duration::from_millis(750);
 
 /// The last publish a server made for one file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +38,27 @@ pub(crate) struct PushState {
     /// Whether any progress token of the server is active, and when progress last changed.
     pub progress_active: bool,
     pub last_progress_change: Option<Instant>,
+    /// Whether a `didSave` was sent with this version (the server asked for saves).
+    pub saved: bool,
+}
+
+/// The quiet period that applies to `state` after `publish`.
+fn quiet_for(
+    state: &PushState,
+    publish: &PublishInfo,
+    quiet: Duration,
+    quiet_unversioned: Duration,
+) -> Duration {
+    let quiet = if publish.version.is_some() {
+        quiet
+    } else {
+        quiet_unversioned
+    };
+    if state.saved {
+        quiet.max(QUIET_AFTER_SAVE)
+    } else {
+        quiet
+    }
 }
 
 /// Whether the server's pushed diagnostics for the document are settled at `now`.
@@ -52,11 +78,7 @@ pub(crate) fn push_settled(
     if !fresh || state.progress_active {
         return false;
     }
-    let quiet = if publish.version.is_some() {
-        quiet
-    } else {
-        quiet_unversioned
-    };
+    let quiet = quiet_for(state, &publish, quiet, quiet_unversioned);
     let last_activity = match state.last_progress_change {
         Some(progress) if progress > publish.at => progress,
         _ => publish.at,
@@ -74,11 +96,7 @@ pub(crate) fn push_settle_time(
     if state.progress_active {
         return None;
     }
-    let quiet = if publish.version.is_some() {
-        quiet
-    } else {
-        quiet_unversioned
-    };
+    let quiet = quiet_for(state, &publish, quiet, quiet_unversioned);
     let last_activity = match state.last_progress_change {
         Some(progress) if progress > publish.at => progress,
         _ => publish.at,
@@ -112,6 +130,7 @@ mod tests {
             }),
             progress_active: false,
             last_progress_change: None,
+            saved: false,
         }
     }
 
@@ -134,6 +153,15 @@ mod tests {
         check(state(t0, Some((None, 5))), 5000, t0, false);
         check(state(t0, Some((None, 60))), 400, t0, false);
         check(state(t0, Some((None, 60))), 1560, t0, true);
+    }
+
+    #[test]
+    fn a_save_lengthens_the_quiet_period() {
+        let t0 = Instant::now();
+        let mut saved = state(t0, Some((Some(2), 100)));
+        saved.saved = true;
+        check(saved, 400, t0, false);
+        check(saved, 860, t0, true);
     }
 
     #[test]

@@ -195,7 +195,8 @@ fn validate_sarif(workspace: &Workspace, sarif: &str) {
     }
     let path = workspace.root.parent().unwrap().join("report.sarif");
     std::fs::write(&path, sarif).unwrap();
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/scripts/validate-sarif.py");
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/scripts/validate-sarif.py");
     let output = TestCommand::new("python3").arg(script).arg(&path).run();
     output.status(0);
 }
@@ -581,4 +582,153 @@ fn no_server_or_grandchild_outlives_lspc_check() {
         "{}",
         output.story()
     );
+}
+
+// ----- document sync across edits (one session, files changed on disk between requests) -------
+
+fn diagnostics_request(id: u32) -> Value {
+    json!({"id": id, "op": "diagnostics", "file": "a.py"})
+}
+
+fn row(line: u64, column: u64, severity: &str, message: &str) -> (u64, u64, String, String) {
+    (line, column, severity.to_owned(), message.to_owned())
+}
+
+/// B15 (FX): the server publishes v1's result 2 s late, after v2's (empty) result. The late v1
+/// publish is dropped: v2's empty set stands, also after the late publish arrived.
+#[test]
+fn late_publish_for_an_old_version_is_discarded() {
+    // Without `save` in its sync options, so the 250 ms quiet period applies (not the longer
+    // one after a `didSave`) and the second answer comes before the late publish.
+    let mut late = scenario("late_old_version");
+    late["capabilities"] = json!({"textDocumentSync": {"openClose": true, "change": 1}});
+    let (workspace, config) = fixture_workspace("b15", late, "ERROR: old problem\n");
+    let mut session = BatchSession::start(&workspace, &config, 1);
+    let first = session.ask(diagnostics_request(1));
+    assert_eq!(first["result"]["complete"], false, "{first}");
+    workspace.file("a.py", "x = 1\n");
+    let second = session.ask(diagnostics_request(2));
+    assert_eq!(second["result"]["complete"], true, "{second}");
+    assert_eq!(batch_diagnostics(&second), []);
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let third = session.ask(diagnostics_request(3));
+    assert_eq!(
+        batch_diagnostics(&third),
+        [],
+        "the late v1 publish must not come back"
+    );
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    assert!(stderr.contains("dropped diagnostics"), "{stderr}");
+    let versions: Vec<u64> = workspace
+        .transcript("fx")
+        .iter()
+        .filter(|entry| entry["message"]["method"] == "textDocument/didChange")
+        .map(|entry| {
+            entry["message"]["params"]["textDocument"]["version"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(versions, [2]);
+}
+
+/// B16 (d): after `didChange` v2 an unversioned publish of stale content arrives at +50 ms and a
+/// fresh one at +1 s: the fresh one is reported.
+#[test]
+fn unversioned_publishes_after_a_change_report_the_latest() {
+    let (workspace, config) =
+        fixture_workspace("b16d", scenario("unversioned_publishes"), "ERROR: kept\n");
+    let mut session = BatchSession::start(&workspace, &config, 20);
+    let first = session.ask(diagnostics_request(1));
+    assert_eq!(batch_diagnostics(&first), [row(1, 1, "error", "kept")]);
+    workspace.file("a.py", "WARNING: fresh\n");
+    let second = session.ask(diagnostics_request(2));
+    assert_eq!(
+        batch_diagnostics(&second),
+        [row(1, 1, "warning", "fresh")],
+        "{second}"
+    );
+    session.finish();
+}
+
+/// B18: a check-on-save server publishes its semantic diagnostic 300 ms after `didSave`; lspc
+/// sends `didChange` then `didSave` when the file changed on disk, and reports it.
+#[test]
+fn check_on_save_diagnostics_follow_did_save() {
+    let (workspace, config) = fixture_workspace("b18s", scenario("save_diagnostics"), "x = 1\n");
+    let mut session = BatchSession::start(&workspace, &config, 20);
+    assert_eq!(batch_diagnostics(&session.ask(diagnostics_request(1))), []);
+    workspace.file("a.py", "x = 2\n");
+    let second = session.ask(diagnostics_request(2));
+    assert_eq!(
+        batch_diagnostics(&second),
+        [row(1, 1, "error", "semantic error")],
+        "{second}"
+    );
+    session.finish();
+    let methods = methods(&workspace.transcript("fx"));
+    let change = methods
+        .iter()
+        .position(|method| method == "textDocument/didChange");
+    let save = methods
+        .iter()
+        .position(|method| method == "textDocument/didSave");
+    assert!(change.is_some() && save > change, "{methods:?}");
+}
+
+/// B04: during a hover the server asks `window/showMessageRequest` (answered `null`),
+/// `workspace/applyEdit` with a stale version (`applied: false`, nothing written) and an unknown
+/// `foo/bar` (a -32601 error), and blocks on each; the hover still answers.
+#[test]
+fn server_requests_during_a_request_are_all_answered() {
+    let (workspace, config) =
+        fixture_workspace("b04", scenario("server_requests_on_hover"), "alpha = 1\n");
+    let output = workspace
+        .lspc()
+        .args(["hover", "--no-builtin", "--timeout", "20", "--config"])
+        .arg(&config)
+        .arg("a.py:1:1")
+        .run();
+    output.status(0);
+    assert_eq!(
+        workspace.read("a.py"),
+        "alpha = 1\n",
+        "the stale edit must not be applied"
+    );
+    let transcript = workspace.transcript("fx");
+    let replies: Vec<&Value> = transcript
+        .iter()
+        .map(|entry| &entry["message"])
+        .filter(|message| message.get("method").is_none() && message.get("id").is_some())
+        .collect();
+    let result_of = |index: usize| {
+        replies
+            .get(index)
+            .copied()
+            .unwrap_or_else(|| output.fail("missing reply"))
+    };
+    // The first reply answers initialize's registrations or the requests above, in order.
+    let show = replies
+        .iter()
+        .find(|reply| reply["result"].is_null() && reply.get("error").is_none());
+    assert!(show.is_some(), "{}", output.story());
+    let apply = replies
+        .iter()
+        .find(|reply| reply["result"].get("applied").is_some())
+        .unwrap_or_else(|| output.fail("no applyEdit reply"));
+    assert_eq!(apply["result"]["applied"], false, "{}", output.story());
+    assert!(
+        apply["result"]["failureReason"]
+            .as_str()
+            .is_some_and(|reason| reason.contains("version")),
+        "{}",
+        output.story()
+    );
+    let unknown = replies
+        .iter()
+        .find(|reply| reply.get("error").is_some())
+        .unwrap_or_else(|| output.fail("no error reply for foo/bar"));
+    assert_eq!(unknown["error"]["code"], -32601, "{}", output.story());
+    let _ = result_of(0);
 }

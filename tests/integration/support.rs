@@ -527,3 +527,94 @@ pub fn reply_to<'a>(transcript: &'a [Value], id: &Value) -> Option<&'a Value> {
         .map(|entry| &entry["message"])
         .find(|message| message.get("method").is_none() && message.get("id") == Some(id))
 }
+
+/// An interactive `lspc batch` session: one request line at a time, so a test can change files
+/// on disk between requests (as an agent's editor would).
+pub struct BatchSession {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    lines: std::sync::mpsc::Receiver<String>,
+    stderr: std::thread::JoinHandle<String>,
+}
+
+impl BatchSession {
+    /// Start `lspc batch --no-builtin --config CONFIG --timeout SECONDS` in the workspace.
+    pub fn start(workspace: &Workspace, config: &Path, timeout_seconds: u32) -> BatchSession {
+        let mut child = Command::new(lspc_bin())
+            .current_dir(&workspace.root)
+            .env("RUST_LOG", "lspc=debug")
+            .args([
+                "batch",
+                "--no-builtin",
+                "--timeout",
+                &timeout_seconds.to_string(),
+                "--config",
+            ])
+            .arg(config)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawning lspc batch");
+        let stdout = child.stdout.take().unwrap();
+        let (sender, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = read_all(child.stderr.take().unwrap());
+        BatchSession {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            stderr,
+        }
+    }
+
+    /// Send one request and wait (at most 60 s) for its answer line.
+    pub fn ask(&mut self, request: Value) -> Value {
+        use std::io::Write;
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{request}").unwrap();
+        stdin.flush().unwrap();
+        let line = self
+            .lines
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("no answer to {request} within 60 s"));
+        serde_json::from_str(&line)
+            .unwrap_or_else(|error| panic!("bad answer line {line:?}: {error}"))
+    }
+
+    /// Close stdin and wait for lspc to exit; returns its exit status and stderr.
+    pub fn finish(mut self) -> (Option<i32>, String) {
+        drop(self.stdin.take());
+        let status = self.child.wait_timeout(Duration::from_secs(30)).unwrap();
+        if status.is_none() {
+            let _ = self.child.kill();
+        }
+        let stderr = self.stderr.join().unwrap();
+        (status.and_then(|status| status.code()), stderr)
+    }
+}
+
+/// The `(line, column, severity, message)` rows of a batch `diagnostics` answer.
+pub fn batch_diagnostics(answer: &Value) -> Vec<(u64, u64, String, String)> {
+    answer["result"]["diagnostics"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no diagnostics in {answer}"))
+        .iter()
+        .map(|diagnostic| {
+            (
+                diagnostic["line"].as_u64().unwrap(),
+                diagnostic["column"].as_u64().unwrap(),
+                diagnostic["severity"].as_str().unwrap().to_owned(),
+                diagnostic["message"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
