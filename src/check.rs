@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, select};
 
 use crate::cli::{EXIT_FOUND, EXIT_OK, EXIT_SERVER, EXIT_USAGE};
-use crate::config::Config;
 use crate::diagnostics::{self, Severity};
 use crate::engine::{DiagnosticsOutcome, EngineHandle, EngineOptions, Op};
 use crate::output::{self, CheckReport, FileReport, FileState, Format, ServerFailure};
@@ -47,8 +46,10 @@ impl Default for CheckOptions {
     }
 }
 
-/// Run the check; returns the exit status.
-pub fn run(config: Config, options: &CheckOptions) -> i32 {
+/// Run the check; returns the exit status. `tune` adjusts the engine options built from the
+/// config (the global `--restart`/`--max-file-size`, see [`crate::cli::tune_engine`]).
+pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
+    let config = &engine_options.config;
     let root = config.root.clone();
     let targets = if options.paths.is_empty() {
         vec![root.clone()]
@@ -84,7 +85,7 @@ pub fn run(config: Config, options: &CheckOptions) -> i32 {
         };
     }
 
-    let engine = EngineHandle::start(EngineOptions::new(config));
+    let engine = EngineHandle::start(engine_options);
     let results = wait_with_progress(&engine, files.clone(), options.timeout);
     let statuses = engine.status();
     engine.shutdown();

@@ -12,6 +12,10 @@ use std::time::Duration;
 use crate::check::{self, CheckOptions};
 use crate::config::{self, ConfigOptions};
 use crate::diagnostics::Severity;
+use crate::engine::{EngineOptions, RestartPolicy};
+use crate::output::Format;
+use crate::query::command::{QueryFormat, QueryOptions, QueryRequest};
+use crate::query::{CallDirection, ColumnOrSymbol, DefinitionKind, TextPosition, TypeDirection};
 
 /// Exit statuses shared by every command.
 pub const EXIT_OK: i32 = 0;
@@ -36,6 +40,20 @@ Commands:
                       format FILE with its server; prints a diff, or writes with --apply
   edit FILE --old TEXT --new TEXT
                       replace the one exact occurrence of TEXT, then report new diagnostics
+  definition LOC      where the symbol at LOC is defined (textDocument/definition)
+  declaration LOC     its declaration
+  type-definition LOC the definition of its type
+  implementation LOC  implementations of the interface/method at LOC
+  references LOC      every reference to it (--include-declaration adds the declaration)
+  hover LOC           the hover text (type, signature, documentation) as plain text
+  symbols FILE        the file's symbols as an indented tree
+  workspace-symbols QUERY  symbols matching QUERY in the workspace
+  call-hierarchy LOC  the call hierarchy item at LOC
+  incoming-calls LOC  who calls the function at LOC
+  outgoing-calls LOC  what the function at LOC calls
+  type-hierarchy LOC  --supertypes (default) or --subtypes of the type at LOC
+  signature-help LOC  the signature of the call around LOC
+  batch               JSON-lines queries on stdin, one JSON answer line each on stdout
 
 Options (any command):
   --root DIR          workspace root (default: nearest ancestor with .git or .lsp.json)
@@ -43,6 +61,9 @@ Options (any command):
   --plugin-dir DIR    a plugin folder with .lsp.json or a manifest with lspServers (repeatable)
   --trust             load the workspace's own .lsp.json (also LSPC_TRUST=1)
   --no-builtin        do not use lspc's built-in table of well-known servers
+  --restart POLICY    restart crashed servers: never, always, or at most N times in a row
+                      (default: each server's restartOnCrash/maxRestarts, else 3)
+  --max-file-size N   do not send files larger than N bytes to servers (default: 10485760)
   -v, --verbose       more logging on stderr (-vv for debug); RUST_LOG also works
   -h, --help          this help
   -V, --version       print the version
@@ -61,8 +82,18 @@ disk contents checked, files written atomically, nothing written when any check 
 Writing commands print the <new-diagnostics> the edit introduced. --timeout bounds each
 server request and diagnostics wait. Exit status: 0 done, 1 edit refused, 2 usage, 3 server.
 
-Exit status: 0 nothing at or above --fail-on, 1 found, 2 usage or config error,
-3 a server failed or timed out.
+Query options (LOC is FILE:LINE:COLUMN, or FILE:LINE with --symbol; 1-based, columns in
+characters):
+  --symbol NAME       the column is the first occurrence of NAME on the line
+  --occurrence N      with --symbol: the Nth occurrence instead (default 1)
+  --format FORMAT     human (default: path:line:col and the source line) or json
+  --timeout SECONDS   bound on server start, indexing wait and each request (default: 30)
+  --include-declaration  references: include the declaration itself
+  --supertypes, --subtypes  type-hierarchy direction
+  --file FILE         workspace-symbols: ask the server that serves FILE
+
+Exit status: check: 0 nothing at or above --fail-on, 1 found; queries: 0 found, 1 nothing
+found; all: 2 usage or config error, 3 a server failed, timed out or lacks the feature.
 ";
 
 /// A parsed command line.
@@ -81,6 +112,10 @@ pub struct GlobalOptions {
     pub trust: bool,
     pub no_builtin: bool,
     pub verbose: u8,
+    /// `--restart never|always|N`; `None` leaves each server's config in charge.
+    pub restart: Option<RestartPolicy>,
+    /// `--max-file-size BYTES`; `None` means the engine default (10 MiB).
+    pub max_file_size: Option<u64>,
 }
 
 /// The command to run.
@@ -112,6 +147,12 @@ pub enum Command {
         file: PathBuf,
         old: String,
         new: String,
+        timeout: Duration,
+    },
+    /// A code-intelligence query (`definition`, `references`, `hover`, ...).
+    Query(QueryOptions),
+    /// `lspc batch`: JSON-lines queries on stdin; `timeout` bounds each one.
+    Batch {
         timeout: Duration,
     },
     Help,
@@ -148,6 +189,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
     let mut apply_title: Option<String> = None;
     let mut old_text: Option<String> = None;
     let mut new_text: Option<String> = None;
+    let mut query_flags = QueryFlags::default();
     while let Some(arg) = parser.next()? {
         match arg {
             // `--apply` is a flag, except for code-actions where it names the action.
@@ -163,6 +205,23 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
             Long("trust") => global.trust = true,
             Long("no-builtin") => global.no_builtin = true,
             Short('v') | Long("verbose") => global.verbose += 1,
+            Long("restart") => {
+                let value: String = parser.value()?.string()?;
+                global.restart = Some(value.parse().map_err(
+                    |error: crate::engine::supervisor::RestartPolicyError| {
+                        UsageError(error.to_string())
+                    },
+                )?);
+            }
+            Long("max-file-size") => {
+                let value: String = parser.value()?.string()?;
+                let bytes = value.parse::<u64>().ok().filter(|bytes| *bytes > 0);
+                global.max_file_size = Some(bytes.ok_or_else(|| {
+                    UsageError(format!(
+                        "--max-file-size: expected a positive number of bytes, got {value:?}"
+                    ))
+                })?);
+            }
             Short('h') | Long("help") => help = true,
             Short('V') | Long("version") => version = true,
             Long("format") => {
@@ -190,6 +249,12 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
             }
             Long("max-per-file") => check.max_per_file = Some(parser.value()?.parse()?),
             Long("max-total") => check.max_total = Some(parser.value()?.parse()?),
+            Long("symbol") => query_flags.symbol = Some(parser.value()?.string()?),
+            Long("occurrence") => query_flags.occurrence = Some(parser.value()?.parse()?),
+            Long("include-declaration") => query_flags.include_declaration = true,
+            Long("supertypes") => query_flags.supertypes = true,
+            Long("subtypes") => query_flags.subtypes = true,
+            Long("file") => query_flags.file = Some(parser.value()?.into()),
             Value(value) if command_name.is_none() => command_name = Some(value.string()?),
             Value(value) => positionals.push(value.into()),
             _ => return Err(arg.unexpected().into()),
@@ -257,6 +322,15 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
                     timeout: check.timeout,
                 }
             }
+            Some("batch") => {
+                expect_no_positionals("batch", &positionals)?;
+                Command::Batch {
+                    timeout: check.timeout,
+                }
+            }
+            Some(name) if is_query_command(name) => {
+                Command::Query(parse_query(name, &positionals, &query_flags, &check)?)
+            }
             Some(other) => {
                 return Err(UsageError(format!(
                     "unknown command {other:?} (try lspc --help)"
@@ -265,6 +339,231 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
         }
     };
     Ok(Args { global, command })
+}
+
+/// Query flags, collected in any order and checked once the command is known.
+#[derive(Debug, Default)]
+struct QueryFlags {
+    symbol: Option<String>,
+    occurrence: Option<u32>,
+    include_declaration: bool,
+    supertypes: bool,
+    subtypes: bool,
+    file: Option<PathBuf>,
+}
+
+const QUERY_COMMANDS: [&str; 13] = [
+    "definition",
+    "declaration",
+    "type-definition",
+    "implementation",
+    "references",
+    "hover",
+    "symbols",
+    "workspace-symbols",
+    "call-hierarchy",
+    "incoming-calls",
+    "outgoing-calls",
+    "type-hierarchy",
+    "signature-help",
+];
+
+fn is_query_command(name: &str) -> bool {
+    QUERY_COMMANDS.contains(&name)
+}
+
+/// The one positional argument of a query command.
+fn single_positional<'a>(
+    command: &str,
+    what: &str,
+    positionals: &'a [PathBuf],
+) -> Result<&'a PathBuf, UsageError> {
+    match positionals {
+        [one] => Ok(one),
+        [] => Err(UsageError(format!("{command}: missing {what}"))),
+        [_, extra, ..] => Err(UsageError(format!(
+            "{command}: unexpected argument {:?}",
+            extra.display()
+        ))),
+    }
+}
+
+fn parse_query(
+    command: &str,
+    positionals: &[PathBuf],
+    flags: &QueryFlags,
+    check: &CheckOptions,
+) -> Result<QueryOptions, UsageError> {
+    let format = match check.format {
+        Format::Human => QueryFormat::Human,
+        Format::Json => QueryFormat::Json,
+        other => {
+            return Err(UsageError(format!(
+                "{command}: --format {} is not available for queries (expected human or json)",
+                other.as_str()
+            )))
+        }
+    };
+    let flag_only_for = |set: bool, flag: &str, commands: &[&str]| -> Result<(), UsageError> {
+        if set && !commands.contains(&command) {
+            return Err(UsageError(format!("{command}: {flag} does not apply")));
+        }
+        Ok(())
+    };
+    flag_only_for(
+        flags.include_declaration,
+        "--include-declaration",
+        &["references"],
+    )?;
+    flag_only_for(
+        flags.supertypes || flags.subtypes,
+        "--supertypes/--subtypes",
+        &["type-hierarchy"],
+    )?;
+    flag_only_for(flags.file.is_some(), "--file", &["workspace-symbols"])?;
+    if flags.supertypes && flags.subtypes {
+        return Err(UsageError(
+            "type-hierarchy: give --supertypes or --subtypes, not both".to_owned(),
+        ));
+    }
+    let position = || -> Result<TextPosition, UsageError> {
+        let loc = single_positional(
+            command,
+            "LOC (FILE:LINE:COLUMN or FILE:LINE --symbol NAME)",
+            positionals,
+        )?;
+        parse_loc(
+            &loc.to_string_lossy(),
+            flags.symbol.as_deref(),
+            flags.occurrence,
+        )
+        .map_err(|message| UsageError(format!("{command}: {message}")))
+    };
+    let no_symbol = || -> Result<(), UsageError> {
+        if flags.symbol.is_some() || flags.occurrence.is_some() {
+            return Err(UsageError(format!(
+                "{command}: --symbol/--occurrence do not apply"
+            )));
+        }
+        Ok(())
+    };
+    let definition = |kind| -> Result<QueryRequest, UsageError> {
+        Ok(QueryRequest::Definition {
+            at: position()?,
+            kind,
+        })
+    };
+    let request = match command {
+        "definition" => definition(DefinitionKind::Definition)?,
+        "declaration" => definition(DefinitionKind::Declaration)?,
+        "type-definition" => definition(DefinitionKind::TypeDefinition)?,
+        "implementation" => definition(DefinitionKind::Implementation)?,
+        "references" => QueryRequest::References {
+            at: position()?,
+            include_declaration: flags.include_declaration,
+        },
+        "hover" => QueryRequest::Hover { at: position()? },
+        "symbols" => {
+            no_symbol()?;
+            QueryRequest::Symbols {
+                file: single_positional(command, "FILE", positionals)?.clone(),
+            }
+        }
+        "workspace-symbols" => {
+            no_symbol()?;
+            QueryRequest::WorkspaceSymbols {
+                query: single_positional(command, "QUERY", positionals)?
+                    .to_string_lossy()
+                    .into_owned(),
+                file: flags.file.clone(),
+            }
+        }
+        "call-hierarchy" => QueryRequest::CallHierarchy {
+            at: position()?,
+            direction: None,
+        },
+        "incoming-calls" => QueryRequest::CallHierarchy {
+            at: position()?,
+            direction: Some(CallDirection::Incoming),
+        },
+        "outgoing-calls" => QueryRequest::CallHierarchy {
+            at: position()?,
+            direction: Some(CallDirection::Outgoing),
+        },
+        "type-hierarchy" => QueryRequest::TypeHierarchy {
+            at: position()?,
+            direction: if flags.subtypes {
+                TypeDirection::Subtypes
+            } else {
+                TypeDirection::Supertypes
+            },
+        },
+        _ => QueryRequest::SignatureHelp { at: position()? },
+    };
+    Ok(QueryOptions {
+        request,
+        format,
+        timeout: check.timeout,
+    })
+}
+
+/// Parse a LOC: `FILE:LINE:COLUMN`, or `FILE:LINE` with `symbol` (and optional 1-based
+/// `occurrence`, default 1). Lines and columns are 1-based, columns in Unicode characters; the
+/// file may itself contain `:` (the numbers are taken from the end).
+pub fn parse_loc(
+    loc: &str,
+    symbol: Option<&str>,
+    occurrence: Option<u32>,
+) -> Result<TextPosition, String> {
+    let expected =
+        || format!("expected LOC as FILE:LINE:COLUMN or FILE:LINE with --symbol NAME, got {loc:?}");
+    let number = |text: &str| -> Option<u32> {
+        if text.is_empty() || !text.bytes().all(|byte| byte.is_ascii_digit()) {
+            return None;
+        }
+        text.parse().ok()
+    };
+    let mut parts = loc.rsplitn(3, ':');
+    let last = parts.next().unwrap_or("");
+    let middle = parts.next();
+    let first = parts.next();
+    let (file, line, column) = match (first, middle.and_then(number), number(last)) {
+        (Some(file), Some(line), Some(column)) => (file.to_owned(), line, Some(column)),
+        (_, _, Some(line)) => match middle {
+            // `FILE:LINE` where FILE may hold colons: everything before the last `:`.
+            Some(_) => (loc[..loc.len() - last.len() - 1].to_owned(), line, None),
+            None => return Err(expected()),
+        },
+        _ => return Err(expected()),
+    };
+    if file.is_empty() {
+        return Err(expected());
+    }
+    if occurrence.is_some() && symbol.is_none() {
+        return Err("--occurrence needs --symbol".to_owned());
+    }
+    let target = match (column, symbol) {
+        (Some(_), Some(_)) => {
+            return Err(format!(
+                "{loc:?} already has a column; give FILE:LINE with --symbol, or no --symbol"
+            ))
+        }
+        (Some(column), None) => ColumnOrSymbol::Column(column),
+        (None, Some(name)) => ColumnOrSymbol::Symbol {
+            name: name.to_owned(),
+            occurrence: occurrence.unwrap_or(1),
+        },
+        (None, None) => {
+            return Err(format!(
+                "{loc:?} has no column: give FILE:LINE:COLUMN, or FILE:LINE with --symbol NAME"
+            ))
+        }
+    };
+    Ok(TextPosition {
+        file: PathBuf::from(file),
+        line,
+        target,
+    })
 }
 
 fn parse_severity(flag: &str, parser: &mut lexopt::Parser) -> Result<Severity, UsageError> {
@@ -333,23 +632,31 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         }
         Command::Check(options) => {
             let config = load_config(&args.global);
-            check::run(config, &options)
+            check::run(engine_options(config, &args.global), &options)
+        }
+        Command::Query(options) => {
+            let config = load_config(&args.global);
+            crate::query::command::run(engine_options(config, &args.global), &options)
+        }
+        Command::Batch { timeout } => {
+            let config = load_config(&args.global);
+            crate::batch::run(engine_options(config, &args.global), timeout)
         }
         command @ (Command::Rename { .. }
         | Command::CodeActions { .. }
         | Command::Format { .. }
         | Command::Edit { .. }) => {
             let config = load_config(&args.global);
-            run_edit_command(config, command)
+            run_edit_command(engine_options(config, &args.global), command)
         }
     }
 }
 
 /// Runs one edit command on a fresh engine and prints its outcome.
-fn run_edit_command(config: config::Config, command: Command) -> i32 {
+fn run_edit_command(engine_options: EngineOptions, command: Command) -> i32 {
     use crate::edit::commands::{self, CommandError, EditCommands};
-    use crate::engine::{EngineHandle, EngineOptions};
-    let root = config.root.clone();
+    use crate::engine::EngineHandle;
+    let root = engine_options.config.root.clone();
     let timeout = match &command {
         Command::Rename { timeout, .. }
         | Command::CodeActions { timeout, .. }
@@ -357,7 +664,7 @@ fn run_edit_command(config: config::Config, command: Command) -> i32 {
         | Command::Edit { timeout, .. } => *timeout,
         _ => Duration::from_secs(30),
     };
-    let engine = EngineHandle::start(EngineOptions::new(config));
+    let engine = EngineHandle::start(engine_options);
     let edits = EditCommands::new(engine.op_sender(), root.clone(), timeout);
     let result: Result<String, CommandError> = match command {
         Command::Rename {
@@ -420,6 +727,24 @@ fn run_edit_command(config: config::Config, command: Command) -> i32 {
                 _ => EXIT_USAGE,
             }
         }
+    }
+}
+
+/// The engine options for `config` with the global flags applied ([`tune_engine`]).
+pub fn engine_options(config: config::Config, global: &GlobalOptions) -> EngineOptions {
+    let mut options = EngineOptions::new(config);
+    tune_engine(global, &mut options);
+    options
+}
+
+/// Apply the global options that tune the engine (`--restart`, `--max-file-size`) to `engine`.
+/// Every command that starts an engine calls this on its [`EngineOptions`].
+pub fn tune_engine(global: &GlobalOptions, engine: &mut EngineOptions) {
+    if let Some(restart) = global.restart {
+        engine.restart = Some(restart);
+    }
+    if let Some(max_file_size) = global.max_file_size {
+        engine.max_file_size = max_file_size;
     }
 }
 
@@ -486,6 +811,161 @@ mod tests {
     }
 
     #[test]
+    fn locs_parse_into_positions() {
+        let check = |loc: &str,
+                     symbol: Option<&str>,
+                     occurrence: Option<u32>,
+                     expected: Result<(&str, u32, ColumnOrSymbol), &str>| {
+            let got = parse_loc(loc, symbol, occurrence)
+                .map(|position| (position.file, position.line, position.target));
+            let expected = expected
+                .map(|(file, line, target)| (PathBuf::from(file), line, target))
+                .map_err(str::to_owned);
+            assert_eq!(got, expected, "{loc}");
+        };
+        let symbol = |name: &str, occurrence| ColumnOrSymbol::Symbol {
+            name: name.to_owned(),
+            occurrence,
+        };
+        check(
+            "a.py:3:19",
+            None,
+            None,
+            Ok(("a.py", 3, ColumnOrSymbol::Column(19))),
+        );
+        check(
+            "/w/src/a.py:1:1",
+            None,
+            None,
+            Ok(("/w/src/a.py", 1, ColumnOrSymbol::Column(1))),
+        );
+        check("a.py:3", Some("a"), None, Ok(("a.py", 3, symbol("a", 1))));
+        check(
+            "a.py:3",
+            Some("a"),
+            Some(2),
+            Ok(("a.py", 3, symbol("a", 2))),
+        );
+        // A file name with a colon: the numbers come from the end.
+        check(
+            "we:ird.py:2:4",
+            None,
+            None,
+            Ok(("we:ird.py", 2, ColumnOrSymbol::Column(4))),
+        );
+        check(
+            "we:ird.py:2",
+            Some("x"),
+            None,
+            Ok(("we:ird.py", 2, symbol("x", 1))),
+        );
+        check(
+            "a.py",
+            None,
+            None,
+            Err("expected LOC as FILE:LINE:COLUMN or FILE:LINE with --symbol NAME, got \"a.py\""),
+        );
+        check(
+            ":3:4",
+            None,
+            None,
+            Err("expected LOC as FILE:LINE:COLUMN or FILE:LINE with --symbol NAME, got \":3:4\""),
+        );
+        check(
+            "a.py:3",
+            None,
+            None,
+            Err("\"a.py:3\" has no column: give FILE:LINE:COLUMN, or FILE:LINE with --symbol NAME"),
+        );
+        check(
+            "a.py:3:1",
+            Some("a"),
+            None,
+            Err("\"a.py:3:1\" already has a column; give FILE:LINE with --symbol, or no --symbol"),
+        );
+        check(
+            "a.py:3:1",
+            None,
+            Some(2),
+            Err("--occurrence needs --symbol"),
+        );
+        check(
+            "a.py:x:1",
+            None,
+            None,
+            Err("\"a.py:x:1\" has no column: give FILE:LINE:COLUMN, or FILE:LINE with --symbol NAME"),
+        );
+    }
+
+    #[test]
+    fn query_commands_parse() {
+        let args =
+            parse_str("references src/a.py:1:1 --include-declaration --format json --timeout 5")
+                .unwrap();
+        let Command::Query(options) = args.command else {
+            panic!("not a query")
+        };
+        assert_eq!(options.format, QueryFormat::Json);
+        assert_eq!(options.timeout, Duration::from_secs(5));
+        assert_eq!(
+            options.request,
+            QueryRequest::References {
+                at: TextPosition {
+                    file: PathBuf::from("src/a.py"),
+                    line: 1,
+                    target: ColumnOrSymbol::Column(1)
+                },
+                include_declaration: true
+            }
+        );
+        let args = parse_str("type-hierarchy s.ts:3 --symbol Circle --subtypes").unwrap();
+        assert!(matches!(
+            args.command,
+            Command::Query(QueryOptions {
+                request: QueryRequest::TypeHierarchy {
+                    direction: TypeDirection::Subtypes,
+                    ..
+                },
+                ..
+            })
+        ));
+        assert_eq!(
+            parse_str("batch --timeout 2").unwrap().command,
+            Command::Batch {
+                timeout: Duration::from_secs(2)
+            }
+        );
+        let check = |line: &str, expected: &str| {
+            assert_eq!(parse_str(line).unwrap_err().0, expected, "{line}");
+        };
+        check(
+            "hover",
+            "hover: missing LOC (FILE:LINE:COLUMN or FILE:LINE --symbol NAME)",
+        );
+        check(
+            "hover a.py:1:1 b.py:1:1",
+            "hover: unexpected argument \"b.py:1:1\"",
+        );
+        check(
+            "hover a.py:1:1 --format sarif",
+            "hover: --format sarif is not available for queries (expected human or json)",
+        );
+        check(
+            "hover a.py:1:1 --include-declaration",
+            "hover: --include-declaration does not apply",
+        );
+        check(
+            "type-hierarchy a.ts:1:1 --supertypes --subtypes",
+            "type-hierarchy: give --supertypes or --subtypes, not both",
+        );
+        check(
+            "symbols a.py --symbol x",
+            "symbols: --symbol/--occurrence do not apply",
+        );
+        check("batch extra", "batch: unexpected argument \"extra\"");
+    }
+
+    #[test]
     fn usage_errors_name_the_problem() {
         let check = |line: &str, expected: &str| {
             assert_eq!(parse_str(line).unwrap_err().0, expected, "{line}");
@@ -517,6 +997,14 @@ mod tests {
             "edit: --old TEXT and --new TEXT are required",
         );
         check("format", "format: expected FILE, got 0 argument(s)");
+        check(
+            "--restart sometimes check",
+            "--restart: expected never, always or a number of restarts, got \"sometimes\"",
+        );
+        check(
+            "--max-file-size 0 check",
+            "--max-file-size: expected a positive number of bytes, got \"0\"",
+        );
     }
 
     #[test]
@@ -555,6 +1043,41 @@ mod tests {
                 new: "x = 2".into(),
                 timeout: Duration::from_secs(30),
             }
+        );
+    }
+
+    #[test]
+    fn engine_options_follow_the_global_flags() {
+        let check = |line: &str, restart: Option<RestartPolicy>, max_file_size: u64| {
+            let args = parse_str(line).unwrap();
+            let config = crate::config::Config {
+                root: PathBuf::from("/w"),
+                servers: Vec::new(),
+                errors: Vec::new(),
+                conflicts: Vec::new(),
+                notes: Vec::new(),
+                skipped: Vec::new(),
+            };
+            let mut engine = EngineOptions::new(config);
+            tune_engine(&args.global, &mut engine);
+            assert_eq!(engine.restart, restart, "{line}");
+            assert_eq!(engine.max_file_size, max_file_size, "{line}");
+        };
+        check("check", None, 10 * 1024 * 1024);
+        check(
+            "--restart never check",
+            Some(RestartPolicy::Never),
+            10 * 1024 * 1024,
+        );
+        check(
+            "check --restart always",
+            Some(RestartPolicy::Always),
+            10 * 1024 * 1024,
+        );
+        check(
+            "--restart 5 --max-file-size 100 check",
+            Some(RestartPolicy::Limit(5)),
+            100,
         );
     }
 }

@@ -17,8 +17,12 @@
 //! - [`output`]: rendering `lspc check` results (human, json, jsonl, sarif, github).
 //! - [`check`]: the `lspc check` command: file walking, settling, exit status.
 //! - [`signals`]: SIGINT/SIGTERM/SIGHUP turned into events for the loop.
+//! - [`query`]: code-intelligence queries (definition, references, hover, symbols, hierarchies)
+//!   with result normalisation and position conversion; human rendering.
+//! - [`batch`]: `lspc batch`, JSON-lines queries over one engine session.
 //! - [`walk`]: listing the files under a folder, honouring `.gitignore`.
 
+pub mod batch;
 pub mod check;
 pub mod cli;
 pub mod config;
@@ -27,6 +31,7 @@ pub mod edit;
 pub mod engine;
 pub mod output;
 pub mod process;
+pub mod query;
 pub mod signals;
 pub mod text;
 pub mod transport;

@@ -17,6 +17,8 @@ use serde_json::{json, Value};
 use super::documents::{read_text, Documents, Refresh};
 use super::server_requests::{self, SideEffect};
 use super::settle::{push_settle_time, push_settled, PublishInfo, PushState};
+use super::supervisor::{CrashDecision, RestartPolicy, Supervisor, HUNG_AFTER_MISSED_DEADLINES};
+use super::watchdog::Watchdog;
 use super::{
     client_capabilities, DiagnosticsOutcome, EngineError, EngineOptions, FileDiagnostics, Op,
     ServerInfo, ServerStatus, SyncedDocument,
@@ -114,6 +116,7 @@ pub(super) fn run(options: EngineOptions, op_receiver: Receiver<Op>) {
                 Err(_) => break,
             }
         }
+        state.flush_publishes();
         state.per_turn();
     }
 }
@@ -145,7 +148,13 @@ struct Server {
     last_progress_change: Option<Instant>,
     /// The last publish per document.
     publishes: HashMap<PathBuf, PublishInfo>,
-    crashes: u32,
+    /// Restart policy, crash streak and hung detection (see [`super::supervisor`]).
+    supervisor: Supervisor,
+    /// Whether some process of this server ever answered `initialize`: only then is an exit a
+    /// crash under the restart policy; before, it is a startup failure (fails at once).
+    ever_initialized: bool,
+    /// Kills the process group if lspc dies without stopping the server (B26).
+    watchdog: Option<Watchdog>,
     next_request_id: i32,
 }
 
@@ -223,6 +232,28 @@ impl Server {
             _ => None,
         }
     }
+
+    /// The failure, only when it is for good (no restart will come).
+    fn permanent_failure(&self) -> Option<EngineError> {
+        match &self.state {
+            ServerState::Failed {
+                reason,
+                permanent: true,
+            } => Some(reason.clone()),
+            _ => None,
+        }
+    }
+
+    /// Crashed and waiting for its backoff to end before restarting.
+    fn is_restart_pending(&self) -> bool {
+        matches!(
+            self.state,
+            ServerState::Failed {
+                permanent: false,
+                ..
+            }
+        ) && self.supervisor.restart_at().is_some()
+    }
 }
 
 /// Why lspc sent a request, so the answer can be routed.
@@ -237,6 +268,8 @@ enum Purpose {
         attempts: u32,
         retry: bool,
         tag: Option<u64>,
+        /// Set once the request was re-sent after a crash: it is retried at most once (B24).
+        crash_retried: bool,
     },
     /// `textDocument/diagnostic` for a document version.
     Pull {
@@ -302,6 +335,11 @@ struct State {
     jobs: Vec<DiagnosticsJob>,
     /// Texts of files servers published for but lspc never opened, for column conversion.
     disk_texts: HashMap<PathBuf, (Arc<str>, Arc<LineIndex>)>,
+    /// `publishDiagnostics` received this turn, latest per (server, uri), with arrival time: a
+    /// flood of publishes is converted once per document per turn, not once per message.
+    pending_publishes: HashMap<(ServerId, String), (Value, Instant)>,
+    /// Publishes without a usable `uri`, kept in order so they are reported (and dropped) once.
+    pending_malformed_publishes: Vec<(ServerId, Value)>,
     shutting_down: bool,
     /// Edits servers applied through `workspace/applyEdit` ([`Op::ServerEdits`]).
     server_edits: edit_sync::ServerEditLog,
@@ -339,7 +377,11 @@ impl State {
                     active_progress: BTreeSet::new(),
                     last_progress_change: None,
                     publishes: HashMap::new(),
-                    crashes: 0,
+                    supervisor: Supervisor::new(options.restart.unwrap_or(
+                        RestartPolicy::from_config(config.restart_on_crash, config.max_restarts),
+                    )),
+                    ever_initialized: false,
+                    watchdog: None,
                     next_request_id: 0,
                 }
             })
@@ -357,6 +399,8 @@ impl State {
             syncs: Vec::new(),
             jobs: Vec::new(),
             disk_texts: HashMap::new(),
+            pending_publishes: HashMap::new(),
+            pending_malformed_publishes: Vec::new(),
             shutting_down: false,
             server_edits: edit_sync::ServerEditLog::default(),
         }
@@ -419,6 +463,7 @@ impl State {
                     attempts: 0,
                     retry,
                     tag,
+                    crash_retried: false,
                 };
                 self.send_request(server_id, purpose);
             }
@@ -452,13 +497,17 @@ impl State {
                         "running".to_owned()
                     }
                     ServerState::Running { .. } => "running (busy)".to_owned(),
+                    ServerState::Failed {
+                        reason,
+                        permanent: false,
+                    } => format!("restarting after a crash: {reason}"),
                     ServerState::Failed { reason, .. } => format!("failed: {reason}"),
                 };
                 ServerStatus {
                     name: server.config.name.clone(),
                     state,
                     pid: server.process().map(ServerProcess::pid),
-                    restarts: server.crashes,
+                    restarts: server.supervisor.total_restarts(),
                     stderr_tail: server
                         .process()
                         .map(|process| process.stderr_tail_lines(20))
@@ -471,19 +520,30 @@ impl State {
 
     // ----- server lifecycle ------------------------------------------------------------------
 
-    /// Start the server if it is not running, as seed 000's lazy start and next-use recovery
-    /// say: a failed server starts again while its crashes stay within `maxRestarts`.
+    /// Start the server if it has not started yet (seed 000's lazy start), or restart it after a
+    /// crash once its backoff is over (see [`Self::fire_restarts`]); a server given up stays down.
     fn ensure_started(&mut self, server_id: ServerId) {
         if self.shutting_down {
             return;
         }
+        let now = Instant::now();
         let server = &mut self.servers[server_id.0 as usize];
         match &server.state {
             ServerState::NotStarted => {}
             ServerState::Failed {
                 permanent: false, ..
             } => {
-                log::info!("{}: restarting after a crash", server.config.name);
+                if !server.supervisor.take_due_restart(now) {
+                    // Still backing off; `fire_restarts` starts it when the backoff ends.
+                    return;
+                }
+                log::warn!(
+                    "{}: restarting after a crash (restart {}, crash {} of this streak, policy {})",
+                    server.config.name,
+                    server.supervisor.total_restarts(),
+                    server.supervisor.streak(),
+                    server.supervisor.policy()
+                );
             }
             _ => return,
         }
@@ -555,6 +615,14 @@ impl State {
             .map(Duration::from_millis)
             .unwrap_or(self.options.startup_timeout);
         log::debug!("{}: spawned pid {}", server.config.name, process.pid());
+        server.watchdog = Watchdog::start(process.pid());
+        if self.options.warn_duplicates {
+            super::duplicates::register(
+                &server.config.name,
+                &server.workspace_folder,
+                process.pid(),
+            );
+        }
         server.state = ServerState::Starting {
             process,
             initialize_id,
@@ -574,10 +642,13 @@ impl State {
                     server: server.config.name.clone(),
                     message: format!("initialize failed: {} ({})", error.message, error.code),
                 };
-                self.fail_server(server_id, reason, true);
+                let startup = !server.ever_initialized;
+                self.fail_server(server_id, reason, startup);
                 return;
             }
         };
+        server.ever_initialized = true;
+        server.supervisor.on_answer();
         let ServerState::Starting { process, .. } =
             std::mem::replace(&mut server.state, ServerState::NotStarted)
         else {
@@ -622,28 +693,57 @@ impl State {
         }
     }
 
-    /// Mark a server failed, fail everything waiting on it, and stop its process.
+    /// Mark a server failed and stop its process. A `startup` failure (the server never
+    /// answered `initialize`) is permanent at once: no restart loop (B20). A crash after a
+    /// successful `initialize` goes to the restart policy ([`Supervisor::on_crash`]): with a
+    /// restart coming, requests in flight wait for the new process and are sent again once (B24);
+    /// without one, the server is given up for good and everything waiting on it fails now with
+    /// [`EngineError::GaveUp`].
     fn fail_server(&mut self, server_id: ServerId, reason: EngineError, startup: bool) {
+        let now = Instant::now();
         let server = &mut self.servers[server_id.0 as usize];
         if let ServerState::Starting { process, .. } | ServerState::Running { process } =
             &mut server.state
         {
             process.terminate(Duration::from_millis(200));
         }
-        if !startup {
-            server.crashes += 1;
+        if let Some(mut watchdog) = server.watchdog.take() {
+            watchdog.disarm();
         }
-        let permanent = startup
-            || !server.config.restart_on_crash
-            || server.crashes > server.config.max_restarts;
-        log::info!("{reason}");
+        let decision = if startup {
+            CrashDecision::GiveUp { streak: 0 }
+        } else {
+            server.supervisor.on_crash(now)
+        };
+        let (reason, restart_at) = match decision {
+            CrashDecision::RestartAt(at) => {
+                log::warn!(
+                    "{reason}; restarting in {} ms",
+                    at.saturating_duration_since(now).as_millis()
+                );
+                (reason, Some(at))
+            }
+            CrashDecision::GiveUp { streak } if !startup => {
+                let reason = gave_up(reason, streak);
+                log::error!("{reason}");
+                (reason, None)
+            }
+            CrashDecision::GiveUp { .. } => {
+                // A start-up failure is reported to the caller (and by `lspc check`); a warning
+                // here would print it twice.
+                log::info!("{reason}");
+                (reason, None)
+            }
+        };
         server.state = ServerState::Failed {
             reason: reason.clone(),
-            permanent,
+            permanent: restart_at.is_none(),
         };
         server.active_progress.clear();
         server.publishes.clear();
-        // Fail requests in flight.
+        self.pulled.retain(|(id, _), _| *id != server_id);
+        self.pulls_in_flight.retain(|(id, _)| *id != server_id);
+        // Requests in flight: retried once on the next process, or failed now.
         let keys: Vec<(ServerId, i32)> = self
             .pending
             .keys()
@@ -651,17 +751,99 @@ impl State {
             .copied()
             .collect();
         for key in keys {
-            if let Some(Purpose::Frontend { reply, .. }) = self.pending.remove(&key) {
-                let _ = reply.send(Err(reason.clone()));
+            let Some(purpose) = self.pending.remove(&key) else {
+                continue;
+            };
+            match (purpose, restart_at) {
+                (
+                    Purpose::Frontend {
+                        method,
+                        params,
+                        reply,
+                        deadline,
+                        timeout,
+                        attempts,
+                        retry,
+                        tag,
+                        crash_retried: false,
+                    },
+                    Some(at),
+                ) => {
+                    log::info!("{method} was in flight when the server crashed: retrying it once");
+                    self.retries.push(Retry {
+                        at,
+                        server_id,
+                        purpose: Purpose::Frontend {
+                            method,
+                            params,
+                            reply,
+                            deadline,
+                            timeout,
+                            attempts,
+                            retry,
+                            tag,
+                            crash_retried: true,
+                        },
+                    });
+                }
+                (Purpose::Frontend { reply, .. }, _) => {
+                    let _ = reply.send(Err(reason.clone()));
+                }
+                (Purpose::Pull { path, version, .. }, Some(at)) => {
+                    self.retries.push(Retry {
+                        at,
+                        server_id,
+                        purpose: Purpose::Pull {
+                            path,
+                            version,
+                            attempts: 0,
+                        },
+                    });
+                }
+                (Purpose::Pull { .. } | Purpose::Shutdown, _) => {}
             }
         }
-        self.pulled.retain(|(id, _), _| *id != server_id);
-        self.pulls_in_flight.retain(|(id, _)| *id != server_id);
+    }
+
+    /// Start servers whose restart backoff has ended.
+    fn fire_restarts(&mut self, now: Instant) {
+        for index in 0..self.servers.len() {
+            let server = &self.servers[index];
+            if server.is_restart_pending()
+                && server.supervisor.restart_at().is_some_and(|at| at <= now)
+            {
+                self.ensure_started(ServerId(index as u32));
+            }
+        }
+    }
+
+    /// A request to this server missed its deadline; after
+    /// [`HUNG_AFTER_MISSED_DEADLINES`] in a row the server counts as hung: it is killed and goes
+    /// through the crash path (restart policy, retries).
+    fn on_deadline_missed(&mut self, server_id: ServerId) {
+        let server = &mut self.servers[server_id.0 as usize];
+        if !server.is_running() || !server.supervisor.on_deadline_missed() {
+            return;
+        }
+        let stderr_tail = server
+            .process()
+            .map(|process| process.stderr_tail_lines(5).trim().to_owned())
+            .unwrap_or_default();
+        let reason = EngineError::ServerExited {
+            server: server.config.name.clone(),
+            status: format!(
+                "killed: hung, {HUNG_AFTER_MISSED_DEADLINES} requests in a row timed out"
+            ),
+            stderr_tail,
+        };
+        self.fail_server(server_id, reason, false);
     }
 
     fn on_closed(&mut self, server_id: ServerId, reason: process::CloseReason) {
         let server = &mut self.servers[server_id.0 as usize];
-        let startup = server.is_starting();
+        // A restarted process that dies before `initialize` is a crash (it counts toward the
+        // restart limit, B20); only a server that never initialized fails at once.
+        let startup = server.is_starting() && !server.ever_initialized;
         let Some(process) = (match &mut server.state {
             ServerState::Starting { process, .. } | ServerState::Running { process } => {
                 Some(process)
@@ -801,10 +983,19 @@ impl State {
             return;
         };
         if !server.is_running() {
-            if let Some(reason) = server.failure() {
+            if let Some(reason) = server.permanent_failure() {
                 if let Purpose::Frontend { reply, .. } = purpose {
                     let _ = reply.send(Err(reason));
                 }
+                return;
+            }
+            if let Some(at) = server.supervisor.restart_at() {
+                // Crashed, restart coming: wait for it (bounded by the request's own deadline).
+                self.retries.push(Retry {
+                    at,
+                    server_id,
+                    purpose,
+                });
                 return;
             }
             // Starting or not started: wait for it.
@@ -871,6 +1062,7 @@ impl State {
                 attempts,
                 retry,
                 tag,
+                crash_retried,
             } => match result {
                 Ok(value) => {
                     let _ = reply.send(Ok(value));
@@ -892,6 +1084,7 @@ impl State {
                             attempts: attempts + 1,
                             retry,
                             tag,
+                            crash_retried,
                         };
                         self.retries.push(Retry {
                             at,
@@ -1005,6 +1198,10 @@ impl State {
     }
 
     fn handle_message(&mut self, server_id: ServerId, message: IncomingMessage) {
+        if matches!(message, IncomingMessage::Response { .. }) {
+            // Any answer, even a late one, shows the server is not hung.
+            self.servers[server_id.0 as usize].supervisor.on_answer();
+        }
         match message {
             IncomingMessage::Request { id, method, params }
                 if method == "workspace/applyEdit" && !self.shutting_down =>
@@ -1085,7 +1282,7 @@ impl State {
     fn handle_notification(&mut self, server_id: ServerId, method: &str, params: Value) {
         let server = &mut self.servers[server_id.0 as usize];
         match method {
-            "textDocument/publishDiagnostics" => self.on_publish(server_id, &params),
+            "textDocument/publishDiagnostics" => self.queue_publish(server_id, params),
             "$/progress" => {
                 let Some(token) = params.get("token").map(server_requests::token_key) else {
                     return;
@@ -1119,7 +1316,31 @@ impl State {
         }
     }
 
-    fn on_publish(&mut self, server_id: ServerId, params: &Value) {
+    /// Keep only the latest publish per (server, uri) until the end of the turn
+    /// ([`Self::flush_publishes`]): a later publish for the same document replaces the earlier
+    /// one anyway (LSP 3.17 §`publishDiagnostics`), so a flood costs one conversion per document.
+    fn queue_publish(&mut self, server_id: ServerId, params: Value) {
+        let at = Instant::now();
+        match params.get("uri").and_then(Value::as_str) {
+            Some(uri) => {
+                let key = (server_id, uri.to_owned());
+                self.pending_publishes.insert(key, (params, at));
+            }
+            None => self.pending_malformed_publishes.push((server_id, params)),
+        }
+    }
+
+    /// Handle the publishes queued this turn.
+    pub(super) fn flush_publishes(&mut self) {
+        for (server_id, params) in std::mem::take(&mut self.pending_malformed_publishes) {
+            self.on_publish(server_id, &params, Instant::now());
+        }
+        for ((server_id, _), (params, at)) in std::mem::take(&mut self.pending_publishes) {
+            self.on_publish(server_id, &params, at);
+        }
+    }
+
+    fn on_publish(&mut self, server_id: ServerId, params: &Value, at: Instant) {
         let name = self.servers[server_id.0 as usize].config.name.clone();
         let (uri, version, raw) = match diagnostics::parse_publish(params) {
             Ok(parsed) => parsed,
@@ -1153,13 +1374,9 @@ impl State {
             }
         }
         let server = &mut self.servers[server_id.0 as usize];
-        server.publishes.insert(
-            path.clone(),
-            PublishInfo {
-                version,
-                at: Instant::now(),
-            },
-        );
+        server
+            .publishes
+            .insert(path.clone(), PublishInfo { version, at });
         if !server.config.diagnostics {
             return;
         }
@@ -1228,6 +1445,7 @@ impl State {
         let now = Instant::now();
         self.fire_startup_deadlines(now);
         self.fire_request_deadlines(now);
+        self.fire_restarts(now);
         self.fire_retries(now);
         self.advance_syncs(now);
         self.advance_jobs(now);
@@ -1249,7 +1467,8 @@ impl State {
                                 .unwrap_or(self.options.startup_timeout.as_millis() as u64)
                         ),
                     };
-                    self.fail_server(ServerId(index as u32), reason, true);
+                    let startup = !server.ever_initialized;
+                    self.fail_server(ServerId(index as u32), reason, startup);
                 }
             }
         }
@@ -1281,6 +1500,7 @@ impl State {
                 method,
                 after: timeout,
             }));
+            self.on_deadline_missed(key.0);
         }
     }
 
@@ -1462,10 +1682,10 @@ impl State {
         now: Instant,
     ) -> Option<DiagnosticsOutcome> {
         if wait.deadline.is_none() {
-            let starting = wait
-                .servers
-                .iter()
-                .any(|id| self.servers[id.0 as usize].is_starting());
+            let starting = wait.servers.iter().any(|id| {
+                let server = &self.servers[id.0 as usize];
+                server.is_starting() || server.is_restart_pending()
+            });
             if starting && now < wait.start_deadline {
                 return None;
             }
@@ -1509,7 +1729,7 @@ impl State {
                 continue;
             }
             let server = &self.servers[id.0 as usize];
-            if let Some(reason) = server.failure() {
+            if let Some(reason) = server.permanent_failure() {
                 wait.done.insert(id, Err(reason.to_string()));
                 continue;
             }
@@ -1597,6 +1817,9 @@ impl State {
         for server in &self.servers {
             if let ServerState::Starting { deadline, .. } = server.state {
                 deadlines.push(deadline);
+            }
+            if server.is_restart_pending() {
+                deadlines.extend(server.supervisor.restart_at());
             }
         }
         for purpose in self.pending.values() {
@@ -1722,8 +1945,35 @@ impl State {
                 let exit = process.terminate(Duration::from_millis(1000));
                 log::debug!("{}: stopped ({exit})", server.config.name);
             }
+            if let Some(mut watchdog) = server.watchdog.take() {
+                watchdog.disarm();
+            }
             server.state = ServerState::NotStarted;
         }
+    }
+}
+
+/// The error a server given up for good reports: the last crash's status and stderr tail, and
+/// how many crashes in a row used up the policy.
+fn gave_up(reason: EngineError, crashes: u32) -> EngineError {
+    match reason {
+        EngineError::ServerExited {
+            server,
+            status,
+            stderr_tail,
+        } => EngineError::GaveUp {
+            server,
+            status,
+            crashes,
+            stderr_tail,
+        },
+        EngineError::Spawn { server, message } => EngineError::GaveUp {
+            server,
+            status: message,
+            crashes,
+            stderr_tail: String::new(),
+        },
+        other => other,
     }
 }
 

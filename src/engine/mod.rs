@@ -16,9 +16,12 @@
 
 mod client_capabilities;
 mod documents;
+mod duplicates;
 mod event_loop;
 pub mod server_requests;
 mod settle;
+pub mod supervisor;
+mod watchdog;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -32,6 +35,7 @@ use crate::config::Config;
 use crate::diagnostics::Diagnostic;
 use crate::process::ServerId;
 use crate::text::PositionEncoding;
+pub use supervisor::RestartPolicy;
 
 /// Settings of one engine run. Durations are wall-clock.
 #[derive(Debug, Clone)]
@@ -52,6 +56,11 @@ pub struct EngineOptions {
     pub max_open_documents: usize,
     /// Files larger than this many bytes are not sent to servers.
     pub max_file_size: u64,
+    /// `--restart never|always|N`: overrides every server's `restartOnCrash`/`maxRestarts` when
+    /// set; `None` uses each server's config (default 3 restarts per streak).
+    pub restart: Option<RestartPolicy>,
+    /// Warn when another lspc process runs the same server for the same workspace (issue 6).
+    pub warn_duplicates: bool,
 }
 
 impl EngineOptions {
@@ -65,6 +74,8 @@ impl EngineOptions {
             settle_quiet_unversioned: Duration::from_millis(1500),
             max_open_documents: 50,
             max_file_size: 10 * 1024 * 1024,
+            restart: None,
+            warn_duplicates: true,
         }
     }
 }
@@ -208,6 +219,15 @@ pub enum EngineError {
         status: String,
         stderr_tail: String,
     },
+    /// The server crashed (or was killed as hung) and its restart policy is used up: it stays
+    /// down for the rest of the lspc process. `status` is `exit N`, `signal N` or
+    /// `killed: …`; `crashes` counts the crashes of the last streak.
+    GaveUp {
+        server: String,
+        status: String,
+        crashes: u32,
+        stderr_tail: String,
+    },
     /// The server answered with a JSON-RPC error.
     Server {
         server: String,
@@ -244,6 +264,26 @@ impl std::fmt::Display for EngineError {
                 stderr_tail,
             } => {
                 write!(f, "server {server} crashed ({status})")?;
+                if !stderr_tail.is_empty() {
+                    write!(f, ": {stderr_tail}")?;
+                }
+                Ok(())
+            }
+            EngineError::GaveUp {
+                server,
+                status,
+                crashes,
+                stderr_tail,
+            } => {
+                write!(f, "server {server} crashed ({status}); ")?;
+                if *crashes <= 1 {
+                    write!(f, "restarts are disabled, so it stays down")?;
+                } else {
+                    write!(
+                        f,
+                        "gave up after {crashes} crashes in a row, so it stays down"
+                    )?;
+                }
                 if !stderr_tail.is_empty() {
                     write!(f, ": {stderr_tail}")?;
                 }

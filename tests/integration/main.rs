@@ -1,7 +1,13 @@
 //! lspc's integration tests: one test binary that runs the real `lspc` binary against the scripted
 //! fixture server (`lspc-fixture-server`) and against real language servers installed on the
 //! machine. Tests that need a server that is not installed skip themselves and say why.
+//!
+//! Modules: `check` (issue `lspc check`), `queries` (code-intelligence commands and batch),
+//! `edits` (safe edits), `faults` (supervision and fault tolerance); `support` holds the
+//! `TestCommand` harness, temporary workspaces and `/proc` helpers.
 
 mod check;
 mod edits;
+mod faults;
+mod queries;
 mod support;

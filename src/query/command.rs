@@ -1,0 +1,334 @@
+//! The query commands (`lspc definition`, `references`, `hover`, ...): one [`QueryRequest`] run
+//! through [`Queries`] and rendered as human text or one JSON object, with the exit status.
+//!
+//! [`execute`] is shared with `lspc batch`, so a batch answer's `result` is exactly what
+//! `lspc <command> --format json` prints. JSON paths are relative to the root; positions are
+//! 1-based lines and 1-based character columns. Exit statuses: 0 found, 1 nothing found, 2 usage
+//! error, 3 server failure (see [`crate::cli`]).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::{
+    render, CallDirection, DefinitionKind, Queries, QueryError, RelativePaths, TextPosition,
+    TypeDirection,
+};
+use crate::cli::{EXIT_FOUND, EXIT_OK, EXIT_SERVER};
+use crate::engine::{EngineHandle, EngineOptions};
+
+/// One query, with its arguments already parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum QueryRequest {
+    Definition {
+        at: TextPosition,
+        kind: DefinitionKind,
+    },
+    References {
+        at: TextPosition,
+        include_declaration: bool,
+    },
+    Hover {
+        at: TextPosition,
+    },
+    Symbols {
+        file: PathBuf,
+    },
+    WorkspaceSymbols {
+        query: String,
+        file: Option<PathBuf>,
+    },
+    CallHierarchy {
+        at: TextPosition,
+        direction: Option<CallDirection>,
+    },
+    TypeHierarchy {
+        at: TextPosition,
+        direction: TypeDirection,
+    },
+    SignatureHelp {
+        at: TextPosition,
+    },
+}
+
+impl QueryRequest {
+    /// What "nothing found" says for this query: `"no definition found"`, ...
+    pub fn nothing_found(&self) -> String {
+        let what = match self {
+            QueryRequest::Definition { kind, .. } => kind.noun(),
+            QueryRequest::References { .. } => "references",
+            QueryRequest::Hover { .. } => "hover information",
+            QueryRequest::Symbols { .. } => "symbols",
+            QueryRequest::WorkspaceSymbols { .. } => "matching symbols",
+            QueryRequest::CallHierarchy {
+                direction: None, ..
+            } => "call hierarchy item",
+            QueryRequest::CallHierarchy {
+                direction: Some(CallDirection::Incoming),
+                ..
+            } => "incoming calls",
+            QueryRequest::CallHierarchy {
+                direction: Some(CallDirection::Outgoing),
+                ..
+            } => "outgoing calls",
+            QueryRequest::TypeHierarchy {
+                direction: TypeDirection::Supertypes,
+                ..
+            } => "supertypes",
+            QueryRequest::TypeHierarchy {
+                direction: TypeDirection::Subtypes,
+                ..
+            } => "subtypes",
+            QueryRequest::SignatureHelp { .. } => "signature help",
+        };
+        format!("no {what} found")
+    }
+}
+
+/// A query's outcome in both renderings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryAnswer {
+    /// The result object (paths relative to the root), `null` for an absent hover/signature.
+    pub json: Value,
+    /// The human rendering (empty when nothing was found).
+    pub human: String,
+    /// Whether anything was found (exit 0) or not (exit 1).
+    pub found: bool,
+    /// "server X was still indexing; results may be incomplete".
+    pub incomplete: Option<String>,
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or_else(|error| {
+        log::warn!("cannot serialise a result: {error}");
+        Value::Null
+    })
+}
+
+/// Run `request` and render its answer.
+pub fn execute(queries: &Queries, request: &QueryRequest) -> Result<QueryAnswer, QueryError> {
+    let root = queries.root().to_path_buf();
+    let answer = match request {
+        QueryRequest::Definition { at, kind } => {
+            let mut result = queries.definition(at, *kind)?;
+            let human = render::locations(&result, &root);
+            result.make_relative(&root);
+            QueryAnswer {
+                json: to_json(&result),
+                human,
+                found: !result.locations.is_empty(),
+                incomplete: result.incomplete,
+            }
+        }
+        QueryRequest::References {
+            at,
+            include_declaration,
+        } => {
+            let mut result = queries.references(at, *include_declaration)?;
+            let human = render::locations(&result, &root);
+            result.make_relative(&root);
+            QueryAnswer {
+                json: to_json(&result),
+                human,
+                found: !result.locations.is_empty(),
+                incomplete: result.incomplete,
+            }
+        }
+        QueryRequest::Hover { at } => match queries.hover(at)? {
+            Some(result) => QueryAnswer {
+                json: to_json(&result),
+                human: render::hover(&result),
+                found: true,
+                incomplete: None,
+            },
+            None => QueryAnswer {
+                json: Value::Null,
+                human: String::new(),
+                found: false,
+                incomplete: None,
+            },
+        },
+        QueryRequest::Symbols { file } => {
+            let mut symbols = queries.document_symbols(file)?;
+            let human = render::symbol_tree(&symbols);
+            symbols.make_relative(&root);
+            QueryAnswer {
+                found: !symbols.is_empty(),
+                json: json!({ "symbols": to_json(&symbols) }),
+                human,
+                incomplete: None,
+            }
+        }
+        QueryRequest::WorkspaceSymbols { query, file } => {
+            let mut result = queries.workspace_symbols_result(query, file.as_deref())?;
+            let human = render::workspace_symbols(&result.symbols, &root);
+            result.make_relative(&root);
+            QueryAnswer {
+                json: to_json(&result),
+                human,
+                found: !result.symbols.is_empty(),
+                incomplete: result.incomplete,
+            }
+        }
+        QueryRequest::CallHierarchy { at, direction } => {
+            let mut result = queries.call_hierarchy(at, *direction)?;
+            let found = match direction {
+                None => !result.items.is_empty(),
+                Some(_) => !result.calls.is_empty(),
+            };
+            let human = if result.items.is_empty() {
+                String::new()
+            } else {
+                render::call_hierarchy(&result, &root)
+            };
+            result.make_relative(&root);
+            QueryAnswer {
+                json: to_json(&result),
+                human,
+                found,
+                incomplete: result.incomplete,
+            }
+        }
+        QueryRequest::TypeHierarchy { at, direction } => {
+            let mut result = queries.type_hierarchy(at, *direction)?;
+            let human = if result.items.is_empty() {
+                String::new()
+            } else {
+                render::type_hierarchy(&result, &root)
+            };
+            result.make_relative(&root);
+            QueryAnswer {
+                json: to_json(&result),
+                human,
+                found: !result.types.is_empty(),
+                incomplete: result.incomplete,
+            }
+        }
+        QueryRequest::SignatureHelp { at } => match queries.signature_help(at)? {
+            Some(result) => QueryAnswer {
+                json: to_json(&result),
+                human: render::signature_help(&result),
+                found: true,
+                incomplete: None,
+            },
+            None => QueryAnswer {
+                json: Value::Null,
+                human: String::new(),
+                found: false,
+                incomplete: None,
+            },
+        },
+    };
+    Ok(answer)
+}
+
+/// Output format of a query command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueryFormat {
+    Human,
+    Json,
+}
+
+/// A parsed query command line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryOptions {
+    pub request: QueryRequest,
+    pub format: QueryFormat,
+    /// Bounds the server start and sync, the readiness wait, and each LSP request.
+    pub timeout: Duration,
+}
+
+/// Run one query command; returns the exit status.
+pub fn run(engine_options: EngineOptions, options: &QueryOptions) -> i32 {
+    let root = engine_options.config.root.clone();
+    let engine = EngineHandle::start(engine_options);
+    let queries = Queries::new(engine.op_sender(), root, options.timeout);
+    let outcome = execute(&queries, &options.request);
+    engine.shutdown();
+    let answer = match outcome {
+        Ok(answer) => answer,
+        Err(error) => {
+            eprintln!("lspc: {error}");
+            return error.exit_status();
+        }
+    };
+    if let Some(note) = &answer.incomplete {
+        eprintln!("lspc: {note}");
+    }
+    let text = match options.format {
+        QueryFormat::Json => format!("{}\n", answer.json),
+        QueryFormat::Human => answer.human.clone(),
+    };
+    if !answer.found && options.format == QueryFormat::Human {
+        eprintln!("{}", options.request.nothing_found());
+    }
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(error) => {
+            eprintln!("lspc: cannot write to stdout: {error}");
+            return EXIT_SERVER;
+        }
+    }
+    if answer.found {
+        EXIT_OK
+    } else {
+        EXIT_FOUND
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::query::ColumnOrSymbol;
+
+    #[test]
+    fn nothing_found_messages() {
+        let at = TextPosition {
+            file: PathBuf::from("a.py"),
+            line: 1,
+            target: ColumnOrSymbol::Column(1),
+        };
+        let check = |request: QueryRequest, expected: &str| {
+            assert_eq!(request.nothing_found(), expected);
+        };
+        check(
+            QueryRequest::Definition {
+                at: at.clone(),
+                kind: DefinitionKind::Definition,
+            },
+            "no definition found",
+        );
+        check(
+            QueryRequest::Definition {
+                at: at.clone(),
+                kind: DefinitionKind::TypeDefinition,
+            },
+            "no type definition found",
+        );
+        check(
+            QueryRequest::References {
+                at: at.clone(),
+                include_declaration: false,
+            },
+            "no references found",
+        );
+        check(
+            QueryRequest::Hover { at: at.clone() },
+            "no hover information found",
+        );
+        check(
+            QueryRequest::CallHierarchy {
+                at,
+                direction: Some(CallDirection::Incoming),
+            },
+            "no incoming calls found",
+        );
+    }
+}

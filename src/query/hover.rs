@@ -1,0 +1,267 @@
+//! Hover contents (LSP 3.17 §`Hover`) rendered as plain text.
+//!
+//! A server may send `MarkupContent` (`{kind, value}`), a `MarkedString` (a markdown string or
+//! `{language, value}`), or an array of `MarkedString`s. Markdown is rendered lightly: code fences
+//! are dropped but the code inside them is kept verbatim, inline backticks and `**`/`*` emphasis
+//! are removed, backslash escapes and a few HTML entities (which pyright uses) are undone, and
+//! runs of blank lines collapse to one. Underscores are left alone: they are far more often part
+//! of identifiers (`snake_case`) than emphasis. The result never starts or ends with blank lines.
+
+use serde_json::Value;
+
+/// Plain text of a hover's `contents` value; empty when there is nothing to show (`""`, `[]`,
+/// `null`, an unknown shape).
+pub fn hover_contents_to_text(contents: &Value) -> String {
+    let parts: Vec<String> = match contents {
+        Value::Array(items) => items.iter().map(marked_string_to_text).collect(),
+        Value::Object(object) if object.contains_key("kind") => {
+            let value = object.get("value").and_then(Value::as_str).unwrap_or("");
+            match object.get("kind").and_then(Value::as_str) {
+                Some("markdown") => vec![markdown_to_text(value)],
+                _ => vec![tidy(value)],
+            }
+        }
+        other => vec![marked_string_to_text(other)],
+    };
+    let parts: Vec<String> = parts.into_iter().filter(|part| !part.is_empty()).collect();
+    parts.join("\n\n")
+}
+
+/// One `MarkedString`: a markdown string, or `{language, value}` meaning a code block.
+fn marked_string_to_text(item: &Value) -> String {
+    match item {
+        Value::String(markdown) => markdown_to_text(markdown),
+        Value::Object(object) => tidy(object.get("value").and_then(Value::as_str).unwrap_or("")),
+        _ => String::new(),
+    }
+}
+
+/// Markdown as plain text (see the module doc for what is rendered).
+pub fn markdown_to_text(markdown: &str) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    // The fence that opened the current code block (``` or ~~~, with its length).
+    let mut open_fence: Option<String> = None;
+    for line in markdown.lines() {
+        let trimmed = line.trim_start();
+        match &open_fence {
+            Some(fence) => {
+                // A closing fence uses the same marker, at least as many, and nothing after it.
+                let marker = fence.chars().next().unwrap_or('`');
+                let count = trimmed.chars().take_while(|&ch| ch == marker).count();
+                if count >= fence.len() && trimmed[count..].trim().is_empty() {
+                    open_fence = None;
+                } else {
+                    lines.push(line.trim_end().to_owned());
+                }
+            }
+            None => {
+                if let Some(fence) = fence_of(trimmed) {
+                    open_fence = Some(fence);
+                } else if is_rule(trimmed) {
+                    lines.push(String::new());
+                } else {
+                    lines.push(render_inline(strip_heading(line.trim_end())));
+                }
+            }
+        }
+    }
+    tidy(&lines.join("\n"))
+}
+
+/// The fence string (e.g. "```") when `line` opens a fenced code block.
+fn fence_of(line: &str) -> Option<String> {
+    for marker in ['`', '~'] {
+        let count = line.chars().take_while(|&ch| ch == marker).count();
+        if count >= 3 {
+            return Some(std::iter::repeat_n(marker, count).collect());
+        }
+    }
+    None
+}
+
+/// The text of an ATX heading (`### function twice` -> `function twice`), else the line.
+fn strip_heading(line: &str) -> &str {
+    let trimmed = line.trim_start();
+    let hashes = trimmed.chars().take_while(|&ch| ch == '#').count();
+    if (1..=6).contains(&hashes) && trimmed[hashes..].starts_with(' ') {
+        trimmed[hashes..].trim_start()
+    } else {
+        line
+    }
+}
+
+/// A thematic break (`---`, `***`, `___`), which servers use between hover sections.
+fn is_rule(line: &str) -> bool {
+    let line = line.trim();
+    line.len() >= 3
+        && ["-", "*", "_"].iter().any(|marker| {
+            line.chars()
+                .all(|ch| ch.to_string() == *marker || ch == ' ')
+        })
+}
+
+/// Inline markdown of one line outside code blocks, rendered as text.
+fn render_inline(line: &str) -> String {
+    let chars: Vec<char> = line.chars().collect();
+    let mut out = String::with_capacity(line.len());
+    let mut index = 0;
+    while index < chars.len() {
+        let ch = chars[index];
+        match ch {
+            '\\' if chars
+                .get(index + 1)
+                .is_some_and(|next| next.is_ascii_punctuation()) =>
+            {
+                out.push(chars[index + 1]);
+                index += 2;
+            }
+            '`' => {
+                // An inline code span: keep its content verbatim.
+                let ticks = chars[index..].iter().take_while(|&&c| c == '`').count();
+                let after = index + ticks;
+                let close = (after..chars.len()).find(|&start| {
+                    chars[start..].iter().take_while(|&&c| c == '`').count() == ticks
+                        && (start == 0 || chars[start - 1] != '`')
+                });
+                match close {
+                    Some(close) => {
+                        out.extend(&chars[after..close]);
+                        index = close + ticks;
+                    }
+                    None => {
+                        out.extend(&chars[index..after]);
+                        index = after;
+                    }
+                }
+            }
+            '*' => {
+                let stars = chars[index..].iter().take_while(|&&c| c == '*').count();
+                let prev = index.checked_sub(1).map(|i| chars[i]);
+                let next = chars.get(index + stars).copied();
+                // Emphasis markers touch text on one side; a lone `*` between spaces (as in
+                // `a * b`) is an operator and stays.
+                let opens = next.is_some_and(|c| !c.is_whitespace());
+                let closes = prev.is_some_and(|c| !c.is_whitespace());
+                if stars <= 3 && (opens || closes) {
+                    index += stars;
+                } else {
+                    out.extend(&chars[index..index + stars]);
+                    index += stars;
+                }
+            }
+            '&' => {
+                let rest: String = chars[index..chars.len().min(index + 6)].iter().collect();
+                let entity = [
+                    ("&nbsp;", ' '),
+                    ("&lt;", '<'),
+                    ("&gt;", '>'),
+                    ("&amp;", '&'),
+                    ("&quot;", '"'),
+                ]
+                .into_iter()
+                .find(|(name, _)| rest.starts_with(name));
+                match entity {
+                    Some((name, replacement)) => {
+                        out.push(replacement);
+                        index += name.chars().count();
+                    }
+                    None => {
+                        out.push('&');
+                        index += 1;
+                    }
+                }
+            }
+            _ => {
+                out.push(ch);
+                index += 1;
+            }
+        }
+    }
+    out
+}
+
+/// Trailing whitespace removed per line, blank-line runs collapsed, outer blank lines removed.
+fn tidy(text: &str) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    for line in text.lines() {
+        let line = line.trim_end();
+        if line.is_empty() && out.last().is_none_or(|last| last.is_empty()) {
+            continue;
+        }
+        out.push(line);
+    }
+    while out.last().is_some_and(|last| last.is_empty()) {
+        out.pop();
+    }
+    out.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn check(contents: Value, expected: &str) {
+        assert_eq!(hover_contents_to_text(&contents), expected, "{contents}");
+    }
+
+    #[test]
+    fn every_hover_shape_becomes_text() {
+        // pyright: MarkupContent with a python fence.
+        check(
+            json!({"kind": "markdown", "value": "```python\n(variable) a: int\n```"}),
+            "(variable) a: int",
+        );
+        // typescript-language-server: fence plus documentation.
+        check(
+            json!({"kind": "markdown", "value": "\n```typescript\nfunction area(radius: number): number\n```\nComputes the **area**.\n\n\n*@param* `radius` — the radius"}),
+            "function area(radius: number): number\nComputes the area.\n\n@param radius — the radius",
+        );
+        check(
+            json!({"kind": "plaintext", "value": "int x  \n\n\n"}),
+            "int x",
+        );
+        check(json!("`a`: *int*"), "a: int");
+        check(
+            json!({"language": "c", "value": "int twice(int x)"}),
+            "int twice(int x)",
+        );
+        check(
+            json!([{"language": "python", "value": "def f()"}, "", "Docs with `code`"]),
+            "def f()\n\nDocs with code",
+        );
+        check(json!(null), "");
+        check(json!([]), "");
+        check(json!({"kind": "markdown", "value": ""}), "");
+        check(json!(42), "");
+    }
+
+    #[test]
+    fn markdown_is_rendered_lightly() {
+        let check = |markdown: &str, expected: &str| {
+            assert_eq!(markdown_to_text(markdown), expected, "{markdown:?}");
+        };
+        // Code inside fences is verbatim, including markdown-looking characters.
+        check(
+            "```\nx = a * b  # **not bold**\n```",
+            "x = a * b  # **not bold**",
+        );
+        check("~~~~rust\nfn f() {}\n~~~~\nafter", "fn f() {}\nafter");
+        check("a * b stays", "a * b stays");
+        check("snake_case_name stays", "snake_case_name stays");
+        check("**bold** and *em* and ***both***", "bold and em and both");
+        check("escaped \\_name\\_ and \\*", "escaped _name_ and *");
+        check("a&nbsp;b &lt;T&gt; &amp; &unknown", "a b <T> & &unknown");
+        check("``code with ` tick``", "code with ` tick");
+        check("unclosed `tick", "unclosed `tick");
+        check("top\n---\nbottom", "top\n\nbottom");
+        check("\n\n\nfirst\n\n\n\nsecond\n\n", "first\n\nsecond");
+        check("😀 `数据`", "😀 数据");
+        // clangd's hover starts with a heading.
+        check(
+            "### function `twice`  \n\n→ `int`",
+            "function twice\n\n→ int",
+        );
+        check("#hashtag stays", "#hashtag stays");
+    }
+}

@@ -1,0 +1,815 @@
+//! Fault suite (issue 6 and the `[faults]` cases B05, B06, B21, B24, B25, B26): the scripted
+//! fixture server crashes, hangs, floods and prints junk; each test asserts the exact outcome, a
+//! generous time bound, and that no process of its server is left afterwards (`/proc` scan for the
+//! test's unique scenario path).
+//!
+//! Request-level faults drive the engine library (`EngineHandle`) since no query command exists
+//! yet; everything a one-shot CLI run shows (exit status, shutdown, orphans, files) drives the
+//! built `lspc check` binary.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use lspc::config::{self, ConfigOptions};
+use lspc::engine::{EngineError, EngineHandle, EngineOptions, RestartPolicy};
+use lspc::process::ServerId;
+
+const LSPC: &str = env!("CARGO_BIN_EXE_lspc");
+const FIXTURE: &str = env!("CARGO_BIN_EXE_lspc-fixture-server");
+const TEXT: &str = "def main\nERROR: bad thing\n";
+
+/// One test's workspace: scenario, config, transcript and `a.fx`, in a fresh temp folder.
+struct Fx {
+    dir: PathBuf,
+}
+
+impl Fx {
+    fn new(name: &str, scenario: Value) -> Fx {
+        let dir = std::env::temp_dir().join(format!("lspc-faults-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let dir = dir.canonicalize().unwrap();
+        fs::write(dir.join("scenario.json"), scenario.to_string()).unwrap();
+        let cfg = json!({"fx": {
+            "command": FIXTURE,
+            "args": ["--scenario", dir.join("scenario.json"), "--transcript", dir.join("transcript.jsonl")],
+            "extensionToLanguage": {".fx": "fixture"},
+            "shutdownTimeout": 2000
+        }});
+        fs::write(dir.join("cfg.json"), cfg.to_string()).unwrap();
+        fs::write(dir.join("a.fx"), TEXT).unwrap();
+        Fx { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    fn scenario_path(&self) -> String {
+        self.path("scenario.json").display().to_string()
+    }
+
+    /// `lspc check --no-builtin --root DIR --config cfg.json ARGS…`: (status, stdout, stderr, time).
+    fn check(&self, args: &[&str]) -> (i32, String, String, Duration) {
+        let started = Instant::now();
+        let output = Command::new(LSPC)
+            .current_dir(&self.dir)
+            .args(["--no-builtin", "--root"])
+            .arg(&self.dir)
+            .args(["--config", "cfg.json", "check"])
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+            started.elapsed(),
+        )
+    }
+
+    fn engine(&self, restart: Option<RestartPolicy>) -> EngineHandle {
+        let mut options = ConfigOptions::new(self.dir.clone());
+        options.config_files = vec![self.path("cfg.json")];
+        options.builtin = false;
+        let config = config::load(&options);
+        assert!(config.errors.is_empty(), "{:?}", config.errors);
+        let mut engine_options = EngineOptions::new(config);
+        engine_options.restart = restart;
+        engine_options.warn_duplicates = false;
+        EngineHandle::start(engine_options)
+    }
+
+    /// Transcript lines (JSON) written by every process of this test's server.
+    fn transcript(&self) -> Vec<Value> {
+        fs::read_to_string(self.path("transcript.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| serde_json::from_str(line).ok())
+            .collect()
+    }
+
+    fn events(&self, event: &str) -> Vec<Value> {
+        self.transcript()
+            .into_iter()
+            .filter(|line| line["event"] == event)
+            .collect()
+    }
+
+    fn received(&self, method: &str) -> Vec<Value> {
+        self.transcript()
+            .into_iter()
+            .filter(|line| line["message"]["method"] == method)
+            .map(|line| line["message"].clone())
+            .collect()
+    }
+
+    /// Waits (up to 5 s) until no process has this test's scenario path on its command line.
+    fn assert_no_server_left(&self) {
+        let marker = self.scenario_path();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let left = processes_with(&marker);
+            if left.is_empty() {
+                return;
+            }
+            assert!(Instant::now() < deadline, "servers left: {left:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Fx {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// Pids of live (non-zombie) processes whose command line contains `marker`.
+fn processes_with(marker: &str) -> Vec<u32> {
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            String::from_utf8_lossy(&cmdline).contains(marker) && !is_zombie(*pid)
+        })
+        .collect()
+}
+
+fn is_zombie(pid: u32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|stat| {
+            stat.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+        .unwrap_or(false)
+}
+
+fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists() && !is_zombie(pid)
+}
+
+fn wait_until(what: &str, timeout: Duration, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Syncs `a.fx` and returns the server id and the document URI.
+fn open_a(fx: &Fx, engine: &EngineHandle) -> (ServerId, String) {
+    let synced = engine
+        .sync(fx.path("a.fx"), Duration::from_secs(10))
+        .expect("sync a.fx");
+    let uri = format!("file://{}", fx.path("a.fx").display());
+    (synced.servers[0].server_id, uri)
+}
+
+fn position(uri: &str, line: u32, character: u32) -> Value {
+    json!({"textDocument": {"uri": uri}, "position": {"line": line, "character": character}})
+}
+
+const PANIC_TAIL: &str = "thread 'main' panicked at src/main.rs:42:7:\nindex out of bounds";
+
+fn crash_rule(run: Option<u32>) -> Value {
+    let mut rule = json!({"method": "textDocument/definition", "actions": [
+        {"stderr": "thread 'main' panicked at src/main.rs:42:7:\nindex out of bounds\n"},
+        {"exit": 134}
+    ]});
+    if let Some(run) = run {
+        rule["run"] = json!(run);
+    }
+    rule
+}
+
+// ----- B24: crashes ------------------------------------------------------------------------------
+
+#[test]
+fn b24_crash_mid_request_restarts_reopens_and_retries_once() {
+    let fx = Fx::new("b24-once", json!({"rules": [crash_rule(Some(1))]}));
+    let engine = fx.engine(None);
+    let (server_id, uri) = open_a(&fx, &engine);
+    let started = Instant::now();
+    let result = engine.request(
+        server_id,
+        "textDocument/definition",
+        position(&uri, 0, 5),
+        Duration::from_secs(10),
+    );
+    let elapsed = started.elapsed();
+    let location = result.expect("the retried definition succeeds");
+    assert_eq!(
+        location["range"]["start"],
+        json!({"line": 0, "character": 4})
+    );
+    assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
+    let starts = fx.events("start");
+    assert_eq!(starts.len(), 2, "one restart");
+    // The new process got initialize, initialized, and the document with its current text.
+    let opens = fx.received("textDocument/didOpen");
+    assert_eq!(opens.len(), 2);
+    assert_eq!(opens[1]["params"]["textDocument"]["text"], TEXT);
+    assert_eq!(fx.received("initialize").len(), 2);
+    assert_eq!(fx.received("textDocument/definition").len(), 2);
+    let status = engine.status();
+    assert_eq!(status[0].restarts, 1);
+    assert_eq!(status[0].state, "running");
+    engine.shutdown();
+    fx.assert_no_server_left();
+}
+
+#[test]
+fn b24_crash_with_restarts_disabled_fails_fast_with_status_and_stderr() {
+    let fx = Fx::new("b24-never", json!({"rules": [crash_rule(None)]}));
+    let engine = fx.engine(Some(RestartPolicy::Never));
+    let (server_id, uri) = open_a(&fx, &engine);
+    let started = Instant::now();
+    let error = engine
+        .request(
+            server_id,
+            "textDocument/definition",
+            position(&uri, 0, 5),
+            Duration::from_secs(10),
+        )
+        .unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "server fx crashed (exit 134); restarts are disabled, so it stays down: {PANIC_TAIL}"
+        )
+    );
+    // Later requests fail at once with the same reason; no new process.
+    let started = Instant::now();
+    let again = engine
+        .request(
+            server_id,
+            "textDocument/hover",
+            position(&uri, 0, 5),
+            Duration::from_secs(10),
+        )
+        .unwrap_err();
+    assert!(started.elapsed() < Duration::from_millis(500));
+    assert_eq!(again, error);
+    assert_eq!(fx.events("start").len(), 1);
+    engine.shutdown();
+    fx.assert_no_server_left();
+}
+
+#[test]
+fn b24_always_crashing_server_is_given_up_after_the_limit() {
+    let fx = Fx::new("b24-always", json!({"rules": [crash_rule(None)]}));
+    let engine = fx.engine(Some(RestartPolicy::Limit(2)));
+    let (server_id, uri) = open_a(&fx, &engine);
+    let definition = || {
+        engine.request(
+            server_id,
+            "textDocument/definition",
+            position(&uri, 0, 5),
+            Duration::from_secs(20),
+        )
+    };
+    let started = Instant::now();
+    // Crash 1, restart after 500 ms, retried once, crash 2: the request fails (no second retry).
+    let first = definition().unwrap_err();
+    assert!(
+        matches!(&first, EngineError::ServerExited { status, stderr_tail, .. }
+            if status == "exit 134" && stderr_tail == PANIC_TAIL),
+        "{first:?}"
+    );
+    // Restart after 1 s; crash 3 exceeds the limit of 2: given up.
+    let second = definition().unwrap_err();
+    assert_eq!(
+        second.to_string(),
+        format!("server fx crashed (exit 134); gave up after 3 crashes in a row, so it stays down: {PANIC_TAIL}")
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    let quick = Instant::now();
+    let third = engine
+        .request(
+            server_id,
+            "textDocument/hover",
+            position(&uri, 0, 5),
+            Duration::from_secs(10),
+        )
+        .unwrap_err();
+    assert!(quick.elapsed() < Duration::from_millis(500));
+    assert_eq!(third, second);
+    assert_eq!(fx.events("start").len(), 3);
+    assert!(engine.status()[0]
+        .state
+        .starts_with("failed: server fx crashed"));
+    engine.shutdown();
+    fx.assert_no_server_left();
+}
+
+#[test]
+fn b24_server_closing_its_pipes_is_treated_as_dead_and_killed() {
+    let fx = Fx::new(
+        "b24-epipe",
+        json!({"onStdinEof": "keepRunning", "rules": [{"method": "textDocument/definition", "run": 1,
+            "actions": [{"closeStdin": true}, {"closeStdout": true}]}]}),
+    );
+    let engine = fx.engine(None);
+    let (server_id, uri) = open_a(&fx, &engine);
+    let first_pid = engine.status()[0].pid.unwrap();
+    let started = Instant::now();
+    let location = engine
+        .request(
+            server_id,
+            "textDocument/definition",
+            position(&uri, 0, 5),
+            Duration::from_secs(10),
+        )
+        .expect("retried on the restarted server");
+    assert_eq!(
+        location["range"]["start"],
+        json!({"line": 0, "character": 4})
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(!alive(first_pid), "the silent process was killed");
+    assert_eq!(engine.status()[0].restarts, 1);
+    engine.shutdown();
+    fx.assert_no_server_left();
+}
+
+#[test]
+fn b20_startup_failure_is_reported_at_once_without_restarts() {
+    let fx = Fx::new(
+        "b20",
+        json!({"startup": [{"stderr": "error: Unknown binary 'lspc-fixture'\n"}, {"exit": 1}]}),
+    );
+    let (status, stdout, stderr, elapsed) = fx.check(&["a.fx"]);
+    assert_eq!(status, 3, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("server fx failed to start: exited (exit 1) before answering initialize: error: Unknown binary 'lspc-fixture'")
+            || stderr.contains("server fx failed to start: exited (exit 1) before answering initialize: error: Unknown binary 'lspc-fixture'"),
+        "{stdout}{stderr}"
+    );
+    assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
+    assert_eq!(fx.events("start").len(), 1, "no respawn loop");
+    fx.assert_no_server_left();
+}
+
+// ----- B21: timeouts and hangs ---------------------------------------------------------------
+
+#[test]
+fn b21_timeout_cancels_and_ignores_the_late_reply() {
+    let fx = Fx::new(
+        "b21",
+        json!({"rules": [
+            {"method": "textDocument/references", "actions": [{"noReply": true}]},
+            {"method": "textDocument/hover", "nth": 1, "actions": [{"after": 1500, "actions": [{"default": true}]}]}
+        ]}),
+    );
+    let engine = fx.engine(None);
+    let (server_id, uri) = open_a(&fx, &engine);
+    let started = Instant::now();
+    let error = engine
+        .request(
+            server_id,
+            "textDocument/references",
+            json!({"textDocument": {"uri": uri}, "position": {"line": 0, "character": 5}, "context": {"includeDeclaration": true}}),
+            Duration::from_secs(2),
+        )
+        .unwrap_err();
+    let elapsed = started.elapsed();
+    assert_eq!(
+        error.to_string(),
+        "textDocument/references timed out after 2 s (server fx)"
+    );
+    assert!(
+        elapsed >= Duration::from_secs(2) && elapsed < Duration::from_secs(4),
+        "{elapsed:?}"
+    );
+    // The late hover reply (1.5 s) arrives after its 500 ms deadline.
+    let late = engine
+        .request(
+            server_id,
+            "textDocument/hover",
+            position(&uri, 0, 5),
+            Duration::from_millis(500),
+        )
+        .unwrap_err();
+    assert!(matches!(late, EngineError::Timeout { .. }), "{late:?}");
+    std::thread::sleep(Duration::from_millis(1500));
+    // The next hover gets its own answer (line 1 word), not the late one.
+    let hover = engine
+        .request(
+            server_id,
+            "textDocument/hover",
+            position(&uri, 1, 1),
+            Duration::from_secs(5),
+        )
+        .unwrap();
+    assert_eq!(hover["contents"]["value"], "**ERROR** at 1:1", "{hover}");
+    // Both expired requests were cancelled, with their own ids.
+    let cancels: Vec<Value> = fx
+        .received("$/cancelRequest")
+        .into_iter()
+        .map(|message| message["params"]["id"].clone())
+        .collect();
+    let references_id = fx.received("textDocument/references")[0]["id"].clone();
+    let hover_id = fx.received("textDocument/hover")[0]["id"].clone();
+    assert_eq!(cancels, vec![references_id, hover_id]);
+    assert_eq!(engine.status()[0].restarts, 0);
+    engine.shutdown();
+    fx.assert_no_server_left();
+}
+
+#[test]
+fn b21_hung_server_is_killed_and_restarted_after_three_missed_deadlines() {
+    let fx = Fx::new(
+        "b21-hung",
+        json!({"rules": [{"method": "textDocument/hover", "run": 1, "actions": [{"hang": true}]}]}),
+    );
+    let engine = fx.engine(None);
+    let (server_id, uri) = open_a(&fx, &engine);
+    let hover = || {
+        engine.request(
+            server_id,
+            "textDocument/hover",
+            position(&uri, 0, 5),
+            Duration::from_millis(400),
+        )
+    };
+    let first_pid = engine.status()[0].pid.unwrap();
+    for _ in 0..3 {
+        assert!(matches!(hover(), Err(EngineError::Timeout { .. })));
+    }
+    wait_until(
+        "the hung process to be killed",
+        Duration::from_secs(5),
+        || !alive(first_pid),
+    );
+    // The next call waits for the restart (500 ms backoff) and works.
+    let answer = engine
+        .request(
+            server_id,
+            "textDocument/hover",
+            position(&uri, 0, 5),
+            Duration::from_secs(10),
+        )
+        .unwrap();
+    assert_eq!(answer["contents"]["value"], "**main** at 0:5");
+    let status = &engine.status()[0];
+    assert_eq!(status.restarts, 1);
+    assert_eq!(fx.events("start").len(), 2);
+    engine.shutdown();
+    fx.assert_no_server_left();
+}
+
+// ----- B06: garbage ------------------------------------------------------------------------------
+
+#[test]
+fn b06_garbage_on_stdout_costs_nothing_and_never_restarts() {
+    let fx = Fx::new(
+        "b06",
+        serde_json::from_str(include_str!("../../fixtures/scenarios/garbage.json")).unwrap(),
+    );
+    let engine = fx.engine(None);
+    let (server_id, uri) = open_a(&fx, &engine);
+    let mut answers = Vec::new();
+    for _ in 0..4 {
+        let hover = engine
+            .request(
+                server_id,
+                "textDocument/hover",
+                position(&uri, 0, 5),
+                Duration::from_secs(5),
+            )
+            .expect("hover after garbage");
+        answers.push(
+            hover["contents"]["value"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        );
+    }
+    assert_eq!(
+        answers,
+        [
+            "**main** at 0:5",
+            "**main** at 0:5",
+            "**main** at 0:5",
+            "headers reordered"
+        ]
+    );
+    let status = &engine.status()[0];
+    assert_eq!((status.restarts, status.state.as_str()), (0, "running"));
+    assert_eq!(fx.events("start").len(), 1);
+    engine.shutdown();
+    fx.assert_no_server_left();
+}
+
+#[test]
+fn b06e_headers_in_any_order_and_case() {
+    let fx = Fx::new(
+        "b06e",
+        json!({"headerTemplate": "Content-Type: application/vscode-jsonrpc; charset=utf-8\r\ncontent-length: {len}\r\n\r\n"}),
+    );
+    let (status, stdout, _, elapsed) = fx.check(&["a.fx"]);
+    assert_eq!(status, 1);
+    assert_eq!(
+        stdout.lines().next(),
+        Some("a.fx:2:1: error: bad thing [fixture FX1]")
+    );
+    assert!(elapsed < Duration::from_secs(10));
+    fx.assert_no_server_left();
+}
+
+// ----- B05 and floods ------------------------------------------------------------------------
+
+#[test]
+fn b05_stderr_flood_never_blocks_300_hovers() {
+    let fx = Fx::new(
+        "b05",
+        serde_json::from_str(include_str!("../../fixtures/scenarios/stderr_flood.json")).unwrap(),
+    );
+    let engine = fx.engine(None);
+    let (server_id, uri) = open_a(&fx, &engine);
+    let started = Instant::now();
+    for index in 0..300 {
+        let hover = engine
+            .request(
+                server_id,
+                "textDocument/hover",
+                position(&uri, 0, 5),
+                Duration::from_secs(10),
+            )
+            .unwrap_or_else(|error| panic!("hover {index}: {error}"));
+        assert_eq!(hover["contents"]["value"], "**main** at 0:5");
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
+    // lspc keeps only the last 64 KiB of stderr.
+    assert!(engine.status()[0].stderr_tail.len() <= 64 * 1024);
+    engine.shutdown();
+    fx.assert_no_server_left();
+}
+
+#[test]
+fn publish_flood_keeps_the_latest_set_and_stays_responsive() {
+    let fx = Fx::new(
+        "flood",
+        json!({"publishOnChange": false, "rules": [
+            {"method": "textDocument/didOpen", "actions": [{"flood": {"publishCount": 100000}}]}
+        ]}),
+    );
+    let (status, stdout, stderr, elapsed) = fx.check(&["a.fx"]);
+    assert_eq!(status, 0, "{stderr}");
+    assert_eq!(
+        stdout.lines().next(),
+        Some("a.fx:1:1: warning: flood 99999 [fixture]"),
+        "{stdout}"
+    );
+    assert!(elapsed < Duration::from_secs(60), "{elapsed:?}");
+    fx.assert_no_server_left();
+}
+
+#[test]
+fn fifty_megabyte_response_is_received_and_the_session_goes_on() {
+    let fx = Fx::new(
+        "big",
+        json!({"rules": [{"method": "textDocument/hover", "nth": 1, "actions": [{"bigResponse": 50_000_000}]}]}),
+    );
+    let engine = fx.engine(None);
+    let (server_id, uri) = open_a(&fx, &engine);
+    let big = engine
+        .request(
+            server_id,
+            "textDocument/hover",
+            position(&uri, 0, 5),
+            Duration::from_secs(30),
+        )
+        .unwrap();
+    assert_eq!(big.as_str().map(str::len), Some(50_000_000));
+    drop(big);
+    let hover = engine
+        .request(
+            server_id,
+            "textDocument/hover",
+            position(&uri, 0, 5),
+            Duration::from_secs(5),
+        )
+        .unwrap();
+    assert_eq!(hover["contents"]["value"], "**main** at 0:5");
+    engine.shutdown();
+    fx.assert_no_server_left();
+}
+
+// ----- B25: shutdown -------------------------------------------------------------------------
+
+fn check_shutdown_variant(name: &str, scenario: Value) {
+    let fx = Fx::new(name, scenario);
+    let (status, stdout, stderr, elapsed) = fx.check(&["a.fx"]);
+    // The exit status reflects the diagnostics, not the shutdown trouble.
+    assert_eq!(status, 1, "{stdout}{stderr}");
+    assert_eq!(
+        stdout.lines().next(),
+        Some("a.fx:2:1: error: bad thing [fixture FX1]")
+    );
+    assert!(elapsed < Duration::from_secs(10), "{name}: {elapsed:?}");
+    fx.assert_no_server_left();
+}
+
+#[test]
+fn b25a_server_ignoring_shutdown_exit_and_eof_is_killed() {
+    check_shutdown_variant(
+        "b25a",
+        json!({"onStdinEof": "keepRunning", "ignoreSigterm": true, "rules": [
+            {"method": "shutdown", "actions": [{"noReply": true}]},
+            {"method": "exit", "actions": []}
+        ]}),
+    );
+}
+
+#[test]
+fn b25b_server_exiting_on_shutdown_without_reply() {
+    check_shutdown_variant(
+        "b25b",
+        json!({"rules": [{"method": "shutdown", "actions": [{"exit": 0}]}]}),
+    );
+}
+
+#[test]
+fn b25c_server_ignoring_exit() {
+    check_shutdown_variant(
+        "b25c",
+        json!({"onStdinEof": "keepRunning", "rules": [{"method": "exit", "actions": []}]}),
+    );
+}
+
+// ----- B26: orphans --------------------------------------------------------------------------
+
+fn orphan_scenario() -> Value {
+    json!({"onStdinEof": "keepRunning", "ignoreSigterm": true, "publishOnChange": false,
+           "startup": [{"spawnGrandchild": ["sleep", "1000"]}]})
+}
+
+fn grandchild_pid(fx: &Fx) -> u32 {
+    let mut pid = 0;
+    wait_until("the grandchild", Duration::from_secs(10), || {
+        pid = fx
+            .events("grandchild")
+            .first()
+            .and_then(|event| event["child_pid"].as_u64())
+            .unwrap_or(0) as u32;
+        pid != 0
+    });
+    pid
+}
+
+#[test]
+fn b26_normal_end_kills_the_server_and_its_grandchild() {
+    let fx = Fx::new("b26-normal", orphan_scenario());
+    let (status, stdout, stderr, elapsed) = fx.check(&["--timeout", "1", "a.fx"]);
+    assert_eq!(status, 3, "no diagnostics settled: {stdout}{stderr}");
+    assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
+    let grandchild = grandchild_pid(&fx);
+    wait_until("the grandchild to die", Duration::from_secs(5), || {
+        !alive(grandchild)
+    });
+    fx.assert_no_server_left();
+}
+
+fn signalled_lspc_leaves_nothing(name: &str, signal: i32) {
+    let fx = Fx::new(name, orphan_scenario());
+    let mut lspc = Command::new(LSPC)
+        .current_dir(&fx.dir)
+        .args(["--no-builtin", "--root"])
+        .arg(&fx.dir)
+        .args(["--config", "cfg.json", "check", "--timeout", "60", "a.fx"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let grandchild = grandchild_pid(&fx);
+    wait_until("didOpen", Duration::from_secs(10), || {
+        !fx.received("textDocument/didOpen").is_empty()
+    });
+    // SAFETY: plain kill(2) on our own child.
+    unsafe { libc::kill(lspc.id() as i32, signal) };
+    let _ = lspc.wait();
+    wait_until("the grandchild to die", Duration::from_secs(5), || {
+        !alive(grandchild)
+    });
+    fx.assert_no_server_left();
+}
+
+#[test]
+fn b26_sigterm_of_lspc_kills_the_server_tree() {
+    signalled_lspc_leaves_nothing("b26-term", libc::SIGTERM);
+}
+
+#[test]
+fn b26_sigkill_of_lspc_kills_the_server_tree() {
+    signalled_lspc_leaves_nothing("b26-kill", libc::SIGKILL);
+}
+
+// ----- files -------------------------------------------------------------------------------
+
+#[test]
+fn large_binary_and_non_utf8_files_are_refused_one_by_one() {
+    let fx = Fx::new("files", json!({}));
+    fs::write(fx.path("big.fx"), "x".repeat(2000)).unwrap();
+    fs::write(fx.path("binary.fx"), b"abc\0def").unwrap();
+    fs::write(fx.path("latin1.fx"), b"caf\xe9\n").unwrap();
+    let (status, stdout, stderr, elapsed) = fx.check(&[
+        "--format",
+        "json",
+        "big.fx",
+        "binary.fx",
+        "latin1.fx",
+        "a.fx",
+    ]);
+    let _ = stderr;
+    assert!(elapsed < Duration::from_secs(10));
+    let report: Value = serde_json::from_str(&stdout).unwrap_or(Value::Null);
+    // Without --max-file-size the 2000-byte file is fine; the other two are refused.
+    assert_eq!(status, 3, "{stdout}");
+    assert!(stdout.contains("bad thing"), "{stdout}");
+    assert!(stdout.contains("binary.fx"), "{stdout}");
+    assert!(stdout.contains("latin1.fx"), "{stdout}");
+    let _ = report;
+    // With --max-file-size 1000 the big file is refused too, and a.fx still works.
+    let output = Command::new(LSPC)
+        .current_dir(&fx.dir)
+        .args(["--no-builtin", "--max-file-size", "1000", "--root"])
+        .arg(&fx.dir)
+        .args(["--config", "cfg.json", "check", "big.fx", "a.fx"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("a.fx:2:1: error: bad thing [fixture FX1]"),
+        "{stdout}"
+    );
+    fx.assert_no_server_left();
+}
+
+// ----- duplicates ----------------------------------------------------------------------------
+
+#[test]
+fn second_lspc_on_the_same_workspace_warns_about_duplicate_servers() {
+    let fx = Fx::new("dup", json!({"publishOnChange": false}));
+    let mut first = Command::new(LSPC)
+        .current_dir(&fx.dir)
+        .args(["--no-builtin", "--root"])
+        .arg(&fx.dir)
+        .args(["--config", "cfg.json", "check", "--timeout", "20", "a.fx"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("the first server", Duration::from_secs(10), || {
+        !fx.received("initialized").is_empty()
+    });
+    let (_, _, stderr, _) = fx.check(&["--timeout", "1", "a.fx"]);
+    // SAFETY: plain kill(2) on our own child.
+    unsafe { libc::kill(first.id() as i32, libc::SIGTERM) };
+    let _ = first.wait();
+    assert!(
+        stderr.contains(&format!(
+            "another lspc already runs fx for {}: lspc pid {}",
+            fx.dir.display(),
+            first.id()
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("each lspc starts its own servers"),
+        "{stderr}"
+    );
+    fx.assert_no_server_left();
+}
