@@ -41,7 +41,7 @@ test-all:
 	bash .ci/run
 
 compile-commands:
-	@scripts/gen-compile-commands.sh >/dev/null
+	@fixtures/scripts/gen-compile-commands.sh >/dev/null
 
 lint:
 	$(CARGO) fmt --all -- --check
@@ -52,5 +52,4 @@ bench:
 	else echo "make bench: not yet (scripts/bench.sh does not exist)"; fi
 
 fuzz:
-	@if [ -x scripts/fuzz.sh ]; then scripts/fuzz.sh; \
-	else echo "make fuzz: not yet (scripts/fuzz.sh does not exist)"; fi
+	fixtures/scripts/fuzz.sh

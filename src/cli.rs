@@ -13,6 +13,7 @@ use crate::check::{self, CheckOptions};
 use crate::config::{self, ConfigOptions};
 use crate::diagnostics::Severity;
 use crate::engine::{EngineOptions, RestartPolicy};
+use crate::mcp::cli::McpCliOptions;
 use crate::output::Format;
 use crate::query::command::{QueryFormat, QueryOptions, QueryRequest};
 use crate::query::{CallDirection, ColumnOrSymbol, DefinitionKind, TextPosition, TypeDirection};
@@ -54,6 +55,9 @@ Commands:
   type-hierarchy LOC  --supertypes (default) or --subtypes of the type at LOC
   signature-help LOC  the signature of the call around LOC
   batch               JSON-lines queries on stdin, one JSON answer line each on stdout
+  mcp [-- SERVER ARGS...]
+                      serve MCP on stdio: tools and resources over every configured server,
+                      or over exactly SERVER when one is given after --
 
 Options (any command):
   --root DIR          workspace root (default: nearest ancestor with .git or .lsp.json)
@@ -91,6 +95,14 @@ characters):
   --include-declaration  references: include the declaration itself
   --supertypes, --subtypes  type-hierarchy direction
   --file FILE         workspace-symbols: ask the server that serves FILE
+
+mcp options:
+  --timeout SECONDS   how long one tool call may wait for its server (default: 60)
+  --language EXT=ID   with -- SERVER: an extension SERVER serves and its language id
+                      (repeatable, e.g. --language py=python; default: the built-in table)
+  --init-options JSON with -- SERVER: its initializationOptions
+  --settings JSON     with -- SERVER: its settings (workspace/configuration)
+  --open-documents N  keep at most N documents open (default: 50)
 
 Exit status: check: 0 nothing at or above --fail-on, 1 found; queries: 0 found, 1 nothing
 found; all: 2 usage or config error, 3 a server failed, timed out or lacks the feature.
@@ -155,6 +167,7 @@ pub enum Command {
     Batch {
         timeout: Duration,
     },
+    Mcp(McpCliOptions),
     Help,
     Version,
 }
@@ -183,6 +196,8 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
     let mut command_name: Option<String> = None;
     let mut check = CheckOptions::default();
     let mut positionals: Vec<PathBuf> = Vec::new();
+    let mut mcp = McpCliOptions::default();
+    let mut timeout_given: Option<Duration> = None;
     let mut help = false;
     let mut version = false;
     let mut apply_flag = false;
@@ -246,6 +261,22 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
                         ))
                     })?;
                 check.timeout = Duration::from_secs_f64(seconds);
+                timeout_given = Some(check.timeout);
+            }
+            Long("language") => {
+                let value: String = parser.value()?.string()?;
+                mcp.languages.push(crate::mcp::cli::parse_language(&value)?);
+            }
+            Long("init-options") => {
+                mcp.init_options = Some(crate::mcp::cli::parse_json("--init-options", &mut parser)?)
+            }
+            Long("settings") => {
+                mcp.settings = Some(crate::mcp::cli::parse_json("--settings", &mut parser)?)
+            }
+            Long("open-documents") => mcp.open_documents = Some(parser.value()?.parse()?),
+            Value(value) if command_name.as_deref() == Some("mcp") => {
+                mcp.server_command = Some(value);
+                mcp.server_args = parser.raw_args()?.collect();
             }
             Long("max-per-file") => check.max_per_file = Some(parser.value()?.parse()?),
             Long("max-total") => check.max_total = Some(parser.value()?.parse()?),
@@ -277,6 +308,11 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
             Some("servers") => {
                 expect_no_positionals("servers", &positionals)?;
                 Command::Servers
+            }
+            Some("mcp") => {
+                expect_no_positionals("mcp", &positionals)?;
+                mcp.timeout = timeout_given;
+                Command::Mcp(mcp)
             }
             Some("help") => Command::Help,
             Some("rename") => {
@@ -634,6 +670,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             let config = load_config(&args.global);
             check::run(engine_options(config, &args.global), &options)
         }
+        Command::Mcp(options) => crate::mcp::cli::run(&args.global, options),
         Command::Query(options) => {
             let config = load_config(&args.global);
             crate::query::command::run(engine_options(config, &args.global), &options)

@@ -29,6 +29,7 @@ pub mod config;
 pub mod diagnostics;
 pub mod edit;
 pub mod engine;
+pub mod mcp;
 pub mod output;
 pub mod process;
 pub mod query;

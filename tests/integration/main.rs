@@ -9,5 +9,6 @@
 mod check;
 mod edits;
 mod faults;
+mod mcp;
 mod queries;
 mod support;

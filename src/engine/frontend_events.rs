@@ -1,0 +1,188 @@
+//! Engine support for long-lived frontends (the MCP server): passive diagnostic delivery, event
+//! subscriptions and snapshots of current diagnostics and server capabilities.
+//!
+//! This is a child module of the event loop so it can read the loop's state directly; the loop
+//! calls into it from four places only (a new publish or pull, a server initialized, a server
+//! failed, and the ops defined here). Invariants:
+//! - Every publish that reaches the [`DiagnosticStore`](crate::diagnostics::DiagnosticStore) is
+//!   also registered with the [`PassiveRegistry`] (seed 000 "Passive diagnostic delivery").
+//! - Subscribers get events over unbounded channels, so the loop never blocks on a slow frontend;
+//!   a subscriber whose receiver is gone is forgotten on the next send.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crossbeam_channel::Sender;
+use serde_json::Value;
+
+use super::{ServerState, State};
+use crate::diagnostics::{Diagnostic, DrainedBatch, PassiveRegistry};
+use crate::engine::{EngineError, Op};
+
+/// Something a frontend may want to tell its own client about.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FrontendEvent {
+    /// A server published (or a pull answered) diagnostics for the file (canonical absolute path).
+    DiagnosticsChanged { path: PathBuf },
+    /// A server finished `initialize`: its capabilities are now known.
+    ServerInitialized { server: String },
+    /// A server crashed or failed to start; `message` names it and says why (already formatted
+    /// by [`EngineError`]'s `Display`). `permanent` is true once lspc stops restarting it.
+    ServerFailed {
+        server: String,
+        message: String,
+        permanent: bool,
+    },
+}
+
+/// One configured server as a frontend sees it, for tool gating and `lsp://servers`.
+#[derive(Debug, Clone)]
+pub struct ServerDetails {
+    pub name: String,
+    /// `not started`, `starting`, `running`, `running (busy)` or `failed: …`.
+    pub state: String,
+    /// The raw `ServerCapabilities` of the first process; `None` until it initialized.
+    pub capabilities: Option<Arc<Value>>,
+    /// Extensions the server claims (lowercase with a dot, `".py"`).
+    pub extensions: Vec<String>,
+    /// Whether its command was found (only available servers are started or routed to).
+    pub available: bool,
+    pub pid: Option<u32>,
+    pub restarts: u32,
+    /// The last stderr lines of the running process.
+    pub stderr_tail: String,
+}
+
+/// The frontend-facing state the loop owns.
+#[derive(Default)]
+pub(super) struct FrontendHub {
+    passive: PassiveRegistry,
+    subscribers: Vec<Sender<FrontendEvent>>,
+}
+
+impl FrontendHub {
+    fn broadcast(&mut self, event: FrontendEvent) {
+        self.subscribers
+            .retain(|subscriber| subscriber.send(event.clone()).is_ok());
+    }
+}
+
+impl State {
+    /// Store `server`'s latest diagnostics for `path` (LSP replace semantics), queue them for
+    /// passive delivery and tell subscribers. Replaces a bare `store.replace` in the loop.
+    pub(super) fn record_diagnostics(&mut self, server: &str, path: &Path, diags: Vec<Diagnostic>) {
+        self.frontend.passive.register(server, path, diags.clone());
+        self.store.replace(server, path, diags);
+        self.frontend.broadcast(FrontendEvent::DiagnosticsChanged {
+            path: path.to_path_buf(),
+        });
+    }
+
+    /// A server answered `initialize`.
+    pub(super) fn frontend_server_initialized(&mut self, server: &str) {
+        self.frontend.broadcast(FrontendEvent::ServerInitialized {
+            server: server.to_owned(),
+        });
+    }
+
+    /// A server failed (crash or start-up failure).
+    pub(super) fn frontend_server_failed(&mut self, reason: &EngineError, permanent: bool) {
+        let server = match reason {
+            EngineError::Spawn { server, .. }
+            | EngineError::ServerExited { server, .. }
+            | EngineError::Server { server, .. }
+            | EngineError::Timeout { server, .. }
+            | EngineError::Cancelled { server, .. } => server.clone(),
+            _ => String::new(),
+        };
+        self.frontend.broadcast(FrontendEvent::ServerFailed {
+            server,
+            message: reason.to_string(),
+            permanent,
+        });
+    }
+
+    /// Handle one of the frontend ops ([`Op::DrainPassive`], [`Op::SubscribeEvents`],
+    /// [`Op::CurrentDiagnostics`], [`Op::ServerDetails`]).
+    pub(super) fn handle_frontend_op(&mut self, op: Op) {
+        match op {
+            Op::DrainPassive { reply } => {
+                let _ = reply.send(self.frontend.passive.drain());
+            }
+            Op::SubscribeEvents { sender } => self.frontend.subscribers.push(sender),
+            Op::CurrentDiagnostics { reply } => {
+                let order: Vec<&str> = self
+                    .servers
+                    .iter()
+                    .map(|server| server.config.name.as_str())
+                    .collect();
+                let files: Vec<(PathBuf, Vec<Diagnostic>)> = self
+                    .store
+                    .files()
+                    .map(|path| (path.to_path_buf(), self.store.merged(path, &order)))
+                    .filter(|(_, diags)| !diags.is_empty())
+                    .collect();
+                let _ = reply.send(files);
+            }
+            Op::ServerDetails { reply } => {
+                let statuses = self.status();
+                let details = self
+                    .servers
+                    .iter()
+                    .zip(statuses)
+                    .map(|(server, status)| ServerDetails {
+                        name: status.name,
+                        state: status.state,
+                        capabilities: (!server.capabilities.is_null())
+                            .then(|| Arc::clone(&server.capabilities)),
+                        extensions: server
+                            .config
+                            .extension_to_language
+                            .keys()
+                            .cloned()
+                            .collect(),
+                        available: server.config.resolved_command.is_some()
+                            && !matches!(
+                                server.state,
+                                ServerState::Failed {
+                                    permanent: true,
+                                    ..
+                                }
+                            ),
+                        pid: status.pid,
+                        restarts: status.restarts,
+                        stderr_tail: status.stderr_tail,
+                    })
+                    .collect();
+                let _ = reply.send(details);
+            }
+            _ => log::error!("handle_frontend_op got a non-frontend op"),
+        }
+    }
+}
+
+/// Receiver-side helpers for frontends: blocking round trips through an op sender. Each returns
+/// an empty answer when the engine is gone.
+pub fn drain_passive(op_sender: &Sender<Op>) -> Option<DrainedBatch> {
+    let (reply, receiver) = crossbeam_channel::bounded(1);
+    op_sender.send(Op::DrainPassive { reply }).ok()?;
+    receiver.recv().ok().flatten()
+}
+
+/// [`Op::CurrentDiagnostics`], blocking.
+pub fn current_diagnostics(op_sender: &Sender<Op>) -> Vec<(PathBuf, Vec<Diagnostic>)> {
+    let (reply, receiver) = crossbeam_channel::bounded(1);
+    if op_sender.send(Op::CurrentDiagnostics { reply }).is_err() {
+        return Vec::new();
+    }
+    receiver.recv().unwrap_or_default()
+}
+
+/// [`Op::ServerDetails`], blocking.
+pub fn server_details(op_sender: &Sender<Op>) -> Vec<ServerDetails> {
+    let (reply, receiver) = crossbeam_channel::bounded(1);
+    if op_sender.send(Op::ServerDetails { reply }).is_err() {
+        return Vec::new();
+    }
+    receiver.recv().unwrap_or_default()
+}

@@ -1,0 +1,248 @@
+//! The `lspc mcp` command: its options, single-server configuration (`lspc mcp -- SERVER ARGS`)
+//! and start-up. Parsing of the shared options lives in `crate::cli`; this file holds what only
+//! `mcp` needs.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::cli::{load_config, GlobalOptions, UsageError, EXIT_USAGE};
+use crate::config::{self, Config, ConfigOrigin, ServerConfig, Transport};
+
+/// `lspc mcp` options.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct McpCliOptions {
+    /// `--timeout`: per tool call; `None` means the default (60 s).
+    pub timeout: Option<Duration>,
+    /// `--language ext=id`, in order: (`".py"`, `"python"`).
+    pub languages: Vec<(String, String)>,
+    pub init_options: Option<Value>,
+    pub settings: Option<Value>,
+    /// `--open-documents N`: the LRU bound.
+    pub open_documents: Option<usize>,
+    /// The program after `--` (single-server mode).
+    pub server_command: Option<OsString>,
+    pub server_args: Vec<OsString>,
+}
+
+/// Parse `EXT=ID` (`py=python`, `.py=python`) into (`".py"`, `"python"`); the extension is
+/// lowercased.
+pub fn parse_language(value: &str) -> Result<(String, String), UsageError> {
+    let Some((extension, language)) = value.split_once('=') else {
+        return Err(UsageError(format!(
+            "--language: expected EXT=ID (e.g. py=python), got {value:?}"
+        )));
+    };
+    let extension = extension.trim().trim_start_matches('.').to_lowercase();
+    let language = language.trim();
+    if extension.is_empty() || language.is_empty() {
+        return Err(UsageError(format!(
+            "--language: expected EXT=ID (e.g. py=python), got {value:?}"
+        )));
+    }
+    Ok((format!(".{extension}"), language.to_owned()))
+}
+
+/// Read the next option value as JSON.
+pub fn parse_json(flag: &str, parser: &mut lexopt::Parser) -> Result<Value, UsageError> {
+    use lexopt::ValueExt;
+    let text = parser.value()?.string()?;
+    serde_json::from_str(&text)
+        .map_err(|error| UsageError(format!("{flag}: invalid JSON: {error}")))
+}
+
+/// The configuration of single-server mode: exactly one server, from the command line.
+/// Extensions come from `--language`, else from the built-in table entry whose command has the
+/// same file name. Errors are usage errors naming the server.
+pub fn single_server_config(
+    root: &Path,
+    options: &McpCliOptions,
+    builtin: &Config,
+) -> Result<Config, UsageError> {
+    let command_os = options
+        .server_command
+        .clone()
+        .ok_or_else(|| UsageError("mcp: no server command after --".to_owned()))?;
+    let command = command_os
+        .to_str()
+        .ok_or_else(|| UsageError("mcp: the server command is not valid UTF-8".to_owned()))?
+        .to_owned();
+    let args = options
+        .server_args
+        .iter()
+        .map(|arg| {
+            arg.to_str()
+                .map(str::to_owned)
+                .ok_or_else(|| UsageError(format!("mcp: argument {arg:?} is not valid UTF-8")))
+        })
+        .collect::<Result<Vec<String>, UsageError>>()?;
+    let program_name = Path::new(&command)
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let extension_to_language: BTreeMap<String, String> = if options.languages.is_empty() {
+        builtin
+            .servers
+            .iter()
+            .chain(builtin.skipped.iter().map(|skipped| &skipped.server))
+            .find(|server| {
+                Path::new(&server.command)
+                    .file_name()
+                    .is_some_and(|name| name.to_string_lossy() == program_name)
+            })
+            .map(|server| server.extension_to_language.clone())
+            .ok_or_else(|| {
+                UsageError(format!(
+                    "mcp: {program_name} is not in lspc's built-in table; say which files it serves with --language EXT=ID"
+                ))
+            })?
+    } else {
+        options.languages.iter().cloned().collect()
+    };
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let path_var = std::env::var("PATH").ok();
+    let resolved_command = config::resolve_command(&command, &cwd, path_var.as_deref());
+    if resolved_command.is_none() {
+        return Err(UsageError(format!("mcp: command not found: {command}")));
+    }
+    let server = ServerConfig {
+        name: program_name,
+        command: command.clone(),
+        resolved_command,
+        args,
+        env: BTreeMap::new(),
+        extension_to_language,
+        transport: Transport::Stdio,
+        initialization_options: options.init_options.clone(),
+        settings: options.settings.clone(),
+        workspace_folder: None,
+        startup_timeout_ms: None,
+        shutdown_timeout_ms: None,
+        restart_on_crash: true,
+        max_restarts: 3,
+        diagnostics: true,
+        origin: ConfigOrigin::CommandLine(PathBuf::from(command)),
+    };
+    Ok(Config {
+        root: root.to_path_buf(),
+        servers: vec![server],
+        errors: Vec::new(),
+        conflicts: Vec::new(),
+        notes: Vec::new(),
+        skipped: Vec::new(),
+    })
+}
+
+/// Run `lspc mcp`; returns the exit status.
+pub fn run(global: &GlobalOptions, options: McpCliOptions) -> i32 {
+    let config = load_config(global);
+    let config = if options.server_command.is_some() {
+        match single_server_config(&config.root, &options, &config) {
+            Ok(config) => config,
+            Err(error) => {
+                eprintln!("lspc: {error}");
+                return EXIT_USAGE;
+            }
+        }
+    } else {
+        config
+    };
+    let mut engine = crate::cli::engine_options(config, global);
+    if let Some(limit) = options.open_documents {
+        engine.max_open_documents = limit.max(1);
+    }
+    let mut mcp = super::McpOptions::new(engine);
+    if let Some(timeout) = options.timeout {
+        mcp.timeout = timeout;
+    }
+    super::serve_stdio(mcp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn languages_parse() {
+        let check = |input: &str, expected: Result<(&str, &str), &str>| {
+            let actual = parse_language(input);
+            match expected {
+                Ok((extension, language)) => assert_eq!(
+                    actual,
+                    Ok((extension.to_owned(), language.to_owned())),
+                    "{input}"
+                ),
+                Err(message) => assert_eq!(actual, Err(UsageError(message.to_owned())), "{input}"),
+            }
+        };
+        check("py=python", Ok((".py", "python")));
+        check(".PY=python", Ok((".py", "python")));
+        check("h = c", Ok((".h", "c")));
+        check(
+            "py",
+            Err("--language: expected EXT=ID (e.g. py=python), got \"py\""),
+        );
+        check(
+            "=python",
+            Err("--language: expected EXT=ID (e.g. py=python), got \"=python\""),
+        );
+        check(
+            "py=",
+            Err("--language: expected EXT=ID (e.g. py=python), got \"py=\""),
+        );
+    }
+
+    #[test]
+    fn single_server_configs() {
+        let options = McpCliOptions {
+            languages: vec![(".fx".to_owned(), "fixture".to_owned())],
+            server_command: Some("sh".into()),
+            server_args: vec!["-c".into(), "true".into()],
+            settings: Some(serde_json::json!({"a": 1})),
+            ..McpCliOptions::default()
+        };
+        let empty = Config {
+            root: PathBuf::from("/w"),
+            servers: vec![],
+            errors: vec![],
+            conflicts: vec![],
+            notes: vec![],
+            skipped: vec![],
+        };
+        let config = single_server_config(Path::new("/w"), &options, &empty).unwrap();
+        assert_eq!(config.servers.len(), 1);
+        let server = &config.servers[0];
+        assert_eq!(server.name, "sh");
+        assert_eq!(server.args, vec!["-c", "true"]);
+        assert_eq!(
+            server.extension_to_language,
+            BTreeMap::from([(".fx".to_owned(), "fixture".to_owned())])
+        );
+        assert_eq!(server.settings, Some(serde_json::json!({"a": 1})));
+        assert_eq!(
+            server.origin,
+            ConfigOrigin::CommandLine(PathBuf::from("sh"))
+        );
+        let no_language = McpCliOptions {
+            languages: vec![],
+            ..options.clone()
+        };
+        assert_eq!(
+            single_server_config(Path::new("/w"), &no_language, &empty).unwrap_err().0,
+            "mcp: sh is not in lspc's built-in table; say which files it serves with --language EXT=ID"
+        );
+        let missing = McpCliOptions {
+            server_command: Some("lspc-no-such-server".into()),
+            ..options
+        };
+        assert_eq!(
+            single_server_config(Path::new("/w"), &missing, &empty)
+                .unwrap_err()
+                .0,
+            "mcp: command not found: lspc-no-such-server"
+        );
+    }
+}
