@@ -47,9 +47,12 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets -- -D warnings
 
+# Issue 7's benchmark (not part of CI): builds the release binaries, installs the peers it compares
+# against into target/bench/tools (cached; mcpls is a cargo install of a few minutes), prints the
+# table and writes target/bench/results.json. Method and latest table: fixtures/bench/README.md.
 bench:
-	@if [ -x scripts/bench.sh ]; then scripts/bench.sh; \
-	else echo "make bench: not yet (scripts/bench.sh does not exist)"; fi
+	$(CARGO) build --release --bins
+	target/release/lspc-bench $(BENCH_ARGS)
 
 fuzz:
 	fixtures/scripts/fuzz.sh
