@@ -785,8 +785,8 @@ pub fn tune_engine(global: &GlobalOptions, engine: &mut EngineOptions) {
     }
 }
 
-/// Load the configuration for `global`, printing its errors and notes on stderr.
-pub fn load_config(global: &GlobalOptions) -> config::Config {
+/// What [`load_config`] reads for `global` (also kept by `lspc mcp` to reload on changes).
+pub fn config_options(global: &GlobalOptions) -> ConfigOptions {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let root = config::workspace_root(&cwd, global.root.as_deref());
     let mut options = ConfigOptions::new(root);
@@ -794,7 +794,12 @@ pub fn load_config(global: &GlobalOptions) -> config::Config {
     options.plugin_dirs = global.plugin_dirs.clone();
     options.trust_workspace = global.trust;
     options.builtin = !global.no_builtin;
-    let config = config::load(&options);
+    options
+}
+
+/// Load the configuration for `global`, printing its errors and notes on stderr.
+pub fn load_config(global: &GlobalOptions) -> config::Config {
+    let config = config::load(&config_options(global));
     for error in &config.errors {
         eprintln!("lspc: config error: {error}");
     }

@@ -437,29 +437,13 @@ pub const MAX_TOTAL: usize = 30;
 pub const MAX_DELIVERED_FILES: usize = 500;
 
 /// What [`PassiveRegistry`] considers "the same diagnostic already delivered": message, severity,
-/// range, source and code (not the server).
-type DeliveryIdentity = (
-    String,
-    Severity,
-    u32,
-    u32,
-    u32,
-    u32,
-    Option<String>,
-    Option<String>,
-);
+/// range and code, as [`DiagnosticStore::merged`] compares across servers. Seed 000 also keys on
+/// `source`, but lspc merges several servers per file: two servers reporting one issue under their
+/// own sources must reach the agent once (case B17), as they do in `lspc check`.
+type DeliveryIdentity = CrossServerKey;
 
 fn delivery_identity(diagnostic: &Diagnostic) -> DeliveryIdentity {
-    (
-        diagnostic.message.clone(),
-        diagnostic.severity,
-        diagnostic.line,
-        diagnostic.column,
-        diagnostic.end_line,
-        diagnostic.end_column,
-        diagnostic.source.clone(),
-        diagnostic.code.clone(),
-    )
+    cross_server_key(diagnostic)
 }
 
 /// One batch handed to the agent by [`PassiveRegistry::drain`].

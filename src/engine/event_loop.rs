@@ -36,6 +36,9 @@ mod edit_sync;
 // MCP/frontend support (passive diagnostics, event subscriptions, snapshots).
 #[path = "frontend_events.rs"]
 pub(super) mod frontend_events;
+// Configuration reload (issue 4): `Op::Reload`.
+#[path = "reload.rs"]
+pub(super) mod reload;
 
 /// JSON-RPC error codes lspc reacts to (LSP 3.17 §`ErrorCodes`).
 const CONTENT_MODIFIED: i32 = -32801;
@@ -91,6 +94,10 @@ pub(super) fn run(options: EngineOptions, op_receiver: Receiver<Op>) {
                     state.shutdown_all(&event_receiver);
                     let _ = reply.send(());
                     return;
+                }
+                // Needs the event receiver: stopping servers waits for their answers.
+                Ok(Op::Reload { config, reply }) => {
+                    let _ = reply.send(state.reload(config, &event_receiver));
                 }
                 Ok(op) => state.handle_op(op),
                 Err(_) => {
@@ -179,6 +186,42 @@ enum ServerState {
 }
 
 impl Server {
+    /// A slot for `config`, not started (also used by a configuration reload).
+    fn new(options: &EngineOptions, server_id: ServerId, config: &ServerConfig) -> Server {
+        let root = options.config.root.clone();
+        let workspace_folder = config
+            .workspace_folder
+            .clone()
+            .unwrap_or_else(|| root.clone());
+        let root_uri = uri::path_to_uri(&workspace_folder)
+            .map(|uri| uri.as_str().to_owned())
+            .unwrap_or_else(|_| "file:///".to_owned());
+        Server {
+            server_id,
+            config: config.clone(),
+            workspace_folder,
+            root_uri,
+            generation: 0,
+            state: ServerState::NotStarted,
+            capabilities: Arc::new(Value::Null),
+            encoding: PositionEncoding::Utf16,
+            pull_diagnostics: false,
+            static_pull: false,
+            pull_registrations: BTreeSet::new(),
+            save: None,
+            active_progress: BTreeSet::new(),
+            last_progress_change: None,
+            publishes: HashMap::new(),
+            supervisor: Supervisor::new(options.restart.unwrap_or(RestartPolicy::from_config(
+                config.restart_on_crash,
+                config.max_restarts,
+            ))),
+            ever_initialized: false,
+            watchdog: None,
+            next_request_id: 0,
+        }
+    }
+
     fn process(&self) -> Option<&ServerProcess> {
         match &self.state {
             ServerState::Running { process } | ServerState::Starting { process, .. } => {
@@ -351,44 +394,12 @@ struct State {
 
 impl State {
     fn new(options: EngineOptions, event_sender: Sender<ServerEvent>) -> State {
-        let root = options.config.root.clone();
         let servers = options
             .config
             .servers
             .iter()
             .enumerate()
-            .map(|(index, config)| {
-                let workspace_folder = config
-                    .workspace_folder
-                    .clone()
-                    .unwrap_or_else(|| root.clone());
-                let root_uri = uri::path_to_uri(&workspace_folder)
-                    .map(|uri| uri.as_str().to_owned())
-                    .unwrap_or_else(|_| "file:///".to_owned());
-                Server {
-                    server_id: ServerId(index as u32),
-                    config: config.clone(),
-                    workspace_folder,
-                    root_uri,
-                    generation: 0,
-                    state: ServerState::NotStarted,
-                    capabilities: Arc::new(Value::Null),
-                    encoding: PositionEncoding::Utf16,
-                    pull_diagnostics: false,
-                    static_pull: false,
-                    pull_registrations: BTreeSet::new(),
-                    save: None,
-                    active_progress: BTreeSet::new(),
-                    last_progress_change: None,
-                    publishes: HashMap::new(),
-                    supervisor: Supervisor::new(options.restart.unwrap_or(
-                        RestartPolicy::from_config(config.restart_on_crash, config.max_restarts),
-                    )),
-                    ever_initialized: false,
-                    watchdog: None,
-                    next_request_id: 0,
-                }
-            })
+            .map(|(index, config)| Server::new(&options, ServerId(index as u32), config))
             .collect();
         State {
             options,
@@ -487,7 +498,7 @@ impl State {
             Op::Status { reply } => {
                 let _ = reply.send(self.status());
             }
-            Op::Shutdown { .. } => unreachable!("handled by the loop"),
+            Op::Shutdown { .. } | Op::Reload { .. } => unreachable!("handled by the loop"),
             op => self.handle_frontend_op(op),
         }
     }

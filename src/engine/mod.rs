@@ -134,6 +134,14 @@ pub enum Op {
     Status { reply: Sender<Vec<ServerStatus>> },
     /// Shut every server down; the loop then ends and the reply is sent last.
     Shutdown { reply: Sender<()> },
+    /// Apply a reloaded configuration (issue 4): servers are matched by name; unchanged ones keep
+    /// running, changed ones are shut down and start again lazily with the new configuration,
+    /// removed ones are shut down, added ones become available. `ServerId`s stay stable (see
+    /// `reload.rs`). Answered once the stopped servers have exited.
+    Reload {
+        config: Config,
+        reply: Sender<ReloadReport>,
+    },
     // ----- frontend ops (MCP), handled in `frontend_events.rs` -----
     /// Deliver the passive diagnostics queued since the last drain (seed 000 rules: dedup against
     /// what was delivered, at most 10 per file and 30 in total). `None` when nothing is new.
@@ -153,6 +161,7 @@ pub enum Op {
 pub use event_loop::frontend_events::{
     current_diagnostics, drain_passive, server_details, FrontendEvent, ServerDetails,
 };
+pub use event_loop::reload::ReloadReport;
 
 /// What [`Op::Sync`] answers: the text servers now hold for the file, and who serves it.
 #[derive(Debug, Clone)]

@@ -155,6 +155,9 @@ pub fn run(global: &GlobalOptions, options: McpCliOptions) -> i32 {
         engine.max_open_documents = limit.max(1);
     }
     let mut mcp = super::McpOptions::new(engine);
+    if options.server_command.is_none() {
+        mcp.reload = Some(crate::cli::config_options(global));
+    }
     if let Some(timeout) = options.timeout {
         mcp.timeout = timeout;
     }

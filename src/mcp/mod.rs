@@ -16,7 +16,9 @@
 //!   whose `_meta` carries `io.modelcontextprotocol/protocolVersion` is served statelessly.
 
 pub mod cli;
+pub mod edit_tools;
 pub mod protocol;
+pub mod reload;
 pub mod resources;
 pub mod tools;
 
@@ -29,6 +31,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, select, unbounded, Receiver, Sender};
 use serde_json::{json, Value};
 
+use crate::config::ConfigOptions;
 use crate::engine::{self, EngineHandle, EngineOptions, FrontendEvent, Op};
 use protocol::{
     error_response, notification, request_era, success_response, Incoming, RequestEra,
@@ -46,6 +49,9 @@ pub struct McpOptions {
     pub workers: usize,
     /// How often `notifications/progress` is sent for a call that asked for progress.
     pub progress_interval: Duration,
+    /// What the configuration was loaded from, to reload it when those files change (issue 4);
+    /// `None` (single-server mode, tests) never reloads.
+    pub reload: Option<ConfigOptions>,
 }
 
 impl McpOptions {
@@ -56,6 +62,7 @@ impl McpOptions {
             timeout: Duration::from_secs(60),
             workers: 4,
             progress_interval: Duration::from_secs(1),
+            reload: None,
         }
     }
 }
@@ -170,6 +177,7 @@ struct Server {
     inflight: HashMap<String, InFlight>,
     next_tag: u64,
     progress_interval: Duration,
+    config_watch: Option<reload::ConfigWatch>,
 }
 
 fn id_key(id: &Value) -> String {
@@ -220,6 +228,7 @@ pub fn run(
         inflight: HashMap::new(),
         next_tag: 1,
         progress_interval: options.progress_interval,
+        config_watch: options.reload.clone().map(reload::ConfigWatch::new),
     };
 
     loop {
@@ -438,6 +447,12 @@ impl Server {
                 None,
             ));
             return;
+        }
+        if matches!(
+            method,
+            "tools/list" | "tools/call" | "resources/list" | "resources/read"
+        ) {
+            self.reload_if_changed();
         }
         let reply = |result: Value| -> Value {
             success_response(
@@ -710,6 +725,49 @@ impl Server {
                 }
             }
         }
+    }
+
+    /// Issue 4: when a file the configuration came from changed, load it again and let the
+    /// engine apply it (changed servers restart lazily, others keep running), then tell the
+    /// client when the tool set changed. Cheap when nothing changed (a few `stat` calls).
+    fn reload_if_changed(&mut self) {
+        let Some(watch) = &mut self.config_watch else {
+            return;
+        };
+        if !watch.changed() {
+            return;
+        }
+        let config = crate::config::load(watch.options());
+        for error in &config.errors {
+            log::warn!("config error: {error}");
+        }
+        let (reply, receiver) = bounded(1);
+        if self
+            .context
+            .op_sender
+            .send(Op::Reload { config, reply })
+            .is_err()
+        {
+            return;
+        }
+        // Bounded: stopping servers takes at most their shutdown timeouts plus a few seconds.
+        let Ok(report) = receiver.recv_timeout(Duration::from_secs(60)) else {
+            log::warn!("the configuration reload did not finish in time");
+            return;
+        };
+        if !report.is_empty()
+            && self.handshake.is_some()
+            && protocol::level_passes("info", &self.log_level)
+        {
+            self.send(notification(
+                "notifications/message",
+                json!({"level": "info", "logger": "lspc", "data": format!(
+                    "configuration reloaded: restarted {:?}, removed {:?}, added {:?}",
+                    report.restarted, report.removed, report.added
+                )}),
+            ));
+        }
+        self.refresh_tools();
     }
 
     fn refresh_tools(&mut self) {

@@ -81,6 +81,26 @@ const TOOL_SPECS: &[ToolSpec] = &[
         name: "diagnostics",
         capabilities: &[],
     },
+    ToolSpec {
+        name: "rename",
+        capabilities: &["renameProvider"],
+    },
+    ToolSpec {
+        name: "code_actions",
+        capabilities: &["codeActionProvider"],
+    },
+    ToolSpec {
+        name: "apply_code_action",
+        capabilities: &["codeActionProvider"],
+    },
+    ToolSpec {
+        name: "format",
+        capabilities: &["documentFormattingProvider"],
+    },
+    ToolSpec {
+        name: "edit",
+        capabilities: &[],
+    },
 ];
 
 fn advertises(capabilities: &Value, key: &str) -> bool {
@@ -92,8 +112,8 @@ fn advertises(capabilities: &Value, key: &str) -> bool {
 
 /// The names of the tools to offer, in a stable order: a tool is offered when some available
 /// server advertises one of its capabilities, or has not started yet (its capabilities are not
-/// known; lspc sends `notifications/tools/list_changed` once they are). `diagnostics` is always
-/// offered.
+/// known; lspc sends `notifications/tools/list_changed` once they are). `diagnostics` and `edit`
+/// are always offered.
 pub fn offered_tools(servers: &[ServerDetails]) -> Vec<&'static str> {
     TOOL_SPECS
         .iter()
@@ -139,7 +159,7 @@ fn position_properties() -> Map<String, Value> {
     properties
 }
 
-fn position_schema(extra: &[(&str, Value)]) -> Value {
+pub(super) fn position_schema(extra: &[(&str, Value)]) -> Value {
     let mut properties = position_properties();
     for (key, value) in extra {
         properties.insert((*key).to_owned(), value.clone());
@@ -184,6 +204,20 @@ fn one_property_output(key: &str, schema: Value) -> Value {
 /// The `tools/list` entry for `name` (MCP 2025-06-18+ `Tool` with `inputSchema` and
 /// `outputSchema`).
 pub fn tool_definition(name: &str) -> Value {
+    if let Some((description, input, output, read_only)) = super::edit_tools::definition(name) {
+        return json!({
+            "name": name,
+            "description": description,
+            "inputSchema": input,
+            "outputSchema": output,
+            "annotations": {
+                "readOnlyHint": read_only,
+                "destructiveHint": false,
+                "idempotentHint": false,
+                "openWorldHint": false
+            }
+        });
+    }
     let (description, input, output) = match name {
         "definition" => (
             "Go to the definition (or declaration, type definition, implementation) of the symbol at a position.",
@@ -321,7 +355,7 @@ pub fn display_path(root: &Path, path: &Path) -> String {
         .unwrap_or_else(|_| path.display().to_string())
 }
 
-fn arg_str<'a>(args: &'a Value, key: &str) -> Result<Option<&'a str>, ToolFailure> {
+pub(super) fn arg_str<'a>(args: &'a Value, key: &str) -> Result<Option<&'a str>, ToolFailure> {
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(text)) => Ok(Some(text)),
@@ -329,7 +363,7 @@ fn arg_str<'a>(args: &'a Value, key: &str) -> Result<Option<&'a str>, ToolFailur
     }
 }
 
-fn arg_u32(args: &Value, key: &str) -> Result<Option<u32>, ToolFailure> {
+pub(super) fn arg_u32(args: &Value, key: &str) -> Result<Option<u32>, ToolFailure> {
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(value) => value
@@ -344,7 +378,7 @@ fn arg_u32(args: &Value, key: &str) -> Result<Option<u32>, ToolFailure> {
     }
 }
 
-fn arg_bool(args: &Value, key: &str) -> Result<Option<bool>, ToolFailure> {
+pub(super) fn arg_bool(args: &Value, key: &str) -> Result<Option<bool>, ToolFailure> {
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Bool(flag)) => Ok(Some(*flag)),
@@ -354,7 +388,7 @@ fn arg_bool(args: &Value, key: &str) -> Result<Option<bool>, ToolFailure> {
     }
 }
 
-fn required_file(root: &Path, args: &Value) -> Result<PathBuf, ToolFailure> {
+pub(super) fn required_file(root: &Path, args: &Value) -> Result<PathBuf, ToolFailure> {
     let file = arg_str(args, "file")?.ok_or_else(|| {
         ToolFailure("file is required (relative to the workspace root)".to_owned())
     })?;
@@ -592,6 +626,9 @@ fn run_tool(
 ) -> Result<(Value, String), ToolFailure> {
     if !args.is_object() {
         return Err(ToolFailure("arguments must be a JSON object".to_owned()));
+    }
+    if let Some(result) = super::edit_tools::run(context, name, args) {
+        return result;
     }
     let root = &context.root;
     let queries =
@@ -847,8 +884,8 @@ mod tests {
         let check = |servers: Vec<ServerDetails>, expected: &[&str]| {
             assert_eq!(offered_tools(&servers), expected);
         };
-        check(vec![], &["diagnostics"]);
-        check(vec![server(false, None)], &["diagnostics"]);
+        check(vec![], &["diagnostics", "edit"]);
+        check(vec![server(false, None)], &["diagnostics", "edit"]);
         check(
             vec![server(true, None)],
             &[
@@ -861,6 +898,11 @@ mod tests {
                 "type_hierarchy",
                 "signature_help",
                 "diagnostics",
+                "rename",
+                "code_actions",
+                "apply_code_action",
+                "format",
+                "edit",
             ],
         );
         check(
@@ -870,14 +912,19 @@ mod tests {
                     json!({"hoverProvider": true, "referencesProvider": false, "declarationProvider": {}}),
                 ),
             )],
-            &["definition", "hover", "diagnostics"],
+            &["definition", "hover", "diagnostics", "edit"],
         );
         check(
             vec![
                 server(true, Some(json!({"hoverProvider": true}))),
-                server(true, Some(json!({"callHierarchyProvider": true}))),
+                server(
+                    true,
+                    Some(
+                        json!({"callHierarchyProvider": true, "renameProvider": {"prepareProvider": true}}),
+                    ),
+                ),
             ],
-            &["hover", "call_hierarchy", "diagnostics"],
+            &["hover", "call_hierarchy", "diagnostics", "rename", "edit"],
         );
     }
 

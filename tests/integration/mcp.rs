@@ -176,7 +176,7 @@ fn protocol_edge_cases_without_servers() {
         .iter()
         .filter_map(|tool| tool["name"].as_str())
         .collect();
-    assert_eq!(names, vec!["diagnostics"]);
+    assert_eq!(names, vec!["diagnostics", "edit"]);
     assert!(list["result"]["tools"][0]["outputSchema"].is_object());
     // A tool failure is a result with isError, not a JSON-RPC error.
     let outside = session.request(
@@ -284,6 +284,7 @@ fn official_python_sdk_client() {
             .arg(&script)
             .arg(env!("CARGO_BIN_EXE_lspc"))
             .arg(mode)
+            .arg(env!("CARGO_BIN_EXE_lspc-fixture-server"))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -308,4 +309,384 @@ fn official_python_sdk_client() {
             String::from_utf8_lossy(&output.stderr)
         );
     }
+}
+
+// ----- fixture-server sessions: cancellation, progress, B17, configuration reload ------------
+
+use crate::support::{events, read_transcript, scenario, Workspace};
+
+fn start_with_config(workspace: &Workspace, config: &Path) -> Session {
+    let config = config.to_str().expect("utf-8 path");
+    let mut session = Session::start(
+        &workspace.root,
+        &["--no-builtin", "--config", config, "mcp"],
+    );
+    session.initialize("2025-06-18");
+    session
+}
+
+/// Poll `check` every 50 ms until it returns `Some`, at most `timeout`.
+fn wait_for<T>(timeout: Duration, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn call_tool(session: &mut Session, id: i64, name: &str, arguments: Value) -> Value {
+    let response = session.request(
+        json!(id),
+        "tools/call",
+        json!({"name": name, "arguments": arguments}),
+        30 * SECOND,
+    );
+    assert_eq!(response["result"]["isError"], false, "{response}");
+    response["result"].clone()
+}
+
+/// Issue 4: `notifications/cancelled` for a tools/call cancels the LSP request with
+/// `$/cancelRequest`; per the MCP spec (basic/utilities/cancellation: receivers "SHOULD ... not
+/// send a response for the cancelled request") no response follows, and the session goes on.
+/// A `_meta.progressToken` on the slow call yields `notifications/progress` meanwhile.
+#[test]
+fn cancelled_call_sends_cancel_request_and_progress_flows() {
+    let mut workspace = Workspace::new("mcp-cancel");
+    workspace.file("a.py", "def greet():\n    pass\n");
+    let slow_hover = json!({"rules": [{"method": "textDocument/hover", "times": 1,
+        "actions": [{"after": 8000, "actions": [{"reply": {"contents": "late"}}]}]}]});
+    let config = workspace.fixture_config(&[("fx", &[".py"], slow_hover)]);
+    let mut session = start_with_config(&workspace, &config);
+    session.send(
+        json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": {
+        "name": "hover", "arguments": {"file": "a.py", "line": 1, "symbol": "greet"},
+        "_meta": {"progressToken": "tok-1"}}}),
+    );
+    let progress = loop {
+        let message = session.next(10 * SECOND);
+        assert_ne!(
+            message.get("id"),
+            Some(&json!(10)),
+            "answered early: {message}"
+        );
+        if message["method"] == "notifications/progress" {
+            break message;
+        }
+    };
+    assert_eq!(progress["params"]["progressToken"], "tok-1", "{progress}");
+    assert_eq!(progress["params"]["progress"], 1, "{progress}");
+    let transcript = workspace.transcript_path("fx");
+    let hover_id = wait_for(10 * SECOND, "the hover request at the server", || {
+        read_transcript(&transcript)
+            .iter()
+            .find(|entry| entry["message"]["method"] == "textDocument/hover")
+            .map(|entry| entry["message"]["id"].clone())
+    });
+    let sent = Instant::now();
+    session.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 10, "reason": "test"}}),
+    );
+    wait_for(5 * SECOND, "$/cancelRequest at the server", || {
+        read_transcript(&transcript)
+            .iter()
+            .any(|entry| {
+                entry["message"]["method"] == "$/cancelRequest"
+                    && entry["message"]["params"]["id"] == hover_id
+            })
+            .then_some(())
+    });
+    // The session goes on: a ping answers at once, and the cancelled call never gets a response.
+    session.send(json!({"jsonrpc": "2.0", "id": 11, "method": "ping"}));
+    let deadline = Instant::now() + 2 * SECOND;
+    loop {
+        let message = session.next(deadline.saturating_duration_since(Instant::now()));
+        assert_ne!(message.get("id"), Some(&json!(10)), "{message}");
+        if message.get("id") == Some(&json!(11)) {
+            assert_eq!(message["result"], json!({}));
+            break;
+        }
+    }
+    while let Ok(line) = session.lines.recv_timeout(1500 * Duration::from_millis(1)) {
+        let message: Value = serde_json::from_str(&line).expect("json");
+        assert_ne!(message.get("id"), Some(&json!(10)), "{message}");
+    }
+    assert!(sent.elapsed() < 7 * SECOND, "the cancel took too long");
+    // The next hover (the rule fired once) is answered normally.
+    let hover = call_tool(
+        &mut session,
+        12,
+        "hover",
+        json!({"file": "a.py", "line": 1, "symbol": "greet"}),
+    );
+    let text = hover["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("greet"), "{hover}");
+    assert_eq!(session.finish(20 * SECOND), Some(0));
+}
+
+/// B17 through MCP: two fixture servers on `.py`; the passive drain (`diagnostics` without a
+/// file) delivers E1 once, errors first, at most 10 per file and 30 in total, with a note naming
+/// how many were left out.
+#[test]
+fn b17_passive_drain_merges_dedupes_and_caps() {
+    let mut workspace = Workspace::new("mcp-b17");
+    let lines: String = (0..14).map(|n| format!("line{n} = {n}\n")).collect();
+    workspace.file("a.py", &lines);
+    for file in 1..=5 {
+        workspace.file(
+            &format!("other{file}.py"),
+            "a = 1\nb = 2\nc = 3\nd = 4\ne = 5\n",
+        );
+    }
+    let config = workspace.fixture_config(&[
+        ("fx-a", &[".py"], scenario("two_servers_a")),
+        ("fx-b", &[".py"], scenario("two_servers_b")),
+    ]);
+    let mut session = start_with_config(&workspace, &config);
+    // Opening a.py makes both servers publish; the call's own passive block may already carry
+    // the first publishes ([E1] from both servers).
+    let first = call_tool(&mut session, 1, "document_symbols", json!({"file": "a.py"}));
+    let first_messages: Vec<String> = first["structuredContent"]["newDiagnostics"]["files"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .flat_map(|file| file["diagnostics"].as_array().cloned().unwrap_or_default())
+        .map(|d| {
+            format!(
+                "{} {}",
+                d["file"].as_str().unwrap_or(""),
+                d["message"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    let e1_first = match first_messages.as_slice() {
+        [] => false,
+        [only] if only == "a.py E1 undefined name" => true,
+        other => panic!("unexpected first delivery: {other:?}"),
+    };
+    std::thread::sleep(Duration::from_millis(1500));
+    let drained = call_tool(&mut session, 2, "diagnostics", json!({}));
+    let structured = &drained["structuredContent"];
+    let rows: Vec<String> = structured["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .flat_map(|file| {
+            file["diagnostics"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|d| {
+                    format!(
+                        "{}:{} {} {}",
+                        d["file"].as_str().unwrap_or(""),
+                        d["line"],
+                        d["severity"].as_str().unwrap_or(""),
+                        d["message"].as_str().unwrap_or("")
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    // Publishes that arrive in one engine turn are registered in no fixed order, so which file
+    // the total cap cuts varies; every delivered list is a prefix of that file's sorted set.
+    let mut a_expected = Vec::new();
+    if !e1_first {
+        a_expected.push("a.py:1 error E1 undefined name".to_owned());
+    }
+    a_expected.push("a.py:2 error E2 type mismatch".to_owned());
+    a_expected.extend((1..=12).map(|n| format!("a.py:{} warning W{n} unused", n + 2)));
+    let mut per_file: Vec<(String, Vec<String>)> = Vec::new();
+    for row in &rows {
+        let file = row.split(':').next().unwrap_or("").to_owned();
+        match per_file.last_mut() {
+            Some((last, list)) if *last == file => list.push(row.clone()),
+            _ => per_file.push((file, vec![row.clone()])),
+        }
+    }
+    for (file, list) in &per_file {
+        let expected: Vec<String> = if file == "a.py" {
+            a_expected.clone()
+        } else {
+            (0..5)
+                .map(|n| format!("{file}:{} warning W{n} elsewhere", n + 1))
+                .collect()
+        };
+        assert!(list.len() <= 10, "{file}: more than 10: {list:?}");
+        assert_eq!(list[..], expected[..list.len()], "{drained}");
+    }
+    assert_eq!(rows.len(), 30, "{drained}");
+    assert_eq!(
+        rows.iter().filter(|row| row.contains(" E1 ")).count() + usize::from(e1_first),
+        1,
+        "E1 is delivered once: {drained}"
+    );
+    // The errors are never cut: they rank first across files.
+    assert!(
+        rows.contains(&"a.py:2 error E2 type mismatch".to_owned()),
+        "{drained}"
+    );
+    // Left out: a.py's diagnostics past 10 (4, or 3 when E1 came earlier) and 5 past the total
+    // of 30.
+    let more = if e1_first { 3 + 5 } else { 4 + 5 };
+    assert_eq!(structured["more"], more, "{drained}");
+    let note = structured["note"].as_str().unwrap_or_default();
+    assert!(
+        note.starts_with(&format!("{more} more diagnostics not shown")),
+        "{note}"
+    );
+    assert_eq!(session.finish(20 * SECOND), Some(0));
+}
+
+/// Issue 4: editing the `--config` file between calls reloads it: the changed server's old
+/// process is shut down and the new configuration serves the next call; the unchanged server
+/// keeps its process.
+#[test]
+fn config_reload_restarts_changed_servers_only() {
+    let mut workspace = Workspace::new("mcp-reload");
+    workspace.file("a.py", "def greet():\n    pass\n");
+    workspace.file("b.c", "int add(void);\n");
+    let first = json!({"rules": [{"method": "textDocument/hover",
+        "actions": [{"reply": {"contents": "first scenario"}}]}]});
+    let config =
+        workspace.fixture_config(&[("fx-py", &[".py"], first), ("fx-c", &[".c"], json!({}))]);
+    let mut session = start_with_config(&workspace, &config);
+    let hover = |session: &mut Session, id: i64, file: &str, symbol: &str| -> String {
+        let result = call_tool(
+            session,
+            id,
+            "hover",
+            json!({"file": file, "line": 1, "symbol": symbol}),
+        );
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(hover(&mut session, 1, "a.py", "greet").contains("first scenario"));
+    assert!(hover(&mut session, 2, "b.c", "add").contains("add"));
+    let py_transcript = workspace.transcript_path("fx-py");
+    let c_transcript = workspace.transcript_path("fx-c");
+    let start_pids = |path: &Path| -> Vec<u64> {
+        events(&read_transcript(path), "start")
+            .iter()
+            .filter_map(|event| event["pid"].as_u64())
+            .collect()
+    };
+    let old_py = start_pids(&py_transcript);
+    let c_pids = start_pids(&c_transcript);
+    assert_eq!((old_py.len(), c_pids.len()), (1, 1));
+
+    // Switch fx-py to another scenario (its args change); fx-c's entry stays the same.
+    let second_scenario = workspace.scenario_path("fx-py-second");
+    std::fs::write(
+        &second_scenario,
+        json!({"rules": [{"method": "textDocument/hover",
+            "actions": [{"reply": {"contents": "second scenario"}}]}]})
+        .to_string(),
+    )
+    .expect("write scenario");
+    let mut entries: serde_json::Map<String, Value> =
+        serde_json::from_str(&std::fs::read_to_string(&config).expect("config")).expect("json");
+    entries["fx-py"]["args"] =
+        json!(["--scenario", second_scenario, "--transcript", py_transcript]);
+    std::fs::write(
+        &config,
+        serde_json::to_string_pretty(&entries).expect("json"),
+    )
+    .expect("write");
+
+    assert!(hover(&mut session, 3, "a.py", "greet").contains("second scenario"));
+    let transcript = read_transcript(&py_transcript);
+    let new_py = start_pids(&py_transcript);
+    assert_eq!(new_py.len(), 2, "{transcript:?}");
+    assert_ne!(new_py[0], new_py[1]);
+    let old_pid = old_py[0];
+    let old_methods: Vec<&str> = transcript
+        .iter()
+        .filter(|entry| entry["pid"].as_u64() == Some(old_pid))
+        .filter_map(|entry| entry["message"]["method"].as_str())
+        .collect();
+    assert!(
+        old_methods.ends_with(&["shutdown", "exit"]),
+        "{old_methods:?}"
+    );
+    assert!(
+        !crate::support::pid_alive(old_pid as u32),
+        "the old fx-py process {old_pid} still runs"
+    );
+    // The unchanged server kept its process.
+    assert!(hover(&mut session, 4, "b.c", "add").contains("add"));
+    assert_eq!(start_pids(&c_transcript), c_pids);
+    assert!(crate::support::pid_alive(c_pids[0] as u32));
+    assert_eq!(session.finish(20 * SECOND), Some(0));
+}
+
+/// Issue 5 through MCP: tools gated by capability; `rename` previews then writes; `edit` replaces
+/// one unique occurrence and returns the diagnostics it introduced; failures are `isError`.
+#[test]
+fn edit_tools_preview_write_and_report_new_diagnostics() {
+    let mut workspace = Workspace::new("mcp-edits");
+    workspace.file("a.py", "def greet():\n    pass\ngreet()\n");
+    let config = workspace.fixture_config(&[("fx", &[".py"], json!({}))]);
+    let mut session = start_with_config(&workspace, &config);
+    call_tool(&mut session, 1, "document_symbols", json!({"file": "a.py"}));
+    let list = session.request(json!(2), "tools/list", json!({}), 10 * SECOND);
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|tool| tool["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"rename") && names.contains(&"edit"),
+        "{names:?}"
+    );
+    assert!(
+        !names.contains(&"format") && !names.contains(&"code_actions"),
+        "{names:?}"
+    );
+    let rename = |apply: bool| json!({"file": "a.py", "line": 1, "symbol": "greet", "new_name": "hello", "apply": apply});
+    let preview = call_tool(&mut session, 3, "rename", rename(false));
+    assert_eq!(preview["structuredContent"]["applied"], false, "{preview}");
+    assert_eq!(preview["structuredContent"]["files"], json!(["a.py"]));
+    let diff = preview["structuredContent"]["diff"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(diff.contains("-def greet():\n+def hello():\n"), "{diff}");
+    assert_eq!(workspace.read("a.py"), "def greet():\n    pass\ngreet()\n");
+    let written = call_tool(&mut session, 4, "rename", rename(true));
+    assert_eq!(written["structuredContent"]["applied"], true, "{written}");
+    assert_eq!(workspace.read("a.py"), "def hello():\n    pass\nhello()\n");
+    let edit = call_tool(
+        &mut session,
+        5,
+        "edit",
+        json!({"file": "a.py", "old": "    pass", "new": "    ERROR: broken"}),
+    );
+    assert_eq!(
+        workspace.read("a.py"),
+        "def hello():\n    ERROR: broken\nhello()\n"
+    );
+    let block = edit["structuredContent"]["diagnosticsAfterEdit"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(block.contains("a.py") && block.contains("broken"), "{edit}");
+    let missing = session.request(
+        json!(6),
+        "tools/call",
+        json!({"name": "edit", "arguments": {"file": "a.py", "old": "nowhere", "new": "x"}}),
+        30 * SECOND,
+    );
+    assert_eq!(missing["result"]["isError"], true, "{missing}");
+    assert_eq!(
+        missing["result"]["content"][0]["text"], "edit: the old text does not occur in a.py",
+        "{missing}"
+    );
+    assert_eq!(session.finish(20 * SECOND), Some(0));
 }

@@ -1,0 +1,403 @@
+//! Configuration reload (issue 4: "servers whose configuration changed are shut down and start
+//! again lazily; others keep running"), for long-lived frontends such as `lspc mcp`.
+//!
+//! A child module of the event loop (it reads the loop's state directly); the loop calls it for
+//! [`Op::Reload`](crate::engine::Op::Reload) only.
+//!
+//! Invariants:
+//! - A [`ServerId`] is a slot index and never changes meaning: the new configuration is aligned to
+//!   the old slots by server name ([`align`]). Unchanged servers keep their slot and their process;
+//!   changed ones keep their slot, are stopped, and start again lazily with the new config;
+//!   removed ones keep a tombstone slot (no extensions, no command: never routed to) marked
+//!   `failed: removed by a configuration reload`; added ones get new slots at the end.
+//! - Routing uses the aligned configuration, so a removed server is never chosen again. Within an
+//!   extension, servers are tried in slot order, so a reload that only reorders servers does not
+//!   change which one is primary (a documented limitation).
+//! - Stopping is the LSP sequence (`shutdown`, `exit`, then close/SIGTERM/SIGKILL), bounded by the
+//!   server's shutdown timeout; other servers' events that arrive meanwhile are handled normally.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Receiver;
+use serde_json::Value;
+
+use super::{Purpose, Server, ServerState, State};
+use crate::config::{Config, ServerConfig};
+use crate::engine::EngineError;
+use crate::process::{ServerEvent, ServerId};
+use crate::transport::{IncomingMessage, Outgoing};
+
+/// What a reload did, by server name (each list in slot order).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReloadReport {
+    /// Same configuration: still running (or still not started).
+    pub unchanged: Vec<String>,
+    /// Configuration changed: stopped, starts again lazily with the new configuration.
+    pub restarted: Vec<String>,
+    /// No longer configured: stopped for good.
+    pub removed: Vec<String>,
+    /// Newly configured: available, started lazily.
+    pub added: Vec<String>,
+}
+
+impl ReloadReport {
+    /// Whether anything changed.
+    pub fn is_empty(&self) -> bool {
+        self.restarted.is_empty() && self.removed.is_empty() && self.added.is_empty()
+    }
+}
+
+/// What happens to one slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum SlotChange {
+    Unchanged,
+    Restart,
+    Remove,
+    /// Already a tombstone from an earlier reload.
+    StillRemoved,
+    Add,
+}
+
+/// A slot's config after its server was removed: no extensions and no command, so it is never
+/// routed to or started.
+fn tombstone(server: &ServerConfig) -> ServerConfig {
+    let mut server = server.clone();
+    server.extension_to_language.clear();
+    server.resolved_command = None;
+    server
+}
+
+fn is_tombstone(server: &ServerConfig) -> bool {
+    server.extension_to_language.is_empty() && server.resolved_command.is_none()
+}
+
+/// Align `new` to the slots of `old` by server name: old slots first (new config, or a tombstone
+/// when removed), then servers new by name. Returns the aligned config (everything but `servers`
+/// taken from `new`) and each slot's change, index-aligned with its `servers`.
+pub(super) fn align(old: &[ServerConfig], mut new: Config) -> (Config, Vec<SlotChange>) {
+    let mut servers = Vec::with_capacity(old.len() + new.servers.len());
+    let mut plan = Vec::with_capacity(old.len() + new.servers.len());
+    for old_server in old {
+        match new.servers.iter().find(|s| s.name == old_server.name) {
+            Some(server) => {
+                plan.push(if server == old_server {
+                    SlotChange::Unchanged
+                } else {
+                    SlotChange::Restart
+                });
+                servers.push(server.clone());
+            }
+            None if is_tombstone(old_server) => {
+                plan.push(SlotChange::StillRemoved);
+                servers.push(old_server.clone());
+            }
+            None => {
+                plan.push(SlotChange::Remove);
+                servers.push(tombstone(old_server));
+            }
+        }
+    }
+    for server in &new.servers {
+        if !old.iter().any(|o| o.name == server.name) {
+            plan.push(SlotChange::Add);
+            servers.push(server.clone());
+        }
+    }
+    new.servers = servers;
+    (new, plan)
+}
+
+impl State {
+    /// [`Op::Reload`](crate::engine::Op::Reload): apply `config` (see the module doc).
+    pub(super) fn reload(
+        &mut self,
+        config: Config,
+        event_receiver: &Receiver<ServerEvent>,
+    ) -> ReloadReport {
+        let (aligned, plan) = align(&self.options.config.servers, config);
+        let stopping: Vec<ServerId> = plan
+            .iter()
+            .enumerate()
+            .filter(|(index, change)| {
+                matches!(change, SlotChange::Restart | SlotChange::Remove)
+                    && *index < self.servers.len()
+            })
+            .map(|(index, _)| ServerId(index as u32))
+            .collect();
+        self.stop_servers(&stopping, event_receiver);
+        let mut report = ReloadReport::default();
+        for (index, change) in plan.iter().enumerate() {
+            let config = aligned.servers[index].clone();
+            let name = config.name.clone();
+            match change {
+                SlotChange::Unchanged => report.unchanged.push(name),
+                SlotChange::StillRemoved => {}
+                SlotChange::Restart => {
+                    self.replace_slot(index, config, None);
+                    report.restarted.push(name);
+                }
+                SlotChange::Remove => {
+                    let reason = EngineError::Spawn {
+                        server: name.clone(),
+                        message: "removed by a configuration reload".to_owned(),
+                    };
+                    self.replace_slot(index, config, Some(reason));
+                    report.removed.push(name);
+                }
+                SlotChange::Add => {
+                    let server =
+                        Server::new(&self.options, ServerId(self.servers.len() as u32), &config);
+                    self.servers.push(server);
+                    report.added.push(name);
+                }
+            }
+        }
+        self.options.config = aligned;
+        log::info!(
+            "configuration reloaded: restarted {:?}, removed {:?}, added {:?}, unchanged {:?}",
+            report.restarted,
+            report.removed,
+            report.added,
+            report.unchanged
+        );
+        report
+    }
+
+    /// `shutdown` to each running server of `ids`, wait for the answers (bounded by each server's
+    /// shutdown timeout) while handling every other server's events as usual, then `exit` and
+    /// [`terminate`](crate::process::ServerProcess::terminate).
+    fn stop_servers(&mut self, ids: &[ServerId], event_receiver: &Receiver<ServerEvent>) {
+        let stopping: BTreeSet<ServerId> = ids.iter().copied().collect();
+        let mut waiting: BTreeSet<ServerId> = BTreeSet::new();
+        let mut deadline = Instant::now();
+        for &server_id in ids {
+            let server = &self.servers[server_id.0 as usize];
+            if !server.is_running() {
+                continue;
+            }
+            let timeout = server
+                .config
+                .shutdown_timeout_ms
+                .map(Duration::from_millis)
+                .unwrap_or(self.options.shutdown_timeout);
+            deadline = deadline.max(Instant::now() + timeout);
+            self.send_request(server_id, Purpose::Shutdown);
+            waiting.insert(server_id);
+        }
+        while !waiting.is_empty() {
+            let timeout = deadline.saturating_duration_since(Instant::now());
+            let Ok(event) = event_receiver.recv_timeout(timeout) else {
+                break;
+            };
+            let server_id = match &event {
+                ServerEvent::Message { server_id, .. } | ServerEvent::Closed { server_id, .. } => {
+                    *server_id
+                }
+            };
+            if !stopping.contains(&server_id) {
+                self.handle_server_event(event);
+                continue;
+            }
+            match event {
+                ServerEvent::Message {
+                    message: IncomingMessage::Response { id: Some(id), .. },
+                    ..
+                } => {
+                    let id = serde_json::to_value(&id).ok().and_then(|id| id.as_i64());
+                    let key = id.map(|id| (server_id, id as i32));
+                    if key.is_some_and(|key| {
+                        matches!(self.pending.get(&key), Some(Purpose::Shutdown))
+                    }) {
+                        waiting.remove(&server_id);
+                    }
+                }
+                ServerEvent::Message {
+                    message: IncomingMessage::Request { id, .. },
+                    ..
+                } => {
+                    // After shutdown, answer with null (as the loop's own shutdown does).
+                    if let Some(process) = self.servers[server_id.0 as usize].process() {
+                        let _ = process.send(Outgoing::Response {
+                            id,
+                            result: Ok(Value::Null),
+                        });
+                    }
+                }
+                ServerEvent::Closed { .. } => {
+                    waiting.remove(&server_id);
+                }
+                _ => {}
+            }
+        }
+        for &server_id in ids {
+            let server = &mut self.servers[server_id.0 as usize];
+            if server.process().is_some() {
+                server.notify("exit", Value::Null);
+            }
+            if let ServerState::Starting { process, .. } | ServerState::Running { process } =
+                &mut server.state
+            {
+                let exit = process.terminate(Duration::from_millis(1000));
+                log::info!(
+                    "{}: stopped for a configuration reload ({exit})",
+                    server.config.name
+                );
+            }
+            if let Some(mut watchdog) = server.watchdog.take() {
+                watchdog.disarm();
+            }
+            server.state = ServerState::NotStarted;
+        }
+    }
+
+    /// Put a fresh server for `config` in slot `index` (not started; `failed` when given), after
+    /// failing everything that waited on the old one and forgetting its per-server state.
+    fn replace_slot(&mut self, index: usize, config: ServerConfig, failed: Option<EngineError>) {
+        let server_id = ServerId(index as u32);
+        let old_name = self.servers[index].config.name.clone();
+        let reason = EngineError::ServerExited {
+            server: old_name.clone(),
+            status: "stopped by a configuration reload".to_owned(),
+            stderr_tail: String::new(),
+        };
+        let keys: Vec<(ServerId, i32)> = self
+            .pending
+            .keys()
+            .filter(|(id, _)| *id == server_id)
+            .copied()
+            .collect();
+        for key in keys {
+            if let Some(Purpose::Frontend { reply, .. }) = self.pending.remove(&key) {
+                let _ = reply.send(Err(reason.clone()));
+            }
+        }
+        let (kept, dropped): (Vec<_>, Vec<_>) = std::mem::take(&mut self.retries)
+            .into_iter()
+            .partition(|retry| retry.server_id != server_id);
+        self.retries = kept;
+        for retry in dropped {
+            if let Purpose::Frontend { reply, .. } = retry.purpose {
+                let _ = reply.send(Err(reason.clone()));
+            }
+        }
+        self.pulled.retain(|(id, _), _| *id != server_id);
+        self.pulls_in_flight.retain(|(id, _)| *id != server_id);
+        self.pending_publishes.retain(|(id, _), _| *id != server_id);
+        for path in self.documents.open_on(server_id) {
+            if let Some(doc) = self.documents.get_mut(&path) {
+                doc.open_on.remove(&server_id);
+            }
+        }
+        for job in &mut self.jobs {
+            for wait in &mut job.active {
+                if wait.servers.contains(&server_id) && !wait.done.contains_key(&server_id) {
+                    wait.done
+                        .insert(server_id, Err(format!("{old_name}: {}", reason.detail())));
+                }
+            }
+        }
+        self.store.clear_server(&old_name);
+        let generation = self.servers[index].generation + 1;
+        let mut server = Server::new(&self.options, server_id, &config);
+        server.generation = generation;
+        if let Some(reason) = failed {
+            server.state = ServerState::Failed {
+                reason,
+                permanent: true,
+            };
+        }
+        self.servers[index] = server;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn server(name: &str, command: &str) -> ServerConfig {
+        ServerConfig {
+            name: name.to_owned(),
+            command: command.to_owned(),
+            resolved_command: Some(PathBuf::from(format!("/bin/{command}"))),
+            args: Vec::new(),
+            env: Default::default(),
+            extension_to_language: [(".py".to_owned(), "python".to_owned())]
+                .into_iter()
+                .collect(),
+            transport: crate::config::Transport::Stdio,
+            initialization_options: None,
+            settings: None,
+            workspace_folder: None,
+            startup_timeout_ms: None,
+            shutdown_timeout_ms: None,
+            restart_on_crash: true,
+            max_restarts: 3,
+            diagnostics: true,
+            origin: crate::config::ConfigOrigin::BuiltIn,
+        }
+    }
+
+    fn config(servers: Vec<ServerConfig>) -> Config {
+        Config {
+            root: PathBuf::from("/w"),
+            servers,
+            errors: Vec::new(),
+            conflicts: Vec::new(),
+            notes: Vec::new(),
+            skipped: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn new_configs_align_to_old_slots_by_name() {
+        use SlotChange::*;
+        let check = |old: Vec<ServerConfig>,
+                     new: Vec<ServerConfig>,
+                     expected: &[(&str, SlotChange, bool)]| {
+            let (aligned, plan) = align(&old, config(new));
+            let actual: Vec<(&str, SlotChange, bool)> = aligned
+                .servers
+                .iter()
+                .zip(plan)
+                .map(|(s, change)| (s.name.as_str(), change, is_tombstone(s)))
+                .collect();
+            assert_eq!(actual, expected);
+        };
+        let a = server("a", "fx");
+        let b = server("b", "fx");
+        let a2 = server("a", "other");
+        let c = server("c", "fx");
+        check(
+            vec![a.clone(), b.clone()],
+            vec![a.clone(), b.clone()],
+            &[("a", Unchanged, false), ("b", Unchanged, false)],
+        );
+        check(
+            vec![a.clone(), b.clone()],
+            vec![b.clone(), a2.clone()],
+            &[("a", Restart, false), ("b", Unchanged, false)],
+        );
+        check(
+            vec![a.clone(), b.clone()],
+            vec![c.clone(), b.clone()],
+            &[
+                ("a", Remove, true),
+                ("b", Unchanged, false),
+                ("c", Add, false),
+            ],
+        );
+        check(
+            vec![tombstone(&a), b.clone()],
+            vec![b.clone()],
+            &[("a", StillRemoved, true), ("b", Unchanged, false)],
+        );
+        check(
+            vec![tombstone(&a), b.clone()],
+            vec![a.clone(), b.clone()],
+            &[("a", Restart, false), ("b", Unchanged, false)],
+        );
+        check(vec![], vec![c.clone()], &[("c", Add, false)]);
+    }
+}
