@@ -310,7 +310,9 @@ fn answer(
                         after.as_secs_f64()
                     ),
                 })),
-                DiagnosticsOutcome::Failed(message) => Err(message),
+                DiagnosticsOutcome::Failed(message) | DiagnosticsOutcome::NotChecked(message) => {
+                    Err(message)
+                }
             }
         }
     }

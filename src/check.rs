@@ -77,12 +77,9 @@ pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         .collect();
     let had_config_errors = !config.errors.is_empty();
     if files.is_empty() {
+        // A check that checks nothing is a misconfigured job, not a clean one.
         eprintln!("lspc: no files to check: no configured language server serves the given paths");
-        return if had_config_errors {
-            EXIT_USAGE
-        } else {
-            EXIT_OK
-        };
+        return EXIT_USAGE;
     }
 
     let engine = EngineHandle::start(engine_options);
@@ -105,6 +102,7 @@ pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
             })
             .collect(),
     };
+    let mut n_named_not_checked = 0;
     for result in results {
         let (state, mut found) = match result.outcome {
             DiagnosticsOutcome::Settled(found) => (FileState::Diagnostics, found),
@@ -123,6 +121,17 @@ pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
                 diagnostics,
             ),
             DiagnosticsOutcome::Failed(message) => (FileState::Error { message }, Vec::new()),
+            DiagnosticsOutcome::NotChecked(message) if !explicit.contains(&result.path) => {
+                // Found by walking a folder (a binary `.py`, a 20 MB generated file): skipped,
+                // said on stderr, and not counted as a failure.
+                let shown = crate::uri::relative_display(&result.path, &root);
+                eprintln!("lspc: skipped {shown}: {message}");
+                continue;
+            }
+            DiagnosticsOutcome::NotChecked(message) => {
+                n_named_not_checked += 1;
+                (FileState::Error { message }, Vec::new())
+            }
         };
         found.retain(|diagnostic| diagnostic.severity <= options.severity);
         let state = match state {
@@ -136,6 +145,12 @@ pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
             n_omitted: 0,
         });
     }
+    // The exit status counts every reported diagnostic, including those the caps leave out.
+    let found = report
+        .files
+        .iter()
+        .flat_map(|file| &file.diagnostics)
+        .any(|diagnostic| diagnostic.severity <= options.fail_on);
     if options.max_per_file.is_some() || options.max_total.is_some() {
         let mut capped: Vec<_> = report
             .files
@@ -163,30 +178,38 @@ pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         eprintln!("{line}");
     }
     eprintln!("{}", output::summary_line(&report));
-    exit_status(&report, options.fail_on, had_config_errors)
+    exit_status(&report, found, n_named_not_checked, had_config_errors)
 }
 
-/// 3 when a server failed or a file timed out or errored; else 1 when a reported diagnostic is at
-/// or above `fail_on`; else 2 when the configuration had errors; else 0.
-fn exit_status(report: &CheckReport, fail_on: Severity, had_config_errors: bool) -> i32 {
-    let incomplete = report.files.iter().any(|file| {
-        matches!(
-            file.state,
-            FileState::Timeout { .. } | FileState::Error { .. }
-        )
-    });
-    if incomplete || !report.server_failures.is_empty() {
-        return EXIT_SERVER;
+/// The exit status, most serious first: 2 when the configuration had errors; 3 when a server
+/// failed or a file timed out; 2 when a file named on the command line could not be checked (no
+/// server for it, binary, too large, not UTF-8); 1 when a diagnostic at or above `--fail-on` was
+/// found (`found`, counted before the caps); else 0.
+fn exit_status(
+    report: &CheckReport,
+    found: bool,
+    n_named_not_checked: usize,
+    had_config_errors: bool,
+) -> i32 {
+    if had_config_errors {
+        return EXIT_USAGE;
     }
-    let found = report
+    let n_incomplete = report
         .files
         .iter()
-        .flat_map(|file| &file.diagnostics)
-        .any(|diagnostic| diagnostic.severity <= fail_on);
-    if found {
-        EXIT_FOUND
-    } else if had_config_errors {
+        .filter(|file| {
+            matches!(
+                file.state,
+                FileState::Timeout { .. } | FileState::Error { .. }
+            )
+        })
+        .count();
+    if n_incomplete > n_named_not_checked || !report.server_failures.is_empty() {
+        EXIT_SERVER
+    } else if n_named_not_checked > 0 {
         EXIT_USAGE
+    } else if found {
+        EXIT_FOUND
     } else {
         EXIT_OK
     }

@@ -421,7 +421,7 @@ fn run_writer(
     for message in outgoing_receiver {
         if let Err(error) = write_outgoing(&mut stdin, &message) {
             // EPIPE and friends: the server closed stdin or died. The reader will see EOF.
-            log::warn!("writing to server {name} failed, closing its input: {error}");
+            log::info!("writing to server {name} failed, closing its input: {error}");
             return;
         }
     }

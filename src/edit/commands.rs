@@ -483,7 +483,7 @@ impl EditCommands {
                     all.extend(diagnostics);
                     unsettled.push(uri::relative_display(&file.path, &self.root));
                 }
-                DiagnosticsOutcome::Failed(reason) => {
+                DiagnosticsOutcome::Failed(reason) | DiagnosticsOutcome::NotChecked(reason) => {
                     log::debug!("no diagnostics for {}: {reason}", file.path.display())
                 }
             }

@@ -1616,10 +1616,18 @@ impl State {
                 };
                 match self.begin_file_wait(&path, job.timeout, now) {
                     Ok(wait) => job.active.push(wait),
-                    Err(message) => job.results.push(FileDiagnostics {
-                        path,
-                        outcome: DiagnosticsOutcome::Failed(message),
-                    }),
+                    Err(message) => {
+                        // A configured server whose command is missing is a server failure; no
+                        // server for the extension (or diagnostics turned off) is not.
+                        let broken_server = self.options.config.servers_for_path(&path).is_empty()
+                            && self.options.config.claims(&path);
+                        let outcome = if broken_server {
+                            DiagnosticsOutcome::Failed(message)
+                        } else {
+                            DiagnosticsOutcome::NotChecked(message)
+                        };
+                        job.results.push(FileDiagnostics { path, outcome });
+                    }
                 }
             }
             let mut index = 0;
@@ -1732,7 +1740,7 @@ impl State {
                 return Some(DiagnosticsOutcome::Failed(reasons.join("; ")));
             }
             if let Err(error) = self.sync_document(&wait.path) {
-                return Some(DiagnosticsOutcome::Failed(error.to_string()));
+                return Some(DiagnosticsOutcome::NotChecked(error.to_string()));
             }
             if let Some(doc) = self.documents.get_mut(&wait.path) {
                 doc.pins += 1;

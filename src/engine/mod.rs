@@ -217,8 +217,11 @@ pub enum DiagnosticsOutcome {
         servers: Vec<String>,
         after: Duration,
     },
-    /// No server could check the file (none configured, failed to start, unreadable file, …).
+    /// The file's servers could not check it: they failed to start or crashed.
     Failed(String),
+    /// The file was not sent to any server: no server with diagnostics claims its extension, or
+    /// it is missing, larger than the size limit, binary or not UTF-8.
+    NotChecked(String),
 }
 
 /// One server's state for `lspc servers` and `lsp://servers`.

@@ -163,7 +163,9 @@ fn file_diagnostics(context: &ToolContext, file: &str) -> Result<Value, ReadErro
     let (diags, state) = match result.outcome {
         DiagnosticsOutcome::Settled(diags) => (diags, "settled".to_owned()),
         DiagnosticsOutcome::TimedOut { diagnostics, .. } => (diagnostics, "timed out".to_owned()),
-        DiagnosticsOutcome::Failed(message) => (Vec::new(), format!("failed: {message}")),
+        DiagnosticsOutcome::Failed(message) | DiagnosticsOutcome::NotChecked(message) => {
+            (Vec::new(), format!("failed: {message}"))
+        }
     };
     Ok(json!({
         "file": relative,

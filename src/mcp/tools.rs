@@ -838,7 +838,9 @@ fn diagnostics_tool(context: &ToolContext, args: &Value) -> Result<(Value, Strin
                 after.as_secs()
             )),
         ),
-        DiagnosticsOutcome::Failed(message) => return Err(query_failure(message)),
+        DiagnosticsOutcome::Failed(message) | DiagnosticsOutcome::NotChecked(message) => {
+            return Err(query_failure(message))
+        }
     };
     let mut text = String::new();
     for diagnostic in &diags {

@@ -732,3 +732,40 @@ fn server_requests_during_a_request_are_all_answered() {
     assert_eq!(unknown["error"]["code"], -32601, "{}", output.story());
     let _ = result_of(0);
 }
+
+/// Reported by a first-time user: `--max-total 0` hid every error and the check passed. The
+/// exit status counts what was found before the caps.
+#[test]
+fn caps_do_not_turn_a_failing_check_green() {
+    let (workspace, config) = fixture_workspace("caps", json!({}), "ERROR: one\nERROR: two\n");
+    for caps in [["--max-total", "0"], ["--max-per-file", "0"]] {
+        let output = check_with(
+            &workspace,
+            &config,
+            &[caps[0], caps[1], "--format", "json", "a.py"],
+        );
+        output.status(1);
+        assert_eq!(output.json()["summary"]["omitted"], 2, "{}", output.story());
+    }
+}
+
+/// A check that finds nothing to check is a misconfigured job: exit 2, not a silent pass. A
+/// binary file met while walking a folder is skipped with a note, not a failure.
+#[test]
+fn nothing_to_check_is_a_usage_error_and_walked_binary_files_are_skipped() {
+    let (workspace, config) = fixture_workspace("nothing", json!({}), "ERROR: one\n");
+    workspace.file("notes.txt", "no server for this\n");
+    check_with(&workspace, &config, &["notes.txt"])
+        .status(2)
+        .stderr_contains("notes.txt: error: no language server is configured for .txt files");
+    std::fs::create_dir_all(workspace.path("empty")).unwrap();
+    check_with(&workspace, &config, &["empty"])
+        .status(2)
+        .stderr_contains("no files to check");
+    std::fs::write(workspace.path("blob.py"), b"x\0y").unwrap();
+    let output = check_with(&workspace, &config, &["."]);
+    output
+        .status(1)
+        .stdout_is("a.py:1:1: error: one [fixture FX1]\n")
+        .stderr_contains("skipped blob.py: cannot read");
+}
