@@ -7,7 +7,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
+use std::fs::Metadata;
+use std::os::unix::fs::MetadataExt;
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::process::ServerId;
 use crate::text::LineIndex;
@@ -26,6 +28,45 @@ pub(crate) struct Document {
     pub last_used: u64,
     /// How many waits need the document open right now; pinned documents are never evicted.
     pub pins: u32,
+    /// What the disk said when `text` was read, to skip re-reading an unchanged file.
+    pub stamp: Option<DiskStamp>,
+}
+
+/// A file's size, modification time and inode when lspc read it, and when it read it.
+///
+/// An unchanged stamp lets lspc skip re-reading the file before a request (a 100 KB file per
+/// hover adds up). Like git's "racy clean" rule, a stamp only vouches for the file when its
+/// modification time was older than the read by more than [`RACY_WINDOW`]: filesystems keep
+/// coarse timestamps, so a same-size rewrite right after a read could otherwise go unseen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DiskStamp {
+    len: u64,
+    mtime: Option<SystemTime>,
+    inode: u64,
+    read_at: SystemTime,
+}
+
+/// Longer than any filesystem's timestamp granularity lspc runs on (ext4 and tmpfs: a jiffy).
+const RACY_WINDOW: Duration = Duration::from_millis(100);
+
+impl DiskStamp {
+    pub fn of(metadata: &Metadata, read_at: SystemTime) -> DiskStamp {
+        DiskStamp {
+            len: metadata.len(),
+            mtime: metadata.modified().ok(),
+            inode: metadata.ino(),
+            read_at,
+        }
+    }
+
+    /// Whether `metadata` shows the same file, unchanged since the read (see the type's doc).
+    pub fn unchanged(&self, metadata: &Metadata) -> bool {
+        let Some(mtime) = self.mtime else { return false };
+        metadata.len() == self.len
+            && metadata.modified().ok() == Some(mtime)
+            && metadata.ino() == self.inode
+            && mtime + RACY_WINDOW <= self.read_at
+    }
 }
 
 /// What reading the disk did to a document.
@@ -63,6 +104,15 @@ impl std::fmt::Display for ReadError {
 /// Read a file for a server: size limit first, then NUL bytes, then UTF-8.
 pub(crate) fn read_text(path: &Path, max_size: u64) -> Result<String, ReadError> {
     let metadata = std::fs::metadata(path).map_err(|error| ReadError::Io(error.to_string()))?;
+    read_text_with(path, &metadata, max_size)
+}
+
+/// [`read_text`] with the file's metadata already at hand.
+pub(crate) fn read_text_with(
+    path: &Path,
+    metadata: &Metadata,
+    max_size: u64,
+) -> Result<String, ReadError> {
     if metadata.len() > max_size {
         return Err(ReadError::TooLarge {
             size: metadata.len(),
@@ -89,6 +139,25 @@ impl Documents {
 
     pub fn get_mut(&mut self, path: &Path) -> Option<&mut Document> {
         self.docs.get_mut(path)
+    }
+
+    /// Whether the document is known and `metadata` shows its file unchanged since lspc read it;
+    /// marks it used (LRU) when so.
+    pub fn unchanged_on_disk(&mut self, path: &Path, metadata: &Metadata) -> bool {
+        let Some(doc) = self.docs.get_mut(path) else { return false };
+        if !doc.stamp.is_some_and(|stamp| stamp.unchanged(metadata)) {
+            return false;
+        }
+        self.clock += 1;
+        doc.last_used = self.clock;
+        true
+    }
+
+    /// Record what the disk said when the document's text was read.
+    pub fn set_stamp(&mut self, path: &Path, stamp: DiskStamp) {
+        if let Some(doc) = self.docs.get_mut(path) {
+            doc.stamp = Some(stamp);
+        }
     }
 
     /// Bring the document in line with `text` read from disk; returns what changed.
@@ -118,6 +187,7 @@ impl Documents {
                         open_on: BTreeMap::new(),
                         last_used: clock,
                         pins: 0,
+                        stamp: None,
                     },
                 );
                 Refresh::New
@@ -212,6 +282,28 @@ mod tests {
             documents.eviction_candidates(3),
             vec![PathBuf::from("/w/c")]
         );
+    }
+
+    #[test]
+    fn disk_stamp_vouches_only_for_files_stable_before_the_read() {
+        let dir = std::env::temp_dir().join(format!("lspc-stamp-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("a.py");
+        std::fs::write(&path, "x = 1\n").unwrap();
+        let metadata = std::fs::metadata(&path).unwrap();
+        let mtime = metadata.modified().unwrap();
+        // Read right after the write: within the racy window, so it proves nothing.
+        assert!(!DiskStamp::of(&metadata, mtime).unchanged(&metadata));
+        let stable = DiskStamp::of(&metadata, mtime + Duration::from_millis(200));
+        assert!(stable.unchanged(&metadata));
+        // A rewrite with another size, or a new inode (atomic rename), is a change.
+        std::fs::write(&path, "x = 22\n").unwrap();
+        assert!(!stable.unchanged(&std::fs::metadata(&path).unwrap()));
+        let renamed = dir.join("b.py");
+        std::fs::write(&renamed, "x = 1\n").unwrap();
+        std::fs::rename(&renamed, &path).unwrap();
+        assert!(!stable.unchanged(&std::fs::metadata(&path).unwrap()));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -14,7 +14,7 @@ use crossbeam_channel::{never, select, unbounded, Receiver, Sender};
 use lsp_server::{Message, Notification, Request, RequestId, ResponseError};
 use serde_json::{json, Value};
 
-use super::documents::{read_text, Documents, Refresh};
+use super::documents::{read_text, read_text_with, DiskStamp, Documents, Refresh};
 use super::server_requests::{self, SideEffect};
 use super::settle::{push_settle_time, push_settled, PublishInfo, PushState};
 use super::supervisor::{CrashDecision, RestartPolicy, Supervisor, HUNG_AFTER_MISSED_DEADLINES};
@@ -904,17 +904,24 @@ impl State {
     /// servers that do not have it, `didChange` (+ `didSave` where asked) for servers holding an
     /// older version.
     fn sync_document(&mut self, path: &Path) -> Result<(), EngineError> {
-        let text = read_text(path, self.options.max_file_size).map_err(|error| {
+        let cannot_read = |error: &dyn std::fmt::Display| {
             EngineError::InvalidInput(format!("cannot read {}: {error}", path.display()))
-        })?;
-        let uri = uri::path_to_uri(path)
-            .map_err(|error| EngineError::InvalidInput(error.to_string()))?
-            .as_str()
-            .to_owned();
-        let refresh = self.documents.refresh(path, uri, text);
-        if refresh == Refresh::Changed {
-            // Seed 003: after an edit, the file's diagnostics start over.
-            self.store.clear_file(path);
+        };
+        let metadata = std::fs::metadata(path).map_err(|error| cannot_read(&error))?;
+        if !self.documents.unchanged_on_disk(path, &metadata) {
+            let read_at = std::time::SystemTime::now();
+            let text = read_text_with(path, &metadata, self.options.max_file_size)
+                .map_err(|error| cannot_read(&error))?;
+            let uri = uri::path_to_uri(path)
+                .map_err(|error| EngineError::InvalidInput(error.to_string()))?
+                .as_str()
+                .to_owned();
+            let refresh = self.documents.refresh(path, uri, text);
+            self.documents.set_stamp(path, DiskStamp::of(&metadata, read_at));
+            if refresh == Refresh::Changed {
+                // Seed 003: after an edit, the file's diagnostics start over.
+                self.store.clear_file(path);
+            }
         }
         for index in self.options.config.servers_for_path(path) {
             let server_id = ServerId(index as u32);
