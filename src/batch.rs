@@ -3,7 +3,9 @@
 //! Input (stdin): one JSON object per line, `{"id": any, "op": "<command name>", ...arguments}`,
 //! with arguments named as the MCP tools' inputs: `file`, `line`, `column`, `symbol`,
 //! `occurrence`, `query`, `includeDeclaration`, `kind`, `direction`. Lines and columns are 1-based;
-//! columns count Unicode characters. Blank lines are skipped.
+//! columns count Unicode characters (all three are 1-based, so 0 is refused). A relative `file`
+//! is resolved against the workspace root, as MCP does (batch lines are a machine interface, not
+//! a shell); absolute paths are used as given. Blank lines are skipped.
 //!
 //! Output (stdout): exactly one JSON line per request, in input order, flushed at once:
 //! `{"id": <the request's id>, "result": ...}` (the same object `lspc <op> --format json` prints)
@@ -12,7 +14,7 @@
 //! preserved. The batch ends at EOF; the exit status is 0 unless stdout fails.
 
 use std::io::{BufRead, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
@@ -81,10 +83,11 @@ fn number_arg(args: &Map<String, Value>, key: &str) -> Result<Option<u32>, Batch
         Some(value) => value
             .as_u64()
             .and_then(|number| u32::try_from(number).ok())
+            .filter(|number| *number >= 1)
             .map(Some)
             .ok_or_else(|| {
                 error(format!(
-                    "`{key}` must be a non-negative integer, got {value}"
+                    "`{key}` must be a positive integer (1-based), got {value}"
                 ))
             }),
     }
@@ -171,7 +174,7 @@ pub fn parse_op(args: &Map<String, Value>) -> Result<BatchOp, BatchLineError> {
             file: file_arg(args)?,
         })),
         "workspace-symbols" => Ok(BatchOp::Query(QueryRequest::WorkspaceSymbols {
-            query: string_arg(args, "query")?.unwrap_or_default(),
+            query: string_arg(args, "query")?.ok_or_else(|| error("missing `query`"))?,
             file: string_arg(args, "file")?.map(PathBuf::from),
         })),
         "call-hierarchy" => {
@@ -237,6 +240,65 @@ pub fn parse_line(line: &str) -> (Value, Result<BatchOp, BatchLineError>) {
     };
     let id = object.get("id").cloned().unwrap_or(Value::Null);
     (id, parse_op(&object))
+}
+
+/// `op` with every relative `file` joined to `root` (absolute paths stay as given), so batch
+/// paths mean what MCP paths mean whatever the current directory.
+pub fn resolve_against_root(op: BatchOp, root: &Path) -> BatchOp {
+    let resolve = |file: PathBuf| {
+        if file.is_absolute() {
+            file
+        } else {
+            root.join(file)
+        }
+    };
+    let at = |at: TextPosition| TextPosition {
+        file: resolve(at.file.clone()),
+        ..at
+    };
+    match op {
+        BatchOp::Diagnostics { file } => BatchOp::Diagnostics {
+            file: resolve(file),
+        },
+        BatchOp::Query(request) => BatchOp::Query(match request {
+            QueryRequest::Definition { at: position, kind } => QueryRequest::Definition {
+                at: at(position),
+                kind,
+            },
+            QueryRequest::References {
+                at: position,
+                include_declaration,
+            } => QueryRequest::References {
+                at: at(position),
+                include_declaration,
+            },
+            QueryRequest::Hover { at: position } => QueryRequest::Hover { at: at(position) },
+            QueryRequest::Symbols { file } => QueryRequest::Symbols {
+                file: resolve(file),
+            },
+            QueryRequest::WorkspaceSymbols { query, file } => QueryRequest::WorkspaceSymbols {
+                query,
+                file: file.map(resolve),
+            },
+            QueryRequest::CallHierarchy {
+                at: position,
+                direction,
+            } => QueryRequest::CallHierarchy {
+                at: at(position),
+                direction,
+            },
+            QueryRequest::TypeHierarchy {
+                at: position,
+                direction,
+            } => QueryRequest::TypeHierarchy {
+                at: at(position),
+                direction,
+            },
+            QueryRequest::SignatureHelp { at: position } => {
+                QueryRequest::SignatureHelp { at: at(position) }
+            }
+        }),
+    }
 }
 
 /// Answer one op as the `result` value, or an error message.
@@ -328,7 +390,7 @@ pub fn run_with(
     let root = engine_options.config.root.clone();
     let engine = EngineHandle::start(engine_options);
     let op_sender = engine.op_sender();
-    let queries = Queries::new(op_sender.clone(), root, timeout);
+    let queries = Queries::new(op_sender.clone(), root.clone(), timeout);
     let mut buffer = Vec::new();
     let status = loop {
         buffer.clear();
@@ -347,6 +409,7 @@ pub fn run_with(
                 let (id, parsed) = parse_line(line.trim());
                 match parsed
                     .map_err(|error| error.to_string())
+                    .map(|op| resolve_against_root(op, &root))
                     .and_then(|op| answer(&queries, &op, &op_sender, timeout))
                 {
                     Ok(result) => json!({"id": id, "result": result}),
@@ -493,13 +556,68 @@ mod tests {
         );
         check(
             r#"{"op":"hover","file":"a.py","line":-1,"column":1}"#,
-            Err("`line` must be a non-negative integer, got -1"),
+            Err("`line` must be a positive integer (1-based), got -1"),
         );
+        check(
+            r#"{"op":"hover","file":"a.py","line":0,"column":1}"#,
+            Err("`line` must be a positive integer (1-based), got 0"),
+        );
+        check(
+            r#"{"op":"hover","file":"a.py","line":1,"column":0}"#,
+            Err("`column` must be a positive integer (1-based), got 0"),
+        );
+        check(r#"{"op":"workspace-symbols"}"#, Err("missing `query`"));
         check(
             r#"{"op":"call-hierarchy","file":"a","line":1,"column":1,"direction":"up"}"#,
             Err("unknown call hierarchy `direction` \"up\" (expected incoming or outgoing)"),
         );
         let (id, _) = parse_line(r#"{"id":{"n":7},"op":"frob"}"#);
         assert_eq!(id, json!({"n": 7}));
+    }
+
+    /// Batch paths are relative to the root, as MCP's are (not to the current directory).
+    #[test]
+    fn batch_paths_resolve_against_the_root() {
+        let check = |line: &str, expected: Option<&str>| {
+            let op = parse_line(line).1.unwrap();
+            let resolved = resolve_against_root(op, Path::new("/w"));
+            let file = match &resolved {
+                BatchOp::Diagnostics { file } => Some(file.clone()),
+                BatchOp::Query(QueryRequest::Symbols { file }) => Some(file.clone()),
+                BatchOp::Query(QueryRequest::WorkspaceSymbols { file, .. }) => file.clone(),
+                BatchOp::Query(
+                    QueryRequest::Hover { at }
+                    | QueryRequest::SignatureHelp { at }
+                    | QueryRequest::Definition { at, .. }
+                    | QueryRequest::References { at, .. }
+                    | QueryRequest::CallHierarchy { at, .. }
+                    | QueryRequest::TypeHierarchy { at, .. },
+                ) => Some(at.file.clone()),
+            };
+            assert_eq!(file, expected.map(PathBuf::from), "{line}");
+        };
+        check(
+            r#"{"op":"hover","file":"py/app.py","line":1,"column":1}"#,
+            Some("/w/py/app.py"),
+        );
+        check(
+            r#"{"op":"hover","file":"/elsewhere/a.py","line":1,"column":1}"#,
+            Some("/elsewhere/a.py"),
+        );
+        check(r#"{"op":"diagnostics","file":"a.py"}"#, Some("/w/a.py"));
+        check(r#"{"op":"symbols","file":"src/a.ts"}"#, Some("/w/src/a.ts"));
+        check(
+            r#"{"op":"workspace-symbols","query":"x","file":"a.c"}"#,
+            Some("/w/a.c"),
+        );
+        check(r#"{"op":"workspace-symbols","query":"x"}"#, None);
+        check(
+            r#"{"op":"references","file":"a.py","line":1,"symbol":"a"}"#,
+            Some("/w/a.py"),
+        );
+        check(
+            r#"{"op":"signature-help","file":"../b.py","line":2,"column":3}"#,
+            Some("/w/../b.py"),
+        );
     }
 }

@@ -188,6 +188,46 @@ impl From<lexopt::Error> for UsageError {
     }
 }
 
+/// The largest `--timeout` accepted: one day, in seconds. Larger values (up to `1e30`) cannot
+/// be a real intent and would overflow `Duration` or `Instant` arithmetic further on.
+const MAX_TIMEOUT_SECONDS: f64 = 86_400.0;
+
+/// Parse a `--timeout` value: a positive, finite number of seconds (fractions allowed), at most
+/// [`MAX_TIMEOUT_SECONDS`]. Errors name the option and the value.
+fn parse_timeout(value: &str) -> Result<Duration, UsageError> {
+    let seconds: f64 = value
+        .parse()
+        .ok()
+        .filter(|seconds: &f64| seconds.is_finite() && *seconds > 0.0)
+        .ok_or_else(|| {
+            UsageError(format!(
+                "--timeout: expected a positive number of seconds, got {value:?}"
+            ))
+        })?;
+    if seconds > MAX_TIMEOUT_SECONDS {
+        return Err(UsageError(format!(
+            "--timeout: at most 86400 seconds (one day), got {value:?}"
+        )));
+    }
+    Duration::try_from_secs_f64(seconds).map_err(|_| {
+        UsageError(format!(
+            "--timeout: expected a positive number of seconds, got {value:?}"
+        ))
+    })
+}
+
+/// Parse the value of a count option (`--max-per-file`, `--max-total`): a non-negative integer.
+/// The error names `option`, unlike lexopt's bare "cannot parse argument".
+fn parse_count(option: &str, parser: &mut lexopt::Parser) -> Result<usize, UsageError> {
+    use lexopt::prelude::*;
+    let value: String = parser.value()?.string()?;
+    value.parse::<usize>().map_err(|_| {
+        UsageError(format!(
+            "{option}: expected a non-negative whole number, got {value:?}"
+        ))
+    })
+}
+
 /// Parse `args` (without the program name).
 pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
     use lexopt::prelude::*;
@@ -251,16 +291,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
             Long("fail-on") => check.fail_on = parse_severity("--fail-on", &mut parser)?,
             Long("timeout") => {
                 let value: String = parser.value()?.string()?;
-                let seconds: f64 = value
-                    .parse()
-                    .ok()
-                    .filter(|seconds: &f64| seconds.is_finite() && *seconds > 0.0)
-                    .ok_or_else(|| {
-                        UsageError(format!(
-                            "--timeout: expected a positive number of seconds, got {value:?}"
-                        ))
-                    })?;
-                check.timeout = Duration::from_secs_f64(seconds);
+                check.timeout = parse_timeout(&value)?;
                 timeout_given = Some(check.timeout);
             }
             Long("language") => {
@@ -278,8 +309,10 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
                 mcp.server_command = Some(value);
                 mcp.server_args = parser.raw_args()?.collect();
             }
-            Long("max-per-file") => check.max_per_file = Some(parser.value()?.parse()?),
-            Long("max-total") => check.max_total = Some(parser.value()?.parse()?),
+            Long("max-per-file") => {
+                check.max_per_file = Some(parse_count("--max-per-file", &mut parser)?)
+            }
+            Long("max-total") => check.max_total = Some(parse_count("--max-total", &mut parser)?),
             Long("symbol") => query_flags.symbol = Some(parser.value()?.string()?),
             Long("occurrence") => query_flags.occurrence = Some(parser.value()?.parse()?),
             Long("include-declaration") => query_flags.include_declaration = true,
@@ -590,9 +623,17 @@ pub fn parse_loc(
             occurrence: occurrence.unwrap_or(1),
         },
         (None, None) => {
+            // `a.py:+1:1` would otherwise read as file `a.py:+1`, line 1: name the bad number.
+            if let Some(bad) = middle.filter(|middle| number(middle).is_none()) {
+                if first.is_some() && bad.parse::<f64>().is_ok() {
+                    return Err(format!(
+                        "{loc:?}: line {bad:?} is not a whole number from 1 (give FILE:LINE:COLUMN)"
+                    ));
+                }
+            }
             return Err(format!(
                 "{loc:?} has no column: give FILE:LINE:COLUMN, or FILE:LINE with --symbol NAME"
-            ))
+            ));
         }
     };
     Ok(TextPosition {
@@ -649,6 +690,25 @@ fn init_logging(verbose: u8) {
         .try_init();
 }
 
+/// Reject a `--root` that names a file (or nothing) at once, as a usage error: otherwise the
+/// servers fail later with a misleading "working directory does not exist".
+fn check_root(global: &GlobalOptions) -> Result<(), UsageError> {
+    let Some(root) = &global.root else {
+        return Ok(());
+    };
+    match std::fs::metadata(root) {
+        Ok(metadata) if metadata.is_dir() => Ok(()),
+        Ok(_) => Err(UsageError(format!(
+            "--root: {} is not a directory",
+            root.display()
+        ))),
+        Err(error) => Err(UsageError(format!(
+            "--root: cannot use {}: {error}",
+            root.display()
+        ))),
+    }
+}
+
 /// Parse, run, and return the exit status. `main` only calls this.
 pub fn main_with_args(args: Vec<OsString>) -> i32 {
     let args = match parse(args) {
@@ -659,6 +719,10 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         }
     };
     init_logging(args.global.verbose);
+    if let Err(error) = check_root(&args.global) {
+        eprintln!("lspc: {error}");
+        return EXIT_USAGE;
+    }
     match args.command {
         Command::Help => write_stdout(USAGE),
         Command::Version => write_stdout(&format!("lspc {}\n", env!("CARGO_PKG_VERSION"))),
@@ -937,6 +1001,18 @@ mod tests {
             None,
             Err("\"a.py:x:1\" has no column: give FILE:LINE:COLUMN, or FILE:LINE with --symbol NAME"),
         );
+        check(
+            "a.py:+1:1",
+            None,
+            None,
+            Err("\"a.py:+1:1\": line \"+1\" is not a whole number from 1 (give FILE:LINE:COLUMN)"),
+        );
+        check(
+            "a.py:-2:1",
+            None,
+            None,
+            Err("\"a.py:-2:1\": line \"-2\" is not a whole number from 1 (give FILE:LINE:COLUMN)"),
+        );
     }
 
     #[test]
@@ -1028,6 +1104,30 @@ mod tests {
         check(
             "check --timeout 0",
             "--timeout: expected a positive number of seconds, got \"0\"",
+        );
+        check(
+            "hover a.py:1:1 --timeout 1e30",
+            "--timeout: at most 86400 seconds (one day), got \"1e30\"",
+        );
+        check(
+            "check --timeout 18446744073709551616",
+            "--timeout: at most 86400 seconds (one day), got \"18446744073709551616\"",
+        );
+        check(
+            "mcp --timeout 86401",
+            "--timeout: at most 86400 seconds (one day), got \"86401\"",
+        );
+        check(
+            "check --timeout nan",
+            "--timeout: expected a positive number of seconds, got \"nan\"",
+        );
+        check(
+            "check --max-per-file -1",
+            "--max-per-file: expected a non-negative whole number, got \"-1\"",
+        );
+        check(
+            "check --max-total x",
+            "--max-total: expected a non-negative whole number, got \"x\"",
         );
         check("servers extra", "servers: unexpected argument \"extra\"");
         check(

@@ -213,6 +213,7 @@ pub fn run(
         op_sender: engine.op_sender(),
         root: PathBuf::from(&root),
         timeout: options.timeout,
+        analysed_files: crate::query::AnalysedFiles::default(),
     };
     let offered = tools::offered_tools(&engine::server_details(&context.op_sender));
     let mut server = Server {

@@ -30,6 +30,9 @@ pub struct ToolContext {
     pub root: PathBuf,
     /// How long one query may wait for a server (start-up included).
     pub timeout: Duration,
+    /// The files this session has already waited on once (hover and signature help wait for
+    /// a file's first analysis only; see [`crate::query::AnalysedFiles`]).
+    pub analysed_files: crate::query::AnalysedFiles,
 }
 
 /// A tool lspc may offer: its name and the `ServerCapabilities` keys of which at least one must be
@@ -631,8 +634,9 @@ fn run_tool(
         return result;
     }
     let root = &context.root;
-    let queries =
-        Queries::new(context.op_sender.clone(), root.clone(), context.timeout).with_tag(Some(tag));
+    let queries = Queries::new(context.op_sender.clone(), root.clone(), context.timeout)
+        .with_analysed_files(context.analysed_files.clone())
+        .with_tag(Some(tag));
     match name {
         "definition" => {
             let at = text_position(root, args)?;

@@ -19,6 +19,10 @@
 //! - "Nothing found" (`null`, `[]`, an empty hover) is an empty result, not an error.
 //! - Cross-file questions wait (bounded by the timeout) while the server reports `$/progress`;
 //!   when the wait runs out the result carries `incomplete`.
+//! - Every position query waits for the file's diagnostics to settle, but only the first time a
+//!   file is asked about in a session ([`AnalysedFiles`]): typescript-language-server answers
+//!   hover and signature help partially until its project has loaded, without reporting
+//!   progress, and later requests must stay fast.
 //! - The layer talks to the engine only through an `Op` sender, so it runs on any thread.
 
 pub mod command;
@@ -27,7 +31,9 @@ pub mod locations;
 pub mod render;
 pub mod symbols;
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
@@ -41,9 +47,10 @@ use locations::{parse_locations, parse_range, SourceFiles};
 
 /// How often a readiness wait re-reads the server's progress state.
 const READINESS_POLL: Duration = Duration::from_millis(200);
-/// The longest a cross-file query waits for the file's first diagnostics (see
-/// [`Queries::wait_ready`]).
-const ANALYSIS_WAIT: Duration = Duration::from_secs(10);
+/// The longest the first query about a file waits for its diagnostics (see
+/// [`Queries::wait_analysed`]). Loading a TypeScript project took 10 s on a loaded 2-core
+/// machine; a server that never publishes costs this once per file and session.
+const ANALYSIS_WAIT: Duration = Duration::from_secs(20);
 
 /// A position the user gave: `line` is 1-based; the column is given directly or found by symbol.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -263,6 +270,8 @@ pub struct Signature {
 }
 
 /// A signature help answer (LSP 3.17 §`SignatureHelp`); indexes are 0-based as in LSP.
+/// `active_signature` indexes `signatures`; `active_parameter` indexes the active signature's
+/// `parameters` (its own `activeParameter` when the server sent one), `None` when it has none.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SignatureHelpResult {
@@ -341,17 +350,6 @@ impl From<EngineError> for QueryError {
     }
 }
 
-/// Time since a deadline was set `timeout` ahead (for logs).
-trait ElapsedBefore {
-    fn elapsed_before(&self, timeout: Duration) -> Duration;
-}
-
-impl ElapsedBefore for Instant {
-    fn elapsed_before(&self, timeout: Duration) -> Duration {
-        timeout.saturating_sub(self.saturating_duration_since(Instant::now()))
-    }
-}
-
 /// A synced document, the server chosen for one request, and the converted position.
 struct Target {
     doc: SyncedDocument,
@@ -378,6 +376,25 @@ fn document_uri(path: &Path) -> String {
     }
 }
 
+/// The files whose first analysis wait ([`Queries::wait_analysed`]) a session has already done,
+/// shared by every clone of a [`Queries`] (and by a frontend that builds one per request, such
+/// as MCP, through [`Queries::with_analysed_files`]). Keyed by server and canonical path.
+#[derive(Debug, Clone, Default)]
+pub struct AnalysedFiles(Arc<Mutex<HashSet<(crate::process::ServerId, PathBuf)>>>);
+
+impl AnalysedFiles {
+    /// Record `(server_id, path)`; `true` when it was not recorded before (the first request).
+    fn first_time(&self, server_id: crate::process::ServerId, path: &Path) -> bool {
+        match self.0.lock() {
+            Ok(mut files) => files.insert((server_id, path.to_path_buf())),
+            // A panicked holder only loses the cache: waiting again is safe.
+            Err(poisoned) => poisoned
+                .into_inner()
+                .insert((server_id, path.to_path_buf())),
+        }
+    }
+}
+
 /// The query layer: one per frontend thread (cheap to clone via [`Queries::with_tag`]).
 #[derive(Debug, Clone)]
 pub struct Queries {
@@ -385,6 +402,7 @@ pub struct Queries {
     root: PathBuf,
     timeout: Duration,
     tag: Option<u64>,
+    analysed: AnalysedFiles,
 }
 
 impl Queries {
@@ -397,6 +415,16 @@ impl Queries {
             root,
             timeout,
             tag: None,
+            analysed: AnalysedFiles::default(),
+        }
+    }
+
+    /// The same queries, sharing `analysed` (a session's record of first analysis waits) so a
+    /// frontend that builds a [`Queries`] per request waits only once per file.
+    pub fn with_analysed_files(&self, analysed: AnalysedFiles) -> Queries {
+        Queries {
+            analysed,
+            ..self.clone()
         }
     }
 
@@ -474,6 +502,7 @@ impl Queries {
     pub fn hover(&self, at: &TextPosition) -> Result<Option<HoverResult>, QueryError> {
         let method = "textDocument/hover";
         let mut target = self.target(at, method, "hoverProvider")?;
+        self.wait_analysed(&target);
         let answer = self.request(&target, method, target.text_document_position())?;
         let text = answer
             .get("contents")
@@ -645,6 +674,7 @@ impl Queries {
     ) -> Result<Option<SignatureHelpResult>, QueryError> {
         let method = "textDocument/signatureHelp";
         let target = self.target(at, method, "signatureHelpProvider")?;
+        self.wait_analysed(&target);
         let mut params = target.text_document_position();
         params["context"] = json!({ "triggerKind": 1, "isRetrigger": false });
         let answer = self.request(&target, method, params)?;
@@ -656,6 +686,12 @@ impl Queries {
     /// Sync `file` (relative to the current directory or absolute).
     fn sync(&self, file: &Path) -> Result<SyncedDocument, QueryError> {
         let path = uri::canonical(file);
+        if path.is_dir() {
+            return Err(QueryError::File(format!(
+                "cannot read {}: it is a directory (give a file)",
+                self.display(&path)
+            )));
+        }
         if !path.is_file() {
             return Err(QueryError::File(format!(
                 "cannot read {}: no such file",
@@ -702,36 +738,13 @@ impl Queries {
     /// Wait while the target's server reports progress, re-reading its state every 200 ms, for
     /// at most the timeout. Returns the "incomplete" note when it is still busy.
     ///
-    /// First it waits (at most [`ANALYSIS_WAIT`]) for the file's diagnostics to settle: some
-    /// servers report no progress while they discover the workspace (pyright answers
-    /// `workspace/symbol` with `[]` until it has found its source files), and a settled publish
-    /// for the file shows the server has analysed it. A server that never publishes costs at
-    /// most that cap; the outcome is otherwise ignored.
+    /// First, on the file's first request of the session, it waits for the file's diagnostics
+    /// to settle ([`Queries::wait_analysed`]): some servers report no progress while they
+    /// discover the workspace (pyright answers `workspace/symbol` with `[]` until it has found
+    /// its source files), and a settled publish for the file shows the server has analysed it.
     fn wait_ready(&self, target: &mut Target) -> Option<String> {
         let deadline = Instant::now() + self.timeout;
-        let (reply, receiver) = crossbeam_channel::bounded(1);
-        let analysis = Op::Diagnostics {
-            paths: vec![target.doc.path.clone()],
-            timeout: ANALYSIS_WAIT.min(self.timeout),
-            reply,
-        };
-        if self.op_sender.send(analysis).is_ok() {
-            let settled = receiver
-                .recv()
-                .ok()
-                .and_then(|results| results.into_iter().next());
-            log::debug!(
-                "{}: analysis wait for {} ended after {:?}: {}",
-                target.server.name,
-                target.doc.path.display(),
-                deadline.elapsed_before(self.timeout),
-                match settled.map(|result| result.outcome) {
-                    Some(crate::engine::DiagnosticsOutcome::Settled(_)) => "settled",
-                    Some(crate::engine::DiagnosticsOutcome::TimedOut { .. }) => "timed out",
-                    _ => "failed",
-                }
-            );
-        }
+        self.wait_analysed(target);
         loop {
             if !target.server.busy {
                 return None;
@@ -761,6 +774,43 @@ impl Queries {
                     return None;
                 }
             }
+        }
+    }
+
+    /// The first time `target`'s file is asked about in this session (per server), wait at
+    /// most [`ANALYSIS_WAIT`] (and the timeout) for its diagnostics to settle; later calls
+    /// return at once. A file whose diagnostics have settled answers at once anyway; the cap
+    /// bounds the cost for a server that never publishes. The outcome is only logged.
+    fn wait_analysed(&self, target: &Target) {
+        if !self
+            .analysed
+            .first_time(target.server.server_id, &target.doc.path)
+        {
+            return;
+        }
+        let started = Instant::now();
+        let (reply, receiver) = crossbeam_channel::bounded(1);
+        let analysis = Op::Diagnostics {
+            paths: vec![target.doc.path.clone()],
+            timeout: ANALYSIS_WAIT.min(self.timeout),
+            reply,
+        };
+        if self.op_sender.send(analysis).is_ok() {
+            let settled = receiver
+                .recv()
+                .ok()
+                .and_then(|results| results.into_iter().next());
+            log::debug!(
+                "{}: analysis wait for {} ended after {:?}: {}",
+                target.server.name,
+                target.doc.path.display(),
+                started.elapsed(),
+                match settled.map(|result| result.outcome) {
+                    Some(crate::engine::DiagnosticsOutcome::Settled(_)) => "settled",
+                    Some(crate::engine::DiagnosticsOutcome::TimedOut { .. }) => "timed out",
+                    _ => "failed",
+                }
+            );
         }
     }
 
@@ -829,12 +879,21 @@ pub fn resolve_position(
         .checked_sub(1)
         .and_then(|line0| index.line_text(text, line0));
     let Some(line_text) = line_text else {
+        // Count lines as an editor shows them: the empty "line" after a final newline is a
+        // valid position but not a line the user would count.
+        let shown_lines = if text.ends_with('\n') {
+            index.n_lines().saturating_sub(1)
+        } else {
+            index.n_lines()
+        };
+        let size = match shown_lines {
+            _ if text.is_empty() => "the file is empty".to_owned(),
+            1 => "the file has 1 line".to_owned(),
+            lines => format!("the file has {lines} lines"),
+        };
         return Err(QueryError::InvalidPosition(format!(
-            "{shown}:{}: line {} is out of range (the file has {} line{})",
-            at.line,
-            at.line,
-            index.n_lines(),
-            if index.n_lines() == 1 { "" } else { "s" }
+            "{shown}:{}: line {} is out of range ({size})",
+            at.line, at.line,
         )));
     };
     let column = match &at.target {
@@ -867,45 +926,63 @@ fn dedup_in_order(locations: &mut Vec<Location>) {
     });
 }
 
-/// A `SignatureHelp` answer; `None` for `null` or no signatures.
+/// A `SignatureHelp` answer; `None` for `null` or no signatures (LSP 3.17 §`SignatureHelp`).
+///
+/// The active signature is `activeSignature`, or the first when it is absent or out of range.
+/// Its active parameter is the signature's own `activeParameter` when present (LSP 3.16+: it
+/// overrides the top-level one; pyright sends both, with a top-level value that is wrong),
+/// else the top-level `activeParameter`; absent or out of range means the first parameter, and
+/// a signature without parameters has none. Indexes are 0-based.
 pub fn parse_signature_help(answer: &Value, server: String) -> Option<SignatureHelpResult> {
-    let signatures: Vec<Signature> = answer
-        .get("signatures")?
-        .as_array()?
-        .iter()
-        .filter_map(|signature| {
-            let label = signature.get("label")?.as_str()?.to_owned();
-            let documentation = signature
-                .get("documentation")
-                .map(hover::hover_contents_to_text)
-                .filter(|text| !text.is_empty());
-            let parameters = signature
-                .get("parameters")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(|parameter| parameter_label(&label, parameter.get("label")?))
-                .collect();
-            Some(Signature {
-                label,
-                documentation,
-                parameters,
-            })
-        })
-        .collect();
-    if signatures.is_empty() {
-        return None;
-    }
-    let index = |key: &str| {
-        answer
+    let raw_signatures = answer.get("signatures")?.as_array()?;
+    let index_in = |value: &Value, key: &str| {
+        value
             .get(key)
             .and_then(Value::as_u64)
             .and_then(|value| u32::try_from(value).ok())
     };
+    let raw_active = index_in(answer, "activeSignature")
+        .map(|index| index as usize)
+        .filter(|index| *index < raw_signatures.len())
+        .unwrap_or(0);
+    let mut active_signature = None;
+    let mut active_parameter = None;
+    let mut signatures: Vec<Signature> = Vec::new();
+    for (raw_index, raw) in raw_signatures.iter().enumerate() {
+        let Some(label) = raw.get("label").and_then(Value::as_str) else {
+            continue;
+        };
+        let documentation = raw
+            .get("documentation")
+            .map(hover::hover_contents_to_text)
+            .filter(|text| !text.is_empty());
+        let parameters: Vec<String> = raw
+            .get("parameters")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|parameter| parameter_label(label, parameter.get("label")?))
+            .collect();
+        if raw_index == raw_active {
+            active_signature = u32::try_from(signatures.len()).ok();
+            active_parameter = index_in(raw, "activeParameter")
+                .or_else(|| index_in(answer, "activeParameter"))
+                .filter(|index| (*index as usize) < parameters.len())
+                .or(if parameters.is_empty() { None } else { Some(0) });
+        }
+        signatures.push(Signature {
+            label: label.to_owned(),
+            documentation,
+            parameters,
+        });
+    }
+    if signatures.is_empty() {
+        return None;
+    }
     Some(SignatureHelpResult {
         signatures,
-        active_signature: index("activeSignature"),
-        active_parameter: index("activeParameter"),
+        active_signature: active_signature.or(Some(0)),
+        active_parameter,
         server,
     })
 }
@@ -1061,12 +1138,12 @@ mod tests {
         check(
             at(9, Column(1)),
             Utf16,
-            Err("a.py:9: line 9 is out of range (the file has 4 lines)"),
+            Err("a.py:9: line 9 is out of range (the file has 3 lines)"),
         );
         check(
             at(0, Column(1)),
             Utf16,
-            Err("a.py:0: line 0 is out of range (the file has 4 lines)"),
+            Err("a.py:0: line 0 is out of range (the file has 3 lines)"),
         );
         check(
             at(1, symbol("zzz", 1)),
@@ -1112,6 +1189,48 @@ mod tests {
             3,
         );
         check(QueryError::Symbol("x".into()), "x", 2);
+    }
+
+    /// pyright 1.1 answers `f(1, 2)` (in `def f(a, b)`) with a per-signature `activeParameter`
+    /// and a wrong top-level one (always the parameter count); the per-signature one wins.
+    #[test]
+    fn signature_help_active_parameter_per_signature() {
+        let check = |answer: Value, expected: (Option<u32>, Option<u32>)| {
+            let result = parse_signature_help(&answer, "s".into()).unwrap();
+            assert_eq!(
+                (result.active_signature, result.active_parameter),
+                expected,
+                "{answer}"
+            );
+        };
+        let pyright = |own: u64| {
+            json!({"activeParameter": 2, "activeSignature": 0, "signatures": [{
+                "activeParameter": own, "label": "(a: Unknown, b: Unknown) -> Unknown",
+                "parameters": [{"label": [1, 11]}, {"label": [13, 23]}]}]})
+        };
+        check(pyright(0), (Some(0), Some(0)));
+        check(pyright(1), (Some(0), Some(1)));
+        let two = |active_signature: Value, top: Value| {
+            json!({"activeSignature": active_signature, "activeParameter": top, "signatures": [
+                {"label": "f()", "parameters": []},
+                {"label": "f(a, b)", "parameters": [{"label": "a"}, {"label": "b"}],
+                 "activeParameter": 1}]})
+        };
+        // The active signature's own value, not the first signature's.
+        check(two(json!(1), json!(0)), (Some(1), Some(1)));
+        // A signature without parameters has no active parameter.
+        check(two(json!(0), json!(1)), (Some(0), None));
+        // activeSignature out of range or absent: the first signature.
+        check(two(json!(7), json!(0)), (Some(0), None));
+        check(two(json!(null), json!(0)), (Some(0), None));
+        // Top-level only, absent or out of range: the first parameter (LSP 3.17 default).
+        let top = |value: Value| {
+            json!({"activeParameter": value, "signatures": [
+                {"label": "g(x, y)", "parameters": [{"label": "x"}, {"label": "y"}]}]})
+        };
+        check(top(json!(1)), (Some(0), Some(1)));
+        check(top(json!(2)), (Some(0), Some(0)));
+        check(top(json!(null)), (Some(0), Some(0)));
     }
 
     #[test]

@@ -278,5 +278,18 @@ mod tests {
             signature_help(&help),
             "area(radius: number): number\nactive parameter: radius: number\nArea.\n"
         );
+
+        // pyright's per-signature activeParameter (the top-level one said 2), parsed and shown.
+        let pyright = crate::query::parse_signature_help(
+            &serde_json::json!({"activeParameter": 2, "activeSignature": 0, "signatures": [{
+                "activeParameter": 1, "label": "(a: Unknown, b: Unknown) -> Unknown",
+                "parameters": [{"label": [1, 11]}, {"label": [13, 23]}]}]}),
+            "pyright".into(),
+        )
+        .unwrap();
+        assert_eq!(
+            signature_help(&pyright),
+            "(a: Unknown, b: Unknown) -> Unknown\nactive parameter: b: Unknown\n"
+        );
     }
 }

@@ -46,12 +46,18 @@ impl Workspace {
 
     /// Run `lspc --root ROOT --no-builtin --config lsp.json ARGS` in the workspace.
     fn lspc(&self, args: &[&str], stdin: &str) -> Output {
+        self.lspc_in(&self.root, args, stdin)
+    }
+
+    /// [`Workspace::lspc`] with `dir` as the current directory.
+    fn lspc_in(&self, dir: &Path, args: &[&str], stdin: &str) -> Output {
         let mut command = Command::new(env!("CARGO_BIN_EXE_lspc"));
         command
-            .current_dir(&self.root)
+            .current_dir(dir)
             .arg("--root")
             .arg(&self.root)
-            .args(["--no-builtin", "--config", "lsp.json"])
+            .args(["--no-builtin", "--config"])
+            .arg(self.root.join("lsp.json"))
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -298,6 +304,111 @@ fn pyright_usage_errors_show_the_line() {
     assert_eq!(nothing.stderr, "no definition found\n");
 }
 
+/// Regression (usertest P1-7): pyright sends `signatures[0].activeParameter` (the right one) and a
+/// top-level `activeParameter` equal to the parameter count; lspc reported the top-level one and
+/// the human output dropped its "active parameter:" line.
+#[test]
+fn pyright_signature_help_uses_the_signatures_own_active_parameter() {
+    if !have("pyright-langserver", "pyright_signature_help") {
+        return;
+    }
+    let workspace = pyright_workspace("signature");
+    workspace.write("sig.py", "def f(a, b):\n    return a\n\n\nf(1, 2)\n");
+    let first = workspace.lspc(&["signature-help", "sig.py:5:3"], "");
+    assert_eq!(first.status, 0, "{first:?}");
+    assert_eq!(
+        first.stdout, "(a: Unknown, b: Unknown) -> Unknown\nactive parameter: a: Unknown\n",
+        "{first:?}"
+    );
+    let batch = [
+        json!({"id": 1, "op": "signature-help", "file": "sig.py", "line": 5, "column": 3}),
+        json!({"id": 2, "op": "signature-help", "file": "sig.py", "line": 5, "column": 6}),
+    ]
+    .iter()
+    .map(|line| format!("{line}\n"))
+    .collect::<String>();
+    let output = workspace.lspc(&["batch", "--timeout", "60"], &batch);
+    let lines = output.lines();
+    assert_eq!(lines.len(), 2, "{output:?}");
+    let active = |line: &Value| {
+        (
+            line["result"]["activeSignature"].clone(),
+            line["result"]["activeParameter"].clone(),
+        )
+    };
+    assert_eq!(active(&lines[0]), (json!(0), json!(0)), "{output:?}");
+    assert_eq!(active(&lines[1]), (json!(0), json!(1)), "{output:?}");
+}
+
+/// Regression (usertest P2-8): batch resolved a relative `file` against the current directory
+/// while MCP used the root; run from a subfolder, `"file": "pkg/m.py"` read `pkg/pkg/m.py`.
+#[test]
+fn batch_paths_are_relative_to_the_root_not_the_cwd() {
+    if !have("pyright-langserver", "batch_paths") {
+        return;
+    }
+    let workspace = pyright_workspace("batch-paths");
+    workspace.write("pkg/m.py", "value = 1\n");
+    let batch = [
+        json!({"id": 1, "op": "hover", "file": "pkg/m.py", "line": 1, "column": 1}),
+        json!({"id": 2, "op": "hover", "file": "m.py", "line": 1, "column": 1}),
+    ]
+    .iter()
+    .map(|line| format!("{line}\n"))
+    .collect::<String>();
+    let output = workspace.lspc_in(
+        &workspace.root.join("pkg"),
+        &["batch", "--timeout", "60"],
+        &batch,
+    );
+    let lines = output.lines();
+    assert_eq!(lines.len(), 2, "{output:?}");
+    assert_eq!(
+        lines[0]["result"]["text"], "(variable) value: Literal[1]",
+        "{output:?}"
+    );
+    assert_eq!(
+        lines[1]["error"]["message"], "cannot read m.py: no such file",
+        "{output:?}"
+    );
+}
+
+/// Regression (usertest P1-1, P2-4): absurd `--timeout` values panicked converting to a
+/// `Duration` (exit 134), and `--root FILE` was accepted and failed later as a server error.
+#[test]
+fn usage_errors_for_huge_timeouts_and_a_file_root() {
+    let workspace = Workspace::new("usage-errors");
+    workspace
+        .write("lsp.json", &config("cat", &[], json!({".py": "python"})))
+        .write("a.py", "a = 1\n");
+    for args in [
+        &["hover", "a.py:1:1", "--timeout", "1e30"][..],
+        &["check", "--timeout", "18446744073709551616"],
+        &["mcp", "--timeout", "1e30"],
+    ] {
+        let output = workspace.lspc(args, "");
+        assert_eq!(output.status, 2, "{args:?}: {output:?}");
+        assert!(
+            output
+                .stderr
+                .starts_with("lspc: --timeout: at most 86400 seconds (one day), got "),
+            "{args:?}: {output:?}"
+        );
+    }
+    let file_root = workspace.lspc(&["--root", "a.py", "check"], "");
+    assert_eq!(
+        (file_root.status, file_root.stderr.as_str()),
+        (2, "lspc: --root: a.py is not a directory\n"),
+        "{file_root:?}"
+    );
+    let directory = workspace.lspc(&["hover", ".:1:1"], "");
+    assert_eq!(
+        (directory.status, directory.stderr.as_str()),
+        (2, "lspc: cannot read .: it is a directory (give a file)\n"),
+        "{directory:?}"
+    );
+}
+
 // ----- clangd (UTF-8 when offered) ----------------------------------------------------------
 
 #[test]
@@ -412,6 +523,35 @@ fn typescript_workspace(name: &str) -> Workspace {
             "import { area, Shape } from \"./shapes\";\nconst label: number = \"big\";\nconsole.log(area(2), label);\nclass Square implements Shape { size() { return 4; } }\n",
         );
     workspace
+}
+
+/// Regression (usertest P1-3): on a fresh run typescript-language-server answered signature help
+/// with nothing and hover on an imported name with only `import area`, because it answers before
+/// its project has loaded (without reporting progress). Each run below is a fresh session.
+#[test]
+fn typescript_fresh_hover_and_signature_help_wait_for_the_project() {
+    if !have("typescript-language-server", "typescript_fresh") {
+        return;
+    }
+    let workspace = typescript_workspace("ts-fresh");
+    let signature = workspace.lspc(
+        &["signature-help", "src/app.ts:3:18", "--timeout", "60"],
+        "",
+    );
+    assert_eq!(
+        (signature.status, signature.stdout.as_str()),
+        (
+            0,
+            "area(radius: number): number\nactive parameter: radius: number\n"
+        ),
+        "{signature:?}"
+    );
+    let hover = workspace.lspc(&["hover", "src/app.ts:3:13", "--timeout", "60"], "");
+    assert_eq!(
+        (hover.status, hover.stdout.as_str()),
+        (0, "(alias) area(radius: number): number\nimport area\n"),
+        "{hover:?}"
+    );
 }
 
 #[test]
