@@ -113,7 +113,7 @@ pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
             } => (
                 FileState::Timeout {
                     reason: format!(
-                        "diagnostics incomplete: {} still analysing after {} s",
+                        "{} still analysing after {} s",
                         servers.join(", "),
                         after.as_secs_f64()
                     ),

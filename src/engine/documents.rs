@@ -5,10 +5,10 @@
 //! the text on disk differs from the text last sent. Paths are canonical absolute paths.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::fs::Metadata;
 use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::process::ServerId;
@@ -61,7 +61,9 @@ impl DiskStamp {
 
     /// Whether `metadata` shows the same file, unchanged since the read (see the type's doc).
     pub fn unchanged(&self, metadata: &Metadata) -> bool {
-        let Some(mtime) = self.mtime else { return false };
+        let Some(mtime) = self.mtime else {
+            return false;
+        };
         metadata.len() == self.len
             && metadata.modified().ok() == Some(mtime)
             && metadata.ino() == self.inode
@@ -144,7 +146,9 @@ impl Documents {
     /// Whether the document is known and `metadata` shows its file unchanged since lspc read it;
     /// marks it used (LRU) when so.
     pub fn unchanged_on_disk(&mut self, path: &Path, metadata: &Metadata) -> bool {
-        let Some(doc) = self.docs.get_mut(path) else { return false };
+        let Some(doc) = self.docs.get_mut(path) else {
+            return false;
+        };
         if !doc.stamp.is_some_and(|stamp| stamp.unchanged(metadata)) {
             return false;
         }

@@ -917,7 +917,8 @@ impl State {
                 .as_str()
                 .to_owned();
             let refresh = self.documents.refresh(path, uri, text);
-            self.documents.set_stamp(path, DiskStamp::of(&metadata, read_at));
+            self.documents
+                .set_stamp(path, DiskStamp::of(&metadata, read_at));
             if refresh == Refresh::Changed {
                 // Seed 003: after an edit, the file's diagnostics start over.
                 self.store.clear_file(path);
