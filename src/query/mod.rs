@@ -699,69 +699,15 @@ impl Queries {
         })
     }
 
-    /// Wait while the target's server reports progress, re-reading its state every 200 ms, for
-    /// at most the timeout. Returns the "incomplete" note when it is still busy.
-    ///
-    /// First it waits (at most [`ANALYSIS_WAIT`]) for the file's diagnostics to settle: some
-    /// servers report no progress while they discover the workspace (pyright answers
-    /// `workspace/symbol` with `[]` until it has found its source files), and a settled publish
-    /// for the file shows the server has analysed it. A server that never publishes costs at
-    /// most that cap; the outcome is otherwise ignored.
+    /// Wait until the target's server is ready ([`wait_until_ready`]); the "incomplete" note
+    /// when it is still busy after the timeout.
     fn wait_ready(&self, target: &mut Target) -> Option<String> {
-        let deadline = Instant::now() + self.timeout;
-        let (reply, receiver) = crossbeam_channel::bounded(1);
-        let analysis = Op::Diagnostics {
-            paths: vec![target.doc.path.clone()],
-            timeout: ANALYSIS_WAIT.min(self.timeout),
-            reply,
-        };
-        if self.op_sender.send(analysis).is_ok() {
-            let settled = receiver
-                .recv()
-                .ok()
-                .and_then(|results| results.into_iter().next());
-            log::debug!(
-                "{}: analysis wait for {} ended after {:?}: {}",
-                target.server.name,
-                target.doc.path.display(),
-                deadline.elapsed_before(self.timeout),
-                match settled.map(|result| result.outcome) {
-                    Some(crate::engine::DiagnosticsOutcome::Settled(_)) => "settled",
-                    Some(crate::engine::DiagnosticsOutcome::TimedOut { .. }) => "timed out",
-                    _ => "failed",
-                }
-            );
-        }
-        loop {
-            if !target.server.busy {
-                return None;
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return Some(format!(
-                    "server {} was still indexing; results may be incomplete",
-                    target.server.name
-                ));
-            }
-            std::thread::sleep(READINESS_POLL.min(deadline - now));
-            match sync_with(&self.op_sender, target.doc.path.clone(), self.timeout) {
-                Ok(doc) => {
-                    match doc
-                        .servers
-                        .iter()
-                        .find(|server| server.server_id == target.server.server_id)
-                    {
-                        Some(server) => target.server = server.clone(),
-                        // The server went away; the request will report why.
-                        None => return None,
-                    }
-                }
-                Err(error) => {
-                    log::debug!("readiness wait: {error}");
-                    return None;
-                }
-            }
-        }
+        wait_until_ready(
+            &self.op_sender,
+            &target.doc.path,
+            &mut target.server,
+            self.timeout,
+        )
     }
 
     fn request(&self, target: &Target, method: &str, params: Value) -> Result<Value, QueryError> {
@@ -788,6 +734,80 @@ impl Queries {
 
     fn display(&self, path: &Path) -> String {
         uri::relative_display(path, &self.root)
+    }
+}
+
+/// Wait until `server` is ready to answer about `path` (a synced file): first (at most
+/// [`ANALYSIS_WAIT`], bounded by `timeout`) for the file's diagnostics to settle, then while the
+/// server reports `$/progress`, re-reading its state every 200 ms, until `timeout` has passed in
+/// all. `server` is refreshed with each re-read. Returns the "incomplete" note ("server X was
+/// still indexing; results may be incomplete") when it is still busy at the end.
+///
+/// Why the diagnostics wait: some servers report no progress while they discover the workspace
+/// (pyright answers `workspace/symbol` with `[]` until it has found its source files;
+/// typescript-language-server renames in one file until it has loaded the tsconfig project), and
+/// a settled publish for the file shows the server has analysed it. A server that never
+/// publishes costs at most that cap; the outcome is otherwise ignored. Cross-file queries and
+/// the edit commands ([`crate::edit::commands`]) share this wait.
+pub fn wait_until_ready(
+    op_sender: &Sender<Op>,
+    path: &Path,
+    server: &mut ServerInfo,
+    timeout: Duration,
+) -> Option<String> {
+    let deadline = Instant::now() + timeout;
+    let (reply, receiver) = crossbeam_channel::bounded(1);
+    let analysis = Op::Diagnostics {
+        paths: vec![path.to_path_buf()],
+        timeout: ANALYSIS_WAIT.min(timeout),
+        reply,
+    };
+    if op_sender.send(analysis).is_ok() {
+        let settled = receiver
+            .recv()
+            .ok()
+            .and_then(|results| results.into_iter().next());
+        log::debug!(
+            "{}: analysis wait for {} ended after {:?}: {}",
+            server.name,
+            path.display(),
+            deadline.elapsed_before(timeout),
+            match settled.map(|result| result.outcome) {
+                Some(crate::engine::DiagnosticsOutcome::Settled(_)) => "settled",
+                Some(crate::engine::DiagnosticsOutcome::TimedOut { .. }) => "timed out",
+                _ => "failed",
+            }
+        );
+    }
+    loop {
+        if !server.busy {
+            return None;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Some(format!(
+                "server {} was still indexing; results may be incomplete",
+                server.name
+            ));
+        }
+        std::thread::sleep(READINESS_POLL.min(deadline - now));
+        match sync_with(op_sender, path.to_path_buf(), timeout) {
+            Ok(doc) => {
+                match doc
+                    .servers
+                    .iter()
+                    .find(|fresh| fresh.server_id == server.server_id)
+                {
+                    Some(fresh) => *server = fresh.clone(),
+                    // The server went away; the request will report why.
+                    None => return None,
+                }
+            }
+            Err(error) => {
+                log::debug!("readiness wait: {error}");
+                return None;
+            }
+        }
     }
 }
 
