@@ -33,9 +33,9 @@ Commands:
   check [PATH...]     report the diagnostics language servers publish for files
   servers             list the configured servers and which files they serve
   rename LOC NEW_NAME [--apply]
-                      rename the symbol at LOC (FILE:LINE:COLUMN or FILE:LINE:NAME); prints a
-                      unified diff, or with --apply writes and lists the files changed
-  code-actions LOC|FILE:LINE-LINE [--apply TITLE]
+                      rename the symbol at LOC (FILE:LINE:COLUMN, or FILE:LINE --symbol NAME);
+                      prints a unified diff, or with --apply writes and lists the files changed
+  code-actions LOC|FILE:LINE|FILE:LINE-LINE [--apply TITLE]
                       list code actions (title, kind, preferred), or apply the one titled TITLE
   format FILE [--apply]
                       format FILE with its server; prints a diff, or writes with --apply
@@ -80,8 +80,8 @@ check options:
   --max-per-file N    report at most N diagnostics per file (default: all)
   --max-total N       report at most N diagnostics in total (default: all)
 
-Edit commands (rename, code-actions, format, edit): lines and columns count from 1, columns
-in characters. Every write goes through one engine: all targets inside the root, versions and
+Edit commands (rename, code-actions, format, edit): LOC as for queries (--symbol NAME and
+--occurrence N apply); lines and columns count from 1, columns in characters. Every write goes through one engine: all targets inside the root, versions and
 disk contents checked, files written atomically, nothing written when any check fails.
 Writing commands print the <new-diagnostics> the edit introduced. --timeout bounds each
 server request and diagnostics wait. Exit status: 0 done, 1 edit refused, 2 usage, 3 server.
@@ -135,16 +135,16 @@ pub struct GlobalOptions {
 pub enum Command {
     Check(CheckOptions),
     Servers,
-    /// `lspc rename LOC NEW_NAME [--apply]`.
+    /// `lspc rename LOC NEW_NAME [--apply]` (LOC as for queries, or `FILE:LINE:NAME`).
     Rename {
-        at: String,
+        at: TextPosition,
         new_name: String,
         apply: bool,
         timeout: Duration,
     },
-    /// `lspc code-actions LOC|FILE:LINE-LINE [--apply TITLE]`.
+    /// `lspc code-actions LOC|FILE:LINE|FILE:LINE-LINE [--apply TITLE]`.
     CodeActions {
-        at: String,
+        at: crate::edit::commands::Span,
         apply: Option<String>,
         timeout: Duration,
     },
@@ -350,9 +350,19 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
             Some("help") => Command::Help,
             Some("rename") => {
                 let [at, new_name] = take_positionals::<2>("rename", "LOC NEW_NAME", positionals)?;
+                let at = crate::edit::commands::parse_position(
+                    &at.to_string_lossy(),
+                    query_flags.symbol.as_deref(),
+                    query_flags.occurrence,
+                )
+                .map_err(|message| UsageError(format!("rename: {message}")))?;
+                let new_name = new_name.to_string_lossy().into_owned();
+                if new_name.trim().is_empty() {
+                    return Err(UsageError("rename: NEW_NAME must not be empty".to_owned()));
+                }
                 Command::Rename {
-                    at: at.to_string_lossy().into_owned(),
-                    new_name: new_name.to_string_lossy().into_owned(),
+                    at,
+                    new_name,
                     apply: apply_flag,
                     timeout: check.timeout,
                 }
@@ -360,8 +370,14 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
             Some("code-actions") => {
                 let [at] =
                     take_positionals::<1>("code-actions", "LOC|FILE:LINE-LINE", positionals)?;
+                let at = crate::edit::commands::parse_span(
+                    &at.to_string_lossy(),
+                    query_flags.symbol.as_deref(),
+                    query_flags.occurrence,
+                )
+                .map_err(|message| UsageError(format!("code-actions: {message}")))?;
                 Command::CodeActions {
-                    at: at.to_string_lossy().into_owned(),
+                    at,
                     apply: apply_title,
                     timeout: check.timeout,
                 }
@@ -767,54 +783,57 @@ fn run_edit_command(engine_options: EngineOptions, command: Command) -> i32 {
     };
     let engine = EngineHandle::start(engine_options);
     let edits = EditCommands::new(engine.op_sender(), root.clone(), timeout);
+    // A preview's stdout is a diff that must stay appliable, so its note goes to stderr.
+    let render = |outcome: &commands::EditOutcome| {
+        if let (false, Some(note)) = (outcome.report.written, &outcome.note) {
+            eprintln!("lspc: note: {note}");
+        }
+        commands::render_outcome(outcome, &root)
+    };
     let result: Result<String, CommandError> = match command {
         Command::Rename {
             at,
             new_name,
             apply,
             ..
-        } => match commands::parse_position(&at) {
-            Ok(position) => edits
-                .rename(&position, &new_name, apply)
-                .map(|outcome| commands::render_outcome(&outcome, &root)),
-            Err(message) => Err(CommandError::InvalidPosition(message)),
+        } => edits
+            .rename(&at, &new_name, apply)
+            .map(|outcome| render(&outcome)),
+        Command::CodeActions {
+            at: span, apply, ..
+        } => match apply {
+            Some(title) => edits
+                .apply_code_action(&span, &title, true)
+                .map(|outcome| render(&outcome)),
+            None => edits.code_actions(&span).map(|actions| {
+                if actions.is_empty() {
+                    return "no code actions\n".to_owned();
+                }
+                actions
+                    .iter()
+                    .map(|action| {
+                        let mut line = action.title.clone();
+                        if let Some(kind) = &action.kind {
+                            line.push_str(&format!("  [{kind}]"));
+                        }
+                        if action.preferred {
+                            line.push_str("  (preferred)");
+                        }
+                        if let Some(reason) = &action.disabled {
+                            line.push_str(&format!("  (disabled: {reason})"));
+                        }
+                        line.push('\n');
+                        line
+                    })
+                    .collect()
+            }),
         },
-        Command::CodeActions { at, apply, .. } => match commands::parse_span(&at) {
-            Ok(span) => match apply {
-                Some(title) => edits
-                    .apply_code_action(&span, &title, true)
-                    .map(|outcome| commands::render_outcome(&outcome, &root)),
-                None => edits.code_actions(&span).map(|actions| {
-                    if actions.is_empty() {
-                        return "no code actions\n".to_owned();
-                    }
-                    actions
-                        .iter()
-                        .map(|action| {
-                            let mut line = action.title.clone();
-                            if let Some(kind) = &action.kind {
-                                line.push_str(&format!("  [{kind}]"));
-                            }
-                            if action.preferred {
-                                line.push_str("  (preferred)");
-                            }
-                            if let Some(reason) = &action.disabled {
-                                line.push_str(&format!("  (disabled: {reason})"));
-                            }
-                            line.push('\n');
-                            line
-                        })
-                        .collect()
-                }),
-            },
-            Err(message) => Err(CommandError::InvalidPosition(message)),
-        },
-        Command::Format { file, apply, .. } => edits
-            .format(&file, apply)
-            .map(|outcome| commands::render_outcome(&outcome, &root)),
+        Command::Format { file, apply, .. } => {
+            edits.format(&file, apply).map(|outcome| render(&outcome))
+        }
         Command::Edit { file, old, new, .. } => edits
             .edit(&file, &old, &new)
-            .map(|outcome| commands::render_outcome(&outcome, &root)),
+            .map(|outcome| render(&outcome)),
         _ => Ok(String::new()),
     };
     engine.shutdown();
@@ -824,7 +843,8 @@ fn run_edit_command(engine_options: EngineOptions, command: Command) -> i32 {
             eprintln!("lspc: {error}");
             match error {
                 CommandError::Engine(_) => EXIT_SERVER,
-                CommandError::Edit(_) => EXIT_FOUND,
+                // A refused edit: nothing was written (README: exit 1).
+                CommandError::Edit(_) | CommandError::Occurrences { .. } => EXIT_FOUND,
                 _ => EXIT_USAGE,
             }
         }
@@ -1140,6 +1160,10 @@ mod tests {
         );
         check("format", "format: expected FILE, got 0 argument(s)");
         check(
+            "rename a.py:1 y",
+            "rename: \"a.py:1\" has no column: give FILE:LINE:COLUMN, or FILE:LINE with --symbol NAME",
+        );
+        check(
             "--restart sometimes check",
             "--restart: expected never, always or a number of restarts, got \"sometimes\"",
         );
@@ -1154,7 +1178,11 @@ mod tests {
         assert_eq!(
             parse_str("rename a.py:3:5 total --apply").unwrap().command,
             Command::Rename {
-                at: "a.py:3:5".into(),
+                at: TextPosition {
+                    file: "a.py".into(),
+                    line: 3,
+                    target: ColumnOrSymbol::Column(5),
+                },
                 new_name: "total".into(),
                 apply: true,
                 timeout: Duration::from_secs(30),
@@ -1165,10 +1193,35 @@ mod tests {
                 .unwrap()
                 .command,
             Command::CodeActions {
-                at: "a.py:1-4".into(),
+                at: crate::edit::commands::Span::Lines {
+                    path: "a.py".into(),
+                    start_line: 1,
+                    end_line: 4,
+                },
                 apply: Some("Organize".into()),
                 timeout: Duration::from_secs(5),
             }
+        );
+        assert_eq!(
+            parse_str("code-actions a.py:2 --symbol x --occurrence 2")
+                .unwrap()
+                .command,
+            Command::CodeActions {
+                at: crate::edit::commands::Span::At(TextPosition {
+                    file: "a.py".into(),
+                    line: 2,
+                    target: ColumnOrSymbol::Symbol {
+                        name: "x".into(),
+                        occurrence: 2,
+                    },
+                }),
+                apply: None,
+                timeout: Duration::from_secs(30),
+            }
+        );
+        assert_eq!(
+            parse(["rename", "a.py:1:x", " "].map(OsString::from).to_vec()),
+            Err(UsageError("rename: NEW_NAME must not be empty".to_owned()))
         );
         let args = parse(
             ["edit", "a.py", "--old", "x = 1", "--new", "x = 2"]

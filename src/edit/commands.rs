@@ -5,11 +5,19 @@
 //! are converted to each server's negotiated encoding here. Paths are canonical absolute paths
 //! inside the API; [`render_outcome`] shows them relative to the root.
 //!
-//! Every command that writes follows one sequence: preview the edit through the loop
-//! ([`crate::engine::Op::ApplyEdit`], nothing written), take the diagnostics of the files it will
-//! change as the baseline, write, wait for settled diagnostics again, and report only the
-//! diagnostics that are new (seed 000's before/after baseline, block capped at
-//! [`NEW_DIAGNOSTICS_CAP`] characters). Without `apply` a command only previews: a unified diff.
+//! Every command that writes follows one sequence ([`EditCommands::write_and_report`]): preview
+//! the edit through the loop ([`crate::engine::Op::ApplyEdit`], nothing written), take the
+//! SETTLED diagnostics of the files it will change as the baseline, write, wait for settled
+//! diagnostics again, and report only the diagnostics that are new (seed 000's before/after
+//! baseline, block capped at [`NEW_DIAGNOSTICS_CAP`] characters). Without `apply` a command only
+//! previews: a unified diff.
+//!
+//! Positions are the query layer's ([`TextPosition`], resolved by [`resolve_position`]), and
+//! before asking a server to rename or for code actions the commands wait for it to be ready
+//! exactly as cross-file queries do ([`wait_until_ready`]): a rename is cross-file by nature, and
+//! typescript-language-server renames in one file only until it has loaded its project.
+//! Code-action contexts carry each server's own diagnostics exactly as it sent them
+//! ([`crate::engine::Op::RawDiagnostics`]: `data` kept, which ruff needs for its quick fixes).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -23,31 +31,18 @@ use super::diff::unified_diff;
 use super::workspace_edit::{ApplyMode, EditError, EditReport, Operation};
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::engine::{
-    apply_edit_with, request_with, server_edits_with, sync_with, DiagnosticsOutcome, EngineError,
-    Op, ServerInfo, SyncedDocument,
+    apply_edit_with, raw_diagnostics_with, request_with, server_edits_with, sync_with,
+    DiagnosticsOutcome, EngineError, Op, ServerInfo, SyncedDocument,
 };
-use crate::text::{find_symbol_column, LineIndex, PositionEncoding};
+use crate::query::{resolve_position, wait_until_ready, ColumnOrSymbol, TextPosition};
+use crate::text::{LineIndex, PositionEncoding};
 use crate::uri;
 
 /// The cap on the `<new-diagnostics>` block, in characters (seed 000).
 pub const NEW_DIAGNOSTICS_CAP: usize = 4_000;
 
-/// A position as users give it: 1-based line, 1-based column in Unicode characters.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Position1 {
-    pub path: PathBuf,
-    pub line: u32,
-    pub column: ColumnOrSymbol,
-}
-
-/// A column, or a symbol name looked up on the line (its first whole-word occurrence).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ColumnOrSymbol {
-    Column(u32),
-    Symbol(String),
-}
-
-/// A span of lines (1-based, inclusive) for `code-actions FILE:LINE-LINE`, or one position.
+/// A span of lines (1-based, inclusive) for `code-actions FILE:LINE-LINE` or `FILE:LINE`, or
+/// one position (the query layer's LOC: a column, or a symbol on the line).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Span {
     Lines {
@@ -55,7 +50,7 @@ pub enum Span {
         start_line: u32,
         end_line: u32,
     },
-    At(Position1),
+    At(TextPosition),
 }
 
 /// Why a command failed. Messages name the file, server or title.
@@ -173,6 +168,10 @@ pub struct EditOutcome {
     pub new_diagnostics: String,
     /// Set when some file's diagnostics did not settle in time (the block may miss issues).
     pub diagnostics_note: Option<String>,
+    /// Anything else the user should know: the server was still indexing (a rename may miss
+    /// references), or it sent a follow-up request lspc ignored after applying its edit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// The edit commands over an engine reached through `op_sender`.
@@ -195,16 +194,21 @@ impl EditCommands {
 
     /// `textDocument/prepareRename` (when the server offers it) then `textDocument/rename` at
     /// `at` to `new_name`; written only when `apply`.
+    ///
+    /// Waits for the server to be ready first ([`wait_until_ready`]); when it is still indexing
+    /// after the timeout the outcome's `note` says the rename may be incomplete.
     pub fn rename(
         &self,
-        at: &Position1,
+        at: &TextPosition,
         new_name: &str,
         apply: bool,
     ) -> Result<EditOutcome, CommandError> {
-        let path = uri::canonical(&at.path);
+        let path = uri::canonical(&at.file);
         let synced = sync_with(&self.op_sender, path.clone(), self.timeout)?;
-        let server = pick_server(&synced, "renameProvider")?;
-        let (position, line, column) = lsp_position(&synced, at, server.encoding)?;
+        let mut server = pick_server(&synced, "renameProvider")?.clone();
+        let (position, line, column) = self.lsp_position(&synced, at, server.encoding)?;
+        let readiness = wait_until_ready(&self.op_sender, &path, &mut server, self.timeout, true);
+        let server = &server;
         let document = json!({ "uri": uri_text(&path) });
         let prepare = server
             .capabilities
@@ -229,7 +233,13 @@ impl EditCommands {
         if edit.is_null() {
             return Err(CommandError::NothingToRename { path, line, column });
         }
-        self.finish(edit, server.encoding, apply)
+        let mut outcome = self.finish(edit, server.encoding, apply)?;
+        if let Some(readiness) = readiness {
+            outcome.note = Some(format!(
+                "{readiness}: the rename may have missed references in other files"
+            ));
+        }
+        Ok(outcome)
     }
 
     /// Code actions for `span` from every server for the file that offers them, with the
@@ -291,42 +301,46 @@ impl EditCommands {
                 title: title.to_owned(),
             });
         }
-        let path = span_path(span);
-        let baseline_paths: Vec<PathBuf> = vec![path];
-        let baseline = self.diagnostics(&baseline_paths);
-        let mut report = match edit {
-            Some(edit) => self.write(edit, server.encoding)?,
-            None => EditReport {
-                operations: Vec::new(),
-                files: Vec::new(),
-                written: true,
-            },
-        };
-        let seen = server_edits_with(&self.op_sender)
-            .last()
-            .map_or(0, |(sequence, _)| *sequence);
-        let command = command.unwrap_or(Value::Null);
-        self.request(
-            &server,
-            "workspace/executeCommand",
-            json!({
-                "command": command.get("command").cloned().unwrap_or(Value::Null),
-                "arguments": command.get("arguments").cloned().unwrap_or(json!([])),
-            }),
-        )?;
-        for (sequence, server_report) in server_edits_with(&self.op_sender) {
-            if sequence > seen {
-                report.operations.extend(server_report.operations);
-                report.files.extend(server_report.files);
+        // The server's edit arrives as `workspace/applyEdit` during the command, so its files are
+        // not known in advance: the baseline is the span's file.
+        let path = uri::canonical(&span_path(span));
+        self.write_and_report(&[path], || {
+            let mut report = match edit {
+                Some(edit) => self.write(edit, server.encoding)?,
+                None => EditReport {
+                    operations: Vec::new(),
+                    files: Vec::new(),
+                    written: true,
+                },
+            };
+            let seen = server_edits_with(&self.op_sender)
+                .last()
+                .map_or(0, |(sequence, _)| *sequence);
+            let command = command.unwrap_or(Value::Null);
+            let executed = self.request(
+                &server,
+                "workspace/executeCommand",
+                json!({
+                    "command": command.get("command").cloned().unwrap_or(Value::Null),
+                    "arguments": command.get("arguments").cloned().unwrap_or(json!([])),
+                }),
+            );
+            for (sequence, server_report) in server_edits_with(&self.op_sender) {
+                if sequence > seen {
+                    report.operations.extend(server_report.operations);
+                    report.files.extend(server_report.files);
+                }
             }
-        }
-        let mut paths = report.changed_paths();
-        for path in baseline_paths {
-            if !paths.contains(&path) {
-                paths.push(path);
+            match executed {
+                Ok(_) => Ok((report, None)),
+                // Files were written: the command did its job even if it then failed (tsls
+                // fails `executeCommand` when lspc refuses its follow-up `_typescript.rename`).
+                Err(error) if !report.files.is_empty() => {
+                    Ok((report, Some(command_failed_after_edit_note(&error))))
+                }
+                Err(error) => Err(error),
             }
-        }
-        Ok(self.conclude(report, baseline, &paths))
+        })
     }
 
     /// `textDocument/formatting` of `file` (tab size 4, spaces; the server's own configuration
@@ -352,13 +366,16 @@ impl EditCommands {
 
     /// Replaces the one exact occurrence of `old` in `file` with `new` and writes it (through
     /// the edit engine: inside the root, atomic), then reports the new diagnostics. Occurrences
-    /// are counted overlapping (`aa` occurs twice in `aaa`), so "unique" really is unique.
+    /// are counted overlapping (`aa` occurs twice in `aaa`), so "unique" really is unique. In a
+    /// CRLF file an `old` written with `\n` line ends is searched with `\r\n` ([`search_text`]).
+    /// Errors: [`CommandError::Occurrences`] (a refused edit) when it does not occur exactly once.
     pub fn edit(&self, file: &Path, old: &str, new: &str) -> Result<EditOutcome, CommandError> {
         let path = uri::canonical(file);
         let text = std::fs::read_to_string(&path).map_err(|error| CommandError::Io {
             path: path.clone(),
             message: error.to_string(),
         })?;
+        let old = &search_text(&text, old);
         let offsets = occurrences(&text, old);
         if offsets.len() != 1 {
             return Err(CommandError::Occurrences {
@@ -408,6 +425,7 @@ impl EditCommands {
                 report: preview,
                 new_diagnostics: String::new(),
                 diagnostics_note: None,
+                note: None,
             });
         }
         let before: Vec<PathBuf> = preview
@@ -416,10 +434,29 @@ impl EditCommands {
             .filter(|change| change.before.is_some())
             .map(|change| change.path.clone())
             .collect();
-        let baseline = self.diagnostics(&before);
-        let report = self.write(edit, encoding)?;
-        let paths = report.changed_paths();
-        Ok(self.conclude(report, baseline, &paths))
+        self.write_and_report(&before, || Ok((self.write(edit, encoding)?, None)))
+    }
+
+    /// The one write sequence of every command: take the settled diagnostics of
+    /// `baseline_paths` (canonical paths) as the baseline, run `write` (which answers what it
+    /// wrote and an optional note), then wait for settled diagnostics of the changed files and
+    /// the baseline files, and report those that are new.
+    fn write_and_report(
+        &self,
+        baseline_paths: &[PathBuf],
+        write: impl FnOnce() -> Result<(EditReport, Option<String>), CommandError>,
+    ) -> Result<EditOutcome, CommandError> {
+        let baseline = self.diagnostics(baseline_paths);
+        let (report, note) = write()?;
+        let mut paths = report.changed_paths();
+        for path in baseline_paths {
+            if !paths.contains(path) {
+                paths.push(path.clone());
+            }
+        }
+        let mut outcome = self.conclude(report, baseline, &paths);
+        outcome.note = note;
+        Ok(outcome)
     }
 
     fn write(&self, edit: Value, encoding: PositionEncoding) -> Result<EditReport, CommandError> {
@@ -442,6 +479,7 @@ impl EditCommands {
             new_diagnostics: render_new_diagnostics(&fresh, &self.root, NEW_DIAGNOSTICS_CAP),
             report,
             diagnostics_note: baseline.1.or(note),
+            note: None,
         }
     }
 
@@ -497,14 +535,18 @@ impl EditCommands {
         (all, note)
     }
 
-    /// `(server, CodeAction or Command JSON)` for `span` from every server offering them.
+    /// `(server, CodeAction or Command JSON)` for `span` from every server offering them. Each
+    /// server is asked once it is ready ([`wait_until_ready`]), with its own raw diagnostics
+    /// whose range intersects the requested range as the context (LSP 3.17
+    /// §`CodeActionContext`).
     fn raw_code_actions(&self, span: &Span) -> Result<Vec<(ServerInfo, Value)>, CommandError> {
         let path = uri::canonical(&span_path(span));
         let synced = sync_with(&self.op_sender, path.clone(), self.timeout)?;
-        let servers: Vec<&ServerInfo> = synced
+        let mut servers: Vec<ServerInfo> = synced
             .servers
             .iter()
             .filter(|server| server.supports("codeActionProvider"))
+            .cloned()
             .collect();
         if servers.is_empty() {
             return Err(CommandError::Unsupported {
@@ -512,16 +554,32 @@ impl EditCommands {
                 capability: "codeActionProvider".to_owned(),
             });
         }
-        let (context_diagnostics, _) = self.diagnostics(std::slice::from_ref(&path));
         let index = LineIndex::new(&synced.text);
+        let mut ranges = Vec::new();
+        for server in &servers {
+            ranges.push(self.lsp_range(&synced, &index, span, server.encoding)?);
+        }
+        // The context needs the servers' diagnostics of the current text: wait (up to the
+        // timeout, not the readiness wait's shorter cap) until they have settled.
+        let (_, unsettled) = self.diagnostics(std::slice::from_ref(&path));
+        if let Some(unsettled) = unsettled {
+            log::info!("{unsettled}");
+        }
+        for server in &mut servers {
+            if let Some(note) = wait_until_ready(&self.op_sender, &path, server, self.timeout, true)
+            {
+                log::info!("{note}");
+            }
+        }
+        let raw = raw_diagnostics_with(&self.op_sender, path.clone());
         let mut actions = Vec::new();
-        for server in servers {
-            let range = lsp_range(&synced, &index, span, server.encoding)?;
-            let (first_line, last_line) = (range.start.line + 1, range.end.line + 1);
-            let diagnostics: Vec<Value> = context_diagnostics
+        for (server, range) in servers.iter().zip(ranges) {
+            let diagnostics: Vec<Value> = raw
                 .iter()
-                .filter(|d| d.line <= last_line && d.end_line >= first_line)
-                .map(|d| lsp_diagnostic(d, &synced.text, &index, server.encoding))
+                .filter(|(server_id, _)| *server_id == server.server_id)
+                .flat_map(|(_, diagnostics)| diagnostics)
+                .filter(|diagnostic| intersects(diagnostic, &range))
+                .cloned()
                 .collect();
             let answer = self.request(
                 server,
@@ -538,12 +596,71 @@ impl EditCommands {
         }
         Ok(actions)
     }
+
+    /// The LSP position of `at` in the synced text (through the query layer's
+    /// [`resolve_position`]), and its resolved 1-based line and column in characters.
+    fn lsp_position(
+        &self,
+        synced: &SyncedDocument,
+        at: &TextPosition,
+        encoding: PositionEncoding,
+    ) -> Result<(lsp_types::Position, u32, u32), CommandError> {
+        let shown = uri::relative_display(&synced.path, &self.root);
+        let position = resolve_position(&synced.text, at, encoding, &shown)
+            .map_err(|error| CommandError::InvalidPosition(error.to_string()))?;
+        let (line, column) =
+            LineIndex::new(&synced.text).from_lsp(&synced.text, position, encoding);
+        Ok((position, line, column))
+    }
+
+    /// The LSP range of `span`: whole lines (start of the first to end of the last), or the
+    /// empty range at one position.
+    fn lsp_range(
+        &self,
+        synced: &SyncedDocument,
+        index: &LineIndex,
+        span: &Span,
+        encoding: PositionEncoding,
+    ) -> Result<lsp_types::Range, CommandError> {
+        match span {
+            Span::At(at) => {
+                let (position, _, _) = self.lsp_position(synced, at, encoding)?;
+                Ok(lsp_types::Range {
+                    start: position,
+                    end: position,
+                })
+            }
+            Span::Lines {
+                start_line,
+                end_line,
+                ..
+            } => {
+                let line_at = |line: u32| TextPosition {
+                    file: synced.path.clone(),
+                    line,
+                    target: ColumnOrSymbol::Column(1),
+                };
+                let (start, _, _) = self.lsp_position(synced, &line_at(*start_line), encoding)?;
+                // Check the last line exists, then take its end.
+                self.lsp_position(synced, &line_at(*end_line), encoding)?;
+                let last_length = index
+                    .line_text(&synced.text, end_line - 1)
+                    .map_or(0, |line| line.chars().count() as u32);
+                let end = index
+                    .to_lsp(&synced.text, *end_line, last_length + 1, encoding)
+                    .map_err(|error| {
+                        CommandError::InvalidPosition(format!("{}: {error}", synced.path.display()))
+                    })?;
+                Ok(lsp_types::Range { start, end })
+            }
+        }
+    }
 }
 
 fn span_path(span: &Span) -> PathBuf {
     match span {
         Span::Lines { path, .. } => path.clone(),
-        Span::At(position) => position.path.clone(),
+        Span::At(position) => position.file.clone(),
     }
 }
 
@@ -567,115 +684,6 @@ fn pick_server<'a>(
         })
 }
 
-/// The LSP position of `at` in the synced text, and its resolved 1-based line and column.
-fn lsp_position(
-    synced: &SyncedDocument,
-    at: &Position1,
-    encoding: PositionEncoding,
-) -> Result<(lsp_types::Position, u32, u32), CommandError> {
-    let index = LineIndex::new(&synced.text);
-    let column = match &at.column {
-        ColumnOrSymbol::Column(column) => *column,
-        ColumnOrSymbol::Symbol(name) => {
-            let line_text = at
-                .line
-                .checked_sub(1)
-                .and_then(|line0| index.line_text(&synced.text, line0))
-                .ok_or_else(|| {
-                    CommandError::InvalidPosition(format!(
-                        "{}: line {} is out of range (lines are 1 to {})",
-                        synced.path.display(),
-                        at.line,
-                        index.n_lines()
-                    ))
-                })?;
-            find_symbol_column(line_text, name, 1).map_err(|error| {
-                CommandError::InvalidPosition(format!("{}: {error}", synced.path.display()))
-            })?
-        }
-    };
-    let position = index
-        .to_lsp(&synced.text, at.line, column, encoding)
-        .map_err(|error| {
-            CommandError::InvalidPosition(format!("{}: {error}", synced.path.display()))
-        })?;
-    Ok((position, at.line, column))
-}
-
-/// The LSP range of `span`: whole lines (start of the first to end of the last), or the empty
-/// range at one position.
-fn lsp_range(
-    synced: &SyncedDocument,
-    index: &LineIndex,
-    span: &Span,
-    encoding: PositionEncoding,
-) -> Result<lsp_types::Range, CommandError> {
-    match span {
-        Span::At(at) => {
-            let (position, _, _) = lsp_position(synced, at, encoding)?;
-            Ok(lsp_types::Range {
-                start: position,
-                end: position,
-            })
-        }
-        Span::Lines {
-            start_line,
-            end_line,
-            ..
-        } => {
-            let invalid = |error: crate::text::PositionError| {
-                CommandError::InvalidPosition(format!("{}: {error}", synced.path.display()))
-            };
-            let start = index
-                .to_lsp(&synced.text, *start_line, 1, encoding)
-                .map_err(invalid)?;
-            let last_length = end_line
-                .checked_sub(1)
-                .and_then(|line0| index.line_text(&synced.text, line0))
-                .map_or(0, |line| line.chars().count() as u32);
-            let end = index
-                .to_lsp(&synced.text, *end_line, last_length + 1, encoding)
-                .map_err(invalid)?;
-            Ok(lsp_types::Range { start, end })
-        }
-    }
-}
-
-/// lspc's diagnostic back in LSP form for a code-action context (range in `encoding`).
-fn lsp_diagnostic(
-    diagnostic: &Diagnostic,
-    text: &str,
-    index: &LineIndex,
-    encoding: PositionEncoding,
-) -> Value {
-    let position = |line: u32, column: u32| {
-        index
-            .to_lsp(text, line, column, encoding)
-            .unwrap_or(lsp_types::Position {
-                line: line.saturating_sub(1),
-                character: 0,
-            })
-    };
-    let mut value = json!({
-        "range": {
-            "start": position(diagnostic.line, diagnostic.column),
-            "end": position(diagnostic.end_line, diagnostic.end_column)
-        },
-        "severity": diagnostic.severity as u8,
-        "message": diagnostic.message,
-    });
-    if let Some(source) = &diagnostic.source {
-        value["source"] = json!(source);
-    }
-    if let Some(code) = &diagnostic.code {
-        value["code"] = match code.parse::<i64>() {
-            Ok(number) => json!(number),
-            Err(_) => json!(code),
-        };
-    }
-    value
-}
-
 fn code_action_item(server: &ServerInfo, action: &Value) -> CodeActionItem {
     let text = |pointer: &str| {
         action
@@ -689,6 +697,54 @@ fn code_action_item(server: &ServerInfo, action: &Value) -> CodeActionItem {
         preferred: action.get("isPreferred").and_then(Value::as_bool) == Some(true),
         disabled: text("/disabled/reason"),
         server: server.name.clone(),
+    }
+}
+
+/// `old` as `edit` searches for it in `text`: unchanged, except that when `text` has CRLF line
+/// ends and `old` does not occur as given, `old`'s lone `\n`s become `\r\n` (agents and shells
+/// write `\n`; the file's own line ends win, as they do for the new text).
+pub fn search_text(text: &str, old: &str) -> String {
+    if !text.contains("\r\n") || !old.contains('\n') || text.contains(old) {
+        return old.to_owned();
+    }
+    let mut converted = String::with_capacity(old.len() + 8);
+    let mut previous = None;
+    for character in old.chars() {
+        if character == '\n' && previous != Some('\r') {
+            converted.push('\r');
+        }
+        converted.push(character);
+        previous = Some(character);
+    }
+    converted
+}
+
+/// Whether the raw LSP diagnostic's `range` intersects `range` (both in the same server's
+/// encoding; touching counts, so a diagnostic at an empty range's position is included).
+/// A diagnostic without a readable range is left out.
+pub fn intersects(diagnostic: &Value, range: &lsp_types::Range) -> bool {
+    let Some(own) = diagnostic
+        .get("range")
+        .and_then(|value| serde_json::from_value::<lsp_types::Range>(value.clone()).ok())
+    else {
+        return false;
+    };
+    let key = |position: lsp_types::Position| (position.line, position.character);
+    key(own.start) <= key(range.end) && key(own.end) >= key(range.start)
+}
+
+/// The note for a `workspace/executeCommand` that failed after files were written: names the
+/// follow-up server request lspc declined when that is why (typescript-language-server's
+/// `_typescript.rename` after a refactor), else the error.
+pub fn command_failed_after_edit_note(error: &CommandError) -> String {
+    const DECLINED: &str = "lspc does not handle the server request ";
+    let text = error.to_string();
+    match text.split_once(DECLINED) {
+        Some((_, method)) => format!(
+            "the edit was applied; the server then sent the request {}, which lspc does not handle and ignored",
+            method.split_whitespace().next().unwrap_or(method)
+        ),
+        None => format!("the edit was applied, but the server's command then failed: {text}"),
     }
 }
 
@@ -841,6 +897,9 @@ pub fn render_outcome(outcome: &EditOutcome, root: &Path) -> String {
     if out.is_empty() {
         out.push_str("no changes\n");
     }
+    if let Some(note) = &outcome.note {
+        out.push_str(&format!("note: {note}\n"));
+    }
     if let Some(note) = &outcome.diagnostics_note {
         out.push_str(&format!("{note}\n"));
     }
@@ -851,53 +910,65 @@ pub fn render_outcome(outcome: &EditOutcome, root: &Path) -> String {
     out
 }
 
-/// Parses `FILE:LINE:COLUMN` or `FILE:LINE:SYMBOL` (1-based line, 1-based character column).
-/// The file part may itself hold colons; the last two parts are the line and column.
-pub fn parse_position(text: &str) -> Result<Position1, String> {
-    let mut parts = text.rsplitn(3, ':');
-    let (Some(column), Some(line), Some(file)) = (parts.next(), parts.next(), parts.next()) else {
-        return Err(format!("expected FILE:LINE:COLUMN, got {text:?}"));
-    };
-    let line = parse_line(line, text)?;
-    let column = match column.parse::<u32>() {
-        Ok(0) => return Err(format!("columns count from 1, got {text:?}")),
-        Ok(column) => ColumnOrSymbol::Column(column),
-        Err(_) if !column.is_empty() => ColumnOrSymbol::Symbol(column.to_owned()),
-        Err(_) => return Err(format!("expected FILE:LINE:COLUMN, got {text:?}")),
-    };
-    Ok(Position1 {
-        path: PathBuf::from(file),
-        line,
-        column,
-    })
+/// Parses a LOC as the queries do ([`crate::cli::parse_loc`]: `FILE:LINE:COLUMN`, or `FILE:LINE`
+/// with `symbol` and an optional 1-based `occurrence`), and also `FILE:LINE:NAME` (the first
+/// occurrence of NAME on the line) when no `symbol` is given. Lines and columns are 1-based,
+/// columns in Unicode characters. Errors are usage messages.
+pub fn parse_position(
+    text: &str,
+    symbol: Option<&str>,
+    occurrence: Option<u32>,
+) -> Result<TextPosition, String> {
+    let parsed = crate::cli::parse_loc(text, symbol, occurrence);
+    if parsed.is_ok() || symbol.is_some() || occurrence.is_some() {
+        return parsed;
+    }
+    match text.rsplitn(3, ':').collect::<Vec<_>>()[..] {
+        [name, line, file]
+            if !file.is_empty()
+                && !name.is_empty()
+                && !name.bytes().all(|byte| byte.is_ascii_digit())
+                && line.bytes().all(|byte| byte.is_ascii_digit()) =>
+        {
+            crate::cli::parse_loc(&format!("{file}:{line}"), Some(name), None)
+        }
+        _ => parsed,
+    }
 }
 
-/// Parses `FILE:LINE-LINE`, `FILE:LINE` (one whole line) or a position (see [`parse_position`]).
-pub fn parse_span(text: &str) -> Result<Span, String> {
-    if let Some((file, lines)) = text.rsplit_once(':') {
-        let range = match lines.split_once('-') {
-            Some((start, end)) => Some((parse_line(start, text)?, parse_line(end, text)?)),
-            None if !file.is_empty()
-                && lines.parse::<u32>().is_ok()
-                && parse_position(text).is_err() =>
-            {
-                let line = parse_line(lines, text)?;
-                Some((line, line))
+/// Parses a `code-actions` target: `FILE:LINE-LINE`, `FILE:LINE` (one whole line) when no
+/// `symbol` is given, or a position (see [`parse_position`]).
+pub fn parse_span(
+    text: &str,
+    symbol: Option<&str>,
+    occurrence: Option<u32>,
+) -> Result<Span, String> {
+    if symbol.is_none() && occurrence.is_none() {
+        if let Some((file, lines)) = text.rsplit_once(':') {
+            let range = match lines.split_once('-') {
+                Some((start, end)) => Some((parse_line(start, text)?, parse_line(end, text)?)),
+                None if !file.is_empty() && lines.parse::<u32>().is_ok() => {
+                    let line = parse_line(lines, text)?;
+                    // `FILE:LINE:COLUMN` also ends in a number: a position, not a line.
+                    parse_position(text, None, None)
+                        .is_err()
+                        .then_some((line, line))
+                }
+                None => None,
+            };
+            if let Some((start_line, end_line)) = range {
+                if end_line < start_line {
+                    return Err(format!("the line range ends before it starts in {text:?}"));
+                }
+                return Ok(Span::Lines {
+                    path: PathBuf::from(file),
+                    start_line,
+                    end_line,
+                });
             }
-            None => None,
-        };
-        if let Some((start_line, end_line)) = range {
-            if end_line < start_line {
-                return Err(format!("the line range ends before it starts in {text:?}"));
-            }
-            return Ok(Span::Lines {
-                path: PathBuf::from(file),
-                start_line,
-                end_line,
-            });
         }
     }
-    parse_position(text).map(Span::At)
+    parse_position(text, symbol, occurrence).map(Span::At)
 }
 
 fn parse_line(line: &str, whole: &str) -> Result<u32, String> {
@@ -1007,60 +1078,164 @@ mod tests {
         check("abc", "d", &[]);
     }
 
-    #[test]
-    fn locations_and_spans_parse() {
-        let position = |path: &str, line: u32, column: ColumnOrSymbol| Position1 {
-            path: PathBuf::from(path),
+    fn position(file: &str, line: u32, target: ColumnOrSymbol) -> TextPosition {
+        TextPosition {
+            file: PathBuf::from(file),
             line,
-            column,
+            target,
+        }
+    }
+
+    fn symbol(name: &str, occurrence: u32) -> ColumnOrSymbol {
+        ColumnOrSymbol::Symbol {
+            name: name.to_owned(),
+            occurrence,
+        }
+    }
+
+    #[test]
+    fn edit_locations_use_the_query_loc_syntax() {
+        let check =
+            |text: &str, symbol_flag: Option<&str>, expected: Result<TextPosition, &str>| {
+                assert_eq!(
+                    parse_position(text, symbol_flag, None),
+                    expected.map_err(str::to_owned),
+                    "{text:?} {symbol_flag:?}"
+                );
+            };
+        check(
+            "a.py:3:19",
+            None,
+            Ok(position("a.py", 3, ColumnOrSymbol::Column(19))),
+        );
+        check(
+            "a.py:3",
+            Some("area"),
+            Ok(position("a.py", 3, symbol("area", 1))),
+        );
+        // The short form FILE:LINE:NAME stays accepted.
+        check(
+            "c:/x.py:3:area",
+            None,
+            Ok(position("c:/x.py", 3, symbol("area", 1))),
+        );
+        check(
+            "a.py:3:19",
+            Some("area"),
+            Err("\"a.py:3:19\" already has a column; give FILE:LINE with --symbol, or no --symbol"),
+        );
+        check(
+            "a.py",
+            None,
+            Err("expected LOC as FILE:LINE:COLUMN or FILE:LINE with --symbol NAME, got \"a.py\""),
+        );
+        assert_eq!(
+            parse_position("a.py:2", Some("x"), Some(3)),
+            Ok(position("a.py", 2, symbol("x", 3)))
+        );
+    }
+
+    #[test]
+    fn code_action_spans_parse() {
+        let check = |text: &str, symbol_flag: Option<&str>, expected: Result<Span, &str>| {
+            assert_eq!(
+                parse_span(text, symbol_flag, None),
+                expected.map_err(str::to_owned),
+                "{text:?} {symbol_flag:?}"
+            );
         };
-        assert_eq!(
-            parse_position("a.py:3:19"),
-            Ok(position("a.py", 3, ColumnOrSymbol::Column(19)))
+        let lines = |start_line, end_line| Span::Lines {
+            path: "src/a.py".into(),
+            start_line,
+            end_line,
+        };
+        check("src/a.py:3-7", None, Ok(lines(3, 7)));
+        check("src/a.py:4", None, Ok(lines(4, 4)));
+        check(
+            "src/a.py:4:2",
+            None,
+            Ok(Span::At(position("src/a.py", 4, ColumnOrSymbol::Column(2)))),
         );
-        assert_eq!(
-            parse_position("c:/x.py:3:area"),
-            Ok(position(
-                "c:/x.py",
-                3,
-                ColumnOrSymbol::Symbol("area".into())
-            ))
+        check(
+            "src/a.py:4",
+            Some("f"),
+            Ok(Span::At(position("src/a.py", 4, symbol("f", 1)))),
         );
-        assert_eq!(
-            parse_position("a.py:0:1"),
-            Err("lines count from 1, got \"a.py:0:1\"".into())
+        check(
+            "a.py:7-3",
+            None,
+            Err("the line range ends before it starts in \"a.py:7-3\""),
         );
-        assert_eq!(
-            parse_position("a.py:3:0"),
-            Err("columns count from 1, got \"a.py:3:0\"".into())
+        check(
+            "a.py:0-3",
+            None,
+            Err("lines count from 1, got \"a.py:0-3\""),
         );
-        assert_eq!(
-            parse_position("a.py"),
-            Err("expected FILE:LINE:COLUMN, got \"a.py\"".into())
+    }
+
+    #[test]
+    fn crlf_files_match_old_text_written_with_lf() {
+        let check = |text: &str, old: &str, expected: &str| {
+            assert_eq!(search_text(text, old), expected, "{text:?} {old:?}");
+        };
+        check(
+            "import sys\r\nx = 1\r\ny = 2\r\n",
+            "x = 1\ny = 2",
+            "x = 1\r\ny = 2",
         );
+        check("a\r\nb\r\n", "a\r\nb", "a\r\nb");
+        check("a\nb\n", "a\nb", "a\nb");
+        // Mixed endings: the text as given occurs, so it is not converted.
+        check("a\nb\r\nc\r\n", "a\nb", "a\nb");
+        check("a\r\nb\r\n", "b", "b");
         assert_eq!(
-            parse_span("src/a.py:3-7"),
-            Ok(Span::Lines {
-                path: "src/a.py".into(),
-                start_line: 3,
-                end_line: 7
-            })
+            occurrences(
+                "x\r\nx = 1\r\ny = 2\r\n",
+                &search_text("x\r\nx = 1\r\ny = 2\r\n", "x = 1\ny")
+            ),
+            [3]
         );
-        assert_eq!(
-            parse_span("src/a.py:4"),
-            Ok(Span::Lines {
-                path: "src/a.py".into(),
-                start_line: 4,
-                end_line: 4
-            })
+    }
+
+    #[test]
+    fn code_action_context_takes_diagnostics_intersecting_the_range() {
+        let range = |start: (u32, u32), end: (u32, u32)| lsp_types::Range {
+            start: lsp_types::Position::new(start.0, start.1),
+            end: lsp_types::Position::new(end.0, end.1),
+        };
+        let diagnostic = |start: (u32, u32), end: (u32, u32)| json!({ "range": range(start, end), "message": "m", "data": {"fix": 1} });
+        let check = |d: Value, requested: lsp_types::Range, expected: bool| {
+            assert_eq!(intersects(&d, &requested), expected, "{d} {requested:?}");
+        };
+        // Whole line 0 (0-based) against diagnostics on lines 0, 1 and spanning both.
+        let line0 = range((0, 0), (0, 10));
+        check(diagnostic((0, 7), (0, 10)), line0, true);
+        check(diagnostic((1, 0), (1, 3)), line0, false);
+        check(diagnostic((0, 9), (1, 2)), line0, true);
+        // An empty range at a position inside, at the edge of, and outside the diagnostic.
+        check(diagnostic((2, 4), (2, 8)), range((2, 6), (2, 6)), true);
+        check(diagnostic((2, 4), (2, 8)), range((2, 8), (2, 8)), true);
+        check(diagnostic((2, 4), (2, 8)), range((2, 9), (2, 9)), false);
+        check(json!({ "message": "no range" }), line0, false);
+    }
+
+    #[test]
+    fn a_command_that_fails_after_its_edit_names_the_ignored_request() {
+        let check = |error: CommandError, expected: &str| {
+            assert_eq!(command_failed_after_edit_note(&error), expected);
+        };
+        check(
+            CommandError::Engine(EngineError::Server {
+                server: "typescript-language-server".into(),
+                method: "workspace/executeCommand".into(),
+                code: -32601,
+                message: "lspc does not handle the server request _typescript.rename".into(),
+            }),
+            "the edit was applied; the server then sent the request _typescript.rename, which lspc does not handle and ignored",
         );
-        assert_eq!(
-            parse_span("src/a.py:4:2"),
-            Ok(Span::At(position("src/a.py", 4, ColumnOrSymbol::Column(2))))
-        );
-        assert_eq!(
-            parse_span("a.py:7-3"),
-            Err("the line range ends before it starts in \"a.py:7-3\"".into())
+        check(
+            CommandError::Engine(EngineError::Gone),
+            "the edit was applied, but the server's command then failed: the engine has shut down",
         );
     }
 }

@@ -131,6 +131,20 @@ pub(super) fn run(options: EngineOptions, op_receiver: Receiver<Op>) {
     }
 }
 
+/// The JSON objects of a publish's `diagnostics` or a pull report's `items`, unchanged (anything
+/// that is not an object is left out); empty when the array is missing.
+fn raw_diagnostic_values(list: Option<&Value>) -> Vec<Value> {
+    list.and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter(|item| item.is_object())
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 fn libc_sigterm() -> i32 {
     15
 }
@@ -158,6 +172,9 @@ struct Server {
     last_progress_change: Option<Instant>,
     /// The last publish per document.
     publishes: HashMap<PathBuf, PublishInfo>,
+    /// The diagnostics of the last publish or full pull per document exactly as the server sent
+    /// them (its encoding, `data` kept), for code-action contexts ([`Op::RawDiagnostics`]).
+    raw_diagnostics: HashMap<PathBuf, Vec<Value>>,
     /// Restart policy, crash streak and hung detection (see [`super::supervisor`]).
     supervisor: Supervisor,
     /// Whether some process of this server ever answered `initialize`: only then is an exit a
@@ -212,6 +229,7 @@ impl Server {
             active_progress: BTreeSet::new(),
             last_progress_change: None,
             publishes: HashMap::new(),
+            raw_diagnostics: HashMap::new(),
             supervisor: Supervisor::new(options.restart.unwrap_or(RestartPolicy::from_config(
                 config.restart_on_crash,
                 config.max_restarts,
@@ -498,6 +516,17 @@ impl State {
             Op::Status { reply } => {
                 let _ = reply.send(self.status());
             }
+            Op::RawDiagnostics { path, reply } => {
+                let raw = self
+                    .servers
+                    .iter()
+                    .filter_map(|server| {
+                        let diagnostics = server.raw_diagnostics.get(&path)?;
+                        Some((server.server_id, diagnostics.clone()))
+                    })
+                    .collect();
+                let _ = reply.send(raw);
+            }
             Op::Shutdown { .. } | Op::Reload { .. } => unreachable!("handled by the loop"),
             op => self.handle_frontend_op(op),
         }
@@ -763,6 +792,7 @@ impl State {
         let server = &mut self.servers[server_id.0 as usize];
         server.active_progress.clear();
         server.publishes.clear();
+        server.raw_diagnostics.clear();
         self.pulled.retain(|(id, _), _| *id != server_id);
         self.pulls_in_flight.retain(|(id, _)| *id != server_id);
         // Requests in flight: retried once on the next process, or failed now.
@@ -1407,6 +1437,10 @@ impl State {
         server
             .publishes
             .insert(path.clone(), PublishInfo { version, at });
+        server.raw_diagnostics.insert(
+            path.clone(),
+            raw_diagnostic_values(params.get("diagnostics")),
+        );
         if !server.config.diagnostics {
             return;
         }
@@ -1452,7 +1486,14 @@ impl State {
         let diagnostics_enabled = server.config.diagnostics;
         self.pulled.insert((server_id, path.to_path_buf()), version);
         // LSP 3.17 §`DocumentDiagnosticReport`: "full" carries items; "unchanged" keeps the last.
-        if report.get("kind").and_then(Value::as_str) == Some("unchanged") || !diagnostics_enabled {
+        if report.get("kind").and_then(Value::as_str) == Some("unchanged") {
+            return;
+        }
+        self.servers[server_id.0 as usize].raw_diagnostics.insert(
+            path.to_path_buf(),
+            raw_diagnostic_values(report.get("items")),
+        );
+        if !diagnostics_enabled {
             return;
         }
         let items: Vec<lsp_types::Diagnostic> = report

@@ -130,6 +130,15 @@ pub enum Op {
     ServerEdits {
         reply: Sender<Vec<(u64, crate::edit::EditReport)>>,
     },
+    /// The diagnostics each server last published (or answered a pull with) for the file
+    /// (canonical absolute path), exactly as it sent them: JSON `Diagnostic` objects in that
+    /// server's position encoding with `data`, `codeDescription` and the rest kept, as a
+    /// `textDocument/codeAction` context needs them (LSP 3.17 §`CodeActionContext`). Servers with
+    /// nothing recorded for the file are left out; the reply does not wait for anything.
+    RawDiagnostics {
+        path: PathBuf,
+        reply: Sender<Vec<(ServerId, Vec<Value>)>>,
+    },
     /// A snapshot of every configured server's state.
     Status { reply: Sender<Vec<ServerStatus>> },
     /// Shut every server down; the loop then ends and the reply is sent last.
@@ -530,6 +539,15 @@ pub fn apply_edit_with(
 pub fn server_edits_with(op_sender: &Sender<Op>) -> Vec<(u64, crate::edit::EditReport)> {
     let (reply, receiver) = bounded(1);
     if op_sender.send(Op::ServerEdits { reply }).is_err() {
+        return Vec::new();
+    }
+    receiver.recv().unwrap_or_default()
+}
+
+/// [`Op::RawDiagnostics`] through any op sender, blocking (empty when the engine is gone).
+pub fn raw_diagnostics_with(op_sender: &Sender<Op>, path: PathBuf) -> Vec<(ServerId, Vec<Value>)> {
+    let (reply, receiver) = bounded(1);
+    if op_sender.send(Op::RawDiagnostics { path, reply }).is_err() {
         return Vec::new();
     }
     receiver.recv().unwrap_or_default()

@@ -16,6 +16,11 @@
 
 use std::time::{Duration, Instant};
 
+/// How long a server that sends no versions may stay silent after a change before its last set
+/// for the file stands: typescript-language-server does not publish again when an edit leaves a
+/// file's diagnostics unchanged, and lspc cannot tell "unchanged" from "not yet" otherwise.
+pub(crate) const UNVERSIONED_SILENCE: Duration = Duration::from_secs(3);
+
 /// The shortest quiet period after a `didSave` (B18).
 pub(crate) const QUIET_AFTER_SAVE: Duration = Duration::from_millis(750);
 
@@ -75,8 +80,11 @@ pub(crate) fn push_settled(
         Some(version) => version >= state.sent_version,
         None => publish.at >= state.sent_at,
     };
-    if !fresh || state.progress_active {
+    if state.progress_active {
         return false;
+    }
+    if !fresh {
+        return silence_settles(state, &publish).is_some_and(|at| now >= at);
     }
     let quiet = quiet_for(state, &publish, quiet, quiet_unversioned);
     let last_activity = match state.last_progress_change {
@@ -84,6 +92,20 @@ pub(crate) fn push_settled(
         _ => publish.at,
     };
     now.saturating_duration_since(last_activity) >= quiet
+}
+
+/// For a server that sends no versions and published for this file before lspc sent the current
+/// text: when its silence since then makes the last set stand ([`UNVERSIONED_SILENCE`], counted
+/// from the send or the last progress change, whichever is later).
+fn silence_settles(state: &PushState, publish: &PublishInfo) -> Option<Instant> {
+    if publish.version.is_some() {
+        return None;
+    }
+    let since = match state.last_progress_change {
+        Some(progress) if progress > state.sent_at => progress,
+        _ => state.sent_at,
+    };
+    Some(since + UNVERSIONED_SILENCE)
 }
 
 /// When [`push_settled`] could next become true without new input, for the loop's timer.
@@ -95,6 +117,13 @@ pub(crate) fn push_settle_time(
     let publish = state.last_publish?;
     if state.progress_active {
         return None;
+    }
+    let fresh = match publish.version {
+        Some(version) => version >= state.sent_version,
+        None => publish.at >= state.sent_at,
+    };
+    if !fresh {
+        return silence_settles(state, &publish);
     }
     let quiet = quiet_for(state, &publish, quiet, quiet_unversioned);
     let last_activity = match state.last_progress_change {
@@ -149,8 +178,12 @@ mod tests {
     #[test]
     fn unversioned_publish_needs_to_follow_the_send_and_a_longer_quiet() {
         let t0 = Instant::now();
-        // Received before lspc sent version 2: it describes older text.
-        check(state(t0, Some((None, 5))), 5000, t0, false);
+        // Received before lspc sent version 2: it describes older text, until the server has
+        // been silent long enough for that set to stand (it did not change).
+        check(state(t0, Some((None, 5))), 2000, t0, false);
+        check(state(t0, Some((None, 5))), 3020, t0, true);
+        // A versioned server's older publish never stands for a newer version.
+        check(state(t0, Some((Some(1), 5))), 60_000, t0, false);
         check(state(t0, Some((None, 60))), 400, t0, false);
         check(state(t0, Some((None, 60))), 1560, t0, true);
     }

@@ -19,12 +19,8 @@ use super::tools::{
     arg_bool, arg_str, arg_u32, display_path, required_file, text_position, ToolContext,
     ToolFailure,
 };
-use crate::edit::commands::{
-    render_outcome, ColumnOrSymbol, CommandError, EditCommands, EditOutcome, Position1, Span,
-};
+use crate::edit::commands::{render_outcome, CommandError, EditCommands, EditOutcome, Span};
 use crate::edit::Operation;
-use crate::query;
-use crate::text::find_symbol_column;
 
 /// Names of the tools defined here, in `tools/list` order.
 pub const EDIT_TOOLS: &[&str] = &[
@@ -50,6 +46,7 @@ fn edit_output() -> Value {
             "diff": {"type": "string", "description": "unified diff of the change"},
             "diagnosticsAfterEdit": {"type": "string", "description": "diagnostics new since before the edit (<new-diagnostics> block, at most 4000 characters); empty when none or not applied"},
             "diagnosticsNote": {"type": "string"},
+            "note": {"type": "string", "description": "e.g. the server was still indexing, or sent a follow-up request lspc ignored after its edit was applied"},
             "newDiagnostics": {"type": "object"}
         },
         "required": ["applied", "files", "operations", "diff"]
@@ -178,7 +175,7 @@ pub fn run(
     let apply = || arg_bool(args, "apply").map(|apply| apply.unwrap_or(false));
     let result = match name {
         "rename" => (|| {
-            let at = edit_position(root, args)?;
+            let at = text_position(root, args)?;
             let new_name = arg_str(args, "new_name")?
                 .filter(|name| !name.is_empty())
                 .ok_or_else(|| {
@@ -256,38 +253,6 @@ pub fn run(
     Some(result)
 }
 
-/// A position for the edit commands: the query convention's `symbol` + `occurrence` becomes a
-/// column here when `occurrence` is not 1 (the edit commands look symbols up by first match).
-fn edit_position(root: &Path, args: &Value) -> Result<Position1, ToolFailure> {
-    let at = text_position(root, args)?;
-    let column = match at.target {
-        query::ColumnOrSymbol::Column(column) => ColumnOrSymbol::Column(column),
-        query::ColumnOrSymbol::Symbol {
-            name,
-            occurrence: 1,
-        } => ColumnOrSymbol::Symbol(name),
-        query::ColumnOrSymbol::Symbol { name, occurrence } => {
-            let text = std::fs::read_to_string(&at.file).map_err(|error| {
-                ToolFailure(format!(
-                    "cannot read {}: {error}",
-                    display_path(root, &at.file)
-                ))
-            })?;
-            let line = text.lines().nth(at.line as usize - 1).ok_or_else(|| {
-                ToolFailure(format!("line {} is past the end of the file", at.line))
-            })?;
-            let column = find_symbol_column(line, &name, occurrence)
-                .map_err(|error| ToolFailure(error.to_string()))?;
-            ColumnOrSymbol::Column(column)
-        }
-    };
-    Ok(Position1 {
-        path: at.file,
-        line: at.line,
-        column,
-    })
-}
-
 /// A `code_actions` span: one position when `column` or `symbol` is given, else whole lines
 /// `line..=end_line`.
 fn span(root: &Path, args: &Value) -> Result<Span, ToolFailure> {
@@ -300,7 +265,7 @@ fn span(root: &Path, args: &Value) -> Result<Span, ToolFailure> {
                     .to_owned(),
             ));
         }
-        return edit_position(root, args).map(Span::At);
+        return text_position(root, args).map(Span::At);
     }
     let path = required_file(root, args)?;
     let start_line = arg_u32(args, "line")?
@@ -350,6 +315,9 @@ pub fn outcome_result(root: &Path, outcome: &EditOutcome) -> (Value, String) {
     }
     if let Some(note) = &outcome.diagnostics_note {
         json["diagnosticsNote"] = json!(note);
+    }
+    if let Some(note) = &outcome.note {
+        json["note"] = json!(note);
     }
     let mut text = render_outcome(outcome, root);
     if !report.written && !outcome.diff.is_empty() {
@@ -421,6 +389,7 @@ mod tests {
                 diff: "--- a/a.py\n+++ b/a.py\n".to_owned(),
                 new_diagnostics: block.to_owned(),
                 diagnostics_note: None,
+                note: None,
             };
             let (json, text) = outcome_result(root, &outcome);
             assert_eq!(json, expected);

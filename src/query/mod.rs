@@ -502,7 +502,17 @@ impl Queries {
     pub fn hover(&self, at: &TextPosition) -> Result<Option<HoverResult>, QueryError> {
         let method = "textDocument/hover";
         let mut target = self.target(at, method, "hoverProvider")?;
-        self.wait_analysed(&target);
+        if self
+            .analysed
+            .first_time(target.server.server_id, &target.doc.path)
+        {
+            wait_analysed(
+                &self.op_sender,
+                &target.doc.path,
+                &target.server.name,
+                self.timeout,
+            );
+        }
         let answer = self.request(&target, method, target.text_document_position())?;
         let text = answer
             .get("contents")
@@ -674,7 +684,17 @@ impl Queries {
     ) -> Result<Option<SignatureHelpResult>, QueryError> {
         let method = "textDocument/signatureHelp";
         let target = self.target(at, method, "signatureHelpProvider")?;
-        self.wait_analysed(&target);
+        if self
+            .analysed
+            .first_time(target.server.server_id, &target.doc.path)
+        {
+            wait_analysed(
+                &self.op_sender,
+                &target.doc.path,
+                &target.server.name,
+                self.timeout,
+            );
+        }
         let mut params = target.text_document_position();
         params["context"] = json!({ "triggerKind": 1, "isRetrigger": false });
         let answer = self.request(&target, method, params)?;
@@ -735,83 +755,20 @@ impl Queries {
         })
     }
 
-    /// Wait while the target's server reports progress, re-reading its state every 200 ms, for
-    /// at most the timeout. Returns the "incomplete" note when it is still busy.
-    ///
-    /// First, on the file's first request of the session, it waits for the file's diagnostics
-    /// to settle ([`Queries::wait_analysed`]): some servers report no progress while they
-    /// discover the workspace (pyright answers `workspace/symbol` with `[]` until it has found
-    /// its source files), and a settled publish for the file shows the server has analysed it.
+    /// Wait until the target's server is ready ([`wait_until_ready`]): on the file's first
+    /// request of the session (per server) for its diagnostics to settle, then while the server
+    /// reports progress. The "incomplete" note when it is still busy after the timeout.
     fn wait_ready(&self, target: &mut Target) -> Option<String> {
-        let deadline = Instant::now() + self.timeout;
-        self.wait_analysed(target);
-        loop {
-            if !target.server.busy {
-                return None;
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return Some(format!(
-                    "server {} was still indexing; results may be incomplete",
-                    target.server.name
-                ));
-            }
-            std::thread::sleep(READINESS_POLL.min(deadline - now));
-            match sync_with(&self.op_sender, target.doc.path.clone(), self.timeout) {
-                Ok(doc) => {
-                    match doc
-                        .servers
-                        .iter()
-                        .find(|server| server.server_id == target.server.server_id)
-                    {
-                        Some(server) => target.server = server.clone(),
-                        // The server went away; the request will report why.
-                        None => return None,
-                    }
-                }
-                Err(error) => {
-                    log::debug!("readiness wait: {error}");
-                    return None;
-                }
-            }
-        }
-    }
-
-    /// The first time `target`'s file is asked about in this session (per server), wait at
-    /// most [`ANALYSIS_WAIT`] (and the timeout) for its diagnostics to settle; later calls
-    /// return at once. A file whose diagnostics have settled answers at once anyway; the cap
-    /// bounds the cost for a server that never publishes. The outcome is only logged.
-    fn wait_analysed(&self, target: &Target) {
-        if !self
+        let first_time = self
             .analysed
-            .first_time(target.server.server_id, &target.doc.path)
-        {
-            return;
-        }
-        let started = Instant::now();
-        let (reply, receiver) = crossbeam_channel::bounded(1);
-        let analysis = Op::Diagnostics {
-            paths: vec![target.doc.path.clone()],
-            timeout: ANALYSIS_WAIT.min(self.timeout),
-            reply,
-        };
-        if self.op_sender.send(analysis).is_ok() {
-            let settled = receiver
-                .recv()
-                .ok()
-                .and_then(|results| results.into_iter().next());
-            log::debug!(
-                "{}: analysis wait for {} ended after {:?}: {}",
-                target.server.name,
-                target.doc.path.display(),
-                started.elapsed(),
-                match settled.map(|result| result.outcome) {
-                    Some(crate::engine::DiagnosticsOutcome::Settled(_)) => "settled",
-                    Some(crate::engine::DiagnosticsOutcome::TimedOut { .. }) => "timed out",
-                    _ => "failed",
-                }
-            );
-        }
+            .first_time(target.server.server_id, &target.doc.path);
+        wait_until_ready(
+            &self.op_sender,
+            &target.doc.path,
+            &mut target.server,
+            self.timeout,
+            first_time,
+        )
     }
 
     fn request(&self, target: &Target, method: &str, params: Value) -> Result<Value, QueryError> {
@@ -838,6 +795,93 @@ impl Queries {
 
     fn display(&self, path: &Path) -> String {
         uri::relative_display(path, &self.root)
+    }
+}
+
+/// Wait until `server` is ready to answer about `path` (a synced file): first, when `analyse` is
+/// set (the file's first question of a session), at most [`ANALYSIS_WAIT`] (bounded by `timeout`)
+/// for the file's diagnostics to settle, then while the
+/// server reports `$/progress`, re-reading its state every 200 ms, until `timeout` has passed in
+/// all. `server` is refreshed with each re-read. Returns the "incomplete" note ("server X was
+/// still indexing; results may be incomplete") when it is still busy at the end.
+///
+/// Why the diagnostics wait: some servers report no progress while they discover the workspace
+/// (pyright answers `workspace/symbol` with `[]` until it has found its source files;
+/// typescript-language-server renames in one file until it has loaded the tsconfig project), and
+/// a settled publish for the file shows the server has analysed it. A server that never
+/// publishes costs at most that cap; the outcome is otherwise ignored. Cross-file queries and
+/// the edit commands ([`crate::edit::commands`]) share this wait.
+pub fn wait_until_ready(
+    op_sender: &Sender<Op>,
+    path: &Path,
+    server: &mut ServerInfo,
+    timeout: Duration,
+    analyse: bool,
+) -> Option<String> {
+    let started = Instant::now();
+    let deadline = started + timeout;
+    if analyse {
+        wait_analysed(op_sender, path, &server.name, timeout);
+    }
+    loop {
+        if !server.busy {
+            return None;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Some(format!(
+                "server {} was still indexing; results may be incomplete",
+                server.name
+            ));
+        }
+        std::thread::sleep(READINESS_POLL.min(deadline - now));
+        match sync_with(op_sender, path.to_path_buf(), timeout) {
+            Ok(doc) => {
+                match doc
+                    .servers
+                    .iter()
+                    .find(|fresh| fresh.server_id == server.server_id)
+                {
+                    Some(fresh) => *server = fresh.clone(),
+                    // The server went away; the request will report why.
+                    None => return None,
+                }
+            }
+            Err(error) => {
+                log::debug!("readiness wait: {error}");
+                return None;
+            }
+        }
+    }
+}
+
+/// Wait at most [`ANALYSIS_WAIT`] (bounded by `timeout`) for `path`'s diagnostics to settle: a
+/// settled publish shows the server has analysed the file (see [`wait_until_ready`]). The
+/// outcome is only logged.
+pub fn wait_analysed(op_sender: &Sender<Op>, path: &Path, server_name: &str, timeout: Duration) {
+    let started = Instant::now();
+    let (reply, receiver) = crossbeam_channel::bounded(1);
+    let analysis = Op::Diagnostics {
+        paths: vec![path.to_path_buf()],
+        timeout: ANALYSIS_WAIT.min(timeout),
+        reply,
+    };
+    if op_sender.send(analysis).is_ok() {
+        let settled = receiver
+            .recv()
+            .ok()
+            .and_then(|results| results.into_iter().next());
+        log::debug!(
+            "{}: analysis wait for {} ended after {:?}: {}",
+            server_name,
+            path.display(),
+            started.elapsed(),
+            match settled.map(|result| result.outcome) {
+                Some(crate::engine::DiagnosticsOutcome::Settled(_)) => "settled",
+                Some(crate::engine::DiagnosticsOutcome::TimedOut { .. }) => "timed out",
+                _ => "failed",
+            }
+        );
     }
 }
 
