@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{never, select, unbounded, Receiver, Sender};
+use crossbeam_channel::{never, select, Receiver, Sender};
 use lsp_server::{Message, Notification, Request, RequestId, ResponseError};
 use serde_json::{json, Value};
 
@@ -73,8 +73,15 @@ const RETRYABLE: &[&str] = &[
     "textDocument/formatting",
 ];
 
+/// How many server messages may wait for the loop. Bounded so that a flood (100,000
+/// `publishDiagnostics` in a burst) holds at most this many decoded messages in memory: the
+/// reader thread then waits, and the server with it. This cannot deadlock, because the loop never
+/// blocks on a reader: it only sends to the writers' unbounded channels (STYLE.md habit 2). At
+/// worst `ServerProcess::terminate` waits its bounded join for a reader stuck on a full channel.
+const SERVER_EVENT_CAPACITY: usize = 4096;
+
 pub(super) fn run(options: EngineOptions, op_receiver: Receiver<Op>) {
-    let (event_sender, event_receiver) = unbounded();
+    let (event_sender, event_receiver) = crossbeam_channel::bounded(SERVER_EVENT_CAPACITY);
     let signal_receiver = match crate::signals::install() {
         Ok(receiver) => receiver,
         Err(error) => {
