@@ -5,7 +5,7 @@
 //! once: start what waits for servers, check settled diagnostics, fire deadlines and retries, and
 //! evict documents beyond the LRU bound.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,20 +14,18 @@ use crossbeam_channel::{never, select, Receiver, Sender};
 use lsp_server::{Message, Notification, Request, RequestId, ResponseError};
 use serde_json::{json, Value};
 
-use super::documents::{read_text, read_text_with, DiskStamp, Documents, Refresh};
-use super::server_requests::{self, SideEffect};
-use super::settle::{push_settle_time, push_settled, PublishInfo, PushState};
+use super::documents::{read_text_with, DiskStamp, Documents, Refresh};
+use super::settle::{push_settle_time, PublishInfo};
 use super::supervisor::{CrashDecision, RestartPolicy, Supervisor, HUNG_AFTER_MISSED_DEADLINES};
 use super::watchdog::Watchdog;
 use super::{
-    client_capabilities, DiagnosticsOutcome, EngineError, EngineOptions, FileDiagnostics, Op,
-    ServerInfo, ServerStatus, SyncedDocument,
+    client_capabilities, EngineError, EngineOptions, Op, ServerInfo, ServerStatus, SyncedDocument,
 };
 use crate::config::{ServerConfig, Transport};
-use crate::diagnostics::{self, Diagnostic, DiagnosticStore};
+use crate::diagnostics::DiagnosticStore;
 use crate::process::{self, ServerEvent, ServerId, ServerProcess, SpawnSpec};
 use crate::text::{LineIndex, PositionEncoding};
-use crate::transport::{IncomingMessage, Outgoing};
+use crate::transport::Outgoing;
 use crate::uri;
 
 // Safe edits (issue 5): applying `WorkspaceEdit`s in the loop and re-syncing the servers.
@@ -39,6 +37,17 @@ pub(super) mod frontend_events;
 // Configuration reload (issue 4): `Op::Reload`.
 #[path = "reload.rs"]
 pub(super) mod reload;
+// Diagnostics ops: per-file waits for servers to settle.
+#[path = "diagnostics_wait.rs"]
+mod diagnostics_wait;
+// Server messages: requests, notifications, published and pulled diagnostics.
+#[path = "server_messages.rs"]
+mod server_messages;
+// The shutdown sequence.
+#[path = "shutdown.rs"]
+mod shutdown;
+
+use diagnostics_wait::{DiagnosticsJob, FILES_IN_FLIGHT};
 
 /// JSON-RPC error codes lspc reacts to (LSP 3.17 §`ErrorCodes`).
 const CONTENT_MODIFIED: i32 = -32801;
@@ -46,8 +55,6 @@ const SERVER_CANCELLED: i32 = -32802;
 /// Retries for ContentModified / ServerCancelled, and the first backoff step (seed 000).
 const MAX_RETRIES: u32 = 3;
 const FIRST_BACKOFF: Duration = Duration::from_millis(500);
-/// How many files one diagnostics op keeps in flight (below the 50-document LRU bound).
-const FILES_IN_FLIGHT: usize = 32;
 /// Requests whose answers do not change the workspace, safe to retry (LSP 3.17
 /// `staleRequestSupport.retryOnContentModified`).
 const RETRYABLE: &[&str] = &[
@@ -136,20 +143,6 @@ pub(super) fn run(options: EngineOptions, op_receiver: Receiver<Op>) {
         state.flush_publishes();
         state.per_turn();
     }
-}
-
-/// The JSON objects of a publish's `diagnostics` or a pull report's `items`, unchanged (anything
-/// that is not an object is left out); empty when the array is missing.
-fn raw_diagnostic_values(list: Option<&Value>) -> Vec<Value> {
-    list.and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .filter(|item| item.is_object())
-                .cloned()
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn libc_sigterm() -> i32 {
@@ -364,30 +357,6 @@ struct PendingSync {
     path: PathBuf,
     deadline: Instant,
     reply: Sender<Result<SyncedDocument, EngineError>>,
-}
-
-/// One diagnostics op in progress.
-struct DiagnosticsJob {
-    queue: std::collections::VecDeque<PathBuf>,
-    active: Vec<FileWait>,
-    results: Vec<FileDiagnostics>,
-    order: Vec<PathBuf>,
-    timeout: Duration,
-    reply: Sender<Vec<FileDiagnostics>>,
-}
-
-/// One file's diagnostics wait.
-struct FileWait {
-    path: PathBuf,
-    servers: Vec<ServerId>,
-    /// How long the servers may take to settle, counted from the sync.
-    timeout: Duration,
-    /// Set once every server has started (or failed) and the document was synced.
-    deadline: Option<Instant>,
-    start_deadline: Instant,
-    /// Per server: settled (pull answered / push settled) or failed.
-    done: BTreeMap<ServerId, Result<(), String>>,
-    pinned: bool,
 }
 
 struct State {
@@ -1237,286 +1206,6 @@ impl State {
         }
     }
 
-    // ----- server messages -------------------------------------------------------------------
-
-    fn handle_server_event(&mut self, event: ServerEvent) {
-        match event {
-            ServerEvent::Message {
-                server_id,
-                generation,
-                message,
-            } => {
-                if self.servers[server_id.0 as usize].generation != generation {
-                    return;
-                }
-                self.handle_message(server_id, message);
-            }
-            ServerEvent::Closed {
-                server_id,
-                generation,
-                reason,
-            } => {
-                if self.servers[server_id.0 as usize].generation != generation {
-                    return;
-                }
-                self.on_closed(server_id, reason);
-            }
-        }
-    }
-
-    fn handle_message(&mut self, server_id: ServerId, message: IncomingMessage) {
-        if matches!(message, IncomingMessage::Response { .. }) {
-            // Any answer, even a late one, shows the server is not hung.
-            self.servers[server_id.0 as usize].supervisor.on_answer();
-        }
-        match message {
-            IncomingMessage::Request { id, method, params }
-                if method == "workspace/applyEdit" && !self.shutting_down =>
-            {
-                let result = self.answer_apply_edit(server_id, &params);
-                if let Some(process) = self.servers[server_id.0 as usize].process() {
-                    let _ = process.send(Outgoing::Response {
-                        id,
-                        result: Ok(result),
-                    });
-                }
-            }
-            IncomingMessage::Request { id, method, params } => {
-                let server = &mut self.servers[server_id.0 as usize];
-                log::debug!("{}: server request {method} {params}", server.config.name);
-                let (result, effect) = if self.shutting_down {
-                    (Ok(Value::Null), SideEffect::None)
-                } else {
-                    server_requests::answer(
-                        &method,
-                        &params,
-                        server.config.settings.as_ref(),
-                        &server.workspace_folder,
-                        &server.root_uri,
-                    )
-                };
-                if method == "window/showMessageRequest" {
-                    let text = params
-                        .get("message")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default();
-                    log::info!("{}: {text}", server.config.name);
-                }
-                match effect {
-                    SideEffect::None => {}
-                    SideEffect::ProgressCreated(_) => {}
-                    SideEffect::PullDiagnosticsRegistered(ids) => {
-                        server.pull_registrations.extend(ids);
-                        server.pull_diagnostics = true;
-                    }
-                    SideEffect::Unregistered(ids) => {
-                        for id in ids {
-                            server.pull_registrations.remove(&id);
-                        }
-                        server.pull_diagnostics =
-                            server.static_pull || !server.pull_registrations.is_empty();
-                    }
-                    SideEffect::DiagnosticsRefresh => {
-                        self.pulled.retain(|(id, _), _| *id != server_id);
-                    }
-                }
-                if let Some(process) = server.process() {
-                    let _ = process.send(Outgoing::Response { id, result });
-                }
-            }
-            IncomingMessage::Notification { method, params } => {
-                self.handle_notification(server_id, &method, params)
-            }
-            IncomingMessage::Response {
-                id: Some(id),
-                result,
-            } => match serde_json::to_value(&id).ok().and_then(|id| id.as_i64()) {
-                Some(id) => self.on_response(server_id, id as i32, result),
-                None => log::debug!("ignoring a reply with id {id}"),
-            },
-            IncomingMessage::Response { id: None, result } => {
-                if let Err(error) = result {
-                    log::warn!(
-                        "{}: error reply without id: {}",
-                        self.servers[server_id.0 as usize].config.name,
-                        error.message
-                    );
-                }
-            }
-        }
-    }
-
-    fn handle_notification(&mut self, server_id: ServerId, method: &str, params: Value) {
-        let server = &mut self.servers[server_id.0 as usize];
-        match method {
-            "textDocument/publishDiagnostics" => self.queue_publish(server_id, params),
-            "$/progress" => {
-                let Some(token) = params.get("token").map(server_requests::token_key) else {
-                    return;
-                };
-                let kind = params.pointer("/value/kind").and_then(Value::as_str);
-                // Tokens the server never created are accepted (pylsp does this, B03).
-                match kind {
-                    Some("begin") | Some("report") => {
-                        server.active_progress.insert(token);
-                    }
-                    Some("end") => {
-                        server.active_progress.remove(&token);
-                    }
-                    _ => return,
-                }
-                server.last_progress_change = Some(Instant::now());
-            }
-            "window/logMessage" | "window/showMessage" => {
-                let text = params
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                match params.get("type").and_then(Value::as_u64) {
-                    Some(1) if method == "window/showMessage" => {
-                        log::warn!("{}: {text}", server.config.name)
-                    }
-                    _ => log::debug!("{}: {text}", server.config.name),
-                }
-            }
-            _ => log::trace!("{}: ignoring notification {method}", server.config.name),
-        }
-    }
-
-    /// Keep only the latest publish per (server, uri) until the end of the turn
-    /// ([`Self::flush_publishes`]): a later publish for the same document replaces the earlier
-    /// one anyway (LSP 3.17 §`publishDiagnostics`), so a flood costs one conversion per document.
-    fn queue_publish(&mut self, server_id: ServerId, params: Value) {
-        let at = Instant::now();
-        match params.get("uri").and_then(Value::as_str) {
-            Some(uri) => {
-                let key = (server_id, uri.to_owned());
-                self.pending_publishes.insert(key, (params, at));
-            }
-            None => self.pending_malformed_publishes.push((server_id, params)),
-        }
-    }
-
-    /// Handle the publishes queued this turn.
-    pub(super) fn flush_publishes(&mut self) {
-        for (server_id, params) in std::mem::take(&mut self.pending_malformed_publishes) {
-            self.on_publish(server_id, &params, Instant::now());
-        }
-        for ((server_id, _), (params, at)) in std::mem::take(&mut self.pending_publishes) {
-            self.on_publish(server_id, &params, at);
-        }
-    }
-
-    fn on_publish(&mut self, server_id: ServerId, params: &Value, at: Instant) {
-        let name = self.servers[server_id.0 as usize].config.name.clone();
-        let (uri, version, raw) = match diagnostics::parse_publish(params) {
-            Ok(parsed) => parsed,
-            Err(error) => {
-                log::warn!("{name}: malformed publishDiagnostics: {error}");
-                return;
-            }
-        };
-        let Ok(path) = uri::uri_to_path(&uri) else {
-            log::debug!("{name}: diagnostics for a non-file URI {uri}");
-            return;
-        };
-        let path = uri::canonical(&path);
-        log::debug!(
-            "{name}: publishDiagnostics {uri} v{version:?}: {} diagnostics",
-            raw.len()
-        );
-        if let (Some(version), Some(doc)) = (version, self.documents.get(&path)) {
-            if version < doc.version {
-                log::debug!(
-                    "{name}: dropped diagnostics for {uri} v{version} (now v{})",
-                    doc.version
-                );
-                return;
-            }
-            if version > doc.version {
-                log::info!(
-                    "{name}: diagnostics for {uri} v{version}, ahead of v{}",
-                    doc.version
-                );
-            }
-        }
-        let server = &mut self.servers[server_id.0 as usize];
-        server
-            .publishes
-            .insert(path.clone(), PublishInfo { version, at });
-        server.raw_diagnostics.insert(
-            path.clone(),
-            raw_diagnostic_values(params.get("diagnostics")),
-        );
-        if !server.config.diagnostics {
-            return;
-        }
-        let encoding = server.encoding;
-        let converted = self.convert(&name, &path, &raw, encoding);
-        self.record_diagnostics(&name, &path, converted);
-    }
-
-    fn convert(
-        &mut self,
-        server: &str,
-        path: &Path,
-        raw: &[lsp_types::Diagnostic],
-        encoding: PositionEncoding,
-    ) -> Vec<Diagnostic> {
-        let (text, index) = match self.documents.get(path) {
-            Some(doc) => (Arc::clone(&doc.text), Arc::clone(&doc.line_index)),
-            None => {
-                let entry = self
-                    .disk_texts
-                    .entry(path.to_path_buf())
-                    .or_insert_with(|| {
-                        let text = read_text(path, 10 * 1024 * 1024).unwrap_or_default();
-                        let index = Arc::new(LineIndex::new(&text));
-                        (Arc::from(text), index)
-                    });
-                (Arc::clone(&entry.0), Arc::clone(&entry.1))
-            }
-        };
-        raw.iter()
-            .map(|diagnostic| {
-                diagnostics::normalize(server, path, diagnostic, |position| {
-                    index.from_lsp(&text, position, encoding)
-                })
-            })
-            .collect()
-    }
-
-    fn on_pulled(&mut self, server_id: ServerId, path: &Path, version: i32, report: &Value) {
-        let server = &self.servers[server_id.0 as usize];
-        let name = server.config.name.clone();
-        let encoding = server.encoding;
-        let diagnostics_enabled = server.config.diagnostics;
-        self.pulled.insert((server_id, path.to_path_buf()), version);
-        // LSP 3.17 §`DocumentDiagnosticReport`: "full" carries items; "unchanged" keeps the last.
-        if report.get("kind").and_then(Value::as_str) == Some("unchanged") {
-            return;
-        }
-        self.servers[server_id.0 as usize].raw_diagnostics.insert(
-            path.to_path_buf(),
-            raw_diagnostic_values(report.get("items")),
-        );
-        if !diagnostics_enabled {
-            return;
-        }
-        let items: Vec<lsp_types::Diagnostic> = report
-            .get("items")
-            .and_then(Value::as_array)
-            .map(|items| {
-                items
-                    .iter()
-                    .filter_map(|item| serde_json::from_value(item.clone()).ok())
-                    .collect()
-            })
-            .unwrap_or_default();
-        let converted = self.convert(&name, path, &items, encoding);
-        self.record_diagnostics(&name, path, converted);
-    }
-
     // ----- per turn --------------------------------------------------------------------------
 
     fn per_turn(&mut self) {
@@ -1662,244 +1351,6 @@ impl State {
         })
     }
 
-    fn advance_jobs(&mut self, now: Instant) {
-        let mut jobs = std::mem::take(&mut self.jobs);
-        for job in &mut jobs {
-            // Fill the window.
-            while job.active.len() < FILES_IN_FLIGHT {
-                let Some(path) = job.queue.pop_front() else {
-                    break;
-                };
-                match self.begin_file_wait(&path, job.timeout, now) {
-                    Ok(wait) => job.active.push(wait),
-                    Err(message) => {
-                        // A configured server whose command is missing is a server failure; no
-                        // server for the extension (or diagnostics turned off) is not.
-                        let broken_server = self.options.config.servers_for_path(&path).is_empty()
-                            && self.options.config.claims(&path);
-                        let outcome = if broken_server {
-                            DiagnosticsOutcome::Failed(message)
-                        } else {
-                            DiagnosticsOutcome::NotChecked(message)
-                        };
-                        job.results.push(FileDiagnostics { path, outcome });
-                    }
-                }
-            }
-            let mut index = 0;
-            while index < job.active.len() {
-                if let Some(outcome) = self.advance_file_wait(&mut job.active[index], now) {
-                    let wait = job.active.swap_remove(index);
-                    if wait.pinned {
-                        if let Some(doc) = self.documents.get_mut(&wait.path) {
-                            doc.pins = doc.pins.saturating_sub(1);
-                        }
-                    }
-                    job.results.push(FileDiagnostics {
-                        path: wait.path,
-                        outcome,
-                    });
-                } else {
-                    index += 1;
-                }
-            }
-        }
-        for job in jobs {
-            if job.queue.is_empty() && job.active.is_empty() {
-                let mut results = job.results;
-                let position: HashMap<&PathBuf, usize> = job
-                    .order
-                    .iter()
-                    .enumerate()
-                    .map(|(index, path)| (path, index))
-                    .collect();
-                results.sort_by_key(|result| position.get(&result.path).copied());
-                let _ = job.reply.send(results);
-            } else {
-                self.jobs.push(job);
-            }
-        }
-    }
-
-    fn begin_file_wait(
-        &mut self,
-        path: &Path,
-        timeout: Duration,
-        now: Instant,
-    ) -> Result<FileWait, String> {
-        let indexes: Vec<usize> = self
-            .options
-            .config
-            .servers_for_path(path)
-            .into_iter()
-            .filter(|&index| self.servers[index].config.diagnostics)
-            .collect();
-        if indexes.is_empty() {
-            if self.options.config.servers_for_path(path).is_empty() {
-                return Err(self.options.config.why_unserved(path));
-            }
-            return Err(format!(
-                "every server for {} has diagnostics turned off (\"diagnostics\": false)",
-                path.display()
-            ));
-        }
-        for &index in &indexes {
-            self.ensure_started(ServerId(index as u32));
-        }
-        Ok(FileWait {
-            path: path.to_path_buf(),
-            servers: indexes
-                .iter()
-                .map(|&index| ServerId(index as u32))
-                .collect(),
-            timeout,
-            deadline: None,
-            // Servers fail by their own startup timeout; this only bounds a stuck start.
-            start_deadline: now + self.options.startup_timeout + timeout,
-            done: BTreeMap::new(),
-            pinned: false,
-        })
-    }
-
-    /// Advance one file's wait; `Some(outcome)` when it is finished.
-    fn advance_file_wait(
-        &mut self,
-        wait: &mut FileWait,
-        now: Instant,
-    ) -> Option<DiagnosticsOutcome> {
-        if wait.deadline.is_none() {
-            let starting = wait.servers.iter().any(|id| {
-                let server = &self.servers[id.0 as usize];
-                server.is_starting() || server.is_restart_pending()
-            });
-            if starting && now < wait.start_deadline {
-                return None;
-            }
-            for id in &wait.servers {
-                let server = &self.servers[id.0 as usize];
-                if !server.is_running() {
-                    let reason = server
-                        .failure()
-                        .map(|error| error.to_string())
-                        .unwrap_or_else(|| {
-                            format!("server {} is still starting", server.config.name)
-                        });
-                    wait.done.insert(*id, Err(reason));
-                }
-            }
-            if wait.done.len() == wait.servers.len() {
-                let reasons: Vec<String> = wait
-                    .done
-                    .values()
-                    .filter_map(|done| done.clone().err())
-                    .collect();
-                return Some(DiagnosticsOutcome::Failed(reasons.join("; ")));
-            }
-            if let Err(error) = self.sync_document(&wait.path) {
-                return Some(DiagnosticsOutcome::NotChecked(error.to_string()));
-            }
-            if let Some(doc) = self.documents.get_mut(&wait.path) {
-                doc.pins += 1;
-                wait.pinned = true;
-            }
-            // The settle timeout counts from the sync, not from the op (servers start first).
-            wait.deadline = Some(now + wait.timeout);
-        }
-        let doc_version = self
-            .documents
-            .get(&wait.path)
-            .map(|doc| doc.version)
-            .unwrap_or(1);
-        for id in wait.servers.clone() {
-            if wait.done.contains_key(&id) {
-                continue;
-            }
-            let server = &self.servers[id.0 as usize];
-            if let Some(reason) = server.permanent_failure() {
-                wait.done.insert(id, Err(reason.to_string()));
-                continue;
-            }
-            let key = (id, wait.path.clone());
-            if server.pull_diagnostics
-                && self.pulled.get(&key) != Some(&doc_version)
-                && !self.pulls_in_flight.contains(&key)
-            {
-                // Pull servers are asked once per version. A dynamic registration that arrives
-                // after the wait began (pyright registers after `initialized`) switches it here.
-                let purpose = Purpose::Pull {
-                    path: wait.path.clone(),
-                    version: doc_version,
-                    attempts: 0,
-                };
-                self.send_request(id, purpose);
-                continue;
-            }
-            let server = &self.servers[id.0 as usize];
-            let settled = if server.pull_diagnostics {
-                self.pulled.get(&(id, wait.path.clone())) == Some(&doc_version)
-            } else {
-                self.push_state(id, &wait.path).is_some_and(|state| {
-                    push_settled(
-                        &state,
-                        now,
-                        self.options.settle_quiet,
-                        self.options.settle_quiet_unversioned,
-                    )
-                })
-            };
-            if settled {
-                wait.done.insert(id, Ok(()));
-            }
-        }
-        let names: Vec<&str> = wait
-            .servers
-            .iter()
-            .map(|id| self.servers[id.0 as usize].config.name.as_str())
-            .collect();
-        let merged = self.store.merged(&wait.path, &names);
-        if wait.done.len() == wait.servers.len() {
-            let failures: Vec<String> = wait
-                .done
-                .values()
-                .filter_map(|done| done.clone().err())
-                .collect();
-            if failures.len() == wait.servers.len() {
-                return Some(DiagnosticsOutcome::Failed(failures.join("; ")));
-            }
-            return Some(DiagnosticsOutcome::Settled(merged));
-        }
-        let deadline = wait.deadline?;
-        if now >= deadline {
-            let servers = wait
-                .servers
-                .iter()
-                .filter(|id| !wait.done.contains_key(id))
-                .map(|id| self.servers[id.0 as usize].config.name.clone())
-                .collect();
-            return Some(DiagnosticsOutcome::TimedOut {
-                diagnostics: merged,
-                servers,
-                after: wait.timeout,
-            });
-        }
-        None
-    }
-
-    fn push_state(&self, server_id: ServerId, path: &Path) -> Option<PushState> {
-        let server = &self.servers[server_id.0 as usize];
-        let doc = self.documents.get(path)?;
-        let &(sent_version, sent_at) = doc.open_on.get(&server_id)?;
-        Some(PushState {
-            sent_version,
-            sent_at,
-            last_publish: server.publishes.get(path).copied(),
-            progress_active: !server.active_progress.is_empty(),
-            last_progress_change: server.last_progress_change,
-            // lspc sends `didSave` with every later version to servers that asked for saves.
-            saved: sent_version > 1 && server.save.is_some(),
-        })
-    }
-
     fn next_deadline(&self) -> Option<Instant> {
         let mut deadlines: Vec<Instant> = Vec::new();
         for server in &self.servers {
@@ -1938,106 +1389,6 @@ impl State {
             }
         }
         deadlines.into_iter().min()
-    }
-
-    // ----- shutdown --------------------------------------------------------------------------
-
-    /// LSP 3.17 §`shutdown`/§`exit`: `shutdown` to every live server, wait for the replies (bounded
-    /// by each server's shutdown timeout), `exit`, then close stdin, SIGTERM and SIGKILL the
-    /// process group, each bounded. Ops still waiting are answered with [`EngineError::Gone`].
-    fn shutdown_all(&mut self, event_receiver: &Receiver<ServerEvent>) {
-        if self.shutting_down {
-            return;
-        }
-        self.shutting_down = true;
-        for (_, purpose) in self.pending.drain() {
-            if let Purpose::Frontend { reply, .. } = purpose {
-                let _ = reply.send(Err(EngineError::Gone));
-            }
-        }
-        for retry in self.retries.drain(..) {
-            if let Purpose::Frontend { reply, .. } = retry.purpose {
-                let _ = reply.send(Err(EngineError::Gone));
-            }
-        }
-        for sync in self.syncs.drain(..) {
-            let _ = sync.reply.send(Err(EngineError::Gone));
-        }
-        for job in self.jobs.drain(..) {
-            let _ = job.reply.send(job.results);
-        }
-        let mut deadline = Instant::now();
-        let mut waiting: BTreeSet<ServerId> = BTreeSet::new();
-        for index in 0..self.servers.len() {
-            let server_id = ServerId(index as u32);
-            let server = &self.servers[index];
-            if !server.is_running() {
-                continue;
-            }
-            let timeout = server
-                .config
-                .shutdown_timeout_ms
-                .map(Duration::from_millis)
-                .unwrap_or(self.options.shutdown_timeout);
-            deadline = deadline.max(Instant::now() + timeout);
-            self.send_request(server_id, Purpose::Shutdown);
-            waiting.insert(server_id);
-        }
-        while !waiting.is_empty() {
-            let timeout = deadline.saturating_duration_since(Instant::now());
-            let Ok(event) = event_receiver.recv_timeout(timeout) else {
-                break;
-            };
-            match event {
-                ServerEvent::Message {
-                    server_id,
-                    message: IncomingMessage::Response { id: Some(id), .. },
-                    ..
-                } => {
-                    let id = serde_json::to_value(&id).ok().and_then(|id| id.as_i64());
-                    let key = id.map(|id| (server_id, id as i32));
-                    if key.is_some_and(|key| {
-                        matches!(self.pending.get(&key), Some(Purpose::Shutdown))
-                    }) {
-                        waiting.remove(&server_id);
-                    }
-                }
-                ServerEvent::Message {
-                    server_id,
-                    message: IncomingMessage::Request { id, .. },
-                    ..
-                } => {
-                    // After shutdown, answer with null (STYLE.md habit 6).
-                    if let Some(process) = self.servers[server_id.0 as usize].process() {
-                        let _ = process.send(Outgoing::Response {
-                            id,
-                            result: Ok(Value::Null),
-                        });
-                    }
-                }
-                ServerEvent::Closed { server_id, .. } => {
-                    waiting.remove(&server_id);
-                }
-                _ => {}
-            }
-        }
-        for server in &mut self.servers {
-            if server.process().is_some() {
-                server.notify("exit", Value::Null);
-            }
-        }
-        for server in &mut self.servers {
-            if let ServerState::Starting { process, .. } | ServerState::Running { process } =
-                &mut server.state
-            {
-                let exit = process.terminate(Duration::from_millis(1000));
-                log::debug!("{}: stopped ({exit})", server.config.name);
-            }
-            if let Some(mut watchdog) = server.watchdog.take() {
-                watchdog.disarm();
-            }
-            server.state = ServerState::NotStarted;
-        }
     }
 }
 

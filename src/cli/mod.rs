@@ -1,0 +1,409 @@
+//! The command line: usage text, the parsed [`Args`]/[`Command`] types, and dispatch
+//! ([`main_with_args`]); the lexopt parser itself lives in `parse.rs` and is
+//! re-exported here ([`parse()`], [`parse_loc`]).
+//!
+//! `lspc [GLOBAL OPTIONS] COMMAND [OPTIONS] [ARGS]`; global options may also follow the command.
+//! Exit statuses: 0 success, 1 findings, 2 usage or configuration error, 3 a server failed or
+//! timed out. A broken stdout pipe exits 0.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::check::{self, CheckOptions};
+use crate::config::{self, ConfigOptions};
+use crate::engine::{EngineOptions, RestartPolicy};
+use crate::mcp::cli::McpCliOptions;
+use crate::query::command::QueryOptions;
+use crate::query::TextPosition;
+
+/// Exit statuses shared by every command.
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_FOUND: i32 = 1;
+pub const EXIT_USAGE: i32 = 2;
+pub const EXIT_SERVER: i32 = 3;
+
+const USAGE: &str = "\
+lspc: a headless LSP client for agents and scripts
+
+Usage: lspc [OPTIONS] <COMMAND> [ARGS]
+
+Commands:
+  check [PATH...]     report the diagnostics language servers publish for files
+  servers             list the configured servers and which files they serve
+  rename LOC NEW_NAME [--apply]
+                      rename the symbol at LOC (FILE:LINE:COLUMN, or FILE:LINE --symbol NAME);
+                      prints a unified diff, or with --apply writes and lists the files changed
+  code-actions LOC|FILE:LINE|FILE:LINE-LINE [--apply TITLE]
+                      list code actions (title, kind, preferred), or apply the one titled TITLE
+  format FILE [--apply]
+                      format FILE with its server; prints a diff, or writes with --apply
+  edit FILE --old TEXT --new TEXT
+                      replace the one exact occurrence of TEXT, then report new diagnostics
+  definition LOC      where the symbol at LOC is defined (textDocument/definition)
+  declaration LOC     its declaration
+  type-definition LOC the definition of its type
+  implementation LOC  implementations of the interface/method at LOC
+  references LOC      every reference to it (--include-declaration adds the declaration)
+  hover LOC           the hover text (type, signature, documentation) as plain text
+  symbols FILE        the file's symbols as an indented tree
+  workspace-symbols QUERY  symbols matching QUERY in the workspace
+  call-hierarchy LOC  the call hierarchy item at LOC
+  incoming-calls LOC  who calls the function at LOC
+  outgoing-calls LOC  what the function at LOC calls
+  type-hierarchy LOC  --supertypes (default) or --subtypes of the type at LOC
+  signature-help LOC  the signature of the call around LOC
+  batch               JSON-lines queries on stdin, one JSON answer line each on stdout
+  mcp [-- SERVER ARGS...]
+                      serve MCP on stdio: tools and resources over every configured server,
+                      or over exactly SERVER when one is given after --
+
+Options (any command):
+  --root DIR          workspace root (default: nearest ancestor with .git or .lsp.json)
+  --config FILE       a .lsp.json file (repeatable; first wins an extension)
+  --plugin-dir DIR    a plugin folder with .lsp.json or a manifest with lspServers (repeatable)
+  --trust             load the workspace's own .lsp.json (also LSPC_TRUST=1)
+  --no-builtin        do not use lspc's built-in table of well-known servers
+  --restart POLICY    restart crashed servers: never, always, or at most N times in a row
+                      (default: each server's restartOnCrash/maxRestarts, else 3)
+  --max-file-size N   do not send files larger than N bytes to servers (default: 10485760)
+  -v, --verbose       more logging on stderr (-vv for debug); RUST_LOG also works
+  -h, --help          this help
+  -V, --version       print the version
+
+check options:
+  --format FORMAT     human (default), json, jsonl, sarif, github
+  --severity LEVEL    report only diagnostics at or above LEVEL: error, warning, info, hint (default)
+  --fail-on LEVEL     exit 1 when a diagnostic at or above LEVEL is reported (default: error)
+  --timeout SECONDS   how long each file's servers may take to settle (default: 30)
+  --max-per-file N    report at most N diagnostics per file (default: all)
+  --max-total N       report at most N diagnostics in total (default: all)
+
+Edit commands (rename, code-actions, format, edit): LOC as for queries (--symbol NAME and
+--occurrence N apply); lines and columns count from 1, columns in characters. Every write goes through one engine: all targets inside the root, versions and
+disk contents checked, files written atomically, nothing written when any check fails.
+Writing commands print the <new-diagnostics> the edit introduced. --timeout bounds each
+server request and diagnostics wait. Exit status: 0 done, 1 edit refused, 2 usage, 3 server.
+
+Query options (LOC is FILE:LINE:COLUMN, or FILE:LINE with --symbol; 1-based, columns in
+characters):
+  --symbol NAME       the column is the first occurrence of NAME on the line
+  --occurrence N      with --symbol: the Nth occurrence instead (default 1)
+  --format FORMAT     human (default: path:line:col and the source line) or json
+  --timeout SECONDS   bound on server start, indexing wait and each request (default: 30)
+  --include-declaration  references: include the declaration itself
+  --supertypes, --subtypes  type-hierarchy direction
+  --file FILE         workspace-symbols: ask the server that serves FILE
+
+mcp options:
+  --timeout SECONDS   how long one tool call may wait for its server (default: 60)
+  --language EXT=ID   with -- SERVER: an extension SERVER serves and its language id
+                      (repeatable, e.g. --language py=python; default: the built-in table)
+  --init-options JSON with -- SERVER: its initializationOptions
+  --settings JSON     with -- SERVER: its settings (workspace/configuration)
+  --open-documents N  keep at most N documents open (default: 50)
+
+Exit status: check: 0 nothing at or above --fail-on, 1 found; queries: 0 found, 1 nothing
+found; all: 2 usage or config error, 3 a server failed, timed out or lacks the feature.
+";
+
+/// A parsed command line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Args {
+    pub global: GlobalOptions,
+    pub command: Command,
+}
+
+/// Options every command accepts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GlobalOptions {
+    pub root: Option<PathBuf>,
+    pub config_files: Vec<PathBuf>,
+    pub plugin_dirs: Vec<PathBuf>,
+    pub trust: bool,
+    pub no_builtin: bool,
+    pub verbose: u8,
+    /// `--restart never|always|N`; `None` leaves each server's config in charge.
+    pub restart: Option<RestartPolicy>,
+    /// `--max-file-size BYTES`; `None` means the engine default (10 MiB).
+    pub max_file_size: Option<u64>,
+}
+
+/// The command to run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    Check(CheckOptions),
+    Servers,
+    /// `lspc rename LOC NEW_NAME [--apply]` (LOC as for queries, or `FILE:LINE:NAME`).
+    Rename {
+        at: TextPosition,
+        new_name: String,
+        apply: bool,
+        timeout: Duration,
+    },
+    /// `lspc code-actions LOC|FILE:LINE|FILE:LINE-LINE [--apply TITLE]`.
+    CodeActions {
+        at: crate::edit::commands::Span,
+        apply: Option<String>,
+        timeout: Duration,
+    },
+    /// `lspc format FILE [--apply]`.
+    Format {
+        file: PathBuf,
+        apply: bool,
+        timeout: Duration,
+    },
+    /// `lspc edit FILE --old TEXT --new TEXT`.
+    Edit {
+        file: PathBuf,
+        old: String,
+        new: String,
+        timeout: Duration,
+    },
+    /// A code-intelligence query (`definition`, `references`, `hover`, ...).
+    Query(QueryOptions),
+    /// `lspc batch`: JSON-lines queries on stdin; `timeout` bounds each one.
+    Batch {
+        timeout: Duration,
+    },
+    Mcp(McpCliOptions),
+    Help,
+    Version,
+}
+
+/// Why the command line could not be parsed; printed with the usage hint, exit status 2.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<lexopt::Error> for UsageError {
+    fn from(error: lexopt::Error) -> UsageError {
+        UsageError(error.to_string())
+    }
+}
+
+mod parse;
+
+pub use parse::{parse, parse_loc};
+
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let env = env_logger::Env::default().default_filter_or(default);
+    let _ = env_logger::Builder::from_env(env)
+        .format_timestamp(None)
+        .try_init();
+}
+
+/// Reject a `--root` that names a file (or nothing) at once, as a usage error: otherwise the
+/// servers fail later with a misleading "working directory does not exist".
+fn check_root(global: &GlobalOptions) -> Result<(), UsageError> {
+    let Some(root) = &global.root else {
+        return Ok(());
+    };
+    match std::fs::metadata(root) {
+        Ok(metadata) if metadata.is_dir() => Ok(()),
+        Ok(_) => Err(UsageError(format!(
+            "--root: {} is not a directory",
+            root.display()
+        ))),
+        Err(error) => Err(UsageError(format!(
+            "--root: cannot use {}: {error}",
+            root.display()
+        ))),
+    }
+}
+
+/// Parse, run, and return the exit status. `main` only calls this.
+pub fn main_with_args(args: Vec<OsString>) -> i32 {
+    let args = match parse(args) {
+        Ok(args) => args,
+        Err(error) => {
+            eprintln!("lspc: {error}");
+            return EXIT_USAGE;
+        }
+    };
+    init_logging(args.global.verbose);
+    if let Err(error) = check_root(&args.global) {
+        eprintln!("lspc: {error}");
+        return EXIT_USAGE;
+    }
+    match args.command {
+        Command::Help => write_stdout(USAGE),
+        Command::Version => write_stdout(&format!("lspc {}\n", env!("CARGO_PKG_VERSION"))),
+        Command::Servers => {
+            let config = load_config(&args.global);
+            write_stdout(&config::render_servers(&config))
+        }
+        Command::Check(options) => {
+            let config = load_config(&args.global);
+            check::run(engine_options(config, &args.global), &options)
+        }
+        Command::Mcp(options) => crate::mcp::cli::run(&args.global, options),
+        Command::Query(options) => {
+            let config = load_config(&args.global);
+            crate::query::command::run(engine_options(config, &args.global), &options)
+        }
+        Command::Batch { timeout } => {
+            let config = load_config(&args.global);
+            crate::batch::run(engine_options(config, &args.global), timeout)
+        }
+        command @ (Command::Rename { .. }
+        | Command::CodeActions { .. }
+        | Command::Format { .. }
+        | Command::Edit { .. }) => {
+            let config = load_config(&args.global);
+            run_edit_command(engine_options(config, &args.global), command)
+        }
+    }
+}
+
+/// Runs one edit command on a fresh engine and prints its outcome.
+fn run_edit_command(engine_options: EngineOptions, command: Command) -> i32 {
+    use crate::edit::commands::{self, CommandError, EditCommands};
+    use crate::engine::EngineHandle;
+    let root = engine_options.config.root.clone();
+    let timeout = match &command {
+        Command::Rename { timeout, .. }
+        | Command::CodeActions { timeout, .. }
+        | Command::Format { timeout, .. }
+        | Command::Edit { timeout, .. } => *timeout,
+        _ => Duration::from_secs(30),
+    };
+    let engine = EngineHandle::start(engine_options);
+    let edits = EditCommands::new(engine.op_sender(), root.clone(), timeout);
+    // A preview's stdout is a diff that must stay appliable, so its note goes to stderr.
+    let render = |outcome: &commands::EditOutcome| {
+        if let (false, Some(note)) = (outcome.report.written, &outcome.note) {
+            eprintln!("lspc: note: {note}");
+        }
+        commands::render_outcome(outcome, &root)
+    };
+    let result: Result<String, CommandError> = match command {
+        Command::Rename {
+            at,
+            new_name,
+            apply,
+            ..
+        } => edits
+            .rename(&at, &new_name, apply)
+            .map(|outcome| render(&outcome)),
+        Command::CodeActions {
+            at: span, apply, ..
+        } => match apply {
+            Some(title) => edits
+                .apply_code_action(&span, &title, true)
+                .map(|outcome| render(&outcome)),
+            None => edits.code_actions(&span).map(|actions| {
+                if actions.is_empty() {
+                    return "no code actions\n".to_owned();
+                }
+                actions
+                    .iter()
+                    .map(|action| {
+                        let mut line = action.title.clone();
+                        if let Some(kind) = &action.kind {
+                            line.push_str(&format!("  [{kind}]"));
+                        }
+                        if action.preferred {
+                            line.push_str("  (preferred)");
+                        }
+                        if let Some(reason) = &action.disabled {
+                            line.push_str(&format!("  (disabled: {reason})"));
+                        }
+                        line.push('\n');
+                        line
+                    })
+                    .collect()
+            }),
+        },
+        Command::Format { file, apply, .. } => {
+            edits.format(&file, apply).map(|outcome| render(&outcome))
+        }
+        Command::Edit { file, old, new, .. } => edits
+            .edit(&file, &old, &new)
+            .map(|outcome| render(&outcome)),
+        _ => Ok(String::new()),
+    };
+    engine.shutdown();
+    match result {
+        Ok(text) => write_stdout(&text),
+        Err(error) => {
+            eprintln!("lspc: {error}");
+            match error {
+                CommandError::Engine(_) => EXIT_SERVER,
+                // A refused edit: nothing was written (README: exit 1).
+                CommandError::Edit(_) | CommandError::Occurrences { .. } => EXIT_FOUND,
+                _ => EXIT_USAGE,
+            }
+        }
+    }
+}
+
+/// The engine options for `config` with the global flags applied ([`tune_engine`]).
+pub fn engine_options(config: config::Config, global: &GlobalOptions) -> EngineOptions {
+    let mut options = EngineOptions::new(config);
+    tune_engine(global, &mut options);
+    options
+}
+
+/// Apply the global options that tune the engine (`--restart`, `--max-file-size`) to `engine`.
+/// Every command that starts an engine calls this on its [`EngineOptions`].
+pub fn tune_engine(global: &GlobalOptions, engine: &mut EngineOptions) {
+    if let Some(restart) = global.restart {
+        engine.restart = Some(restart);
+    }
+    if let Some(max_file_size) = global.max_file_size {
+        engine.max_file_size = max_file_size;
+    }
+}
+
+/// What [`load_config`] reads for `global` (also kept by `lspc mcp` to reload on changes).
+pub fn config_options(global: &GlobalOptions) -> ConfigOptions {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let root = config::workspace_root(&cwd, global.root.as_deref());
+    let mut options = ConfigOptions::new(root);
+    options.config_files = global.config_files.clone();
+    options.plugin_dirs = global.plugin_dirs.clone();
+    options.trust_workspace = global.trust;
+    options.builtin = !global.no_builtin;
+    options
+}
+
+/// Load the configuration for `global`, printing its errors and notes on stderr.
+pub fn load_config(global: &GlobalOptions) -> config::Config {
+    let config = config::load(&config_options(global));
+    for error in &config.errors {
+        eprintln!("lspc: config error: {error}");
+    }
+    for note in &config.notes {
+        eprintln!("lspc: {note}");
+    }
+    config
+}
+
+/// Write to stdout; a closed pipe (`lspc servers | head -1`) is success.
+fn write_stdout(text: &str) -> i32 {
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => EXIT_OK,
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => EXIT_OK,
+        Err(error) => {
+            eprintln!("lspc: cannot write to stdout: {error}");
+            EXIT_USAGE
+        }
+    }
+}

@@ -1,0 +1,289 @@
+//! Diagnostics ops in the event loop: a [`DiagnosticsJob`] per `Op::Diagnostics`, advanced once
+//! per turn, with one [`FileWait`] per file in flight.
+//!
+//! A child module of `event_loop` so it can reach the loop's state. Invariants:
+//! - At most [`FILES_IN_FLIGHT`] files per job are synced and pinned at once (below the LRU bound);
+//!   a finished wait unpins its document.
+//! - A file's settle timeout counts from its sync, not from the op: servers start first, bounded
+//!   by the startup timeout.
+//! - Pull servers are asked once per document version; push servers settle by
+//!   [`push_settled`] on the [`PushState`] from [`State::push_state`].
+//! - A job answers once, with results in the order the op listed its paths.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Sender;
+
+use super::super::settle::{push_settled, PushState};
+use super::super::{DiagnosticsOutcome, FileDiagnostics};
+use super::{Purpose, State};
+use crate::process::ServerId;
+
+/// How many files one diagnostics op keeps in flight (below the 50-document LRU bound).
+pub(super) const FILES_IN_FLIGHT: usize = 32;
+
+/// One diagnostics op in progress.
+pub(super) struct DiagnosticsJob {
+    pub(super) queue: std::collections::VecDeque<PathBuf>,
+    pub(super) active: Vec<FileWait>,
+    pub(super) results: Vec<FileDiagnostics>,
+    pub(super) order: Vec<PathBuf>,
+    pub(super) timeout: Duration,
+    pub(super) reply: Sender<Vec<FileDiagnostics>>,
+}
+
+/// One file's diagnostics wait.
+pub(super) struct FileWait {
+    pub(super) path: PathBuf,
+    pub(super) servers: Vec<ServerId>,
+    /// How long the servers may take to settle, counted from the sync.
+    pub(super) timeout: Duration,
+    /// Set once every server has started (or failed) and the document was synced.
+    pub(super) deadline: Option<Instant>,
+    pub(super) start_deadline: Instant,
+    /// Per server: settled (pull answered / push settled) or failed.
+    pub(super) done: BTreeMap<ServerId, Result<(), String>>,
+    pub(super) pinned: bool,
+}
+
+impl State {
+    pub(super) fn advance_jobs(&mut self, now: Instant) {
+        let mut jobs = std::mem::take(&mut self.jobs);
+        for job in &mut jobs {
+            // Fill the window.
+            while job.active.len() < FILES_IN_FLIGHT {
+                let Some(path) = job.queue.pop_front() else {
+                    break;
+                };
+                match self.begin_file_wait(&path, job.timeout, now) {
+                    Ok(wait) => job.active.push(wait),
+                    Err(message) => {
+                        // A configured server whose command is missing is a server failure; no
+                        // server for the extension (or diagnostics turned off) is not.
+                        let broken_server = self.options.config.servers_for_path(&path).is_empty()
+                            && self.options.config.claims(&path);
+                        let outcome = if broken_server {
+                            DiagnosticsOutcome::Failed(message)
+                        } else {
+                            DiagnosticsOutcome::NotChecked(message)
+                        };
+                        job.results.push(FileDiagnostics { path, outcome });
+                    }
+                }
+            }
+            let mut index = 0;
+            while index < job.active.len() {
+                if let Some(outcome) = self.advance_file_wait(&mut job.active[index], now) {
+                    let wait = job.active.swap_remove(index);
+                    if wait.pinned {
+                        if let Some(doc) = self.documents.get_mut(&wait.path) {
+                            doc.pins = doc.pins.saturating_sub(1);
+                        }
+                    }
+                    job.results.push(FileDiagnostics {
+                        path: wait.path,
+                        outcome,
+                    });
+                } else {
+                    index += 1;
+                }
+            }
+        }
+        for job in jobs {
+            if job.queue.is_empty() && job.active.is_empty() {
+                let mut results = job.results;
+                let position: HashMap<&PathBuf, usize> = job
+                    .order
+                    .iter()
+                    .enumerate()
+                    .map(|(index, path)| (path, index))
+                    .collect();
+                results.sort_by_key(|result| position.get(&result.path).copied());
+                let _ = job.reply.send(results);
+            } else {
+                self.jobs.push(job);
+            }
+        }
+    }
+
+    fn begin_file_wait(
+        &mut self,
+        path: &Path,
+        timeout: Duration,
+        now: Instant,
+    ) -> Result<FileWait, String> {
+        let indexes: Vec<usize> = self
+            .options
+            .config
+            .servers_for_path(path)
+            .into_iter()
+            .filter(|&index| self.servers[index].config.diagnostics)
+            .collect();
+        if indexes.is_empty() {
+            if self.options.config.servers_for_path(path).is_empty() {
+                return Err(self.options.config.why_unserved(path));
+            }
+            return Err(format!(
+                "every server for {} has diagnostics turned off (\"diagnostics\": false)",
+                path.display()
+            ));
+        }
+        for &index in &indexes {
+            self.ensure_started(ServerId(index as u32));
+        }
+        Ok(FileWait {
+            path: path.to_path_buf(),
+            servers: indexes
+                .iter()
+                .map(|&index| ServerId(index as u32))
+                .collect(),
+            timeout,
+            deadline: None,
+            // Servers fail by their own startup timeout; this only bounds a stuck start.
+            start_deadline: now + self.options.startup_timeout + timeout,
+            done: BTreeMap::new(),
+            pinned: false,
+        })
+    }
+
+    /// Advance one file's wait; `Some(outcome)` when it is finished.
+    fn advance_file_wait(
+        &mut self,
+        wait: &mut FileWait,
+        now: Instant,
+    ) -> Option<DiagnosticsOutcome> {
+        if wait.deadline.is_none() {
+            let starting = wait.servers.iter().any(|id| {
+                let server = &self.servers[id.0 as usize];
+                server.is_starting() || server.is_restart_pending()
+            });
+            if starting && now < wait.start_deadline {
+                return None;
+            }
+            for id in &wait.servers {
+                let server = &self.servers[id.0 as usize];
+                if !server.is_running() {
+                    let reason = server
+                        .failure()
+                        .map(|error| error.to_string())
+                        .unwrap_or_else(|| {
+                            format!("server {} is still starting", server.config.name)
+                        });
+                    wait.done.insert(*id, Err(reason));
+                }
+            }
+            if wait.done.len() == wait.servers.len() {
+                let reasons: Vec<String> = wait
+                    .done
+                    .values()
+                    .filter_map(|done| done.clone().err())
+                    .collect();
+                return Some(DiagnosticsOutcome::Failed(reasons.join("; ")));
+            }
+            if let Err(error) = self.sync_document(&wait.path) {
+                return Some(DiagnosticsOutcome::NotChecked(error.to_string()));
+            }
+            if let Some(doc) = self.documents.get_mut(&wait.path) {
+                doc.pins += 1;
+                wait.pinned = true;
+            }
+            // The settle timeout counts from the sync, not from the op (servers start first).
+            wait.deadline = Some(now + wait.timeout);
+        }
+        let doc_version = self
+            .documents
+            .get(&wait.path)
+            .map(|doc| doc.version)
+            .unwrap_or(1);
+        for id in wait.servers.clone() {
+            if wait.done.contains_key(&id) {
+                continue;
+            }
+            let server = &self.servers[id.0 as usize];
+            if let Some(reason) = server.permanent_failure() {
+                wait.done.insert(id, Err(reason.to_string()));
+                continue;
+            }
+            let key = (id, wait.path.clone());
+            if server.pull_diagnostics
+                && self.pulled.get(&key) != Some(&doc_version)
+                && !self.pulls_in_flight.contains(&key)
+            {
+                // Pull servers are asked once per version. A dynamic registration that arrives
+                // after the wait began (pyright registers after `initialized`) switches it here.
+                let purpose = Purpose::Pull {
+                    path: wait.path.clone(),
+                    version: doc_version,
+                    attempts: 0,
+                };
+                self.send_request(id, purpose);
+                continue;
+            }
+            let server = &self.servers[id.0 as usize];
+            let settled = if server.pull_diagnostics {
+                self.pulled.get(&(id, wait.path.clone())) == Some(&doc_version)
+            } else {
+                self.push_state(id, &wait.path).is_some_and(|state| {
+                    push_settled(
+                        &state,
+                        now,
+                        self.options.settle_quiet,
+                        self.options.settle_quiet_unversioned,
+                    )
+                })
+            };
+            if settled {
+                wait.done.insert(id, Ok(()));
+            }
+        }
+        let names: Vec<&str> = wait
+            .servers
+            .iter()
+            .map(|id| self.servers[id.0 as usize].config.name.as_str())
+            .collect();
+        let merged = self.store.merged(&wait.path, &names);
+        if wait.done.len() == wait.servers.len() {
+            let failures: Vec<String> = wait
+                .done
+                .values()
+                .filter_map(|done| done.clone().err())
+                .collect();
+            if failures.len() == wait.servers.len() {
+                return Some(DiagnosticsOutcome::Failed(failures.join("; ")));
+            }
+            return Some(DiagnosticsOutcome::Settled(merged));
+        }
+        let deadline = wait.deadline?;
+        if now >= deadline {
+            let servers = wait
+                .servers
+                .iter()
+                .filter(|id| !wait.done.contains_key(id))
+                .map(|id| self.servers[id.0 as usize].config.name.clone())
+                .collect();
+            return Some(DiagnosticsOutcome::TimedOut {
+                diagnostics: merged,
+                servers,
+                after: wait.timeout,
+            });
+        }
+        None
+    }
+
+    pub(super) fn push_state(&self, server_id: ServerId, path: &Path) -> Option<PushState> {
+        let server = &self.servers[server_id.0 as usize];
+        let doc = self.documents.get(path)?;
+        let &(sent_version, sent_at) = doc.open_on.get(&server_id)?;
+        Some(PushState {
+            sent_version,
+            sent_at,
+            last_publish: server.publishes.get(path).copied(),
+            progress_active: !server.active_progress.is_empty(),
+            last_progress_change: server.last_progress_change,
+            // lspc sends `didSave` with every later version to servers that asked for saves.
+            saved: sent_version > 1 && server.save.is_some(),
+        })
+    }
+}

@@ -1,0 +1,326 @@
+//! Server-message handling for the event loop: route each [`ServerEvent`] of the current
+//! generation, answer server requests, track `$/progress`, and turn published or pulled
+//! diagnostics into the [`DiagnosticStore`](crate::diagnostics::DiagnosticStore).
+//!
+//! A child module of `event_loop` so it can reach the loop's state; it adds no state. Invariants:
+//! - Events from an older server generation (a process since restarted) are dropped.
+//! - `publishDiagnostics` is queued per (server, uri) and converted once per turn in
+//!   [`State::flush_publishes`]; a publish for an older document version than lspc sent is dropped
+//!   (LSP 3.17 §`publishDiagnostics`).
+//! - After shutdown began, server requests are answered with `null` and no edits are applied.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::Value;
+
+use super::super::documents::read_text;
+use super::super::server_requests::{self, SideEffect};
+use super::super::settle::PublishInfo;
+use super::State;
+use crate::diagnostics::{self, Diagnostic};
+use crate::process::{ServerEvent, ServerId};
+use crate::text::{LineIndex, PositionEncoding};
+use crate::transport::{IncomingMessage, Outgoing};
+use crate::uri;
+
+/// The JSON objects of a publish's `diagnostics` or a pull report's `items`, unchanged (anything
+/// that is not an object is left out); empty when the array is missing.
+fn raw_diagnostic_values(list: Option<&Value>) -> Vec<Value> {
+    list.and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter(|item| item.is_object())
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl State {
+    pub(super) fn handle_server_event(&mut self, event: ServerEvent) {
+        match event {
+            ServerEvent::Message {
+                server_id,
+                generation,
+                message,
+            } => {
+                if self.servers[server_id.0 as usize].generation != generation {
+                    return;
+                }
+                self.handle_message(server_id, message);
+            }
+            ServerEvent::Closed {
+                server_id,
+                generation,
+                reason,
+            } => {
+                if self.servers[server_id.0 as usize].generation != generation {
+                    return;
+                }
+                self.on_closed(server_id, reason);
+            }
+        }
+    }
+
+    fn handle_message(&mut self, server_id: ServerId, message: IncomingMessage) {
+        if matches!(message, IncomingMessage::Response { .. }) {
+            // Any answer, even a late one, shows the server is not hung.
+            self.servers[server_id.0 as usize].supervisor.on_answer();
+        }
+        match message {
+            IncomingMessage::Request { id, method, params }
+                if method == "workspace/applyEdit" && !self.shutting_down =>
+            {
+                let result = self.answer_apply_edit(server_id, &params);
+                if let Some(process) = self.servers[server_id.0 as usize].process() {
+                    let _ = process.send(Outgoing::Response {
+                        id,
+                        result: Ok(result),
+                    });
+                }
+            }
+            IncomingMessage::Request { id, method, params } => {
+                let server = &mut self.servers[server_id.0 as usize];
+                log::debug!("{}: server request {method} {params}", server.config.name);
+                let (result, effect) = if self.shutting_down {
+                    (Ok(Value::Null), SideEffect::None)
+                } else {
+                    server_requests::answer(
+                        &method,
+                        &params,
+                        server.config.settings.as_ref(),
+                        &server.workspace_folder,
+                        &server.root_uri,
+                    )
+                };
+                if method == "window/showMessageRequest" {
+                    let text = params
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    log::info!("{}: {text}", server.config.name);
+                }
+                match effect {
+                    SideEffect::None => {}
+                    SideEffect::ProgressCreated(_) => {}
+                    SideEffect::PullDiagnosticsRegistered(ids) => {
+                        server.pull_registrations.extend(ids);
+                        server.pull_diagnostics = true;
+                    }
+                    SideEffect::Unregistered(ids) => {
+                        for id in ids {
+                            server.pull_registrations.remove(&id);
+                        }
+                        server.pull_diagnostics =
+                            server.static_pull || !server.pull_registrations.is_empty();
+                    }
+                    SideEffect::DiagnosticsRefresh => {
+                        self.pulled.retain(|(id, _), _| *id != server_id);
+                    }
+                }
+                if let Some(process) = server.process() {
+                    let _ = process.send(Outgoing::Response { id, result });
+                }
+            }
+            IncomingMessage::Notification { method, params } => {
+                self.handle_notification(server_id, &method, params)
+            }
+            IncomingMessage::Response {
+                id: Some(id),
+                result,
+            } => match serde_json::to_value(&id).ok().and_then(|id| id.as_i64()) {
+                Some(id) => self.on_response(server_id, id as i32, result),
+                None => log::debug!("ignoring a reply with id {id}"),
+            },
+            IncomingMessage::Response { id: None, result } => {
+                if let Err(error) = result {
+                    log::warn!(
+                        "{}: error reply without id: {}",
+                        self.servers[server_id.0 as usize].config.name,
+                        error.message
+                    );
+                }
+            }
+        }
+    }
+
+    fn handle_notification(&mut self, server_id: ServerId, method: &str, params: Value) {
+        let server = &mut self.servers[server_id.0 as usize];
+        match method {
+            "textDocument/publishDiagnostics" => self.queue_publish(server_id, params),
+            "$/progress" => {
+                let Some(token) = params.get("token").map(server_requests::token_key) else {
+                    return;
+                };
+                let kind = params.pointer("/value/kind").and_then(Value::as_str);
+                // Tokens the server never created are accepted (pylsp does this, B03).
+                match kind {
+                    Some("begin") | Some("report") => {
+                        server.active_progress.insert(token);
+                    }
+                    Some("end") => {
+                        server.active_progress.remove(&token);
+                    }
+                    _ => return,
+                }
+                server.last_progress_change = Some(Instant::now());
+            }
+            "window/logMessage" | "window/showMessage" => {
+                let text = params
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                match params.get("type").and_then(Value::as_u64) {
+                    Some(1) if method == "window/showMessage" => {
+                        log::warn!("{}: {text}", server.config.name)
+                    }
+                    _ => log::debug!("{}: {text}", server.config.name),
+                }
+            }
+            _ => log::trace!("{}: ignoring notification {method}", server.config.name),
+        }
+    }
+
+    /// Keep only the latest publish per (server, uri) until the end of the turn
+    /// ([`Self::flush_publishes`]): a later publish for the same document replaces the earlier
+    /// one anyway (LSP 3.17 §`publishDiagnostics`), so a flood costs one conversion per document.
+    fn queue_publish(&mut self, server_id: ServerId, params: Value) {
+        let at = Instant::now();
+        match params.get("uri").and_then(Value::as_str) {
+            Some(uri) => {
+                let key = (server_id, uri.to_owned());
+                self.pending_publishes.insert(key, (params, at));
+            }
+            None => self.pending_malformed_publishes.push((server_id, params)),
+        }
+    }
+
+    /// Handle the publishes queued this turn.
+    pub(super) fn flush_publishes(&mut self) {
+        for (server_id, params) in std::mem::take(&mut self.pending_malformed_publishes) {
+            self.on_publish(server_id, &params, Instant::now());
+        }
+        for ((server_id, _), (params, at)) in std::mem::take(&mut self.pending_publishes) {
+            self.on_publish(server_id, &params, at);
+        }
+    }
+
+    fn on_publish(&mut self, server_id: ServerId, params: &Value, at: Instant) {
+        let name = self.servers[server_id.0 as usize].config.name.clone();
+        let (uri, version, raw) = match diagnostics::parse_publish(params) {
+            Ok(parsed) => parsed,
+            Err(error) => {
+                log::warn!("{name}: malformed publishDiagnostics: {error}");
+                return;
+            }
+        };
+        let Ok(path) = uri::uri_to_path(&uri) else {
+            log::debug!("{name}: diagnostics for a non-file URI {uri}");
+            return;
+        };
+        let path = uri::canonical(&path);
+        log::debug!(
+            "{name}: publishDiagnostics {uri} v{version:?}: {} diagnostics",
+            raw.len()
+        );
+        if let (Some(version), Some(doc)) = (version, self.documents.get(&path)) {
+            if version < doc.version {
+                log::debug!(
+                    "{name}: dropped diagnostics for {uri} v{version} (now v{})",
+                    doc.version
+                );
+                return;
+            }
+            if version > doc.version {
+                log::info!(
+                    "{name}: diagnostics for {uri} v{version}, ahead of v{}",
+                    doc.version
+                );
+            }
+        }
+        let server = &mut self.servers[server_id.0 as usize];
+        server
+            .publishes
+            .insert(path.clone(), PublishInfo { version, at });
+        server.raw_diagnostics.insert(
+            path.clone(),
+            raw_diagnostic_values(params.get("diagnostics")),
+        );
+        if !server.config.diagnostics {
+            return;
+        }
+        let encoding = server.encoding;
+        let converted = self.convert(&name, &path, &raw, encoding);
+        self.record_diagnostics(&name, &path, converted);
+    }
+
+    fn convert(
+        &mut self,
+        server: &str,
+        path: &Path,
+        raw: &[lsp_types::Diagnostic],
+        encoding: PositionEncoding,
+    ) -> Vec<Diagnostic> {
+        let (text, index) = match self.documents.get(path) {
+            Some(doc) => (Arc::clone(&doc.text), Arc::clone(&doc.line_index)),
+            None => {
+                let entry = self
+                    .disk_texts
+                    .entry(path.to_path_buf())
+                    .or_insert_with(|| {
+                        let text = read_text(path, 10 * 1024 * 1024).unwrap_or_default();
+                        let index = Arc::new(LineIndex::new(&text));
+                        (Arc::from(text), index)
+                    });
+                (Arc::clone(&entry.0), Arc::clone(&entry.1))
+            }
+        };
+        raw.iter()
+            .map(|diagnostic| {
+                diagnostics::normalize(server, path, diagnostic, |position| {
+                    index.from_lsp(&text, position, encoding)
+                })
+            })
+            .collect()
+    }
+
+    pub(super) fn on_pulled(
+        &mut self,
+        server_id: ServerId,
+        path: &Path,
+        version: i32,
+        report: &Value,
+    ) {
+        let server = &self.servers[server_id.0 as usize];
+        let name = server.config.name.clone();
+        let encoding = server.encoding;
+        let diagnostics_enabled = server.config.diagnostics;
+        self.pulled.insert((server_id, path.to_path_buf()), version);
+        // LSP 3.17 §`DocumentDiagnosticReport`: "full" carries items; "unchanged" keeps the last.
+        if report.get("kind").and_then(Value::as_str) == Some("unchanged") {
+            return;
+        }
+        self.servers[server_id.0 as usize].raw_diagnostics.insert(
+            path.to_path_buf(),
+            raw_diagnostic_values(report.get("items")),
+        );
+        if !diagnostics_enabled {
+            return;
+        }
+        let items: Vec<lsp_types::Diagnostic> = report
+            .get("items")
+            .and_then(Value::as_array)
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|item| serde_json::from_value(item.clone()).ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let converted = self.convert(&name, path, &items, encoding);
+        self.record_diagnostics(&name, path, converted);
+    }
+}

@@ -1,0 +1,119 @@
+//! The shutdown sequence of the event loop (LSP 3.17 §`shutdown`/§`exit`).
+//!
+//! A child module of `event_loop` so it can reach the loop's state. Invariants:
+//! - It runs at most once (`shutting_down` guards it); every op still waiting is answered first.
+//! - Every wait is bounded: the `shutdown` replies by the longest server shutdown timeout, then
+//!   each process's stop (stdin closed, SIGTERM, SIGKILL of the process group).
+//! - Server requests arriving meanwhile are answered with `null`.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Receiver;
+use serde_json::Value;
+
+use super::super::EngineError;
+use super::{Purpose, ServerState, State};
+use crate::process::{ServerEvent, ServerId};
+use crate::transport::IncomingMessage;
+use crate::transport::Outgoing;
+
+impl State {
+    /// LSP 3.17 §`shutdown`/§`exit`: `shutdown` to every live server, wait for the replies (bounded
+    /// by each server's shutdown timeout), `exit`, then close stdin, SIGTERM and SIGKILL the
+    /// process group, each bounded. Ops still waiting are answered with [`EngineError::Gone`].
+    pub(super) fn shutdown_all(&mut self, event_receiver: &Receiver<ServerEvent>) {
+        if self.shutting_down {
+            return;
+        }
+        self.shutting_down = true;
+        for (_, purpose) in self.pending.drain() {
+            if let Purpose::Frontend { reply, .. } = purpose {
+                let _ = reply.send(Err(EngineError::Gone));
+            }
+        }
+        for retry in self.retries.drain(..) {
+            if let Purpose::Frontend { reply, .. } = retry.purpose {
+                let _ = reply.send(Err(EngineError::Gone));
+            }
+        }
+        for sync in self.syncs.drain(..) {
+            let _ = sync.reply.send(Err(EngineError::Gone));
+        }
+        for job in self.jobs.drain(..) {
+            let _ = job.reply.send(job.results);
+        }
+        let mut deadline = Instant::now();
+        let mut waiting: BTreeSet<ServerId> = BTreeSet::new();
+        for index in 0..self.servers.len() {
+            let server_id = ServerId(index as u32);
+            let server = &self.servers[index];
+            if !server.is_running() {
+                continue;
+            }
+            let timeout = server
+                .config
+                .shutdown_timeout_ms
+                .map(Duration::from_millis)
+                .unwrap_or(self.options.shutdown_timeout);
+            deadline = deadline.max(Instant::now() + timeout);
+            self.send_request(server_id, Purpose::Shutdown);
+            waiting.insert(server_id);
+        }
+        while !waiting.is_empty() {
+            let timeout = deadline.saturating_duration_since(Instant::now());
+            let Ok(event) = event_receiver.recv_timeout(timeout) else {
+                break;
+            };
+            match event {
+                ServerEvent::Message {
+                    server_id,
+                    message: IncomingMessage::Response { id: Some(id), .. },
+                    ..
+                } => {
+                    let id = serde_json::to_value(&id).ok().and_then(|id| id.as_i64());
+                    let key = id.map(|id| (server_id, id as i32));
+                    if key.is_some_and(|key| {
+                        matches!(self.pending.get(&key), Some(Purpose::Shutdown))
+                    }) {
+                        waiting.remove(&server_id);
+                    }
+                }
+                ServerEvent::Message {
+                    server_id,
+                    message: IncomingMessage::Request { id, .. },
+                    ..
+                } => {
+                    // After shutdown, answer with null (STYLE.md habit 6).
+                    if let Some(process) = self.servers[server_id.0 as usize].process() {
+                        let _ = process.send(Outgoing::Response {
+                            id,
+                            result: Ok(Value::Null),
+                        });
+                    }
+                }
+                ServerEvent::Closed { server_id, .. } => {
+                    waiting.remove(&server_id);
+                }
+                _ => {}
+            }
+        }
+        for server in &mut self.servers {
+            if server.process().is_some() {
+                server.notify("exit", Value::Null);
+            }
+        }
+        for server in &mut self.servers {
+            if let ServerState::Starting { process, .. } | ServerState::Running { process } =
+                &mut server.state
+            {
+                let exit = process.terminate(Duration::from_millis(1000));
+                log::debug!("{}: stopped ({exit})", server.config.name);
+            }
+            if let Some(mut watchdog) = server.watchdog.take() {
+                watchdog.disarm();
+            }
+            server.state = ServerState::NotStarted;
+        }
+    }
+}
