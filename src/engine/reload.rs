@@ -16,17 +16,12 @@
 //! - Stopping is the LSP sequence (`shutdown`, `exit`, then close/SIGTERM/SIGKILL), bounded by the
 //!   server's shutdown timeout; other servers' events that arrive meanwhile are handled normally.
 
-use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
-
 use crossbeam_channel::Receiver;
-use serde_json::Value;
 
 use super::{Purpose, Server, ServerState, State};
 use crate::config::{Config, ServerConfig};
 use crate::engine::EngineError;
 use crate::process::{ServerEvent, ServerId};
-use crate::transport::{IncomingMessage, Outgoing};
 
 /// What a reload did, by server name (each list in slot order).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -125,7 +120,7 @@ impl State {
             })
             .map(|(index, _)| ServerId(index as u32))
             .collect();
-        self.stop_servers(&stopping, event_receiver);
+        self.stop_servers(&stopping, event_receiver, "for a configuration reload");
         let mut report = ReloadReport::default();
         for (index, change) in plan.iter().enumerate() {
             let config = aligned.servers[index].clone();
@@ -162,93 +157,6 @@ impl State {
             report.unchanged
         );
         report
-    }
-
-    /// `shutdown` to each running server of `ids`, wait for the answers (bounded by each server's
-    /// shutdown timeout) while handling every other server's events as usual, then `exit` and
-    /// [`terminate`](crate::process::ServerProcess::terminate).
-    fn stop_servers(&mut self, ids: &[ServerId], event_receiver: &Receiver<ServerEvent>) {
-        let stopping: BTreeSet<ServerId> = ids.iter().copied().collect();
-        let mut waiting: BTreeSet<ServerId> = BTreeSet::new();
-        let mut deadline = Instant::now();
-        for &server_id in ids {
-            let server = &self.servers[server_id.0 as usize];
-            if !server.is_running() {
-                continue;
-            }
-            let timeout = server
-                .config
-                .shutdown_timeout_ms
-                .map(Duration::from_millis)
-                .unwrap_or(self.options.shutdown_timeout);
-            deadline = deadline.max(Instant::now() + timeout);
-            self.send_request(server_id, Purpose::Shutdown);
-            waiting.insert(server_id);
-        }
-        while !waiting.is_empty() {
-            let timeout = deadline.saturating_duration_since(Instant::now());
-            let Ok(event) = event_receiver.recv_timeout(timeout) else {
-                break;
-            };
-            let server_id = match &event {
-                ServerEvent::Message { server_id, .. } | ServerEvent::Closed { server_id, .. } => {
-                    *server_id
-                }
-            };
-            if !stopping.contains(&server_id) {
-                self.handle_server_event(event);
-                continue;
-            }
-            match event {
-                ServerEvent::Message {
-                    message: IncomingMessage::Response { id: Some(id), .. },
-                    ..
-                } => {
-                    let id = serde_json::to_value(&id).ok().and_then(|id| id.as_i64());
-                    let key = id.map(|id| (server_id, id as i32));
-                    if key.is_some_and(|key| {
-                        matches!(self.pending.get(&key), Some(Purpose::Shutdown))
-                    }) {
-                        waiting.remove(&server_id);
-                    }
-                }
-                ServerEvent::Message {
-                    message: IncomingMessage::Request { id, .. },
-                    ..
-                } => {
-                    // After shutdown, answer with null (as the loop's own shutdown does).
-                    if let Some(process) = self.servers[server_id.0 as usize].process() {
-                        let _ = process.send(Outgoing::Response {
-                            id,
-                            result: Ok(Value::Null),
-                        });
-                    }
-                }
-                ServerEvent::Closed { .. } => {
-                    waiting.remove(&server_id);
-                }
-                _ => {}
-            }
-        }
-        for &server_id in ids {
-            let server = &mut self.servers[server_id.0 as usize];
-            if server.process().is_some() {
-                server.notify("exit", Value::Null);
-            }
-            if let ServerState::Starting { process, .. } | ServerState::Running { process } =
-                &mut server.state
-            {
-                let exit = process.terminate(Duration::from_millis(1000));
-                log::info!(
-                    "{}: stopped for a configuration reload ({exit})",
-                    server.config.name
-                );
-            }
-            if let Some(mut watchdog) = server.watchdog.take() {
-                watchdog.disarm();
-            }
-            server.state = ServerState::NotStarted;
-        }
     }
 
     /// Put a fresh server for `config` in slot `index` (not started; `failed` when given), after

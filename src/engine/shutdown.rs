@@ -1,4 +1,5 @@
-//! The shutdown sequence of the event loop (LSP 3.17 §`shutdown`/§`exit`).
+//! The shutdown sequence of the event loop (LSP 3.17 §`shutdown`/§`exit`), and the graceful stop
+//! of a set of servers it shares with a configuration reload (`stop_servers`).
 //!
 //! A child module of `event_loop` so it can reach the loop's state. Invariants:
 //! - It runs at most once (`shutting_down` guards it); every op still waiting is answered first.
@@ -43,11 +44,30 @@ impl State {
         for job in self.jobs.drain(..) {
             let _ = job.reply.send(job.results);
         }
-        let mut deadline = Instant::now();
+        let ids: Vec<ServerId> = (0..self.servers.len())
+            .map(|index| ServerId(index as u32))
+            .collect();
+        self.stop_servers(&ids, event_receiver, "as lspc shuts down");
+    }
+
+    /// The graceful stop of the servers `ids` (LSP 3.17 §`shutdown`/§`exit`), shared by the
+    /// shutdown of the loop and a configuration reload: `shutdown` to each running one, wait for
+    /// the answers (bounded by each server's shutdown timeout) while handling every other
+    /// server's events as usual and answering the stopping servers' requests with `null`, then
+    /// `exit` and [`terminate`](crate::process::ServerProcess::terminate) (close stdin, SIGTERM,
+    /// SIGKILL of the process group, each bounded). `why` is logged ("for a configuration
+    /// reload").
+    pub(super) fn stop_servers(
+        &mut self,
+        ids: &[ServerId],
+        event_receiver: &Receiver<ServerEvent>,
+        why: &str,
+    ) {
+        let stopping: BTreeSet<ServerId> = ids.iter().copied().collect();
         let mut waiting: BTreeSet<ServerId> = BTreeSet::new();
-        for index in 0..self.servers.len() {
-            let server_id = ServerId(index as u32);
-            let server = &self.servers[index];
+        let mut deadline = Instant::now();
+        for &server_id in ids {
+            let server = &self.servers[server_id.0 as usize];
             if !server.is_running() {
                 continue;
             }
@@ -65,9 +85,17 @@ impl State {
             let Ok(event) = event_receiver.recv_timeout(timeout) else {
                 break;
             };
+            let server_id = match &event {
+                ServerEvent::Message { server_id, .. } | ServerEvent::Closed { server_id, .. } => {
+                    *server_id
+                }
+            };
+            if !stopping.contains(&server_id) {
+                self.handle_server_event(event);
+                continue;
+            }
             match event {
                 ServerEvent::Message {
-                    server_id,
                     message: IncomingMessage::Response { id: Some(id), .. },
                     ..
                 } => {
@@ -80,7 +108,6 @@ impl State {
                     }
                 }
                 ServerEvent::Message {
-                    server_id,
                     message: IncomingMessage::Request { id, .. },
                     ..
                 } => {
@@ -92,23 +119,22 @@ impl State {
                         });
                     }
                 }
-                ServerEvent::Closed { server_id, .. } => {
+                ServerEvent::Closed { .. } => {
                     waiting.remove(&server_id);
                 }
                 _ => {}
             }
         }
-        for server in &mut self.servers {
+        for &server_id in ids {
+            let server = &mut self.servers[server_id.0 as usize];
             if server.process().is_some() {
                 server.notify("exit", Value::Null);
             }
-        }
-        for server in &mut self.servers {
             if let ServerState::Starting { process, .. } | ServerState::Running { process } =
                 &mut server.state
             {
                 let exit = process.terminate(Duration::from_millis(1000));
-                log::debug!("{}: stopped ({exit})", server.config.name);
+                log::info!("{}: stopped {why} ({exit})", server.config.name);
             }
             if let Some(mut watchdog) = server.watchdog.take() {
                 watchdog.disarm();
