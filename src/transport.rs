@@ -27,7 +27,7 @@ use serde_json::Value;
 pub const MAX_BODY_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Longest header or junk line held in memory, in bytes (64 KiB). Longer lines keep only their
-/// last [`LINE_TAIL_BYTES`] bytes, so a `Content-Length` header glued to the end of a long junk
+/// last `LINE_TAIL_BYTES` (256) bytes, so a `Content-Length` header glued to the end of a long junk
 /// run without a newline is still found.
 pub const MAX_LINE_BYTES: usize = 64 * 1024;
 

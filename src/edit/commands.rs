@@ -5,7 +5,7 @@
 //! are converted to each server's negotiated encoding here. Paths are canonical absolute paths
 //! inside the API; [`render_outcome`] shows them relative to the root.
 //!
-//! Every command that writes follows one sequence ([`EditCommands::write_and_report`]): preview
+//! Every command that writes follows one sequence (`EditCommands::write_and_report`): preview
 //! the edit through the loop ([`crate::engine::Op::ApplyEdit`], nothing written), take the
 //! SETTLED diagnostics of the files it will change as the baseline, write, wait for settled
 //! diagnostics again, and report only the diagnostics that are new (seed 000's before/after

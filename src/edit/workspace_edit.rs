@@ -3,7 +3,7 @@
 //! LSP 3.17 §`WorkspaceEdit`, §`TextDocumentEdit`, §`CreateFile`/§`RenameFile`/§`DeleteFile`.
 //!
 //! The edit is first played in memory against a virtual view of the files it touches
-//! ([`plan`]): operations run in the order the server gave them, each text edit is converted from
+//! (`plan`): operations run in the order the server gave them, each text edit is converted from
 //! the server's position encoding against the text as it stands at that point of the edit, and
 //! every check happens there. Only when the whole edit is valid does [`apply_workspace_edit`]
 //! write, so any rejection leaves every byte on disk as it was.

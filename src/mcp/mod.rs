@@ -10,7 +10,7 @@
 //! Invariants:
 //! - Every request gets exactly one response, except a cancelled one, which gets none (MCP
 //!   §cancellation: "MUST NOT send any further messages for it").
-//! - stdin EOF: in-flight calls get [`EOF_GRACE`] to answer, the rest are cancelled; workers are
+//! - stdin EOF: in-flight calls get `EOF_GRACE` (10 s) to answer, the rest are cancelled; workers are
 //!   joined, the engine shuts every server down (`shutdown`/`exit`), then [`run`] returns 0.
 //! - Both eras are served by one process: `initialize` opens a handshake-era session; a request
 //!   whose `_meta` carries `io.modelcontextprotocol/protocolVersion` is served statelessly.

@@ -48,9 +48,9 @@ use locations::{parse_locations, parse_range, SourceFiles};
 /// How often a readiness wait re-reads the server's progress state.
 const READINESS_POLL: Duration = Duration::from_millis(200);
 /// The longest the first query about a file waits for its diagnostics (see
-/// [`Queries::wait_analysed`]). Loading a TypeScript project took 10 s on a loaded 2-core
+/// [`wait_analysed`]). Loading a TypeScript project took 10 s on a loaded 2-core
 /// machine; a server that never publishes costs this once per file and session.
-const ANALYSIS_WAIT: Duration = Duration::from_secs(20);
+pub const ANALYSIS_WAIT: Duration = Duration::from_secs(20);
 
 /// A position the user gave: `line` is 1-based; the column is given directly or found by symbol.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -376,7 +376,7 @@ fn document_uri(path: &Path) -> String {
     }
 }
 
-/// The files whose first analysis wait ([`Queries::wait_analysed`]) a session has already done,
+/// The files whose first analysis wait ([`wait_analysed`]) a session has already done,
 /// shared by every clone of a [`Queries`] (and by a frontend that builds one per request, such
 /// as MCP, through [`Queries::with_analysed_files`]). Keyed by server and canonical path.
 #[derive(Debug, Clone, Default)]
