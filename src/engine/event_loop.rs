@@ -772,16 +772,7 @@ impl State {
         self.pulled.retain(|(id, _), _| *id != server_id);
         self.pulls_in_flight.retain(|(id, _)| *id != server_id);
         // Requests in flight: retried once on the next process, or failed now.
-        let keys: Vec<(ServerId, i32)> = self
-            .pending
-            .keys()
-            .filter(|(id, _)| *id == server_id)
-            .copied()
-            .collect();
-        for key in keys {
-            let Some(purpose) = self.pending.remove(&key) else {
-                continue;
-            };
+        for purpose in self.take_pending_of(server_id) {
             match (purpose, restart_at) {
                 (
                     Purpose::Frontend {
@@ -865,6 +856,19 @@ impl State {
             stderr_tail,
         };
         self.fail_server(server_id, reason, false);
+    }
+
+    /// Remove and return every request in flight to `server_id` (its process is gone).
+    pub(super) fn take_pending_of(&mut self, server_id: ServerId) -> Vec<Purpose> {
+        let keys: Vec<(ServerId, i32)> = self
+            .pending
+            .keys()
+            .filter(|(id, _)| *id == server_id)
+            .copied()
+            .collect();
+        keys.into_iter()
+            .filter_map(|key| self.pending.remove(&key))
+            .collect()
     }
 
     fn on_closed(&mut self, server_id: ServerId, reason: process::CloseReason) {

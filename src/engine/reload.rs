@@ -169,14 +169,8 @@ impl State {
             status: "stopped by a configuration reload".to_owned(),
             stderr_tail: String::new(),
         };
-        let keys: Vec<(ServerId, i32)> = self
-            .pending
-            .keys()
-            .filter(|(id, _)| *id == server_id)
-            .copied()
-            .collect();
-        for key in keys {
-            if let Some(Purpose::Frontend { reply, .. }) = self.pending.remove(&key) {
+        for purpose in self.take_pending_of(server_id) {
+            if let Purpose::Frontend { reply, .. } = purpose {
                 let _ = reply.send(Err(reason.clone()));
             }
         }
