@@ -224,6 +224,11 @@ fn render_human(report: &CheckReport, out: &mut dyn Write) -> io::Result<()> {
             }
             writeln!(out)?;
             for line in lines {
+                // Blank lines stay blank: no trailing indentation (ruff's "\n\nhelp: …").
+                if line.trim().is_empty() {
+                    writeln!(out)?;
+                    continue;
+                }
                 writeln!(out, "    {line}")?;
             }
         }
@@ -923,6 +928,21 @@ mod tests {
             ),
         );
         check(&failing(), Format::Human, "/elsewhere/x.py:1:1: error: e\n");
+        // A blank line inside a message (ruff's "\n\nhelp: …") gets no trailing indentation.
+        let mut blank_line = sample();
+        blank_line.files[0].diagnostics[1].message =
+            "`os` imported but unused\n\nhelp: Remove the import".to_owned();
+        blank_line.files.truncate(1);
+        check(
+            &blank_line,
+            Format::Human,
+            concat!(
+                "src/a.py:2:10: error: Type \"str\" is not assignable to declared type \"int\" [Pyright reportAssignmentType]\n",
+                "src/a.py:4:1: warning: `os` imported but unused [F401]\n",
+                "\n",
+                "    help: Remove the import\n",
+            ),
+        );
     }
 
     #[test]
