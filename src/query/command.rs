@@ -100,6 +100,27 @@ pub struct QueryAnswer {
     pub incomplete: Option<String>,
 }
 
+impl QueryAnswer {
+    /// The answer of a query whose result may be absent (hover, signature help): `null`, empty
+    /// and not found for `None`.
+    fn optional<T: serde::Serialize>(result: Option<T>, render: fn(&T) -> String) -> QueryAnswer {
+        match result {
+            Some(result) => QueryAnswer {
+                json: to_json(&result),
+                human: render(&result),
+                found: true,
+                incomplete: None,
+            },
+            None => QueryAnswer {
+                json: Value::Null,
+                human: String::new(),
+                found: false,
+                incomplete: None,
+            },
+        }
+    }
+}
+
 fn to_json<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or_else(|error| {
         log::warn!("cannot serialise a result: {error}");
@@ -136,20 +157,7 @@ pub fn execute(queries: &Queries, request: &QueryRequest) -> Result<QueryAnswer,
                 incomplete: result.incomplete,
             }
         }
-        QueryRequest::Hover { at } => match queries.hover(at)? {
-            Some(result) => QueryAnswer {
-                json: to_json(&result),
-                human: render::hover(&result),
-                found: true,
-                incomplete: None,
-            },
-            None => QueryAnswer {
-                json: Value::Null,
-                human: String::new(),
-                found: false,
-                incomplete: None,
-            },
-        },
+        QueryRequest::Hover { at } => QueryAnswer::optional(queries.hover(at)?, render::hover),
         QueryRequest::Symbols { file } => {
             let mut symbols = queries.document_symbols(file)?;
             let human = render::symbol_tree(&symbols);
@@ -206,20 +214,9 @@ pub fn execute(queries: &Queries, request: &QueryRequest) -> Result<QueryAnswer,
                 incomplete: result.incomplete,
             }
         }
-        QueryRequest::SignatureHelp { at } => match queries.signature_help(at)? {
-            Some(result) => QueryAnswer {
-                json: to_json(&result),
-                human: render::signature_help(&result),
-                found: true,
-                incomplete: None,
-            },
-            None => QueryAnswer {
-                json: Value::Null,
-                human: String::new(),
-                found: false,
-                incomplete: None,
-            },
-        },
+        QueryRequest::SignatureHelp { at } => {
+            QueryAnswer::optional(queries.signature_help(at)?, render::signature_help)
+        }
     };
     Ok(answer)
 }
