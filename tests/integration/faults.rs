@@ -8,12 +8,13 @@
 //! built `lspc check` binary.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::support::{pid_alive, processes_matching};
 use lspc::config::{self, ConfigOptions};
 use lspc::engine::{EngineError, EngineHandle, EngineOptions, RestartPolicy};
 use lspc::process::ServerId;
@@ -113,7 +114,7 @@ impl Fx {
         let marker = self.scenario_path();
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
-            let left = processes_with(&marker);
+            let left = processes_matching(&marker);
             if left.is_empty() {
                 return;
             }
@@ -129,36 +130,6 @@ impl Drop for Fx {
             let _ = fs::remove_dir_all(&self.dir);
         }
     }
-}
-
-/// Pids of live (non-zombie) processes whose command line contains `marker`.
-fn processes_with(marker: &str) -> Vec<u32> {
-    let Ok(entries) = fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            String::from_utf8_lossy(&cmdline).contains(marker) && !is_zombie(*pid)
-        })
-        .collect()
-}
-
-fn is_zombie(pid: u32) -> bool {
-    fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|stat| {
-            stat.rsplit(')')
-                .next()
-                .unwrap_or("")
-                .trim_start()
-                .starts_with('Z')
-        })
-        .unwrap_or(false)
-}
-
-fn alive(pid: u32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists() && !is_zombie(pid)
 }
 
 fn wait_until(what: &str, timeout: Duration, mut condition: impl FnMut() -> bool) {
@@ -352,7 +323,7 @@ fn b24_server_closing_its_pipes_is_treated_as_dead_and_killed() {
         "{:?}",
         started.elapsed()
     );
-    assert!(!alive(first_pid), "the silent process was killed");
+    assert!(!pid_alive(first_pid), "the silent process was killed");
     assert_eq!(engine.status()[0].restarts, 1);
     engine.shutdown();
     fx.assert_no_server_left();
@@ -465,7 +436,7 @@ fn b21_hung_server_is_killed_and_restarted_after_three_missed_deadlines() {
     wait_until(
         "the hung process to be killed",
         Duration::from_secs(5),
-        || !alive(first_pid),
+        || !pid_alive(first_pid),
     );
     // The next call waits for the restart (500 ms backoff) and works.
     let answer = engine
@@ -696,7 +667,7 @@ fn b26_normal_end_kills_the_server_and_its_grandchild() {
     assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
     let grandchild = grandchild_pid(&fx);
     wait_until("the grandchild to die", Duration::from_secs(5), || {
-        !alive(grandchild)
+        !pid_alive(grandchild)
     });
     fx.assert_no_server_left();
 }
@@ -720,7 +691,7 @@ fn signalled_lspc_leaves_nothing(name: &str, signal: i32) {
     unsafe { libc::kill(lspc.id() as i32, signal) };
     let _ = lspc.wait();
     wait_until("the grandchild to die", Duration::from_secs(5), || {
-        !alive(grandchild)
+        !pid_alive(grandchild)
     });
     fx.assert_no_server_left();
 }
