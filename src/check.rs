@@ -4,8 +4,9 @@
 //! skipped), ask the engine for each file's settled diagnostics, filter by `--severity`, apply the
 //! optional caps, render, and map the outcome to an exit status (see [`crate::cli`]).
 
+use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, select};
@@ -13,7 +14,9 @@ use crossbeam_channel::{bounded, select};
 use crate::cli::{EXIT_FOUND, EXIT_OK, EXIT_SERVER, EXIT_USAGE};
 use crate::diagnostics::{self, Severity};
 use crate::engine::{DiagnosticsOutcome, EngineHandle, EngineOptions, Op};
-use crate::output::{self, CheckReport, FileReport, FileState, Format, ServerFailure};
+use crate::output::{self, CheckReport, FileReport, FileState, Format, ServerFailure, SkippedFile};
+use crate::process::ServerId;
+use crate::project::ProjectFiles;
 use crate::walk;
 
 /// `lspc check` options. Positions in every output are 1-based; columns count characters.
@@ -22,7 +25,8 @@ pub struct CheckOptions {
     /// Files or folders; empty means the workspace root.
     pub paths: Vec<PathBuf>,
     pub format: Format,
-    /// Report only diagnostics at or above this severity.
+    /// Report only diagnostics at or above this severity (default `info`: hints, LSP severity 4,
+    /// are mostly editor decorations no CLI prints; the summary counts what was left out).
     pub severity: Severity,
     /// Exit 1 when a reported diagnostic is at or above this severity.
     pub fail_on: Severity,
@@ -30,6 +34,11 @@ pub struct CheckOptions {
     pub timeout: Duration,
     pub max_per_file: Option<usize>,
     pub max_total: Option<usize>,
+    /// Check every claimed file, ignoring the servers' project include/exclude.
+    pub all_files: bool,
+    /// `--exclude` globs (ruff-style: a bare name matches any path component, a path is
+    /// relative to the root), validated by the CLI.
+    pub exclude: Vec<String>,
 }
 
 impl Default for CheckOptions {
@@ -37,11 +46,13 @@ impl Default for CheckOptions {
         CheckOptions {
             paths: Vec::new(),
             format: Format::Human,
-            severity: Severity::Hint,
+            severity: Severity::Information,
             fail_on: Severity::Error,
             timeout: Duration::from_secs(30),
             max_per_file: None,
             max_total: None,
+            all_files: false,
+            exclude: Vec::new(),
         }
     }
 }
@@ -71,40 +82,51 @@ pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         .filter(|target| target.is_file())
         .map(|target| crate::uri::canonical(target))
         .collect();
-    let files: Vec<PathBuf> = files
-        .into_iter()
-        .filter(|file| explicit.contains(file) || config.claims(file))
+    let folders: Vec<PathBuf> = targets
+        .iter()
+        .filter(|target| target.is_dir())
+        .map(|target| crate::uri::canonical(target))
         .collect();
+    let selection = select_files(config, options, &explicit, files);
     let had_config_errors = !config.errors.is_empty();
-    if files.is_empty() {
+    if selection.files.is_empty() {
+        if !selection.skipped.is_empty() {
+            // Everything walked was outside the servers' projects: say why, as a clean run.
+            let report = empty_report(&root, options, selection);
+            return finish(&report, options, false, 0, had_config_errors);
+        }
         // A check that checks nothing is a misconfigured job, not a clean one.
         eprintln!("lspc: no files to check: no configured language server serves the given paths");
         return EXIT_USAGE;
     }
 
     let engine = EngineHandle::start(engine_options);
-    let results = wait_with_progress(&engine, files.clone(), options.timeout);
+    let results = wait_with_progress(
+        &engine,
+        selection.files.clone(),
+        selection.leave_out.clone(),
+        options.timeout,
+    );
+    // What servers published for files lspc did not open (tsconfig.json's TS6053), inside the
+    // checked folders.
+    let unrequested = crate::engine::current_diagnostics(&engine.op_sender());
     let statuses = engine.status();
     engine.shutdown();
 
-    let mut report = CheckReport {
-        root: root.clone(),
-        files: Vec::new(),
-        n_omitted: 0,
-        server_failures: statuses
-            .iter()
-            .filter_map(|status| {
-                let message = status.failure.clone()?;
-                Some(ServerFailure {
-                    server: status.name.clone(),
-                    message,
-                })
+    let mut report = empty_report(&root, options, selection);
+    report.server_failures = statuses
+        .iter()
+        .filter_map(|status| {
+            let message = status.failure.clone()?;
+            Some(ServerFailure {
+                server: status.name.clone(),
+                message,
             })
-            .collect(),
-    };
+        })
+        .collect();
     let mut n_named_not_checked = 0;
     for result in results {
-        let (state, mut found) = match result.outcome {
+        let (state, found) = match result.outcome {
             DiagnosticsOutcome::Settled(found) => (FileState::Diagnostics, found),
             DiagnosticsOutcome::TimedOut {
                 diagnostics,
@@ -112,20 +134,19 @@ pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
                 after,
             } => (
                 FileState::Timeout {
-                    reason: format!(
-                        "{} still analysing after {} s",
-                        servers.join(", "),
-                        after.as_secs_f64()
-                    ),
+                    reason: timeout_reason(&diagnostics, &servers, after),
                 },
                 diagnostics,
             ),
             DiagnosticsOutcome::Failed(message) => (FileState::Error { message }, Vec::new()),
             DiagnosticsOutcome::NotChecked(message) if !explicit.contains(&result.path) => {
                 // Found by walking a folder (a binary `.py`, a 20 MB generated file): skipped,
-                // said on stderr, and not counted as a failure.
-                let shown = crate::uri::relative_display(&result.path, &root);
-                eprintln!("lspc: skipped {shown}: {message}");
+                // said on stderr and in the machine formats, and not counted as a failure.
+                report.skipped.push(SkippedFile {
+                    path: result.path,
+                    reason: message,
+                    outside_projects: false,
+                });
                 continue;
             }
             DiagnosticsOutcome::NotChecked(message) => {
@@ -133,18 +154,28 @@ pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
                 (FileState::Error { message }, Vec::new())
             }
         };
-        found.retain(|diagnostic| diagnostic.severity <= options.severity);
-        let state = match state {
-            FileState::Diagnostics if found.is_empty() => FileState::Clean,
-            other => other,
-        };
-        report.files.push(FileReport {
-            path: result.path,
-            state,
-            diagnostics: found,
-            n_omitted: 0,
-        });
+        push_file(&mut report, options.severity, result.path, state, found);
     }
+    let known: std::collections::HashSet<PathBuf> = report
+        .files
+        .iter()
+        .map(|file| file.path.clone())
+        .chain(report.skipped.iter().map(|skipped| skipped.path.clone()))
+        .collect();
+    for (path, found) in unrequested {
+        let inside = folders.iter().any(|folder| path.starts_with(folder));
+        if inside && !known.contains(&path) && !excluded_by_flag(options, &root, &path) {
+            push_file(
+                &mut report,
+                options.severity,
+                path,
+                FileState::Diagnostics,
+                found,
+            );
+        }
+    }
+    report.files.sort_by(|a, b| a.path.cmp(&b.path));
+    report.skipped.sort_by(|a, b| a.path.cmp(&b.path));
     // The exit status counts every reported diagnostic, including those the caps leave out.
     let found = report
         .files
@@ -164,21 +195,209 @@ pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
             report.n_omitted += n_omitted;
         }
     }
+    finish(
+        &report,
+        options,
+        found,
+        n_named_not_checked,
+        had_config_errors,
+    )
+}
 
+/// Renders the report, writes the stderr lines and returns the exit status.
+fn finish(
+    report: &CheckReport,
+    options: &CheckOptions,
+    found: bool,
+    n_named_not_checked: usize,
+    had_config_errors: bool,
+) -> i32 {
     let mut stdout = std::io::stdout().lock();
-    let written =
-        output::render(&report, options.format, &mut stdout).and_then(|()| stdout.flush());
+    let written = output::render(report, options.format, &mut stdout).and_then(|()| stdout.flush());
     if let Err(error) = written {
         if error.kind() != std::io::ErrorKind::BrokenPipe {
             eprintln!("lspc: cannot write the report: {error}");
             return EXIT_USAGE;
         }
     }
-    for line in output::state_lines(&report) {
+    for skipped in report.skipped.iter().filter(|s| !s.outside_projects) {
+        let shown = crate::uri::relative_display(&skipped.path, &report.root);
+        eprintln!("lspc: skipped {shown}: {}", skipped.reason);
+    }
+    for line in output::state_lines(report) {
         eprintln!("{line}");
     }
-    eprintln!("{}", output::summary_line(&report));
-    exit_status(&report, found, n_named_not_checked, had_config_errors)
+    eprintln!("{}", output::summary_line(report));
+    exit_status(report, found, n_named_not_checked, had_config_errors)
+}
+
+/// Adds one file's result, leaving out (and counting) what is below `--severity`.
+fn push_file(
+    report: &mut CheckReport,
+    severity: Severity,
+    path: PathBuf,
+    state: FileState,
+    mut found: Vec<diagnostics::Diagnostic>,
+) {
+    let before = found.len();
+    found.retain(|diagnostic| diagnostic.severity <= severity);
+    report.n_below_severity += before - found.len();
+    let state = match state {
+        FileState::Diagnostics if found.is_empty() => FileState::Clean,
+        other => other,
+    };
+    report.files.push(FileReport {
+        path,
+        state,
+        diagnostics: found,
+        n_omitted: 0,
+    });
+}
+
+/// `pyright still analysing after 30 s; ruff: 2 diagnostics shown`: which servers did not
+/// answer, and what the others gave (those results are in the report).
+fn timeout_reason(
+    diagnostics: &[diagnostics::Diagnostic],
+    servers: &[String],
+    after: Duration,
+) -> String {
+    let mut reason = format!(
+        "{} still analysing after {} s",
+        servers.join(", "),
+        after.as_secs_f64()
+    );
+    let mut shown: Vec<(&str, usize)> = Vec::new();
+    for diagnostic in diagnostics {
+        match shown
+            .iter_mut()
+            .find(|(name, _)| *name == diagnostic.server)
+        {
+            Some((_, n)) => *n += 1,
+            None => shown.push((&diagnostic.server, 1)),
+        }
+    }
+    for (server, n) in shown {
+        let noun = if n == 1 { "diagnostic" } else { "diagnostics" };
+        reason += &format!("; {server}: {n} {noun} shown");
+    }
+    reason
+}
+
+fn empty_report(root: &Path, options: &CheckOptions, selection: Selection) -> CheckReport {
+    CheckReport {
+        root: root.to_path_buf(),
+        files: Vec::new(),
+        n_omitted: 0,
+        server_failures: Vec::new(),
+        severity: options.severity,
+        n_below_severity: 0,
+        skipped: selection.skipped,
+        notes: selection.notes,
+    }
+}
+
+/// The files to send, which servers to leave out of which file, and what was skipped.
+struct Selection {
+    files: Vec<PathBuf>,
+    leave_out: HashMap<PathBuf, Vec<ServerId>>,
+    skipped: Vec<SkippedFile>,
+    notes: Vec<String>,
+}
+
+/// Applies `--exclude` and each server's project file set (unless `--all-files`) to the walked
+/// files; files named on the command line are always kept whole.
+fn select_files(
+    config: &crate::config::Config,
+    options: &CheckOptions,
+    explicit: &[PathBuf],
+    walked: Vec<PathBuf>,
+) -> Selection {
+    let projects = (!options.all_files).then(|| ProjectFiles::load(&config.root, &config.servers));
+    let mut selection = Selection {
+        files: Vec::new(),
+        leave_out: HashMap::new(),
+        skipped: Vec::new(),
+        notes: Vec::new(),
+    };
+    // Reason → how many files it kept out, in first-seen order.
+    let mut outside: Vec<(String, usize)> = Vec::new();
+    for file in walked {
+        if explicit.contains(&file) {
+            selection.files.push(file);
+            continue;
+        }
+        if !config.claims(&file) {
+            continue;
+        }
+        if excluded_by_flag(options, &config.root, &file) {
+            continue;
+        }
+        let Some(projects) = &projects else {
+            selection.files.push(file);
+            continue;
+        };
+        let servers: Vec<usize> = config
+            .servers_for_path(&file)
+            .into_iter()
+            .filter(|&index| config.servers[index].diagnostics)
+            .collect();
+        let reasons: Vec<(usize, String)> = servers
+            .iter()
+            .filter_map(|&index| Some((index, projects.leaves_out(index, &file)?)))
+            .collect();
+        if !servers.is_empty() && reasons.len() == servers.len() {
+            let reason = reasons
+                .iter()
+                .map(|(_, reason)| reason.as_str())
+                .collect::<Vec<_>>()
+                .join(", ");
+            match outside.iter_mut().find(|(known, _)| *known == reason) {
+                Some((_, n)) => *n += 1,
+                None => outside.push((reason.clone(), 1)),
+            }
+            selection.skipped.push(SkippedFile {
+                path: file,
+                reason,
+                outside_projects: true,
+            });
+            continue;
+        }
+        if !reasons.is_empty() {
+            let ids = reasons
+                .iter()
+                .map(|(index, _)| ServerId(*index as u32))
+                .collect();
+            selection.leave_out.insert(file.clone(), ids);
+        }
+        selection.files.push(file);
+    }
+    if let Some(projects) = &projects {
+        for error in projects.errors() {
+            eprintln!("lspc: warning: {error}");
+        }
+    }
+    let n_clauses = outside.len();
+    for (index, (reason, n)) in outside.into_iter().enumerate() {
+        let files = if n == 1 { "file" } else { "files" };
+        let mut note = format!("{n} {files} {reason} not checked");
+        if index + 1 == n_clauses {
+            note += "; `--all-files` checks them";
+        }
+        selection.notes.push(note);
+    }
+    selection
+}
+
+/// Whether a walked file matches one of the `--exclude` patterns (relative to the root).
+fn excluded_by_flag(options: &CheckOptions, root: &Path, file: &Path) -> bool {
+    let Some(relative) = crate::project::pattern::relative_to(file, root) else {
+        return false;
+    };
+    options
+        .exclude
+        .iter()
+        .filter_map(|pattern| crate::project::pattern::NamePattern::new(pattern))
+        .any(|pattern| pattern.covers(&relative))
 }
 
 /// The exit status, most serious first: 2 when the configuration had errors; 3 when a server
@@ -220,14 +439,16 @@ fn exit_status(
 fn wait_with_progress(
     engine: &EngineHandle,
     files: Vec<PathBuf>,
+    leave_out: HashMap<PathBuf, Vec<ServerId>>,
     timeout: Duration,
 ) -> Vec<crate::engine::FileDiagnostics> {
     let n_files = files.len();
     let (reply, receiver) = bounded(1);
     if engine
         .op_sender()
-        .send(Op::Diagnostics {
+        .send(Op::DiagnosticsLeavingOut {
             paths: files,
+            leave_out,
             timeout,
             reply,
         })

@@ -21,6 +21,7 @@
 //!   with result normalisation and position conversion; human rendering.
 //! - [`batch`]: `lspc batch`, JSON-lines queries over one engine session.
 //! - [`walk`]: listing the files under a folder, honouring `.gitignore`.
+//! - [`project`]: each server's own project file set (pyright include, tsconfig, ruff exclude).
 
 pub mod batch;
 pub mod check;
@@ -32,6 +33,7 @@ pub mod engine;
 pub mod mcp;
 pub mod output;
 pub mod process;
+pub mod project;
 pub mod query;
 pub mod signals;
 pub mod text;

@@ -74,11 +74,16 @@ Options (any command):
 
 check options:
   --format FORMAT     human (default), json, jsonl, sarif, github
-  --severity LEVEL    report only diagnostics at or above LEVEL: error, warning, info, hint (default)
+  --severity LEVEL    report only diagnostics at or above LEVEL: error, warning,
+                      info (default), hint
   --fail-on LEVEL     exit 1 when a diagnostic at or above LEVEL is reported (default: error)
   --timeout SECONDS   how long each file's servers may take to settle (default: 30)
   --max-per-file N    report at most N diagnostics per file (default: all)
   --max-total N       report at most N diagnostics in total (default: all)
+  --all-files         check every file a server claims, ignoring the servers' project
+                      include/exclude (pyrightconfig/pyproject, tsconfig, ruff)
+  --exclude GLOB      leave out walked files matching GLOB (a name such as tests, or a
+                      path relative to the root such as docs/*.py; repeatable)
 
 Edit commands (rename, code-actions, format, edit): LOC as for queries (--symbol NAME and
 --occurrence N apply); lines and columns count from 1, columns in characters. Every write goes through one engine: all targets inside the root, versions and

@@ -142,6 +142,16 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
                 check.max_per_file = Some(parse_count("--max-per-file", &mut parser)?)
             }
             Long("max-total") => check.max_total = Some(parse_count("--max-total", &mut parser)?),
+            Long("all-files") => check.all_files = true,
+            Long("exclude") => {
+                let value: String = parser.value()?.string()?;
+                if crate::project::pattern::NamePattern::new(&value).is_none() {
+                    return Err(UsageError(format!(
+                        "--exclude: not a usable pattern: {value:?} (expected a glob such as tests or docs/*.py)"
+                    )));
+                }
+                check.exclude.push(value);
+            }
             Long("symbol") => query_flags.symbol = Some(parser.value()?.string()?),
             Long("occurrence") => query_flags.occurrence = Some(parser.value()?.parse()?),
             Long("include-declaration") => query_flags.include_declaration = true,

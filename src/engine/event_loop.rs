@@ -47,7 +47,7 @@ mod server_messages;
 #[path = "shutdown.rs"]
 mod shutdown;
 
-use diagnostics_wait::{DiagnosticsJob, FILES_IN_FLIGHT};
+use diagnostics_wait::DiagnosticsJob;
 
 /// JSON-RPC error codes lspc reacts to (LSP 3.17 §`ErrorCodes`).
 const CONTENT_MODIFIED: i32 = -32801;
@@ -425,15 +425,17 @@ impl State {
                 timeout,
                 reply,
             } => {
-                let order = paths.clone();
-                self.jobs.push(DiagnosticsJob {
-                    queue: paths.into_iter().collect(),
-                    active: Vec::new(),
-                    results: Vec::new(),
-                    order,
-                    timeout,
-                    reply,
-                });
+                self.jobs
+                    .push(DiagnosticsJob::new(paths, HashMap::new(), timeout, reply));
+            }
+            Op::DiagnosticsLeavingOut {
+                paths,
+                leave_out,
+                timeout,
+                reply,
+            } => {
+                self.jobs
+                    .push(DiagnosticsJob::new(paths, leave_out, timeout, reply));
             }
             Op::Sync {
                 path,
@@ -1373,7 +1375,7 @@ impl State {
         deadlines.extend(self.retries.iter().map(|retry| retry.at));
         deadlines.extend(self.syncs.iter().map(|sync| sync.deadline));
         for job in &self.jobs {
-            if !job.queue.is_empty() && job.active.len() < FILES_IN_FLIGHT {
+            if job.may_start_next() {
                 deadlines.push(Instant::now());
             }
             for wait in &job.active {

@@ -23,6 +23,7 @@ mod settle;
 pub mod supervisor;
 mod watchdog;
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread;
@@ -88,6 +89,15 @@ pub enum Op {
     /// moment its servers are running and the document is synced.
     Diagnostics {
         paths: Vec<PathBuf>,
+        timeout: Duration,
+        reply: Sender<Vec<FileDiagnostics>>,
+    },
+    /// [`Op::Diagnostics`] where some servers are left out of some files (`lspc check`: a file
+    /// outside pyright's `include` still gets ruff, issue 10). `leave_out` maps a canonical path
+    /// to the servers not to ask about it; a file every server is left out of is `NotChecked`.
+    DiagnosticsLeavingOut {
+        paths: Vec<PathBuf>,
+        leave_out: HashMap<PathBuf, Vec<ServerId>>,
         timeout: Duration,
         reply: Sender<Vec<FileDiagnostics>>,
     },
