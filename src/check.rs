@@ -87,7 +87,7 @@ pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         .filter(|target| target.is_dir())
         .map(|target| crate::uri::canonical(target))
         .collect();
-    let selection = select_files(config, options, &explicit, files);
+    let mut selection = select_files(config, options, &explicit, files);
     let had_config_errors = !config.errors.is_empty();
     if selection.files.is_empty() {
         if !selection.skipped.is_empty() {
@@ -113,6 +113,7 @@ pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
     let statuses = engine.status();
     engine.shutdown();
 
+    let config_diagnostics = std::mem::take(&mut selection.config_diagnostics);
     let mut report = empty_report(&root, options, selection);
     report.server_failures = statuses
         .iter()
@@ -162,17 +163,27 @@ pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         .map(|file| file.path.clone())
         .chain(report.skipped.iter().map(|skipped| skipped.path.clone()))
         .collect();
-    for (path, found) in unrequested {
-        let inside = folders.iter().any(|folder| path.starts_with(folder));
-        if inside && !known.contains(&path) && !excluded_by_flag(options, &root, &path) {
-            push_file(
-                &mut report,
-                options.severity,
-                path,
-                FileState::Diagnostics,
-                found,
-            );
+    let mut extra: Vec<(PathBuf, Vec<diagnostics::Diagnostic>)> = unrequested;
+    // Problems in the project configuration, as the project's CLI reports them (tsc -p: TS6053
+    // for a missing `extends`), belong to that configuration file.
+    for diagnostic in config_diagnostics {
+        match extra.iter_mut().find(|(path, _)| *path == diagnostic.path) {
+            Some((_, found)) => found.push(diagnostic),
+            None => extra.push((diagnostic.path.clone(), vec![diagnostic])),
         }
+    }
+    for (path, found) in extra {
+        let inside = folders.iter().any(|folder| path.starts_with(folder));
+        if !inside || known.contains(&path) || excluded_by_flag(options, &root, &path) {
+            continue;
+        }
+        push_file(
+            &mut report,
+            options.severity,
+            path,
+            FileState::Diagnostics,
+            found,
+        );
     }
     report.files.sort_by(|a, b| a.path.cmp(&b.path));
     report.skipped.sort_by(|a, b| a.path.cmp(&b.path));
@@ -302,6 +313,8 @@ struct Selection {
     leave_out: HashMap<PathBuf, Vec<ServerId>>,
     skipped: Vec<SkippedFile>,
     notes: Vec<String>,
+    /// Problems lspc found in the project configurations themselves (tsc's TS6053).
+    config_diagnostics: Vec<diagnostics::Diagnostic>,
 }
 
 /// Applies `--exclude` and each server's project file set (unless `--all-files`) to the walked
@@ -318,6 +331,7 @@ fn select_files(
         leave_out: HashMap::new(),
         skipped: Vec::new(),
         notes: Vec::new(),
+        config_diagnostics: Vec::new(),
     };
     // Reason → how many files it kept out, in first-seen order.
     let mut outside: Vec<(String, usize)> = Vec::new();
@@ -375,6 +389,7 @@ fn select_files(
         for error in projects.errors() {
             eprintln!("lspc: warning: {error}");
         }
+        selection.config_diagnostics = projects.diagnostics();
     }
     let n_clauses = outside.len();
     for (index, (reason, n)) in outside.into_iter().enumerate() {

@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::config::ServerConfig;
+use crate::diagnostics::Diagnostic;
 
 /// A project configuration that could not be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +54,13 @@ trait FileSet {
 
     /// Configuration files met so far that could not be used.
     fn errors(&self) -> Vec<ProjectError> {
+        Vec::new()
+    }
+
+    /// Problems in the configuration files met so far that the project's own CLI reports as
+    /// diagnostics of those files (tsc's TS6053 for a missing `extends` base), attributed to
+    /// server `lspc`.
+    fn diagnostics(&self) -> Vec<Diagnostic> {
         Vec::new()
     }
 }
@@ -108,6 +116,20 @@ impl ProjectFiles {
             "outside" => Some(format!("outside {label}'s include")),
             _ => Some(format!("in {label}'s exclude")),
         }
+    }
+
+    /// Diagnostics lspc found in the project configurations met so far (see
+    /// `FileSet::diagnostics`), by file.
+    pub fn diagnostics(&self) -> Vec<Diagnostic> {
+        let mut found: Vec<Diagnostic> = Vec::new();
+        for (_, set) in self.sets.iter().flatten() {
+            for diagnostic in set.diagnostics() {
+                if !found.contains(&diagnostic) {
+                    found.push(diagnostic);
+                }
+            }
+        }
+        found
     }
 
     /// Configuration files that could not be used, each once.

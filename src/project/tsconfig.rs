@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use super::pattern::{relative_to, PathPattern};
 use super::{jsonc, FileSet, ProjectError};
+use crate::diagnostics::Diagnostic;
 
 /// tsc skips these at any depth when matching wildcards, and excludes them by default.
 const DEFAULT_EXCLUDE: &[&str] = &["**/node_modules", "**/bower_components", "**/jspm_packages"];
@@ -49,6 +50,8 @@ pub struct TsconfigFiles {
     root: PathBuf,
     by_folder: std::cell::RefCell<HashMap<PathBuf, Option<std::rc::Rc<Project>>>>,
     errors: std::cell::RefCell<Vec<ProjectError>>,
+    /// `extends` entries that name no file (tsc's TS6053), in the order met.
+    missing_bases: std::cell::RefCell<Vec<Diagnostic>>,
 }
 
 impl TsconfigFiles {
@@ -57,6 +60,7 @@ impl TsconfigFiles {
             root: root.to_path_buf(),
             by_folder: Default::default(),
             errors: Default::default(),
+            missing_bases: Default::default(),
         }
     }
 
@@ -69,7 +73,7 @@ impl TsconfigFiles {
             .map(|name| folder.join(name))
             .find(|file| file.is_file());
         let found = match own {
-            Some(file) => match load_project(&file) {
+            Some(file) => match load_project(&file, &mut self.missing_bases.borrow_mut()) {
                 Ok(project) => Some(std::rc::Rc::new(project)),
                 Err(error) => {
                     self.errors.borrow_mut().push(error);
@@ -91,6 +95,10 @@ impl TsconfigFiles {
 impl FileSet for TsconfigFiles {
     fn errors(&self) -> Vec<ProjectError> {
         self.errors.borrow().clone()
+    }
+
+    fn diagnostics(&self) -> Vec<Diagnostic> {
+        self.missing_bases.borrow().clone()
     }
 
     fn leaves_out(&self, file: &Path) -> Option<&'static str> {
@@ -133,9 +141,9 @@ struct Layer {
     out_dir: Option<PathBuf>,
 }
 
-fn load_project(file: &Path) -> Result<Project, ProjectError> {
+fn load_project(file: &Path, missing_bases: &mut Vec<Diagnostic>) -> Result<Project, ProjectError> {
     let mut seen = Vec::new();
-    let layer = load_layer(file, &mut seen)?;
+    let layer = load_layer(file, &mut seen, missing_bases)?;
     let folder = file.parent().unwrap_or(Path::new("/")).to_path_buf();
     let is_jsconfig = file.file_name().is_some_and(|name| name == "jsconfig.json");
     let files = layer.files.clone().unwrap_or_default();
@@ -167,7 +175,11 @@ fn load_project(file: &Path) -> Result<Project, ProjectError> {
 }
 
 /// Reads `file` and its bases; the file's own settings override its bases'.
-fn load_layer(file: &Path, seen: &mut Vec<PathBuf>) -> Result<Layer, ProjectError> {
+fn load_layer(
+    file: &Path,
+    seen: &mut Vec<PathBuf>,
+    missing_bases: &mut Vec<Diagnostic>,
+) -> Result<Layer, ProjectError> {
     if seen.iter().any(|earlier| earlier == file) || seen.len() > 16 {
         // A cycle of `extends`: tsc reports it (TS18000); lspc stops following.
         return Ok(Layer::default());
@@ -187,9 +199,13 @@ fn load_layer(file: &Path, seen: &mut Vec<PathBuf>) -> Result<Layer, ProjectErro
     };
     for base in bases {
         let Some(base_file) = resolve_extends(&folder, base) else {
+            let diagnostic = missing_base(file, &text, base);
+            if !missing_bases.contains(&diagnostic) {
+                missing_bases.push(diagnostic);
+            }
             continue;
         };
-        let base_layer = load_layer(&base_file, seen)?;
+        let base_layer = load_layer(&base_file, seen, missing_bases)?;
         layer.files = base_layer.files.or(layer.files);
         layer.include = base_layer.include.or(layer.include);
         layer.exclude = base_layer.exclude.or(layer.exclude);
@@ -234,6 +250,38 @@ fn load_layer(file: &Path, seen: &mut Vec<PathBuf>) -> Result<Layer, ProjectErro
         layer.out_dir = Some(folder.join(out_dir));
     }
     Ok(layer)
+}
+
+/// tsc's TS6053 for an `extends` entry naming no file, at the entry's string literal (the
+/// first `"base"` after the `"extends"` key; line 1 column 1 when it cannot be found), with tsc's
+/// own message. 1-based lines and character columns, exclusive end.
+fn missing_base(file: &Path, text: &str, base: &str) -> Diagnostic {
+    let literal = serde_json::to_string(base).unwrap_or_default();
+    let start = text
+        .find("\"extends\"")
+        .and_then(|key| text[key..].find(&literal).map(|at| key + at));
+    let (line, column, end_column) = match start {
+        Some(start) => {
+            let before = &text[..start];
+            let line = before.matches('\n').count() + 1;
+            let line_start = before.rfind('\n').map_or(0, |at| at + 1);
+            let column = text[line_start..start].chars().count() + 1;
+            (line, column, column + literal.chars().count())
+        }
+        None => (1, 1, 1),
+    };
+    Diagnostic {
+        path: file.to_path_buf(),
+        line: line as u32,
+        column: column as u32,
+        end_line: line as u32,
+        end_column: end_column as u32,
+        severity: crate::diagnostics::Severity::Error,
+        message: format!("File '{base}' not found."),
+        source: Some("lspc".to_string()),
+        code: Some("TS6053".to_string()),
+        server: "lspc".to_string(),
+    }
 }
 
 fn anchored_list(folder: &Path, patterns: &[String], include: bool) -> Vec<Anchored> {
@@ -311,6 +359,13 @@ mod tests {
             Some("excluded")
         );
         assert_eq!(files.leaves_out(&root.join("source/a.py")), Some("outside"));
+        let missing = files.diagnostics();
+        assert_eq!(missing.len(), 1);
+        assert_eq!(
+            (missing[0].line, missing[0].column, missing[0].end_column),
+            (3, 31, 47)
+        );
+        assert_eq!(missing[0].message, "File './missing.json' not found.");
         std::fs::remove_dir_all(&root).unwrap();
     }
 }
