@@ -100,6 +100,14 @@ pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         return EXIT_USAGE;
     }
 
+    let config_servers: Vec<crate::config::ServerConfig> = config
+        .servers
+        .iter()
+        .filter(|server| server.resolved_command.is_none())
+        .filter(|server| server.origin != crate::config::ConfigOrigin::BuiltIn)
+        .cloned()
+        .collect();
+    let checked_files = selection.files.clone();
     let engine = EngineHandle::start(engine_options);
     let results = wait_with_progress(
         &engine,
@@ -125,6 +133,24 @@ pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
             })
         })
         .collect();
+    // A configured server whose program is missing fails alone, once (the built-ins for its
+    // extensions keep serving).
+    for server in &config_servers {
+        let claims_a_file = checked_files.iter().any(|file| {
+            crate::config::extension_key(file)
+                .is_some_and(|key| server.extension_to_language.contains_key(&key))
+        });
+        let said = report
+            .server_failures
+            .iter()
+            .any(|f| f.server == server.name);
+        if claims_a_file && !said {
+            report.server_failures.push(ServerFailure {
+                server: server.name.clone(),
+                message: format!("cannot start: command not found: {}", server.command),
+            });
+        }
+    }
     let mut n_named_not_checked = 0;
     for result in results {
         let (state, found) = match result.outcome {

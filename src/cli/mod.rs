@@ -248,7 +248,10 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         Command::Version => write_stdout(&format!("lspc {}\n", env!("CARGO_PKG_VERSION"))),
         Command::Servers => {
             let config = load_config(&args.global);
-            write_stdout(&config::render_servers(&config))
+            write_stdout(&config::render_servers_with(
+                &config,
+                &config::probe::broken_reason,
+            ))
         }
         Command::Check(options) => {
             let config = load_config(&args.global);

@@ -14,6 +14,7 @@ mod builtin;
 mod entry;
 mod expand;
 mod json;
+pub mod probe;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt;
@@ -809,8 +810,20 @@ pub fn origin_label(origin: &ConfigOrigin) -> String {
 /// per server in precedence order, extensions sorted and space-separated), then sections
 /// `not used:`, `conflicts:`, `errors:` and `notes:` when non-empty. Ends with a newline.
 pub fn render_servers(config: &Config) -> String {
+    render_servers_with(config, &|_| None)
+}
+
+/// [`render_servers`] where `broken` says why a found program cannot run (see
+/// [`probe::broken_reason`]); such rows read `found but broken: <reason>`.
+pub fn render_servers_with(
+    config: &Config,
+    broken: &dyn Fn(&ServerConfig) -> Option<String>,
+) -> String {
     let status = |server: &ServerConfig| match &server.resolved_command {
-        Some(path) => format!("found {}", path.display()),
+        Some(path) => match broken(server) {
+            Some(reason) => format!("found but broken: {}: {reason}", path.display()),
+            None => format!("found {}", path.display()),
+        },
         None => "not found".to_string(),
     };
     let extensions = |server: &ServerConfig| {
@@ -1690,17 +1703,35 @@ mod tests {
         );
         check_builtins(&["pylsp"], "", &[("pylsp", ".py .pyi")], &[]);
         check_builtins(&[], "", &[], &[]);
-        // A configured server (even one not installed) suppresses built-ins for its
-        // extensions; clangd keeps the rest.
+        // Configured servers add to the built-ins (issue 10): one that is not installed, or that
+        // runs another program, leaves the built-ins for its extensions serving.
         check_builtins(
             &["pyright-langserver", "ruff", "clangd", "my-c"],
             r#"{"py": {"command": "not-installed", "extensionToLanguage": {".py": "python", ".pyi": "python"}},
                 "h": {"command": "my-c", "extensionToLanguage": {".H": "c"}}}"#,
-            &[("h", ".h"), ("clangd", ".c .cc .cpp .cxx .hh .hpp .hxx")],
             &[
-                "pyright: its extensions are served by configured servers",
-                "ruff: its extensions are served by configured servers",
+                ("h", ".h"),
+                ("pyright", ".py .pyi"),
+                ("ruff", ".py .pyi"),
+                ("clangd", ".c .cc .cpp .cxx .h .hh .hpp .hxx"),
             ],
+            &[],
+        );
+        // README's strict-mode entry named `pyright` replaces the built-in pyright; ruff keeps
+        // serving `.py` (it used to be turned off).
+        check_builtins(
+            &["pyright-langserver", "ruff"],
+            r#"{"pyright": {"command": "pyright-langserver", "args": ["--stdio"], "extensionToLanguage": {".py": "python"}}}"#,
+            &[("pyright", ".py"), ("ruff", ".py .pyi")],
+            &[],
+        );
+        // An entry running a built-in's program replaces it under its own name and takes the
+        // one Python type-checker slot.
+        check_builtins(
+            &["pyright-langserver", "basedpyright-langserver", "ruff"],
+            r#"{"strict": {"command": "pyright-langserver", "args": ["--stdio"], "extensionToLanguage": {".py": "python"}}}"#,
+            &[("strict", ".py"), ("ruff", ".py .pyi")],
+            &["basedpyright: strict is preferred"],
         );
         // A configured server named like a built-in replaces it.
         check_builtins(

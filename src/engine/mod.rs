@@ -18,6 +18,7 @@ mod client_capabilities;
 mod documents;
 mod duplicates;
 mod event_loop;
+pub mod failure_text;
 pub mod server_requests;
 mod settle;
 pub mod supervisor;
@@ -385,7 +386,9 @@ impl EngineError {
                 stderr_tail,
                 ..
             } => {
-                format!("crashed ({status}): {stderr_tail}")
+                // One line, the cause: a frontend says this once per run.
+                let cause = failure_text::meaningful_line(stderr_tail).unwrap_or(stderr_tail);
+                format!("crashed ({status}): {cause}")
             }
             other => other.to_string(),
         }
