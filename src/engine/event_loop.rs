@@ -377,7 +377,7 @@ struct State {
     disk_texts: HashMap<PathBuf, (Arc<str>, Arc<LineIndex>)>,
     /// `publishDiagnostics` received this turn, latest per (server, uri), with arrival time: a
     /// flood of publishes is converted once per document per turn, not once per message.
-    pending_publishes: HashMap<(ServerId, String), (Value, Instant)>,
+    pending_publishes: super::pending_publishes::PendingPublishes,
     /// Publishes without a usable `uri`, kept in order so they are reported (and dropped) once.
     pending_malformed_publishes: Vec<(ServerId, Value)>,
     shutting_down: bool,
@@ -408,7 +408,7 @@ impl State {
             syncs: Vec::new(),
             jobs: Vec::new(),
             disk_texts: HashMap::new(),
-            pending_publishes: HashMap::new(),
+            pending_publishes: Default::default(),
             pending_malformed_publishes: Vec::new(),
             shutting_down: false,
             server_edits: edit_sync::ServerEditLog::default(),

@@ -19,6 +19,7 @@ mod documents;
 mod duplicates;
 mod event_loop;
 pub mod failure_text;
+mod pending_publishes;
 pub mod server_requests;
 mod settle;
 pub mod supervisor;
