@@ -60,7 +60,9 @@ impl Default for CheckOptions {
 /// Run the check; returns the exit status. `tune` adjusts the engine options built from the
 /// config (the global `--restart`/`--max-file-size`, see [`crate::cli::tune_engine`]).
 pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
-    let config = &engine_options.config;
+    // The engine takes the options; the check keeps its own copy of the configuration.
+    let config_copy = engine_options.config.clone();
+    let config = &config_copy;
     let root = config.root.clone();
     let targets = if options.paths.is_empty() {
         vec![root.clone()]
@@ -109,10 +111,11 @@ pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         .collect();
     let checked_files = selection.files.clone();
     let engine = EngineHandle::start(engine_options);
+    let leave_out = selection.leave_out.clone();
     let results = wait_with_progress(
         &engine,
         selection.files.clone(),
-        selection.leave_out.clone(),
+        leave_out.clone(),
         options.timeout,
     );
     // What servers published for files lspc did not open (tsconfig.json's TS6053), inside the
@@ -159,19 +162,21 @@ pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
                 diagnostics,
                 servers,
                 after,
-            } => (
-                FileState::Timeout {
-                    reason: timeout_reason(&diagnostics, &servers, after),
-                },
-                diagnostics,
-            ),
+            } => {
+                let answered = answered_servers(config, &leave_out, &result.path, &servers);
+                let reason = timeout_reason(&diagnostics, &servers, &answered, after);
+                (FileState::Timeout { reason }, diagnostics)
+            }
             DiagnosticsOutcome::Failed(message) => (FileState::Error { message }, Vec::new()),
             DiagnosticsOutcome::NotChecked(message) if !explicit.contains(&result.path) => {
                 // Found by walking a folder (a binary `.py`, a 20 MB generated file): skipped,
                 // said on stderr and in the machine formats, and not counted as a failure.
+                // The reason without the absolute path (machine formats name the file already).
+                let prefix = format!("cannot read {}: ", result.path.display());
+                let reason = message.strip_prefix(&prefix).unwrap_or(&message).to_owned();
                 report.skipped.push(SkippedFile {
                     path: result.path,
-                    reason: message,
+                    reason,
                     outside_projects: false,
                 });
                 continue;
@@ -291,29 +296,40 @@ fn push_file(
     });
 }
 
+/// The servers that were asked about `path` and settled: every server with diagnostics for it,
+/// less those left out by their project and those `still_analysing`, in precedence order.
+fn answered_servers(
+    config: &crate::config::Config,
+    leave_out: &HashMap<PathBuf, Vec<ServerId>>,
+    path: &Path,
+    still_analysing: &[String],
+) -> Vec<String> {
+    let left_out = leave_out.get(path).map(Vec::as_slice).unwrap_or(&[]);
+    config
+        .servers_for_path(path)
+        .into_iter()
+        .filter(|&index| config.servers[index].diagnostics)
+        .filter(|&index| !left_out.contains(&ServerId(index as u32)))
+        .map(|index| config.servers[index].name.clone())
+        .filter(|name| !still_analysing.contains(name))
+        .collect()
+}
+
 /// `pyright still analysing after 30 s; ruff: 2 diagnostics shown`: which servers did not
-/// answer, and what the others gave (those results are in the report).
+/// answer, and what each of the others gave (those results are in the report).
 fn timeout_reason(
     diagnostics: &[diagnostics::Diagnostic],
-    servers: &[String],
+    still_analysing: &[String],
+    answered: &[String],
     after: Duration,
 ) -> String {
     let mut reason = format!(
         "{} still analysing after {} s",
-        servers.join(", "),
+        still_analysing.join(", "),
         after.as_secs_f64()
     );
-    let mut shown: Vec<(&str, usize)> = Vec::new();
-    for diagnostic in diagnostics {
-        match shown
-            .iter_mut()
-            .find(|(name, _)| *name == diagnostic.server)
-        {
-            Some((_, n)) => *n += 1,
-            None => shown.push((&diagnostic.server, 1)),
-        }
-    }
-    for (server, n) in shown {
+    for server in answered {
+        let n = diagnostics.iter().filter(|d| d.server == *server).count();
         let noun = if n == 1 { "diagnostic" } else { "diagnostics" };
         reason += &format!("; {server}: {n} {noun} shown");
     }
@@ -390,7 +406,7 @@ fn select_files(
                 .iter()
                 .map(|(_, reason)| reason.as_str())
                 .collect::<Vec<_>>()
-                .join(", ");
+                .join(" and ");
             match outside.iter_mut().find(|(known, _)| *known == reason) {
                 Some((_, n)) => *n += 1,
                 None => outside.push((reason.clone(), 1)),

@@ -10,5 +10,6 @@ mod check;
 mod edits;
 mod faults;
 mod mcp;
+mod project_files;
 mod queries;
 mod support;
