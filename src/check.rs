@@ -36,6 +36,8 @@ pub struct CheckOptions {
     pub max_total: Option<usize>,
     /// Check every claimed file, ignoring the servers' project include/exclude.
     pub all_files: bool,
+    /// `--color`: ANSI colours in human output.
+    pub color: ColorChoice,
     /// `--exclude` globs (ruff-style: a bare name matches any path component, a path is
     /// relative to the root), validated by the CLI.
     pub exclude: Vec<String>,
@@ -53,8 +55,56 @@ impl Default for CheckOptions {
             max_total: None,
             all_files: false,
             exclude: Vec::new(),
+            color: ColorChoice::Auto,
         }
     }
+}
+
+/// `--color never|always|auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColorChoice {
+    /// Colour when stdout is a terminal and `NO_COLOR` is unset or empty (no-color.org).
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorChoice {
+    /// Parses `never`, `always` or `auto`; `None` otherwise.
+    pub fn parse(text: &str) -> Option<ColorChoice> {
+        match text {
+            "auto" => Some(ColorChoice::Auto),
+            "always" => Some(ColorChoice::Always),
+            "never" => Some(ColorChoice::Never),
+            _ => None,
+        }
+    }
+
+    /// Whether to colour, given whether stdout is a terminal and the value of `NO_COLOR`.
+    pub fn resolve(self, stdout_is_terminal: bool, no_color: Option<&str>) -> bool {
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => stdout_is_terminal && no_color.is_none_or(str::is_empty),
+        }
+    }
+}
+
+/// The workspace root to use when `--root` is not given and the current directory is not inside
+/// the first target's root (its nearest ancestor with `.git` or `.lsp.json`): that root, so
+/// `lspc check /abs/proj/src/x.py` from `/tmp` gives the same verdict as from inside the project
+/// (issue 10). `None` keeps the usual root (from the current directory).
+pub fn root_from_targets(targets: &[PathBuf]) -> Option<PathBuf> {
+    let cwd = std::env::current_dir().ok()?;
+    let target = crate::uri::canonical(&cwd.join(targets.first()?));
+    let folder = if target.is_dir() {
+        target.clone()
+    } else {
+        target.parent()?.to_path_buf()
+    };
+    let target_root = crate::config::workspace_root(&folder, None);
+    let cwd = crate::uri::canonical(&cwd);
+    (!cwd.starts_with(&target_root)).then_some(target_root)
 }
 
 /// Run the check; returns the exit status. `tune` adjusts the engine options built from the
@@ -263,7 +313,7 @@ fn finish(
         }
     }
     for skipped in report.skipped.iter().filter(|s| !s.outside_projects) {
-        let shown = crate::uri::relative_display(&skipped.path, &report.root);
+        let shown = output::display_path(&report.human_base, &skipped.path);
         eprintln!("lspc: skipped {shown}: {}", skipped.reason);
     }
     for line in output::state_lines(report) {
@@ -337,8 +387,15 @@ fn timeout_reason(
 }
 
 fn empty_report(root: &Path, options: &CheckOptions, selection: Selection) -> CheckReport {
+    let cwd = std::env::current_dir().map(|cwd| crate::uri::canonical(&cwd));
     CheckReport {
         root: root.to_path_buf(),
+        human_base: cwd.unwrap_or_else(|_| root.to_path_buf()),
+        color: options.format == Format::Human
+            && options.color.resolve(
+                std::io::stdout().is_terminal(),
+                std::env::var("NO_COLOR").ok().as_deref(),
+            ),
         files: Vec::new(),
         n_omitted: 0,
         server_failures: Vec::new(),
@@ -536,4 +593,29 @@ fn wait_with_progress(
         eprint!("\r\x1b[K");
     }
     results
+}
+
+#[cfg(test)]
+mod colour_tests {
+    use super::ColorChoice;
+
+    #[test]
+    fn colour_choice() {
+        let check =
+            |choice: ColorChoice, terminal: bool, no_color: Option<&str>, expected: bool| {
+                assert_eq!(
+                    choice.resolve(terminal, no_color),
+                    expected,
+                    "{choice:?} {terminal} {no_color:?}"
+                );
+            };
+        check(ColorChoice::Auto, true, None, true);
+        check(ColorChoice::Auto, true, Some(""), true);
+        check(ColorChoice::Auto, true, Some("1"), false);
+        check(ColorChoice::Auto, false, None, false);
+        check(ColorChoice::Always, false, Some("1"), true);
+        check(ColorChoice::Never, true, None, false);
+        assert_eq!(ColorChoice::parse("always"), Some(ColorChoice::Always));
+        assert_eq!(ColorChoice::parse("yes"), None);
+    }
 }

@@ -24,8 +24,15 @@ use crate::diagnostics::{Diagnostic, Severity};
 /// sorted (severity, then line, then column) and capped by `--max-per-file` / `--max-total`.
 #[derive(Debug, Clone)]
 pub struct CheckReport {
-    /// Workspace root; every path is printed relative to it (absolute when outside it).
+    /// Workspace root; machine formats (json, jsonl, sarif, github) print paths relative to it
+    /// (absolute when outside it), as annotations and code scanning resolve them.
     pub root: PathBuf,
+    /// The current directory (canonical): human output and the stderr lines print paths
+    /// relative to it, as ruff and ripgrep do, so terminals and editors can jump to them.
+    pub human_base: PathBuf,
+    /// Whether human output uses ANSI colours (`--color`, `NO_COLOR`; see
+    /// [`crate::check::ColorChoice`]). Machine formats never do.
+    pub color: bool,
     pub files: Vec<FileReport>,
     /// Diagnostics dropped by the caps, per file and in total (0 when nothing was dropped).
     pub n_omitted: usize,
@@ -233,15 +240,30 @@ fn source_and_code(diagnostic: &Diagnostic) -> Option<String> {
 /// four spaces.
 fn render_human(report: &CheckReport, out: &mut dyn Write) -> io::Result<()> {
     for file in &report.files {
-        let path = display_path(&report.root, &file.path);
+        let path = display_path(&report.human_base, &file.path);
         for diagnostic in file.reported_diagnostics() {
             let mut lines = diagnostic.message.lines();
             let first = lines.next().unwrap_or("");
-            write!(
-                out,
-                "{path}:{}:{}: {}: {first}",
-                diagnostic.line, diagnostic.column, diagnostic.severity
-            )?;
+            if report.color {
+                // Bold location, severity in its colour (SGR: 31 red, 33 yellow, 34 blue, 36 cyan).
+                let colour = match diagnostic.severity {
+                    Severity::Error => "1;31",
+                    Severity::Warning => "1;33",
+                    Severity::Information => "1;34",
+                    Severity::Hint => "1;36",
+                };
+                write!(
+                    out,
+                    "\x1b[1m{path}:{}:{}:\x1b[0m \x1b[{colour}m{}\x1b[0m: {first}",
+                    diagnostic.line, diagnostic.column, diagnostic.severity
+                )?;
+            } else {
+                write!(
+                    out,
+                    "{path}:{}:{}: {}: {first}",
+                    diagnostic.line, diagnostic.column, diagnostic.severity
+                )?;
+            }
             if let Some(tag) = source_and_code(diagnostic) {
                 write!(out, " [{tag}]")?;
             }
@@ -359,7 +381,7 @@ pub fn summary_line(report: &CheckReport) -> String {
 pub fn state_lines(report: &CheckReport) -> Vec<String> {
     let mut lines = Vec::new();
     for file in &report.files {
-        let path = display_path(&report.root, &file.path);
+        let path = display_path(&report.human_base, &file.path);
         match &file.state {
             FileState::Timeout { reason } => {
                 lines.push(format!("{path}: diagnostics incomplete: {reason}"))
@@ -816,6 +838,8 @@ mod tests {
     fn sample() -> CheckReport {
         CheckReport {
             root: PathBuf::from("/ws"),
+            human_base: PathBuf::from("/ws"),
+            color: false,
             files: vec![
                 file(
                     "/ws/src/a.py",
@@ -900,6 +924,8 @@ mod tests {
     fn failing() -> CheckReport {
         CheckReport {
             root: PathBuf::from("/ws"),
+            human_base: PathBuf::from("/ws"),
+            color: false,
             files: vec![
                 file(
                     "/elsewhere/x.py",
@@ -1037,6 +1063,19 @@ mod tests {
     }
 
     #[test]
+    fn human_colour() {
+        let mut coloured = failing();
+        coloured.color = true;
+        check(
+            &coloured,
+            Format::Human,
+            "\x1b[1m/elsewhere/x.py:1:1:\x1b[0m \x1b[1;31merror\x1b[0m: e\n",
+        );
+        // Machine formats never colour.
+        assert!(!rendered(&coloured, Format::Jsonl).contains('\x1b'));
+    }
+
+    #[test]
     fn stderr_lines() {
         fn check_lines(report: &CheckReport, expected: &[&str]) {
             assert_eq!(state_lines(report), expected);
@@ -1087,6 +1126,8 @@ mod tests {
         );
         let empty = CheckReport {
             root: PathBuf::from("/ws"),
+            human_base: PathBuf::from("/ws"),
+            color: false,
             files: vec![],
             n_omitted: 0,
             server_failures: vec![],

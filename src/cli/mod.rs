@@ -84,6 +84,8 @@ check options:
                       include/exclude (pyrightconfig/pyproject, tsconfig, ruff)
   --exclude GLOB      leave out walked files matching GLOB (a name such as tests, or a
                       path relative to the root such as docs/*.py; repeatable)
+  --color WHEN        colour human output: auto (default: on a terminal, unless NO_COLOR
+                      is set), always, never
 
 Edit commands (rename, code-actions, format, edit): LOC as for queries (--symbol NAME and
 --occurrence N apply); lines and columns count from 1, columns in characters. Every write goes through one engine: all targets inside the root, versions and
@@ -254,8 +256,12 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             ))
         }
         Command::Check(options) => {
-            let config = load_config(&args.global);
-            check::run(engine_options(config, &args.global), &options)
+            let mut global = args.global.clone();
+            if global.root.is_none() {
+                global.root = check::root_from_targets(&options.paths);
+            }
+            let config = load_config(&global);
+            check::run(engine_options(config, &global), &options)
         }
         Command::Mcp(options) => crate::mcp::cli::run(&args.global, options),
         Command::Query(options) => {

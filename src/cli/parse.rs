@@ -143,6 +143,14 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
             }
             Long("max-total") => check.max_total = Some(parse_count("--max-total", &mut parser)?),
             Long("all-files") => check.all_files = true,
+            Long("color") | Long("colour") => {
+                let value: String = parser.value()?.string()?;
+                check.color = crate::check::ColorChoice::parse(&value).ok_or_else(|| {
+                    UsageError(format!(
+                        "--color: unknown choice {value:?} (expected never, always or auto)"
+                    ))
+                })?;
+            }
             Long("exclude") => {
                 let value: String = parser.value()?.string()?;
                 if crate::project::pattern::NamePattern::new(&value).is_none() {
