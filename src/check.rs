@@ -109,7 +109,7 @@ pub fn root_from_targets(targets: &[PathBuf]) -> Option<PathBuf> {
 
 /// Run the check; returns the exit status. `tune` adjusts the engine options built from the
 /// config (the global `--restart`/`--max-file-size`, see [`crate::cli::tune_engine`]).
-pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
+pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
     // The engine takes the options; the check keeps its own copy of the configuration.
     let config_copy = engine_options.config.clone();
     let config = &config_copy;
@@ -145,7 +145,11 @@ pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         if !selection.skipped.is_empty() {
             // Everything walked was outside the servers' projects: say why, as a clean run.
             let report = empty_report(&root, options, selection);
-            return finish(&report, options, false, 0, had_config_errors);
+            let ending = Ending {
+                had_config_errors,
+                ..Ending::default()
+            };
+            return finish(&report, options, ending);
         }
         // A check that checks nothing is a misconfigured job, not a clean one.
         eprintln!("lspc: no files to check: no configured language server serves the given paths");
@@ -160,18 +164,55 @@ pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         .cloned()
         .collect();
     let checked_files = selection.files.clone();
+    let (interrupted_sender, interrupted_receiver) = crossbeam_channel::bounded(1);
+    engine_options.interrupted_sender = Some(interrupted_sender);
     let engine = EngineHandle::start(engine_options);
     let leave_out = selection.leave_out.clone();
-    let results = wait_with_progress(
+    // On a terminal, human output streams each file when it is settled (no caps: they need
+    // every file); otherwise files come out in path order at the end.
+    let stream = options.format == Format::Human
+        && std::io::stdout().is_terminal()
+        && options.max_per_file.is_none()
+        && options.max_total.is_none();
+    let human_base = empty_report(&root, options, Selection::default()).human_base;
+    let mut streamed: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
+    let mut on_file = |result: &crate::engine::FileDiagnostics| {
+        if !stream {
+            return;
+        }
+        let Classified::File {
+            path, state, found, ..
+        } = classify(config, &leave_out, &explicit, result.clone())
+        else {
+            return;
+        };
+        let mut one = empty_report(&root, options, Selection::default());
+        push_file(&mut one, options.severity, path.clone(), state, found);
+        let mut stdout = std::io::stdout().lock();
+        let _ = output::render(&one, Format::Human, &mut stdout).and_then(|()| stdout.flush());
+        streamed.insert(path);
+    };
+    let waited = wait_with_progress(
         &engine,
-        selection.files.clone(),
-        leave_out.clone(),
-        options.timeout,
+        WaitRequest {
+            files: selection.files.clone(),
+            leave_out: leave_out.clone(),
+            timeout: options.timeout,
+            interrupted: interrupted_receiver,
+            human_base,
+        },
+        &mut on_file,
     );
-    // What servers published for files lspc did not open (tsconfig.json's TS6053), inside the
-    // checked folders.
-    let unrequested = crate::engine::current_diagnostics(&engine.op_sender());
-    let statuses = engine.status();
+    let (unrequested, statuses) = match waited.interrupted {
+        // The engine is gone: what it had is what the finished files say.
+        Some(_) => (Vec::new(), Vec::new()),
+        // What servers published for files lspc did not open (tsconfig.json's TS6053), inside
+        // the checked folders.
+        None => (
+            crate::engine::current_diagnostics(&engine.op_sender()),
+            engine.status(),
+        ),
+    };
     engine.shutdown();
 
     let config_diagnostics = std::mem::take(&mut selection.config_diagnostics);
@@ -205,38 +246,20 @@ pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         }
     }
     let mut n_named_not_checked = 0;
-    for result in results {
-        let (state, found) = match result.outcome {
-            DiagnosticsOutcome::Settled(found) => (FileState::Diagnostics, found),
-            DiagnosticsOutcome::TimedOut {
-                diagnostics,
-                servers,
-                after,
+    let n_finished = waited.results.len();
+    for result in waited.results {
+        match classify(config, &leave_out, &explicit, result) {
+            Classified::Skipped(skipped) => report.skipped.push(skipped),
+            Classified::File {
+                path,
+                state,
+                found,
+                named_not_checked,
             } => {
-                let answered = answered_servers(config, &leave_out, &result.path, &servers);
-                let reason = timeout_reason(&diagnostics, &servers, &answered, after);
-                (FileState::Timeout { reason }, diagnostics)
+                n_named_not_checked += usize::from(named_not_checked);
+                push_file(&mut report, options.severity, path, state, found);
             }
-            DiagnosticsOutcome::Failed(message) => (FileState::Error { message }, Vec::new()),
-            DiagnosticsOutcome::NotChecked(message) if !explicit.contains(&result.path) => {
-                // Found by walking a folder (a binary `.py`, a 20 MB generated file): skipped,
-                // said on stderr and in the machine formats, and not counted as a failure.
-                // The reason without the absolute path (machine formats name the file already).
-                let prefix = format!("cannot read {}: ", result.path.display());
-                let reason = message.strip_prefix(&prefix).unwrap_or(&message).to_owned();
-                report.skipped.push(SkippedFile {
-                    path: result.path,
-                    reason,
-                    outside_projects: false,
-                });
-                continue;
-            }
-            DiagnosticsOutcome::NotChecked(message) => {
-                n_named_not_checked += 1;
-                (FileState::Error { message }, Vec::new())
-            }
-        };
-        push_file(&mut report, options.severity, result.path, state, found);
+        }
     }
     let known: std::collections::HashSet<PathBuf> = report
         .files
@@ -287,25 +310,85 @@ pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
             report.n_omitted += n_omitted;
         }
     }
-    finish(
-        &report,
-        options,
+    let ending = Ending {
         found,
         n_named_not_checked,
         had_config_errors,
-    )
+        streamed,
+        interrupted: waited
+            .interrupted
+            .map(|signal| (signal, n_finished, checked_files.len())),
+    };
+    finish(&report, options, ending)
+}
+
+/// One finished file, as the report takes it.
+enum Classified {
+    File {
+        path: PathBuf,
+        state: FileState,
+        found: Vec<diagnostics::Diagnostic>,
+        /// A file named on the command line that no server could take.
+        named_not_checked: bool,
+    },
+    /// Found by walking a folder and not sendable (binary, too large, not UTF-8).
+    Skipped(SkippedFile),
+}
+
+fn classify(
+    config: &crate::config::Config,
+    leave_out: &HashMap<PathBuf, Vec<ServerId>>,
+    explicit: &[PathBuf],
+    result: crate::engine::FileDiagnostics,
+) -> Classified {
+    let path = result.path;
+    let (state, found, named_not_checked) = match result.outcome {
+        DiagnosticsOutcome::Settled(found) => (FileState::Diagnostics, found, false),
+        DiagnosticsOutcome::TimedOut {
+            diagnostics,
+            servers,
+            after,
+        } => {
+            let answered = answered_servers(config, leave_out, &path, &servers);
+            let reason = timeout_reason(&diagnostics, &servers, &answered, after);
+            (FileState::Timeout { reason }, diagnostics, false)
+        }
+        DiagnosticsOutcome::Failed(message) => (FileState::Error { message }, Vec::new(), false),
+        DiagnosticsOutcome::NotChecked(message) if !explicit.contains(&path) => {
+            // Found by walking a folder (a binary `.py`, a 20 MB generated file): skipped, said
+            // on stderr and in the machine formats, and not counted as a failure. The reason
+            // goes without the absolute path (machine formats name the file already).
+            let prefix = format!("cannot read {}: ", path.display());
+            let reason = message.strip_prefix(&prefix).unwrap_or(&message).to_owned();
+            return Classified::Skipped(SkippedFile {
+                path,
+                reason,
+                outside_projects: false,
+            });
+        }
+        DiagnosticsOutcome::NotChecked(message) => (FileState::Error { message }, Vec::new(), true),
+    };
+    Classified::File {
+        path,
+        state,
+        found,
+        named_not_checked,
+    }
 }
 
 /// Renders the report, writes the stderr lines and returns the exit status.
-fn finish(
-    report: &CheckReport,
-    options: &CheckOptions,
-    found: bool,
-    n_named_not_checked: usize,
-    had_config_errors: bool,
-) -> i32 {
+fn finish(report: &CheckReport, options: &CheckOptions, ending: Ending) -> i32 {
     let mut stdout = std::io::stdout().lock();
-    let written = output::render(report, options.format, &mut stdout).and_then(|()| stdout.flush());
+    let written = if ending.streamed.is_empty() {
+        output::render(report, options.format, &mut stdout)
+    } else {
+        // Streamed files are on the terminal already; the rest (files lspc did not open) follow.
+        let mut rest = report.clone();
+        rest.files
+            .retain(|file| !ending.streamed.contains(&file.path));
+        output::render(&rest, options.format, &mut stdout)
+    }
+    .and_then(|()| stdout.flush());
     if let Err(error) = written {
         if error.kind() != std::io::ErrorKind::BrokenPipe {
             eprintln!("lspc: cannot write the report: {error}");
@@ -320,7 +403,32 @@ fn finish(
         eprintln!("{line}");
     }
     eprintln!("{}", output::summary_line(report));
-    exit_status(report, found, n_named_not_checked, had_config_errors)
+    if let Some((signal, n_finished, n_total)) = ending.interrupted {
+        eprintln!(
+            "lspc: interrupted after {n_finished} of {n_total} files; the results above are the \
+             files that were complete"
+        );
+        return 128 + signal;
+    }
+    exit_status(
+        report,
+        ending.found,
+        ending.n_named_not_checked,
+        ending.had_config_errors,
+    )
+}
+
+/// How the run ended, for [`finish`].
+#[derive(Default)]
+struct Ending {
+    /// A reported diagnostic is at or above `--fail-on` (counted before the caps).
+    found: bool,
+    n_named_not_checked: usize,
+    had_config_errors: bool,
+    /// Files whose human output was streamed while the run went on.
+    streamed: std::collections::HashSet<PathBuf>,
+    /// (signal, files finished, files sent) when a signal ended the run.
+    interrupted: Option<(i32, usize, usize)>,
 }
 
 /// Adds one file's result, leaving out (and counting) what is below `--severity`.
@@ -407,6 +515,7 @@ fn empty_report(root: &Path, options: &CheckOptions, selection: Selection) -> Ch
 }
 
 /// The files to send, which servers to leave out of which file, and what was skipped.
+#[derive(Default)]
 struct Selection {
     files: Vec<PathBuf>,
     leave_out: HashMap<PathBuf, Vec<ServerId>>,
@@ -548,51 +657,123 @@ fn exit_status(
     }
 }
 
-/// Ask the engine and wait, drawing a one-line progress indicator on stderr when it is a
-/// terminal.
-fn wait_with_progress(
-    engine: &EngineHandle,
+/// What [`wait_with_progress`] sends and listens to.
+struct WaitRequest {
     files: Vec<PathBuf>,
     leave_out: HashMap<PathBuf, Vec<ServerId>>,
     timeout: Duration,
-) -> Vec<crate::engine::FileDiagnostics> {
-    let n_files = files.len();
+    /// Gets the signal number when SIGINT/SIGTERM/SIGHUP ended the engine.
+    interrupted: crossbeam_channel::Receiver<i32>,
+    /// Paths in the progress line are relative to this (the current directory).
+    human_base: PathBuf,
+}
+
+/// What the wait gave: every file's result in the order sent, or after a signal the files
+/// finished before it (in finishing order).
+struct Waited {
+    results: Vec<crate::engine::FileDiagnostics>,
+    interrupted: Option<i32>,
+}
+
+/// Ask the engine and wait. `on_file` sees each file's result as soon as it is finished. On a
+/// terminal, stderr shows one progress line: files done of total and the file waited on longest
+/// (files are sent smallest first, so the oldest unfinished file in that order).
+fn wait_with_progress(
+    engine: &EngineHandle,
+    request: WaitRequest,
+    on_file: &mut dyn FnMut(&crate::engine::FileDiagnostics),
+) -> Waited {
+    let n_files = request.files.len();
     let (reply, receiver) = bounded(1);
+    let (progress_sender, progress_receiver) = crossbeam_channel::unbounded();
+    let show_progress = std::io::stderr().is_terminal();
+    let mut by_size: Vec<(u64, PathBuf)> = if show_progress {
+        request
+            .files
+            .iter()
+            .map(|path| (std::fs::metadata(path).map_or(0, |m| m.len()), path.clone()))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    by_size.sort_by_key(|(size, _)| *size);
     if engine
         .op_sender()
         .send(Op::DiagnosticsLeavingOut {
-            paths: files,
-            leave_out,
-            timeout,
+            paths: request.files,
+            leave_out: request.leave_out,
+            timeout: request.timeout,
+            progress: Some(progress_sender),
             reply,
         })
         .is_err()
     {
-        return Vec::new();
+        return Waited {
+            results: Vec::new(),
+            interrupted: None,
+        };
     }
-    let show_progress = std::io::stderr().is_terminal();
     let started = Instant::now();
     let ticker = if show_progress {
         crossbeam_channel::tick(Duration::from_millis(200))
     } else {
         crossbeam_channel::never()
     };
-    let results = loop {
+    let mut finished: Vec<crate::engine::FileDiagnostics> = Vec::new();
+    let mut done: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
+    let mut drawn = false;
+    let clear = |drawn: &mut bool| {
+        if *drawn {
+            eprint!("\r\x1b[K");
+            *drawn = false;
+        }
+    };
+    let waited = loop {
         select! {
-            recv(receiver) -> results => break results.unwrap_or_default(),
+            recv(receiver) -> results => {
+                // Results streamed but not yet seen (the reply raced the progress channel).
+                for result in progress_receiver.try_iter() {
+                    if done.insert(result.path.clone()) {
+                        clear(&mut drawn);
+                        on_file(&result);
+                        finished.push(result);
+                    }
+                }
+                if let Ok(signal) = request.interrupted.try_recv() {
+                    // Shutting down answered the op: only the files finished before count.
+                    break Waited { results: finished, interrupted: Some(signal) };
+                }
+                break Waited { results: results.unwrap_or_default(), interrupted: None };
+            }
+            recv(progress_receiver) -> result => {
+                if let Ok(result) = result {
+                    clear(&mut drawn);
+                    done.insert(result.path.clone());
+                    on_file(&result);
+                    finished.push(result);
+                }
+            }
+            recv(request.interrupted) -> signal => {
+                finished.extend(progress_receiver.try_iter());
+                break Waited { results: finished, interrupted: Some(signal.unwrap_or(libc::SIGINT)) };
+            }
             recv(ticker) -> _ => {
+                let waiting = by_size
+                    .iter()
+                    .find(|(_, path)| !done.contains(path))
+                    .map(|(_, path)| output::display_path(&request.human_base, path))
+                    .unwrap_or_default();
                 eprint!(
-                    "\rlspc: checking {n_files} file{} … {:.1} s",
-                    if n_files == 1 { "" } else { "s" },
+                    "\r\x1b[Klspc: {}/{n_files} files, waiting on {waiting} … {:.1} s",
+                    done.len(),
                     started.elapsed().as_secs_f64()
                 );
+                drawn = true;
             }
         }
     };
-    if show_progress && started.elapsed() >= Duration::from_millis(200) {
-        eprint!("\r\x1b[K");
-    }
-    results
+    clear(&mut drawn);
+    waited
 }
 
 #[cfg(test)]

@@ -41,6 +41,8 @@ pub(super) struct DiagnosticsJob {
     pub(super) leave_out: HashMap<PathBuf, Vec<ServerId>>,
     /// The queued files that are at least [`LARGE_FILE_BYTES`] long.
     pub(super) large: std::collections::HashSet<PathBuf>,
+    /// Gets a copy of each file's result when it is finished.
+    pub(super) progress: Option<Sender<FileDiagnostics>>,
 }
 
 impl DiagnosticsJob {
@@ -71,7 +73,16 @@ impl DiagnosticsJob {
             reply,
             leave_out,
             large,
+            progress: None,
         }
+    }
+
+    /// Records one file's result (and sends it to `progress`).
+    fn finish(&mut self, result: FileDiagnostics) {
+        if let Some(progress) = &self.progress {
+            let _ = progress.send(result.clone());
+        }
+        self.results.push(result);
     }
 
     /// Whether the next queued file may start now: the window has room, and a large file waits
@@ -121,7 +132,7 @@ impl State {
                         } else {
                             DiagnosticsOutcome::NotChecked(message)
                         };
-                        job.results.push(FileDiagnostics { path, outcome });
+                        job.finish(FileDiagnostics { path, outcome });
                     }
                 }
             }
@@ -134,7 +145,7 @@ impl State {
                             doc.pins = doc.pins.saturating_sub(1);
                         }
                     }
-                    job.results.push(FileDiagnostics {
+                    job.finish(FileDiagnostics {
                         path: wait.path,
                         outcome,
                     });

@@ -127,7 +127,15 @@ pub(super) fn run(options: EngineOptions, op_receiver: Receiver<Op>) {
             recv(signal_receiver) -> signal => {
                 let signal = signal.unwrap_or(libc_sigterm());
                 log::info!("received signal {signal}: shutting the servers down");
+                // Told first, so the frontend knows the answers shutting down gives are partial.
+                let interrupted_sender = state.options.interrupted_sender.clone();
+                if let Some(sender) = &interrupted_sender {
+                    let _ = sender.send(signal);
+                }
                 state.shutdown_all(&event_receiver);
+                if interrupted_sender.is_some() {
+                    return;
+                }
                 std::process::exit(128 + signal);
             },
             default(timeout) => {},
@@ -432,10 +440,12 @@ impl State {
                 paths,
                 leave_out,
                 timeout,
+                progress,
                 reply,
             } => {
-                self.jobs
-                    .push(DiagnosticsJob::new(paths, leave_out, timeout, reply));
+                let mut job = DiagnosticsJob::new(paths, leave_out, timeout, reply);
+                job.progress = progress;
+                self.jobs.push(job);
             }
             Op::Sync {
                 path,

@@ -64,6 +64,10 @@ pub struct EngineOptions {
     pub restart: Option<RestartPolicy>,
     /// Warn when another lspc process runs the same server for the same workspace (issue 6).
     pub warn_duplicates: bool,
+    /// When set, a caught SIGINT/SIGTERM/SIGHUP shuts the servers down, is sent here (its
+    /// number), and the loop ends, so the frontend can say what was complete (`lspc check`:
+    /// "interrupted after N of M files"); when `None` the process exits with 128 + signal.
+    pub interrupted_sender: Option<Sender<i32>>,
 }
 
 impl EngineOptions {
@@ -78,6 +82,7 @@ impl EngineOptions {
             max_open_documents: 50,
             max_file_size: 10 * 1024 * 1024,
             restart: None,
+            interrupted_sender: None,
             warn_duplicates: true,
         }
     }
@@ -101,6 +106,8 @@ pub enum Op {
         paths: Vec<PathBuf>,
         leave_out: HashMap<PathBuf, Vec<ServerId>>,
         timeout: Duration,
+        /// Gets each file's result as soon as it is finished (for progress and streaming).
+        progress: Option<Sender<FileDiagnostics>>,
         reply: Sender<Vec<FileDiagnostics>>,
     },
     /// Make sure the file's servers run and have the file's current disk text; answer with the
