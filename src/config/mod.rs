@@ -814,16 +814,27 @@ pub fn render_servers(config: &Config) -> String {
 }
 
 /// [`render_servers`] where `broken` says why a found program cannot run (see
-/// [`probe::broken_reason`]); such rows read `found but broken: <reason>`.
+/// [`probe::broken_reason`]); such rows read `found but broken`, and a `broken:` section gives
+/// `name: path: reason`.
 pub fn render_servers_with(
     config: &Config,
     broken: &dyn Fn(&ServerConfig) -> Option<String>,
 ) -> String {
+    // Probed once per server; the reasons get their own section (they are long).
+    let broken_reasons: Vec<(String, String)> = config
+        .servers
+        .iter()
+        .filter_map(|server| {
+            let path = server.resolved_command.as_ref()?;
+            let reason = broken(server)?;
+            Some((server.name.clone(), format!("{}: {reason}", path.display())))
+        })
+        .collect();
     let status = |server: &ServerConfig| match &server.resolved_command {
-        Some(path) => match broken(server) {
-            Some(reason) => format!("found but broken: {}: {reason}", path.display()),
-            None => format!("found {}", path.display()),
-        },
+        Some(_) if broken_reasons.iter().any(|(name, _)| *name == server.name) => {
+            "found but broken".to_string()
+        }
+        Some(path) => format!("found {}", path.display()),
         None => "not found".to_string(),
     };
     let extensions = |server: &ServerConfig| {
@@ -890,6 +901,13 @@ pub fn render_servers_with(
                     s.reason
                 )
             })
+            .collect(),
+    );
+    section(
+        "broken",
+        broken_reasons
+            .iter()
+            .map(|(name, reason)| format!("{name}: {reason}"))
             .collect(),
     );
     section(
@@ -1916,6 +1934,22 @@ mod tests {
         ]
         .join("\n");
         assert_eq!(render_servers(&config), expected);
+        // A found program that cannot run: `found but broken`, with its reason in a section.
+        let broken = render_servers_with(&config, &|server| {
+            (server.name == "clangd").then(|| "error: Unknown binary 'clangd'".to_string())
+        });
+        assert!(
+            broken.contains(
+                "clangd             built-in           found but broken                   .c"
+            ),
+            "{broken}"
+        );
+        assert!(
+            broken.contains(
+                "broken:\n  clangd: /usr/bin/clangd: error: Unknown binary 'clangd'\nconflicts:"
+            ),
+            "{broken}"
+        );
         let empty = Config {
             servers: Vec::new(),
             conflicts: Vec::new(),
