@@ -13,6 +13,7 @@
 //!   groups, parent-death signals and the bounded shutdown sequence.
 //! - [`diagnostics`]: the normalised diagnostic model, per-server stores, dedup, severity order and
 //!   caps (10 per file, 30 in total when capping is asked for).
+//! - [`failure_text`]: the one stderr line that says why a server failed.
 //! - [`engine`]: the one event loop that owns every server, document and diagnostic.
 //! - [`output`]: rendering `lspc check` results (human, json, jsonl, sarif, github).
 //! - [`check`]: the `lspc check` command: file walking, settling, exit status.
@@ -30,6 +31,7 @@ pub mod config;
 pub mod diagnostics;
 pub mod edit;
 pub mod engine;
+pub mod failure_text;
 pub mod mcp;
 pub mod output;
 pub mod process;

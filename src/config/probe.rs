@@ -47,7 +47,7 @@ pub fn broken_reason(server: &ServerConfig) -> Option<String> {
         let _ = pipe.read_to_string(&mut stderr);
     }
     Some(
-        crate::engine::failure_text::meaningful_line(&stderr)
+        crate::failure_text::meaningful_line(&stderr)
             .map(str::to_string)
             .unwrap_or_else(|| format!("`--version` exited with {status}")),
     )

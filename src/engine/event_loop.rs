@@ -902,7 +902,7 @@ impl State {
         log::debug!("{name}: stdout closed ({reason:?})");
         let error = if startup {
             let mut message = format!("exited ({exit}) before answering initialize");
-            if let Some(cause) = super::failure_text::meaningful_line(&stderr_tail) {
+            if let Some(cause) = crate::failure_text::meaningful_line(&stderr_tail) {
                 message.push_str(": ");
                 message.push_str(cause);
             }

@@ -18,7 +18,6 @@ mod client_capabilities;
 mod documents;
 mod duplicates;
 mod event_loop;
-pub mod failure_text;
 mod pending_publishes;
 pub mod server_requests;
 mod settle;
@@ -395,7 +394,8 @@ impl EngineError {
                 ..
             } => {
                 // One line, the cause: a frontend says this once per run.
-                let cause = failure_text::meaningful_line(stderr_tail).unwrap_or(stderr_tail);
+                let cause =
+                    crate::failure_text::meaningful_line(stderr_tail).unwrap_or(stderr_tail);
                 format!("crashed ({status}): {cause}")
             }
             other => other.to_string(),
