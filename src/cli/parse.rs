@@ -66,6 +66,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
     let mut check = CheckOptions::default();
     let mut positionals: Vec<PathBuf> = Vec::new();
     let mut mcp = McpCliOptions::default();
+    let mut ide = crate::ide::IdeCliOptions::default();
     let mut timeout_given: Option<Duration> = None;
     let mut help = false;
     let mut version = false;
@@ -134,6 +135,29 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
                 mcp.settings = Some(crate::mcp::cli::parse_json("--settings", &mut parser)?)
             }
             Long("open-documents") => mcp.open_documents = Some(parser.value()?.parse()?),
+            Long("diff") => {
+                let value: String = parser.value()?.string()?;
+                ide.diff_mode = crate::ide::parse_diff_mode(&value).map_err(UsageError)?;
+            }
+            Long("port") => {
+                let value: String = parser.value()?.string()?;
+                ide.port = value.parse().map_err(|_| {
+                    UsageError(format!(
+                        "--port: expected a port number (0-65535), got {value:?}"
+                    ))
+                })?;
+            }
+            Value(value)
+                if command_name.as_deref() == Some("ide")
+                    && !ide.list
+                    && ide.command.is_none()
+                    && value == "list" =>
+            {
+                ide.list = true
+            }
+            Value(value) if command_name.as_deref() == Some("ide") && !ide.list => {
+                ide.command = Some((value, parser.raw_args()?.collect()));
+            }
             Value(value) if command_name.as_deref() == Some("mcp") => {
                 mcp.server_command = Some(value);
                 mcp.server_args = parser.raw_args()?.collect();
@@ -175,6 +199,20 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
                 expect_no_positionals("mcp", &positionals)?;
                 mcp.timeout = timeout_given;
                 Command::Mcp(mcp)
+            }
+            Some("ide") => {
+                expect_no_positionals("ide", &positionals)?;
+                ide.timeout = timeout_given;
+                ide.json = matches!(check.format, crate::output::Format::Json);
+                if !matches!(
+                    check.format,
+                    crate::output::Format::Json | crate::output::Format::Human
+                ) {
+                    return Err(UsageError(
+                        "ide list: --format must be human or json".to_owned(),
+                    ));
+                }
+                Command::Ide(ide)
             }
             Some("help") => Command::Help,
             Some("rename") => {
