@@ -209,7 +209,19 @@ struct IdeClient {
 
 /// Open the WebSocket with `token` in the auth header (none when `None`).
 fn connect(port: u16, token: Option<&str>) -> Result<IdeClient, tungstenite::Error> {
-    let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    connect_over(
+        TcpStream::connect(("127.0.0.1", port)).unwrap(),
+        port,
+        token,
+    )
+}
+
+/// The WebSocket handshake over an already connected `stream`.
+fn connect_over(
+    stream: TcpStream,
+    port: u16,
+    token: Option<&str>,
+) -> Result<IdeClient, tungstenite::Error> {
     stream
         .set_read_timeout(Some(Duration::from_millis(500)))
         .unwrap();
@@ -493,6 +505,38 @@ fn non_loopback_address() -> Option<std::net::IpAddr> {
     (!address.is_loopback() && !address.is_unspecified()).then_some(address)
 }
 
+/// A TCP connection to `127.0.0.1:port` whose source address is `source` (a local address that
+/// is not loopback: Linux routes it over `lo`).
+fn connect_from(source: std::net::Ipv4Addr, port: u16) -> std::io::Result<TcpStream> {
+    use std::os::fd::FromRawFd;
+    let address = |ip: std::net::Ipv4Addr, port: u16| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(ip).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    let length = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: plain socket calls on a descriptor we own; the File-like TcpStream closes it.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let stream = TcpStream::from_raw_fd(fd);
+        let local = address(source, 0);
+        if libc::bind(fd, (&local as *const libc::sockaddr_in).cast(), length) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let remote = address(std::net::Ipv4Addr::LOCALHOST, port);
+        if libc::connect(fd, (&remote as *const libc::sockaddr_in).cast(), length) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(stream)
+    }
+}
+
 #[test]
 fn ide_refuses_a_missing_or_wrong_token_and_listens_on_loopback_only() {
     let workspace = Workspace::new("ide refusals");
@@ -525,12 +569,23 @@ fn ide_refuses_a_missing_or_wrong_token_and_listens_on_loopback_only() {
     client.handshake();
     let folders = client.call_json("getWorkspaceFolders", json!({}));
     assert_eq!(folders["rootPath"], workspace.root.to_str().unwrap());
-    // Nothing answers on a non-loopback address of this machine.
+    // Nothing answers on a non-loopback address of this machine, and a connection to 127.0.0.1
+    // from that address is closed before the handshake, even with the right token.
     match non_loopback_address() {
         Some(address) => {
             let result =
                 TcpStream::connect_timeout(&SocketAddr::new(address, port), Duration::from_secs(2));
             assert!(result.is_err(), "lspc ide answered on {address}:{port}");
+            if let std::net::IpAddr::V4(source) = address {
+                let stream = connect_from(source, port).unwrap();
+                match connect_over(stream, port, Some(token)) {
+                    Ok(_) => panic!("a peer at {source} got a WebSocket"),
+                    Err(tungstenite::Error::Http(response)) => {
+                        panic!("a peer at {source} got an HTTP answer: {response:?}")
+                    }
+                    Err(_) => {}
+                }
+            }
         }
         None => eprintln!("no non-loopback address here: only the unit test covers the peer check"),
     }
@@ -543,6 +598,11 @@ fn ide_refuses_a_missing_or_wrong_token_and_listens_on_loopback_only() {
         stderr.contains("refused the WebSocket upgrade from 127.0.0.1:"),
         "{stderr}"
     );
+    if let Some(std::net::IpAddr::V4(source)) = non_loopback_address() {
+        let refused = format!("refused a connection from {source}:");
+        assert!(stderr.contains(&refused), "{stderr}");
+        assert!(stderr.contains(": not a loopback address"), "{stderr}");
+    }
     // The token never reaches the logs.
     assert!(!stderr.contains(token), "{stderr}");
 }
