@@ -739,7 +739,27 @@ fn ide_open_diff_accepts_inside_the_root_rejects_and_refuses_outside() {
     let created = workspace.path("new/made.txt");
     client.call("openDiff", diff(&created, "fresh\n"));
     assert_eq!(fs::read_to_string(&created).unwrap(), "fresh\n");
-    // Outside the root: refused, nothing written.
+    // A CRLF file keeps exactly the bytes given.
+    let crlf = workspace.path("crlf.txt");
+    fs::write(&crlf, "a\r\nb\r\n").unwrap();
+    client.call("openDiff", diff(&crlf, "a\r\nB\r\nc\r\n"));
+    assert_eq!(fs::read_to_string(&crlf).unwrap(), "a\r\nB\r\nc\r\n");
+    // Outside the root: refused, nothing written (also through a symlink that leads out).
+    fs::write(
+        workspace.root.parent().unwrap().join("target.txt"),
+        "kept\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("../target.txt", workspace.path("link.txt")).unwrap();
+    let answer = client.request(
+        "tools/call",
+        json!({"name": "openDiff", "arguments": diff(&workspace.path("link.txt"), "nope\n")}),
+    );
+    assert_eq!(answer["error"]["code"], -32000, "{answer}");
+    assert_eq!(
+        fs::read_to_string(workspace.root.parent().unwrap().join("target.txt")).unwrap(),
+        "kept\n"
+    );
     for target in [outside.clone(), workspace.root.join("../outside.txt")] {
         let answer = client.request(
             "tools/call",
