@@ -112,6 +112,20 @@ pub fn check_authorization(request: &Request, token: &str) -> Result<(), &'stati
     Ok(())
 }
 
+/// The subprotocol lspc answers with: `mcp` when the client offers it (Claude Code does, and a
+/// WebSocket client that asked for a subprotocol fails the handshake without an answer; both
+/// claudecode.nvim and claude-code-ide.el answer `mcp`), else none (RFC 6455 §4.2.2).
+pub fn choose_subprotocol(request: &Request) -> Option<&'static str> {
+    let offered = request
+        .headers()
+        .get_all(tungstenite::http::header::SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|protocol| protocol.trim() == "mcp");
+    offered.then_some("mcp")
+}
+
 /// The running listener; dropping it stops and joins every thread.
 pub struct WebSocketServer {
     port: u16,
@@ -232,14 +246,22 @@ fn serve_connection(
     if stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT)).is_err() {
         return;
     }
-    let callback = |request: &Request, response: Response| match check_authorization(request, token)
-    {
-        Ok(()) => Ok(response),
-        Err(reason) => {
-            log::warn!("refused the WebSocket upgrade from {peer}: {reason}");
-            Err(refusal(401, reason))
-        }
-    };
+    let callback =
+        |request: &Request, mut response: Response| match check_authorization(request, token) {
+            Ok(()) => {
+                if let Some(protocol) = choose_subprotocol(request) {
+                    response.headers_mut().insert(
+                        tungstenite::http::header::SEC_WEBSOCKET_PROTOCOL,
+                        tungstenite::http::HeaderValue::from_static(protocol),
+                    );
+                }
+                Ok(response)
+            }
+            Err(reason) => {
+                log::warn!("refused the WebSocket upgrade from {peer}: {reason}");
+                Err(refusal(401, reason))
+            }
+        };
     let mut socket = match tungstenite::accept_hdr(stream, callback) {
         Ok(socket) => socket,
         Err(error) => {
@@ -363,6 +385,28 @@ mod tests {
         }
         let request = builder.body(()).unwrap();
         assert_eq!(check_authorization(&request, "secret-token"), expected);
+    }
+
+    fn check_subprotocol(offered: &[&str], expected: Option<&str>) {
+        let mut builder = Request::builder().uri("/");
+        for value in offered {
+            builder = builder.header("Sec-WebSocket-Protocol", *value);
+        }
+        assert_eq!(
+            choose_subprotocol(&builder.body(()).unwrap()),
+            expected,
+            "{offered:?}"
+        );
+    }
+
+    #[test]
+    fn mcp_is_the_subprotocol_when_offered() {
+        check_subprotocol(&["mcp"], Some("mcp"));
+        check_subprotocol(&["chat, mcp"], Some("mcp"));
+        check_subprotocol(&["chat", "mcp"], Some("mcp"));
+        check_subprotocol(&["chat"], None);
+        check_subprotocol(&["mcpx"], None);
+        check_subprotocol(&[], None);
     }
 
     #[test]

@@ -228,6 +228,10 @@ fn connect_over(
     let mut request = format!("ws://127.0.0.1:{port}")
         .into_client_request()
         .unwrap();
+    // Claude Code asks for the `mcp` subprotocol; the client fails unless lspc answers it.
+    request
+        .headers_mut()
+        .insert("sec-websocket-protocol", "mcp".parse().unwrap());
     if let Some(token) = token {
         request
             .headers_mut()
