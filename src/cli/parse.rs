@@ -928,4 +928,44 @@ mod tests {
             100,
         );
     }
+
+    #[test]
+    fn ide_commands_parse() {
+        use crate::ide::tools::DiffMode;
+        use crate::ide::IdeCliOptions;
+        let ide = |line: &str| match parse_str(line).unwrap().command {
+            Command::Ide(options) => options,
+            other => panic!("{line}: {other:?}"),
+        };
+        assert_eq!(ide("ide"), IdeCliOptions::default());
+        assert_eq!(ide("ide").diff_mode, DiffMode::Reject);
+        let options = ide("ide --diff accept --port 4100 --timeout 9");
+        assert_eq!(options.diff_mode, DiffMode::Accept);
+        assert_eq!(options.port, 4100);
+        assert_eq!(options.timeout, Some(Duration::from_secs(9)));
+        let options = ide("ide list --format json");
+        assert!(options.list && options.json);
+        let options = ide("ide --diff reject -- claude --ide");
+        assert_eq!(
+            options.command,
+            Some((OsString::from("claude"), vec![OsString::from("--ide")]))
+        );
+        assert!(!options.list);
+        let check = |line: &str, expected: &str| {
+            assert_eq!(parse_str(line).unwrap_err().0, expected, "{line}");
+        };
+        check(
+            "ide --diff maybe",
+            "--diff: expected accept or reject, got \"maybe\"",
+        );
+        check(
+            "ide --port 70000",
+            "--port: expected a port number (0-65535), got \"70000\"",
+        );
+        check("ide list extra", "ide: unexpected argument \"extra\"");
+        check(
+            "ide list --format sarif",
+            "ide list: --format must be human or json",
+        );
+    }
 }
