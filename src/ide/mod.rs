@@ -18,6 +18,9 @@
 //! - The lock file exists only while the listener runs: it is written after the port is bound
 //!   and removed before the listener stops, on every way out of [`run`] (SIGINT, SIGTERM,
 //!   SIGHUP, the child command ending, a failure).
+//! - With a child command (`lspc ide -- claude`), SIGINT is left to the child (Ctrl-C interrupts
+//!   the agent's turn, not the IDE); SIGTERM and SIGHUP end lspc, which then sends the child
+//!   SIGTERM (SIGKILL after 5 s).
 
 pub mod discovery;
 pub mod lock;
@@ -195,6 +198,13 @@ pub fn run(options: IdeOptions) -> i32 {
             },
             recv(signals) -> signal => {
                 let signal = signal.unwrap_or(libc::SIGTERM);
+                // Ctrl-C reaches the whole foreground group; the agent uses it to interrupt a
+                // turn, so while it runs lspc leaves SIGINT to it, as a shell does for a
+                // foreground job, and ends when it ends.
+                if signal == libc::SIGINT && child.is_some() {
+                    log::info!("SIGINT while the command runs: left to the command");
+                    continue;
+                }
                 log::info!("signal {signal}: shutting down");
                 break 128 + signal;
             },

@@ -663,14 +663,36 @@ fn ide_lock_file_is_private_and_removed_on_every_exit_path() {
     assert_eq!(listed["locks"][0]["port"], port);
     assert_eq!(listed["locks"][0]["pid"], ide.pid());
     assert_eq!(fs::read_dir(claude.join("ide")).unwrap().count(), 0);
-    // The command's status is lspc's.
+    // The command's status is lspc's; a SIGINT while it runs is the command's (Ctrl-C
+    // interrupts the agent, not the IDE under it).
     let mut ide = IdeRun::start(
         &workspace,
         &claude,
-        &["--no-builtin", "--", "sh", "-c", "exit 7"],
+        &[
+            "--no-builtin",
+            "--",
+            "sh",
+            "-c",
+            "kill -INT $PPID; sleep 1; exit 7",
+        ],
     );
-    assert_eq!(ide.wait(), 7);
+    assert_eq!(ide.wait(), 7, "{}", ide.stderr());
+    assert!(ide
+        .stderr()
+        .contains("SIGINT while the command runs: left to the command"));
     assert_eq!(fs::read_dir(claude.join("ide")).unwrap().count(), 0);
+    // SIGTERM ends lspc and the command with it.
+    let mut ide = IdeRun::start(&workspace, &claude, &["--no-builtin", "--", "sleep", "60"]);
+    let lock = ide.lock_path();
+    let started = Instant::now();
+    ide.signal(libc::SIGTERM);
+    assert_eq!(ide.wait(), 128 + libc::SIGTERM);
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert!(!lock.exists());
+    assert!(
+        crate::support::processes_matching("sleep 60").is_empty(),
+        "the command outlived lspc ide"
+    );
 }
 
 #[test]
