@@ -549,6 +549,48 @@ mod tests {
     }
 
     #[test]
+    fn an_ide_on_windows_is_reached_at_the_wsl_host_and_proves_liveness_by_port() {
+        let dir = std::env::temp_dir().join(format!("lspc-wsl-unit-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("5001.lock"),
+            r#"{"pid":1,"workspaceFolders":["C:\\Users\\me\\p"],"ideName":"Visual Studio Code","transport":"ws","runningInWindows":true,"authToken":"x"}"#,
+        )
+        .unwrap();
+        let env = DiscoveryEnv {
+            lock_dirs: vec![dir.clone()],
+            cwd: PathBuf::from("/mnt/c/Users/me/p/src"),
+            sse_port: None,
+            in_wsl: true,
+            windows_host: Some("172.20.0.1".to_owned()),
+        };
+        let asked = std::cell::RefCell::new(Vec::new());
+        let listening = |host: &str, port: u16| {
+            asked.borrow_mut().push(format!("{host}:{port}"));
+            true
+        };
+        // The Windows pid (1) is never looked up here.
+        let discovery = discover_with(&env, &|_| panic!("pid checked"), &listening);
+        assert_eq!(asked.borrow().as_slice(), ["172.20.0.1:5001"]);
+        let entry = &discovery.locks[0];
+        assert_eq!(entry.url.as_deref(), Some("ws://172.20.0.1:5001"));
+        assert_eq!(entry.workspace_folders, ["/mnt/c/Users/me/p"]);
+        assert_eq!(entry.verdict, Verdict::Chosen);
+        // Outside WSL the host stays loopback.
+        let env = DiscoveryEnv {
+            in_wsl: false,
+            ..env
+        };
+        let discovery = discover_with(&env, &|_| true, &|_, _| true);
+        assert_eq!(
+            discovery.locks[0].url.as_deref(),
+            Some("ws://127.0.0.1:5001")
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn normalising_keeps_paths_comparable() {
         assert_eq!(
             normalise(Path::new("/no/such/dir/../x//y/")),
