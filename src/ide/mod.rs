@@ -149,9 +149,14 @@ pub fn run(options: IdeOptions) -> i32 {
         }
     };
     eprintln!(
-        "lspc: ide: listening on ws://127.0.0.1:{port} for {} (lock file {}); stop with Ctrl-C",
+        "lspc: ide: listening on ws://127.0.0.1:{port} for {} (lock file {}){}",
         root.display(),
-        lock_file.path().display()
+        lock_file.path().display(),
+        if options.command.is_some() {
+            ""
+        } else {
+            "; stop with Ctrl-C"
+        }
     );
     let (child_receiver, child) = match &options.command {
         Some((program, args)) => match spawn_child(program, args, port) {
