@@ -32,6 +32,9 @@ pub const AUTH_HEADER: &str = "x-claude-code-ide-authorization";
 
 /// How long a peer may take to send its upgrade request.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// At most this many connections are served at once (each has a thread); more are closed at
+/// once, so a local process cannot exhaust threads by opening connections.
+pub const MAX_CONNECTIONS: usize = 16;
 /// How often a connection thread looks at its outgoing channel while no frame arrives.
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
 
@@ -209,6 +212,12 @@ fn accept_loop(
                 continue;
             }
         };
+        if connections.len() >= MAX_CONNECTIONS {
+            log::warn!(
+                "refused a connection from {peer}: {MAX_CONNECTIONS} connections are open already"
+            );
+            continue;
+        }
         let connection_id = next_id;
         next_id += 1;
         let token = token.to_owned();

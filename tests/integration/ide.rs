@@ -573,6 +573,39 @@ fn ide_refuses_a_missing_or_wrong_token_and_listens_on_loopback_only() {
     client.handshake();
     let folders = client.call_json("getWorkspaceFolders", json!({}));
     assert_eq!(folders["rootPath"], workspace.root.to_str().unwrap());
+    // At most 16 connections at once (each costs a thread): with 15 idle sockets beside the
+    // client, the next connection is closed unanswered; once they go, connections work again.
+    let idle: Vec<TcpStream> = (0..15)
+        .map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap())
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match connect(port, Some(token)) {
+            Err(tungstenite::Error::Http(response)) => panic!("HTTP answer: {response:?}"),
+            Err(_) => break,
+            Ok(_) => {
+                // The listener may not have accepted every idle socket yet.
+                assert!(Instant::now() < deadline, "a 17th connection was served");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+    drop(idle);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut second = loop {
+        match connect(port, Some(token)) {
+            Ok(second) => break second,
+            Err(_) => {
+                assert!(
+                    Instant::now() < deadline,
+                    "no connection after the idle ones closed"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    };
+    second.handshake();
+    drop(second);
     // Nothing answers on a non-loopback address of this machine, and a connection to 127.0.0.1
     // from that address is closed before the handshake, even with the right token.
     match non_loopback_address() {
@@ -607,6 +640,10 @@ fn ide_refuses_a_missing_or_wrong_token_and_listens_on_loopback_only() {
         assert!(stderr.contains(&refused), "{stderr}");
         assert!(stderr.contains(": not a loopback address"), "{stderr}");
     }
+    assert!(
+        stderr.contains("16 connections are open already"),
+        "{stderr}"
+    );
     // The token never reaches the logs.
     assert!(!stderr.contains(token), "{stderr}");
 }
