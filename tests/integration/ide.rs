@@ -719,7 +719,11 @@ fn ide_lock_file_is_private_and_removed_on_every_exit_path() {
         .contains("SIGINT while the command runs: left to the command"));
     assert_eq!(fs::read_dir(claude.join("ide")).unwrap().count(), 0);
     // SIGTERM ends lspc and the command with it.
-    let mut ide = IdeRun::start(&workspace, &claude, &["--no-builtin", "--", "sleep", "60"]);
+    let mut ide = IdeRun::start(
+        &workspace,
+        &claude,
+        &["--no-builtin", "--", "sleep", "3597"],
+    );
     let lock = ide.lock_path();
     let started = Instant::now();
     ide.signal(libc::SIGTERM);
@@ -727,7 +731,7 @@ fn ide_lock_file_is_private_and_removed_on_every_exit_path() {
     assert!(started.elapsed() < Duration::from_secs(20));
     assert!(!lock.exists());
     assert!(
-        crate::support::processes_matching("sleep 60").is_empty(),
+        crate::support::processes_matching("sleep 3597").is_empty(),
         "the command outlived lspc ide"
     );
 }
