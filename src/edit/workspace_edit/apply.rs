@@ -3,9 +3,16 @@
 
 use std::path::Path;
 
-use super::validate::RawTextEdit;
 use super::EditError;
 use crate::text::{LineIndex, PositionEncoding};
+
+/// One text edit in LSP terms (0-based positions in the server's encoding).
+#[derive(Debug, Clone)]
+pub(super) struct RawTextEdit {
+    pub(super) start: lsp_types::Position,
+    pub(super) end: lsp_types::Position,
+    pub(super) new_text: String,
+}
 
 /// The line terminator new text is normalised to: the file's first terminator (`None` when the
 /// file has none, so new text is kept as sent).

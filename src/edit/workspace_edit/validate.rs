@@ -9,19 +9,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::apply::apply_text_edits;
+use super::apply::{apply_text_edits, RawTextEdit};
 use super::{EditContext, EditError, Operation};
 use crate::uri;
 
 // ----- parsing ---------------------------------------------------------------------------------
-
-/// One text edit in LSP terms (0-based positions in the server's encoding).
-#[derive(Debug, Clone)]
-pub(super) struct RawTextEdit {
-    pub(super) start: lsp_types::Position,
-    pub(super) end: lsp_types::Position,
-    pub(super) new_text: String,
-}
 
 #[derive(Debug, Clone)]
 pub(super) enum RawOperation {
