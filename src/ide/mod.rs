@@ -37,6 +37,7 @@ use crossbeam_channel::{never, select, unbounded, Receiver, Sender};
 use serde_json::{json, Value};
 
 use crate::engine::{EngineHandle, EngineOptions};
+use crate::exit::{EXIT_FOUND, EXIT_OK, EXIT_SERVER, EXIT_USAGE};
 use crate::mcp::protocol::{
     self, error_response, success_response, Incoming, INVALID_PARAMS, INVALID_REQUEST,
     METHOD_NOT_FOUND,
@@ -57,11 +58,6 @@ pub struct IdeOptions {
     /// `ENABLE_IDE_INTEGRATION=true` set, and exit with its status when it ends.
     pub command: Option<(OsString, Vec<OsString>)>,
 }
-
-/// Exit statuses (the CLI's).
-const EXIT_OK: i32 = 0;
-const EXIT_USAGE: i32 = 2;
-const EXIT_SERVER: i32 = 3;
 
 /// One connected client's session.
 struct Session {
@@ -501,7 +497,7 @@ pub fn parse_diff_mode(value: &str) -> Result<DiffMode, String> {
 
 /// Run `lspc ide` or `lspc ide list` for the CLI; returns the exit status (`list`: 0 when an IDE
 /// would be chosen, 1 when none would).
-pub fn run_cli(global: &crate::cli::GlobalOptions, options: IdeCliOptions) -> i32 {
+pub fn run_cli(global: &crate::options::GlobalOptions, options: IdeCliOptions) -> i32 {
     if options.list {
         let discovery = discovery::discover();
         let text = if options.json {
@@ -527,11 +523,11 @@ pub fn run_cli(global: &crate::cli::GlobalOptions, options: IdeCliOptions) -> i3
         return if discovery.chosen().is_some() {
             EXIT_OK
         } else {
-            1
+            EXIT_FOUND
         };
     }
-    let config = crate::cli::load_config(global);
-    let mut engine = crate::cli::engine_options(config, global);
+    let config = crate::options::load_config(global);
+    let mut engine = crate::options::engine_options(config, global);
     // `run` takes the signals: it must remove the lock file before the process ends.
     engine.handle_signals = false;
     run(IdeOptions {
