@@ -2,7 +2,11 @@
 //!
 //! Code map (each module has one job; see its own `//!` doc for invariants):
 //!
-//! - [`cli`]: command-line parsing (lexopt) into [`cli::Command`]; no I/O besides reading arguments.
+//! - [`cli`]: command-line parsing (lexopt) into [`cli::Command`] and dispatch; the only module
+//!   that knows every command.
+//! - [`exit`]: the exit statuses every command shares.
+//! - [`options`]: the options every command shares ([`options::GlobalOptions`]) and how they
+//!   become a configuration and engine options.
 //! - [`config`]: `.lsp.json` loading (files, plugin folders, workspace, user file, built-in table),
 //!   variable expansion and extension routing. Produces [`config::Config`].
 //! - [`uri`]: canonical path <-> `file://` URI conversion. Documents are keyed by canonical path.
@@ -23,6 +27,8 @@
 //! - [`batch`]: `lspc batch`, JSON-lines queries over one engine session.
 //! - [`walk`]: listing the files under a folder, honouring `.gitignore`.
 //! - [`project`]: each server's own project file set (pyright include, tsconfig, ruff exclude).
+//! - [`ide`]: `lspc ide`, the headless IDE an agent connects to (MCP over WebSocket, lock files),
+//!   and `lspc ide list`, the agent's IDE discovery.
 
 pub mod batch;
 pub mod check;
@@ -31,8 +37,11 @@ pub mod config;
 pub mod diagnostics;
 pub mod edit;
 pub mod engine;
+pub mod exit;
 pub mod failure_text;
+pub mod ide;
 pub mod mcp;
+pub mod options;
 pub mod output;
 pub mod process;
 pub mod project;
@@ -42,3 +51,6 @@ pub mod text;
 pub mod transport;
 pub mod uri;
 pub mod walk;
+
+#[cfg(test)]
+mod module_graph;

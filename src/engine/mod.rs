@@ -67,6 +67,11 @@ pub struct EngineOptions {
     /// number), and the loop ends, so the frontend can say what was complete (`lspc check`:
     /// "interrupted after N of M files"); when `None` the process exits with 128 + signal.
     pub interrupted_sender: Option<Sender<i32>>,
+    /// Whether the loop acts on SIGINT/SIGTERM/SIGHUP itself (shut every server down, then exit
+    /// the process with 128 + the signal). A frontend with its own clean-up (`lspc ide` removes
+    /// its lock file) sets `false`, takes the signals from [`crate::signals::install`] and sends
+    /// [`Op::Shutdown`].
+    pub handle_signals: bool,
 }
 
 impl EngineOptions {
@@ -83,6 +88,7 @@ impl EngineOptions {
             restart: None,
             interrupted_sender: None,
             warn_duplicates: true,
+            handle_signals: true,
         }
     }
 }
