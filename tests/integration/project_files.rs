@@ -620,3 +620,62 @@ fn skipped_files_are_listed_in_every_format() {
         true
     );
 }
+
+/// Ctrl-C during a long check: the servers are stopped, the files that were complete are
+/// reported, stderr says `interrupted after N of M files`, and the exit status is 128 + SIGINT.
+#[test]
+fn ctrl_c_reports_what_was_complete() {
+    let mut workspace = Workspace::new("interrupted");
+    workspace.file("a.py", "ERROR: boom\n");
+    workspace.file("b.txt", "ERROR: never settles\n");
+    // `quick` publishes its markers at once; `stuck` never publishes.
+    let stuck = json!({"publishOnChange": false, "rules": [
+        {"method": "textDocument/didOpen", "actions": []}
+    ]});
+    let config =
+        workspace.fixture_config(&[("quick", &[".py"], json!({})), ("stuck", &[".txt"], stuck)]);
+    let child = Command::new(lspc_bin())
+        .args([
+            "check",
+            "--no-builtin",
+            "--timeout",
+            "60",
+            "--format",
+            "json",
+            "--config",
+        ])
+        .arg(&config)
+        .current_dir(&workspace.root)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // a.py settles within a second (250 ms quiet period); b.txt would wait 60 s.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    // SAFETY: kill(2) with a pid this test spawned and has not reaped.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let (sender, receiver) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || {
+        let _ = sender.send(child.wait_with_output());
+    });
+    let output = receiver
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("lspc ends within 30 s of SIGINT")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("lspc: interrupted after 1 of 2 files"),
+        "{stderr}"
+    );
+    let report: Value = serde_json::from_str(&stdout).expect("json report");
+    assert_eq!(
+        json_diagnostics(&report),
+        ["a.py:1:1-1:12 error [fixture FX1] boom"],
+        "{stderr}"
+    );
+    assert_eq!(report["files"].as_array().unwrap().len(), 1, "{stdout}");
+}
