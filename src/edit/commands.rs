@@ -28,6 +28,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::diff::unified_diff;
+use super::formatting::{self, FormattingOverrides};
 use super::workspace_edit::{ApplyMode, EditError, EditReport, Operation};
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::engine::{
@@ -343,25 +344,41 @@ impl EditCommands {
         })
     }
 
-    /// `textDocument/formatting` of `file` (tab size 4, spaces; the server's own configuration
-    /// usually wins), checked against the version lspc sent.
+    /// [`EditCommands::format_with`] with no overrides: the options come from `.editorconfig`
+    /// and the file's own indentation.
     pub fn format(&self, file: &Path, apply: bool) -> Result<EditOutcome, CommandError> {
+        self.format_with(file, FormattingOverrides::default(), apply)
+    }
+
+    /// `textDocument/formatting` of `file` with the `FormattingOptions` of
+    /// [`super::formatting`] (`overrides`, then `.editorconfig`, then the file's indentation,
+    /// then 4 spaces), checked against the version lspc sent. The outcome's `note` says when
+    /// `.editorconfig`'s `end_of_line` differs from the file's (kept) line endings.
+    pub fn format_with(
+        &self,
+        file: &Path,
+        overrides: FormattingOverrides,
+        apply: bool,
+    ) -> Result<EditOutcome, CommandError> {
         let path = uri::canonical(file);
         let synced = sync_with(&self.op_sender, path.clone(), self.timeout)?;
         let server = pick_server(&synced, "documentFormattingProvider")?;
+        let options = formatting::options_for(&path, &synced.text, overrides);
         let edits = self.request(
             server,
             "textDocument/formatting",
             json!({
                 "textDocument": { "uri": uri_text(&path) },
-                "options": { "tabSize": 4, "insertSpaces": true }
+                "options": options.to_lsp()
             }),
         )?;
         let edit = json!({ "documentChanges": [{
             "textDocument": { "uri": uri_text(&path), "version": synced.version },
             "edits": if edits.is_null() { json!([]) } else { edits }
         }]});
-        self.finish(edit, server.encoding, apply)
+        let mut outcome = self.finish(edit, server.encoding, apply)?;
+        outcome.note = options.end_of_line_note(&synced.text);
+        Ok(outcome)
     }
 
     /// Replaces the one exact occurrence of `old` in `file` with `new` and writes it (through

@@ -6,6 +6,7 @@
 //!   (paths inside the root after resolving `..` and symlinks, versions, overlaps, disk content)
 //!   before writing anything, then writes atomically and rolls back on a half-way failure.
 //! - [`diff`]: the unified diff shown before an edit is applied.
+//! - [`formatting`]: the `FormattingOptions` of a file, from `.editorconfig` and its text.
 //! - [`commands`]: `rename`, `code-actions`, `format` and `edit`, callable from the CLI and MCP,
 //!   each returning the files changed and the block of diagnostics new since before the edit.
 //!
@@ -14,6 +15,7 @@
 
 pub mod commands;
 pub mod diff;
+pub mod formatting;
 pub mod workspace_edit;
 
 pub use workspace_edit::{

@@ -20,6 +20,7 @@ use super::tools::{
     ToolFailure,
 };
 use crate::edit::commands::{render_outcome, CommandError, EditCommands, EditOutcome, Span};
+use crate::edit::formatting::FormattingOverrides;
 use crate::edit::Operation;
 
 /// Names of the tools defined here, in `tools/list` order.
@@ -135,9 +136,11 @@ pub fn definition(name: &str) -> Option<(&'static str, Value, Value, bool)> {
             false,
         ),
         "format" => (
-            "Format a whole file with its language server. Previews a diff unless apply is true.",
+            "Format a whole file with its language server. Indentation comes from tab_size/insert_spaces when given, else the file's .editorconfig, else the file's own indentation. Previews a diff unless apply is true.",
             json!({"type": "object", "properties": {
                 "file": {"type": "string", "description": "File path, relative to the workspace root or absolute inside it"},
+                "tab_size": {"type": "integer", "minimum": 1, "maximum": 64, "description": "spaces per tab and per indentation level (default: .editorconfig, else the file's indentation, else 4)"},
+                "insert_spaces": {"type": "boolean", "description": "true: indent with spaces, false: with tabs (default: .editorconfig, else the file's indentation, else spaces)"},
                 "apply": apply_property()
             }, "required": ["file"]}),
             edit_output(),
@@ -227,8 +230,9 @@ pub fn run(
         })(),
         "format" => (|| {
             let file = required_file(root, args)?;
+            let overrides = formatting_overrides(args)?;
             let outcome = commands
-                .format(&file, apply()?)
+                .format_with(&file, overrides, apply()?)
                 .map_err(|error| command_failure(root, name, error))?;
             Ok(outcome_result(root, &outcome))
         })(),
@@ -251,6 +255,20 @@ pub fn run(
         })(),
     };
     Some(result)
+}
+
+/// The `format` tool's optional `tab_size` (1 to 64) and `insert_spaces`.
+fn formatting_overrides(args: &Value) -> Result<FormattingOverrides, ToolFailure> {
+    let tab_size = arg_u32(args, "tab_size")?;
+    if let Some(size) = tab_size.filter(|size| !(1..=64).contains(size)) {
+        return Err(ToolFailure(format!(
+            "tab_size must be from 1 to 64, got {size}"
+        )));
+    }
+    Ok(FormattingOverrides {
+        tab_size,
+        insert_spaces: arg_bool(args, "insert_spaces")?,
+    })
 }
 
 /// A `code_actions` span: one position when `column` or `symbol` is given, else whole lines

@@ -596,3 +596,56 @@ fn edit_refusals_exit_1_and_crlf_files_match_lf_old_text() {
         "import sys\r\nz = 3\r\nw = 4\r\n"
     );
 }
+
+const KY_TS: &str = "export function retry(limit: number, delay: number): number[] {\n\tconst waits: number[] = [];\n\tfor (let attempt = 0; attempt < limit; attempt++) {\n\t\tif (attempt > 0) {\n\t\t\twaits.push(delay * attempt);\n\t\t}\n\t}\n\treturn waits;\n}\n";
+
+/// Regression (issue 11, found on sindresorhus/ky): `format` always sent `tabSize: 4,
+/// insertSpaces: true`, so a preview of a tab-indented file re-indented every line. The options
+/// now come from `.editorconfig` (section globs, `root = true`), else the file's indentation, and
+/// the flags override both. typescript-language-server 5.3.0 + TypeScript 6.
+#[test]
+fn typescript_formats_a_tab_indented_file_to_zero_changes() {
+    if !have(
+        "typescript_formats_a_tab_indented_file_to_zero_changes",
+        &["typescript-language-server"],
+    ) {
+        return;
+    }
+    let project = Project::new(&[
+        ("tsconfig.json", WEB_TSCONFIG),
+        (
+            ".editorconfig",
+            "root = true\n\n[src/**]\nindent_style = tab\n\n[*.{yml,yaml,mts}]\nindent_style = space\nindent_size = 2\n",
+        ),
+        ("src/ky.ts", KY_TS),
+        // No section matches lib/: the file's own tabs decide.
+        ("lib/own.ts", KY_TS),
+        (
+            "config.mts",
+            "export const options = {\n    retries: 2,\n    hooks: {\n        beforeRequest: [],\n    },\n};\n",
+        ),
+    ]);
+    let commands = project.commands();
+    for file in ["src/ky.ts", "lib/own.ts"] {
+        let preview = commands.format(&project.root.join(file), false).unwrap();
+        assert_eq!(preview.diff, "", "{file}");
+        assert!(preview.report.files.is_empty(), "{file}: {preview:?}");
+    }
+    // The two-space section is honoured for a file it matches.
+    commands
+        .format(&project.root.join("config.mts"), true)
+        .unwrap();
+    assert_eq!(
+        project.read("config.mts"),
+        "export const options = {\n  retries: 2,\n  hooks: {\n    beforeRequest: [],\n  },\n};\n"
+    );
+    // Overrides win over .editorconfig.
+    let overrides = lspc::edit::formatting::FormattingOverrides {
+        tab_size: Some(2),
+        insert_spaces: Some(true),
+    };
+    commands
+        .format_with(&project.root.join("src/ky.ts"), overrides, true)
+        .unwrap();
+    assert_eq!(project.read("src/ky.ts"), KY_TS.replace('\t', "  "));
+}
