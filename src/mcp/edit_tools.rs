@@ -47,7 +47,8 @@ fn edit_output() -> Value {
             "diff": {"type": "string", "description": "unified diff of the change"},
             "diagnosticsAfterEdit": {"type": "string", "description": "diagnostics new since before the edit (<new-diagnostics> block, at most 4000 characters); empty when none or not applied"},
             "diagnosticsNote": {"type": "string"},
-            "note": {"type": "string", "description": "e.g. the server was still indexing, or sent a follow-up request lspc ignored after its edit was applied"},
+            "note": {"type": "string", "description": "e.g. the server was still indexing, sent a follow-up request lspc ignored after its edit was applied, or a rename left occurrences (not renamed by the server: FILE:LINE ...)"},
+            "notRenamed": {"type": "array", "items": {"type": "object", "properties": {"file": {"type": "string"}, "line": {"type": "integer"}}}, "description": "after a rename: whole-word occurrences of the old name in files the server's edit does not touch (1-based lines)"},
             "newDiagnostics": {"type": "object"}
         },
         "required": ["applied", "files", "operations", "diff"]
@@ -337,6 +338,19 @@ pub fn outcome_result(root: &Path, outcome: &EditOutcome) -> (Value, String) {
     if let Some(note) = &outcome.note {
         json["note"] = json!(note);
     }
+    if !outcome.not_renamed.is_empty() {
+        let places: Vec<Value> = outcome
+            .not_renamed
+            .iter()
+            .flat_map(|file| {
+                let shown = show(&file.path);
+                file.lines
+                    .iter()
+                    .map(move |line| json!({"file": shown, "line": line}))
+            })
+            .collect();
+        json["notRenamed"] = json!(places);
+    }
     let mut text = render_outcome(outcome, root);
     if !report.written && !outcome.diff.is_empty() {
         text.push_str(
@@ -408,6 +422,7 @@ mod tests {
                 new_diagnostics: block.to_owned(),
                 diagnostics_note: None,
                 note: None,
+                not_renamed: Vec::new(),
             };
             let (json, text) = outcome_result(root, &outcome);
             assert_eq!(json, expected);
