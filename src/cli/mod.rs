@@ -350,7 +350,9 @@ fn run_edit_command(engine_options: EngineOptions, command: Command) -> i32 {
             match error {
                 CommandError::Engine(_) => EXIT_SERVER,
                 // A refused edit: nothing was written (README: exit 1).
-                CommandError::Edit(_) | CommandError::Occurrences { .. } => EXIT_FOUND,
+                CommandError::Edit(_)
+                | CommandError::Occurrences { .. }
+                | CommandError::Disabled { .. } => EXIT_FOUND,
                 _ => EXIT_USAGE,
             }
         }

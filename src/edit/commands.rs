@@ -90,6 +90,12 @@ pub enum CommandError {
     CommandOnly {
         title: String,
     },
+    /// The server marks the action `disabled` (LSP 3.16 §`CodeAction.disabled`); `reason` is
+    /// its `disabled.reason`.
+    Disabled {
+        title: String,
+        reason: String,
+    },
     /// `edit --old` occurs `count` times (not exactly once).
     Occurrences {
         path: PathBuf,
@@ -129,6 +135,10 @@ impl std::fmt::Display for CommandError {
             CommandError::CommandOnly { title } => write!(
                 f,
                 "code action {title:?} runs a server command and cannot be previewed; apply it to see its changes"
+            ),
+            CommandError::Disabled { title, reason } => write!(
+                f,
+                "code action {title:?} is disabled by the server: {reason}"
             ),
             CommandError::Occurrences { path, count: 0 } => {
                 write!(f, "the old text does not occur in {}", path.display())
@@ -373,6 +383,18 @@ impl EditCommands {
                     .collect(),
             });
         };
+        // A disabled action must not be applied; the server says why (issue 11: it was
+        // answered "no changes" as if it had worked).
+        if let Some(disabled) = action.get("disabled").filter(|value| value.is_object()) {
+            return Err(CommandError::Disabled {
+                title: title.to_owned(),
+                reason: disabled
+                    .get("reason")
+                    .and_then(Value::as_str)
+                    .unwrap_or("no reason given")
+                    .to_owned(),
+            });
+        }
         // A bare `Command` (not a `CodeAction`) has a string `command`.
         let is_bare_command = action.get("command").is_some_and(Value::is_string);
         let resolvable = server

@@ -375,6 +375,9 @@ fn command_failure(root: &Path, tool: &str, error: CommandError) -> ToolFailure 
         }
         CommandError::Edit(_) => " (nothing was written; re-read the file and try again)",
         CommandError::CommandOnly { .. } => " (call apply_code_action with apply: true)",
+        CommandError::Disabled { .. } => {
+            " (nothing was written; pick another action from code_actions, or change the code so it applies)"
+        }
         CommandError::Engine(engine) => match engine {
             crate::engine::EngineError::Timeout { .. } => {
                 " (the server may still be indexing; retry in a few seconds)"

@@ -690,3 +690,61 @@ fn edit_tools_preview_write_and_report_new_diagnostics() {
     );
     assert_eq!(session.finish(20 * SECOND), Some(0));
 }
+
+/// Issue 11: a code action the server marks `disabled` was "applied" with `isError: false` and
+/// "no changes". It is now refused with the server's reason, over MCP and on the command line
+/// (exit 1), and nothing is written.
+#[test]
+fn a_disabled_code_action_is_refused_with_the_servers_reason() {
+    let mut workspace = Workspace::new("mcp-disabled-action");
+    workspace.file("a.py", "x = 1\n");
+    let scenario = json!({
+        "capabilities": {"textDocumentSync": 1, "codeActionProvider": true},
+        "rules": [{"method": "textDocument/codeAction", "actions": [{"reply": [{
+            "title": "Extract constant",
+            "kind": "refactor.extract",
+            "disabled": {"reason": "Selection is not an expression"},
+            "edit": {"changes": {"$ROOT/a.py": [{"range": {"start": {"line": 0, "character": 0},
+                "end": {"line": 0, "character": 1}}, "newText": "y"}]}}
+        }]}]}]
+    });
+    let config = workspace.fixture_config(&[("fx", &[".py"], scenario)]);
+    let mut session = start_with_config(&workspace, &config);
+    for (id, apply) in [(20, true), (21, false)] {
+        let response = session.request(
+            json!(id),
+            "tools/call",
+            json!({"name": "apply_code_action", "arguments": {"file": "a.py", "line": 1,
+                "title": "Extract constant", "apply": apply}}),
+            30 * SECOND,
+        );
+        assert_eq!(response["result"]["isError"], true, "{response}");
+        assert_eq!(
+            response["result"]["content"][0]["text"],
+            "apply_code_action: code action \"Extract constant\" is disabled by the server: \
+             Selection is not an expression (nothing was written; pick another action from \
+             code_actions, or change the code so it applies)",
+            "{response}"
+        );
+    }
+    assert_eq!(session.finish(20 * SECOND), Some(0));
+    assert_eq!(workspace.read("a.py"), "x = 1\n");
+    let config = config.to_str().unwrap().to_owned();
+    workspace
+        .lspc()
+        .args([
+            "--no-builtin",
+            "--config",
+            &config,
+            "code-actions",
+            "a.py:1",
+            "--apply",
+            "Extract constant",
+        ])
+        .run()
+        .status(1)
+        .stderr_contains(
+            "lspc: code action \"Extract constant\" is disabled by the server: Selection is not an expression",
+        );
+    assert_eq!(workspace.read("a.py"), "x = 1\n");
+}
