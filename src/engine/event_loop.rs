@@ -183,6 +183,9 @@ struct Server {
     /// Kills the process group if lspc dies without stopping the server (B26).
     watchdog: Option<Watchdog>,
     next_request_id: i32,
+    /// The stderr tail of the last process that failed, kept for `lsp://servers` and `lspc
+    /// servers` once the process is gone (issue 11: it showed `""` after a start-up failure).
+    failed_stderr_tail: String,
 }
 
 enum ServerState {
@@ -237,6 +240,7 @@ impl Server {
             ever_initialized: false,
             watchdog: None,
             next_request_id: 0,
+            failed_stderr_tail: String::new(),
         }
     }
 
@@ -533,7 +537,7 @@ impl State {
                     stderr_tail: server
                         .process()
                         .map(|process| process.stderr_tail_lines(20))
-                        .unwrap_or_default(),
+                        .unwrap_or_else(|| server.failed_stderr_tail.clone()),
                     failure: server.failure().map(|error| error.detail()),
                 }
             })
@@ -731,6 +735,7 @@ impl State {
             &mut server.state
         {
             process.terminate(Duration::from_millis(200));
+            server.failed_stderr_tail = process.stderr_tail_lines(20);
         }
         if let Some(mut watchdog) = server.watchdog.take() {
             watchdog.disarm();

@@ -21,6 +21,7 @@ pub mod protocol;
 pub mod reload;
 pub mod resources;
 pub mod tools;
+pub mod updates;
 
 use std::collections::{BTreeSet, HashMap};
 use std::io::{BufRead, Write};
@@ -178,6 +179,8 @@ struct Server {
     next_tag: u64,
     progress_interval: Duration,
     config_watch: Option<reload::ConfigWatch>,
+    /// Coalesced `notifications/resources/updated` and the disk watch (issue 11).
+    updates: updates::ResourceUpdates,
 }
 
 fn id_key(id: &Value) -> String {
@@ -230,6 +233,7 @@ pub fn run(
         next_tag: 1,
         progress_interval: options.progress_interval,
         config_watch: options.reload.clone().map(reload::ConfigWatch::new),
+        updates: updates::ResourceUpdates::new(Instant::now()),
     };
 
     loop {
@@ -243,6 +247,10 @@ pub fn run(
             })
             .min()
             .unwrap_or(Duration::from_secs(3600));
+        let tick = match server.updates.deadline(server.subscribes_resources()) {
+            Some(due) => tick.min(due.saturating_duration_since(Instant::now())),
+            None => tick,
+        };
         select! {
             recv(line_receiver) -> line => match line {
                 Ok(Some(line)) => server.handle_line(&line),
@@ -260,6 +268,7 @@ pub fn run(
             },
             default(tick) => server.send_progress(),
         }
+        server.send_resource_updates();
     }
 
     // stdin ended: in-flight calls get a short grace period to answer (a client that pipes a
@@ -467,8 +476,13 @@ impl Server {
         };
         match method {
             "initialize" => {
-                let requested = params.get("protocolVersion").and_then(Value::as_str);
-                let version = protocol::negotiate_handshake(requested);
+                let version = match protocol::initialize_version(&params) {
+                    Ok(version) => version,
+                    Err(message) => {
+                        self.send(error_response(&id, INVALID_PARAMS, &message, None));
+                        return;
+                    }
+                };
                 self.handshake = Some(version.to_owned());
                 self.send(success_response(
                     &id,
@@ -691,21 +705,8 @@ impl Server {
                     resources::DIAGNOSTICS_URI.to_owned(),
                     resources::file_uri(&self.context.root, &path),
                 ];
-                for uri in &uris {
-                    if self.handshake.is_some() && self.legacy_subscriptions.contains(uri) {
-                        self.send(notification(
-                            "notifications/resources/updated",
-                            json!({ "uri": uri }),
-                        ));
-                    }
-                    for listen in &self.listens {
-                        if listen.resources.contains(uri) {
-                            self.send(notification(
-                                "notifications/resources/updated",
-                                json!({"_meta": {protocol::META_SUBSCRIPTION_ID: listen.id}, "uri": uri}),
-                            ));
-                        }
-                    }
+                for uri in uris {
+                    self.updates.changed(uri, Instant::now());
                 }
             }
             FrontendEvent::ServerInitialized { .. } => self.refresh_tools(),
@@ -726,6 +727,60 @@ impl Server {
                 }
             }
         }
+    }
+
+    /// Whether a client subscribes to some resource (either era).
+    fn subscribes_resources(&self) -> bool {
+        (self.handshake.is_some() && !self.legacy_subscriptions.is_empty())
+            || self
+                .listens
+                .iter()
+                .any(|listen| !listen.resources.is_empty())
+    }
+
+    /// Once per loop turn: send the coalesced `notifications/resources/updated` that are due
+    /// (one per subscribed URI and subscription), and run the disk watch when it is due
+    /// ([`updates`]): open documents changed on disk are synced, so their servers re-analyse.
+    fn send_resource_updates(&mut self) {
+        let now = Instant::now();
+        for uri in self.updates.take_due(now) {
+            if self.handshake.is_some() && self.legacy_subscriptions.contains(&uri) {
+                self.send(notification(
+                    "notifications/resources/updated",
+                    json!({ "uri": uri }),
+                ));
+            }
+            let listens: Vec<Value> = self
+                .listens
+                .iter()
+                .filter(|listen| listen.resources.contains(&uri))
+                .map(|listen| listen.id.clone())
+                .collect();
+            for id in listens {
+                self.send(notification(
+                    "notifications/resources/updated",
+                    json!({"_meta": {protocol::META_SUBSCRIPTION_ID: id}, "uri": uri}),
+                ));
+            }
+        }
+        if !self.subscribes_resources() || !self.updates.disk_check_due(now) {
+            return;
+        }
+        let open = engine::open_documents(&self.context.op_sender);
+        let changed = self.updates.changed_on_disk(open, now);
+        if changed.is_empty() {
+            return;
+        }
+        log::debug!("changed on disk, re-checking: {changed:?}");
+        // Fire and forget: the engine re-reads the files, sends `didChange` where the text
+        // differs and waits for settled diagnostics (pulling from pull servers, which publish
+        // nothing by themselves); they come back as `DiagnosticsChanged` events.
+        let (reply, _) = bounded(1);
+        let _ = self.context.op_sender.send(Op::Diagnostics {
+            paths: changed,
+            timeout: self.context.timeout,
+            reply,
+        });
     }
 
     /// Issue 4: when a file the configuration came from changed, load it again and let the
