@@ -352,6 +352,11 @@ pub fn outcome_result(root: &Path, outcome: &EditOutcome) -> (Value, String) {
         json["notRenamed"] = json!(places);
     }
     let mut text = render_outcome(outcome, root);
+    // A preview renders only the diff; its note (e.g. "not renamed by the server: …") matters
+    // before applying, so it is added here.
+    if let (false, Some(note)) = (report.written, &outcome.note) {
+        text.push_str(&format!("note: {note}\n"));
+    }
     if !report.written && !outcome.diff.is_empty() {
         text.push_str(
             "\n(preview only: nothing was written; call again with apply: true to write)",

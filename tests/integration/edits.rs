@@ -701,6 +701,11 @@ fn pyright_rename_lists_references_outside_its_project() {
         ]
     );
     assert_eq!(preview.note.as_deref(), Some(expected_note));
+    let (_, preview_text) = lspc::mcp::edit_tools::outcome_result(&project.root, &preview);
+    assert!(
+        preview_text.contains(&format!("note: {expected_note}\n")),
+        "{preview_text}"
+    );
     let outcome = commands.rename(&at, "format_file_name", true).unwrap();
     assert!(outcome.report.written);
     project.check_files(&[
