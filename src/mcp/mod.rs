@@ -20,6 +20,7 @@ pub mod edit_tools;
 pub mod protocol;
 pub mod reload;
 pub mod resources;
+pub mod tool_arguments;
 pub mod tools;
 pub mod updates;
 
