@@ -103,6 +103,13 @@ mcp options:
   --init-options JSON with -- SERVER: its initializationOptions
   --settings JSON     with -- SERVER: its settings (workspace/configuration)
   --open-documents N  keep at most N documents open (default: 50)
+  --http ADDR:PORT    serve MCP over Streamable HTTP at http://ADDR:PORT/mcp instead of stdio
+                      (port 0 picks a free one; the address is printed on stderr)
+  --token TOKEN       with --http: require Authorization: Bearer TOKEN (also LSPC_MCP_TOKEN;
+                      required for a non-loopback ADDR)
+  --allow-origin ORIGIN  with --http: accept this browser Origin too (repeatable; * for any)
+  --max-connections N with --http: connections open at once (default: 64; more get 503)
+  --header-timeout SECONDS  with --http: time for a request head (default: 10)
 
 Exit status: check: 0 nothing at or above --fail-on, 1 found; queries: 0 found, 1 nothing
 found; all: 2 usage or config error, 3 a server failed, timed out or lacks the feature.

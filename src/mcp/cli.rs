@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::cli::{load_config, GlobalOptions, UsageError, EXIT_USAGE};
 use crate::config::{self, Config, ConfigOrigin, ServerConfig, Transport};
+use crate::mcp::http::{self, HttpOptions};
 
 /// `lspc mcp` options.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -26,6 +27,57 @@ pub struct McpCliOptions {
     /// The program after `--` (single-server mode).
     pub server_command: Option<OsString>,
     pub server_args: Vec<OsString>,
+    /// `--http` and its companions.
+    pub http: HttpCliOptions,
+}
+
+/// `lspc mcp --http` options as given (checked by [`http_options`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HttpCliOptions {
+    /// `--http ADDR:PORT`.
+    pub address: Option<String>,
+    /// `--token`.
+    pub token: Option<String>,
+    /// `--allow-origin`, in order.
+    pub allowed_origins: Vec<String>,
+    pub max_connections: Option<usize>,
+    pub header_timeout: Option<Duration>,
+}
+
+/// The HTTP frontend's settings from the command line and `LSPC_MCP_TOKEN` (`--token` wins), or
+/// `None` without `--http`. Errors name the option.
+pub fn http_options(
+    options: &HttpCliOptions,
+    env_token: Option<String>,
+) -> Result<Option<HttpOptions>, UsageError> {
+    let Some(address) = &options.address else {
+        if options.token.is_some() || !options.allowed_origins.is_empty() {
+            return Err(UsageError(
+                "mcp: --token and --allow-origin need --http ADDR:PORT".to_owned(),
+            ));
+        }
+        return Ok(None);
+    };
+    let address = http::parse_address(address).map_err(|error| UsageError(error.to_string()))?;
+    let mut http = HttpOptions::new(address);
+    http.token = options
+        .token
+        .clone()
+        .or(env_token)
+        .filter(|token| !token.is_empty());
+    http.allowed_origins = options.allowed_origins.clone();
+    if let Some(limit) = options.max_connections {
+        http.max_connections = limit.max(1);
+    }
+    if let Some(timeout) = options.header_timeout {
+        http.header_timeout = timeout;
+    }
+    if !address.ip().is_loopback() && http.token.is_none() {
+        return Err(UsageError(
+            http::HttpError::TokenRequired(address).to_string(),
+        ));
+    }
+    Ok(Some(http))
 }
 
 /// Parse `EXT=ID` (`py=python`, `.py=python`) into (`".py"`, `"python"`); the extension is
@@ -138,6 +190,13 @@ pub fn single_server_config(
 
 /// Run `lspc mcp`; returns the exit status.
 pub fn run(global: &GlobalOptions, options: McpCliOptions) -> i32 {
+    let http = match http_options(&options.http, std::env::var("LSPC_MCP_TOKEN").ok()) {
+        Ok(http) => http,
+        Err(error) => {
+            eprintln!("lspc: {error}");
+            return EXIT_USAGE;
+        }
+    };
     let config = load_config(global);
     let config = if options.server_command.is_some() {
         match single_server_config(&config.root, &options, &config) {
@@ -161,7 +220,16 @@ pub fn run(global: &GlobalOptions, options: McpCliOptions) -> i32 {
     if let Some(timeout) = options.timeout {
         mcp.timeout = timeout;
     }
-    super::serve_stdio(mcp)
+    let Some(http) = http else {
+        return super::serve_stdio(mcp);
+    };
+    match http::serve(mcp, http) {
+        Ok(status) => status,
+        Err(error) => {
+            eprintln!("lspc: {error}");
+            EXIT_USAGE
+        }
+    }
 }
 
 #[cfg(test)]

@@ -10,5 +10,6 @@ mod check;
 mod edits;
 mod faults;
 mod mcp;
+mod mcp_http;
 mod queries;
 mod support;
