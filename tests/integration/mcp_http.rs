@@ -703,3 +703,72 @@ fn http_load_16_clients_by_200_calls() {
     });
     server.assert_alive("the load");
 }
+
+/// The folder holding the npm tools the HTTP tests use (`@modelcontextprotocol/sdk`, `node@22`,
+/// `@modelcontextprotocol/conformance`; installed by `.ci/run`): `LSPC_TOOLS_DIR`, else
+/// `.tools/mcp` in the checkout.
+fn tools_dir() -> std::path::PathBuf {
+    std::env::var_os("LSPC_TOOLS_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".tools/mcp"))
+}
+
+/// The official TypeScript SDK's `StreamableHTTPClientTransport` (@modelcontextprotocol/sdk
+/// 1.32.2, handshake era) on pyright 1.1.414 and clangd 14: every navigation tool, resources, a
+/// subscription update on the GET stream, and an aborted call reaching the fixture server as
+/// `$/cancelRequest` (see `fixtures/mcp/ts_sdk_client.mjs`).
+#[test]
+fn http_official_typescript_sdk_client() {
+    let tools = tools_dir();
+    if !tools
+        .join("node_modules/@modelcontextprotocol/sdk/package.json")
+        .exists()
+    {
+        eprintln!(
+            "skipped: @modelcontextprotocol/sdk is not installed under {} (run .ci/run)",
+            tools.display()
+        );
+        return;
+    }
+    for program in ["node", "pyright-langserver", "clangd"] {
+        if crate::support::which(program).is_none() {
+            eprintln!("skipped: {program} is not on PATH");
+            return;
+        }
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp/ts_sdk_client.mjs");
+    let mut child = Command::new("node")
+        .arg(&script)
+        .arg(&tools)
+        .arg(lspc_bin())
+        .arg(fixture_bin())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn node");
+    let status = wait_timeout::ChildExt::wait_timeout(&mut child, 300 * SECOND)
+        .expect("wait")
+        .unwrap_or_else(|| {
+            let _ = child.kill();
+            panic!("ts_sdk_client.mjs did not finish within 300 s");
+        });
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .ok();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .ok();
+    assert!(
+        status.success(),
+        "ts_sdk_client.mjs failed:\n{stdout}\n{stderr}"
+    );
+    assert_eq!(stdout.trim(), "ok", "{stderr}");
+}
