@@ -683,6 +683,7 @@ impl Exchange<'_> {
                     .send(HubInput::Open {
                         client: client.clone(),
                         notify: None,
+                        own_passive: true,
                     })
                     .is_err()
                 {
@@ -707,6 +708,7 @@ impl Exchange<'_> {
                     .send(HubInput::Open {
                         client: client.clone(),
                         notify: None,
+                        own_passive: false,
                     })
                     .is_err()
                 {

@@ -131,6 +131,9 @@ pub enum HubInput {
     Open {
         client: ClientId,
         notify: Option<Sender<Outbound>>,
+        /// Whether the client gets a passive-diagnostics queue of its own (an HTTP session)
+        /// rather than the engine's shared one (stdio, stateless requests).
+        own_passive: bool,
     },
     /// Replace the client's `notify` stream (an HTTP GET). `UnknownClient` is sent on it when the
     /// client does not exist.
@@ -250,16 +253,25 @@ struct ClientState {
     legacy_subscriptions: BTreeSet<String>,
     listens: Vec<Listen>,
     notify: Option<Sender<Outbound>>,
+    own_passive: bool,
+    /// When the client last sent something (the least recently active session is closed first
+    /// when there are more than [`MAX_CLIENTS`]).
+    last_active: Instant,
 }
 
+/// Most clients with state kept at once; opening one more closes the least recently active.
+pub const MAX_CLIENTS: usize = 256;
+
 impl ClientState {
-    fn new(notify: Option<Sender<Outbound>>) -> ClientState {
+    fn new(notify: Option<Sender<Outbound>>, own_passive: bool) -> ClientState {
         ClientState {
             handshake: None,
             log_level: "info".to_owned(),
             legacy_subscriptions: BTreeSet::new(),
             listens: Vec::new(),
             notify,
+            own_passive,
+            last_active: Instant::now(),
         }
     }
 
@@ -310,6 +322,7 @@ pub fn run(
     let _ = input_sender.send(HubInput::Open {
         client: client.clone(),
         notify: Some(out.clone()),
+        own_passive: false,
     });
     let _reader = thread::Builder::new()
         .name("lspc-mcp-reader".to_owned())
@@ -339,6 +352,7 @@ pub fn serve(options: McpOptions, inputs: Receiver<HubInput>) -> i32 {
         root: PathBuf::from(&root),
         timeout: options.timeout,
         analysed_files: crate::query::AnalysedFiles::default(),
+        passive_consumer: None,
     };
     let offered = tools::offered_tools(&engine::server_details(&context.op_sender));
     let mut hub = Hub {
@@ -483,8 +497,33 @@ fn send_on(stream: &Sender<Outbound>, message: Value) {
 impl Hub {
     fn handle_input(&mut self, input: HubInput) {
         match input {
-            HubInput::Open { client, notify } => {
-                self.clients.insert(client, ClientState::new(notify));
+            HubInput::Open {
+                client,
+                notify,
+                own_passive,
+            } => {
+                if self.clients.len() >= MAX_CLIENTS {
+                    let oldest = self
+                        .clients
+                        .iter()
+                        .filter(|(_, state)| state.listens.is_empty())
+                        .min_by_key(|(_, state)| state.last_active)
+                        .map(|(id, _)| id.clone());
+                    if let Some(oldest) = oldest {
+                        log::info!(
+                            "closing client {} (more than {MAX_CLIENTS} clients)",
+                            oldest.0
+                        );
+                        self.close(oldest);
+                    }
+                }
+                if own_passive {
+                    let _ = self.context.op_sender.send(Op::OpenPassive {
+                        consumer: client.0.clone(),
+                    });
+                }
+                self.clients
+                    .insert(client, ClientState::new(notify, own_passive));
             }
             HubInput::Attach { client, notify } => match self.clients.get_mut(&client) {
                 Some(state) => state.notify = Some(notify),
@@ -501,6 +540,7 @@ impl Hub {
                     let _ = stream.send(Outbound::UnknownClient);
                     return;
                 };
+                state.last_active = Instant::now();
                 match incoming {
                     Incoming::Request { id, method, params } => {
                         self.handle_request(&client, &mut state, &stream, id, &method, params)
@@ -520,19 +560,33 @@ impl Hub {
                 }
             }
             HubInput::Close { client, stream } => {
-                if self.clients.remove(&client).is_none() {
+                if !self.clients.contains_key(&client) {
                     if let Some(stream) = stream {
                         let _ = stream.send(Outbound::UnknownClient);
                     }
                     return;
                 }
-                for ((owner, _), call) in self.inflight.iter_mut() {
-                    if *owner == client && call.stream.take().is_some() {
-                        log::info!("cancelling {} (client {} closed)", call.what, client.0);
-                        let _ = self.context.op_sender.send(Op::Cancel { tag: call.tag });
-                    }
-                }
+                self.close(client);
             }
+        }
+    }
+
+    /// Forget a client: cancel its requests, drop its streams and its passive queue.
+    fn close(&mut self, client: ClientId) {
+        let Some(state) = self.clients.remove(&client) else {
+            return;
+        };
+        for ((owner, _), call) in self.inflight.iter_mut() {
+            if *owner == client && call.stream.take().is_some() {
+                log::info!("cancelling {} (client {} closed)", call.what, client.0);
+                let _ = self.context.op_sender.send(Op::Cancel { tag: call.tag });
+            }
+        }
+        if state.own_passive {
+            let _ = self
+                .context
+                .op_sender
+                .send(Op::ClosePassive { consumer: client.0 });
         }
     }
 
@@ -765,7 +819,8 @@ impl Hub {
                     return;
                 }
                 let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
-                let context = self.context.clone();
+                let mut context = self.context.clone();
+                context.passive_consumer = state.own_passive.then(|| client.0.clone());
                 self.spawn(client, stream, id, &params, format!("tools/call {name}"), modern, move |tag| {
                     Ok(tools::call_tool(&context, &name, &arguments, tag))
                 });

@@ -33,6 +33,9 @@ pub struct ToolContext {
     /// The files this session has already waited on once (hover and signature help wait for
     /// a file's first analysis only; see [`crate::query::AnalysedFiles`]).
     pub analysed_files: crate::query::AnalysedFiles,
+    /// Whose passive-diagnostics queue `newDiagnostics` drains: `None` for the engine's shared
+    /// one (stdio, stateless requests), an HTTP session's id for its own (issue 14).
+    pub passive_consumer: Option<String>,
 }
 
 /// A tool lspc may offer: its name and the `ServerCapabilities` keys of which at least one must be
@@ -528,7 +531,7 @@ pub fn call_tool(context: &ToolContext, name: &str, arguments: &Value, tag: u64)
     let passive = if name == "diagnostics" && asked_file.is_none() {
         None
     } else {
-        engine::drain_passive(&context.op_sender)
+        engine::drain_passive(&context.op_sender, context.passive_consumer.as_deref())
             .map(|mut batch| {
                 // The diagnostics tool just delivered its file in full; draining marks those
                 // delivered, and they are not repeated as "new".
@@ -797,7 +800,7 @@ fn symbols_result(json: Value) -> Result<(Value, String), ToolFailure> {
 fn diagnostics_tool(context: &ToolContext, args: &Value) -> Result<(Value, String), ToolFailure> {
     let root = &context.root;
     let Some(file) = arg_str(args, "file")? else {
-        let batch = engine::drain_passive(&context.op_sender);
+        let batch = engine::drain_passive(&context.op_sender, context.passive_consumer.as_deref());
         return Ok(match batch {
             Some(batch) => {
                 let (json, text) = drained_json(root, &batch);

@@ -772,3 +772,82 @@ fn http_official_typescript_sdk_client() {
     );
     assert_eq!(stdout.trim(), "ok", "{stderr}");
 }
+
+/// Every diagnostic message in a tool result: its `files` (the `diagnostics` tool) and its
+/// `newDiagnostics` (any tool).
+fn diagnostic_messages(message: &Value) -> Vec<String> {
+    let structured = &message["result"]["structuredContent"];
+    [&structured["files"], &structured["newDiagnostics"]["files"]]
+        .into_iter()
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter_map(|file| file["diagnostics"].as_array())
+        .flatten()
+        .filter_map(|diagnostic| diagnostic["message"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// Issue 14: each HTTP session has its own passive-diagnostics delivery: a publish reaches every
+/// session once, whichever session's call caused it; one session draining it does not take it
+/// from another. Stateless requests share the engine's queue.
+#[test]
+fn http_sessions_each_get_passive_diagnostics_once() {
+    let mut workspace = Workspace::new("mcp-http-passive");
+    workspace.file("a.py", "x = undefined\n");
+    let publish = json!({"rules": [{"method": "textDocument/didOpen", "actions": [{"publish": {
+        "diagnostics": [{"range": {"start": {"line": 0, "character": 4},
+            "end": {"line": 0, "character": 13}}, "severity": 1, "source": "fx",
+            "message": "E1 undefined name"}]}}]}]});
+    let server = HttpServer::with_fixture(&mut workspace, publish, &[]);
+    let first = server.initialize(&[]);
+    let second = server.initialize(&[]);
+    let call = |session: &str, id: i64, name: &str, arguments: Value| -> Value {
+        let response = server.post(
+            &[("Mcp-Session-Id", session)],
+            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": name, "arguments": arguments}}),
+        );
+        assert_eq!(response.status, 200, "{response:?}");
+        let message = response.json();
+        assert_eq!(message["result"]["isError"], false, "{message}");
+        message
+    };
+    // The first session opens the file; the publish is queued for both sessions.
+    let mut delivered = diagnostic_messages(&call(
+        &first,
+        1,
+        "document_symbols",
+        json!({"file": "a.py"}),
+    ));
+    let mut id = 2;
+    wait_for(10 * SECOND, "E1 delivered to the first session", || {
+        id += 1;
+        delivered.extend(diagnostic_messages(&call(
+            &first,
+            id,
+            "diagnostics",
+            json!({}),
+        )));
+        (!delivered.is_empty()).then_some(())
+    });
+    assert_eq!(delivered, ["E1 undefined name"]);
+    let again = diagnostic_messages(&call(&first, 100, "diagnostics", json!({})));
+    assert!(
+        again.is_empty(),
+        "delivered twice to the first session: {again:?}"
+    );
+    let to_second = diagnostic_messages(&call(&second, 101, "diagnostics", json!({})));
+    assert_eq!(to_second, ["E1 undefined name"]);
+    let again = diagnostic_messages(&call(&second, 102, "diagnostics", json!({})));
+    assert!(
+        again.is_empty(),
+        "delivered twice to the second session: {again:?}"
+    );
+    let response = server.modern(
+        103,
+        "tools/call",
+        json!({"name": "diagnostics", "arguments": {}}),
+    );
+    assert_eq!(response.status, 200, "{response:?}");
+    assert_eq!(diagnostic_messages(&response.json()), ["E1 undefined name"]);
+}
