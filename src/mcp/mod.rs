@@ -32,6 +32,7 @@ mod http_wire;
 pub mod protocol;
 pub mod reload;
 pub mod resources;
+pub mod tool_arguments;
 pub mod tools;
 
 use std::collections::{BTreeSet, HashMap};
