@@ -268,6 +268,58 @@ mod tests {
     }
 
     #[test]
+    fn http_options_are_checked() {
+        let check = |options: HttpCliOptions, env: Option<&str>, expected: Result<&str, &str>| {
+            let actual = http_options(&options, env.map(str::to_owned));
+            match expected {
+                Ok(summary) => {
+                    let http = actual.unwrap().unwrap();
+                    assert_eq!(
+                        format!("{} {:?} {}", http.address, http.token, http.max_connections),
+                        summary
+                    );
+                }
+                Err(message) => assert_eq!(actual.unwrap_err().0, message),
+            }
+        };
+        let with = |address: &str| HttpCliOptions {
+            address: Some(address.to_owned()),
+            ..HttpCliOptions::default()
+        };
+        assert_eq!(http_options(&HttpCliOptions::default(), None), Ok(None));
+        check(with("8765"), None, Ok("127.0.0.1:8765 None 64"));
+        check(
+            with("127.0.0.1:0"),
+            Some("t"),
+            Ok("127.0.0.1:0 Some(\"t\") 64"),
+        );
+        check(
+            HttpCliOptions {
+                token: Some("flag".to_owned()),
+                max_connections: Some(0),
+                ..with("0.0.0.0:80")
+            },
+            Some("env"),
+            Ok("0.0.0.0:80 Some(\"flag\") 1"),
+        );
+        check(
+            with("0.0.0.0:80"),
+            Some(""),
+            Err(
+                "--http 0.0.0.0:80: a non-loopback address needs --token TOKEN (or LSPC_MCP_TOKEN)",
+            ),
+        );
+        check(
+            HttpCliOptions {
+                token: Some("t".to_owned()),
+                ..HttpCliOptions::default()
+            },
+            None,
+            Err("mcp: --token and --allow-origin need --http ADDR:PORT"),
+        );
+    }
+
+    #[test]
     fn single_server_configs() {
         let options = McpCliOptions {
             languages: vec![(".fx".to_owned(), "fixture".to_owned())],

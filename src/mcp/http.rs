@@ -284,10 +284,30 @@ fn serve_connection(stream: TcpStream, number: u64, shared: &Shared, inputs: &Se
     }
 }
 
-/// The media types an `Accept` header admits: (JSON, SSE), with RFC 9110 wildcards.
-fn accepts(request: &HttpRequest) -> (bool, bool) {
+/// The media types an `Accept` header admits, with RFC 9110 wildcards.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Accepts {
+    json: bool,
+    sse: bool,
+}
+
+/// How one request reaches the hub and how its answer is written.
+struct Route {
+    client: ClientId,
+    /// `Mcp-Session-Id` to send back (on the answer to `initialize`).
+    session_header: Option<String>,
+    /// A stateless request's own short-lived client: closed afterwards; leaving closes it.
+    stateless: bool,
+    /// A 2026-07-28 request: a JSON-RPC error answer gets its HTTP status (400, 404).
+    modern: bool,
+}
+
+fn accepts(request: &HttpRequest) -> Accepts {
     let Some(accept) = request.header("accept") else {
-        return (false, false);
+        return Accepts {
+            json: false,
+            sse: false,
+        };
     };
     let types: Vec<String> = accept
         .split(',')
@@ -308,7 +328,7 @@ fn accepts(request: &HttpRequest) -> (bool, bool) {
         || types
             .iter()
             .any(|kind| kind == "text/event-stream" || kind == "text/*");
-    (json, sse)
+    Accepts { json, sse }
 }
 
 /// The host of an `Origin` (`http://localhost:3000` → `localhost`).
@@ -604,8 +624,8 @@ impl Exchange<'_> {
         if !media.eq_ignore_ascii_case("application/json") {
             return self.error(415, INVALID_REQUEST, &format!("unsupported media type {content_type:?}: POST a JSON-RPC message as application/json"));
         }
-        let (accepts_json, accepts_sse) = accepts(self.request);
-        if !accepts_json && !accepts_sse {
+        let accepts = accepts(self.request);
+        if !accepts.json && !accepts.sse {
             return self.error(
                 406,
                 INVALID_REQUEST,
@@ -674,7 +694,13 @@ impl Exchange<'_> {
         };
         match session {
             Some(client) => {
-                self.exchange(client, incoming, id, None, false, accepts_json, accepts_sse)
+                let route = Route {
+                    client,
+                    session_header: None,
+                    stateless: false,
+                    modern,
+                };
+                self.exchange(route, incoming, id, accepts)
             }
             None if method == "initialize" => {
                 let client = ClientId(new_session_id());
@@ -691,15 +717,13 @@ impl Exchange<'_> {
                 }
                 log::info!("HTTP session {} opened", client.0);
                 let header = client.0.clone();
-                self.exchange(
+                let route = Route {
                     client,
-                    incoming,
-                    id,
-                    Some(header),
-                    false,
-                    accepts_json,
-                    accepts_sse,
-                )
+                    session_header: Some(header),
+                    stateless: false,
+                    modern: false,
+                };
+                self.exchange(route, incoming, id, accepts)
             }
             None if modern || matches!(method.as_str(), "ping" | "server/discover") => {
                 let client = ClientId(format!("stateless-{client_prefix}"));
@@ -714,15 +738,13 @@ impl Exchange<'_> {
                 {
                     return self.error(503, INVALID_REQUEST, "the server is shutting down");
                 }
-                self.exchange(
+                let route = Route {
                     client,
-                    incoming,
-                    id,
-                    None,
+                    session_header: None,
+                    stateless: true,
                     modern,
-                    accepts_json,
-                    accepts_sse,
-                )
+                };
+                self.exchange(route, incoming, id, accepts)
             }
             None => {
                 let error = error_response(&id, INVALID_REQUEST, &format!("bad request: {method} needs an Mcp-Session-Id header (send initialize first), or io.modelcontextprotocol/protocolVersion in _meta (2026-07-28)"), None);
@@ -734,18 +756,17 @@ impl Exchange<'_> {
     /// Pass a request to the hub and write what comes back: one JSON body when the answer comes
     /// first, else an SSE stream until the hub ends the request. A stateless (`ephemeral`) client
     /// is closed afterwards; a client that goes away cancels the request.
-    #[allow(clippy::too_many_arguments)]
-    fn exchange(
-        &mut self,
-        client: ClientId,
-        incoming: Incoming,
-        id: Value,
-        session_header: Option<String>,
-        ephemeral_modern: bool,
-        accepts_json: bool,
-        accepts_sse: bool,
-    ) -> bool {
-        let ephemeral = client.0.starts_with("stateless-");
+    fn exchange(&mut self, route: Route, incoming: Incoming, id: Value, accepts: Accepts) -> bool {
+        let Route {
+            client,
+            session_header,
+            stateless: ephemeral,
+            modern,
+        } = route;
+        let Accepts {
+            json: accepts_json,
+            sse: accepts_sse,
+        } = accepts;
         let mut extra: Vec<(&str, String)> = Vec::new();
         if let Some(session) = session_header {
             extra.push(("Mcp-Session-Id", session));
@@ -773,11 +794,7 @@ impl Exchange<'_> {
                         message.get("id") == Some(&id) && message.get("method").is_none();
                     if !sse {
                         if is_answer && accepts_json {
-                            let status = if ephemeral_modern {
-                                modern_status(&message)
-                            } else {
-                                200
-                            };
+                            let status = if modern { modern_status(&message) } else { 200 };
                             break self.json(status, &message, &extra);
                         }
                         if !accepts_sse {
@@ -870,8 +887,7 @@ impl Exchange<'_> {
 
     /// GET: the session's stream of notifications that belong to no request.
     fn get(&mut self) -> bool {
-        let (_, accepts_sse) = accepts(self.request);
-        if !accepts_sse {
+        if !accepts(self.request).sse {
             return self.error(
                 406,
                 INVALID_REQUEST,
@@ -1023,17 +1039,41 @@ mod tests {
             body: Vec::new(),
             keep_alive: true,
         };
-        assert_eq!(accepts(&request(None)), (false, false));
+        assert_eq!(
+            accepts(&request(None)),
+            Accepts {
+                json: false,
+                sse: false
+            }
+        );
         assert_eq!(
             accepts(&request(Some("application/json, text/event-stream"))),
-            (true, true)
+            Accepts {
+                json: true,
+                sse: true
+            }
         );
-        assert_eq!(accepts(&request(Some("*/*"))), (true, true));
+        assert_eq!(
+            accepts(&request(Some("*/*"))),
+            Accepts {
+                json: true,
+                sse: true
+            }
+        );
         assert_eq!(
             accepts(&request(Some("application/json;q=0.9"))),
-            (true, false)
+            Accepts {
+                json: true,
+                sse: false
+            }
         );
-        assert_eq!(accepts(&request(Some("text/html"))), (false, false));
+        assert_eq!(
+            accepts(&request(Some("text/html"))),
+            Accepts {
+                json: false,
+                sse: false
+            }
+        );
         assert!(same_secret(b"abc", b"abc"));
         assert!(!same_secret(b"abd", b"abc"));
         assert!(!same_secret(b"ab", b"abc"));
