@@ -132,7 +132,10 @@ pub fn serve(options: McpOptions, http: HttpOptions) -> Result<i32, HttpError> {
         .map_err(|error| HttpError::Bind(http.address, error))?;
     eprintln!("listening on http://{bound}{ENDPOINT}");
     let (input_sender, input_receiver) = bounded::<HubInput>(256);
-    let shared = Arc::new(Shared { options: http });
+    let shared = Arc::new(Shared {
+        options: http,
+        loopback_bind: bound.ip().is_loopback(),
+    });
     let accept = thread::Builder::new()
         .name("lspc-http-accept".to_owned())
         .spawn(move || accept_loop(listener, shared, input_sender))
@@ -146,6 +149,8 @@ pub fn serve(options: McpOptions, http: HttpOptions) -> Result<i32, HttpError> {
 /// What every connection thread reads.
 struct Shared {
     options: HttpOptions,
+    /// Bound to a loopback address: requests must name a loopback host.
+    loopback_bind: bool,
 }
 
 fn accept_loop(listener: TcpListener, shared: Arc<Shared>, inputs: Sender<HubInput>) {
@@ -341,6 +346,16 @@ fn origin_host(origin: &str) -> Option<&str> {
     authority.split(':').next()
 }
 
+/// Whether a `Host` header names a loopback host (`localhost`, `127.0.0.1`, `[::1]`, any port).
+fn host_is_loopback(host: &str) -> bool {
+    origin_host(&format!("http://{host}")).is_some_and(|name| {
+        name.eq_ignore_ascii_case("localhost")
+            || name
+                .parse::<IpAddr>()
+                .is_ok_and(|address| address.is_loopback())
+    })
+}
+
 /// Whether a request with this `Origin` may be served: loopback origins always (they are the
 /// user's own pages), others only when listed with `--allow-origin`.
 fn origin_allowed(origin: &str, options: &HttpOptions) -> bool {
@@ -514,6 +529,14 @@ impl Exchange<'_> {
                 INVALID_REQUEST,
                 &format!("not found: the MCP endpoint is {ENDPOINT}"),
             );
+        }
+        if self.shared.loopback_bind {
+            // DNS rebinding defence in depth (the Origin check below is the spec's MUST): a
+            // browser tricked into resolving another name to 127.0.0.1 still sends that name.
+            let host = self.request.header("host").unwrap_or("localhost");
+            if !host_is_loopback(host) {
+                return self.error(403, INVALID_REQUEST, &format!("forbidden: Host {host:?} is not a loopback name (lspc listens on a loopback address)"));
+            }
         }
         if let Some(origin) = self.request.header("origin") {
             if !origin_allowed(origin, &self.shared.options) {
@@ -1023,6 +1046,11 @@ mod tests {
         check("https://evil.example", &options, false);
         check("http://localhost.evil.example", &options, false);
         check("null", &options, false);
+        assert!(host_is_loopback("127.0.0.1:8765"));
+        assert!(host_is_loopback("localhost"));
+        assert!(host_is_loopback("[::1]:80"));
+        assert!(!host_is_loopback("evil.example:8765"));
+        assert!(!host_is_loopback("127.0.0.1.evil.example"));
         options.allowed_origins = vec!["https://app.example".to_owned()];
         check("https://app.example", &options, true);
         check("https://other.example", &options, false);

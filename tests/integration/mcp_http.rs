@@ -351,12 +351,25 @@ fn http_bad_input_gets_the_right_status_and_the_server_goes_on() {
     );
     let response = server.post(&[("Origin", "http://localhost:5173")], &ping);
     assert_eq!(response.status, 200, "{response:?}");
+    let mut stream = server.connect();
+    let body = ping.to_string();
+    stream
+        .write_all(
+            format!(
+                "POST /mcp HTTP/1.1\r\nHost: rebound.example:80\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+    let response = read_response(&mut stream);
+    assert_eq!(response.status, 403, "{response:?}");
     server.assert_alive("403");
 
     // 404: another path; an unknown session.
     let mut stream = server.connect();
     stream
-        .write_all(b"GET /other HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .write_all(b"GET /other HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         .unwrap();
     assert_eq!(read_response(&mut stream).status, 404);
     let response = server.post(&[("Mcp-Session-Id", "0123")], &ping);
@@ -446,7 +459,7 @@ fn http_bad_input_gets_the_right_status_and_the_server_goes_on() {
     let mut stream = server.connect();
     stream
         .write_all(
-            b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: 4194305\r\n\r\n{",
+            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: 4194305\r\n\r\n{",
         )
         .unwrap();
     let response = read_response(&mut stream);
@@ -461,7 +474,7 @@ fn http_bad_input_gets_the_right_status_and_the_server_goes_on() {
     let mut stream = server.connect();
     let started = Instant::now();
     stream
-        .write_all(b"POST /mcp HTTP/1.1\r\nHost: x\r\n")
+        .write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         .unwrap();
     let response = read_response(&mut stream);
     assert_eq!(response.status, 408, "{response:?}");
@@ -588,7 +601,7 @@ fn http_dropped_sse_stream_cancels_its_request() {
             .to_string();
         let mut stream = server.connect();
         let head = format!(
-            "POST /mcp HTTP/1.1\r\nHost: x\r\n{}\r\nContent-Length: {}\r\n\r\n{body}",
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n{}\r\nContent-Length: {}\r\n\r\n{body}",
             headers.join("\r\n"),
             body.len()
         );
