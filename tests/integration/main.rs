@@ -11,5 +11,6 @@ mod edits;
 mod faults;
 mod ide;
 mod mcp;
+mod mcp_http;
 mod queries;
 mod support;
