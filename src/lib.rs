@@ -35,6 +35,7 @@ pub mod edit;
 pub mod engine;
 pub mod exit;
 pub mod mcp;
+pub mod operation;
 pub mod options;
 pub mod output;
 pub mod process;
