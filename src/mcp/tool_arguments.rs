@@ -13,6 +13,7 @@ use crossbeam_channel::Sender;
 use serde_json::{json, Map, Value};
 
 use crate::engine::Op;
+pub use crate::operation::execute::{clean_json, display_path};
 use crate::query::{ColumnOrSymbol, TextPosition};
 
 /// Everything a tool handler needs; cheap to clone onto a worker thread.
@@ -104,13 +105,6 @@ pub fn resolve_file(root: &Path, file: &str) -> Result<PathBuf, ToolFailure> {
     Ok(canonical)
 }
 
-/// `path` relative to `root` when inside it, else as is.
-pub fn display_path(root: &Path, path: &Path) -> String {
-    path.strip_prefix(root)
-        .map(|relative| relative.display().to_string())
-        .unwrap_or_else(|_| path.display().to_string())
-}
-
 pub fn arg_str<'a>(args: &'a Value, key: &str) -> Result<Option<&'a str>, ToolFailure> {
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
@@ -176,27 +170,6 @@ pub fn text_position(root: &Path, args: &Value) -> Result<TextPosition, ToolFail
         }
     };
     Ok(TextPosition { file, line, target })
-}
-
-/// Remove `null` object members everywhere and turn absolute paths under `root` (values of keys
-/// named `path`, `file` or `uri`-less path strings) into root-relative ones.
-pub fn clean_json(value: &mut Value, root: &Path) {
-    match value {
-        Value::Object(object) => {
-            object.retain(|_, member| !member.is_null());
-            for (key, member) in object.iter_mut() {
-                if key == "path" || key == "file" {
-                    if let Value::String(text) = member {
-                        *text = display_path(root, Path::new(text.as_str()));
-                        continue;
-                    }
-                }
-                clean_json(member, root);
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(|item| clean_json(item, root)),
-        _ => {}
-    }
 }
 
 #[cfg(test)]

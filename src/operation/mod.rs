@@ -13,6 +13,7 @@
 //! against the current directory).
 
 pub mod definitions;
+pub mod execute;
 
 use std::path::PathBuf;
 
@@ -396,6 +397,97 @@ impl Operation {
             Some(other) => return Err(ArgumentError(format!("op must be a string, got {other}"))),
         };
         Operation::from_arguments(name, object, defaults)
+    }
+
+    /// This operation with every path argument passed through `resolve` (batch joins relative
+    /// paths to the workspace root, as MCP does).
+    pub fn map_paths(self, resolve: &dyn Fn(PathBuf) -> PathBuf) -> Operation {
+        let at = |at: TextPosition| TextPosition {
+            file: resolve(at.file.clone()),
+            ..at
+        };
+        let span = |span: Span| match span {
+            Span::At(position) => Span::At(at(position)),
+            Span::Lines {
+                path,
+                start_line,
+                end_line,
+            } => Span::Lines {
+                path: resolve(path),
+                start_line,
+                end_line,
+            },
+        };
+        match self {
+            Operation::Query(request) => Operation::Query(match request {
+                QueryRequest::Definition { at: position, kind } => QueryRequest::Definition {
+                    at: at(position),
+                    kind,
+                },
+                QueryRequest::References {
+                    at: position,
+                    include_declaration,
+                } => QueryRequest::References {
+                    at: at(position),
+                    include_declaration,
+                },
+                QueryRequest::Hover { at: position } => QueryRequest::Hover { at: at(position) },
+                QueryRequest::Symbols { file } => QueryRequest::Symbols {
+                    file: resolve(file),
+                },
+                QueryRequest::WorkspaceSymbols { query, file } => QueryRequest::WorkspaceSymbols {
+                    query,
+                    file: file.map(resolve),
+                },
+                QueryRequest::CallHierarchy {
+                    at: position,
+                    direction,
+                } => QueryRequest::CallHierarchy {
+                    at: at(position),
+                    direction,
+                },
+                QueryRequest::TypeHierarchy {
+                    at: position,
+                    direction,
+                } => QueryRequest::TypeHierarchy {
+                    at: at(position),
+                    direction,
+                },
+                QueryRequest::SignatureHelp { at: position } => {
+                    QueryRequest::SignatureHelp { at: at(position) }
+                }
+            }),
+            Operation::Diagnostics { file } => Operation::Diagnostics {
+                file: file.map(resolve),
+            },
+            Operation::Check { paths } => Operation::Check {
+                paths: paths.into_iter().map(resolve).collect(),
+            },
+            Operation::Rename {
+                at: position,
+                new_name,
+                apply,
+            } => Operation::Rename {
+                at: at(position),
+                new_name,
+                apply,
+            },
+            Operation::CodeActions { at } => Operation::CodeActions { at: span(at) },
+            Operation::ApplyCodeAction { at, title, apply } => Operation::ApplyCodeAction {
+                at: span(at),
+                title,
+                apply,
+            },
+            Operation::Format { file, apply } => Operation::Format {
+                file: resolve(file),
+                apply,
+            },
+            Operation::Edit { file, old, new } => Operation::Edit {
+                file: resolve(file),
+                old,
+                new,
+            },
+        }
     }
 
     /// The definition this operation follows.
