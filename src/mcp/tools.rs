@@ -17,14 +17,11 @@ use serde_json::{json, Map, Value};
 
 use crate::diagnostics::{Diagnostic, DrainedBatch};
 use crate::engine::{self, DiagnosticsOutcome, Op, ServerDetails};
-use crate::query::{CallDirection, DefinitionKind, Queries, TypeDirection};
+use crate::operation::{definitions, Defaults, Operation};
+use crate::query::command::QueryRequest;
+use crate::query::Queries;
 
-use super::tool_arguments::{
-    arg_bool, arg_str, position_properties, position_schema, required_file,
-};
-pub use super::tool_arguments::{
-    clean_json, display_path, resolve_file, text_position, ToolContext, ToolFailure,
-};
+pub use super::tool_arguments::{clean_json, display_path, resolve_file, ToolContext, ToolFailure};
 
 /// A tool lspc may offer: its name and the `ServerCapabilities` keys of which at least one must be
 /// advertised by some server (empty: always offered).
@@ -163,12 +160,17 @@ fn one_property_output(key: &str, schema: Value) -> Value {
 }
 
 /// The `tools/list` entry for `name` (MCP 2025-06-18+ `Tool` with `inputSchema` and
-/// `outputSchema`).
+/// `outputSchema`). The description and `inputSchema` come from the operation's one definition
+/// ([`crate::operation::definitions`]), so the tool accepts exactly what it advertises.
 pub fn tool_definition(name: &str) -> Value {
-    if let Some((description, input, output, read_only)) = super::edit_tools::definition(name) {
+    let Some(def) = definitions::find_tool(name) else {
+        return Value::Null;
+    };
+    let input = definitions::input_schema(def);
+    if let Some((output, read_only)) = super::edit_tools::definition(name) {
         return json!({
             "name": name,
-            "description": description,
+            "description": def.summary,
             "inputSchema": input,
             "outputSchema": output,
             "annotations": {
@@ -179,82 +181,34 @@ pub fn tool_definition(name: &str) -> Value {
             }
         });
     }
-    let (description, input, output) = match name {
-        "definition" => (
-            "Go to the definition (or declaration, type definition, implementation) of the symbol at a position.",
-            position_schema(&[(
-                "kind",
-                json!({"type": "string", "enum": ["definition", "declaration", "type_definition", "implementation"], "description": "default definition"}),
-            )]),
-            locations_output(),
-        ),
-        "references" => (
-            "Find every reference to the symbol at a position.",
-            position_schema(&[(
-                "include_declaration",
-                json!({"type": "boolean", "description": "also list the declaration (default true)"}),
-            )]),
-            locations_output(),
-        ),
-        "hover" => (
-            "Type and documentation of the symbol at a position.",
-            position_schema(&[]),
-            one_property_output("hover", json!({"type": ["object", "null"]})),
-        ),
-        "document_symbols" => (
-            "The outline of a file: classes, functions, variables, with positions.",
-            json!({"type": "object", "properties": {"file": position_properties()["file"].clone()}, "required": ["file"]}),
-            one_property_output("symbols", json!({"type": "array", "items": {"type": "object"}})),
-        ),
-        "workspace_symbols" => (
-            "Search symbols by name across the workspace. Give file to pick the language server (any file of that language).",
-            json!({"type": "object", "properties": {
-                "query": {"type": "string", "description": "Name or part of a name"},
-                "file": {"type": "string", "description": "A file whose language server to ask (default: every running server)"}
-            }, "required": ["query"]}),
-            one_property_output("symbols", json!({"type": "array", "items": {"type": "object"}})),
-        ),
-        "call_hierarchy" => (
-            "The call hierarchy item at a position, with its incoming callers or outgoing callees when direction is given.",
-            position_schema(&[(
-                "direction",
-                json!({"type": "string", "enum": ["incoming", "outgoing"]}),
-            )]),
-            {
-                let mut properties = Map::new();
-                properties.insert("items".to_owned(), json!({"type": "array", "items": {"type": "object"}}));
-                properties.insert("calls".to_owned(), json!({"type": "array", "items": {"type": "object"}}));
-                output_schema(properties, &["items"])
-            },
-        ),
-        "type_hierarchy" => (
-            "Supertypes or subtypes of the type at a position.",
-            position_schema(&[(
-                "direction",
-                json!({"type": "string", "enum": ["supertypes", "subtypes"], "description": "default supertypes"}),
-            )]),
-            one_property_output("hierarchy", json!({"type": "object"})),
-        ),
-        "signature_help" => (
-            "Signatures of the call surrounding a position, with the active parameter.",
-            position_schema(&[]),
-            one_property_output("signatureHelp", json!({"type": ["object", "null"]})),
-        ),
-        _ => (
-            "Diagnostics (errors, warnings) for a file once its servers have settled; without file, every diagnostic not yet delivered (at most 10 per file, 30 in total).",
-            json!({"type": "object", "properties": {"file": position_properties()["file"].clone()}}),
-            {
-                let mut properties = Map::new();
-                properties.insert("files".to_owned(), json!({"type": "array", "items": {"type": "object"}}));
-                properties.insert("more".to_owned(), json!({"type": "integer"}));
-                properties.insert("note".to_owned(), json!({"type": "string"}));
-                output_schema(properties, &["files"])
-            },
-        ),
+    let array_of_objects = || json!({"type": "array", "items": {"type": "object"}});
+    let output = match name {
+        "definition" | "references" => locations_output(),
+        "hover" => one_property_output("hover", json!({"type": ["object", "null"]})),
+        "document_symbols" | "workspace_symbols" => {
+            one_property_output("symbols", array_of_objects())
+        }
+        "call_hierarchy" => {
+            let mut properties = Map::new();
+            properties.insert("items".to_owned(), array_of_objects());
+            properties.insert("calls".to_owned(), array_of_objects());
+            output_schema(properties, &["items"])
+        }
+        "type_hierarchy" => one_property_output("hierarchy", json!({"type": "object"})),
+        "signature_help" => {
+            one_property_output("signatureHelp", json!({"type": ["object", "null"]}))
+        }
+        _ => {
+            let mut properties = Map::new();
+            properties.insert("files".to_owned(), array_of_objects());
+            properties.insert("more".to_owned(), json!({"type": "integer"}));
+            properties.insert("note".to_owned(), json!({"type": "string"}));
+            output_schema(properties, &["files"])
+        }
     };
     json!({
         "name": name,
-        "description": description,
+        "description": def.summary,
         "inputSchema": input,
         "outputSchema": output,
         "annotations": {"readOnlyHint": true, "openWorldHint": false}
@@ -447,41 +401,41 @@ fn run_tool(
     args: &Value,
     tag: u64,
 ) -> Result<(Value, String), ToolFailure> {
-    if !args.is_object() {
+    let Value::Object(arguments) = args else {
         return Err(ToolFailure("arguments must be a JSON object".to_owned()));
-    }
-    if let Some(result) = super::edit_tools::run(context, name, args) {
-        return result;
-    }
+    };
     let root = &context.root;
+    // The tool's arguments are the operation's JSON shape (without `op`): one checker, the same
+    // messages as the command line and batch. Files must exist inside the root.
+    let operation = Operation::from_arguments(name, arguments, Defaults::MCP)
+        .map_err(|error| ToolFailure(error.0))?
+        .try_map_paths(&|path| {
+            resolve_file(root, &path.to_string_lossy()).map_err(|failure| failure.0)
+        })
+        .map_err(ToolFailure)?;
+    let query = match operation {
+        Operation::Query(query) => query,
+        Operation::Diagnostics { file } => return diagnostics_tool(context, file.as_deref()),
+        operation => return super::edit_tools::run(context, name, &operation),
+    };
     let queries = Queries::new(context.op_sender.clone(), root.clone(), context.timeout)
         .with_analysed_files(context.analysed_files.clone())
         .with_tag(Some(tag));
-    match name {
-        "definition" => {
-            let at = text_position(root, args)?;
-            let kind = match arg_str(args, "kind")?.unwrap_or("definition") {
-                "definition" => DefinitionKind::Definition,
-                "declaration" => DefinitionKind::Declaration,
-                "type_definition" => DefinitionKind::TypeDefinition,
-                "implementation" => DefinitionKind::Implementation,
-                other => {
-                    return Err(ToolFailure(format!(
-                        "kind {other:?} is not one of definition, declaration, type_definition, implementation"
-                    )))
-                }
-            };
+    match query {
+        QueryRequest::Definition { at, kind } => {
             let result = queries.definition(&at, kind).map_err(query_failure)?;
             Ok(locations_result(to_json(&result, root)))
         }
-        "references" => {
-            let at = text_position(root, args)?;
-            let include = arg_bool(args, "include_declaration")?.unwrap_or(true);
-            let result = queries.references(&at, include).map_err(query_failure)?;
+        QueryRequest::References {
+            at,
+            include_declaration,
+        } => {
+            let result = queries
+                .references(&at, include_declaration)
+                .map_err(query_failure)?;
             Ok(locations_result(to_json(&result, root)))
         }
-        "hover" => {
-            let at = text_position(root, args)?;
+        QueryRequest::Hover { at } => {
             let result = queries.hover(&at).map_err(query_failure)?;
             let hover = to_json(&result, root);
             let text = hover
@@ -491,35 +445,17 @@ fn run_tool(
                 .unwrap_or_else(|| "no hover information at this position".to_owned());
             Ok((json!({ "hover": hover }), text))
         }
-        "document_symbols" => {
-            let file = required_file(root, args)?;
+        QueryRequest::Symbols { file } => {
             let result = queries.document_symbols(&file).map_err(query_failure)?;
             symbols_result(to_json(&result, root))
         }
-        "workspace_symbols" => {
-            let query = arg_str(args, "query")?
-                .ok_or_else(|| ToolFailure("query is required".to_owned()))?;
-            let hint = match arg_str(args, "file")? {
-                Some(file) => Some(resolve_file(root, file)?),
-                None => None,
-            };
+        QueryRequest::WorkspaceSymbols { query, file } => {
             let result = queries
-                .workspace_symbols(query, hint.as_deref())
+                .workspace_symbols(&query, file.as_deref())
                 .map_err(query_failure)?;
             symbols_result(to_json(&result, root))
         }
-        "call_hierarchy" => {
-            let at = text_position(root, args)?;
-            let direction = match arg_str(args, "direction")? {
-                None => None,
-                Some("incoming") => Some(CallDirection::Incoming),
-                Some("outgoing") => Some(CallDirection::Outgoing),
-                Some(other) => {
-                    return Err(ToolFailure(format!(
-                        "direction {other:?} is not incoming or outgoing"
-                    )))
-                }
-            };
+        QueryRequest::CallHierarchy { at, direction } => {
             let result = queries
                 .call_hierarchy(&at, direction)
                 .map_err(query_failure)?;
@@ -549,17 +485,7 @@ fn run_tool(
             }
             Ok((json, text))
         }
-        "type_hierarchy" => {
-            let at = text_position(root, args)?;
-            let direction = match arg_str(args, "direction")?.unwrap_or("supertypes") {
-                "supertypes" => TypeDirection::Supertypes,
-                "subtypes" => TypeDirection::Subtypes,
-                other => {
-                    return Err(ToolFailure(format!(
-                        "direction {other:?} is not supertypes or subtypes"
-                    )))
-                }
-            };
+        QueryRequest::TypeHierarchy { at, direction } => {
             let result = queries
                 .type_hierarchy(&at, direction)
                 .map_err(query_failure)?;
@@ -567,8 +493,7 @@ fn run_tool(
             let text = serde_json::to_string_pretty(&json).unwrap_or_default();
             Ok((json!({ "hierarchy": json }), text))
         }
-        "signature_help" => {
-            let at = text_position(root, args)?;
+        QueryRequest::SignatureHelp { at } => {
             let result = queries.signature_help(&at).map_err(query_failure)?;
             let json = to_json(&result, root);
             let text = if json.is_null() {
@@ -579,8 +504,6 @@ fn run_tool(
             };
             Ok((json!({ "signatureHelp": json }), text))
         }
-        "diagnostics" => diagnostics_tool(context, args),
-        other => Err(ToolFailure(format!("unknown tool {other:?}"))),
     }
 }
 
@@ -614,9 +537,12 @@ fn symbols_result(json: Value) -> Result<(Value, String), ToolFailure> {
     Ok((json!({ "symbols": symbols }), text))
 }
 
-fn diagnostics_tool(context: &ToolContext, args: &Value) -> Result<(Value, String), ToolFailure> {
+fn diagnostics_tool(
+    context: &ToolContext,
+    file: Option<&Path>,
+) -> Result<(Value, String), ToolFailure> {
     let root = &context.root;
-    let Some(file) = arg_str(args, "file")? else {
+    let Some(path) = file else {
         let batch = engine::drain_passive(&context.op_sender);
         return Ok(match batch {
             Some(batch) => {
@@ -629,7 +555,8 @@ fn diagnostics_tool(context: &ToolContext, args: &Value) -> Result<(Value, Strin
             ),
         });
     };
-    let path = resolve_file(root, file)?;
+    let path = path.to_path_buf();
+    let file = display_path(root, &path);
     let results = {
         let (reply, receiver) = crossbeam_channel::bounded(1);
         context

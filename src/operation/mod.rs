@@ -402,92 +402,108 @@ impl Operation {
     /// This operation with every path argument passed through `resolve` (batch joins relative
     /// paths to the workspace root, as MCP does).
     pub fn map_paths(self, resolve: &dyn Fn(PathBuf) -> PathBuf) -> Operation {
-        let at = |at: TextPosition| TextPosition {
-            file: resolve(at.file.clone()),
-            ..at
+        match self.try_map_paths(&|path| Ok::<PathBuf, std::convert::Infallible>(resolve(path))) {
+            Ok(operation) => operation,
+            Err(never) => match never {},
+        }
+    }
+
+    /// [`Operation::map_paths`] with a resolution that can fail (MCP: the file must exist
+    /// inside the root); the first failure is returned.
+    pub fn try_map_paths<E>(
+        self,
+        resolve: &dyn Fn(PathBuf) -> Result<PathBuf, E>,
+    ) -> Result<Operation, E> {
+        let at = |at: TextPosition| -> Result<TextPosition, E> {
+            Ok(TextPosition {
+                file: resolve(at.file.clone())?,
+                ..at
+            })
         };
-        let span = |span: Span| match span {
-            Span::At(position) => Span::At(at(position)),
-            Span::Lines {
-                path,
-                start_line,
-                end_line,
-            } => Span::Lines {
-                path: resolve(path),
-                start_line,
-                end_line,
-            },
+        let span = |span: Span| -> Result<Span, E> {
+            Ok(match span {
+                Span::At(position) => Span::At(at(position)?),
+                Span::Lines {
+                    path,
+                    start_line,
+                    end_line,
+                } => Span::Lines {
+                    path: resolve(path)?,
+                    start_line,
+                    end_line,
+                },
+            })
         };
-        match self {
+        Ok(match self {
             Operation::Query(request) => Operation::Query(match request {
                 QueryRequest::Definition { at: position, kind } => QueryRequest::Definition {
-                    at: at(position),
+                    at: at(position)?,
                     kind,
                 },
                 QueryRequest::References {
                     at: position,
                     include_declaration,
                 } => QueryRequest::References {
-                    at: at(position),
+                    at: at(position)?,
                     include_declaration,
                 },
-                QueryRequest::Hover { at: position } => QueryRequest::Hover { at: at(position) },
+                QueryRequest::Hover { at: position } => QueryRequest::Hover { at: at(position)? },
                 QueryRequest::Symbols { file } => QueryRequest::Symbols {
-                    file: resolve(file),
+                    file: resolve(file)?,
                 },
                 QueryRequest::WorkspaceSymbols { query, file } => QueryRequest::WorkspaceSymbols {
                     query,
-                    file: file.map(resolve),
+                    file: file.map(resolve).transpose()?,
                 },
                 QueryRequest::CallHierarchy {
                     at: position,
                     direction,
                 } => QueryRequest::CallHierarchy {
-                    at: at(position),
+                    at: at(position)?,
                     direction,
                 },
                 QueryRequest::TypeHierarchy {
                     at: position,
                     direction,
                 } => QueryRequest::TypeHierarchy {
-                    at: at(position),
+                    at: at(position)?,
                     direction,
                 },
                 QueryRequest::SignatureHelp { at: position } => {
-                    QueryRequest::SignatureHelp { at: at(position) }
+                    QueryRequest::SignatureHelp { at: at(position)? }
                 }
             }),
             Operation::Diagnostics { file } => Operation::Diagnostics {
-                file: file.map(resolve),
+                file: file.map(resolve).transpose()?,
             },
             Operation::Check { paths } => Operation::Check {
-                paths: paths.into_iter().map(resolve).collect(),
+                paths: paths.into_iter().map(resolve).collect::<Result<_, E>>()?,
             },
             Operation::Rename {
                 at: position,
                 new_name,
                 apply,
             } => Operation::Rename {
-                at: at(position),
+                at: at(position)?,
                 new_name,
                 apply,
             },
-            Operation::CodeActions { at } => Operation::CodeActions { at: span(at) },
+            Operation::CodeActions { at } => Operation::CodeActions { at: span(at)? },
             Operation::ApplyCodeAction { at, title, apply } => Operation::ApplyCodeAction {
-                at: span(at),
+                at: span(at)?,
                 title,
                 apply,
             },
             Operation::Format { file, apply } => Operation::Format {
-                file: resolve(file),
+                file: resolve(file)?,
                 apply,
             },
             Operation::Edit { file, old, new } => Operation::Edit {
-                file: resolve(file),
+                file: resolve(file)?,
                 old,
                 new,
             },
-        }
+        })
     }
 
     /// The definition this operation follows.
