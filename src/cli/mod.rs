@@ -1,6 +1,6 @@
 //! The command line: usage text, the parsed [`Args`]/[`Command`] types, and dispatch
-//! ([`main_with_args`]); the lexopt parser itself lives in `parse.rs` and is
-//! re-exported here ([`parse()`], [`parse_loc`]).
+//! ([`main_with_args`]); the lexopt parser itself lives in `parse.rs` (re-exported as
+//! [`parse()`]) and the command line of every operation command in `operation_args.rs`.
 //!
 //! `lspc [GLOBAL OPTIONS] COMMAND [OPTIONS] [ARGS]`; global options may also follow the command.
 //! Exit statuses: 0 success, 1 findings, 2 usage or configuration error, 3 a server failed or
@@ -8,15 +8,14 @@
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::check::{self, CheckOptions};
 use crate::config;
 use crate::engine::EngineOptions;
 use crate::mcp::cli::McpCliOptions;
-use crate::query::command::QueryOptions;
-use crate::query::TextPosition;
+use crate::operation::Operation;
+use crate::query::command::{QueryFormat, QueryOptions};
 
 pub use crate::exit::{EXIT_FOUND, EXIT_OK, EXIT_SERVER, EXIT_USAGE};
 pub use crate::options::{
@@ -119,58 +118,52 @@ pub struct Args {
 pub enum Command {
     Check(CheckOptions),
     Servers,
-    /// `lspc rename LOC NEW_NAME [--apply]` (LOC as for queries, or `FILE:LINE:NAME`).
-    Rename {
-        at: TextPosition,
-        new_name: String,
-        apply: bool,
+    /// An operation command (every query, `diagnostics`, the edit commands), parsed into the
+    /// one [`Operation`] type; `format` is `--format human|json`, `timeout` bounds each server
+    /// request and diagnostics wait.
+    Operation {
+        operation: Operation,
+        format: QueryFormat,
         timeout: Duration,
     },
-    /// `lspc code-actions LOC|FILE:LINE|FILE:LINE-LINE [--apply TITLE]`.
-    CodeActions {
-        at: crate::edit::commands::Span,
-        apply: Option<String>,
-        timeout: Duration,
-    },
-    /// `lspc format FILE [--apply]`.
-    Format {
-        file: PathBuf,
-        apply: bool,
-        timeout: Duration,
-    },
-    /// `lspc edit FILE --old TEXT --new TEXT`.
-    Edit {
-        file: PathBuf,
-        old: String,
-        new: String,
-        timeout: Duration,
-    },
-    /// A code-intelligence query (`definition`, `references`, `hover`, ...).
-    Query(QueryOptions),
     /// `lspc batch`: JSON-lines queries on stdin; `timeout` bounds each one.
     Batch {
         timeout: Duration,
     },
     Mcp(McpCliOptions),
     Help,
+    /// `lspc COMMAND --help`.
+    HelpFor(String),
     Version,
 }
 
+mod operation_args;
 mod parse;
 
-pub use crate::query::parse_loc;
 pub use parse::parse;
 
-fn init_logging(verbose: u8) {
-    let default = match verbose {
-        0 => "warn",
-        1 => "info",
-        2 => "debug",
+/// Logs go to stderr as `lspc: warning: ...` (`error`, `info`, `debug`, `trace` likewise), not in
+/// the logger's own format. `-q` keeps errors only; `-v`/`-vv` add info/debug; `RUST_LOG` wins.
+fn init_logging(verbose: u8, quiet: bool) {
+    let default = match (quiet, verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn",
+        (false, 1) => "info",
+        (false, 2) => "debug",
         _ => "trace",
     };
     let env = env_logger::Env::default().default_filter_or(default);
     let _ = env_logger::Builder::from_env(env)
-        .format_timestamp(None)
+        .format(|out, record| {
+            let level = match record.level() {
+                log::Level::Error => "error",
+                log::Level::Warn => "warning",
+                log::Level::Info => "info",
+                log::Level::Debug => "debug",
+                log::Level::Trace => "trace",
+            };
+            writeln!(out, "lspc: {level}: {}", record.args())
+        })
         .try_init();
 }
 
@@ -202,7 +195,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             return EXIT_USAGE;
         }
     };
-    init_logging(args.global.verbose);
+    init_logging(args.global.verbose, args.global.quiet);
     if let Err(error) = check_root(&args.global) {
         eprintln!("lspc: {error}");
         return EXIT_USAGE;
@@ -219,105 +212,143 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             check::run(engine_options(config, &args.global), &options)
         }
         Command::Mcp(options) => crate::mcp::cli::run(&args.global, options),
-        Command::Query(options) => {
-            let config = load_config(&args.global);
-            crate::query::command::run(engine_options(config, &args.global), &options)
-        }
         Command::Batch { timeout } => {
             let config = load_config(&args.global);
             crate::batch::run(engine_options(config, &args.global), timeout)
         }
-        command @ (Command::Rename { .. }
-        | Command::CodeActions { .. }
-        | Command::Format { .. }
-        | Command::Edit { .. }) => {
+        Command::Operation {
+            operation,
+            format,
+            timeout,
+        } => {
             let config = load_config(&args.global);
-            run_edit_command(engine_options(config, &args.global), command)
+            run_operation(
+                engine_options(config, &args.global),
+                operation,
+                format,
+                timeout,
+                args.global.quiet,
+            )
+        }
+        Command::HelpFor(name) => write_stdout(&command_help(&name)),
+    }
+}
+
+/// Runs one operation on a fresh engine and prints its answer (human text or the JSON object).
+/// Queries keep their own runner (exit 1 when nothing is found, and the "no ... found" line).
+fn run_operation(
+    engine_options: EngineOptions,
+    operation: Operation,
+    format: QueryFormat,
+    timeout: Duration,
+    quiet: bool,
+) -> i32 {
+    use crate::edit::commands::EditCommands;
+    use crate::engine::EngineHandle;
+    use crate::operation::execute::{execute, Context};
+    if let Operation::Query(request) = operation {
+        let options = QueryOptions {
+            request,
+            format,
+            timeout,
+        };
+        return crate::query::command::run(engine_options, &options);
+    }
+    let root = engine_options.config.root.clone();
+    let config = engine_options.config.clone();
+    let engine = EngineHandle::start(engine_options);
+    let op_sender = engine.op_sender();
+    let queries = crate::query::Queries::new(op_sender.clone(), root.clone(), timeout);
+    let edits = EditCommands::new(op_sender.clone(), root, timeout);
+    let claims = |path: &std::path::Path| config.claims(path);
+    let context = Context {
+        op_sender: &op_sender,
+        queries: &queries,
+        edits: &edits,
+        timeout,
+        claims: &claims,
+    };
+    let result = execute(&context, &operation);
+    engine.shutdown();
+    match result {
+        Ok(answer) => {
+            if let (Some(note), false) = (&answer.note, quiet) {
+                eprintln!("lspc: {note}");
+            }
+            let status = write_stdout(&match format {
+                QueryFormat::Json => format!("{}\n", answer.json),
+                QueryFormat::Human => answer.human,
+            });
+            // Diagnostics are findings (exit 1), as for check.
+            match (&operation, answer.found) {
+                (Operation::Diagnostics { .. }, true) if status == EXIT_OK => EXIT_FOUND,
+                _ => status,
+            }
+        }
+        Err(failure) => {
+            eprintln!("lspc: {failure}");
+            failure.exit_status()
         }
     }
 }
 
-/// Runs one edit command on a fresh engine and prints its outcome.
-fn run_edit_command(engine_options: EngineOptions, command: Command) -> i32 {
-    use crate::edit::commands::{self, CommandError, EditCommands};
-    use crate::engine::EngineHandle;
-    let root = engine_options.config.root.clone();
-    let timeout = match &command {
-        Command::Rename { timeout, .. }
-        | Command::CodeActions { timeout, .. }
-        | Command::Format { timeout, .. }
-        | Command::Edit { timeout, .. } => *timeout,
-        _ => Duration::from_secs(30),
-    };
-    let engine = EngineHandle::start(engine_options);
-    let edits = EditCommands::new(engine.op_sender(), root.clone(), timeout);
-    // A preview's stdout is a diff that must stay appliable, so its note goes to stderr.
-    let render = |outcome: &commands::EditOutcome| {
-        if let (false, Some(note)) = (outcome.report.written, &outcome.note) {
-            eprintln!("lspc: note: {note}");
-        }
-        commands::render_outcome(outcome, &root)
-    };
-    let result: Result<String, CommandError> = match command {
-        Command::Rename {
-            at,
-            new_name,
-            apply,
-            ..
-        } => edits
-            .rename(&at, &new_name, apply)
-            .map(|outcome| render(&outcome)),
-        Command::CodeActions {
-            at: span, apply, ..
-        } => match apply {
-            Some(title) => edits
-                .apply_code_action(&span, &title, true)
-                .map(|outcome| render(&outcome)),
-            None => edits.code_actions(&span).map(|actions| {
-                if actions.is_empty() {
-                    return "no code actions\n".to_owned();
-                }
-                actions
-                    .iter()
-                    .map(|action| {
-                        let mut line = action.title.clone();
-                        if let Some(kind) = &action.kind {
-                            line.push_str(&format!("  [{kind}]"));
-                        }
-                        if action.preferred {
-                            line.push_str("  (preferred)");
-                        }
-                        if let Some(reason) = &action.disabled {
-                            line.push_str(&format!("  (disabled: {reason})"));
-                        }
-                        line.push('\n');
-                        line
-                    })
-                    .collect()
-            }),
+/// `lspc COMMAND --help`: the command's options with examples, from its definition.
+fn command_help(name: &str) -> String {
+    match crate::operation::definitions::find_operation(name) {
+        Some(def) if def.name == name => crate::operation::definitions::command_help(def),
+        _ => match name {
+            "batch" => BATCH_HELP.to_owned(),
+            "mcp" => MCP_HELP.to_owned(),
+            "servers" => SERVERS_HELP.to_owned(),
+            _ => USAGE.to_owned(),
         },
-        Command::Format { file, apply, .. } => {
-            edits.format(&file, apply).map(|outcome| render(&outcome))
-        }
-        Command::Edit { file, old, new, .. } => edits
-            .edit(&file, &old, &new)
-            .map(|outcome| render(&outcome)),
-        _ => Ok(String::new()),
-    };
-    engine.shutdown();
-    match result {
-        Ok(text) => write_stdout(&text),
-        Err(error) => {
-            eprintln!("lspc: {error}");
-            match error {
-                CommandError::Engine(_) => EXIT_SERVER,
-                // A refused edit: nothing was written (README: exit 1).
-                CommandError::Edit(_) | CommandError::Occurrences { .. } => EXIT_FOUND,
-                _ => EXIT_USAGE,
-            }
-        }
     }
 }
+
+const BATCH_HELP: &str = "\
+lspc batch: run operations given as JSON lines on stdin, one JSON answer line each on stdout
+
+Usage: lspc batch [--timeout SECONDS]
+
+Each line is one operation in the shape every frontend shares: {\"id\": ANY, \"op\": NAME, ARGUMENT: VALUE, ...}
+(the operation names and arguments are those of the commands; see README \"lspc batch\").
+Answers: {\"id\": ..., \"result\": ...} (what `lspc NAME --format json` prints) or
+{\"id\": ..., \"error\": {\"message\": ...}}, in input order. Relative files are relative to the root.
+
+Options:
+  --timeout SECONDS  bound on each operation's server requests and diagnostics wait (default: 30)
+
+Examples:
+  echo '{\"id\": 1, \"op\": \"definition\", \"file\": \"src/app.py\", \"line\": 12, \"column\": 8}' | lspc batch
+  lspc batch < operations.jsonl
+";
+
+const MCP_HELP: &str = "\
+lspc mcp: serve MCP on stdio (tools and resources over every configured server)
+
+Usage: lspc mcp [OPTIONS] [-- SERVER ARGS...]
+
+Options:
+  --timeout SECONDS   how long one tool call may wait for its server (default: 60)
+  --language EXT=ID   with -- SERVER: an extension SERVER serves and its language id (repeatable)
+  --init-options JSON with -- SERVER: its initializationOptions
+  --settings JSON     with -- SERVER: its settings (workspace/configuration)
+  --open-documents N  keep at most N documents open (default: 50)
+
+Examples:
+  lspc mcp
+  lspc mcp --language py=python -- pyright-langserver --stdio
+";
+
+const SERVERS_HELP: &str = "\
+lspc servers: list the configured servers and which files they serve
+
+Usage: lspc servers
+
+Examples:
+  lspc servers
+  lspc --no-builtin --config my.lsp.json servers
+";
 
 /// Write to stdout; a closed pipe (`lspc servers | head -1`) is success.
 fn write_stdout(text: &str) -> i32 {

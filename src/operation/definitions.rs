@@ -437,6 +437,34 @@ pub const OPERATIONS: &[OperationDef] = &[
     },
 ];
 
+/// The options of `lspc check` beyond its paths (parsed with the check options in `cli/parse.rs`).
+pub const CHECK_OPTIONS: &[(&str, &str)] = &[
+    (
+        "--format FORMAT",
+        "human (default), json, jsonl, sarif, github",
+    ),
+    (
+        "--severity LEVEL",
+        "report only diagnostics at or above LEVEL: error, warning, info, hint (default)",
+    ),
+    (
+        "--fail-on LEVEL",
+        "exit 1 when a diagnostic at or above LEVEL is reported (default: error)",
+    ),
+    (
+        "--timeout SECONDS",
+        "how long each file's servers may take to settle (default: 30)",
+    ),
+    (
+        "--max-per-file N",
+        "report at most N diagnostics per file (default: all)",
+    ),
+    (
+        "--max-total N",
+        "report at most N diagnostics in total (default: all)",
+    ),
+];
+
 /// `type_definition`, `typeDefinition` and `type-definition` all read `type-definition`.
 pub fn normalise_name(name: &str) -> String {
     let mut out = String::with_capacity(name.len() + 4);
@@ -531,14 +559,22 @@ pub fn command_help(def: &OperationDef) -> String {
         .collect();
     text.push_str("\nOptions:\n");
     let mut rows = options;
-    rows.push((
-        "--format FORMAT".to_owned(),
-        "human (default) or json (the batch result object)",
-    ));
-    rows.push((
-        "--timeout SECONDS".to_owned(),
-        "bound on server start, indexing wait and each request (default: 30)",
-    ));
+    if def.name == "check" {
+        rows.extend(
+            CHECK_OPTIONS
+                .iter()
+                .map(|(flag, doc)| ((*flag).to_owned(), *doc)),
+        );
+    } else {
+        rows.push((
+            "--format FORMAT".to_owned(),
+            "human (default) or json (the batch result object)",
+        ));
+        rows.push((
+            "--timeout SECONDS".to_owned(),
+            "bound on server start, indexing wait and each request (default: 30)",
+        ));
+    }
     rows.push(("-h, --help".to_owned(), "this help"));
     let width = rows.iter().map(|(flag, _)| flag.len()).max().unwrap_or(0);
     for (flag, doc) in rows {

@@ -360,11 +360,18 @@ impl Operation {
             "check" => Ok(Operation::Check {
                 paths: reader.paths(&d::PATHS)?,
             }),
-            "rename" => Ok(Operation::Rename {
-                at: reader.position()?,
-                new_name: reader.required(&d::NEW_NAME, reader.text(&d::NEW_NAME)?)?,
-                apply: apply()?,
-            }),
+            "rename" => {
+                let at = reader.position()?;
+                let new_name = reader.required(&d::NEW_NAME, reader.text(&d::NEW_NAME)?)?;
+                if new_name.trim().is_empty() {
+                    return Err(reader.error("new_name must not be empty"));
+                }
+                Ok(Operation::Rename {
+                    at,
+                    new_name,
+                    apply: apply()?,
+                })
+            }
             "code-actions" => Ok(Operation::CodeActions { at: reader.span()? }),
             "apply-code-action" => Ok(Operation::ApplyCodeAction {
                 at: reader.span()?,

@@ -224,3 +224,31 @@ fn every_operation_has_a_reader_and_its_schema_lists_its_arguments() {
     }
     assert!(batch_reference().contains("| `symbols`, `document-symbols` | `document_symbols` |"));
 }
+
+/// README's batch reference is generated from the definitions (`LSPC_BLESS=1` rewrites it).
+#[test]
+fn readme_batch_reference_is_the_definitions() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+    let readme = std::fs::read_to_string(&path).expect("README.md");
+    let begin = "<!-- operations:begin -->\n";
+    let end = "<!-- operations:end -->";
+    let start = readme
+        .find(begin)
+        .expect("README has the operations:begin marker")
+        + begin.len();
+    let stop = readme[start..]
+        .find(end)
+        .expect("README has the operations:end marker")
+        + start;
+    let expected = batch_reference();
+    if std::env::var_os("LSPC_BLESS").is_some() {
+        let updated = format!("{}{expected}{}", &readme[..start], &readme[stop..]);
+        std::fs::write(&path, updated).expect("write README.md");
+        return;
+    }
+    assert_eq!(
+        &readme[start..stop],
+        expected,
+        "README's operation table is stale: run LSPC_BLESS=1 cargo test --lib readme_batch_reference"
+    );
+}

@@ -28,7 +28,6 @@
 pub mod command;
 pub mod hover;
 pub mod locations;
-pub mod position;
 pub mod render;
 pub mod symbols;
 
@@ -45,7 +44,6 @@ use crate::engine::{request_with, sync_with, EngineError, Op, ServerInfo, Synced
 use crate::text::{find_symbol_column, LineIndex};
 use crate::uri;
 use locations::{parse_locations, parse_range, SourceFiles};
-pub use position::parse_loc;
 
 /// How often a readiness wait re-reads the server's progress state.
 const READINESS_POLL: Duration = Duration::from_millis(200);
