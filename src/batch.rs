@@ -1,17 +1,19 @@
-//! `lspc batch`: many queries over one engine session, as JSON lines.
+//! `lspc batch`: many operations over one engine session, as JSON lines.
 //!
-//! Input (stdin): one JSON object per line, `{"id": any, "op": "<command name>", ...arguments}`,
-//! with arguments named as the MCP tools' inputs: `file`, `line`, `column`, `symbol`,
-//! `occurrence`, `query`, `includeDeclaration`, `kind`, `direction`. Lines and columns are 1-based;
-//! columns count Unicode characters (all three are 1-based, so 0 is refused). A relative `file`
-//! is resolved against the workspace root, as MCP does (batch lines are a machine interface, not
-//! a shell); absolute paths are used as given. Blank lines are skipped.
+//! Input (stdin): one JSON object per line, the one operation shape
+//! ([`crate::operation::Operation::from_json`]): `{"id": any, "op": NAME, ...arguments}`, with the
+//! operations and arguments of [`crate::operation::definitions`] (queries, `diagnostics`, `check`
+//! and the edit operations). Lines, columns and occurrences are 1-based; columns count Unicode
+//! characters. A relative path is resolved against the workspace root, as MCP does (batch lines
+//! are a machine interface, not a shell); absolute paths are used as given. Blank lines are
+//! skipped.
 //!
 //! Output (stdout): exactly one JSON line per request, in input order, flushed at once:
-//! `{"id": <the request's id>, "result": ...}` (the same object `lspc <op> --format json` prints)
-//! or `{"id": ..., "error": {"message": "..."}}`. A malformed line gets an error line (with `id`
-//! `null` when none could be read) and the batch goes on. Requests run one at a time, so order is
-//! preserved. The batch ends at EOF; the exit status is 0 unless stdout fails.
+//! `{"id": <the request's id>, "result": ...}` (the object [`crate::operation::execute`] renders,
+//! what `lspc <op> --format json` prints) or `{"id": ..., "error": {"message": "..."}}`. A
+//! malformed line gets an error line (with `id` `null` when none could be read) and the batch
+//! goes on. Requests run one at a time, so order is preserved. The batch ends at EOF; the exit
+//! status is 0 unless stdout fails.
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};

@@ -23,7 +23,9 @@
 //! - [`signals`]: SIGINT/SIGTERM/SIGHUP turned into events for the loop.
 //! - [`query`]: code-intelligence queries (definition, references, hover, symbols, hierarchies)
 //!   with result normalisation and position conversion; human rendering.
-//! - [`batch`]: `lspc batch`, JSON-lines queries over one engine session.
+//! - [`operation`]: the one operation vocabulary: every operation and argument defined once, read
+//!   from one JSON shape by CLI, batch and MCP alike, run and rendered in one place.
+//! - [`batch`]: `lspc batch`, JSON-lines operations over one engine session.
 //! - [`walk`]: listing the files under a folder, honouring `.gitignore`.
 
 pub mod batch;

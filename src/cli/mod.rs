@@ -31,8 +31,8 @@ Commands:
   check [PATH...]     report the diagnostics language servers publish for files
   servers             list the configured servers and which files they serve
   rename LOC NEW_NAME [--apply]
-                      rename the symbol at LOC (FILE:LINE:COLUMN, or FILE:LINE --symbol NAME);
-                      prints a unified diff, or with --apply writes and lists the files changed
+                      rename the symbol at LOC; prints a unified diff, or with --apply writes
+                      and lists the files changed
   code-actions LOC|FILE:LINE|FILE:LINE-LINE [--apply TITLE]
                       list code actions (title, kind, preferred), or apply the one titled TITLE
   format FILE [--apply]
@@ -52,7 +52,8 @@ Commands:
   outgoing-calls LOC  what the function at LOC calls
   type-hierarchy LOC  --supertypes (default) or --subtypes of the type at LOC
   signature-help LOC  the signature of the call around LOC
-  batch               JSON-lines queries on stdin, one JSON answer line each on stdout
+  diagnostics FILE    the settled diagnostics of FILE (exit 1 when there are any)
+  batch               JSON-lines operations on stdin, one JSON answer line each on stdout
   mcp [-- SERVER ARGS...]
                       serve MCP on stdio: tools and resources over every configured server,
                       or over exactly SERVER when one is given after --
@@ -65,9 +66,11 @@ Options (any command):
   --no-builtin        do not use lspc's built-in table of well-known servers
   --restart POLICY    restart crashed servers: never, always, or at most N times in a row
                       (default: each server's restartOnCrash/maxRestarts, else 3)
-  --max-file-size N   do not send files larger than N bytes to servers (default: 10485760)
+  --max-file-size SIZE  do not send files larger than SIZE to servers: bytes, or with K, M or G
+                      (default: 10M)
+  -q, --quiet         only errors on stderr (no warnings or notes)
   -v, --verbose       more logging on stderr (-vv for debug); RUST_LOG also works
-  -h, --help          this help
+  -h, --help          this help (COMMAND --help: that command's options and examples)
   -V, --version       print the version
 
 check options:
@@ -84,14 +87,16 @@ disk contents checked, files written atomically, nothing written when any check 
 Writing commands print the <new-diagnostics> the edit introduced. --timeout bounds each
 server request and diagnostics wait. Exit status: 0 done, 1 edit refused, 2 usage, 3 server.
 
-Query options (LOC is FILE:LINE:COLUMN, or FILE:LINE with --symbol; 1-based, columns in
-characters):
+Query options (LOC is FILE:LINE:COLUMN, FILE:LINE:NAME, or FILE:LINE with --symbol NAME, in every
+command; 1-based, columns in characters):
   --symbol NAME       the column is the first occurrence of NAME on the line
   --occurrence N      with --symbol: the Nth occurrence instead (default 1)
   --format FORMAT     human (default: path:line:col and the source line) or json
   --timeout SECONDS   bound on server start, indexing wait and each request (default: 30)
   --include-declaration  references: include the declaration itself
   --supertypes, --subtypes  type-hierarchy direction
+  --direction DIR     call-hierarchy: incoming or outgoing
+  --kind KIND         definition: declaration, type_definition or implementation
   --file FILE         workspace-symbols: ask the server that serves FILE
 
 mcp options:
