@@ -18,7 +18,7 @@ use serde_json::{json, Map, Value};
 use crate::diagnostics::{Diagnostic, DrainedBatch};
 use crate::engine::{self, DiagnosticsOutcome, Op, ServerDetails};
 use crate::operation::{definitions, Defaults, Operation};
-use crate::query::command::QueryRequest;
+use crate::query::command::{execute as execute_query, QueryRequest};
 use crate::query::Queries;
 
 pub use super::tool_arguments::{clean_json, display_path, resolve_file, ToolContext, ToolFailure};
@@ -360,41 +360,6 @@ fn query_failure(error: impl std::fmt::Display) -> ToolFailure {
     ToolFailure(format!("{message}{hint}"))
 }
 
-fn to_json(value: &impl serde::Serialize, root: &Path) -> Value {
-    let mut json = serde_json::to_value(value).unwrap_or(Value::Null);
-    clean_json(&mut json, root);
-    json
-}
-
-fn location_line(location: &Value) -> String {
-    let path = location.get("path").and_then(Value::as_str).unwrap_or("?");
-    let line = location.get("line").and_then(Value::as_u64).unwrap_or(0);
-    let column = location.get("column").and_then(Value::as_u64).unwrap_or(0);
-    match location.get("lineText").and_then(Value::as_str) {
-        Some(text) => format!("{path}:{line}:{column}: {}", text.trim()),
-        None => format!("{path}:{line}:{column}"),
-    }
-}
-
-fn symbols_text(symbols: &[Value], depth: usize, text: &mut String) {
-    for symbol in symbols {
-        let name = symbol.get("name").and_then(Value::as_str).unwrap_or("?");
-        let kind = symbol.get("kind").and_then(Value::as_str).unwrap_or("");
-        let location = symbol
-            .get("location")
-            .map(location_line)
-            .unwrap_or_default();
-        let location = location.split(": ").next().unwrap_or("").to_owned();
-        text.push_str(&format!(
-            "{}{kind} {name}  {location}\n",
-            "  ".repeat(depth)
-        ));
-        if let Some(children) = symbol.get("children").and_then(Value::as_array) {
-            symbols_text(children, depth + 1, text);
-        }
-    }
-}
-
 fn run_tool(
     context: &ToolContext,
     name: &str,
@@ -421,120 +386,48 @@ fn run_tool(
     let queries = Queries::new(context.op_sender.clone(), root.clone(), context.timeout)
         .with_analysed_files(context.analysed_files.clone())
         .with_tag(Some(tag));
-    match query {
-        QueryRequest::Definition { at, kind } => {
-            let result = queries.definition(&at, kind).map_err(query_failure)?;
-            Ok(locations_result(to_json(&result, root)))
+    // The answer is rendered where the command line's and batch's are
+    // (`query::command::execute`); MCP only wraps it in the key its `outputSchema` names.
+    let answer = execute_query(&queries, &query).map_err(query_failure)?;
+    let mut json = answer.json;
+    clean_json(&mut json, root);
+    let structured = match &query {
+        QueryRequest::Definition { .. } | QueryRequest::References { .. } => {
+            with_default(json, "locations")
         }
-        QueryRequest::References {
-            at,
-            include_declaration,
-        } => {
-            let result = queries
-                .references(&at, include_declaration)
-                .map_err(query_failure)?;
-            Ok(locations_result(to_json(&result, root)))
+        QueryRequest::Symbols { .. } | QueryRequest::WorkspaceSymbols { .. } => {
+            with_default(json, "symbols")
         }
-        QueryRequest::Hover { at } => {
-            let result = queries.hover(&at).map_err(query_failure)?;
-            let hover = to_json(&result, root);
-            let text = hover
-                .get("text")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-                .unwrap_or_else(|| "no hover information at this position".to_owned());
-            Ok((json!({ "hover": hover }), text))
-        }
-        QueryRequest::Symbols { file } => {
-            let result = queries.document_symbols(&file).map_err(query_failure)?;
-            symbols_result(to_json(&result, root))
-        }
-        QueryRequest::WorkspaceSymbols { query, file } => {
-            let result = queries
-                .workspace_symbols(&query, file.as_deref())
-                .map_err(query_failure)?;
-            symbols_result(to_json(&result, root))
-        }
-        QueryRequest::CallHierarchy { at, direction } => {
-            let result = queries
-                .call_hierarchy(&at, direction)
-                .map_err(query_failure)?;
-            let mut json = to_json(&result, root);
-            if json.get("items").is_none() {
-                json["items"] = json!([]);
-            }
-            let mut text = String::new();
-            for item in json["items"].as_array().cloned().unwrap_or_default() {
-                let name = item.get("name").and_then(Value::as_str).unwrap_or("?");
-                let location = item.get("location").map(location_line).unwrap_or_default();
-                text.push_str(&format!("{name}  {location}\n"));
-            }
-            for call in json
-                .get("calls")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default()
-            {
-                let item = call.get("item").cloned().unwrap_or(Value::Null);
-                let name = item.get("name").and_then(Value::as_str).unwrap_or("?");
-                let location = item.get("location").map(location_line).unwrap_or_default();
-                text.push_str(&format!("  {name}  {location}\n"));
-            }
-            if text.is_empty() {
-                text = "no call hierarchy item at this position".to_owned();
-            }
-            Ok((json, text))
-        }
-        QueryRequest::TypeHierarchy { at, direction } => {
-            let result = queries
-                .type_hierarchy(&at, direction)
-                .map_err(query_failure)?;
-            let json = to_json(&result, root);
-            let text = serde_json::to_string_pretty(&json).unwrap_or_default();
-            Ok((json!({ "hierarchy": json }), text))
-        }
-        QueryRequest::SignatureHelp { at } => {
-            let result = queries.signature_help(&at).map_err(query_failure)?;
-            let json = to_json(&result, root);
-            let text = if json.is_null() {
-                "no signature help at this position (put the position inside a call's parentheses)"
-                    .to_owned()
-            } else {
-                serde_json::to_string_pretty(&json).unwrap_or_default()
-            };
-            Ok((json!({ "signatureHelp": json }), text))
-        }
-    }
-}
-
-fn locations_result(mut json: Value) -> (Value, String) {
-    if json.get("locations").is_none() {
-        json["locations"] = json!([]);
-    }
-    let locations = json["locations"].as_array().cloned().unwrap_or_default();
-    let mut text = String::new();
-    if locations.is_empty() {
-        text.push_str("no locations found\n");
-    }
-    for location in &locations {
-        text.push_str(&location_line(location));
+        QueryRequest::CallHierarchy { .. } => with_default(json, "items"),
+        QueryRequest::Hover { .. } => json!({ "hover": json }),
+        QueryRequest::TypeHierarchy { .. } => json!({ "hierarchy": json }),
+        QueryRequest::SignatureHelp { .. } => json!({ "signatureHelp": json }),
+    };
+    let mut text = if answer.human.trim().is_empty() {
+        let hint = match &query {
+            QueryRequest::SignatureHelp { .. } => " (put the position inside a call's parentheses)",
+            _ => "",
+        };
+        format!("{}{hint}\n", query.nothing_found())
+    } else {
+        answer.human
+    };
+    if let Some(note) = answer.incomplete {
+        text.push_str(&note);
         text.push('\n');
     }
-    if let Some(note) = json.get("incomplete").and_then(Value::as_str) {
-        text.push_str(note);
-        text.push('\n');
-    }
-    (json, text)
+    Ok((structured, text))
 }
 
-fn symbols_result(json: Value) -> Result<(Value, String), ToolFailure> {
-    let symbols = json.as_array().cloned().unwrap_or_default();
-    let mut text = String::new();
-    if symbols.is_empty() {
-        text.push_str("no symbols found\n");
+/// `json` with `key` set to an empty list when the answer left it out.
+fn with_default(mut json: Value, key: &str) -> Value {
+    if !json.is_object() {
+        json = json!({});
     }
-    symbols_text(&symbols, 0, &mut text);
-    Ok((json!({ "symbols": symbols }), text))
+    if json.get(key).is_none() {
+        json[key] = json!([]);
+    }
+    json
 }
 
 fn diagnostics_tool(
