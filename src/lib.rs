@@ -27,6 +27,8 @@
 //!   from one JSON shape by CLI, batch and MCP alike, run and rendered in one place.
 //! - [`batch`]: `lspc batch`, JSON-lines operations over one engine session.
 //! - [`walk`]: listing the files under a folder, honouring `.gitignore`.
+//! - [`ide`]: `lspc ide`, the headless IDE an agent connects to (MCP over WebSocket, lock files),
+//!   and `lspc ide list`, the agent's IDE discovery.
 
 pub mod batch;
 pub mod check;
@@ -36,6 +38,7 @@ pub mod diagnostics;
 pub mod edit;
 pub mod engine;
 pub mod exit;
+pub mod ide;
 pub mod mcp;
 pub mod operation;
 pub mod options;

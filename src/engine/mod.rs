@@ -61,6 +61,11 @@ pub struct EngineOptions {
     pub restart: Option<RestartPolicy>,
     /// Warn when another lspc process runs the same server for the same workspace (issue 6).
     pub warn_duplicates: bool,
+    /// Whether the loop acts on SIGINT/SIGTERM/SIGHUP itself (shut every server down, then exit
+    /// the process with 128 + the signal). A frontend with its own clean-up (`lspc ide` removes
+    /// its lock file) sets `false`, takes the signals from [`crate::signals::install`] and sends
+    /// [`Op::Shutdown`].
+    pub handle_signals: bool,
 }
 
 impl EngineOptions {
@@ -76,6 +81,7 @@ impl EngineOptions {
             max_file_size: 10 * 1024 * 1024,
             restart: None,
             warn_duplicates: true,
+            handle_signals: true,
         }
     }
 }
