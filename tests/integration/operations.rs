@@ -248,3 +248,123 @@ fn every_operation_command_has_help_with_its_options_and_examples() {
         .status(0)
         .stdout_contains("Usage: lspc batch");
 }
+
+/// The edit operations and `check` are operations like the queries: `lspc batch` runs them from
+/// the same JSON shape (real ruff server; `ruff format` and `ruff check` give the expected
+/// answers).
+#[test]
+fn batch_runs_edit_operations_and_check_with_ruff() {
+    crate::require_program!("ruff");
+    let workspace = Workspace::new("batch edits");
+    workspace
+        .file("fmt.py", "x=[1,2 ,3]\n")
+        .file("lint.py", "import os\n");
+    let config = workspace.config(json!({"ruff": crate::support::ruff_entry()}));
+    let ruff = |args: &[&str], stdin: Option<&str>| -> String {
+        let mut command = Command::new("ruff");
+        command
+            .args(args)
+            .current_dir(&workspace.root)
+            .stdin(if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let mut child = command.spawn().expect("ruff");
+        if let Some(input) = stdin {
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(input.as_bytes())
+                .expect("write");
+        }
+        let output = child.wait_with_output().expect("ruff output");
+        String::from_utf8(output.stdout).expect("UTF-8")
+    };
+    let formatted = ruff(
+        &["format", "--stdin-filename", "fmt.py", "-"],
+        Some("x=[1,2 ,3]\n"),
+    );
+    assert_eq!(formatted, "x = [1, 2, 3]\n");
+    let lines = [
+        json!({"id": 1, "op": "format", "file": "fmt.py"}),
+        json!({"id": 2, "op": "format", "file": "fmt.py", "apply": true}),
+        json!({"id": 3, "op": "edit", "file": "lint.py", "old": "import os", "new": "import os\nimport sys"}),
+        json!({"id": 4, "op": "check", "paths": ["lint.py"]}),
+    ];
+    let input: String = lines.iter().map(|line| format!("{line}\n")).collect();
+    let output = workspace
+        .lspc()
+        .arg("--no-builtin")
+        .arg("--config")
+        .arg(&config)
+        .arg("batch")
+        .stdin(input)
+        .timeout(Duration::from_secs(120))
+        .run();
+    output.status(0);
+    let answers: Vec<Value> = output
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("JSON answer"))
+        .collect();
+    assert_eq!(answers.len(), 4, "{}", output.story());
+    let preview = &answers[0]["result"];
+    assert_eq!(preview["applied"], false, "{}", output.story());
+    assert_eq!(preview["files"], json!(["fmt.py"]));
+    assert!(
+        preview["diff"]
+            .as_str()
+            .unwrap_or("")
+            .contains("+x = [1, 2, 3]"),
+        "{preview}"
+    );
+    assert_eq!(answers[1]["result"]["applied"], true, "{}", output.story());
+    assert_eq!(workspace.read("fmt.py"), formatted);
+    assert_eq!(answers[2]["result"]["applied"], true, "{}", output.story());
+    assert_eq!(workspace.read("lint.py"), "import os\nimport sys\n");
+    // `ruff check` on the edited file: the two unused imports.
+    let report: Value = serde_json::from_str(&ruff(
+        &["check", "--output-format", "json", "--no-cache", "lint.py"],
+        None,
+    ))
+    .expect("ruff JSON");
+    let mut expected: Vec<(u64, u64, String)> = report
+        .as_array()
+        .expect("ruff findings")
+        .iter()
+        .map(|finding| {
+            (
+                finding["location"]["row"].as_u64().unwrap(),
+                finding["location"]["column"].as_u64().unwrap(),
+                finding["code"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    expected.sort();
+    assert_eq!(
+        expected,
+        [(1, 8, "F401".to_owned()), (2, 8, "F401".to_owned())]
+    );
+    let files = answers[3]["result"]["files"].as_array().expect("files");
+    assert_eq!(files.len(), 1, "{}", output.story());
+    assert_eq!(files[0]["path"], "lint.py");
+    assert_eq!(files[0]["state"], "diagnostics");
+    let mut got: Vec<(u64, u64, String)> = files[0]["diagnostics"]
+        .as_array()
+        .expect("diagnostics")
+        .iter()
+        .map(|diagnostic| {
+            (
+                diagnostic["line"].as_u64().unwrap(),
+                diagnostic["column"].as_u64().unwrap(),
+                diagnostic["code"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    got.sort();
+    assert_eq!(got, expected, "{}", output.story());
+}
