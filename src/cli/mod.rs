@@ -111,6 +111,13 @@ mcp options:
   --init-options JSON with -- SERVER: its initializationOptions
   --settings JSON     with -- SERVER: its settings (workspace/configuration)
   --open-documents N  keep at most N documents open (default: 50)
+  --http ADDR:PORT    serve MCP over Streamable HTTP at http://ADDR:PORT/mcp instead of stdio
+                      (port 0 picks a free one; the address is printed on stderr)
+  --token TOKEN       with --http: require Authorization: Bearer TOKEN (also LSPC_MCP_TOKEN;
+                      required for a non-loopback ADDR)
+  --allow-origin ORIGIN  with --http: accept this browser Origin too (repeatable; * for any)
+  --max-connections N with --http: connections open at once (default: 64; more get 503)
+  --header-timeout SECONDS  with --http: time for a request head (default: 10)
 
 ide options:
   --diff MODE         openDiff: accept (write the new contents, inside the root only) or

@@ -147,6 +147,18 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
             Value(value) if command_name.as_deref() == Some("ide") && !ide.list => {
                 ide.command = Some((value, parser.raw_args()?.collect()));
             }
+            Long("http") => mcp.http.address = Some(parser.value()?.string()?),
+            Long("token") => mcp.http.token = Some(parser.value()?.string()?),
+            Long("allow-origin") => mcp.http.allowed_origins.push(parser.value()?.string()?),
+            Long("max-connections") => {
+                mcp.http.max_connections = Some(parse_count("--max-connections", &mut parser)?)
+            }
+            Long("header-timeout") => {
+                let value: String = parser.value()?.string()?;
+                mcp.http.header_timeout = Some(parse_timeout(&value).map_err(|error| {
+                    UsageError(error.0.replace("--timeout", "--header-timeout"))
+                })?);
+            }
             Value(value) if command_name.as_deref() == Some("mcp") => {
                 mcp.server_command = Some(value);
                 mcp.server_args = parser.raw_args()?.collect();

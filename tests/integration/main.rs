@@ -13,6 +13,7 @@ mod edits;
 mod faults;
 mod ide;
 mod mcp;
+mod mcp_http;
 mod operations;
 mod queries;
 mod support;
