@@ -35,8 +35,9 @@ Commands:
                       and lists the files changed
   code-actions LOC|FILE:LINE|FILE:LINE-LINE [--apply TITLE]
                       list code actions (title, kind, preferred), or apply the one titled TITLE
-  format FILE [--apply]
-                      format FILE with its server; prints a diff, or writes with --apply
+  format FILE [--apply] [--tab-size N] [--insert-spaces|--use-tabs]
+                      format FILE with its server; prints a diff, or writes with --apply;
+                      indentation from the flags, .editorconfig, or the file's own
   edit FILE --old TEXT --new TEXT
                       replace the one exact occurrence of TEXT, then report new diagnostics
   definition LOC      where the symbol at LOC is defined (textDocument/definition)

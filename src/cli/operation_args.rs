@@ -207,21 +207,28 @@ pub fn operation_command(
         }
     }
     for (flag, value) in flags {
-        let found = def
-            .arguments
-            .iter()
-            .find_map(|(argument, _)| match argument.cli {
-                CliForm::Flag(long) if long == flag => Some((argument, Value::Bool(true))),
-                CliForm::Option(long, _) if long == flag => Some((
-                    argument,
-                    cli_value(argument.value, value.as_deref().unwrap_or("")),
-                )),
-                CliForm::Switches(switches) => switches
-                    .iter()
-                    .find(|(long, _)| long == flag)
-                    .map(|(_, chosen)| (argument, Value::from(*chosen))),
-                _ => None,
-            });
+        let found =
+            def.arguments
+                .iter()
+                .find_map(|(argument, _)| match argument.cli {
+                    CliForm::Flag(long) if long == flag => Some((argument, Value::Bool(true))),
+                    CliForm::Option(long, _) if long == flag => Some((
+                        argument,
+                        cli_value(argument.value, value.as_deref().unwrap_or("")),
+                    )),
+                    CliForm::Switches(switches) => switches
+                        .iter()
+                        .find(|(long, _)| long == flag)
+                        .map(|(_, chosen)| {
+                            let value = match (argument.value, *chosen) {
+                                (ValueKind::Bool, "true") => Value::Bool(true),
+                                (ValueKind::Bool, "false") => Value::Bool(false),
+                                _ => Value::from(*chosen),
+                            };
+                            (argument, value)
+                        }),
+                    _ => None,
+                });
         let Some((argument, value)) = found else {
             if applying && flag == "--apply" {
                 continue;

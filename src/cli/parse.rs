@@ -183,6 +183,12 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
     if std::env::var_os("LSPC_TRUST").is_some_and(|value| value == "1") {
         global.trust = true;
     }
+    // Operation flags belong to operation commands only (`lspc check --use-tabs` is a mistake).
+    if let (Some(name), Some((flag, _))) = (command_name.as_deref(), op_flags.first()) {
+        if !operation_args::is_operation_command(name) && !help && !version {
+            return Err(UsageError(format!("{name}: {flag} does not apply")));
+        }
+    }
     let command = if version {
         Command::Version
     } else if help {
@@ -473,6 +479,23 @@ mod tests {
         check("edit a.py --old x", "edit: new is required");
         check("format", "format: missing FILE");
         check(
+            "format a.ts --tab-size 0",
+            "format: tab_size must be a whole number from 1, got 0",
+        );
+        check(
+            "format a.ts --tab-size 65",
+            "format: tab_size must be from 1 to 64, got 65",
+        );
+        check(
+            "format a.ts --use-tabs --insert-spaces",
+            "format: give --insert-spaces or --use-tabs, not both",
+        );
+        check("check --use-tabs", "check: --use-tabs does not apply");
+        check(
+            "hover a.ts:1:1 --tab-size 2",
+            "hover: --tab-size does not apply",
+        );
+        check(
             "rename a.py:1 y",
             "rename: \"a.py:1\" has no column: give FILE:LINE:COLUMN, FILE:LINE:NAME, or FILE:LINE with --symbol NAME",
         );
@@ -484,6 +507,32 @@ mod tests {
             "--max-file-size 0 check",
             "--max-file-size: expected a positive size in bytes (for example 512K or 5M), got \"0\"",
         );
+    }
+
+    #[test]
+    fn format_takes_indentation_overrides() {
+        use crate::edit::formatting::FormattingOverrides;
+        let check = |line: &str, tab_size: Option<u32>, insert_spaces: Option<bool>| {
+            assert_eq!(
+                operation(line).0,
+                Operation::Format {
+                    file: "a.ts".into(),
+                    apply: false,
+                    options: FormattingOverrides {
+                        tab_size,
+                        insert_spaces
+                    },
+                },
+                "{line}"
+            );
+        };
+        check("format a.ts", None, None);
+        check(
+            "format a.ts --tab-size 2 --insert-spaces",
+            Some(2),
+            Some(true),
+        );
+        check("format --use-tabs a.ts --use-tabs", None, Some(false));
     }
 
     #[test]

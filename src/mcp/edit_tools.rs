@@ -40,7 +40,8 @@ fn edit_output() -> Value {
             "diff": {"type": "string", "description": "unified diff of the change"},
             "diagnosticsAfterEdit": {"type": "string", "description": "diagnostics new since before the edit (<new-diagnostics> block, at most 4000 characters); empty when none or not applied"},
             "diagnosticsNote": {"type": "string"},
-            "note": {"type": "string", "description": "e.g. the server was still indexing, or sent a follow-up request lspc ignored after its edit was applied"},
+            "note": {"type": "string", "description": "e.g. the server was still indexing, sent a follow-up request lspc ignored after its edit was applied, or a rename left occurrences (not renamed by the server: FILE:LINE ...)"},
+            "notRenamed": {"type": "array", "items": {"type": "object", "properties": {"file": {"type": "string"}, "line": {"type": "integer"}}}, "description": "after a rename: whole-word occurrences of the old name in files the server's edit does not touch (1-based lines)"},
             "newDiagnostics": {"type": "object"}
         },
         "required": ["applied", "files", "operations", "diff"]
@@ -125,8 +126,14 @@ pub fn run(
                 .map_err(failure)?;
             Ok(outcome_result(root, &outcome))
         }
-        Operation::Format { file, apply } => {
-            let outcome = commands.format(file, *apply).map_err(failure)?;
+        Operation::Format {
+            file,
+            options,
+            apply,
+        } => {
+            let outcome = commands
+                .format_with(file, *options, *apply)
+                .map_err(failure)?;
             Ok(outcome_result(root, &outcome))
         }
         Operation::Edit { file, old, new } => {
@@ -145,6 +152,11 @@ pub fn outcome_result(root: &Path, outcome: &EditOutcome) -> (Value, String) {
     let report = &outcome.report;
     let json = outcome_json(outcome, root);
     let mut text = render_outcome(outcome, root);
+    // A preview renders only the diff; its note (e.g. "not renamed by the server: …") matters
+    // before applying, so it is added here.
+    if let (false, Some(note)) = (report.written, &outcome.note) {
+        text.push_str(&format!("note: {note}\n"));
+    }
     if !report.written && !outcome.diff.is_empty() {
         text.push_str(
             "\n(preview only: nothing was written; call again with apply: true to write)",
@@ -168,6 +180,9 @@ fn command_failure(root: &Path, tool: &str, error: CommandError) -> ToolFailure 
         }
         CommandError::Edit(_) => " (nothing was written; re-read the file and try again)",
         CommandError::CommandOnly { .. } => " (call apply_code_action with apply: true)",
+        CommandError::Disabled { .. } => {
+            " (nothing was written; pick another action from code_actions, or change the code so it applies)"
+        }
         CommandError::Engine(engine) => match engine {
             crate::engine::EngineError::Timeout { .. } => {
                 " (the server may still be indexing; retry in a few seconds)"
@@ -215,6 +230,7 @@ mod tests {
                 new_diagnostics: block.to_owned(),
                 diagnostics_note: None,
                 note: None,
+                not_renamed: Vec::new(),
             };
             let (json, text) = outcome_result(root, &outcome);
             assert_eq!(json, expected);

@@ -204,6 +204,20 @@ pub const TITLE: ArgumentDef = ArgumentDef {
     doc: "The action's exact title, as code_actions lists it",
     cli: CliForm::Option("--apply", "TITLE"),
 };
+pub const TAB_SIZE: ArgumentDef = ArgumentDef {
+    name: "tab_size",
+    aliases: &["tabSize"],
+    value: ValueKind::OneBased,
+    doc: "Spaces per tab and per indentation level, 1 to 64 (default: .editorconfig, else the file's indentation, else 4)",
+    cli: CliForm::Option("--tab-size", "N"),
+};
+pub const INSERT_SPACES: ArgumentDef = ArgumentDef {
+    name: "insert_spaces",
+    aliases: &["insertSpaces"],
+    value: ValueKind::Bool,
+    doc: "true: indent with spaces, false: with tabs (default: .editorconfig, else the file's indentation, else spaces)",
+    cli: CliForm::Switches(&[("--insert-spaces", "true"), ("--use-tabs", "false")]),
+};
 pub const OLD: ArgumentDef = ArgumentDef {
     name: "old",
     aliases: &[],
@@ -421,10 +435,15 @@ pub const OPERATIONS: &[OperationDef] = &[
         name: "format",
         aliases: &[],
         mcp_tool: Some("format"),
-        summary: "Format a whole file with its language server. Previews a diff unless apply is true.",
-        arguments: &[(&FILE, Required), (&APPLY, Optional)],
+        summary: "Format a whole file with its language server. Indentation comes from tab_size/insert_spaces when given, else the file's .editorconfig, else the file's own indentation. Previews a diff unless apply is true.",
+        arguments: &[
+            (&FILE, Required),
+            (&TAB_SIZE, Optional),
+            (&INSERT_SPACES, Optional),
+            (&APPLY, Optional),
+        ],
         usage: "FILE",
-        examples: &["lspc format src/app.py", "lspc format src/app.py --apply"],
+        examples: &["lspc format src/app.py", "lspc format src/app.py --tab-size 2 --apply"],
     },
     OperationDef {
         name: "edit",

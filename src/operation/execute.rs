@@ -72,7 +72,9 @@ fn command_failure(error: CommandError) -> Failure {
     let exit_status = match &error {
         CommandError::Engine(_) => EXIT_SERVER,
         // A refused edit: nothing was written (README: exit 1).
-        CommandError::Edit(_) | CommandError::Occurrences { .. } => EXIT_FOUND,
+        CommandError::Edit(_)
+        | CommandError::Occurrences { .. }
+        | CommandError::Disabled { .. } => EXIT_FOUND,
         _ => EXIT_USAGE,
     };
     Failure {
@@ -160,7 +162,11 @@ pub fn execute(context: &Context<'_>, operation: &Operation) -> Result<Answer, F
         Operation::ApplyCodeAction { at, title, apply } => {
             edit_answer(context.edits.apply_code_action(at, title, *apply), &root)
         }
-        Operation::Format { file, apply } => edit_answer(context.edits.format(file, *apply), &root),
+        Operation::Format {
+            file,
+            options,
+            apply,
+        } => edit_answer(context.edits.format_with(file, *options, *apply), &root),
         Operation::Edit { file, old, new } => {
             edit_answer(context.edits.edit(file, old, new), &root)
         }
@@ -208,7 +214,8 @@ fn edit_answer(outcome: Result<EditOutcome, CommandError>, root: &Path) -> Resul
 
 /// The JSON object of an edit outcome (paths relative to the root): `applied`, `files`,
 /// `operations`, `diff`, and when written `diagnosticsAfterEdit`; `diagnosticsNote`/`note` when
-/// there is one.
+/// there is one; after a rename, `notRenamed` (`file`, 1-based `line`) when the server left
+/// whole-word occurrences of the old name.
 pub fn outcome_json(outcome: &EditOutcome, root: &Path) -> Value {
     let report = &outcome.report;
     let show = |path: &Path| display_path(root, path);
@@ -243,6 +250,19 @@ pub fn outcome_json(outcome: &EditOutcome, root: &Path) -> Value {
     }
     if let Some(note) = &outcome.note {
         json["note"] = json!(note);
+    }
+    if !outcome.not_renamed.is_empty() {
+        let places: Vec<Value> = outcome
+            .not_renamed
+            .iter()
+            .flat_map(|file| {
+                let shown = show(&file.path);
+                file.lines
+                    .iter()
+                    .map(move |line| json!({"file": shown, "line": line}))
+            })
+            .collect();
+        json["notRenamed"] = json!(places);
     }
     json
 }

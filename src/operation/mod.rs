@@ -22,6 +22,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use crate::edit::commands::Span;
+use crate::edit::formatting::FormattingOverrides;
 use crate::query::command::QueryRequest;
 use crate::query::{CallDirection, ColumnOrSymbol, DefinitionKind, TextPosition, TypeDirection};
 use definitions::{find_operation, normalise_name, ArgumentDef, Need, OperationDef, ValueKind};
@@ -50,8 +51,13 @@ pub enum Operation {
         title: String,
         apply: bool,
     },
-    /// `textDocument/formatting` of a file; written only with `apply`.
-    Format { file: PathBuf, apply: bool },
+    /// `textDocument/formatting` of a file with the indentation asked for (unset fields come
+    /// from `.editorconfig`, then the file); written only with `apply`.
+    Format {
+        file: PathBuf,
+        options: FormattingOverrides,
+        apply: bool,
+    },
     /// Replace the one occurrence of `old` with `new` in `file` (always written).
     Edit {
         file: PathBuf,
@@ -378,10 +384,21 @@ impl Operation {
                 title: reader.required(&d::TITLE, reader.text(&d::TITLE)?)?,
                 apply: apply()?,
             }),
-            "format" => Ok(Operation::Format {
-                file: reader.required(&d::FILE, reader.file(&d::FILE)?)?,
-                apply: apply()?,
-            }),
+            "format" => {
+                let file = reader.required(&d::FILE, reader.file(&d::FILE)?)?;
+                let tab_size = reader.one_based(&d::TAB_SIZE)?;
+                if let Some(size) = tab_size.filter(|size| *size > 64) {
+                    return Err(reader.error(format!("tab_size must be from 1 to 64, got {size}")));
+                }
+                Ok(Operation::Format {
+                    file,
+                    options: FormattingOverrides {
+                        tab_size,
+                        insert_spaces: reader.boolean(&d::INSERT_SPACES)?,
+                    },
+                    apply: apply()?,
+                })
+            }
             "edit" => Ok(Operation::Edit {
                 file: reader.required(&d::FILE, reader.file(&d::FILE)?)?,
                 old: reader.required(&d::OLD, reader.text(&d::OLD)?)?,
@@ -501,8 +518,13 @@ impl Operation {
                 title,
                 apply,
             },
-            Operation::Format { file, apply } => Operation::Format {
+            Operation::Format {
+                file,
+                options,
+                apply,
+            } => Operation::Format {
                 file: resolve(file)?,
+                options,
                 apply,
             },
             Operation::Edit { file, old, new } => Operation::Edit {
@@ -617,8 +639,18 @@ impl Operation {
                 put(o, "title", Value::from(title.clone()));
                 put(o, "apply", Value::from(*apply));
             }
-            Operation::Format { file, apply } => {
+            Operation::Format {
+                file,
+                options,
+                apply,
+            } => {
                 put(o, "file", path_value(file));
+                if let Some(size) = options.tab_size {
+                    put(o, "tab_size", Value::from(size));
+                }
+                if let Some(spaces) = options.insert_spaces {
+                    put(o, "insert_spaces", Value::from(spaces));
+                }
                 put(o, "apply", Value::from(*apply));
             }
             Operation::Edit { file, old, new } => {
