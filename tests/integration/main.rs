@@ -11,4 +11,5 @@ mod edits;
 mod faults;
 mod mcp;
 mod queries;
+mod servers;
 mod support;
