@@ -30,6 +30,9 @@ pub struct CheckOptions {
     pub timeout: Duration,
     pub max_per_file: Option<usize>,
     pub max_total: Option<usize>,
+    /// Print install hints for walked files no available server serves (off with `--no-hints`
+    /// or `LSPC_NO_HINTS=1`; see [`crate::install_hints`]).
+    pub hints: bool,
 }
 
 impl Default for CheckOptions {
@@ -41,6 +44,7 @@ impl Default for CheckOptions {
             fail_on: Severity::Error,
             timeout: Duration::from_secs(30),
             max_per_file: None,
+            hints: true,
             max_total: None,
         }
     }
@@ -63,6 +67,11 @@ pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
             return EXIT_USAGE;
         }
     };
+    if options.hints {
+        for hint in crate::install_hints::hints_for(config, &files) {
+            eprintln!("lspc: hint: {}", hint.message());
+        }
+    }
     // Files named explicitly are checked even when no server serves them (they get an error);
     // files found by walking a folder are skipped unless a server claims them (a configured
     // server whose command is missing still claims its files, so they are reported, not skipped).

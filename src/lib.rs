@@ -21,14 +21,18 @@
 //!   with result normalisation and position conversion; human rendering.
 //! - [`batch`]: `lspc batch`, JSON-lines queries over one engine session.
 //! - [`walk`]: listing the files under a folder, honouring `.gitignore`.
+//! - [`install_hints`]: which built-in server would serve unserved files, and its install command.
+//! - [`doctor`]: `lspc doctor`: start each server the workspace needs and report how it behaves.
 
 pub mod batch;
 pub mod check;
 pub mod cli;
 pub mod config;
 pub mod diagnostics;
+pub mod doctor;
 pub mod edit;
 pub mod engine;
+pub mod install_hints;
 pub mod mcp;
 pub mod output;
 pub mod process;

@@ -32,6 +32,10 @@ Usage: lspc [OPTIONS] <COMMAND> [ARGS]
 Commands:
   check [PATH...]     report the diagnostics language servers publish for files
   servers             list the configured servers and which files they serve
+  doctor              start every server the workspace needs and report: found, not found
+                      or found but broken, initialize time, encoding, diagnostics mode and
+                      first-diagnostics time; the install command of what is missing
+                      (--format human|json, --timeout SECONDS; exit 1 when something is)
   rename LOC NEW_NAME [--apply]
                       rename the symbol at LOC (FILE:LINE:COLUMN, or FILE:LINE --symbol NAME);
                       prints a unified diff, or with --apply writes and lists the files changed
@@ -65,6 +69,7 @@ Options (any command):
   --plugin-dir DIR    a plugin folder with .lsp.json or a manifest with lspServers (repeatable)
   --trust             load the workspace's own .lsp.json (also LSPC_TRUST=1)
   --no-builtin        do not use lspc's built-in table of well-known servers
+  --no-hints          no install hints for files no server serves (also LSPC_NO_HINTS=1)
   --restart POLICY    restart crashed servers: never, always, or at most N times in a row
                       (default: each server's restartOnCrash/maxRestarts, else 3)
   --max-file-size N   do not send files larger than N bytes to servers (default: 10485760)
@@ -128,6 +133,8 @@ pub struct GlobalOptions {
     pub restart: Option<RestartPolicy>,
     /// `--max-file-size BYTES`; `None` means the engine default (10 MiB).
     pub max_file_size: Option<u64>,
+    /// `--no-hints` (or `LSPC_NO_HINTS=1`): no install hints for files no server serves.
+    pub no_hints: bool,
 }
 
 /// The command to run.
@@ -135,6 +142,12 @@ pub struct GlobalOptions {
 pub enum Command {
     Check(CheckOptions),
     Servers,
+    /// `lspc doctor [--format human|json] [--timeout SECONDS]`: probe every server the
+    /// workspace needs; `timeout` bounds each server's start and its first diagnostics.
+    Doctor {
+        json: bool,
+        timeout: Duration,
+    },
     /// `lspc rename LOC NEW_NAME [--apply]` (LOC as for queries, or `FILE:LINE:NAME`).
     Rename {
         at: TextPosition,
@@ -245,7 +258,12 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             let config = load_config(&args.global);
             write_stdout(&config::render_servers(&config))
         }
-        Command::Check(options) => {
+        Command::Doctor { json, timeout } => {
+            let config = load_config(&args.global);
+            crate::doctor::run(engine_options(config, &args.global), json, timeout)
+        }
+        Command::Check(mut options) => {
+            options.hints = crate::install_hints::hints_enabled(args.global.no_hints);
             let config = load_config(&args.global);
             check::run(engine_options(config, &args.global), &options)
         }
@@ -393,7 +411,7 @@ pub fn load_config(global: &GlobalOptions) -> config::Config {
 }
 
 /// Write to stdout; a closed pipe (`lspc servers | head -1`) is success.
-fn write_stdout(text: &str) -> i32 {
+pub(crate) fn write_stdout(text: &str) -> i32 {
     let mut stdout = std::io::stdout().lock();
     match stdout
         .write_all(text.as_bytes())

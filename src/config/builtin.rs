@@ -217,6 +217,15 @@ const TABLE: &[BuiltIn] = &[
     },
 ];
 
+/// The name and command of the first built-in server that serves `extension` (lowercase, with
+/// its dot), for install hints; `None` when the table has none.
+pub fn builtin_for_extension(extension: &str) -> Option<(&'static str, &'static str)> {
+    TABLE
+        .iter()
+        .find(|builtin| builtin.extensions.iter().any(|(e, _)| *e == extension))
+        .map(|builtin| (builtin.name, builtin.command))
+}
+
 /// The settings (answers to `workspace/configuration`) a built-in needs to work out of the box:
 /// vscode-css-language-server validates only when `css.validate` (and its scss/less twins) is
 /// set, and dockerfile-language-server ignores every check whose severity is not configured.

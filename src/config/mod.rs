@@ -11,6 +11,7 @@
 //! only considers servers whose command resolved to an existing executable.
 
 mod builtin;
+pub use builtin::builtin_for_extension;
 mod entry;
 mod expand;
 mod json;

@@ -7,6 +7,7 @@
 //! `TestCommand` harness, temporary workspaces and `/proc` helpers.
 
 mod check;
+mod doctor;
 mod edits;
 mod faults;
 mod mcp;

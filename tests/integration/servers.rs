@@ -196,7 +196,12 @@ const CASES: &[ServerCase] = &[
             command: "{TOOLS}/taplo-0.10.0/bin/taplo",
             entry: r#"{"command": "{TOOLS}/taplo-0.10.0/bin/taplo", "args": ["lsp", "stdio"], "extensionToLanguage": {".toml": "toml"}}"#,
         },
-        cli: None,
+        cli: Some(Cli {
+            file: "Cargo.toml",
+            run: taplo_cli,
+            // The editor protocol also marks the first key of a conflicting pair.
+            lsp_only: &["7:1 hint [Even Better TOML -] conflicting keys"],
+        }),
     },
     ServerCase {
         name: "yaml-language-server",
@@ -772,6 +777,31 @@ fn ruff_cli(workspace: &Workspace) -> Option<Vec<String>> {
             })
             .collect(),
     )
+}
+
+/// `taplo lint` (human output: an `error: MESSAGE` line, then `┌─ PATH:LINE:COLUMN`; no end).
+fn taplo_cli(workspace: &Workspace) -> Option<Vec<String>> {
+    let taplo = tools_dir().join("taplo-0.10.0/bin/taplo");
+    let output = TestCommand::new(&taplo)
+        .current_dir(&workspace.root)
+        .args(["lint", "Cargo.toml"])
+        .timeout(Duration::from_secs(60))
+        .run();
+    let mut rows = Vec::new();
+    let mut message = None;
+    for line in output.stderr.lines().chain(output.stdout.lines()) {
+        if let Some(text) = line.strip_prefix("error: ") {
+            message = Some(text.to_owned());
+        } else if let (Some(at), Some(text)) = (line.trim_start().strip_prefix("┌─ "), &message)
+        {
+            let mut parts = at.rsplitn(3, ':');
+            let column = parts.next().unwrap();
+            let row = parts.next().unwrap();
+            rows.push(format!("{row}:{column} error [Even Better TOML -] {text}"));
+            message = None;
+        }
+    }
+    Some(rows)
 }
 
 /// TypeScript 7's `tsc --noEmit --pretty false` on the project: `file(line,col): error TSn: text`
