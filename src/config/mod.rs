@@ -65,8 +65,8 @@ pub struct ServerConfig {
     pub origin: ConfigOrigin,
 }
 
-/// How lspc talks to a server. Only `stdio` is implemented; `socket` entries load (so configs
-/// written for the seeds keep working) but fail to start with a clear error.
+/// How lspc talks to a server: `stdio` (its stdin/stdout), or `socket` (lspc listens on a
+/// loopback port and starts the server with `--socket=PORT`; see `process/socket.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Transport {
     Stdio,

@@ -21,7 +21,7 @@ use super::watchdog::Watchdog;
 use super::{
     client_capabilities, EngineError, EngineOptions, Op, ServerInfo, ServerStatus, SyncedDocument,
 };
-use crate::config::{ServerConfig, Transport};
+use crate::config::ServerConfig;
 use crate::diagnostics::DiagnosticStore;
 use crate::process::{self, ServerEvent, ServerId, ServerProcess, SpawnSpec};
 use crate::text::{LineIndex, PositionEncoding};
@@ -569,16 +569,6 @@ impl State {
             }
             _ => return,
         }
-        if server.config.transport == Transport::Socket {
-            server.state = ServerState::Failed {
-                reason: EngineError::Spawn {
-                    server: server.config.name.clone(),
-                    message: "transport \"socket\" is not supported; use \"stdio\"".to_owned(),
-                },
-                permanent: true,
-            };
-            return;
-        }
         let Some(command) = server.config.resolved_command.clone() else {
             server.state = ServerState::Failed {
                 reason: EngineError::Spawn {
@@ -605,6 +595,7 @@ impl State {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
             cwd: server.workspace_folder.clone(),
+            transport: server.config.transport,
         };
         let process = match process::spawn(spec, self.event_sender.clone()) {
             Ok(process) => process,

@@ -288,6 +288,31 @@ const CASES: &[ServerCase] = &[
         },
         cli: None,
     },
+    // The socket transport (lspc listens, the server connects back to `--socket=PORT`), with
+    // two servers built on vscode-languageserver-node, which reads that argument.
+    // bash-language-server 5.8.1 hardwires stdio and cannot take part.
+    ServerCase {
+        name: "pyright-socket",
+        workspace: "python",
+        entry: Entry::Configured {
+            command: "pyright-langserver",
+            entry: r#"{"command": "pyright-langserver", "transport": "socket", "extensionToLanguage": {".py": "python"}}"#,
+        },
+        cli: Some(Cli {
+            file: "inventory/report.py",
+            run: pyright_cli,
+            lsp_only: PYRIGHT_LSP_ONLY,
+        }),
+    },
+    ServerCase {
+        name: "yaml-language-server-socket",
+        workspace: "yaml",
+        entry: Entry::Configured {
+            command: "yaml-language-server",
+            entry: r#"{"command": "yaml-language-server", "transport": "socket", "extensionToLanguage": {".yaml": "yaml"}}"#,
+        },
+        cli: None,
+    },
 ];
 
 fn tools_dir() -> PathBuf {
@@ -888,4 +913,27 @@ server_tests! {
     cmake_language_server => "cmake-language-server",
     vim_language_server => "vim-language-server",
     intelephense => "intelephense",
+    pyright_socket => "pyright-socket",
+    yaml_language_server_socket => "yaml-language-server-socket",
+}
+
+/// A `transport: "socket"` server that exits without connecting back fails at once with the
+/// reason (not after the connect timeout), like a stdio server that dies before `initialize`.
+#[test]
+fn socket_server_that_exits_before_connecting_is_a_clear_start_failure() {
+    let workspace = Workspace::new("socket-gone");
+    workspace.file("a.py", "x = 1\n");
+    let config = workspace.config(serde_json::json!({
+        "gone": {"command": "/bin/sh", "args": ["-c", "echo 'no socket here' >&2; exit 0"],
+                 "transport": "socket", "extensionToLanguage": {".py": "python"}},
+    }));
+    let output = workspace
+        .lspc()
+        .args(["--no-builtin", "--restart", "never", "--config"])
+        .arg(&config)
+        .args(["check", "--timeout", "30"])
+        .timeout(Duration::from_secs(20))
+        .run();
+    output.status(3);
+    output.stderr_contains("the server exited before connecting to its socket");
 }
