@@ -551,6 +551,13 @@ fn run_case(case: &ServerCase) -> Vec<String> {
         actual_blocks.push((block.request.clone(), actual));
     }
     let (status, stderr) = session.finish();
+    if let Some(dir) = std::env::var_os("LSPC_SERVERS_LOG") {
+        // For writing README's server table: what each server negotiated and asked.
+        let _ = std::fs::write(
+            PathBuf::from(dir).join(format!("{}.log", case.name)),
+            &stderr,
+        );
+    }
     if status != Some(0) {
         failures.push(format!(
             "{}: lspc batch exited with {status:?}; stderr tail:\n{}",
