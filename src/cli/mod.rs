@@ -270,6 +270,17 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         Command::Mcp(options) => crate::mcp::cli::run(&args.global, options),
         Command::Query(options) => {
             let config = load_config(&args.global);
+            if crate::install_hints::hints_enabled(args.global.no_hints) {
+                let files: Vec<PathBuf> = options
+                    .request
+                    .file()
+                    .map(PathBuf::from)
+                    .into_iter()
+                    .collect();
+                for hint in crate::install_hints::hints_for(&config, &files) {
+                    eprintln!("lspc: hint: {}", hint.message());
+                }
+            }
             crate::query::command::run(engine_options(config, &args.global), &options)
         }
         Command::Batch { timeout } => {

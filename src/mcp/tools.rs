@@ -33,6 +33,10 @@ pub struct ToolContext {
     /// The files this session has already waited on once (hover and signature help wait for
     /// a file's first analysis only; see [`crate::query::AnalysedFiles`]).
     pub analysed_files: crate::query::AnalysedFiles,
+    /// Install hints for the session ([`crate::install_hints`]), shown in `lsp://servers`.
+    pub install_hints: std::sync::Arc<Vec<String>>,
+    /// True until a tool result has carried the hints in its `notes` (once per session).
+    pub install_hints_pending: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// A tool lspc may offer: its name and the `ServerCapabilities` keys of which at least one must be
@@ -548,6 +552,16 @@ pub fn call_tool(context: &ToolContext, name: &str, arguments: &Value, tag: u64)
                 structured["newDiagnostics"] = json;
                 text.push_str("\nNew diagnostics since the last call:\n");
                 text.push_str(&passive_text);
+            }
+            if context
+                .install_hints_pending
+                .swap(false, std::sync::atomic::Ordering::SeqCst)
+            {
+                structured["notes"] = json!(*context.install_hints);
+                text.push_str("\nNotes:\n");
+                for hint in context.install_hints.iter() {
+                    text.push_str(&format!("- {hint}\n"));
+                }
             }
             json!({
                 "content": [{"type": "text", "text": text.trim_end()}],

@@ -132,6 +132,17 @@ fn check_hints_once_which_server_to_install() {
         "{}",
         output.stderr
     );
+    // A query on such a file says the same for that one file.
+    let query = workspace
+        .lspc()
+        .env("PATH", &empty_path)
+        .args(["hover", "a.toml:1:1"])
+        .run();
+    query.status(2);
+    query.stderr_contains(
+        "lspc: hint: 1 .toml file: taplo is not installed (taplo not on PATH); \
+         install taplo: cargo install taplo-cli --locked\n",
+    );
     let quiet = workspace
         .lspc()
         .env("PATH", &empty_path)
