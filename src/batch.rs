@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use crate::cli::{EXIT_OK, EXIT_SERVER};
 use crate::engine::{DiagnosticsOutcome, EngineHandle, EngineOptions, Op};
+use crate::exit::{EXIT_OK, EXIT_SERVER};
 use crate::query::command::{execute, QueryRequest};
 use crate::query::{
     CallDirection, ColumnOrSymbol, DefinitionKind, Queries, TextPosition, TypeDirection,

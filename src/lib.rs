@@ -2,7 +2,11 @@
 //!
 //! Code map (each module has one job; see its own `//!` doc for invariants):
 //!
-//! - [`cli`]: command-line parsing (lexopt) into [`cli::Command`]; no I/O besides reading arguments.
+//! - [`cli`]: command-line parsing (lexopt) into [`cli::Command`] and dispatch; the only module
+//!   that knows every command.
+//! - [`exit`]: the exit statuses every command shares.
+//! - [`options`]: the options every command shares ([`options::GlobalOptions`]) and how they
+//!   become a configuration and engine options.
 //! - [`config`]: `.lsp.json` loading (files, plugin folders, workspace, user file, built-in table),
 //!   variable expansion and extension routing. Produces [`config::Config`].
 //! - [`uri`]: canonical path <-> `file://` URI conversion. Documents are keyed by canonical path.
@@ -23,6 +27,8 @@
 //! - [`walk`]: listing the files under a folder, honouring `.gitignore`.
 //! - [`install_hints`]: which built-in server would serve unserved files, and its install command.
 //! - [`doctor`]: `lspc doctor`: start each server the workspace needs and report how it behaves.
+//! - [`ide`]: `lspc ide`, the headless IDE an agent connects to (MCP over WebSocket, lock files),
+//!   and `lspc ide list`, the agent's IDE discovery.
 
 pub mod batch;
 pub mod check;
@@ -32,8 +38,11 @@ pub mod diagnostics;
 pub mod doctor;
 pub mod edit;
 pub mod engine;
+pub mod exit;
+pub mod ide;
 pub mod install_hints;
 pub mod mcp;
+pub mod options;
 pub mod output;
 pub mod process;
 pub mod query;
@@ -42,3 +51,6 @@ pub mod text;
 pub mod transport;
 pub mod uri;
 pub mod walk;
+
+#[cfg(test)]
+mod module_graph;

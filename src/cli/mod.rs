@@ -12,17 +12,16 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::check::{self, CheckOptions};
-use crate::config::{self, ConfigOptions};
-use crate::engine::{EngineOptions, RestartPolicy};
+use crate::config;
+use crate::engine::EngineOptions;
 use crate::mcp::cli::McpCliOptions;
 use crate::query::command::QueryOptions;
 use crate::query::TextPosition;
 
-/// Exit statuses shared by every command.
-pub const EXIT_OK: i32 = 0;
-pub const EXIT_FOUND: i32 = 1;
-pub const EXIT_USAGE: i32 = 2;
-pub const EXIT_SERVER: i32 = 3;
+pub use crate::exit::{EXIT_FOUND, EXIT_OK, EXIT_SERVER, EXIT_USAGE};
+pub use crate::options::{
+    config_options, engine_options, load_config, tune_engine, GlobalOptions, UsageError,
+};
 
 const USAGE: &str = "\
 lspc: a headless LSP client for agents and scripts
@@ -62,6 +61,11 @@ Commands:
   mcp [-- SERVER ARGS...]
                       serve MCP on stdio: tools and resources over every configured server,
                       or over exactly SERVER when one is given after --
+  ide [--diff accept|reject] [-- COMMAND ARGS...]
+                      be the IDE an agent connects to: MCP over WebSocket on a loopback port,
+                      advertised by <config>/ide/<port>.lock; with a COMMAND, run it with
+                      CLAUDE_CODE_SSE_PORT set and exit when it does
+  ide list            the agent's IDE discovery: every lock file and whether it would be chosen
 
 Options (any command):
   --root DIR          workspace root (default: nearest ancestor with .git or .lsp.json)
@@ -108,6 +112,20 @@ mcp options:
   --init-options JSON with -- SERVER: its initializationOptions
   --settings JSON     with -- SERVER: its settings (workspace/configuration)
   --open-documents N  keep at most N documents open (default: 50)
+  --http ADDR:PORT    serve MCP over Streamable HTTP at http://ADDR:PORT/mcp instead of stdio
+                      (port 0 picks a free one; the address is printed on stderr)
+  --token TOKEN       with --http: require Authorization: Bearer TOKEN (also LSPC_MCP_TOKEN;
+                      required for a non-loopback ADDR)
+  --allow-origin ORIGIN  with --http: accept this browser Origin too (repeatable; * for any)
+  --max-connections N with --http: connections open at once (default: 64; more get 503)
+  --header-timeout SECONDS  with --http: time for a request head (default: 10)
+
+ide options:
+  --diff MODE         openDiff: accept (write the new contents, inside the root only) or
+                      reject (default: write nothing)
+  --port N            listen on port N (default: a free port)
+  --timeout SECONDS   how long one tool call may wait for its servers (default: 60)
+  --format FORMAT     ide list: human (default) or json
 
 Exit status: check: 0 nothing at or above --fail-on, 1 found; queries: 0 found, 1 nothing
 found; all: 2 usage or config error, 3 a server failed, timed out or lacks the feature.
@@ -118,23 +136,6 @@ found; all: 2 usage or config error, 3 a server failed, timed out or lacks the f
 pub struct Args {
     pub global: GlobalOptions,
     pub command: Command,
-}
-
-/// Options every command accepts.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct GlobalOptions {
-    pub root: Option<PathBuf>,
-    pub config_files: Vec<PathBuf>,
-    pub plugin_dirs: Vec<PathBuf>,
-    pub trust: bool,
-    pub no_builtin: bool,
-    pub verbose: u8,
-    /// `--restart never|always|N`; `None` leaves each server's config in charge.
-    pub restart: Option<RestartPolicy>,
-    /// `--max-file-size BYTES`; `None` means the engine default (10 MiB).
-    pub max_file_size: Option<u64>,
-    /// `--no-hints` (or `LSPC_NO_HINTS=1`): no install hints for files no server serves.
-    pub no_hints: bool,
 }
 
 /// The command to run.
@@ -181,29 +182,16 @@ pub enum Command {
         timeout: Duration,
     },
     Mcp(McpCliOptions),
+    /// `lspc ide ...` and `lspc ide list`.
+    Ide(crate::ide::IdeCliOptions),
     Help,
     Version,
 }
 
-/// Why the command line could not be parsed; printed with the usage hint, exit status 2.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl From<lexopt::Error> for UsageError {
-    fn from(error: lexopt::Error) -> UsageError {
-        UsageError(error.to_string())
-    }
-}
-
 mod parse;
 
-pub use parse::{parse, parse_loc};
+pub use crate::query::parse_loc;
+pub use parse::parse;
 
 fn init_logging(verbose: u8) {
     let default = match verbose {
@@ -268,6 +256,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             check::run(engine_options(config, &args.global), &options)
         }
         Command::Mcp(options) => crate::mcp::cli::run(&args.global, options),
+        Command::Ide(options) => crate::ide::run_cli(&args.global, options),
         Command::Query(options) => {
             let config = load_config(&args.global);
             if crate::install_hints::hints_enabled(args.global.no_hints) {
@@ -377,48 +366,6 @@ fn run_edit_command(engine_options: EngineOptions, command: Command) -> i32 {
             }
         }
     }
-}
-
-/// The engine options for `config` with the global flags applied ([`tune_engine`]).
-pub fn engine_options(config: config::Config, global: &GlobalOptions) -> EngineOptions {
-    let mut options = EngineOptions::new(config);
-    tune_engine(global, &mut options);
-    options
-}
-
-/// Apply the global options that tune the engine (`--restart`, `--max-file-size`) to `engine`.
-/// Every command that starts an engine calls this on its [`EngineOptions`].
-pub fn tune_engine(global: &GlobalOptions, engine: &mut EngineOptions) {
-    if let Some(restart) = global.restart {
-        engine.restart = Some(restart);
-    }
-    if let Some(max_file_size) = global.max_file_size {
-        engine.max_file_size = max_file_size;
-    }
-}
-
-/// What [`load_config`] reads for `global` (also kept by `lspc mcp` to reload on changes).
-pub fn config_options(global: &GlobalOptions) -> ConfigOptions {
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let root = config::workspace_root(&cwd, global.root.as_deref());
-    let mut options = ConfigOptions::new(root);
-    options.config_files = global.config_files.clone();
-    options.plugin_dirs = global.plugin_dirs.clone();
-    options.trust_workspace = global.trust;
-    options.builtin = !global.no_builtin;
-    options
-}
-
-/// Load the configuration for `global`, printing its errors and notes on stderr.
-pub fn load_config(global: &GlobalOptions) -> config::Config {
-    let config = config::load(&config_options(global));
-    for error in &config.errors {
-        eprintln!("lspc: config error: {error}");
-    }
-    for note in &config.notes {
-        eprintln!("lspc: {note}");
-    }
-    config
 }
 
 /// Write to stdout; a closed pipe (`lspc servers | head -1`) is success.
