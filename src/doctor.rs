@@ -381,16 +381,16 @@ pub fn render_json(root: &Path, probes: &[ServerProbe]) -> Value {
     json!({"root": root.display().to_string(), "servers": servers})
 }
 
-/// `lspc doctor`: list the workspace's files, probe, print, and return the exit status.
-pub fn run(engine_options: EngineOptions, json_format: bool, timeout: Duration) -> i32 {
+/// `lspc doctor`: list the workspace's files and probe; returns the report to print on stdout
+/// and whether something needed is missing or broken (exit status 1). Errors: the workspace
+/// cannot be listed (exit status 2).
+pub fn run(
+    engine_options: EngineOptions,
+    json_format: bool,
+    timeout: Duration,
+) -> Result<(String, bool), crate::walk::WalkError> {
     let root = engine_options.config.root.clone();
-    let files = match crate::walk::list_files(&root, std::slice::from_ref(&root)) {
-        Ok(files) => files,
-        Err(error) => {
-            eprintln!("lspc: {error}");
-            return 2;
-        }
-    };
+    let files = crate::walk::list_files(&root, std::slice::from_ref(&root))?;
     let probes = probe_servers(&engine_options, &files, timeout);
     let text = if json_format {
         let mut text = serde_json::to_string_pretty(&render_json(&root, &probes))
@@ -400,11 +400,7 @@ pub fn run(engine_options: EngineOptions, json_format: bool, timeout: Duration) 
     } else {
         render_human(&probes)
     };
-    let status = crate::cli::write_stdout(&text);
-    if status != 0 {
-        return status;
-    }
-    i32::from(probes.iter().any(ServerProbe::is_failure))
+    Ok((text, probes.iter().any(ServerProbe::is_failure)))
 }
 
 #[cfg(test)]

@@ -248,7 +248,16 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         }
         Command::Doctor { json, timeout } => {
             let config = load_config(&args.global);
-            crate::doctor::run(engine_options(config, &args.global), json, timeout)
+            match crate::doctor::run(engine_options(config, &args.global), json, timeout) {
+                Ok((report, failed)) => match write_stdout(&report) {
+                    0 => i32::from(failed),
+                    status => status,
+                },
+                Err(error) => {
+                    eprintln!("lspc: {error}");
+                    EXIT_USAGE
+                }
+            }
         }
         Command::Check(mut options) => {
             options.hints = crate::install_hints::hints_enabled(args.global.no_hints);
@@ -369,7 +378,7 @@ fn run_edit_command(engine_options: EngineOptions, command: Command) -> i32 {
 }
 
 /// Write to stdout; a closed pipe (`lspc servers | head -1`) is success.
-pub(crate) fn write_stdout(text: &str) -> i32 {
+fn write_stdout(text: &str) -> i32 {
     let mut stdout = std::io::stdout().lock();
     match stdout
         .write_all(text.as_bytes())
