@@ -54,6 +54,9 @@ pub struct ServerProbe {
     /// From the document's sync to its settled diagnostics.
     pub first_diagnostics_ms: Option<u64>,
     pub n_diagnostics: Option<usize>,
+    /// Seconds waited in vain for settled diagnostics (cmake-language-server never publishes):
+    /// the server still works for queries, but `lspc check` on its files times out.
+    pub diagnostics_timed_out_s: Option<u64>,
 }
 
 impl ServerProbe {
@@ -126,6 +129,7 @@ fn probe_one(
         sample_file: None,
         first_diagnostics_ms: None,
         n_diagnostics: None,
+        diagnostics_timed_out_s: None,
     };
     if server.resolved_command.is_none() {
         probe.state = DoctorState::NotFound;
@@ -189,12 +193,7 @@ fn probe_one(
                 probe.n_diagnostics = Some(diagnostics.len());
             }
             Some(DiagnosticsOutcome::TimedOut { after, .. }) => {
-                probe.state = DoctorState::Broken {
-                    detail: format!(
-                        "no settled diagnostics within {} s",
-                        after.as_secs_f64().round()
-                    ),
-                };
+                probe.diagnostics_timed_out_s = Some(after.as_secs_f64().round() as u64);
             }
             Some(DiagnosticsOutcome::Failed(message)) => {
                 probe.state = DoctorState::Broken {
@@ -211,7 +210,7 @@ fn probe_one(
     probe
 }
 
-/// The stderr of `server`'s command run with no input for at most two seconds, when it exits
+/// The stderr of `server`'s command run with no input for at most five seconds, when it exits
 /// in that time (a broken install: a rustup proxy without its component, a missing module);
 /// `None` when it keeps running or cannot be spawned. wait-timeout installs a process-wide
 /// SIGCHLD handler on first use (the engine's process module already relies on it).
@@ -227,7 +226,7 @@ fn stderr_of_failed_start(server: &ServerConfig) -> Option<String> {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .ok()?;
-    match child.wait_timeout(Duration::from_secs(2)) {
+    match child.wait_timeout(Duration::from_secs(5)) {
         Ok(Some(_)) => {
             let mut stderr = String::new();
             child.stderr.take()?.read_to_string(&mut stderr).ok()?;
@@ -327,6 +326,13 @@ pub fn render_human(probes: &[ServerProbe]) -> String {
                     file.display()
                 ));
             }
+            if let (Some(seconds), Some(file)) = (probe.diagnostics_timed_out_s, &probe.sample_file)
+            {
+                facts.push(format!(
+                    "no settled diagnostics within {seconds} s on {} (lspc check would time out)",
+                    file.display()
+                ));
+            }
             out.push_str(&format!("  {}\n", facts.join("; ")));
         }
         if matches!(
@@ -375,6 +381,7 @@ pub fn render_json(root: &Path, probes: &[ServerProbe]) -> Value {
                 "sampleFile": probe.sample_file.as_ref().map(|p| p.display().to_string()),
                 "firstDiagnosticsMs": probe.first_diagnostics_ms,
                 "diagnostics": probe.n_diagnostics,
+                "diagnosticsTimedOutS": probe.diagnostics_timed_out_s,
             })
         })
         .collect();
