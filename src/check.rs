@@ -41,6 +41,9 @@ pub struct CheckOptions {
     /// `--exclude` globs (ruff-style: a bare name matches any path component, a path is
     /// relative to the root), validated by the CLI.
     pub exclude: Vec<String>,
+    /// Print install hints for walked files no available server serves (off with `--no-hints`
+    /// or `LSPC_NO_HINTS=1`; see [`crate::install_hints`]).
+    pub hints: bool,
 }
 
 impl Default for CheckOptions {
@@ -52,6 +55,7 @@ impl Default for CheckOptions {
             fail_on: Severity::Error,
             timeout: Duration::from_secs(30),
             max_per_file: None,
+            hints: true,
             max_total: None,
             all_files: false,
             exclude: Vec::new(),
@@ -126,6 +130,11 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
             return EXIT_USAGE;
         }
     };
+    if options.hints {
+        for hint in crate::install_hints::hints_for(config, &files) {
+            eprintln!("lspc: hint: {}", hint.message());
+        }
+    }
     // Files named explicitly are checked even when no server serves them (they get an error);
     // files found by walking a folder are skipped unless a server claims them (a configured
     // server whose command is missing still claims its files, so they are reported, not skipped).

@@ -29,6 +29,8 @@
 //! - [`batch`]: `lspc batch`, JSON-lines operations over one engine session.
 //! - [`walk`]: listing the files under a folder, honouring `.gitignore`.
 //! - [`project`]: each server's own project file set (pyright include, tsconfig, ruff exclude).
+//! - [`install_hints`]: which built-in server would serve unserved files, and its install command.
+//! - [`doctor`]: `lspc doctor`: start each server the workspace needs and report how it behaves.
 //! - [`ide`]: `lspc ide`, the headless IDE an agent connects to (MCP over WebSocket, lock files),
 //!   and `lspc ide list`, the agent's IDE discovery.
 
@@ -37,11 +39,13 @@ pub mod check;
 pub mod cli;
 pub mod config;
 pub mod diagnostics;
+pub mod doctor;
 pub mod edit;
 pub mod engine;
 pub mod exit;
 pub mod failure_text;
 pub mod ide;
+pub mod install_hints;
 pub mod mcp;
 pub mod operation;
 pub mod options;

@@ -26,6 +26,8 @@ pub struct GlobalOptions {
     pub restart: Option<RestartPolicy>,
     /// `--max-file-size BYTES`; `None` means the engine default (10 MiB).
     pub max_file_size: Option<u64>,
+    /// `--no-hints` (or `LSPC_NO_HINTS=1`): no install hints for files no server serves.
+    pub no_hints: bool,
 }
 
 /// Why the command line could not be parsed; printed with the usage hint, exit status 2.

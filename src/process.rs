@@ -26,10 +26,11 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::io::{self, BufReader, BufWriter, Read};
+use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
-use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -37,9 +38,12 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender};
 use wait_timeout::ChildExt;
 
+pub use crate::config::Transport;
 use crate::transport::{
     decode, write_outgoing, FrameReader, FramingError, IncomingMessage, Outgoing,
 };
+
+mod socket;
 
 /// Bytes of stderr kept per server for crash reports (the last 64 KiB).
 pub const STDERR_TAIL_BYTES: usize = 64 * 1024;
@@ -74,6 +78,10 @@ pub struct SpawnSpec {
     pub env: Vec<(String, String)>,
     /// Working directory of the server (usually the workspace root).
     pub cwd: PathBuf,
+    /// `Stdio`: LSP over the child's stdin/stdout. `Socket`: lspc listens on a loopback port,
+    /// passes `--socket=PORT` after `args` and speaks LSP over the connection the server makes
+    /// (see [`socket`]); the child's stdout is then drained like its stderr.
+    pub transport: Transport,
 }
 
 /// What the I/O threads report to the event loop, all through one fan-in channel.
@@ -271,6 +279,7 @@ pub fn spawn(
         args,
         env,
         cwd,
+        transport,
     } = spec;
     if !cwd.is_dir() {
         // Checked here because the kernel reports a missing cwd as ENOENT, which would read as
@@ -281,12 +290,28 @@ pub fn spawn(
         );
         return Err(SpawnError::Io { command, source });
     }
+    let mut args = args;
+    let listener = match transport {
+        Transport::Stdio => None,
+        Transport::Socket => {
+            let (listener, argument) = socket::listen().map_err(|source| SpawnError::Io {
+                command: command.clone(),
+                source,
+            })?;
+            args.push(argument);
+            Some(listener)
+        }
+    };
     let mut process_command = Command::new(&command);
     process_command
         .args(&args)
         .envs(env.iter().map(|(key, value)| (key, value)))
         .current_dir(&cwd)
-        .stdin(Stdio::piped())
+        .stdin(if listener.is_some() {
+            Stdio::null()
+        } else {
+            Stdio::piped()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
@@ -312,10 +337,9 @@ pub fn spawn(
         command.display()
     );
 
-    // The pipes are always present because all three were configured as piped.
-    let (Some(stdin), Some(stdout), Some(stderr)) =
-        (child.stdin.take(), child.stdout.take(), child.stderr.take())
-    else {
+    // The pipes are present because they were configured as piped (stdin only for stdio).
+    let stdin = child.stdin.take();
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         kill_and_reap(&mut child);
         let source = io::Error::other("child stdio pipes missing");
         return Err(SpawnError::Io { command, source });
@@ -327,37 +351,103 @@ pub fn spawn(
     let mut threads = Vec::with_capacity(3);
 
     let started = (|| -> io::Result<()> {
-        let done = threads_done_sender.clone();
-        let writer_name = name.clone();
-        threads.push(
+        let spawn_thread = |suffix: &str, body: Box<dyn FnOnce() + Send>| {
             std::thread::Builder::new()
-                .name(format!("{name}-writer"))
-                .spawn(move || run_writer(&writer_name, stdin, outgoing_receiver, done))?,
-        );
-        let done = threads_done_sender.clone();
-        let reader_name = name.clone();
-        threads.push(
-            std::thread::Builder::new()
-                .name(format!("{name}-reader"))
-                .spawn(move || {
-                    run_reader(
-                        &reader_name,
-                        server_id,
-                        generation,
-                        stdout,
-                        event_sender,
-                        done,
-                    )
-                })?,
-        );
-        let done = threads_done_sender.clone();
+                .name(format!("{name}-{suffix}"))
+                .spawn(body)
+        };
+        let stderr_done = threads_done_sender.clone();
         let stderr_name = name.clone();
         let tail = Arc::clone(&stderr_tail);
-        threads.push(
-            std::thread::Builder::new()
-                .name(format!("{name}-stderr"))
-                .spawn(move || run_stderr(&stderr_name, stderr, tail, done))?,
-        );
+        threads.push(spawn_thread(
+            "stderr",
+            Box::new(move || run_stderr(&stderr_name, "stderr", stderr, tail, stderr_done)),
+        )?);
+        let writer_done = threads_done_sender.clone();
+        let reader_done = threads_done_sender.clone();
+        let writer_name = name.clone();
+        let reader_name = name.clone();
+        match (listener, stdin) {
+            (None, Some(stdin)) => {
+                threads.push(spawn_thread(
+                    "writer",
+                    Box::new(move || {
+                        run_writer(&writer_name, stdin, outgoing_receiver, writer_done)
+                    }),
+                )?);
+                threads.push(spawn_thread(
+                    "reader",
+                    Box::new(move || {
+                        run_reader(
+                            &reader_name,
+                            server_id,
+                            generation,
+                            stdout,
+                            event_sender,
+                            reader_done,
+                        )
+                    }),
+                )?);
+            }
+            (Some(listener), _) => {
+                // The reader accepts the connection and hands the writer its half; messages
+                // sent meanwhile wait in the unbounded outgoing channel.
+                let server_gone = Arc::new(AtomicBool::new(false));
+                let stdout_done = threads_done_sender.clone();
+                let stdout_name = name.clone();
+                let tail = Arc::clone(&stderr_tail);
+                let gone = Arc::clone(&server_gone);
+                threads.push(spawn_thread(
+                    "stdout",
+                    Box::new(move || {
+                        run_stderr(&stdout_name, "stdout", stdout, tail, stdout_done);
+                        gone.store(true, Ordering::SeqCst);
+                    }),
+                )?);
+                let (stream_sender, stream_receiver) = crossbeam_channel::bounded(1);
+                threads.push(spawn_thread(
+                    "writer",
+                    Box::new(move || {
+                        // No stream: the reader failed to accept and reports why.
+                        if let Ok(stream) = stream_receiver.recv() {
+                            let writer = socket::SocketWriter(stream);
+                            run_writer(&writer_name, writer, outgoing_receiver, writer_done);
+                        }
+                    }),
+                )?);
+                threads.push(spawn_thread(
+                    "reader",
+                    Box::new(move || {
+                        let connected = socket::accept(listener, &server_gone).and_then(|stream| {
+                            let writer_half = stream.try_clone()?;
+                            let _ = stream_sender.send(writer_half);
+                            Ok(stream)
+                        });
+                        match connected {
+                            Ok(stream) => run_reader(
+                                &reader_name,
+                                server_id,
+                                generation,
+                                stream,
+                                event_sender,
+                                reader_done,
+                            ),
+                            Err(error) => {
+                                log::warn!("server {reader_name}: {error}");
+                                let _ = event_sender.send(ServerEvent::Closed {
+                                    server_id,
+                                    generation,
+                                    reason: CloseReason::Io(format!(
+                                        "server {reader_name}: {error}"
+                                    )),
+                                });
+                            }
+                        }
+                    }),
+                )?);
+            }
+            (None, None) => unreachable!("stdin is piped for the stdio transport"),
+        }
         Ok(())
     })();
     drop(threads_done_sender);
@@ -413,7 +503,7 @@ fn set_parent_death_signal(_command: &mut Command) {}
 
 fn run_writer(
     name: &str,
-    stdin: ChildStdin,
+    stdin: impl Write,
     outgoing_receiver: Receiver<Outgoing>,
     _done: Sender<()>,
 ) {
@@ -432,7 +522,7 @@ fn run_reader(
     name: &str,
     server_id: ServerId,
     generation: u32,
-    stdout: ChildStdout,
+    stdout: impl Read,
     event_sender: Sender<ServerEvent>,
     _done: Sender<()>,
 ) {
@@ -473,9 +563,12 @@ fn run_reader(
     });
 }
 
+/// Drains one of the child's output pipes (`stream`: `stderr`, or `stdout` for the socket
+/// transport) into the tail kept for crash reports, logging each line.
 fn run_stderr(
     name: &str,
-    mut stderr: ChildStderr,
+    stream: &str,
+    mut stderr: impl Read,
     tail: Arc<Mutex<StderrTail>>,
     _done: Sender<()>,
 ) {
@@ -487,7 +580,7 @@ fn run_stderr(
             Ok(n) => n,
             Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
             Err(error) => {
-                log::debug!("reading stderr of server {name} failed: {error}");
+                log::debug!("reading {stream} of server {name} failed: {error}");
                 break;
             }
         };
@@ -500,19 +593,19 @@ fn run_stderr(
         for piece in bytes.split_inclusive(|&byte| byte == b'\n') {
             line.extend_from_slice(piece);
             if line.ends_with(b"\n") || line.len() >= STDERR_LOG_LINE_BYTES {
-                log_stderr_line(name, &line);
+                log_stderr_line(name, stream, &line);
                 line.clear();
             }
         }
     }
     if !line.is_empty() {
-        log_stderr_line(name, &line);
+        log_stderr_line(name, stream, &line);
     }
 }
 
-fn log_stderr_line(name: &str, line: &[u8]) {
+fn log_stderr_line(name: &str, stream: &str, line: &[u8]) {
     let text = String::from_utf8_lossy(line);
-    log::debug!("[{name} stderr] {}", text.trim_end());
+    log::debug!("[{name} {stream}] {}", text.trim_end());
 }
 
 /// Sends `signal` to the process group `pgid`. Missing groups (ESRCH) are fine.
@@ -736,6 +829,7 @@ mod tests {
             args: vec!["-c".to_owned(), script.to_owned()],
             env: vec![("PAYLOAD".to_owned(), payload.to_owned())],
             cwd: std::env::temp_dir(),
+            transport: Transport::Stdio,
         };
         (spawn(spec, event_sender).expect("spawn sh"), event_receiver)
     }
@@ -974,6 +1068,7 @@ mod tests {
             args: Vec::new(),
             env: Vec::new(),
             cwd: std::env::temp_dir(),
+            transport: Transport::Stdio,
         };
         let error = spawn(spec, event_sender).expect_err("spawn should fail");
         assert_eq!(error.to_string(), expected);

@@ -30,6 +30,10 @@ Usage: lspc [OPTIONS] <COMMAND> [ARGS]
 Commands:
   check [PATH...]     report the diagnostics language servers publish for files
   servers             list the configured servers and which files they serve
+  doctor              start every server the workspace needs and report: found, not found
+                      or found but broken, initialize time, encoding, diagnostics mode and
+                      first-diagnostics time; the install command of what is missing
+                      (--format human|json, --timeout SECONDS; exit 1 when something is)
   rename LOC NEW_NAME [--apply]
                       rename the symbol at LOC; prints a unified diff, or with --apply writes
                       and lists the files changed
@@ -70,6 +74,7 @@ Options (any command):
   --plugin-dir DIR    a plugin folder with .lsp.json or a manifest with lspServers (repeatable)
   --trust             load the workspace's own .lsp.json (also LSPC_TRUST=1)
   --no-builtin        do not use lspc's built-in table of well-known servers
+  --no-hints          no install hints for files no server serves (also LSPC_NO_HINTS=1)
   --restart POLICY    restart crashed servers: never, always, or at most N times in a row
                       (default: each server's restartOnCrash/maxRestarts, else 3)
   --max-file-size SIZE  do not send files larger than SIZE to servers: bytes, or with K, M or G
@@ -150,6 +155,12 @@ pub struct Args {
 pub enum Command {
     Check(CheckOptions),
     Servers,
+    /// `lspc doctor [--format human|json] [--timeout SECONDS]`: probe every server the
+    /// workspace needs; `timeout` bounds each server's start and its first diagnostics.
+    Doctor {
+        json: bool,
+        timeout: Duration,
+    },
     /// An operation command (every query, `diagnostics`, the edit commands), parsed into the
     /// one [`Operation`] type; `format` is `--format human|json`, `timeout` bounds each server
     /// request and diagnostics wait.
@@ -244,7 +255,21 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
                 &config::probe::broken_reason,
             ))
         }
-        Command::Check(options) => {
+        Command::Doctor { json, timeout } => {
+            let config = load_config(&args.global);
+            match crate::doctor::run(engine_options(config, &args.global), json, timeout) {
+                Ok((report, failed)) => match write_stdout(&report) {
+                    0 => i32::from(failed),
+                    status => status,
+                },
+                Err(error) => {
+                    eprintln!("lspc: {error}");
+                    EXIT_USAGE
+                }
+            }
+        }
+        Command::Check(mut options) => {
+            options.hints = crate::install_hints::hints_enabled(args.global.no_hints);
             let mut global = args.global.clone();
             if global.root.is_none() {
                 global.root = check::root_from_targets(&options.paths);
@@ -264,6 +289,18 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             timeout,
         } => {
             let config = load_config(&args.global);
+            if let Operation::Query(request) = &operation {
+                if crate::install_hints::hints_enabled(args.global.no_hints) {
+                    let files: Vec<std::path::PathBuf> = request
+                        .file()
+                        .map(std::path::PathBuf::from)
+                        .into_iter()
+                        .collect();
+                    for hint in crate::install_hints::hints_for(&config, &files) {
+                        eprintln!("lspc: hint: {}", hint.message());
+                    }
+                }
+            }
             run_operation(
                 engine_options(config, &args.global),
                 operation,

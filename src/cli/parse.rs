@@ -82,6 +82,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
             Long("plugin-dir") => global.plugin_dirs.push(parser.value()?.into()),
             Long("trust") => global.trust = true,
             Long("no-builtin") => global.no_builtin = true,
+            Long("no-hints") => global.no_hints = true,
             Short('v') | Long("verbose") => global.verbose += 1,
             Long("restart") => {
                 let value: String = parser.value()?.string()?;
@@ -224,6 +225,23 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
             Some("servers") => {
                 expect_no_positionals("servers", &positionals)?;
                 Command::Servers
+            }
+            Some("doctor") => {
+                expect_no_positionals("doctor", &positionals)?;
+                let json = match check.format {
+                    Format::Human => false,
+                    Format::Json => true,
+                    other => {
+                        return Err(UsageError(format!(
+                            "doctor: --format {} is not available (expected human or json)",
+                            other.as_str()
+                        )))
+                    }
+                };
+                Command::Doctor {
+                    json,
+                    timeout: check.timeout,
+                }
             }
             Some("mcp") => {
                 expect_no_positionals("mcp", &positionals)?;

@@ -49,6 +49,27 @@ const TABLE: &[BuiltIn] = &[
         python_type_checker: true,
     },
     BuiltIn {
+        name: "ty",
+        command: "ty",
+        args: &["server"],
+        extensions: PYTHON,
+        python_type_checker: true,
+    },
+    BuiltIn {
+        name: "pyrefly",
+        command: "pyrefly",
+        args: &["lsp"],
+        extensions: PYTHON,
+        python_type_checker: true,
+    },
+    BuiltIn {
+        name: "jedi-language-server",
+        command: "jedi-language-server",
+        args: &[],
+        extensions: PYTHON,
+        python_type_checker: true,
+    },
+    BuiltIn {
         name: "ruff",
         command: "ruff",
         args: &["server"],
@@ -116,7 +137,127 @@ const TABLE: &[BuiltIn] = &[
         extensions: &[(".toml", "toml")],
         python_type_checker: false,
     },
+    BuiltIn {
+        name: "yaml-language-server",
+        command: "yaml-language-server",
+        args: &["--stdio"],
+        extensions: &[(".yaml", "yaml"), (".yml", "yaml")],
+        python_type_checker: false,
+    },
+    BuiltIn {
+        name: "vscode-json-language-server",
+        command: "vscode-json-language-server",
+        args: &["--stdio"],
+        extensions: &[(".json", "json"), (".jsonc", "jsonc")],
+        python_type_checker: false,
+    },
+    BuiltIn {
+        name: "vscode-css-language-server",
+        command: "vscode-css-language-server",
+        args: &["--stdio"],
+        extensions: &[(".css", "css"), (".scss", "scss"), (".less", "less")],
+        python_type_checker: false,
+    },
+    BuiltIn {
+        name: "vscode-html-language-server",
+        command: "vscode-html-language-server",
+        args: &["--stdio"],
+        extensions: &[(".html", "html"), (".htm", "html")],
+        python_type_checker: false,
+    },
+    BuiltIn {
+        name: "dockerfile-language-server",
+        command: "docker-langserver",
+        args: &["--stdio"],
+        // `Dockerfile` and `Containerfile` route as `.dockerfile` (see `extension_key`).
+        extensions: &[(".dockerfile", "dockerfile")],
+        python_type_checker: false,
+    },
+    BuiltIn {
+        name: "cmake-language-server",
+        command: "cmake-language-server",
+        args: &[],
+        // `CMakeLists.txt` routes as `.cmake` (see `extension_key`).
+        extensions: &[(".cmake", "cmake")],
+        python_type_checker: false,
+    },
+    BuiltIn {
+        name: "fortls",
+        command: "fortls",
+        args: &[],
+        extensions: &[
+            (".f90", "fortran"),
+            (".f95", "fortran"),
+            (".f03", "fortran"),
+            (".f08", "fortran"),
+            (".f", "fortran"),
+            (".for", "fortran"),
+        ],
+        python_type_checker: false,
+    },
+    BuiltIn {
+        name: "esbonio",
+        command: "esbonio",
+        args: &["server"],
+        extensions: &[(".rst", "restructuredtext")],
+        python_type_checker: false,
+    },
+    BuiltIn {
+        name: "vim-language-server",
+        command: "vim-language-server",
+        args: &["--stdio"],
+        extensions: &[(".vim", "vim")],
+        python_type_checker: false,
+    },
+    BuiltIn {
+        name: "intelephense",
+        command: "intelephense",
+        args: &["--stdio"],
+        extensions: &[(".php", "php")],
+        python_type_checker: false,
+    },
 ];
+
+/// The name and command of the first built-in server that serves `extension` (lowercase, with
+/// its dot), for install hints; `None` when the table has none.
+pub fn builtin_for_extension(extension: &str) -> Option<(&'static str, &'static str)> {
+    TABLE
+        .iter()
+        .find(|builtin| builtin.extensions.iter().any(|(e, _)| *e == extension))
+        .map(|builtin| (builtin.name, builtin.command))
+}
+
+/// The settings (answers to `workspace/configuration`) a built-in needs to work out of the box:
+/// vscode-css-language-server validates only when `css.validate` (and its scss/less twins) is
+/// set, and dockerfile-language-server ignores every check whose severity is not configured.
+fn builtin_settings(name: &str) -> Option<serde_json::Value> {
+    match name {
+        "vscode-css-language-server" => Some(serde_json::json!({
+            "css": {"validate": true},
+            "scss": {"validate": true},
+            "less": {"validate": true},
+        })),
+        "dockerfile-language-server" => {
+            let checks = [
+                "deprecatedMaintainer",
+                "directiveCasing",
+                "emptyContinuationLine",
+                "instructionCasing",
+                "instructionCmdMultiple",
+                "instructionEntrypointMultiple",
+                "instructionHealthcheckMultiple",
+                "instructionJSONInSingleQuotes",
+                "instructionWorkdirRelative",
+            ];
+            let diagnostics: serde_json::Map<String, serde_json::Value> = checks
+                .iter()
+                .map(|check| (check.to_string(), serde_json::Value::from("warning")))
+                .collect();
+            Some(serde_json::json!({"docker": {"languageserver": {"diagnostics": diagnostics}}}))
+        }
+        _ => None,
+    }
+}
 
 /// The built-in servers to append after `configured`: used ones (found, with at least one
 /// unclaimed extension) and unavailable ones (`resolved_command: None`) in table order, plus
@@ -162,7 +303,7 @@ pub(crate) fn builtin_servers(
                 .collect(),
             transport: Transport::Stdio,
             initialization_options: None,
-            settings: None,
+            settings: builtin_settings(builtin.name),
             workspace_folder: None,
             startup_timeout_ms: None,
             shutdown_timeout_ms: None,

@@ -15,6 +15,7 @@
 //! `builtin.rs` is the built-in table; this file holds the model and routing.
 
 mod builtin;
+pub use builtin::builtin_for_extension;
 mod entry;
 mod expand;
 mod json;
@@ -73,8 +74,8 @@ pub struct ServerConfig {
     pub origin: ConfigOrigin,
 }
 
-/// How lspc talks to a server. Only `stdio` is implemented; `socket` entries load (so configs
-/// written for the seeds keep working) but fail to start with a clear error.
+/// How lspc talks to a server: `stdio` (its stdin/stdout), or `socket` (lspc listens on a
+/// loopback port and starts the server with `--socket=PORT`; see `process/socket.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Transport {
     Stdio,
@@ -337,8 +338,16 @@ impl Config {
 }
 
 /// The routing key of `path`: its last extension, lowercased, with a dot (`"a/B.PY"` →
-/// `".py"`); `None` without one (`Makefile`, `.bashrc`).
+/// `".py"`); `None` without one (`Makefile`, `.bashrc`). Files whose language is given by their
+/// whole name route as that language's extension: `Dockerfile` and `Containerfile` as
+/// `.dockerfile`, `CMakeLists.txt` as `.cmake`.
 pub fn extension_key(path: &Path) -> Option<String> {
+    let file_name = path.file_name().and_then(|name| name.to_str())?;
+    match file_name {
+        "Dockerfile" | "Containerfile" | "dockerfile" => return Some(".dockerfile".to_owned()),
+        "CMakeLists.txt" => return Some(".cmake".to_owned()),
+        _ => {}
+    }
     path.extension()
         .and_then(|e| e.to_str())
         .filter(|e| !e.is_empty())
@@ -477,6 +486,26 @@ pub fn render_servers_with(
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn extension_key_routes_by_extension_and_by_whole_name() {
+        let check = |path: &str, expected: Option<&str>| {
+            assert_eq!(
+                extension_key(Path::new(path)).as_deref(),
+                expected,
+                "{path}"
+            );
+        };
+        check("a/B.PY", Some(".py"));
+        check("Makefile", None);
+        check(".bashrc", None);
+        check("srv/Dockerfile", Some(".dockerfile"));
+        check("Containerfile", Some(".dockerfile"));
+        check("build.Dockerfile", Some(".dockerfile"));
+        check("sub/CMakeLists.txt", Some(".cmake"));
+        check("notes.txt", Some(".txt"));
+        check("cmakelists.txt", Some(".txt"));
+    }
 
     /// A unique temp folder (canonical path), removed on drop.
     struct TempDir(PathBuf);
@@ -1338,6 +1367,9 @@ mod tests {
                 "pyright pyright-langserver [\"--stdio\"] .py=python,.pyi=python",
                 "basedpyright basedpyright-langserver [\"--stdio\"] .py=python,.pyi=python",
                 "pylsp pylsp [] .py=python,.pyi=python",
+                "ty ty [\"server\"] .py=python,.pyi=python",
+                "pyrefly pyrefly [\"lsp\"] .py=python,.pyi=python",
+                "jedi-language-server jedi-language-server [] .py=python,.pyi=python",
                 "ruff ruff [\"server\"] .py=python,.pyi=python",
                 "typescript-language-server typescript-language-server [\"--stdio\"] .cjs=javascript,.cts=typescript,.js=javascript,.jsx=javascriptreact,.mjs=javascript,.mts=typescript,.ts=typescript,.tsx=typescriptreact",
                 "clangd clangd [] .c=c,.cc=cpp,.cpp=cpp,.cxx=cpp,.h=c,.hh=cpp,.hpp=cpp,.hxx=cpp",
@@ -1345,6 +1377,16 @@ mod tests {
                 "gopls gopls [] .go=go",
                 "bash-language-server bash-language-server [\"start\"] .bash=shellscript,.sh=shellscript",
                 "taplo taplo [\"lsp\", \"stdio\"] .toml=toml",
+                "yaml-language-server yaml-language-server [\"--stdio\"] .yaml=yaml,.yml=yaml",
+                "vscode-json-language-server vscode-json-language-server [\"--stdio\"] .json=json,.jsonc=jsonc",
+                "vscode-css-language-server vscode-css-language-server [\"--stdio\"] .css=css,.less=less,.scss=scss",
+                "vscode-html-language-server vscode-html-language-server [\"--stdio\"] .htm=html,.html=html",
+                "dockerfile-language-server docker-langserver [\"--stdio\"] .dockerfile=dockerfile",
+                "cmake-language-server cmake-language-server [] .cmake=cmake",
+                "fortls fortls [] .f=fortran,.f03=fortran,.f08=fortran,.f90=fortran,.f95=fortran,.for=fortran",
+                "esbonio esbonio [\"server\"] .rst=restructuredtext",
+                "vim-language-server vim-language-server [\"--stdio\"] .vim=vim",
+                "intelephense intelephense [\"--stdio\"] .php=php",
             ]
         );
         assert_eq!(config.conflicts, []);

@@ -21,7 +21,7 @@ use super::super::supervisor::{
 use super::super::watchdog::Watchdog;
 use super::super::{client_capabilities, EngineError, EngineOptions, ServerInfo};
 use super::{Purpose, Retry, State};
-use crate::config::{ServerConfig, Transport};
+use crate::config::ServerConfig;
 use crate::process::{self, ServerId, ServerProcess, SpawnSpec};
 use crate::text::PositionEncoding;
 use crate::transport::Outgoing;
@@ -234,16 +234,6 @@ impl State {
             }
             _ => return,
         }
-        if server.config.transport == Transport::Socket {
-            server.state = ServerState::Failed {
-                reason: EngineError::Spawn {
-                    server: server.config.name.clone(),
-                    message: "transport \"socket\" is not supported; use \"stdio\"".to_owned(),
-                },
-                permanent: true,
-            };
-            return;
-        }
         let Some(command) = server.config.resolved_command.clone() else {
             server.state = ServerState::Failed {
                 reason: EngineError::Spawn {
@@ -270,6 +260,7 @@ impl State {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
             cwd: server.workspace_folder.clone(),
+            transport: server.config.transport,
         };
         let process = match process::spawn(spec, self.event_sender.clone()) {
             Ok(process) => process,

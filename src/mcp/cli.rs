@@ -214,7 +214,21 @@ pub fn run(global: &GlobalOptions, options: McpCliOptions) -> i32 {
     if let Some(limit) = options.open_documents {
         engine.max_open_documents = limit.max(1);
     }
+    let install_hints = if crate::install_hints::hints_enabled(global.no_hints) {
+        let root = engine.config.root.clone();
+        crate::walk::list_files(&root, std::slice::from_ref(&root))
+            .map(|files| {
+                crate::install_hints::hints_for(&engine.config, &files)
+                    .iter()
+                    .map(crate::install_hints::InstallHint::message)
+                    .collect()
+            })
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
     let mut mcp = super::McpOptions::new(engine);
+    mcp.install_hints = install_hints;
     if options.server_command.is_none() {
         mcp.reload = Some(crate::options::config_options(global));
     }

@@ -66,6 +66,9 @@ pub struct McpOptions {
     /// What the configuration was loaded from, to reload it when those files change (issue 4);
     /// `None` (single-server mode, tests) never reloads.
     pub reload: Option<ConfigOptions>,
+    /// Install hints for the workspace's unserved files ([`crate::install_hints`]): given once
+    /// per session, in the first tool result's `notes`, and always in `lsp://servers`.
+    pub install_hints: Vec<String>,
 }
 
 impl McpOptions {
@@ -76,6 +79,7 @@ impl McpOptions {
             timeout: Duration::from_secs(60),
             workers: 4,
             progress_interval: Duration::from_secs(1),
+            install_hints: Vec::new(),
             reload: None,
         }
     }
@@ -356,6 +360,10 @@ pub fn serve(options: McpOptions, inputs: Receiver<HubInput>) -> i32 {
         root: PathBuf::from(&root),
         timeout: options.timeout,
         analysed_files: crate::query::AnalysedFiles::default(),
+        install_hints: std::sync::Arc::new(options.install_hints.clone()),
+        install_hints_pending: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(
+            !options.install_hints.is_empty(),
+        )),
         passive_consumer: None,
     };
     let offered = tools::offered_tools(&engine::server_details(&context.op_sender));

@@ -132,7 +132,11 @@ fn servers_json(context: &ToolContext) -> Value {
             object
         })
         .collect();
-    json!({ "root": context.root.display().to_string(), "servers": servers })
+    json!({
+        "root": context.root.display().to_string(),
+        "servers": servers,
+        "installHints": *context.install_hints,
+    })
 }
 
 fn file_diagnostics(context: &ToolContext, file: &str) -> Result<Value, ReadError> {

@@ -25,6 +25,10 @@ pub struct ToolContext {
     /// Whose passive-diagnostics queue `newDiagnostics` drains: `None` for the engine's shared
     /// one (stdio, stateless requests), an HTTP session's id for its own (issue 14).
     pub passive_consumer: Option<String>,
+    /// Install hints for the session ([`crate::install_hints`]), shown in `lsp://servers`.
+    pub install_hints: std::sync::Arc<Vec<String>>,
+    /// True until a tool result has carried the hints in its `notes` (once per session).
+    pub install_hints_pending: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// A failed call, rendered as an `isError` result.

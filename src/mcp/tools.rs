@@ -323,6 +323,16 @@ pub fn call_tool(context: &ToolContext, name: &str, arguments: &Value, tag: u64)
                 text.push_str("\nNew diagnostics since the last call:\n");
                 text.push_str(&passive_text);
             }
+            if context
+                .install_hints_pending
+                .swap(false, std::sync::atomic::Ordering::SeqCst)
+            {
+                structured["notes"] = json!(*context.install_hints);
+                text.push_str("\nNotes:\n");
+                for hint in context.install_hints.iter() {
+                    text.push_str(&format!("- {hint}\n"));
+                }
+            }
             json!({
                 "content": [{"type": "text", "text": text.trim_end()}],
                 "structuredContent": structured,

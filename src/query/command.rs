@@ -54,6 +54,20 @@ pub enum QueryRequest {
 }
 
 impl QueryRequest {
+    /// The file the query is about, when it names one.
+    pub fn file(&self) -> Option<&std::path::Path> {
+        match self {
+            QueryRequest::Definition { at, .. }
+            | QueryRequest::References { at, .. }
+            | QueryRequest::Hover { at }
+            | QueryRequest::CallHierarchy { at, .. }
+            | QueryRequest::TypeHierarchy { at, .. }
+            | QueryRequest::SignatureHelp { at } => Some(&at.file),
+            QueryRequest::Symbols { file } => Some(file),
+            QueryRequest::WorkspaceSymbols { file, .. } => file.as_deref(),
+        }
+    }
+
     /// What "nothing found" says for this query: `"no definition found"`, ...
     pub fn nothing_found(&self) -> String {
         let what = match self {

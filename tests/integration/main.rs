@@ -9,6 +9,7 @@
 //! `TestCommand` harness, temporary workspaces and `/proc` helpers.
 
 mod check;
+mod doctor;
 mod edits;
 mod faults;
 mod ide;
@@ -17,4 +18,5 @@ mod mcp_http;
 mod operations;
 mod project_files;
 mod queries;
+mod servers;
 mod support;

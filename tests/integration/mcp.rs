@@ -18,7 +18,13 @@ struct Session {
 
 impl Session {
     fn start(root: &Path, extra: &[&str]) -> Session {
+        Session::start_env(root, extra, &[])
+    }
+
+    /// [`Session::start`] with extra environment variables.
+    fn start_env(root: &Path, extra: &[&str], env: &[(&str, &Path)]) -> Session {
         let mut child = Command::new(env!("CARGO_BIN_EXE_lspc"))
+            .envs(env.iter().map(|(key, value)| (key, value)))
             .arg("--root")
             .arg(root)
             .args(extra)
@@ -932,4 +938,50 @@ fn mcp_gives_nothing_away_and_says_what_it_expects() {
         "{fx}"
     );
     assert_eq!(session.finish(20 * SECOND), Some(0));
+}
+
+/// Install hints (seed 003) in MCP: once per session in the first tool result's `notes`, and in
+/// `lsp://servers`; `--no-hints` removes them.
+#[test]
+fn install_hints_come_once_per_session_and_in_the_servers_resource() {
+    let root = temp_workspace("hints");
+    std::fs::write(root.join("a.toml"), "a = 1\n").unwrap();
+    std::fs::write(root.join("b.toml"), "b = 2\n").unwrap();
+    let empty_path = root.join(".empty-bin");
+    std::fs::create_dir_all(&empty_path).unwrap();
+    let hint = "2 .toml files: taplo is not installed (taplo not on PATH); install taplo: \
+                cargo install taplo-cli --locked";
+    let mut session = Session::start_env(&root, &["mcp"], &[("PATH", &empty_path)]);
+    session.initialize("2025-06-18");
+    let first = call_tool(&mut session, 1, "diagnostics", json!({}));
+    assert_eq!(
+        first["structuredContent"]["notes"],
+        json!([hint]),
+        "{first}"
+    );
+    assert!(
+        first["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("Notes:\n- {hint}")),
+        "{first}"
+    );
+    let second = call_tool(&mut session, 2, "diagnostics", json!({}));
+    assert_eq!(second["structuredContent"].get("notes"), None, "{second}");
+    let servers = session.request(
+        json!(3),
+        "resources/read",
+        json!({"uri": "lsp://servers"}),
+        10 * SECOND,
+    );
+    let text = servers["result"]["contents"][0]["text"].as_str().unwrap();
+    let resource: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(resource["installHints"], json!([hint]));
+    drop(session);
+
+    let mut quiet = Session::start_env(&root, &["--no-hints", "mcp"], &[("PATH", &empty_path)]);
+    quiet.initialize("2025-06-18");
+    let result = call_tool(&mut quiet, 1, "diagnostics", json!({}));
+    assert_eq!(result["structuredContent"].get("notes"), None, "{result}");
+    let _ = std::fs::remove_dir_all(&root);
 }

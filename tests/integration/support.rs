@@ -540,17 +540,22 @@ pub struct BatchSession {
 impl BatchSession {
     /// Start `lspc batch --no-builtin --config CONFIG --timeout SECONDS` in the workspace.
     pub fn start(workspace: &Workspace, config: &Path, timeout_seconds: u32) -> BatchSession {
+        let timeout = timeout_seconds.to_string();
+        let config = config.to_string_lossy();
+        BatchSession::start_with(
+            workspace,
+            &["--no-builtin", "--timeout", &timeout, "--config", &config],
+        )
+    }
+
+    /// Start `lspc batch ARGS` in the workspace (e.g. without `--no-builtin`, to test the
+    /// built-in table).
+    pub fn start_with(workspace: &Workspace, args: &[&str]) -> BatchSession {
         let mut child = Command::new(lspc_bin())
             .current_dir(&workspace.root)
             .env("RUST_LOG", "lspc=debug")
-            .args([
-                "batch",
-                "--no-builtin",
-                "--timeout",
-                &timeout_seconds.to_string(),
-                "--config",
-            ])
-            .arg(config)
+            .arg("batch")
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
