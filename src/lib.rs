@@ -21,6 +21,8 @@
 //!   with result normalisation and position conversion; human rendering.
 //! - [`batch`]: `lspc batch`, JSON-lines queries over one engine session.
 //! - [`walk`]: listing the files under a folder, honouring `.gitignore`.
+//! - [`session`]: warm sessions: one engine per workspace in a background process, shared by
+//!   every command and MCP client over a Unix socket (`lspc session`, `--session`).
 
 pub mod batch;
 pub mod check;
@@ -33,6 +35,7 @@ pub mod mcp;
 pub mod output;
 pub mod process;
 pub mod query;
+pub mod session;
 pub mod signals;
 pub mod text;
 pub mod transport;

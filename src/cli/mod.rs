@@ -58,6 +58,13 @@ Commands:
   mcp [-- SERVER ARGS...]
                       serve MCP on stdio: tools and resources over every configured server,
                       or over exactly SERVER when one is given after --
+  session start [--idle DURATION]
+                      start the workspace's warm session (servers stay running between
+                      commands); prints its socket path. --idle: exit after DURATION
+                      (90s, 15m, 2h) with no client (default: LSPC_SESSION_IDLE, else 15m)
+  session status      list this user's sessions: root, pid, uptime, clients, servers, log
+  session stop [--all]
+                      stop the workspace's session (or every session of this user)
 
 Options (any command):
   --root DIR          workspace root (default: nearest ancestor with .git or .lsp.json)
@@ -68,6 +75,9 @@ Options (any command):
   --restart POLICY    restart crashed servers: never, always, or at most N times in a row
                       (default: each server's restartOnCrash/maxRestarts, else 3)
   --max-file-size N   do not send files larger than N bytes to servers (default: 10485760)
+  --session MODE      auto (default): use the workspace's running session, else run in
+                      process; always: start the session when none runs; never: run in
+                      process (also LSPC_SESSION)
   -v, --verbose       more logging on stderr (-vv for debug); RUST_LOG also works
   -h, --help          this help
   -V, --version       print the version
@@ -128,6 +138,8 @@ pub struct GlobalOptions {
     pub restart: Option<RestartPolicy>,
     /// `--max-file-size BYTES`; `None` means the engine default (10 MiB).
     pub max_file_size: Option<u64>,
+    /// `--session auto|never|always` or `LSPC_SESSION`; `None` is `auto`.
+    pub session: Option<crate::session::SessionMode>,
 }
 
 /// The command to run.
@@ -168,6 +180,8 @@ pub enum Command {
         timeout: Duration,
     },
     Mcp(McpCliOptions),
+    /// `lspc session start|status|stop`.
+    Session(crate::session::commands::SessionCommand),
     Help,
     Version,
 }
@@ -250,6 +264,10 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             check::run(engine_options(config, &args.global), &options)
         }
         Command::Mcp(options) => crate::mcp::cli::run(&args.global, options),
+        Command::Session(command) => {
+            let config = load_config(&args.global);
+            crate::session::commands::run(engine_options(config, &args.global), &command)
+        }
         Command::Query(options) => {
             let config = load_config(&args.global);
             crate::query::command::run(engine_options(config, &args.global), &options)
@@ -366,6 +384,7 @@ pub fn tune_engine(global: &GlobalOptions, engine: &mut EngineOptions) {
     if let Some(max_file_size) = global.max_file_size {
         engine.max_file_size = max_file_size;
     }
+    engine.session = global.session.unwrap_or_default();
 }
 
 /// What [`load_config`] reads for `global` (also kept by `lspc mcp` to reload on changes).

@@ -74,6 +74,8 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
     let mut old_text: Option<String> = None;
     let mut new_text: Option<String> = None;
     let mut query_flags = QueryFlags::default();
+    let mut session_idle: Option<Duration> = None;
+    let mut session_all = false;
     while let Some(arg) = parser.next()? {
         match arg {
             // `--apply` is a flag, except for code-actions where it names the action.
@@ -106,6 +108,18 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
                     ))
                 })?);
             }
+            Long("session") => {
+                let value: String = parser.value()?.string()?;
+                global.session = Some(value.parse().map_err(UsageError)?);
+            }
+            Long("idle") => {
+                let value: String = parser.value()?.string()?;
+                session_idle = Some(
+                    crate::session::parse_duration(&value)
+                        .map_err(|message| UsageError(format!("--idle: {message}")))?,
+                );
+            }
+            Long("all") => session_all = true,
             Short('h') | Long("help") => help = true,
             Short('V') | Long("version") => version = true,
             Long("format") => {
@@ -155,6 +169,24 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
     }
     if std::env::var_os("LSPC_TRUST").is_some_and(|value| value == "1") {
         global.trust = true;
+    }
+    if let Ok(value) = std::env::var("LSPC_SESSION") {
+        // `serve` is set by lspc itself on the session process it starts, whose command line
+        // may carry `--session always`: it wins. Otherwise the flag beats the variable.
+        if value == "serve" {
+            global.session = Some(crate::session::SessionMode::Serve);
+        } else if global.session.is_none() && !value.is_empty() {
+            global.session = Some(value.parse().map_err(|message: String| {
+                UsageError(message.replacen("--session", "LSPC_SESSION", 1))
+            })?);
+        }
+    }
+    if global.session == Some(crate::session::SessionMode::Serve)
+        && std::env::var("LSPC_SESSION").as_deref() != Ok("serve")
+    {
+        return Err(UsageError(
+            "--session: expected auto, never or always, got \"serve\"".to_owned(),
+        ));
     }
     let command = if version {
         Command::Version
@@ -235,6 +267,20 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
                     new,
                     timeout: check.timeout,
                 }
+            }
+            Some("session") => {
+                use crate::session::commands::SessionCommand;
+                let [action] = take_positionals::<1>("session", "start|status|stop", positionals)?;
+                Command::Session(match action.to_string_lossy().as_ref() {
+                    "start" => SessionCommand::Start { idle: session_idle },
+                    "status" => SessionCommand::Status,
+                    "stop" => SessionCommand::Stop { all: session_all },
+                    other => {
+                        return Err(UsageError(format!(
+                            "session: unknown action {other:?} (expected start, status or stop)"
+                        )))
+                    }
+                })
             }
             Some("batch") => {
                 expect_no_positionals("batch", &positionals)?;

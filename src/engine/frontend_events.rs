@@ -20,7 +20,7 @@ use crate::diagnostics::{Diagnostic, DrainedBatch, PassiveRegistry};
 use crate::engine::{EngineError, Op};
 
 /// Something a frontend may want to tell its own client about.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum FrontendEvent {
     /// A server published (or a pull answered) diagnostics for the file (canonical absolute path).
     DiagnosticsChanged { path: PathBuf },
@@ -36,7 +36,7 @@ pub enum FrontendEvent {
 }
 
 /// One configured server as a frontend sees it, for tool gating and `lsp://servers`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ServerDetails {
     pub name: String,
     /// `not started`, `starting`, `running`, `running (busy)` or `failed: …`.
@@ -54,10 +54,23 @@ pub struct ServerDetails {
 }
 
 /// The frontend-facing state the loop owns.
+/// One server's latest diagnostics for one file, as [`Op::SubscribePublishes`] delivers them: what
+/// the loop's own [`PassiveRegistry`] is fed, so a session connection can keep its own registry
+/// (each MCP client of a session has its own passive-delivery identities).
+#[derive(Debug, Clone)]
+pub struct DiagnosticsPublished {
+    pub server: String,
+    /// Canonical absolute path.
+    pub path: PathBuf,
+    /// The whole set (LSP replace semantics); empty withdraws.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
 #[derive(Default)]
 pub(super) struct FrontendHub {
     passive: PassiveRegistry,
     subscribers: Vec<Sender<FrontendEvent>>,
+    publish_subscribers: Vec<Sender<DiagnosticsPublished>>,
 }
 
 impl FrontendHub {
@@ -72,6 +85,16 @@ impl State {
     /// passive delivery and tell subscribers. Replaces a bare `store.replace` in the loop.
     pub(super) fn record_diagnostics(&mut self, server: &str, path: &Path, diags: Vec<Diagnostic>) {
         self.frontend.passive.register(server, path, diags.clone());
+        if !self.frontend.publish_subscribers.is_empty() {
+            let published = DiagnosticsPublished {
+                server: server.to_owned(),
+                path: path.to_path_buf(),
+                diagnostics: diags.clone(),
+            };
+            self.frontend
+                .publish_subscribers
+                .retain(|subscriber| subscriber.send(published.clone()).is_ok());
+        }
         self.store.replace(server, path, diags);
         self.frontend.broadcast(FrontendEvent::DiagnosticsChanged {
             path: path.to_path_buf(),
@@ -110,6 +133,7 @@ impl State {
                 let _ = reply.send(self.frontend.passive.drain());
             }
             Op::SubscribeEvents { sender } => self.frontend.subscribers.push(sender),
+            Op::SubscribePublishes { sender } => self.frontend.publish_subscribers.push(sender),
             Op::CurrentDiagnostics { reply } => {
                 let order: Vec<&str> = self
                     .servers

@@ -29,12 +29,15 @@ use std::thread;
 use std::time::Duration;
 
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::config::Config;
 use crate::diagnostics::Diagnostic;
 use crate::process::ServerId;
+pub use crate::session::SessionMode;
 use crate::text::PositionEncoding;
+pub use event_loop::frontend_events::DiagnosticsPublished;
 pub use supervisor::RestartPolicy;
 
 /// Settings of one engine run. Durations are wall-clock.
@@ -61,6 +64,9 @@ pub struct EngineOptions {
     pub restart: Option<RestartPolicy>,
     /// Warn when another lspc process runs the same server for the same workspace (issue 6).
     pub warn_duplicates: bool,
+    /// Where the engine runs: in this process, or in the workspace's warm session
+    /// ([`crate::session`]; `--session`, `LSPC_SESSION`). [`EngineOptions::new`] runs in process.
+    pub session: SessionMode,
 }
 
 impl EngineOptions {
@@ -76,6 +82,7 @@ impl EngineOptions {
             max_file_size: 10 * 1024 * 1024,
             restart: None,
             warn_duplicates: true,
+            session: SessionMode::Never,
         }
     }
 }
@@ -159,6 +166,12 @@ pub enum Op {
     },
     /// Send every later [`FrontendEvent`] to `sender` (until its receiver is dropped).
     SubscribeEvents { sender: Sender<FrontendEvent> },
+    /// Send every later diagnostics publish (what [`Op::DrainPassive`]'s registry is fed) to
+    /// `sender`, until its receiver is dropped. A session connection keeps its own passive
+    /// registry with it.
+    SubscribePublishes {
+        sender: Sender<DiagnosticsPublished>,
+    },
     /// Every file's current merged diagnostics (non-empty sets only), in path order.
     CurrentDiagnostics {
         reply: Sender<Vec<(PathBuf, Vec<Diagnostic>)>>,
@@ -173,7 +186,7 @@ pub use event_loop::frontend_events::{
 pub use event_loop::reload::ReloadReport;
 
 /// What [`Op::Sync`] answers: the text servers now hold for the file, and who serves it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SyncedDocument {
     pub path: PathBuf,
     pub text: Arc<str>,
@@ -184,7 +197,7 @@ pub struct SyncedDocument {
 }
 
 /// A running server as frontends see it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ServerInfo {
     pub server_id: ServerId,
     pub name: String,
@@ -208,14 +221,14 @@ impl ServerInfo {
 }
 
 /// The settled diagnostics of one file.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FileDiagnostics {
     pub path: PathBuf,
     pub outcome: DiagnosticsOutcome,
 }
 
 /// How a file's diagnostics wait ended.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum DiagnosticsOutcome {
     /// Every server settled; the merged, deduplicated, sorted set.
     Settled(Vec<Diagnostic>),
@@ -234,7 +247,7 @@ pub enum DiagnosticsOutcome {
 }
 
 /// One server's state for `lspc servers` and `lsp://servers`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ServerStatus {
     pub name: String,
     pub state: String,
@@ -243,10 +256,13 @@ pub struct ServerStatus {
     pub stderr_tail: String,
     /// Why the server is not running, without its name ([`EngineError::detail`]).
     pub failure: Option<String>,
+    /// How many documents are open on it.
+    #[serde(default)]
+    pub open_documents: usize,
 }
 
 /// Why an [`Op`] failed. Messages name the server and method.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum EngineError {
     /// No configured server claims the file's extension.
     NoServer { path: PathBuf },
@@ -286,6 +302,9 @@ pub enum EngineError {
     InvalidInput(String),
     /// The engine is shutting down or gone.
     Gone,
+    /// The warm session serving this command went away mid-request; the message names the
+    /// session (root, pid) and its log file.
+    SessionLost(String),
 }
 
 impl std::fmt::Display for EngineError {
@@ -353,6 +372,7 @@ impl std::fmt::Display for EngineError {
             }
             EngineError::InvalidInput(message) => f.write_str(message),
             EngineError::Gone => f.write_str("the engine has shut down"),
+            EngineError::SessionLost(message) => f.write_str(message),
         }
     }
 }
@@ -392,9 +412,30 @@ pub struct EngineHandle {
 }
 
 impl EngineHandle {
-    /// Start the loop on its own long-lived thread `"lspc-engine"`; servers are spawned from that
-    /// thread (their parent-death signal is tied to it).
+    /// The engine `options.session` asks for: the workspace's warm session when one runs (or,
+    /// for [`SessionMode::Always`], after starting it), else a loop in this process
+    /// ([`EngineHandle::start_local`]). Frontends cannot tell the two apart: the session answers
+    /// the same [`Op`]s over its socket ([`crate::session`]). In [`SessionMode::Serve`] (the
+    /// session process itself) this serves the session and never returns.
     pub fn start(options: EngineOptions) -> EngineHandle {
+        crate::session::engine_for(options)
+    }
+
+    /// A handle whose ops go to `op_sender`, served by `thread` (the session client's proxy):
+    /// dropping the handle sends [`Op::Shutdown`] and joins `thread`.
+    pub(crate) fn from_parts(
+        op_sender: Sender<Op>,
+        thread: thread::JoinHandle<()>,
+    ) -> EngineHandle {
+        EngineHandle {
+            op_sender,
+            thread: Some(thread),
+        }
+    }
+
+    /// Start the loop in this process on its own long-lived thread `"lspc-engine"`; servers are
+    /// spawned from that thread (their parent-death signal is tied to it).
+    pub fn start_local(options: EngineOptions) -> EngineHandle {
         let (op_sender, op_receiver) = unbounded();
         let thread = thread::Builder::new()
             .name("lspc-engine".to_owned())
