@@ -296,7 +296,7 @@ fn run_proxy(connected: Connected, op_receiver: Receiver<Op>) {
                 Ok(Some(_)) => log::warn!("session sent an unreadable line"),
                 Ok(None) | Err(_) => {
                     if !lost {
-                        log::warn!("{message}");
+                        log::debug!("{message}");
                     }
                     lost = true;
                     fail_all(&mut pending, &message);

@@ -3,7 +3,7 @@
 //! machine. Tests that need a server that is not installed skip themselves and say why.
 //!
 //! Modules: `check` (issue `lspc check`), `queries` (code-intelligence commands and batch),
-//! `edits` (safe edits), `faults` (supervision and fault tolerance); `support` holds the
+//! `edits` (safe edits), `faults` (supervision and fault tolerance), `sessions` (warm sessions); `support` holds the
 //! `TestCommand` harness, temporary workspaces and `/proc` helpers.
 
 mod check;
@@ -11,4 +11,5 @@ mod edits;
 mod faults;
 mod mcp;
 mod queries;
+mod sessions;
 mod support;

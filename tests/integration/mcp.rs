@@ -18,7 +18,9 @@ struct Session {
 
 impl Session {
     fn start(root: &Path, extra: &[&str]) -> Session {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_lspc"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_lspc"));
+        crate::support::session_env(&mut command);
+        let mut child = command
             .arg("--root")
             .arg(root)
             .args(extra)
