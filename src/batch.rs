@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use crate::cli::{EXIT_OK, EXIT_SERVER};
-use crate::engine::{DiagnosticsOutcome, EngineHandle, EngineOptions, Op};
+use crate::engine::{DiagnosticsOutcome, EngineOptions, Op};
+use crate::exit::{EXIT_OK, EXIT_SERVER};
 use crate::query::command::{execute, QueryRequest};
 use crate::query::{
     CallDirection, ColumnOrSymbol, DefinitionKind, Queries, TextPosition, TypeDirection,
@@ -388,7 +388,7 @@ pub fn run_with(
     output: &mut dyn Write,
 ) -> i32 {
     let root = engine_options.config.root.clone();
-    let engine = EngineHandle::start(engine_options);
+    let engine = crate::session::start_engine(engine_options);
     let op_sender = engine.op_sender();
     let queries = Queries::new(op_sender.clone(), root.clone(), timeout);
     let mut buffer = Vec::new();

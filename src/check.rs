@@ -2,7 +2,7 @@
 //!
 //! Steps: list the files (directories walked honouring `.gitignore`, files no server serves
 //! skipped), ask the engine for each file's settled diagnostics, filter by `--severity`, apply the
-//! optional caps, render, and map the outcome to an exit status (see [`crate::cli`]).
+//! optional caps, render, and map the outcome to an exit status (see [`crate::exit`]).
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, select};
 
-use crate::cli::{EXIT_FOUND, EXIT_OK, EXIT_SERVER, EXIT_USAGE};
 use crate::diagnostics::{self, Severity};
 use crate::engine::{DiagnosticsOutcome, EngineHandle, EngineOptions, Op};
+use crate::exit::{EXIT_FOUND, EXIT_OK, EXIT_SERVER, EXIT_USAGE};
 use crate::output::{self, CheckReport, FileReport, FileState, Format, ServerFailure};
 use crate::walk;
 
@@ -47,7 +47,7 @@ impl Default for CheckOptions {
 }
 
 /// Run the check; returns the exit status. `tune` adjusts the engine options built from the
-/// config (the global `--restart`/`--max-file-size`, see [`crate::cli::tune_engine`]).
+/// config (the global `--restart`/`--max-file-size`, see [`crate::options::tune_engine`]).
 pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
     let config = &engine_options.config;
     let root = config.root.clone();
@@ -82,7 +82,7 @@ pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         return EXIT_USAGE;
     }
 
-    let engine = EngineHandle::start(engine_options);
+    let engine = crate::session::start_engine(engine_options);
     let results = wait_with_progress(&engine, files.clone(), options.timeout);
     let statuses = engine.status();
     engine.shutdown();

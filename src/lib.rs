@@ -2,7 +2,11 @@
 //!
 //! Code map (each module has one job; see its own `//!` doc for invariants):
 //!
-//! - [`cli`]: command-line parsing (lexopt) into [`cli::Command`]; no I/O besides reading arguments.
+//! - [`cli`]: command-line parsing (lexopt) into [`cli::Command`] and dispatch; the only module
+//!   that knows every command.
+//! - [`exit`]: the exit statuses every command shares.
+//! - [`options`]: the options every command shares ([`options::GlobalOptions`]) and how they
+//!   become a configuration and engine options.
 //! - [`config`]: `.lsp.json` loading (files, plugin folders, workspace, user file, built-in table),
 //!   variable expansion and extension routing. Produces [`config::Config`].
 //! - [`uri`]: canonical path <-> `file://` URI conversion. Documents are keyed by canonical path.
@@ -31,7 +35,9 @@ pub mod config;
 pub mod diagnostics;
 pub mod edit;
 pub mod engine;
+pub mod exit;
 pub mod mcp;
+pub mod options;
 pub mod output;
 pub mod process;
 pub mod query;
@@ -41,3 +47,6 @@ pub mod text;
 pub mod transport;
 pub mod uri;
 pub mod walk;
+
+#[cfg(test)]
+mod module_graph;

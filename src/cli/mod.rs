@@ -12,17 +12,16 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::check::{self, CheckOptions};
-use crate::config::{self, ConfigOptions};
-use crate::engine::{EngineOptions, RestartPolicy};
+use crate::config;
+use crate::engine::EngineOptions;
 use crate::mcp::cli::McpCliOptions;
 use crate::query::command::QueryOptions;
 use crate::query::TextPosition;
 
-/// Exit statuses shared by every command.
-pub const EXIT_OK: i32 = 0;
-pub const EXIT_FOUND: i32 = 1;
-pub const EXIT_USAGE: i32 = 2;
-pub const EXIT_SERVER: i32 = 3;
+pub use crate::exit::{EXIT_FOUND, EXIT_OK, EXIT_SERVER, EXIT_USAGE};
+pub use crate::options::{
+    config_options, engine_options, load_config, tune_engine, GlobalOptions, UsageError,
+};
 
 const USAGE: &str = "\
 lspc: a headless LSP client for agents and scripts
@@ -125,23 +124,6 @@ pub struct Args {
     pub command: Command,
 }
 
-/// Options every command accepts.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct GlobalOptions {
-    pub root: Option<PathBuf>,
-    pub config_files: Vec<PathBuf>,
-    pub plugin_dirs: Vec<PathBuf>,
-    pub trust: bool,
-    pub no_builtin: bool,
-    pub verbose: u8,
-    /// `--restart never|always|N`; `None` leaves each server's config in charge.
-    pub restart: Option<RestartPolicy>,
-    /// `--max-file-size BYTES`; `None` means the engine default (10 MiB).
-    pub max_file_size: Option<u64>,
-    /// `--session auto|never|always` or `LSPC_SESSION`; `None` is `auto`.
-    pub session: Option<crate::session::SessionMode>,
-}
-
 /// The command to run.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
@@ -186,25 +168,10 @@ pub enum Command {
     Version,
 }
 
-/// Why the command line could not be parsed; printed with the usage hint, exit status 2.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl From<lexopt::Error> for UsageError {
-    fn from(error: lexopt::Error) -> UsageError {
-        UsageError(error.to_string())
-    }
-}
-
 mod parse;
 
-pub use parse::{parse, parse_loc};
+pub use crate::query::parse_loc;
+pub use parse::parse;
 
 fn init_logging(verbose: u8) {
     let default = match verbose {
@@ -289,7 +256,6 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
 /// Runs one edit command on a fresh engine and prints its outcome.
 fn run_edit_command(engine_options: EngineOptions, command: Command) -> i32 {
     use crate::edit::commands::{self, CommandError, EditCommands};
-    use crate::engine::EngineHandle;
     let root = engine_options.config.root.clone();
     let timeout = match &command {
         Command::Rename { timeout, .. }
@@ -298,7 +264,7 @@ fn run_edit_command(engine_options: EngineOptions, command: Command) -> i32 {
         | Command::Edit { timeout, .. } => *timeout,
         _ => Duration::from_secs(30),
     };
-    let engine = EngineHandle::start(engine_options);
+    let engine = crate::session::start_engine(engine_options);
     let edits = EditCommands::new(engine.op_sender(), root.clone(), timeout);
     // A preview's stdout is a diff that must stay appliable, so its note goes to stderr.
     let render = |outcome: &commands::EditOutcome| {
@@ -366,49 +332,6 @@ fn run_edit_command(engine_options: EngineOptions, command: Command) -> i32 {
             }
         }
     }
-}
-
-/// The engine options for `config` with the global flags applied ([`tune_engine`]).
-pub fn engine_options(config: config::Config, global: &GlobalOptions) -> EngineOptions {
-    let mut options = EngineOptions::new(config);
-    tune_engine(global, &mut options);
-    options
-}
-
-/// Apply the global options that tune the engine (`--restart`, `--max-file-size`) to `engine`.
-/// Every command that starts an engine calls this on its [`EngineOptions`].
-pub fn tune_engine(global: &GlobalOptions, engine: &mut EngineOptions) {
-    if let Some(restart) = global.restart {
-        engine.restart = Some(restart);
-    }
-    if let Some(max_file_size) = global.max_file_size {
-        engine.max_file_size = max_file_size;
-    }
-    engine.session = global.session.unwrap_or_default();
-}
-
-/// What [`load_config`] reads for `global` (also kept by `lspc mcp` to reload on changes).
-pub fn config_options(global: &GlobalOptions) -> ConfigOptions {
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let root = config::workspace_root(&cwd, global.root.as_deref());
-    let mut options = ConfigOptions::new(root);
-    options.config_files = global.config_files.clone();
-    options.plugin_dirs = global.plugin_dirs.clone();
-    options.trust_workspace = global.trust;
-    options.builtin = !global.no_builtin;
-    options
-}
-
-/// Load the configuration for `global`, printing its errors and notes on stderr.
-pub fn load_config(global: &GlobalOptions) -> config::Config {
-    let config = config::load(&config_options(global));
-    for error in &config.errors {
-        eprintln!("lspc: config error: {error}");
-    }
-    for note in &config.notes {
-        eprintln!("lspc: {note}");
-    }
-    config
 }
 
 /// Write to stdout; a closed pipe (`lspc servers | head -1`) is success.

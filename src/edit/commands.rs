@@ -910,7 +910,7 @@ pub fn render_outcome(outcome: &EditOutcome, root: &Path) -> String {
     out
 }
 
-/// Parses a LOC as the queries do ([`crate::cli::parse_loc`]: `FILE:LINE:COLUMN`, or `FILE:LINE`
+/// Parses a LOC as the queries do ([`crate::query::parse_loc`]: `FILE:LINE:COLUMN`, or `FILE:LINE`
 /// with `symbol` and an optional 1-based `occurrence`), and also `FILE:LINE:NAME` (the first
 /// occurrence of NAME on the line) when no `symbol` is given. Lines and columns are 1-based,
 /// columns in Unicode characters. Errors are usage messages.
@@ -919,7 +919,7 @@ pub fn parse_position(
     symbol: Option<&str>,
     occurrence: Option<u32>,
 ) -> Result<TextPosition, String> {
-    let parsed = crate::cli::parse_loc(text, symbol, occurrence);
+    let parsed = crate::query::parse_loc(text, symbol, occurrence);
     if parsed.is_ok() || symbol.is_some() || occurrence.is_some() {
         return parsed;
     }
@@ -930,7 +930,7 @@ pub fn parse_position(
                 && !name.bytes().all(|byte| byte.is_ascii_digit())
                 && line.bytes().all(|byte| byte.is_ascii_digit()) =>
         {
-            crate::cli::parse_loc(&format!("{file}:{line}"), Some(name), None)
+            crate::query::parse_loc(&format!("{file}:{line}"), Some(name), None)
         }
         _ => parsed,
     }

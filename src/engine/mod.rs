@@ -35,10 +35,41 @@ use serde_json::Value;
 use crate::config::Config;
 use crate::diagnostics::Diagnostic;
 use crate::process::ServerId;
-pub use crate::session::SessionMode;
 use crate::text::PositionEncoding;
 pub use event_loop::frontend_events::DiagnosticsPublished;
 pub use supervisor::RestartPolicy;
+
+/// `--session auto|never|always` (also `LSPC_SESSION`): where a command's engine runs
+/// (`crate::session`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SessionMode {
+    /// Use the workspace's running session if there is one, else run in process (the default).
+    #[default]
+    Auto,
+    /// Always run in process.
+    Never,
+    /// Use the workspace's session, starting it when none runs.
+    Always,
+    /// This process is the session (`LSPC_SESSION=serve`, set only by lspc when it starts one).
+    Serve,
+}
+
+impl std::str::FromStr for SessionMode {
+    type Err = String;
+
+    /// `auto`, `never` or `always`; `serve` is reserved for the session process lspc starts.
+    fn from_str(value: &str) -> Result<SessionMode, String> {
+        match value {
+            "auto" => Ok(SessionMode::Auto),
+            "never" => Ok(SessionMode::Never),
+            "always" => Ok(SessionMode::Always),
+            "serve" => Ok(SessionMode::Serve),
+            other => Err(format!(
+                "--session: expected auto, never or always, got {other:?}"
+            )),
+        }
+    }
+}
 
 /// Settings of one engine run. Durations are wall-clock.
 #[derive(Debug, Clone)]
@@ -65,7 +96,7 @@ pub struct EngineOptions {
     /// Warn when another lspc process runs the same server for the same workspace (issue 6).
     pub warn_duplicates: bool,
     /// Where the engine runs: in this process, or in the workspace's warm session
-    /// ([`crate::session`]; `--session`, `LSPC_SESSION`). [`EngineOptions::new`] runs in process.
+    /// (`crate::session`; `--session`, `LSPC_SESSION`). [`EngineOptions::new`] runs in process.
     pub session: SessionMode,
 }
 
@@ -412,15 +443,6 @@ pub struct EngineHandle {
 }
 
 impl EngineHandle {
-    /// The engine `options.session` asks for: the workspace's warm session when one runs (or,
-    /// for [`SessionMode::Always`], after starting it), else a loop in this process
-    /// ([`EngineHandle::start_local`]). Frontends cannot tell the two apart: the session answers
-    /// the same [`Op`]s over its socket ([`crate::session`]). In [`SessionMode::Serve`] (the
-    /// session process itself) this serves the session and never returns.
-    pub fn start(options: EngineOptions) -> EngineHandle {
-        crate::session::engine_for(options)
-    }
-
     /// A handle whose ops go to `op_sender`, served by `thread` (the session client's proxy):
     /// dropping the handle sends [`Op::Shutdown`] and joins `thread`.
     pub(crate) fn from_parts(
@@ -434,8 +456,9 @@ impl EngineHandle {
     }
 
     /// Start the loop in this process on its own long-lived thread `"lspc-engine"`; servers are
-    /// spawned from that thread (their parent-death signal is tied to it).
-    pub fn start_local(options: EngineOptions) -> EngineHandle {
+    /// spawned from that thread (their parent-death signal is tied to it). Commands start their
+    /// engine with `crate::session::start_engine`, which honours [`EngineOptions::session`].
+    pub fn start(options: EngineOptions) -> EngineHandle {
         let (op_sender, op_receiver) = unbounded();
         let thread = thread::Builder::new()
             .name("lspc-engine".to_owned())

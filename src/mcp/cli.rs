@@ -1,5 +1,5 @@
 //! The `lspc mcp` command: its options, single-server configuration (`lspc mcp -- SERVER ARGS`)
-//! and start-up. Parsing of the shared options lives in `crate::cli`; this file holds what only
+//! and start-up. Parsing of the shared options lives in `crate::cli` (their types in `crate::options`); this file holds what only
 //! `mcp` needs.
 
 use std::collections::BTreeMap;
@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::cli::{load_config, GlobalOptions, UsageError, EXIT_USAGE};
 use crate::config::{self, Config, ConfigOrigin, ServerConfig, Transport};
+use crate::exit::EXIT_USAGE;
+use crate::options::{load_config, GlobalOptions, UsageError};
 
 /// `lspc mcp` options.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -150,13 +151,13 @@ pub fn run(global: &GlobalOptions, options: McpCliOptions) -> i32 {
     } else {
         config
     };
-    let mut engine = crate::cli::engine_options(config, global);
+    let mut engine = crate::options::engine_options(config, global);
     if let Some(limit) = options.open_documents {
         engine.max_open_documents = limit.max(1);
     }
     let mut mcp = super::McpOptions::new(engine);
     if options.server_command.is_none() {
-        mcp.reload = Some(crate::cli::config_options(global));
+        mcp.reload = Some(crate::options::config_options(global));
     }
     if let Some(timeout) = options.timeout {
         mcp.timeout = timeout;

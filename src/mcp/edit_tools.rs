@@ -15,7 +15,7 @@ use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
-use super::tools::{
+use super::tool_arguments::{
     arg_bool, arg_str, arg_u32, display_path, required_file, text_position, ToolContext,
     ToolFailure,
 };
@@ -87,7 +87,7 @@ fn span_schema(extra: &[(&str, Value)], required: &[&str]) -> Value {
 /// `(description, inputSchema, outputSchema, readOnly)` of an edit tool, `None` for other names.
 pub fn definition(name: &str) -> Option<(&'static str, Value, Value, bool)> {
     let position = |extra: &[(&str, Value)], required: &[&str]| -> Value {
-        let mut schema = super::tools::position_schema(extra);
+        let mut schema = super::tool_arguments::position_schema(extra);
         if let Some(list) = schema["required"].as_array_mut() {
             list.extend(required.iter().map(|key| json!(key)));
         }
@@ -211,7 +211,7 @@ pub fn run(
                 }
                 let mut json =
                     json!({ "actions": serde_json::to_value(&actions).unwrap_or(json!([])) });
-                super::tools::clean_json(&mut json, root);
+                super::tool_arguments::clean_json(&mut json, root);
                 Ok((json, text))
             })()
         }

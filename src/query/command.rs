@@ -4,7 +4,7 @@
 //! [`execute`] is shared with `lspc batch`, so a batch answer's `result` is exactly what
 //! `lspc <command> --format json` prints. JSON paths are relative to the root; positions are
 //! 1-based lines and 1-based character columns. Exit statuses: 0 found, 1 nothing found, 2 usage
-//! error, 3 server failure (see [`crate::cli`]).
+//! error, 3 server failure (see [`crate::exit`]).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -16,8 +16,8 @@ use super::{
     render, CallDirection, DefinitionKind, Queries, QueryError, RelativePaths, TextPosition,
     TypeDirection,
 };
-use crate::cli::{EXIT_FOUND, EXIT_OK, EXIT_SERVER};
-use crate::engine::{EngineHandle, EngineOptions};
+use crate::engine::EngineOptions;
+use crate::exit::{EXIT_FOUND, EXIT_OK, EXIT_SERVER};
 
 /// One query, with its arguments already parsed.
 #[derive(Debug, Clone, PartialEq)]
@@ -240,7 +240,7 @@ pub struct QueryOptions {
 /// Run one query command; returns the exit status.
 pub fn run(engine_options: EngineOptions, options: &QueryOptions) -> i32 {
     let root = engine_options.config.root.clone();
-    let engine = EngineHandle::start(engine_options);
+    let engine = crate::session::start_engine(engine_options);
     let queries = Queries::new(engine.op_sender(), root, options.timeout);
     let outcome = execute(&queries, &options.request);
     engine.shutdown();

@@ -28,6 +28,7 @@
 pub mod command;
 pub mod hover;
 pub mod locations;
+pub mod position;
 pub mod render;
 pub mod symbols;
 
@@ -44,6 +45,7 @@ use crate::engine::{request_with, sync_with, EngineError, Op, ServerInfo, Synced
 use crate::text::{find_symbol_column, LineIndex};
 use crate::uri;
 use locations::{parse_locations, parse_range, SourceFiles};
+pub use position::parse_loc;
 
 /// How often a readiness wait re-reads the server's progress state.
 const READINESS_POLL: Duration = Duration::from_millis(200);
@@ -304,15 +306,15 @@ pub enum QueryError {
 
 impl QueryError {
     /// 2 for usage errors (bad position, symbol, file, no server), 3 for server failures and
-    /// unsupported operations (see [`crate::cli`]).
+    /// unsupported operations (see [`crate::exit`]).
     pub fn exit_status(&self) -> i32 {
         match self {
             QueryError::Engine(EngineError::InvalidInput(_))
             | QueryError::InvalidPosition(_)
             | QueryError::Symbol(_)
             | QueryError::NoServer(_)
-            | QueryError::File(_) => crate::cli::EXIT_USAGE,
-            QueryError::Engine(_) | QueryError::Unsupported { .. } => crate::cli::EXIT_SERVER,
+            | QueryError::File(_) => crate::exit::EXIT_USAGE,
+            QueryError::Engine(_) | QueryError::Unsupported { .. } => crate::exit::EXIT_SERVER,
         }
     }
 }

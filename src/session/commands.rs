@@ -11,8 +11,8 @@ use super::client::{self, AttachError, ConnectError};
 use super::paths::{self, SessionPaths};
 use super::wire::{SessionInfo, WireOp};
 use super::SessionMode;
-use crate::cli::{EXIT_FOUND, EXIT_OK, EXIT_SERVER};
 use crate::engine::EngineOptions;
+use crate::exit::{EXIT_FOUND, EXIT_OK, EXIT_SERVER};
 
 /// `lspc session ...`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -27,38 +27,8 @@ pub mod wire;
 
 use std::time::Duration;
 
+pub use crate::engine::SessionMode;
 use crate::engine::{EngineHandle, EngineOptions};
-
-/// `--session auto|never|always` (also `LSPC_SESSION`): where a command's engine runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SessionMode {
-    /// Use the workspace's running session if there is one, else run in process (the default).
-    #[default]
-    Auto,
-    /// Always run in process.
-    Never,
-    /// Use the workspace's session, starting it when none runs.
-    Always,
-    /// This process is the session (`LSPC_SESSION=serve`, set only by lspc when it starts one).
-    Serve,
-}
-
-impl std::str::FromStr for SessionMode {
-    type Err = String;
-
-    /// `auto`, `never` or `always`; `serve` is reserved for the session process lspc starts.
-    fn from_str(value: &str) -> Result<SessionMode, String> {
-        match value {
-            "auto" => Ok(SessionMode::Auto),
-            "never" => Ok(SessionMode::Never),
-            "always" => Ok(SessionMode::Always),
-            "serve" => Ok(SessionMode::Serve),
-            other => Err(format!(
-                "--session: expected auto, never or always, got {other:?}"
-            )),
-        }
-    }
-}
 
 /// How long a session waits with no client before it exits, unless `--idle` or
 /// `LSPC_SESSION_IDLE` says otherwise.
@@ -104,12 +74,15 @@ pub fn idle_from_env() -> Duration {
     }
 }
 
-/// What [`EngineHandle::start`] does: see [`SessionMode`]. A session that cannot be reached or
-/// started under `always` is reported on stderr and the command runs in process, so it still
-/// answers correctly.
-pub fn engine_for(options: EngineOptions) -> EngineHandle {
+/// The engine every command starts: the one `options.session` asks for (see [`SessionMode`]).
+/// The workspace's warm session when one runs (or, for `always`, after starting it), else a loop
+/// in this process ([`EngineHandle::start`]). Frontends cannot tell the two apart: the session
+/// answers the same ops over its socket. A session that cannot be reached or started is reported
+/// on stderr and the command runs in process, so it still answers correctly. In
+/// [`SessionMode::Serve`] (the session process itself) this serves the session and exits.
+pub fn start_engine(options: EngineOptions) -> EngineHandle {
     match options.session {
-        SessionMode::Never => EngineHandle::start_local(options),
+        SessionMode::Never => EngineHandle::start(options),
         SessionMode::Serve => {
             let status = server::serve(options, idle_from_env());
             std::process::exit(status);
@@ -117,10 +90,10 @@ pub fn engine_for(options: EngineOptions) -> EngineHandle {
         mode @ (SessionMode::Auto | SessionMode::Always) => {
             match client::attach(&options, mode == SessionMode::Always) {
                 Ok(handle) => handle,
-                Err(client::AttachError::NotRunning) => EngineHandle::start_local(options),
+                Err(client::AttachError::NotRunning) => EngineHandle::start(options),
                 Err(client::AttachError::Failed(error)) => {
                     eprintln!("lspc: warning: {error}; running without a session");
-                    EngineHandle::start_local(options)
+                    EngineHandle::start(options)
                 }
             }
         }

@@ -101,10 +101,10 @@ pub fn serve(mut options: EngineOptions, idle: Duration) -> i32 {
     options.session = SessionMode::Never;
     let dir = match paths::runtime_dir(true) {
         Ok(Some(dir)) => dir,
-        Ok(None) => return crate::cli::EXIT_SERVER,
+        Ok(None) => return crate::exit::EXIT_SERVER,
         Err(error) => {
             eprintln!("lspc session: {error}");
-            return crate::cli::EXIT_SERVER;
+            return crate::exit::EXIT_SERVER;
         }
     };
     let paths = SessionPaths::new(&dir, &key);
@@ -112,11 +112,11 @@ pub fn serve(mut options: EngineOptions, idle: Duration) -> i32 {
         Ok(Some(listener)) => listener,
         Ok(None) => {
             eprintln!("lspc session: another session already serves {key}");
-            return crate::cli::EXIT_OK;
+            return crate::exit::EXIT_OK;
         }
         Err(error) => {
             eprintln!("lspc session: {error}");
-            return crate::cli::EXIT_SERVER;
+            return crate::exit::EXIT_SERVER;
         }
     };
     if let Ok(metadata) = std::fs::symlink_metadata(&paths.socket) {
@@ -142,7 +142,7 @@ pub fn serve(mut options: EngineOptions, idle: Duration) -> i32 {
         hello.pid,
         idle.as_secs()
     );
-    let engine = EngineHandle::start_local(options);
+    let engine = EngineHandle::start(options);
     let shared = Arc::new(Shared {
         hello,
         started: Instant::now(),
@@ -179,7 +179,7 @@ pub fn serve(mut options: EngineOptions, idle: Duration) -> i32 {
     remove_own_socket();
     engine.shutdown();
     eprintln!("lspc session {key}: stopped");
-    crate::cli::EXIT_OK
+    crate::exit::EXIT_OK
 }
 
 /// What every connection thread reads.

@@ -1,0 +1,209 @@
+//! Writing a validated [`Plan`]: the disk re-checked, writes then deletes in path order through
+//! atomic temporary files (fsync, rename, permissions kept), and rollback of what was done when a
+//! write fails half-way.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::validate::{Original, Plan, Slot};
+use super::{EditError, EditReport, FileChange};
+
+// ----- writing ---------------------------------------------------------------------------------
+
+/// One completed disk step, for rollback.
+pub(super) enum Done {
+    /// `path` was written (or deleted); restore `original` (remove the file when `None`).
+    Touched {
+        path: PathBuf,
+        original: Option<Original>,
+    },
+    /// A folder created for a new file.
+    Folder(PathBuf),
+}
+
+impl Plan {
+    pub(super) fn report(&self) -> EditReport {
+        let files = self
+            .slots
+            .iter()
+            .filter(|(_, slot)| slot.changes())
+            .map(|(path, slot)| FileChange {
+                path: path.clone(),
+                before: slot
+                    .original
+                    .as_ref()
+                    .map(|original| String::from_utf8_lossy(&original.bytes).into_owned()),
+                after: slot
+                    .content
+                    .as_ref()
+                    .map(|content| String::from_utf8_lossy(content).into_owned()),
+            })
+            .collect();
+        EditReport {
+            operations: self.operations.clone(),
+            files,
+            written: false,
+        }
+    }
+
+    /// Writes every changed slot (writes first, then deletes, each in path order); on failure
+    /// restores what was done, newest first.
+    pub(super) fn write(
+        &self,
+        hook: &mut dyn FnMut(&Path) -> std::io::Result<()>,
+    ) -> Result<(), EditError> {
+        // The disk must still be as validated: a file changed since then is not overwritten.
+        for (path, slot) in self.slots.iter().filter(|(_, slot)| slot.changes()) {
+            let now = match fs::read(path) {
+                Ok(bytes) => Some(bytes),
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+                Err(error) => {
+                    return Err(EditError::Io {
+                        path: path.clone(),
+                        message: error.to_string(),
+                    })
+                }
+            };
+            if now.as_deref() != slot.original.as_ref().map(|o| o.bytes.as_slice()) {
+                return Err(EditError::ChangedOnDisk { path: path.clone() });
+            }
+        }
+        let mut done: Vec<Done> = Vec::new();
+        let writes = self
+            .slots
+            .iter()
+            .filter(|(_, slot)| slot.changes() && slot.content.is_some());
+        let deletes = self
+            .slots
+            .iter()
+            .filter(|(_, slot)| slot.changes() && slot.content.is_none());
+        for (path, slot) in writes.chain(deletes) {
+            let result = self.write_one(path, slot, hook, &mut done);
+            if let Err(error) = result {
+                let (restored, restore_errors) = rollback(done);
+                return Err(EditError::WriteFailed {
+                    path: path.clone(),
+                    message: error.to_string(),
+                    restored,
+                    restore_errors,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn write_one(
+        &self,
+        path: &Path,
+        slot: &Slot,
+        hook: &mut dyn FnMut(&Path) -> std::io::Result<()>,
+        done: &mut Vec<Done>,
+    ) -> std::io::Result<()> {
+        hook(path)?;
+        match &slot.content {
+            Some(content) => {
+                if let Some(parent) = path.parent() {
+                    let mut missing = Vec::new();
+                    let mut folder = parent;
+                    while !folder.exists() {
+                        missing.push(folder.to_path_buf());
+                        match folder.parent() {
+                            Some(up) => folder = up,
+                            None => break,
+                        }
+                    }
+                    for folder in missing.into_iter().rev() {
+                        fs::create_dir(&folder)?;
+                        done.push(Done::Folder(folder));
+                    }
+                }
+                write_atomically(path, content, slot.permissions.as_ref())?;
+            }
+            None => fs::remove_file(path)?,
+        }
+        done.push(Done::Touched {
+            path: path.to_path_buf(),
+            original: slot.original.clone(),
+        });
+        Ok(())
+    }
+}
+
+impl Slot {
+    pub(super) fn changes(&self) -> bool {
+        !self.is_folder && self.original.as_ref().map(|o| &o.bytes) != self.content.as_ref()
+    }
+}
+
+/// Undo `done`, newest first. Returns the paths restored and the errors of those that failed.
+pub(super) fn rollback(done: Vec<Done>) -> (Vec<PathBuf>, Vec<String>) {
+    let mut restored = Vec::new();
+    let mut errors = Vec::new();
+    for step in done.into_iter().rev() {
+        match step {
+            Done::Touched { path, original } => {
+                let result = match &original {
+                    Some(original) => {
+                        write_atomically(&path, &original.bytes, Some(&original.permissions))
+                    }
+                    None => fs::remove_file(&path),
+                };
+                match result {
+                    Ok(()) => restored.push(path),
+                    Err(error) => errors.push(format!("{}: {error}", path.display())),
+                }
+            }
+            Done::Folder(folder) => {
+                if let Err(error) = fs::remove_dir(&folder) {
+                    errors.push(format!("{}: {error}", folder.display()));
+                }
+            }
+        }
+    }
+    restored.reverse();
+    (restored, errors)
+}
+
+pub(super) static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Writes `content` to `path` through a temporary file in the same folder (fsync, then rename),
+/// so readers see the old or the new file, never a half-written one. `permissions` (the replaced
+/// file's) are applied to the new file; the folder is fsynced best-effort.
+pub(crate) fn write_atomically(
+    path: &Path,
+    content: &[u8],
+    permissions: Option<&fs::Permissions>,
+) -> std::io::Result<()> {
+    let folder = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temp = folder.join(format!(
+        ".{name}.lspc-{}-{}.tmp",
+        std::process::id(),
+        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let result = (|| {
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)?;
+        file.write_all(content)?;
+        if let Some(permissions) = permissions {
+            file.set_permissions(permissions.clone())?;
+        }
+        file.sync_all()?;
+        fs::rename(&temp, path)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    result?;
+    if let Ok(folder) = fs::File::open(folder) {
+        let _ = folder.sync_all();
+    }
+    Ok(())
+}

@@ -1,0 +1,174 @@
+//! Document sync: reading a file into the document store and bringing every running server that
+//! claims it up to date (`didOpen`, `didChange`, `didSave`), `Op::Sync` waits for servers to start,
+//! and closing documents beyond the LRU bound (`didClose`).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crossbeam_channel::Sender;
+use serde_json::{json, Value};
+
+use super::super::documents::{read_text_with, DiskStamp, Refresh};
+use super::super::{EngineError, SyncedDocument};
+use super::State;
+use crate::process::ServerId;
+use crate::uri;
+
+/// A sync waiting for its servers to start.
+pub(super) struct PendingSync {
+    pub(super) path: PathBuf,
+    pub(super) deadline: Instant,
+    pub(super) reply: Sender<Result<SyncedDocument, EngineError>>,
+}
+
+impl State {
+    /// Read the file and bring every running server that claims it up to date: `didOpen` for
+    /// servers that do not have it, `didChange` (+ `didSave` where asked) for servers holding an
+    /// older version.
+    pub(super) fn sync_document(&mut self, path: &Path) -> Result<(), EngineError> {
+        let cannot_read = |error: &dyn std::fmt::Display| {
+            EngineError::InvalidInput(format!("cannot read {}: {error}", path.display()))
+        };
+        let metadata = std::fs::metadata(path).map_err(|error| cannot_read(&error))?;
+        if !self.documents.unchanged_on_disk(path, &metadata) {
+            let read_at = std::time::SystemTime::now();
+            let text = read_text_with(path, &metadata, self.options.max_file_size)
+                .map_err(|error| cannot_read(&error))?;
+            let uri = uri::path_to_uri(path)
+                .map_err(|error| EngineError::InvalidInput(error.to_string()))?
+                .as_str()
+                .to_owned();
+            let refresh = self.documents.refresh(path, uri, text);
+            self.documents
+                .set_stamp(path, DiskStamp::of(&metadata, read_at));
+            if refresh == Refresh::Changed {
+                // Seed 003: after an edit, the file's diagnostics start over.
+                self.store.clear_file(path);
+            }
+        }
+        for index in self.options.config.servers_for_path(path) {
+            let server_id = ServerId(index as u32);
+            if !self.servers[index].is_running() {
+                continue;
+            }
+            self.open_on_server(server_id, path);
+        }
+        Ok(())
+    }
+
+    pub(super) fn open_on_server(&mut self, server_id: ServerId, path: &Path) {
+        let Some(doc) = self.documents.get_mut(path) else {
+            return;
+        };
+        let server = &self.servers[server_id.0 as usize];
+        if !server.is_running() {
+            return;
+        }
+        match doc.open_on.get(&server_id) {
+            Some(&(version, _)) if version == doc.version => {}
+            Some(_) => {
+                server.notify(
+                    "textDocument/didChange",
+                    json!({
+                        "textDocument": { "uri": doc.uri, "version": doc.version },
+                        "contentChanges": [{ "text": &*doc.text }]
+                    }),
+                );
+                if let Some(include_text) = server.save {
+                    let mut params = json!({ "textDocument": { "uri": doc.uri } });
+                    if include_text {
+                        params["text"] = Value::String(doc.text.to_string());
+                    }
+                    server.notify("textDocument/didSave", params);
+                }
+                doc.open_on.insert(server_id, (doc.version, Instant::now()));
+            }
+            None => {
+                let language_id = self
+                    .options
+                    .config
+                    .language_id(server_id.0 as usize, path)
+                    .unwrap_or("plaintext")
+                    .to_owned();
+                server.notify(
+                    "textDocument/didOpen",
+                    json!({
+                        "textDocument": {
+                            "uri": doc.uri,
+                            "languageId": language_id,
+                            "version": doc.version,
+                            "text": &*doc.text
+                        }
+                    }),
+                );
+                doc.open_on.insert(server_id, (doc.version, Instant::now()));
+            }
+        }
+    }
+
+    pub(super) fn evict_documents(&mut self) {
+        for path in self
+            .documents
+            .eviction_candidates(self.options.max_open_documents)
+        {
+            let Some(doc) = self.documents.forget(&path) else {
+                continue;
+            };
+            for server_id in doc.open_on.keys() {
+                let server = &self.servers[server_id.0 as usize];
+                server.notify(
+                    "textDocument/didClose",
+                    json!({ "textDocument": { "uri": doc.uri } }),
+                );
+            }
+            log::debug!("closed {} (LRU bound)", path.display());
+        }
+    }
+    pub(super) fn advance_syncs(&mut self, now: Instant) {
+        let mut still_waiting = Vec::new();
+        for sync in std::mem::take(&mut self.syncs) {
+            let indexes = self.options.config.servers_for_path(&sync.path);
+            let starting = indexes
+                .iter()
+                .any(|&index| self.servers[index].is_starting());
+            if starting && now < sync.deadline {
+                still_waiting.push(sync);
+                continue;
+            }
+            let result = self.finish_sync(&sync.path, &indexes);
+            let _ = sync.reply.send(result);
+        }
+        self.syncs = still_waiting;
+    }
+
+    pub(super) fn finish_sync(
+        &mut self,
+        path: &Path,
+        indexes: &[usize],
+    ) -> Result<SyncedDocument, EngineError> {
+        let running: Vec<usize> = indexes
+            .iter()
+            .copied()
+            .filter(|&index| self.servers[index].is_running())
+            .collect();
+        if running.is_empty() {
+            let first = &self.servers[indexes[0]];
+            return Err(first.failure().unwrap_or(EngineError::Spawn {
+                server: first.config.name.clone(),
+                message: "still starting when the timeout hit".to_owned(),
+            }));
+        }
+        self.sync_document(path)?;
+        let doc = self.documents.get(path).ok_or(EngineError::Gone)?;
+        Ok(SyncedDocument {
+            path: path.to_path_buf(),
+            text: Arc::clone(&doc.text),
+            version: doc.version,
+            servers: running
+                .iter()
+                .map(|&index| self.servers[index].info())
+                .collect(),
+        })
+    }
+}

@@ -1,0 +1,678 @@
+//! One server's lifecycle: its slot ([`Server`]) and the state machine
+//! `NotStarted` -> `Starting` (spawned, `initialize` sent, startup deadline) -> `Running` ->
+//! `Failed` (crashed: restart after backoff per the [`Supervisor`] policy, or given up for good).
+//!
+//! Read top to bottom: start ([`State::ensure_started`]), initialize
+//! ([`State::on_initialized`]), fail ([`State::fail_server`]), restart
+//! ([`State::fire_restarts`]), hung detection, close ([`State::on_closed`]) and the startup deadline.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lsp_server::{Message, Notification, Request, RequestId, ResponseError};
+use serde_json::{json, Value};
+
+use super::super::settle::PublishInfo;
+use super::super::supervisor::{
+    CrashDecision, RestartPolicy, Supervisor, HUNG_AFTER_MISSED_DEADLINES,
+};
+use super::super::watchdog::Watchdog;
+use super::super::{client_capabilities, EngineError, EngineOptions, ServerInfo};
+use super::{Purpose, Retry, State};
+use crate::config::{ServerConfig, Transport};
+use crate::process::{self, ServerId, ServerProcess, SpawnSpec};
+use crate::text::PositionEncoding;
+use crate::transport::Outgoing;
+use crate::uri;
+
+/// A server slot: config, process state, negotiated facts.
+pub(super) struct Server {
+    pub(super) server_id: ServerId,
+    pub(super) config: ServerConfig,
+    pub(super) workspace_folder: PathBuf,
+    pub(super) root_uri: String,
+    pub(super) generation: u32,
+    pub(super) state: ServerState,
+    /// From the first process's `initialize` result.
+    pub(super) capabilities: Arc<Value>,
+    pub(super) encoding: PositionEncoding,
+    /// Pull diagnostics: static `diagnosticProvider` or a dynamic registration.
+    pub(super) pull_diagnostics: bool,
+    /// A static `diagnosticProvider`, and the live dynamic registrations of
+    /// `textDocument/diagnostic` (pyright registers, re-registers and unregisters at start-up).
+    pub(super) static_pull: bool,
+    pub(super) pull_registrations: BTreeSet<String>,
+    /// `textDocumentSync.save` asked for: `Some(include_text)`.
+    pub(super) save: Option<bool>,
+    pub(super) active_progress: BTreeSet<String>,
+    pub(super) last_progress_change: Option<Instant>,
+    /// The last publish per document.
+    pub(super) publishes: HashMap<PathBuf, PublishInfo>,
+    /// The diagnostics of the last publish or full pull per document exactly as the server sent
+    /// them (its encoding, `data` kept), for code-action contexts ([`Op::RawDiagnostics`]).
+    pub(super) raw_diagnostics: HashMap<PathBuf, Vec<Value>>,
+    /// Restart policy, crash streak and hung detection (see [`super::supervisor`]).
+    pub(super) supervisor: Supervisor,
+    /// Whether some process of this server ever answered `initialize`: only then is an exit a
+    /// crash under the restart policy; before, it is a startup failure (fails at once).
+    pub(super) ever_initialized: bool,
+    /// Kills the process group if lspc dies without stopping the server (B26).
+    pub(super) watchdog: Option<Watchdog>,
+    pub(super) next_request_id: i32,
+}
+
+pub(super) enum ServerState {
+    NotStarted,
+    Starting {
+        process: ServerProcess,
+        initialize_id: i32,
+        deadline: Instant,
+    },
+    Running {
+        process: ServerProcess,
+    },
+    /// Crashed or failed to start; `permanent` once restarts are used up (or never allowed).
+    Failed {
+        reason: EngineError,
+        permanent: bool,
+    },
+}
+
+impl Server {
+    /// A slot for `config`, not started (also used by a configuration reload).
+    pub(super) fn new(
+        options: &EngineOptions,
+        server_id: ServerId,
+        config: &ServerConfig,
+    ) -> Server {
+        let root = options.config.root.clone();
+        let workspace_folder = config
+            .workspace_folder
+            .clone()
+            .unwrap_or_else(|| root.clone());
+        let root_uri = uri::path_to_uri(&workspace_folder)
+            .map(|uri| uri.as_str().to_owned())
+            .unwrap_or_else(|_| "file:///".to_owned());
+        Server {
+            server_id,
+            config: config.clone(),
+            workspace_folder,
+            root_uri,
+            generation: 0,
+            state: ServerState::NotStarted,
+            capabilities: Arc::new(Value::Null),
+            encoding: PositionEncoding::Utf16,
+            pull_diagnostics: false,
+            static_pull: false,
+            pull_registrations: BTreeSet::new(),
+            save: None,
+            active_progress: BTreeSet::new(),
+            last_progress_change: None,
+            publishes: HashMap::new(),
+            raw_diagnostics: HashMap::new(),
+            supervisor: Supervisor::new(options.restart.unwrap_or(RestartPolicy::from_config(
+                config.restart_on_crash,
+                config.max_restarts,
+            ))),
+            ever_initialized: false,
+            watchdog: None,
+            next_request_id: 0,
+        }
+    }
+
+    pub(super) fn process(&self) -> Option<&ServerProcess> {
+        match &self.state {
+            ServerState::Running { process } | ServerState::Starting { process, .. } => {
+                Some(process)
+            }
+            _ => None,
+        }
+    }
+
+    pub(super) fn is_running(&self) -> bool {
+        matches!(self.state, ServerState::Running { .. })
+    }
+
+    pub(super) fn is_starting(&self) -> bool {
+        matches!(self.state, ServerState::Starting { .. })
+    }
+
+    pub(super) fn info(&self) -> ServerInfo {
+        ServerInfo {
+            server_id: self.server_id,
+            name: self.config.name.clone(),
+            encoding: self.encoding,
+            capabilities: Arc::clone(&self.capabilities),
+            busy: !self.active_progress.is_empty(),
+        }
+    }
+
+    pub(super) fn send(&self, message: Message) {
+        if let Some(process) = self.process() {
+            if process.send(Outgoing::Message(message)).is_err() {
+                log::debug!(
+                    "{}: writer gone; the reader will report the exit",
+                    self.config.name
+                );
+            }
+        }
+    }
+
+    pub(super) fn notify(&self, method: &str, params: Value) {
+        self.send(Message::Notification(Notification {
+            method: method.to_owned(),
+            params,
+        }));
+    }
+
+    pub(super) fn next_id(&mut self) -> i32 {
+        self.next_request_id += 1;
+        self.next_request_id
+    }
+
+    pub(super) fn failure(&self) -> Option<EngineError> {
+        match &self.state {
+            ServerState::Failed { reason, .. } => Some(reason.clone()),
+            _ => None,
+        }
+    }
+
+    /// The failure, only when it is for good (no restart will come).
+    pub(super) fn permanent_failure(&self) -> Option<EngineError> {
+        match &self.state {
+            ServerState::Failed {
+                reason,
+                permanent: true,
+            } => Some(reason.clone()),
+            _ => None,
+        }
+    }
+
+    /// Crashed and waiting for its backoff to end before restarting.
+    pub(super) fn is_restart_pending(&self) -> bool {
+        matches!(
+            self.state,
+            ServerState::Failed {
+                permanent: false,
+                ..
+            }
+        ) && self.supervisor.restart_at().is_some()
+    }
+}
+
+impl State {
+    /// Start the server if it has not started yet (seed 000's lazy start), or restart it after a
+    /// crash once its backoff is over (see [`Self::fire_restarts`]); a server given up stays down.
+    pub(super) fn ensure_started(&mut self, server_id: ServerId) {
+        if self.shutting_down {
+            return;
+        }
+        let now = Instant::now();
+        let server = &mut self.servers[server_id.0 as usize];
+        match &server.state {
+            ServerState::NotStarted => {}
+            ServerState::Failed {
+                permanent: false, ..
+            } => {
+                if !server.supervisor.take_due_restart(now) {
+                    // Still backing off; `fire_restarts` starts it when the backoff ends.
+                    return;
+                }
+                log::warn!(
+                    "{}: restarting after a crash (restart {}, crash {} of this streak, policy {})",
+                    server.config.name,
+                    server.supervisor.total_restarts(),
+                    server.supervisor.streak(),
+                    server.supervisor.policy()
+                );
+            }
+            _ => return,
+        }
+        if server.config.transport == Transport::Socket {
+            server.state = ServerState::Failed {
+                reason: EngineError::Spawn {
+                    server: server.config.name.clone(),
+                    message: "transport \"socket\" is not supported; use \"stdio\"".to_owned(),
+                },
+                permanent: true,
+            };
+            return;
+        }
+        let Some(command) = server.config.resolved_command.clone() else {
+            server.state = ServerState::Failed {
+                reason: EngineError::Spawn {
+                    server: server.config.name.clone(),
+                    message: format!("command not found: {}", server.config.command),
+                },
+                permanent: true,
+            };
+            return;
+        };
+        server.generation += 1;
+        // Registrations belong to a process; a restarted server registers again.
+        server.pull_registrations.clear();
+        let spec = SpawnSpec {
+            server_id,
+            generation: server.generation,
+            name: server.config.name.clone(),
+            command,
+            args: server.config.args.clone(),
+            env: server
+                .config
+                .env
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            cwd: server.workspace_folder.clone(),
+        };
+        let process = match process::spawn(spec, self.event_sender.clone()) {
+            Ok(process) => process,
+            Err(error) => {
+                server.state = ServerState::Failed {
+                    reason: EngineError::Spawn {
+                        server: server.config.name.clone(),
+                        message: error.to_string(),
+                    },
+                    permanent: true,
+                };
+                return;
+            }
+        };
+        let initialize_id = server.next_id();
+        let params = client_capabilities::initialize_params(
+            &server.root_uri,
+            &server.workspace_folder,
+            server.config.initialization_options.as_ref(),
+        );
+        let request = Request {
+            id: RequestId::from(initialize_id),
+            method: "initialize".to_owned(),
+            params,
+        };
+        let _ = process.send(Outgoing::Message(Message::Request(request)));
+        let startup_timeout = server
+            .config
+            .startup_timeout_ms
+            .map(Duration::from_millis)
+            .unwrap_or(self.options.startup_timeout);
+        log::debug!("{}: spawned pid {}", server.config.name, process.pid());
+        server.watchdog = Watchdog::start(process.pid());
+        if self.options.warn_duplicates {
+            super::super::duplicates::register(
+                &server.config.name,
+                &server.workspace_folder,
+                process.pid(),
+            );
+        }
+        server.state = ServerState::Starting {
+            process,
+            initialize_id,
+            deadline: Instant::now() + startup_timeout,
+        };
+    }
+
+    pub(super) fn on_initialized(
+        &mut self,
+        server_id: ServerId,
+        result: Result<Value, ResponseError>,
+    ) {
+        let server = &mut self.servers[server_id.0 as usize];
+        let ServerState::Starting { .. } = server.state else {
+            return;
+        };
+        let result = match result {
+            Ok(result) => result,
+            Err(error) => {
+                let reason = EngineError::Spawn {
+                    server: server.config.name.clone(),
+                    message: format!("initialize failed: {} ({})", error.message, error.code),
+                };
+                let startup = !server.ever_initialized;
+                self.fail_server(server_id, reason, startup);
+                return;
+            }
+        };
+        server.ever_initialized = true;
+        server.supervisor.on_answer();
+        let ServerState::Starting { process, .. } =
+            std::mem::replace(&mut server.state, ServerState::NotStarted)
+        else {
+            return;
+        };
+        // Capabilities stay those of the first process (seed 004).
+        if server.capabilities.is_null() {
+            let capabilities = result.get("capabilities").cloned().unwrap_or(json!({}));
+            server.encoding = negotiated_encoding(&capabilities, &result);
+            server.static_pull = !matches!(
+                capabilities.get("diagnosticProvider"),
+                None | Some(Value::Null) | Some(Value::Bool(false))
+            );
+            server.save = save_option(&capabilities);
+            server.capabilities = Arc::new(capabilities);
+        }
+        server.pull_diagnostics = server.static_pull || !server.pull_registrations.is_empty();
+        server.state = ServerState::Running { process };
+        log::info!(
+            "{}: initialized ({} positions{})",
+            server.config.name,
+            server.encoding.name(),
+            if server.pull_diagnostics {
+                ", pull diagnostics"
+            } else {
+                ""
+            }
+        );
+        server.notify("initialized", json!({}));
+        let name = server.config.name.clone();
+        self.frontend_server_initialized(&name);
+        let server = &mut self.servers[server_id.0 as usize];
+        if let Some(settings) = server.config.settings.clone() {
+            server.notify(
+                "workspace/didChangeConfiguration",
+                json!({ "settings": settings }),
+            );
+        }
+        // After a restart, re-open what the previous process had open, with current text.
+        for path in self.documents.open_on(server_id) {
+            if let Some(doc) = self.documents.get_mut(&path) {
+                doc.open_on.remove(&server_id);
+            }
+            self.open_on_server(server_id, &path);
+        }
+    }
+
+    /// Mark a server failed and stop its process. A `startup` failure (the server never
+    /// answered `initialize`) is permanent at once: no restart loop (B20). A crash after a
+    /// successful `initialize` goes to the restart policy ([`Supervisor::on_crash`]): with a
+    /// restart coming, requests in flight wait for the new process and are sent again once (B24);
+    /// without one, the server is given up for good and everything waiting on it fails now with
+    /// [`EngineError::GaveUp`].
+    pub(super) fn fail_server(&mut self, server_id: ServerId, reason: EngineError, startup: bool) {
+        let now = Instant::now();
+        let server = &mut self.servers[server_id.0 as usize];
+        if let ServerState::Starting { process, .. } | ServerState::Running { process } =
+            &mut server.state
+        {
+            process.terminate(Duration::from_millis(200));
+        }
+        if let Some(mut watchdog) = server.watchdog.take() {
+            watchdog.disarm();
+        }
+        let decision = if startup {
+            CrashDecision::GiveUp { streak: 0 }
+        } else {
+            server.supervisor.on_crash(now)
+        };
+        let (reason, restart_at) = match decision {
+            CrashDecision::RestartAt(at) => {
+                log::warn!(
+                    "{reason}; restarting in {} ms",
+                    at.saturating_duration_since(now).as_millis()
+                );
+                (reason, Some(at))
+            }
+            CrashDecision::GiveUp { streak } if !startup => {
+                let reason = gave_up(reason, streak);
+                log::error!("{reason}");
+                (reason, None)
+            }
+            CrashDecision::GiveUp { .. } => {
+                // A start-up failure is reported to the caller (and by `lspc check`); a warning
+                // here would print it twice.
+                log::info!("{reason}");
+                (reason, None)
+            }
+        };
+        server.state = ServerState::Failed {
+            reason: reason.clone(),
+            permanent: restart_at.is_none(),
+        };
+        self.frontend_server_failed(&reason, restart_at.is_none());
+        let server = &mut self.servers[server_id.0 as usize];
+        server.active_progress.clear();
+        server.publishes.clear();
+        server.raw_diagnostics.clear();
+        self.pulled.retain(|(id, _), _| *id != server_id);
+        self.pulls_in_flight.retain(|(id, _)| *id != server_id);
+        // Requests in flight: retried once on the next process, or failed now.
+        for purpose in self.take_pending_of(server_id) {
+            match (purpose, restart_at) {
+                (
+                    Purpose::Frontend {
+                        method,
+                        params,
+                        reply,
+                        deadline,
+                        timeout,
+                        attempts,
+                        retry,
+                        tag,
+                        crash_retried: false,
+                    },
+                    Some(at),
+                ) => {
+                    log::info!("{method} was in flight when the server crashed: retrying it once");
+                    self.retries.push(Retry {
+                        at,
+                        server_id,
+                        purpose: Purpose::Frontend {
+                            method,
+                            params,
+                            reply,
+                            deadline,
+                            timeout,
+                            attempts,
+                            retry,
+                            tag,
+                            crash_retried: true,
+                        },
+                    });
+                }
+                (Purpose::Frontend { reply, .. }, _) => {
+                    let _ = reply.send(Err(reason.clone()));
+                }
+                (Purpose::Pull { path, version, .. }, Some(at)) => {
+                    self.retries.push(Retry {
+                        at,
+                        server_id,
+                        purpose: Purpose::Pull {
+                            path,
+                            version,
+                            attempts: 0,
+                        },
+                    });
+                }
+                (Purpose::Pull { .. } | Purpose::Shutdown, _) => {}
+            }
+        }
+    }
+
+    /// Start servers whose restart backoff has ended.
+    pub(super) fn fire_restarts(&mut self, now: Instant) {
+        for index in 0..self.servers.len() {
+            let server = &self.servers[index];
+            if server.is_restart_pending()
+                && server.supervisor.restart_at().is_some_and(|at| at <= now)
+            {
+                self.ensure_started(ServerId(index as u32));
+            }
+        }
+    }
+
+    /// A request to this server missed its deadline; after
+    /// [`HUNG_AFTER_MISSED_DEADLINES`] in a row the server counts as hung: it is killed and goes
+    /// through the crash path (restart policy, retries).
+    pub(super) fn on_deadline_missed(&mut self, server_id: ServerId) {
+        let server = &mut self.servers[server_id.0 as usize];
+        if !server.is_running() || !server.supervisor.on_deadline_missed() {
+            return;
+        }
+        let stderr_tail = server
+            .process()
+            .map(|process| process.stderr_tail_lines(5).trim().to_owned())
+            .unwrap_or_default();
+        let reason = EngineError::ServerExited {
+            server: server.config.name.clone(),
+            status: format!(
+                "killed: hung, {HUNG_AFTER_MISSED_DEADLINES} requests in a row timed out"
+            ),
+            stderr_tail,
+        };
+        self.fail_server(server_id, reason, false);
+    }
+
+    pub(super) fn on_closed(&mut self, server_id: ServerId, reason: process::CloseReason) {
+        let server = &mut self.servers[server_id.0 as usize];
+        // A restarted process that dies before `initialize` is a crash (it counts toward the
+        // restart limit, B20); only a server that never initialized fails at once.
+        let startup = server.is_starting() && !server.ever_initialized;
+        let Some(process) = (match &mut server.state {
+            ServerState::Starting { process, .. } | ServerState::Running { process } => {
+                Some(process)
+            }
+            _ => None,
+        }) else {
+            return;
+        };
+        let exit = process.terminate(Duration::from_millis(500));
+        let stderr_tail = process.stderr_tail_lines(5);
+        let name = server.config.name.clone();
+        log::debug!("{name}: stdout closed ({reason:?})");
+        let error = if startup {
+            let mut message = format!("exited ({exit}) before answering initialize");
+            if !stderr_tail.trim().is_empty() {
+                message.push_str(": ");
+                message.push_str(stderr_tail.trim());
+            }
+            EngineError::Spawn {
+                server: name,
+                message,
+            }
+        } else {
+            EngineError::ServerExited {
+                server: name,
+                status: exit.to_string(),
+                stderr_tail: stderr_tail.trim().to_owned(),
+            }
+        };
+        self.fail_server(server_id, error, startup);
+    }
+
+    pub(super) fn fire_startup_deadlines(&mut self, now: Instant) {
+        for index in 0..self.servers.len() {
+            let server = &self.servers[index];
+            if let ServerState::Starting { deadline, .. } = server.state {
+                if now >= deadline {
+                    let reason = EngineError::Spawn {
+                        server: server.config.name.clone(),
+                        message: format!(
+                            "no answer to initialize within {} ms",
+                            server
+                                .config
+                                .startup_timeout_ms
+                                .unwrap_or(self.options.startup_timeout.as_millis() as u64)
+                        ),
+                    };
+                    let startup = !server.ever_initialized;
+                    self.fail_server(ServerId(index as u32), reason, startup);
+                }
+            }
+        }
+    }
+}
+
+/// The error a server given up for good reports: the last crash's status and stderr tail, and
+/// how many crashes in a row used up the policy.
+fn gave_up(reason: EngineError, crashes: u32) -> EngineError {
+    match reason {
+        EngineError::ServerExited {
+            server,
+            status,
+            stderr_tail,
+        } => EngineError::GaveUp {
+            server,
+            status,
+            crashes,
+            stderr_tail,
+        },
+        EngineError::Spawn { server, message } => EngineError::GaveUp {
+            server,
+            status: message,
+            crashes,
+            stderr_tail: String::new(),
+        },
+        other => other,
+    }
+}
+
+/// LSP 3.17 `positionEncoding`, else clangd's top-level `offsetEncoding`, else UTF-16.
+fn negotiated_encoding(capabilities: &Value, result: &Value) -> PositionEncoding {
+    capabilities
+        .get("positionEncoding")
+        .or_else(|| result.get("offsetEncoding"))
+        .and_then(Value::as_str)
+        .and_then(PositionEncoding::from_name)
+        .unwrap_or(PositionEncoding::Utf16)
+}
+
+/// `textDocumentSync.save` (LSP 3.17 §`TextDocumentSyncOptions`): `Some(include_text)` when the
+/// server wants `didSave`. A bare `TextDocumentSyncKind` number asks for no saves.
+fn save_option(capabilities: &Value) -> Option<bool> {
+    match capabilities.pointer("/textDocumentSync/save")? {
+        Value::Bool(true) => Some(false),
+        Value::Object(options) => Some(
+            options
+                .get("includeText")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        ),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encoding_negotiation_prefers_the_standard_field() {
+        let check = |capabilities: Value, result: Value, expected: PositionEncoding| {
+            assert_eq!(negotiated_encoding(&capabilities, &result), expected);
+        };
+        check(
+            json!({"positionEncoding": "utf-8"}),
+            json!({}),
+            PositionEncoding::Utf8,
+        );
+        check(
+            json!({}),
+            json!({"offsetEncoding": "utf-8"}),
+            PositionEncoding::Utf8,
+        );
+        check(json!({}), json!({}), PositionEncoding::Utf16);
+        check(
+            json!({"positionEncoding": "utf-32"}),
+            json!({}),
+            PositionEncoding::Utf32,
+        );
+    }
+
+    #[test]
+    fn save_option_reads_every_shape() {
+        assert_eq!(save_option(&json!({"textDocumentSync": 1})), None);
+        assert_eq!(
+            save_option(&json!({"textDocumentSync": {"save": true}})),
+            Some(false)
+        );
+        assert_eq!(
+            save_option(&json!({"textDocumentSync": {"save": {"includeText": true}}})),
+            Some(true)
+        );
+        assert_eq!(
+            save_option(&json!({"textDocumentSync": {"openClose": true}})),
+            None
+        );
+    }
+}

@@ -1,0 +1,389 @@
+//! Request bookkeeping: sending a request to a server (waiting for it to start when needed),
+//! routing each answer by its [`Purpose`], retries with backoff for ContentModified /
+//! ServerCancelled, per-request deadlines, and cancellation by tag.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Sender;
+use lsp_server::{Message, Request, RequestId, ResponseError};
+use serde_json::{json, Value};
+
+use super::super::EngineError;
+use super::{ServerState, State};
+use crate::process::ServerId;
+
+/// JSON-RPC error codes lspc reacts to (LSP 3.17 §`ErrorCodes`).
+const CONTENT_MODIFIED: i32 = -32801;
+const SERVER_CANCELLED: i32 = -32802;
+/// Retries for ContentModified / ServerCancelled, and the first backoff step (seed 000).
+const MAX_RETRIES: u32 = 3;
+const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+/// Requests whose answers do not change the workspace, safe to retry (LSP 3.17
+/// `staleRequestSupport.retryOnContentModified`).
+const RETRYABLE: &[&str] = &[
+    "textDocument/definition",
+    "textDocument/declaration",
+    "textDocument/typeDefinition",
+    "textDocument/implementation",
+    "textDocument/references",
+    "textDocument/hover",
+    "textDocument/documentSymbol",
+    "workspace/symbol",
+    "textDocument/prepareCallHierarchy",
+    "callHierarchy/incomingCalls",
+    "callHierarchy/outgoingCalls",
+    "textDocument/prepareTypeHierarchy",
+    "typeHierarchy/supertypes",
+    "typeHierarchy/subtypes",
+    "textDocument/signatureHelp",
+    "textDocument/diagnostic",
+    "textDocument/prepareRename",
+    "textDocument/rename",
+    "textDocument/codeAction",
+    "textDocument/formatting",
+];
+
+/// Why lspc sent a request, so the answer can be routed.
+pub(super) enum Purpose {
+    /// A frontend's [`Op::Request`].
+    Frontend {
+        method: String,
+        params: Value,
+        reply: Sender<Result<Value, EngineError>>,
+        deadline: Instant,
+        timeout: Duration,
+        attempts: u32,
+        retry: bool,
+        tag: Option<u64>,
+        /// Set once the request was re-sent after a crash: it is retried at most once (B24).
+        crash_retried: bool,
+    },
+    /// `textDocument/diagnostic` for a document version.
+    Pull {
+        path: PathBuf,
+        version: i32,
+        attempts: u32,
+    },
+    /// `shutdown`.
+    Shutdown,
+}
+
+/// A frontend request waiting to be (re)sent: after a backoff, or for its server to start.
+pub(super) struct Retry {
+    pub(super) at: Instant,
+    pub(super) server_id: ServerId,
+    pub(super) purpose: Purpose,
+}
+
+impl State {
+    /// Remove and return every request in flight to `server_id` (its process is gone).
+    pub(super) fn take_pending_of(&mut self, server_id: ServerId) -> Vec<Purpose> {
+        let keys: Vec<(ServerId, i32)> = self
+            .pending
+            .keys()
+            .filter(|(id, _)| *id == server_id)
+            .copied()
+            .collect();
+        keys.into_iter()
+            .filter_map(|key| self.pending.remove(&key))
+            .collect()
+    }
+
+    pub(super) fn send_request(&mut self, server_id: ServerId, purpose: Purpose) {
+        let Some(server) = self.servers.get_mut(server_id.0 as usize) else {
+            if let Purpose::Frontend { reply, .. } = purpose {
+                let _ = reply.send(Err(EngineError::Gone));
+            }
+            return;
+        };
+        if !server.is_running() {
+            if let Some(reason) = server.permanent_failure() {
+                if let Purpose::Frontend { reply, .. } = purpose {
+                    let _ = reply.send(Err(reason));
+                }
+                return;
+            }
+            if let Some(at) = server.supervisor.restart_at() {
+                // Crashed, restart coming: wait for it (bounded by the request's own deadline).
+                self.retries.push(Retry {
+                    at,
+                    server_id,
+                    purpose,
+                });
+                return;
+            }
+            // Starting or not started: wait for it.
+            let deadline = match &purpose {
+                Purpose::Frontend { deadline, .. } => *deadline,
+                _ => Instant::now() + Duration::from_secs(30),
+            };
+            self.ensure_started(server_id);
+            self.retries.push(Retry {
+                at: deadline.min(Instant::now()),
+                server_id,
+                purpose,
+            });
+            return;
+        }
+        let (method, params) = match &purpose {
+            Purpose::Frontend { method, params, .. } => (method.clone(), params.clone()),
+            Purpose::Pull { path, .. } => {
+                let uri = self
+                    .documents
+                    .get(path)
+                    .map(|doc| doc.uri.clone())
+                    .unwrap_or_default();
+                (
+                    "textDocument/diagnostic".to_owned(),
+                    json!({ "textDocument": { "uri": uri } }),
+                )
+            }
+            Purpose::Shutdown => ("shutdown".to_owned(), Value::Null),
+        };
+        let id = server.next_id();
+        server.send(Message::Request(Request {
+            id: RequestId::from(id),
+            method,
+            params,
+        }));
+        if let Purpose::Pull { path, .. } = &purpose {
+            self.pulls_in_flight.insert((server_id, path.clone()));
+        }
+        self.pending.insert((server_id, id), purpose);
+    }
+
+    pub(super) fn on_response(
+        &mut self,
+        server_id: ServerId,
+        id: i32,
+        result: Result<Value, ResponseError>,
+    ) {
+        if let ServerState::Starting { initialize_id, .. } =
+            self.servers[server_id.0 as usize].state
+        {
+            if initialize_id == id {
+                self.on_initialized(server_id, result);
+                return;
+            }
+        }
+        let Some(purpose) = self.pending.remove(&(server_id, id)) else {
+            log::debug!("ignoring a reply for unknown or expired request {id}");
+            return;
+        };
+        let name = self.servers[server_id.0 as usize].config.name.clone();
+        match purpose {
+            Purpose::Frontend {
+                method,
+                params,
+                reply,
+                deadline,
+                timeout,
+                attempts,
+                retry,
+                tag,
+                crash_retried,
+            } => match result {
+                Ok(value) => {
+                    let _ = reply.send(Ok(value));
+                }
+                Err(error) => {
+                    let retryable = retry
+                        && RETRYABLE.contains(&method.as_str())
+                        && is_transient(&error)
+                        && attempts < MAX_RETRIES;
+                    if retryable {
+                        let at = Instant::now() + FIRST_BACKOFF * 2u32.pow(attempts);
+                        log::debug!("{name}: {method} got {}, retrying", error.code);
+                        let purpose = Purpose::Frontend {
+                            method,
+                            params,
+                            reply,
+                            deadline,
+                            timeout,
+                            attempts: attempts + 1,
+                            retry,
+                            tag,
+                            crash_retried,
+                        };
+                        self.retries.push(Retry {
+                            at,
+                            server_id,
+                            purpose,
+                        });
+                    } else {
+                        let message = if error.code == CONTENT_MODIFIED && attempts > 0 {
+                            format!(
+                                "server kept reporting content modified after {attempts} retries"
+                            )
+                        } else {
+                            error.message
+                        };
+                        let _ = reply.send(Err(EngineError::Server {
+                            server: name,
+                            method,
+                            code: error.code,
+                            message,
+                        }));
+                    }
+                }
+            },
+            Purpose::Pull {
+                path,
+                version,
+                attempts,
+            } => {
+                self.pulls_in_flight.remove(&(server_id, path.clone()));
+                match result {
+                    Ok(report) => self.on_pulled(server_id, &path, version, &report),
+                    Err(error) if is_transient(&error) && attempts < MAX_RETRIES => {
+                        let at = Instant::now() + FIRST_BACKOFF * 2u32.pow(attempts);
+                        let purpose = Purpose::Pull {
+                            path,
+                            version,
+                            attempts: attempts + 1,
+                        };
+                        self.retries.push(Retry {
+                            at,
+                            server_id,
+                            purpose,
+                        });
+                    }
+                    Err(error) => {
+                        log::warn!("{name}: textDocument/diagnostic failed: {}", error.message);
+                        self.pulled.insert((server_id, path), version);
+                    }
+                }
+            }
+            Purpose::Shutdown => {}
+        }
+    }
+
+    pub(super) fn cancel_tagged(&mut self, wanted: u64) {
+        let key = self
+            .pending
+            .iter()
+            .find_map(|(key, purpose)| match purpose {
+                Purpose::Frontend { tag: Some(tag), .. } if *tag == wanted => Some(*key),
+                _ => None,
+            });
+        if let Some(key) = key {
+            if let Some(Purpose::Frontend { method, reply, .. }) = self.pending.remove(&key) {
+                let server = &self.servers[key.0 .0 as usize];
+                server.notify("$/cancelRequest", json!({ "id": key.1 }));
+                let _ = reply.send(Err(EngineError::Cancelled {
+                    server: server.config.name.clone(),
+                    method,
+                }));
+            }
+            return;
+        }
+        let position = self.retries.iter().position(
+            |retry| matches!(retry.purpose, Purpose::Frontend { tag: Some(tag), .. } if tag == wanted),
+        );
+        if let Some(position) = position {
+            let retry = self.retries.remove(position);
+            if let Purpose::Frontend { method, reply, .. } = retry.purpose {
+                let server = self.servers[retry.server_id.0 as usize].config.name.clone();
+                let _ = reply.send(Err(EngineError::Cancelled { server, method }));
+            }
+        }
+    }
+    pub(super) fn fire_request_deadlines(&mut self, now: Instant) {
+        let expired: Vec<(ServerId, i32)> = self
+            .pending
+            .iter()
+            .filter(|(_, purpose)| {
+                matches!(purpose, Purpose::Frontend { deadline, .. } if *deadline <= now)
+            })
+            .map(|(key, _)| *key)
+            .collect();
+        for key in expired {
+            let Some(Purpose::Frontend {
+                method,
+                reply,
+                timeout,
+                ..
+            }) = self.pending.remove(&key)
+            else {
+                continue;
+            };
+            let server = &self.servers[key.0 .0 as usize];
+            server.notify("$/cancelRequest", json!({ "id": key.1 }));
+            let _ = reply.send(Err(EngineError::Timeout {
+                server: server.config.name.clone(),
+                method,
+                after: timeout,
+            }));
+            self.on_deadline_missed(key.0);
+        }
+    }
+
+    pub(super) fn fire_retries(&mut self, now: Instant) {
+        let mut waiting = Vec::new();
+        for retry in std::mem::take(&mut self.retries) {
+            let server = &self.servers[retry.server_id.0 as usize];
+            let ready = retry.at <= now && !server.is_starting();
+            let expired =
+                matches!(&retry.purpose, Purpose::Frontend { deadline, .. } if *deadline <= now);
+            if expired && !ready {
+                if let Purpose::Frontend {
+                    method,
+                    reply,
+                    timeout,
+                    ..
+                } = retry.purpose
+                {
+                    let error = server.failure().unwrap_or(EngineError::Timeout {
+                        server: server.config.name.clone(),
+                        method,
+                        after: timeout,
+                    });
+                    let _ = reply.send(Err(error));
+                }
+            } else if ready {
+                waiting.push(retry);
+            } else {
+                self.retries.push(retry);
+            }
+        }
+        for retry in waiting {
+            self.send_request(retry.server_id, retry.purpose);
+        }
+    }
+}
+
+fn is_transient(error: &ResponseError) -> bool {
+    match error.code {
+        CONTENT_MODIFIED => true,
+        // LSP 3.17 §`ServerCancelled`: retry unless the server says not to.
+        SERVER_CANCELLED => error
+            .data
+            .as_ref()
+            .and_then(|data| data.get("retriggerRequest"))
+            .and_then(Value::as_bool)
+            .unwrap_or(true),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transient_errors() {
+        let error = |code: i32, data: Option<Value>| ResponseError {
+            code,
+            message: String::new(),
+            data,
+        };
+        assert!(is_transient(&error(-32801, None)));
+        assert!(is_transient(&error(-32802, None)));
+        assert!(!is_transient(&error(
+            -32802,
+            Some(json!({"retriggerRequest": false}))
+        )));
+        assert!(!is_transient(&error(-32603, None)));
+    }
+}

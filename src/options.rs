@@ -1,0 +1,88 @@
+//! Options every command shares ([`GlobalOptions`]: `--root`, `--config`, `--plugin-dir`,
+//! `--trust`, `--no-builtin`, `--restart`, `--max-file-size`, `-v`) and how they become a
+//! configuration ([`config_options`], [`load_config`]) and engine options ([`engine_options`]);
+//! and [`UsageError`], a bad command line or argument (exit status 2).
+//!
+//! This module sits below every command (`check`, queries, `batch`, edits, `mcp`) so that they
+//! take these from here, not from `cli`, which dispatches to them.
+
+use std::path::PathBuf;
+
+use crate::config::{self, ConfigOptions};
+use crate::engine::{EngineOptions, RestartPolicy};
+
+/// Options every command accepts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GlobalOptions {
+    pub root: Option<PathBuf>,
+    pub config_files: Vec<PathBuf>,
+    pub plugin_dirs: Vec<PathBuf>,
+    pub trust: bool,
+    pub no_builtin: bool,
+    pub verbose: u8,
+    /// `--restart never|always|N`; `None` leaves each server's config in charge.
+    pub restart: Option<RestartPolicy>,
+    /// `--max-file-size BYTES`; `None` means the engine default (10 MiB).
+    pub max_file_size: Option<u64>,
+    /// `--session auto|never|always` or `LSPC_SESSION`; `None` is `auto`.
+    pub session: Option<crate::engine::SessionMode>,
+}
+
+/// Why the command line could not be parsed; printed with the usage hint, exit status 2.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<lexopt::Error> for UsageError {
+    fn from(error: lexopt::Error) -> UsageError {
+        UsageError(error.to_string())
+    }
+}
+
+/// The engine options for `config` with the global flags applied ([`tune_engine`]).
+pub fn engine_options(config: config::Config, global: &GlobalOptions) -> EngineOptions {
+    let mut options = EngineOptions::new(config);
+    tune_engine(global, &mut options);
+    options
+}
+
+/// Apply the global options that tune the engine (`--restart`, `--max-file-size`) to `engine`.
+/// Every command that starts an engine calls this on its [`EngineOptions`].
+pub fn tune_engine(global: &GlobalOptions, engine: &mut EngineOptions) {
+    if let Some(restart) = global.restart {
+        engine.restart = Some(restart);
+    }
+    if let Some(max_file_size) = global.max_file_size {
+        engine.max_file_size = max_file_size;
+    }
+    engine.session = global.session.unwrap_or_default();
+}
+
+/// What [`load_config`] reads for `global` (also kept by `lspc mcp` to reload on changes).
+pub fn config_options(global: &GlobalOptions) -> ConfigOptions {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let root = config::workspace_root(&cwd, global.root.as_deref());
+    let mut options = ConfigOptions::new(root);
+    options.config_files = global.config_files.clone();
+    options.plugin_dirs = global.plugin_dirs.clone();
+    options.trust_workspace = global.trust;
+    options.builtin = !global.no_builtin;
+    options
+}
+
+/// Load the configuration for `global`, printing its errors and notes on stderr.
+pub fn load_config(global: &GlobalOptions) -> config::Config {
+    let config = config::load(&config_options(global));
+    for error in &config.errors {
+        eprintln!("lspc: config error: {error}");
+    }
+    for note in &config.notes {
+        eprintln!("lspc: {note}");
+    }
+    config
+}
