@@ -550,6 +550,11 @@ fn b17_passive_drain_merges_dedupes_and_caps() {
 /// keeps its process.
 #[test]
 fn config_reload_restarts_changed_servers_only() {
+    if crate::support::skip_in_session_mode(
+        "a session keeps the configuration it started with; a changed one is another session",
+    ) {
+        return;
+    }
     let mut workspace = Workspace::new("mcp-reload");
     workspace.file("a.py", "def greet():\n    pass\n");
     workspace.file("b.c", "int add(void);\n");
