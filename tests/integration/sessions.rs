@@ -576,3 +576,163 @@ print(hello["lspc"], hello["protocol"])
     assert_eq!(status["result"][0]["name"], "fx");
     assert_eq!(lines[4], "lspc-session 1");
 }
+
+/// A minimal MCP client over `lspc mcp --session always` (stdio, newline-delimited JSON-RPC).
+struct McpClient {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl McpClient {
+    fn start(ws: &SessionWorkspace) -> McpClient {
+        use std::io::BufRead;
+        let mut child = ws
+            .raw(&["--session", "always", "mcp"])
+            .stdin(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (sender, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if sender.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        let stdin = child.stdin.take().unwrap();
+        let mut client = McpClient {
+            child,
+            stdin,
+            lines,
+        };
+        client.request(
+            0,
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+        );
+        client.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        client
+    }
+
+    fn send(&mut self, message: Value) {
+        use std::io::Write;
+        writeln!(self.stdin, "{message}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self.lines.recv_timeout(left).expect("an MCP reply in time");
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == json!(id) {
+                return message;
+            }
+        }
+    }
+
+    /// Calls `hover` on a.py:5:5; returns the hover text and the passive diagnostics' messages.
+    fn hover(&mut self, id: i64) -> (String, Vec<String>) {
+        let reply = self.request(
+            id,
+            "tools/call",
+            json!({"name": "hover", "arguments": {"file": "a.py", "line": 5, "column": 5}}),
+        );
+        let result = &reply["result"];
+        assert_eq!(result["isError"], false, "{reply}");
+        let text = result["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned();
+        let passive = result["structuredContent"]["newDiagnostics"]["files"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .flat_map(|file| file["diagnostics"].as_array().cloned().unwrap_or_default())
+            .map(|diagnostic| diagnostic["message"].as_str().unwrap_or("").to_owned())
+            .collect();
+        (text, passive)
+    }
+}
+
+impl Drop for McpClient {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Three MCP clients with `--session always` run one set of servers; each keeps its own passive
+/// diagnostics delivery: a publish made after all three connected reaches each of them once.
+#[test]
+fn three_mcp_clients_share_one_server_and_each_gets_its_own_passive_delivery() {
+    let ws = SessionWorkspace::new("three-mcp", json!({}));
+    let mut clients: Vec<McpClient> = (0..3).map(|_| McpClient::start(&ws)).collect();
+    for (n, client) in clients.iter_mut().enumerate() {
+        let (text, _) = client.hover(1 + n as i64);
+        assert!(text.contains("alpha at 4:4"), "{text}");
+    }
+    assert_eq!(ws.initializes(), 1, "one server for three clients");
+    assert_eq!(ws.fixture_pids().len(), 1);
+    assert_eq!(ws.session_pids().len(), 1);
+    // Same length, new marker: the next call re-syncs the file and the server publishes.
+    ws.workspace.file(
+        "a.py",
+        "def alpha():\n    pass\n\ndef beta(): # ERROR: two\n    alpha()\n",
+    );
+    let mut delivered = vec![Vec::new(); 3];
+    for round in 0..3 {
+        for (n, client) in clients.iter_mut().enumerate() {
+            let (_, passive) = client.hover(10 + 10 * round + n as i64);
+            delivered[n].extend(passive);
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    for messages in &delivered {
+        assert_eq!(messages, &["two".to_owned()], "{delivered:?}");
+    }
+}
+
+/// A session with `--idle 1s` exits by itself once its last client is gone, and a session whose
+/// root is removed exits too; neither leaves a server behind.
+#[test]
+fn idle_and_vanished_root_sessions_exit_and_leave_nothing() {
+    let ws = SessionWorkspace::new("idle", json!({}));
+    ws.lspc(&["session", "start", "--idle", "1s"])
+        .run()
+        .status(0);
+    ws.lspc(&["hover", "a.py:5:5"]).run().status(0);
+    let pid = ws.session_pids()[0];
+    wait_until("the idle session exits", Duration::from_secs(20), || {
+        !pid_alive(pid)
+    });
+    assert_no_process_within(
+        &ws.workspace.scenario_path("fx").display().to_string(),
+        Duration::from_secs(10),
+    );
+
+    let gone = SessionWorkspace::new("root-gone", json!({}));
+    gone.lspc(&["--session", "always", "hover", "a.py:5:5"])
+        .run()
+        .status(0);
+    let pid = gone.session_pids()[0];
+    std::fs::remove_dir_all(&gone.workspace.root).unwrap();
+    wait_until(
+        "the rootless session exits",
+        Duration::from_secs(20),
+        || !pid_alive(pid),
+    );
+    assert_no_process_within(
+        &gone.workspace.scenario_path("fx").display().to_string(),
+        Duration::from_secs(10),
+    );
+}
