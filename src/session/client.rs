@@ -279,12 +279,14 @@ fn run_proxy(connected: Connected, op_receiver: Receiver<Op>) {
                         let id = next_id;
                         next_id += 1;
                         let has_reply = !matches!(slot, ReplySlot::None);
-                        let line = serde_json::to_string(&WireRequest { id, op })
+                        let mut line = serde_json::to_string(&WireRequest { id, op })
                             .unwrap_or_default();
+                        line.push('\n');
                         if has_reply {
                             pending.insert(id, slot);
                         }
-                        if writeln!(stream, "{line}").and_then(|()| stream.flush()).is_err() {
+                        // One write per line: one syscall, and no half line on the wire.
+                        if stream.write_all(line.as_bytes()).is_err() {
                             lost = true;
                             fail_all(&mut pending, &message);
                         }

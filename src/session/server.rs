@@ -431,12 +431,10 @@ impl Connection {
         if self.broken {
             return;
         }
-        let written = self
-            .writer
-            .write_all(line.as_bytes())
-            .and_then(|()| self.writer.write_all(b"\n"))
-            .and_then(|()| self.writer.flush());
-        if written.is_err() {
+        let mut bytes = Vec::with_capacity(line.len() + 1);
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+        if self.writer.write_all(&bytes).is_err() {
             self.broken = true;
         }
     }
