@@ -51,25 +51,42 @@ pub struct Connected {
 /// Why [`connect`] failed.
 #[derive(Debug)]
 pub enum ConnectError {
-    /// Nothing listens at the socket (it was missing, or stale and is now removed).
+    /// There is no socket.
     NotRunning,
+    /// A socket file nobody listens on: its session is gone, or one is between `bind` and
+    /// `listen` right now. Only removed under the start lock ([`connect_or_clean`]).
+    Stale,
     /// Something answered but cannot be used; the message says why.
     Unusable(String),
 }
 
-/// Connects to the session at `paths` and reads its hello. A socket nobody listens on is stale
-/// and removed.
+/// [`connect`], and a stale socket is removed: under the start lock, after checking again (a
+/// session being started holds its starter's lock from before `bind` until it listens).
+pub fn connect_or_clean(paths: &SessionPaths) -> Result<Connected, ConnectError> {
+    match connect(paths) {
+        Err(ConnectError::Stale) => {}
+        other => return other,
+    }
+    let _lock = StartLock::acquire(&paths.lock)
+        .map_err(|error| ConnectError::Unusable(error.to_string()))?;
+    match connect(paths) {
+        Err(ConnectError::Stale) => {
+            log::info!("removing stale session socket {}", paths.socket.display());
+            let _ = std::fs::remove_file(&paths.socket);
+            Err(ConnectError::NotRunning)
+        }
+        other => other,
+    }
+}
+
+/// Connects to the session at `paths` and reads its hello.
 pub fn connect(paths: &SessionPaths) -> Result<Connected, ConnectError> {
     let stream = match UnixStream::connect(&paths.socket) {
         Ok(stream) => stream,
         Err(error) => {
             return match error.kind() {
                 std::io::ErrorKind::NotFound => Err(ConnectError::NotRunning),
-                std::io::ErrorKind::ConnectionRefused => {
-                    log::info!("removing stale session socket {}", paths.socket.display());
-                    let _ = std::fs::remove_file(&paths.socket);
-                    Err(ConnectError::NotRunning)
-                }
+                std::io::ErrorKind::ConnectionRefused => Err(ConnectError::Stale),
                 _ => Err(ConnectError::Unusable(format!(
                     "cannot connect to session socket {}: {error}",
                     paths.socket.display()
@@ -142,16 +159,28 @@ pub fn find_or_start(options: &EngineOptions, start: bool) -> Result<Connected, 
     let paths = SessionPaths::new(&dir, &paths::session_key(options));
     match connect(&paths) {
         Ok(connected) => return Ok(connected),
+        Err(ConnectError::Stale) if !start => {
+            return match connect_or_clean(&paths) {
+                Ok(connected) => Ok(connected),
+                Err(ConnectError::Unusable(message)) => Err(AttachError::Failed(message)),
+                Err(_) => Err(AttachError::NotRunning),
+            }
+        }
         Err(ConnectError::NotRunning) if !start => return Err(AttachError::NotRunning),
-        Err(ConnectError::NotRunning) => {}
+        Err(ConnectError::NotRunning | ConnectError::Stale) => {}
         Err(ConnectError::Unusable(message)) => return Err(AttachError::Failed(message)),
     }
     let _lock =
         StartLock::acquire(&paths.lock).map_err(|error| AttachError::Failed(error.to_string()))?;
-    // Whoever held the lock before us may have started it.
+    // Whoever held the lock before us may have started it; a socket still refused now is stale
+    // (no session starts without this lock).
     match connect(&paths) {
         Ok(connected) => return Ok(connected),
         Err(ConnectError::NotRunning) => {}
+        Err(ConnectError::Stale) => {
+            log::info!("removing stale session socket {}", paths.socket.display());
+            let _ = std::fs::remove_file(&paths.socket);
+        }
         Err(ConnectError::Unusable(message)) => return Err(AttachError::Failed(message)),
     }
     spawn_session(&paths).map_err(AttachError::Failed)?;
@@ -160,10 +189,11 @@ pub fn find_or_start(options: &EngineOptions, start: bool) -> Result<Connected, 
         match connect(&paths) {
             Ok(connected) => return Ok(connected),
             Err(ConnectError::Unusable(message)) => return Err(AttachError::Failed(message)),
-            Err(ConnectError::NotRunning) if Instant::now() < deadline => {
+            // Refused: the session is between `bind` and `listen`.
+            Err(ConnectError::NotRunning | ConnectError::Stale) if Instant::now() < deadline => {
                 thread::sleep(Duration::from_millis(10));
             }
-            Err(ConnectError::NotRunning) => {
+            Err(ConnectError::NotRunning | ConnectError::Stale) => {
                 return Err(AttachError::Failed(format!(
                     "the session did not start within {} s (its log: {})",
                     START_TIMEOUT.as_secs(),

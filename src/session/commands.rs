@@ -126,9 +126,9 @@ fn status() -> i32 {
     let mut text = String::new();
     let mut status = EXIT_OK;
     for paths in SessionPaths::list(&dir) {
-        let connected = match client::connect(&paths) {
+        let connected = match client::connect_or_clean(&paths) {
             Ok(connected) => connected,
-            Err(ConnectError::NotRunning) => continue,
+            Err(ConnectError::NotRunning | ConnectError::Stale) => continue,
             Err(ConnectError::Unusable(message)) => {
                 eprintln!("lspc: {message}");
                 status = EXIT_SERVER;
@@ -154,9 +154,9 @@ fn status() -> i32 {
 
 /// Asks one session to stop and waits until its process is gone.
 fn stop_one(paths: &SessionPaths) -> Result<Option<String>, String> {
-    let connected = match client::connect(paths) {
+    let connected = match client::connect_or_clean(paths) {
         Ok(connected) => connected,
-        Err(ConnectError::NotRunning) => return Ok(None),
+        Err(ConnectError::NotRunning | ConnectError::Stale) => return Ok(None),
         Err(ConnectError::Unusable(message)) => return Err(message),
     };
     let hello = connected.hello.clone();

@@ -391,11 +391,13 @@ fn a_killed_session_fails_its_client_clearly_and_leaves_no_server() {
     assert!(socket.exists(), "SIGKILL leaves the socket behind");
     // `auto`: the stale socket is removed and the command runs in process (the fixture's
     // second run answers hovers).
-    ws.lspc(&["hover", "a.py:5:5"])
-        .run()
-        .status(0)
-        .stdout_is("alpha at 4:4\n");
-    assert!(!socket.exists(), "the stale socket was removed");
+    let fallback = ws.lspc(&["hover", "a.py:5:5"]).run();
+    fallback.status(0).stdout_is("alpha at 4:4\n");
+    assert!(
+        !socket.exists(),
+        "the stale socket was removed\n{}",
+        fallback.story()
+    );
     ws.lspc(&["--session", "always", "hover", "a.py:5:5"])
         .run()
         .status(0)
