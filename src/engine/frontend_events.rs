@@ -81,6 +81,37 @@ impl FrontendHub {
 }
 
 impl State {
+    /// Sends each running server `workspace/didChangeWatchedFiles` for the changed files it
+    /// claims and does not have open (an open document is re-synced when next used).
+    fn announce_watched_changes(&mut self, changes: &[(PathBuf, crate::engine::WatchedChange)]) {
+        for server in &self.servers {
+            if !server.is_running() {
+                continue;
+            }
+            let index = server.server_id.0 as usize;
+            let events: Vec<Value> = changes
+                .iter()
+                .filter(|(path, _)| self.options.config.servers_for_path(path).contains(&index))
+                .filter(|(path, _)| {
+                    !self
+                        .documents
+                        .get(path)
+                        .is_some_and(|doc| doc.open_on.contains_key(&server.server_id))
+                })
+                .filter_map(|(path, kind)| {
+                    let uri = crate::uri::path_to_uri(path).ok()?;
+                    Some(serde_json::json!({"uri": uri.as_str(), "type": *kind as u8}))
+                })
+                .collect();
+            if !events.is_empty() {
+                server.notify(
+                    "workspace/didChangeWatchedFiles",
+                    serde_json::json!({ "changes": events }),
+                );
+            }
+        }
+    }
+
     /// Store `server`'s latest diagnostics for `path` (LSP replace semantics), queue them for
     /// passive delivery and tell subscribers. Replaces a bare `store.replace` in the loop.
     pub(super) fn record_diagnostics(&mut self, server: &str, path: &Path, diags: Vec<Diagnostic>) {
@@ -134,6 +165,7 @@ impl State {
             }
             Op::SubscribeEvents { sender } => self.frontend.subscribers.push(sender),
             Op::SubscribePublishes { sender } => self.frontend.publish_subscribers.push(sender),
+            Op::FilesChanged { changes } => self.announce_watched_changes(&changes),
             Op::CurrentDiagnostics { reply } => {
                 let order: Vec<&str> = self
                     .servers

@@ -209,6 +209,20 @@ pub enum Op {
     },
     /// Each configured server's state, capabilities and claimed extensions.
     ServerDetails { reply: Sender<Vec<ServerDetails>> },
+    /// Files changed on disk behind lspc's back (a session's scan, `crate::session`): each
+    /// running server that claims a file and does not have it open gets
+    /// `workspace/didChangeWatchedFiles` (LSP 3.17 §`workspace/didChangeWatchedFiles`). No reply.
+    FilesChanged {
+        changes: Vec<(PathBuf, WatchedChange)>,
+    },
+}
+
+/// LSP `FileChangeType`: what happened to a watched file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchedChange {
+    Created = 1,
+    Changed = 2,
+    Deleted = 3,
 }
 
 pub use event_loop::frontend_events::{

@@ -23,6 +23,7 @@ pub mod client;
 pub mod commands;
 pub mod paths;
 pub mod server;
+pub mod watch;
 pub mod wire;
 
 use std::time::Duration;

@@ -149,6 +149,17 @@ pub fn serve(mut options: EngineOptions, idle: Duration) -> i32 {
         clients: AtomicUsize::new(0),
     });
     let (stop_sender, stop_receiver) = unbounded::<()>();
+    let (watch_stop, watch_stop_receiver) = unbounded::<()>();
+    let watcher = {
+        let op_sender = engine.op_sender();
+        let root = root.clone();
+        let shared = Arc::clone(&shared);
+        let has_clients = move || shared.clients.load(Ordering::SeqCst) > 0;
+        thread::Builder::new()
+            .name("lspc-session-watch".to_owned())
+            .spawn(move || super::watch::run(root, op_sender, watch_stop_receiver, has_clients))
+            .ok()
+    };
     {
         let op_sender = engine.op_sender();
         let shared = Arc::clone(&shared);
@@ -177,6 +188,10 @@ pub fn serve(mut options: EngineOptions, idle: Duration) -> i32 {
     eprintln!("lspc session {key}: stopping ({reason})");
     // New connections are refused from here on; the servers then stop in the normal sequence.
     remove_own_socket();
+    drop(watch_stop);
+    if let Some(watcher) = watcher {
+        let _ = watcher.join();
+    }
     engine.shutdown();
     eprintln!("lspc session {key}: stopped");
     crate::exit::EXIT_OK

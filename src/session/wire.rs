@@ -134,7 +134,8 @@ fn millis(duration: Duration) -> u64 {
 }
 
 /// An [`Op`]'s wire form and its reply channel, split apart (the client proxy keeps the channel).
-/// `Shutdown`, `Reload` and `SubscribePublishes` have no wire form: the proxy handles them.
+/// `Shutdown`, `Reload`, `SubscribePublishes` and `FilesChanged` have no wire form: the proxy
+/// handles them (the session scans the disk itself).
 pub enum Split {
     Wire(WireOp, ReplySlot),
     Local(Op),
@@ -246,9 +247,10 @@ pub fn split(op: Op) -> Split {
         Op::ServerDetails { reply } => {
             Split::Wire(WireOp::ServerDetails, ReplySlot::ServerDetails(reply))
         }
-        op @ (Op::Shutdown { .. } | Op::Reload { .. } | Op::SubscribePublishes { .. }) => {
-            Split::Local(op)
-        }
+        op @ (Op::Shutdown { .. }
+        | Op::Reload { .. }
+        | Op::SubscribePublishes { .. }
+        | Op::FilesChanged { .. }) => Split::Local(op),
     }
 }
 

@@ -738,3 +738,50 @@ fn idle_and_vanished_root_sessions_exit_and_leave_nothing() {
         Duration::from_secs(10),
     );
 }
+
+/// Files the session has not opened that appear, change or vanish on disk (a `git checkout`, a
+/// generator) reach the server as `workspace/didChangeWatchedFiles`; the open document is not
+/// announced (it is re-synced when used).
+#[test]
+fn files_changed_behind_the_session_reach_the_server_as_watched_file_changes() {
+    let ws = SessionWorkspace::new("watched", json!({}));
+    ws.workspace.file("gen.py", "x = 1\n");
+    ws.lspc(&["--session", "always", "hover", "a.py:5:5"])
+        .run()
+        .status(0);
+    // Let the first scan record the snapshot.
+    std::thread::sleep(Duration::from_millis(2500));
+    ws.workspace.file("new.py", "y = 2\n");
+    ws.workspace.file("gen.py", "x = 10\n");
+    ws.workspace.file("a.py", &format!("{TEXT}# edited\n"));
+    let uri = |name: &str| format!("file://{}/{name}", ws.workspace.root.display());
+    let mut changes = Vec::new();
+    wait_until("the changes are announced", Duration::from_secs(20), || {
+        changes = ws
+            .workspace
+            .transcript("fx")
+            .iter()
+            .filter(|entry| entry["message"]["method"] == "workspace/didChangeWatchedFiles")
+            .flat_map(|entry| {
+                entry["message"]["params"]["changes"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .collect();
+        changes.len() >= 2
+    });
+    assert_eq!(
+        changes,
+        [
+            json!({"uri": uri("gen.py"), "type": 2}),
+            json!({"uri": uri("new.py"), "type": 1}),
+        ]
+    );
+    std::fs::remove_file(ws.workspace.path("new.py")).unwrap();
+    wait_until("the deletion is announced", Duration::from_secs(20), || {
+        ws.workspace.transcript("fx").iter().any(|entry| {
+            entry["message"]["params"]["changes"][0] == json!({"uri": uri("new.py"), "type": 3})
+        })
+    });
+}
