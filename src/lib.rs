@@ -25,6 +25,8 @@
 //!   with result normalisation and position conversion; human rendering.
 //! - [`batch`]: `lspc batch`, JSON-lines queries over one engine session.
 //! - [`walk`]: listing the files under a folder, honouring `.gitignore`.
+//! - [`ide`]: `lspc ide`, the headless IDE an agent connects to (MCP over WebSocket, lock files),
+//!   and `lspc ide list`, the agent's IDE discovery.
 //! - [`session`]: warm sessions: one engine per workspace in a background process, shared by
 //!   every command and MCP client over a Unix socket (`lspc session`, `--session`).
 
@@ -36,6 +38,7 @@ pub mod diagnostics;
 pub mod edit;
 pub mod engine;
 pub mod exit;
+pub mod ide;
 pub mod mcp;
 pub mod options;
 pub mod output;

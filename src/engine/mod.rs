@@ -36,7 +36,6 @@ use crate::config::Config;
 use crate::diagnostics::Diagnostic;
 use crate::process::ServerId;
 use crate::text::PositionEncoding;
-pub use event_loop::frontend_events::DiagnosticsPublished;
 pub use supervisor::RestartPolicy;
 
 /// `--session auto|never|always` (also `LSPC_SESSION`): where a command's engine runs
@@ -95,6 +94,11 @@ pub struct EngineOptions {
     pub restart: Option<RestartPolicy>,
     /// Warn when another lspc process runs the same server for the same workspace (issue 6).
     pub warn_duplicates: bool,
+    /// Whether the loop acts on SIGINT/SIGTERM/SIGHUP itself (shut every server down, then exit
+    /// the process with 128 + the signal). A frontend with its own clean-up (`lspc ide` removes
+    /// its lock file) sets `false`, takes the signals from [`crate::signals::install`] and sends
+    /// [`Op::Shutdown`].
+    pub handle_signals: bool,
     /// Where the engine runs: in this process, or in the workspace's warm session
     /// (`crate::session`; `--session`, `LSPC_SESSION`). [`EngineOptions::new`] runs in process.
     pub session: SessionMode,
@@ -113,6 +117,7 @@ impl EngineOptions {
             max_file_size: 10 * 1024 * 1024,
             restart: None,
             warn_duplicates: true,
+            handle_signals: true,
             session: SessionMode::Never,
         }
     }
@@ -192,17 +197,19 @@ pub enum Op {
     // ----- frontend ops (MCP), handled in `frontend_events.rs` -----
     /// Deliver the passive diagnostics queued since the last drain (seed 000 rules: dedup against
     /// what was delivered, at most 10 per file and 30 in total). `None` when nothing is new.
+    /// `consumer`: `None` for the engine's shared queue (stdio, stateless MCP requests), or a
+    /// queue opened with [`Op::OpenPassive`] (one per MCP HTTP session, issue 14).
     DrainPassive {
+        consumer: Option<String>,
         reply: Sender<Option<crate::diagnostics::DrainedBatch>>,
     },
+    /// Open a passive-delivery queue of its own for `consumer`: it collects every publish from now
+    /// on, independently of the shared queue and of other consumers.
+    OpenPassive { consumer: String },
+    /// Forget `consumer`'s queue.
+    ClosePassive { consumer: String },
     /// Send every later [`FrontendEvent`] to `sender` (until its receiver is dropped).
     SubscribeEvents { sender: Sender<FrontendEvent> },
-    /// Send every later diagnostics publish (what [`Op::DrainPassive`]'s registry is fed) to
-    /// `sender`, until its receiver is dropped. A session connection keeps its own passive
-    /// registry with it.
-    SubscribePublishes {
-        sender: Sender<DiagnosticsPublished>,
-    },
     /// Every file's current merged diagnostics (non-empty sets only), in path order.
     CurrentDiagnostics {
         reply: Sender<Vec<(PathBuf, Vec<Diagnostic>)>>,

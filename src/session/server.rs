@@ -10,8 +10,8 @@
 //! Invariants:
 //! - A peer with another uid gets one error line and is closed (`SO_PEERCRED`).
 //! - Per connection, the session keeps what the engine keeps per frontend: request tags (mapped to
-//!   session-unique ones), event subscriptions and a passive-diagnostics registry of its own, so
-//!   each MCP client gets its own passive delivery.
+//!   session-unique ones), event subscriptions and passive-diagnostics queues of its own (engine
+//!   consumers named after the connection), so each MCP client gets its own passive delivery.
 //! - A connection that ends cancels its in-flight requests (`$/cancelRequest`) and nothing else; a
 //!   bad line costs an error line on that connection only.
 //! - The session ends after `idle` with no client, when its root is no longer a directory, on
@@ -34,8 +34,7 @@ use serde_json::{json, Value};
 
 use super::paths::{self, SessionPaths};
 use super::wire::{self, Hello, Line, SessionInfo, SessionServer, WireOp, WireRequest};
-use crate::diagnostics::PassiveRegistry;
-use crate::engine::{DiagnosticsPublished, EngineHandle, EngineOptions, FrontendEvent, Op};
+use crate::engine::{EngineHandle, EngineOptions, FrontendEvent, Op};
 use crate::session::SessionMode;
 
 /// The socket path (and its inode) removed at process exit, also when the loop exits the process
@@ -262,9 +261,7 @@ enum Pending {
     ServerEdits(Receiver<Vec<(u64, crate::edit::EditReport)>>),
     RawDiagnostics(Receiver<Vec<(crate::process::ServerId, Vec<Value>)>>),
     Status(Receiver<Vec<crate::engine::ServerStatus>>),
-    /// The loop's answer orders this connection's passive drain after every publish the loop
-    /// handled before it; the drain itself uses the connection's own registry.
-    PassiveBarrier(Receiver<Option<crate::diagnostics::DrainedBatch>>),
+    DrainPassive(Receiver<Option<crate::diagnostics::DrainedBatch>>),
     CurrentDiagnostics(Receiver<Vec<(PathBuf, Vec<crate::diagnostics::Diagnostic>)>>),
     ServerDetails(Receiver<Vec<crate::engine::ServerDetails>>),
     Info(Receiver<Vec<crate::engine::ServerStatus>>),
@@ -303,7 +300,7 @@ impl Pending {
             Pending::ServerEdits(receiver) => select.recv(receiver),
             Pending::RawDiagnostics(receiver) => select.recv(receiver),
             Pending::Status(receiver) | Pending::Info(receiver) => select.recv(receiver),
-            Pending::PassiveBarrier(receiver) => select.recv(receiver),
+            Pending::DrainPassive(receiver) => select.recv(receiver),
             Pending::CurrentDiagnostics(receiver) => select.recv(receiver),
             Pending::ServerDetails(receiver) => select.recv(receiver),
         }
@@ -322,8 +319,10 @@ struct Connection {
     /// Client tag -> session tag, for requests in flight.
     client_tags: HashMap<u64, u64>,
     next_tag: u64,
-    passive: PassiveRegistry,
-    publishes: Receiver<DiagnosticsPublished>,
+    /// This connection's own passive queue in the engine (its frontend's shared queue).
+    own_consumer: String,
+    /// Further queues the client opened (engine names).
+    consumers: std::collections::BTreeSet<String>,
     /// Set when writing to the client failed: the connection ends.
     broken: bool,
 }
@@ -352,9 +351,9 @@ fn run_connection(
             }
         })
         .ok();
-    let (publish_sender, publishes) = unbounded();
-    let _ = op_sender.send(Op::SubscribePublishes {
-        sender: publish_sender,
+    let own_consumer = format!("session-connection-{connection_id}");
+    let _ = op_sender.send(Op::OpenPassive {
+        consumer: own_consumer.clone(),
     });
     let mut connection = Connection {
         connection_id,
@@ -366,8 +365,8 @@ fn run_connection(
         subscriptions: Vec::new(),
         client_tags: HashMap::new(),
         next_tag: 0,
-        passive: PassiveRegistry::new(),
-        publishes,
+        own_consumer,
+        consumers: Default::default(),
         broken: false,
     };
     let hello = serde_json::to_string(&connection.shared.hello).unwrap_or_default();
@@ -384,7 +383,6 @@ fn run_connection(
 /// What the select in [`Connection::run`] found ready.
 enum Ready {
     Line,
-    Publish,
     Pending(usize),
     Subscription(usize),
 }
@@ -394,9 +392,8 @@ impl Connection {
         while !self.broken {
             let ready = {
                 let mut select = Select::new();
-                let mut kinds = vec![Ready::Line, Ready::Publish];
+                let mut kinds = vec![Ready::Line];
                 select.recv(lines);
-                select.recv(&self.publishes);
                 for (index, (_, pending)) in self.pending.iter().enumerate() {
                     pending.add_to(&mut select);
                     kinds.push(Ready::Pending(index));
@@ -414,15 +411,6 @@ impl Connection {
                     Ok(None) | Err(TryRecvError::Disconnected) => return,
                     Err(TryRecvError::Empty) => {}
                 },
-                Ready::Publish => {
-                    while let Ok(published) = self.publishes.try_recv() {
-                        self.passive.register(
-                            &published.server,
-                            &published.path,
-                            published.diagnostics,
-                        );
-                    }
-                }
                 Ready::Pending(index) => self.complete(index),
                 Ready::Subscription(index) => {
                     let (id, receiver) = &self.subscriptions[index];
@@ -578,10 +566,21 @@ impl Connection {
                 self.send_op(Op::Status { reply });
                 Pending::Status(receiver)
             }
-            WireOp::DrainPassive => {
+            WireOp::DrainPassive { consumer } => {
+                let consumer = Some(self.consumer_name(consumer.as_deref()));
                 let (reply, receiver) = bounded(1);
-                self.send_op(Op::DrainPassive { reply });
-                Pending::PassiveBarrier(receiver)
+                self.send_op(Op::DrainPassive { consumer, reply });
+                Pending::DrainPassive(receiver)
+            }
+            WireOp::OpenPassive { consumer } => {
+                let consumer = self.consumer_name(Some(&consumer));
+                self.consumers.insert(consumer.clone());
+                return self.send_op(Op::OpenPassive { consumer });
+            }
+            WireOp::ClosePassive { consumer } => {
+                let consumer = self.consumer_name(Some(&consumer));
+                self.consumers.remove(&consumer);
+                return self.send_op(Op::ClosePassive { consumer });
             }
             WireOp::SubscribeEvents => {
                 let (sender, receiver) = unbounded();
@@ -627,20 +626,7 @@ impl Connection {
             Pending::Status(receiver) => poll_value(receiver),
             Pending::CurrentDiagnostics(receiver) => poll_value(receiver),
             Pending::ServerDetails(receiver) => poll_value(receiver),
-            Pending::PassiveBarrier(receiver) => match poll(receiver) {
-                Poll::Ready(_) => {
-                    while let Ok(published) = self.publishes.try_recv() {
-                        self.passive.register(
-                            &published.server,
-                            &published.path,
-                            published.diagnostics,
-                        );
-                    }
-                    Poll::Ready(serde_json::to_value(self.passive.drain()).unwrap_or_default())
-                }
-                Poll::Empty => Poll::Empty,
-                Poll::Gone => Poll::Gone,
-            },
+            Pending::DrainPassive(receiver) => poll_value(receiver),
             Pending::Info(receiver) => match poll(receiver) {
                 Poll::Ready(statuses) => Poll::Ready(self.info(statuses)),
                 Poll::Empty => Poll::Empty,
@@ -686,8 +672,22 @@ impl Connection {
         serde_json::to_value(info).unwrap_or_default()
     }
 
-    /// The client is gone: `$/cancelRequest` for each of its requests still in flight.
+    /// The engine's name for a client's passive queue: the client's `None` (its frontend's shared
+    /// queue) is this connection's own queue; named ones are scoped to the connection.
+    fn consumer_name(&self, consumer: Option<&str>) -> String {
+        match consumer {
+            None => self.own_consumer.clone(),
+            Some(name) => format!("{}/{name}", self.own_consumer),
+        }
+    }
+
+    /// The client is gone: `$/cancelRequest` for each of its requests still in flight, and its
+    /// passive queues closed.
     fn cancel_in_flight(&mut self) {
+        let consumers = std::mem::take(&mut self.consumers);
+        for consumer in consumers.into_iter().chain([self.own_consumer.clone()]) {
+            self.send_op(Op::ClosePassive { consumer });
+        }
         let tags: Vec<u64> = self
             .pending
             .iter()

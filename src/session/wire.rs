@@ -91,7 +91,16 @@ pub enum WireOp {
         path: PathBuf,
     },
     Status,
-    DrainPassive,
+    /// `consumer`: `None` for this connection's own queue, else one it opened.
+    DrainPassive {
+        consumer: Option<String>,
+    },
+    OpenPassive {
+        consumer: String,
+    },
+    ClosePassive {
+        consumer: String,
+    },
     SubscribeEvents,
     CurrentDiagnostics,
     ServerDetails,
@@ -134,8 +143,8 @@ fn millis(duration: Duration) -> u64 {
 }
 
 /// An [`Op`]'s wire form and its reply channel, split apart (the client proxy keeps the channel).
-/// `Shutdown`, `Reload`, `SubscribePublishes` and `FilesChanged` have no wire form: the proxy
-/// handles them (the session scans the disk itself).
+/// `Shutdown`, `Reload` and `FilesChanged` have no wire form: the proxy handles them (the
+/// session scans the disk itself).
 pub enum Split {
     Wire(WireOp, ReplySlot),
     Local(Op),
@@ -234,8 +243,15 @@ pub fn split(op: Op) -> Split {
             ReplySlot::RawDiagnostics(reply),
         ),
         Op::Status { reply } => Split::Wire(WireOp::Status, ReplySlot::Status(reply)),
-        Op::DrainPassive { reply } => {
-            Split::Wire(WireOp::DrainPassive, ReplySlot::DrainPassive(reply))
+        Op::DrainPassive { consumer, reply } => Split::Wire(
+            WireOp::DrainPassive { consumer },
+            ReplySlot::DrainPassive(reply),
+        ),
+        Op::OpenPassive { consumer } => {
+            Split::Wire(WireOp::OpenPassive { consumer }, ReplySlot::None)
+        }
+        Op::ClosePassive { consumer } => {
+            Split::Wire(WireOp::ClosePassive { consumer }, ReplySlot::None)
         }
         Op::SubscribeEvents { sender } => {
             Split::Wire(WireOp::SubscribeEvents, ReplySlot::Events(sender))
@@ -247,10 +263,9 @@ pub fn split(op: Op) -> Split {
         Op::ServerDetails { reply } => {
             Split::Wire(WireOp::ServerDetails, ReplySlot::ServerDetails(reply))
         }
-        op @ (Op::Shutdown { .. }
-        | Op::Reload { .. }
-        | Op::SubscribePublishes { .. }
-        | Op::FilesChanged { .. }) => Split::Local(op),
+        op @ (Op::Shutdown { .. } | Op::Reload { .. } | Op::FilesChanged { .. }) => {
+            Split::Local(op)
+        }
     }
 }
 

@@ -3,13 +3,16 @@
 //! machine. Tests that need a server that is not installed skip themselves and say why.
 //!
 //! Modules: `check` (issue `lspc check`), `queries` (code-intelligence commands and batch),
-//! `edits` (safe edits), `faults` (supervision and fault tolerance), `sessions` (warm sessions); `support` holds the
+//! `edits` (safe edits), `faults` (supervision and fault tolerance), `ide` (`lspc ide`, the headless
+//! IDE), `sessions` (warm sessions); `support` holds the
 //! `TestCommand` harness, temporary workspaces and `/proc` helpers.
 
 mod check;
 mod edits;
 mod faults;
+mod ide;
 mod mcp;
+mod mcp_http;
 mod queries;
 mod sessions;
 mod support;
