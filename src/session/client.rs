@@ -17,7 +17,6 @@ use std::io::{BufReader, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -440,9 +439,4 @@ pub fn pid_alive(pid: u32) -> bool {
             .is_some_and(|state| state != "Z" && state != "X"),
         Err(_) => false,
     }
-}
-
-/// Whether `path` exists as a socket file.
-pub fn socket_exists(path: &Path) -> bool {
-    std::fs::symlink_metadata(path).is_ok()
 }
