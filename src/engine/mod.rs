@@ -216,6 +216,9 @@ pub enum Op {
     },
     /// Each configured server's state, capabilities and claimed extensions.
     ServerDetails { reply: Sender<Vec<ServerDetails>> },
+    /// The canonical paths of the documents lspc holds for servers, in path order (the MCP
+    /// server stats them to notice edits made on disk by other tools).
+    OpenDocuments { reply: Sender<Vec<PathBuf>> },
     /// Files changed on disk behind lspc's back (a session's scan, `crate::session`): each
     /// running server that claims a file and does not have it open gets
     /// `workspace/didChangeWatchedFiles` (LSP 3.17 §`workspace/didChangeWatchedFiles`). No reply.
@@ -233,7 +236,8 @@ pub enum WatchedChange {
 }
 
 pub use event_loop::frontend_events::{
-    current_diagnostics, drain_passive, server_details, FrontendEvent, ServerDetails,
+    current_diagnostics, drain_passive, open_documents, server_details, FrontendEvent,
+    ServerDetails,
 };
 pub use event_loop::reload::ReloadReport;
 

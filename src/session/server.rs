@@ -264,6 +264,7 @@ enum Pending {
     DrainPassive(Receiver<Option<crate::diagnostics::DrainedBatch>>),
     CurrentDiagnostics(Receiver<Vec<(PathBuf, Vec<crate::diagnostics::Diagnostic>)>>),
     ServerDetails(Receiver<Vec<crate::engine::ServerDetails>>),
+    OpenDocuments(Receiver<Vec<PathBuf>>),
     Info(Receiver<Vec<crate::engine::ServerStatus>>),
 }
 
@@ -303,6 +304,7 @@ impl Pending {
             Pending::DrainPassive(receiver) => select.recv(receiver),
             Pending::CurrentDiagnostics(receiver) => select.recv(receiver),
             Pending::ServerDetails(receiver) => select.recv(receiver),
+            Pending::OpenDocuments(receiver) => select.recv(receiver),
         }
     }
 }
@@ -598,6 +600,11 @@ impl Connection {
                 self.send_op(Op::ServerDetails { reply });
                 Pending::ServerDetails(receiver)
             }
+            WireOp::OpenDocuments => {
+                let (reply, receiver) = bounded(1);
+                self.send_op(Op::OpenDocuments { reply });
+                Pending::OpenDocuments(receiver)
+            }
             WireOp::Info => {
                 let (reply, receiver) = bounded(1);
                 self.send_op(Op::Status { reply });
@@ -626,6 +633,7 @@ impl Connection {
             Pending::Status(receiver) => poll_value(receiver),
             Pending::CurrentDiagnostics(receiver) => poll_value(receiver),
             Pending::ServerDetails(receiver) => poll_value(receiver),
+            Pending::OpenDocuments(receiver) => poll_value(receiver),
             Pending::DrainPassive(receiver) => poll_value(receiver),
             Pending::Info(receiver) => match poll(receiver) {
                 Poll::Ready(statuses) => Poll::Ready(self.info(statuses)),

@@ -104,6 +104,7 @@ pub enum WireOp {
     SubscribeEvents,
     CurrentDiagnostics,
     ServerDetails,
+    OpenDocuments,
     /// The session's state: [`SessionInfo`].
     Info,
     /// Stop the session: servers shut down by the normal sequence, then the process exits.
@@ -173,6 +174,7 @@ pub enum ReplySlot {
         crossbeam_channel::Sender<Vec<(PathBuf, Vec<crate::diagnostics::Diagnostic>)>>,
     ),
     ServerDetails(crossbeam_channel::Sender<Vec<crate::engine::ServerDetails>>),
+    OpenDocuments(crossbeam_channel::Sender<Vec<PathBuf>>),
     /// No reply (`cancel`).
     None,
 }
@@ -263,6 +265,9 @@ pub fn split(op: Op) -> Split {
         Op::ServerDetails { reply } => {
             Split::Wire(WireOp::ServerDetails, ReplySlot::ServerDetails(reply))
         }
+        Op::OpenDocuments { reply } => {
+            Split::Wire(WireOp::OpenDocuments, ReplySlot::OpenDocuments(reply))
+        }
         op @ (Op::Shutdown { .. } | Op::Reload { .. } | Op::FilesChanged { .. }) => {
             Split::Local(op)
         }
@@ -297,6 +302,7 @@ impl ReplySlot {
             ReplySlot::Events(sender) => send(sender, result),
             ReplySlot::CurrentDiagnostics(sender) => send(sender, result),
             ReplySlot::ServerDetails(sender) => send(sender, result),
+            ReplySlot::OpenDocuments(sender) => send(sender, result),
             ReplySlot::None => Ok(()),
         }
     }
