@@ -378,7 +378,7 @@ fn dispatch(line: &str, pending: &mut HashMap<u64, ReplySlot>) {
     };
     if let Some(event) = value.get("event") {
         if let Some(slot) = pending.get(&id) {
-            if let Err(error) = slot.deliver(event.clone()) {
+            if let Err(error) = slot.deliver_event(event.clone()) {
                 log::warn!("session sent a malformed event: {}", error.0);
             }
         }

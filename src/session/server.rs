@@ -98,6 +98,10 @@ pub fn serve(mut options: EngineOptions, idle: Duration) -> i32 {
     std::env::remove_var("LSPC_SESSION");
     let key = paths::session_key(&options);
     options.session = SessionMode::Never;
+    // The session handles signals itself whichever command line started it: a signal stops
+    // the servers and exits (the command's own frontend is not running here).
+    options.interrupted_sender = None;
+    options.handle_signals = true;
     let dir = match paths::runtime_dir(true) {
         Ok(Some(dir)) => dir,
         Ok(None) => return crate::exit::EXIT_SERVER,
@@ -250,6 +254,8 @@ fn accept_loop(
 /// One engine reply in flight, typed as its op's reply.
 enum Pending {
     Diagnostics(Receiver<Vec<crate::engine::FileDiagnostics>>),
+    /// Its progress receiver, if any, is in `Connection::progress` under the same id.
+    DiagnosticsLeavingOut(Receiver<Vec<crate::engine::FileDiagnostics>>),
     Sync(Receiver<Result<crate::engine::SyncedDocument, crate::engine::EngineError>>),
     /// `tag` is the session-unique tag sent to the loop; `client_tag` the client's own.
     Request {
@@ -294,7 +300,9 @@ fn poll_value<T: Serialize>(receiver: &Receiver<T>) -> Poll<Value> {
 impl Pending {
     fn add_to<'a>(&'a self, select: &mut Select<'a>) -> usize {
         match self {
-            Pending::Diagnostics(receiver) => select.recv(receiver),
+            Pending::Diagnostics(receiver) | Pending::DiagnosticsLeavingOut(receiver) => {
+                select.recv(receiver)
+            }
             Pending::Sync(receiver) => select.recv(receiver),
             Pending::Request { receiver, .. } => select.recv(receiver),
             Pending::ApplyEdit(receiver) => select.recv(receiver),
@@ -318,6 +326,8 @@ struct Connection {
     stop_sender: Sender<()>,
     pending: Vec<(u64, Pending)>,
     subscriptions: Vec<(u64, Receiver<FrontendEvent>)>,
+    /// Progress streams of diagnostics waits in flight, by request id.
+    progress: Vec<(u64, Receiver<crate::engine::FileDiagnostics>)>,
     /// Client tag -> session tag, for requests in flight.
     client_tags: HashMap<u64, u64>,
     next_tag: u64,
@@ -365,6 +375,7 @@ fn run_connection(
         stop_sender,
         pending: Vec::new(),
         subscriptions: Vec::new(),
+        progress: Vec::new(),
         client_tags: HashMap::new(),
         next_tag: 0,
         own_consumer,
@@ -387,6 +398,7 @@ enum Ready {
     Line,
     Pending(usize),
     Subscription(usize),
+    Progress(usize),
 }
 
 impl Connection {
@@ -404,6 +416,10 @@ impl Connection {
                     select.recv(receiver);
                     kinds.push(Ready::Subscription(index));
                 }
+                for (index, (_, receiver)) in self.progress.iter().enumerate() {
+                    select.recv(receiver);
+                    kinds.push(Ready::Progress(index));
+                }
                 let index = select.ready();
                 kinds.swap_remove(index)
             };
@@ -414,6 +430,16 @@ impl Connection {
                     Err(TryRecvError::Empty) => {}
                 },
                 Ready::Pending(index) => self.complete(index),
+                Ready::Progress(index) => {
+                    let id = self.progress[index].0;
+                    match poll(&self.progress[index].1) {
+                        Poll::Ready(file) => self.write_progress(id, &file),
+                        Poll::Empty => {}
+                        Poll::Gone => {
+                            self.progress.remove(index);
+                        }
+                    }
+                }
                 Ready::Subscription(index) => {
                     let (id, receiver) = &self.subscriptions[index];
                     let id = *id;
@@ -441,6 +467,23 @@ impl Connection {
         bytes.push(b'\n');
         if self.writer.write_all(&bytes).is_err() {
             self.broken = true;
+        }
+    }
+
+    fn write_progress(&mut self, id: u64, file: &crate::engine::FileDiagnostics) {
+        let line = json!({"id": id, "event": file});
+        self.write_line(&line.to_string());
+    }
+
+    /// Writes what a finished diagnostics wait's progress stream still holds (before its result).
+    fn flush_progress(&mut self, id: u64) {
+        let Some(index) = self.progress.iter().position(|(stream, _)| *stream == id) else {
+            return;
+        };
+        let (_, receiver) = self.progress.remove(index);
+        let files: Vec<crate::engine::FileDiagnostics> = receiver.try_iter().collect();
+        for file in files {
+            self.write_progress(id, &file);
         }
     }
 
@@ -493,6 +536,27 @@ impl Connection {
                     reply,
                 });
                 Pending::Diagnostics(receiver)
+            }
+            WireOp::DiagnosticsLeavingOut {
+                paths,
+                leave_out,
+                timeout_ms,
+                progress,
+            } => {
+                let (reply, receiver) = bounded(1);
+                let progress = progress.then(|| {
+                    let (sender, receiver) = unbounded();
+                    self.progress.push((id, receiver));
+                    sender
+                });
+                self.send_op(Op::DiagnosticsLeavingOut {
+                    paths,
+                    leave_out,
+                    timeout: timeout(timeout_ms),
+                    progress,
+                    reply,
+                });
+                Pending::DiagnosticsLeavingOut(receiver)
             }
             WireOp::Sync { path, timeout_ms } => {
                 let (reply, receiver) = bounded(1);
@@ -624,7 +688,9 @@ impl Connection {
         let (id, pending) = &self.pending[index];
         let id = *id;
         let polled = match pending {
-            Pending::Diagnostics(receiver) => poll_value(receiver),
+            Pending::Diagnostics(receiver) | Pending::DiagnosticsLeavingOut(receiver) => {
+                poll_value(receiver)
+            }
             Pending::Sync(receiver) => poll_value(receiver),
             Pending::Request { receiver, .. } => poll_value(receiver),
             Pending::ApplyEdit(receiver) => poll_value(receiver),
@@ -647,6 +713,9 @@ impl Connection {
             Poll::Gone => json!({"id": id, "error": "the engine has shut down"}),
         };
         let (_, pending) = self.pending.remove(index);
+        if matches!(pending, Pending::DiagnosticsLeavingOut(_)) {
+            self.flush_progress(id);
+        }
         if let Pending::Request {
             client_tag: Some(client_tag),
             ..

@@ -65,6 +65,13 @@ pub enum WireOp {
         paths: Vec<PathBuf>,
         timeout_ms: u64,
     },
+    /// `progress`: send each finished file as an `event` line before the `result`.
+    DiagnosticsLeavingOut {
+        paths: Vec<PathBuf>,
+        leave_out: std::collections::HashMap<PathBuf, Vec<ServerId>>,
+        timeout_ms: u64,
+        progress: bool,
+    },
     Sync {
         path: PathBuf,
         timeout_ms: u64,
@@ -158,6 +165,12 @@ pub enum ReplySlot {
         crossbeam_channel::Sender<Vec<crate::engine::FileDiagnostics>>,
         Vec<PathBuf>,
     ),
+    /// Its `event` lines go to the progress sender, its `result` to the reply.
+    DiagnosticsLeavingOut {
+        reply: crossbeam_channel::Sender<Vec<crate::engine::FileDiagnostics>>,
+        progress: Option<crossbeam_channel::Sender<crate::engine::FileDiagnostics>>,
+        paths: Vec<PathBuf>,
+    },
     Sync(
         crossbeam_channel::Sender<
             Result<crate::engine::SyncedDocument, crate::engine::EngineError>,
@@ -192,6 +205,25 @@ pub fn split(op: Op) -> Split {
                 timeout_ms: millis(timeout),
             },
             ReplySlot::Diagnostics(reply, paths),
+        ),
+        Op::DiagnosticsLeavingOut {
+            paths,
+            leave_out,
+            timeout,
+            progress,
+            reply,
+        } => Split::Wire(
+            WireOp::DiagnosticsLeavingOut {
+                paths: paths.clone(),
+                leave_out,
+                timeout_ms: millis(timeout),
+                progress: progress.is_some(),
+            },
+            ReplySlot::DiagnosticsLeavingOut {
+                reply,
+                progress,
+                paths,
+            },
         ),
         Op::Sync {
             path,
@@ -292,6 +324,7 @@ impl ReplySlot {
         }
         match self {
             ReplySlot::Diagnostics(sender, _) => send(sender, result),
+            ReplySlot::DiagnosticsLeavingOut { reply, .. } => send(reply, result),
             ReplySlot::Sync(sender) => send(sender, result),
             ReplySlot::Request(sender) => send(sender, result),
             ReplySlot::ApplyEdit(sender) => send(sender, result),
@@ -304,6 +337,23 @@ impl ReplySlot {
             ReplySlot::ServerDetails(sender) => send(sender, result),
             ReplySlot::OpenDocuments(sender) => send(sender, result),
             ReplySlot::None => Ok(()),
+        }
+    }
+
+    /// Delivers an `event` value: a subscription's event, or a diagnostics wait's progress.
+    pub fn deliver_event(&self, event: Value) -> Result<(), DecodeError> {
+        match self {
+            ReplySlot::DiagnosticsLeavingOut {
+                progress: Some(progress),
+                ..
+            } => {
+                let decoded = serde_json::from_value(event)
+                    .map_err(|error| DecodeError(error.to_string()))?;
+                let _ = progress.send(decoded);
+                Ok(())
+            }
+            ReplySlot::Events(_) => self.deliver(event),
+            _ => Ok(()),
         }
     }
 
@@ -324,7 +374,12 @@ impl ReplySlot {
             ReplySlot::Request(sender) => {
                 let _ = sender.send(Err(EngineError::SessionLost(message.to_owned())));
             }
-            ReplySlot::Diagnostics(sender, paths) => {
+            ReplySlot::DiagnosticsLeavingOut {
+                reply: sender,
+                paths,
+                ..
+            }
+            | ReplySlot::Diagnostics(sender, paths) => {
                 let results = paths
                     .into_iter()
                     .map(|path| FileDiagnostics {

@@ -13,6 +13,7 @@ mod faults;
 mod ide;
 mod mcp;
 mod mcp_http;
+mod project_files;
 mod queries;
 mod sessions;
 mod support;
