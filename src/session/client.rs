@@ -147,7 +147,20 @@ pub fn connect(paths: &SessionPaths) -> Result<Connected, ConnectError> {
 /// racing starters end up with one session).
 pub fn attach(options: &EngineOptions, start: bool) -> Result<EngineHandle, AttachError> {
     let connected = find_or_start(options, start)?;
-    Ok(proxy(connected))
+    let signals = ProxySignals {
+        handle: options.handle_signals,
+        interrupted_sender: options.interrupted_sender.clone(),
+    };
+    Ok(proxy(connected, signals))
+}
+
+/// What the proxy does on SIGINT/SIGTERM/SIGHUP, as the in-process loop would
+/// ([`EngineOptions::handle_signals`], [`EngineOptions::interrupted_sender`]): close the
+/// connection (the session cancels this client's requests), then tell the frontend or exit with
+/// 128 + the signal.
+pub struct ProxySignals {
+    pub handle: bool,
+    pub interrupted_sender: Option<Sender<i32>>,
 }
 
 /// Connects to the session for `options`, starting it first when `start` is set.
@@ -260,16 +273,24 @@ fn lost_message(hello: &Hello) -> String {
 }
 
 /// Wraps a connection in an [`EngineHandle`] whose ops are served by the session.
-pub fn proxy(connected: Connected) -> EngineHandle {
+pub fn proxy(connected: Connected, signals: ProxySignals) -> EngineHandle {
     let (op_sender, op_receiver) = unbounded::<Op>();
     let thread = thread::Builder::new()
         .name("lspc-session-proxy".to_owned())
-        .spawn(move || run_proxy(connected, op_receiver))
+        .spawn(move || run_proxy(connected, op_receiver, signals))
         .expect("spawning the session proxy thread");
     EngineHandle::from_parts(op_sender, thread)
 }
 
-fn run_proxy(connected: Connected, op_receiver: Receiver<Op>) {
+fn run_proxy(connected: Connected, op_receiver: Receiver<Op>, signals: ProxySignals) {
+    let signal_receiver = match signals.handle.then(crate::signals::install) {
+        Some(Ok(receiver)) => receiver,
+        Some(Err(error)) => {
+            log::warn!("cannot install signal handlers: {error}");
+            crossbeam_channel::never()
+        }
+        None => crossbeam_channel::never(),
+    };
     let Connected {
         mut stream,
         reader,
@@ -320,6 +341,20 @@ fn run_proxy(connected: Connected, op_receiver: Receiver<Op>) {
                             fail_all(&mut pending, &message);
                         }
                     }
+                }
+            },
+            recv(signal_receiver) -> signal => {
+                let signal = signal.unwrap_or(libc::SIGTERM);
+                log::info!("received signal {signal}: leaving the session");
+                if let Some(sender) = &signals.interrupted_sender {
+                    let _ = sender.send(signal);
+                }
+                let _ = stream.shutdown(std::net::Shutdown::Both);
+                // Dropped unanswered, as the loop's shutdown answers them: "engine gone".
+                pending.clear();
+                lost = true;
+                if signals.interrupted_sender.is_none() {
+                    std::process::exit(128 + signal);
                 }
             },
             recv(line_receiver) -> line => match line {
