@@ -22,7 +22,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::edit::commands::EditCommands;
-use crate::engine::{EngineHandle, EngineOptions};
+use crate::engine::EngineOptions;
 use crate::exit::{EXIT_OK, EXIT_SERVER};
 use crate::operation::execute::{execute, Context};
 use crate::operation::{ArgumentError, Defaults, Operation};
@@ -73,7 +73,7 @@ pub fn run_with(
 ) -> i32 {
     let root = engine_options.config.root.clone();
     let config = engine_options.config.clone();
-    let engine = EngineHandle::start(engine_options);
+    let engine = crate::session::start_engine(engine_options);
     let op_sender = engine.op_sender();
     let queries = Queries::new(op_sender.clone(), root.clone(), timeout);
     let edits = EditCommands::new(op_sender.clone(), root.clone(), timeout);

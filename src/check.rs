@@ -175,7 +175,7 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
     let checked_files = selection.files.clone();
     let (interrupted_sender, interrupted_receiver) = crossbeam_channel::bounded(1);
     engine_options.interrupted_sender = Some(interrupted_sender);
-    let engine = EngineHandle::start(engine_options);
+    let engine = crate::session::start_engine(engine_options);
     let leave_out = selection.leave_out.clone();
     // On a terminal, human output streams each file when it is settled (no caps: they need
     // every file); otherwise files come out in path order at the end.

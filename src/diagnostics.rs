@@ -18,10 +18,12 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+use serde::{Deserialize, Serialize};
+
 /// LSP `DiagnosticSeverity` (spec 3.17 §`Diagnostic`): 1 Error, 2 Warning, 3 Information, 4 Hint.
 /// A publish with no severity is treated as Error, as VS Code does. The derived order puts the
 /// most severe first (`Error < Warning < Information < Hint`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Severity {
     Error = 1,
     Warning = 2,
@@ -115,7 +117,7 @@ impl FromStr for Severity {
 /// One diagnostic as lspc reports it: positions are 1-based lines and 1-based columns counted
 /// in Unicode characters (scalar values), already converted from the server's encoding.
 /// The end position is exclusive, as in LSP.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Diagnostic {
     /// Canonical absolute path of the file.
     pub path: PathBuf,
@@ -447,7 +449,7 @@ fn delivery_identity(diagnostic: &Diagnostic) -> DeliveryIdentity {
 }
 
 /// One batch handed to the agent by [`PassiveRegistry::drain`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DrainedBatch {
     /// Servers that contributed at least one delivered diagnostic, in registration order.
     pub servers: Vec<String>,

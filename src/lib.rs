@@ -33,6 +33,8 @@
 //! - [`doctor`]: `lspc doctor`: start each server the workspace needs and report how it behaves.
 //! - [`ide`]: `lspc ide`, the headless IDE an agent connects to (MCP over WebSocket, lock files),
 //!   and `lspc ide list`, the agent's IDE discovery.
+//! - [`session`]: warm sessions: one engine per workspace in a background process, shared by
+//!   every command and MCP client over a Unix socket (`lspc session`, `--session`).
 
 pub mod batch;
 pub mod check;
@@ -53,6 +55,7 @@ pub mod output;
 pub mod process;
 pub mod project;
 pub mod query;
+pub mod session;
 pub mod signals;
 pub mod text;
 pub mod transport;

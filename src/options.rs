@@ -28,6 +28,8 @@ pub struct GlobalOptions {
     pub max_file_size: Option<u64>,
     /// `--no-hints` (or `LSPC_NO_HINTS=1`): no install hints for files no server serves.
     pub no_hints: bool,
+    /// `--session auto|never|always` or `LSPC_SESSION`; `None` is `auto`.
+    pub session: Option<crate::engine::SessionMode>,
 }
 
 /// Why the command line could not be parsed; printed with the usage hint, exit status 2.
@@ -62,6 +64,7 @@ pub fn tune_engine(global: &GlobalOptions, engine: &mut EngineOptions) {
     if let Some(max_file_size) = global.max_file_size {
         engine.max_file_size = max_file_size;
     }
+    engine.session = global.session.unwrap_or_default();
 }
 
 /// What [`load_config`] reads for `global` (also kept by `lspc mcp` to reload on changes).

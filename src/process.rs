@@ -60,7 +60,9 @@ const STDERR_LOG_LINE_BYTES: usize = 4096;
 
 /// Identifies one configured server for the lifetime of the lspc process (restarts keep it; see
 /// `generation`).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct ServerId(pub u32);
 
 /// What to start. `generation` counts restarts of `server_id` (0 for the first start) so events

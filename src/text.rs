@@ -19,7 +19,9 @@ use std::fmt;
 
 /// The unit LSP `Position.character` counts in (LSP 3.17 `PositionEncodingKind`; clangd's older
 /// `offsetEncoding` extension uses the same strings).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 pub enum PositionEncoding {
     /// UTF-8 code units (bytes): `"utf-8"`.
     Utf8,

@@ -67,6 +67,13 @@ Commands:
                       advertised by <config>/ide/<port>.lock; with a COMMAND, run it with
                       CLAUDE_CODE_SSE_PORT set and exit when it does
   ide list            the agent's IDE discovery: every lock file and whether it would be chosen
+  session start [--idle DURATION]
+                      start the workspace's warm session (servers stay running between
+                      commands); prints its socket path. --idle: exit after DURATION
+                      (90s, 15m, 2h) with no client (default: LSPC_SESSION_IDLE, else 15m)
+  session status      list this user's sessions: root, pid, uptime, clients, servers, log
+  session stop [--all]
+                      stop the workspace's session (or every session of this user)
 
 Options (any command):
   --root DIR          workspace root (default: nearest ancestor with .git or .lsp.json)
@@ -80,6 +87,9 @@ Options (any command):
   --max-file-size SIZE  do not send files larger than SIZE to servers: bytes, or with K, M or G
                       (default: 10M)
   -q, --quiet         only errors on stderr (no warnings or notes)
+  --session MODE      auto (default): use the workspace's running session, else run in
+                      process; always: start the session when none runs; never: run in
+                      process (also LSPC_SESSION)
   -v, --verbose       more logging on stderr (-vv for debug); RUST_LOG also works
   -h, --help          this help (COMMAND --help: that command's options and examples)
   -V, --version       print the version
@@ -176,6 +186,8 @@ pub enum Command {
     Mcp(McpCliOptions),
     /// `lspc ide ...` and `lspc ide list`.
     Ide(crate::ide::IdeCliOptions),
+    /// `lspc session start|status|stop`.
+    Session(crate::session::commands::SessionCommand),
     Help,
     /// `lspc COMMAND --help`.
     HelpFor(String),
@@ -279,6 +291,10 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         }
         Command::Mcp(options) => crate::mcp::cli::run(&args.global, options),
         Command::Ide(options) => crate::ide::run_cli(&args.global, options),
+        Command::Session(command) => {
+            let config = load_config(&args.global);
+            crate::session::commands::run(engine_options(config, &args.global), &command)
+        }
         Command::Batch { timeout } => {
             let config = load_config(&args.global);
             crate::batch::run(engine_options(config, &args.global), timeout)
@@ -323,7 +339,6 @@ fn run_operation(
     quiet: bool,
 ) -> i32 {
     use crate::edit::commands::EditCommands;
-    use crate::engine::EngineHandle;
     use crate::operation::execute::{execute, Context};
     if let Operation::Query(request) = operation {
         let options = QueryOptions {
@@ -335,7 +350,7 @@ fn run_operation(
     }
     let root = engine_options.config.root.clone();
     let config = engine_options.config.clone();
-    let engine = EngineHandle::start(engine_options);
+    let engine = crate::session::start_engine(engine_options);
     let op_sender = engine.op_sender();
     let queries = crate::query::Queries::new(op_sender.clone(), root.clone(), timeout);
     let edits = EditCommands::new(op_sender.clone(), root, timeout);

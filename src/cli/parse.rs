@@ -71,6 +71,8 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
     let mut version = false;
     // Operation flags (`--symbol`, `--apply`, ...), in order, checked once the command is known.
     let mut op_flags: Vec<(String, Option<String>)> = Vec::new();
+    let mut session_idle: Option<Duration> = None;
+    let mut session_all = false;
     while let Some(arg) = parser.next()? {
         match arg {
             // `--apply` is a flag, except for code-actions where it names the action.
@@ -97,6 +99,18 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
                 global.max_file_size = Some(crate::options::parse_size("--max-file-size", &value)?);
             }
             Short('q') | Long("quiet") => global.quiet = true,
+            Long("session") => {
+                let value: String = parser.value()?.string()?;
+                global.session = Some(value.parse().map_err(UsageError)?);
+            }
+            Long("idle") => {
+                let value: String = parser.value()?.string()?;
+                session_idle = Some(
+                    crate::session::parse_duration(&value)
+                        .map_err(|message| UsageError(format!("--idle: {message}")))?,
+                );
+            }
+            Long("all") => session_all = true,
             Short('h') | Long("help") => help = true,
             Short('V') | Long("version") => version = true,
             Long("format") => {
@@ -202,6 +216,24 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
     if std::env::var_os("LSPC_TRUST").is_some_and(|value| value == "1") {
         global.trust = true;
     }
+    if let Ok(value) = std::env::var("LSPC_SESSION") {
+        // `serve` is set by lspc itself on the session process it starts, whose command line
+        // may carry `--session always`: it wins. Otherwise the flag beats the variable.
+        if value == "serve" {
+            global.session = Some(crate::session::SessionMode::Serve);
+        } else if global.session.is_none() && !value.is_empty() {
+            global.session = Some(value.parse().map_err(|message: String| {
+                UsageError(message.replacen("--session", "LSPC_SESSION", 1))
+            })?);
+        }
+    }
+    if global.session == Some(crate::session::SessionMode::Serve)
+        && std::env::var("LSPC_SESSION").as_deref() != Ok("serve")
+    {
+        return Err(UsageError(
+            "--session: expected auto, never or always, got \"serve\"".to_owned(),
+        ));
+    }
     // Operation flags belong to operation commands only (`lspc check --use-tabs` is a mistake).
     if let (Some(name), Some((flag, _))) = (command_name.as_deref(), op_flags.first()) {
         if !operation_args::is_operation_command(name) && !help && !version {
@@ -263,6 +295,27 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
                 Command::Ide(ide)
             }
             Some("help") => Command::Help,
+            Some("session") => {
+                use crate::session::commands::SessionCommand;
+                let action = match positionals.as_slice() {
+                    [action] => action.to_string_lossy().into_owned(),
+                    _ => {
+                        return Err(UsageError(
+                            "session: expected one action: start, status or stop".to_owned(),
+                        ))
+                    }
+                };
+                Command::Session(match action.as_str() {
+                    "start" => SessionCommand::Start { idle: session_idle },
+                    "status" => SessionCommand::Status,
+                    "stop" => SessionCommand::Stop { all: session_all },
+                    other => {
+                        return Err(UsageError(format!(
+                            "session: unknown action {other:?} (expected start, status or stop)"
+                        )))
+                    }
+                })
+            }
             Some("batch") => {
                 expect_no_positionals("batch", &positionals)?;
                 Command::Batch {

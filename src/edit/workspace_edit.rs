@@ -32,7 +32,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::text::PositionEncoding;
@@ -56,7 +56,7 @@ pub struct EditContext<'a> {
 }
 
 /// Whether [`apply_workspace_edit`] writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ApplyMode {
     /// Validate and compute the result; write nothing.
     Preview,
@@ -65,7 +65,7 @@ pub enum ApplyMode {
 }
 
 /// One operation of the edit as applied, in the server's order (for "what changed" output).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", tag = "kind")]
 pub enum Operation {
     /// Text edits to one document; `edits` counts them.
@@ -92,7 +92,7 @@ pub enum Operation {
 
 /// The net effect of the edit on one path. `before`/`after` are `None` when the file does not
 /// exist before/after; texts are lossy UTF-8 (for diffs and reports).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FileChange {
     /// Canonical absolute path.
@@ -102,7 +102,7 @@ pub struct FileChange {
 }
 
 /// What an edit did (or would do, in [`ApplyMode::Preview`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EditReport {
     pub operations: Vec<Operation>,
@@ -124,7 +124,7 @@ impl EditReport {
 
 /// Why an edit was rejected. Every variant names the file; nothing was written unless the variant
 /// says so ([`EditError::WriteFailed`] reports what was restored).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum EditError {
     /// The JSON is not a `WorkspaceEdit` (or a part of it is malformed).
     Malformed(String),
@@ -157,19 +157,22 @@ pub enum EditError {
     /// The operation needs the file to exist.
     Missing {
         path: PathBuf,
-        operation: &'static str,
+        #[serde(deserialize_with = "operation_name")]
+        operation: OperationName,
     },
     /// The operation would replace an existing file without `overwrite`.
     Exists {
         path: PathBuf,
-        operation: &'static str,
+        #[serde(deserialize_with = "operation_name")]
+        operation: OperationName,
     },
     /// Text edits to a file that is not UTF-8.
     NotUtf8 { path: PathBuf },
     /// Resource operations on folders are not supported.
     Folder {
         path: PathBuf,
-        operation: &'static str,
+        #[serde(deserialize_with = "operation_name")]
+        operation: OperationName,
     },
     /// Reading a file failed.
     Io { path: PathBuf, message: String },
@@ -181,6 +184,22 @@ pub enum EditError {
         restored: Vec<PathBuf>,
         restore_errors: Vec<String>,
     },
+}
+
+/// The name of a resource operation in an [`EditError`] (`"create"`, `"rename"`...). An alias,
+/// so serde's derive does not treat the field as borrowed from the input.
+type OperationName = &'static str;
+
+/// Reads an [`EditError`]'s `operation` back from the session wire (`crate::session`): one of
+/// the names the edit code uses, so the field can stay `&'static str`.
+fn operation_name<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<&'static str, D::Error> {
+    let name = String::deserialize(deserializer)?;
+    ["create", "delete", "edit", "rename", "rename onto"]
+        .into_iter()
+        .find(|known| *known == name)
+        .ok_or_else(|| serde::de::Error::custom(format!("unknown edit operation {name:?}")))
 }
 
 impl std::fmt::Display for EditError {

@@ -314,6 +314,7 @@ impl State {
                         .map(|process| process.stderr_tail_lines(20))
                         .unwrap_or_else(|| server.failed_stderr_tail.clone()),
                     failure: server.failure().map(|error| error.detail()),
+                    open_documents: self.documents.open_on(server.server_id).len(),
                 }
             })
             .collect()

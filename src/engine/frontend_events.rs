@@ -21,7 +21,7 @@ use crate::diagnostics::{Diagnostic, DrainedBatch, PassiveRegistry};
 use crate::engine::{EngineError, Op};
 
 /// Something a frontend may want to tell its own client about.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum FrontendEvent {
     /// A server published (or a pull answered) diagnostics for the file (canonical absolute path).
     DiagnosticsChanged { path: PathBuf },
@@ -37,7 +37,7 @@ pub enum FrontendEvent {
 }
 
 /// One configured server as a frontend sees it, for tool gating and `lsp://servers`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ServerDetails {
     pub name: String,
     /// `not started`, `starting`, `running`, `running (busy)` or `failed: …`.
@@ -73,6 +73,37 @@ impl FrontendHub {
 }
 
 impl State {
+    /// Sends each running server `workspace/didChangeWatchedFiles` for the changed files it
+    /// claims and does not have open (an open document is re-synced when next used).
+    fn announce_watched_changes(&mut self, changes: &[(PathBuf, crate::engine::WatchedChange)]) {
+        for server in &self.servers {
+            if !server.is_running() {
+                continue;
+            }
+            let index = server.server_id.0 as usize;
+            let events: Vec<Value> = changes
+                .iter()
+                .filter(|(path, _)| self.options.config.servers_for_path(path).contains(&index))
+                .filter(|(path, _)| {
+                    !self
+                        .documents
+                        .get(path)
+                        .is_some_and(|doc| doc.open_on.contains_key(&server.server_id))
+                })
+                .filter_map(|(path, kind)| {
+                    let uri = crate::uri::path_to_uri(path).ok()?;
+                    Some(serde_json::json!({"uri": uri.as_str(), "type": *kind as u8}))
+                })
+                .collect();
+            if !events.is_empty() {
+                server.notify(
+                    "workspace/didChangeWatchedFiles",
+                    serde_json::json!({ "changes": events }),
+                );
+            }
+        }
+    }
+
     /// Store `server`'s latest diagnostics for `path` (LSP replace semantics), queue them for
     /// passive delivery and tell subscribers. Replaces a bare `store.replace` in the loop.
     ///
@@ -154,6 +185,7 @@ impl State {
                 self.frontend.consumers.remove(&consumer);
             }
             Op::SubscribeEvents { sender } => self.frontend.subscribers.push(sender),
+            Op::FilesChanged { changes } => self.announce_watched_changes(&changes),
             Op::CurrentDiagnostics { reply } => {
                 let order: Vec<&str> = self
                     .servers

@@ -31,6 +31,7 @@ use std::thread;
 use std::time::Duration;
 
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::config::Config;
@@ -38,6 +39,38 @@ use crate::diagnostics::Diagnostic;
 use crate::process::ServerId;
 use crate::text::PositionEncoding;
 pub use supervisor::RestartPolicy;
+
+/// `--session auto|never|always` (also `LSPC_SESSION`): where a command's engine runs
+/// (`crate::session`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SessionMode {
+    /// Use the workspace's running session if there is one, else run in process (the default).
+    #[default]
+    Auto,
+    /// Always run in process.
+    Never,
+    /// Use the workspace's session, starting it when none runs.
+    Always,
+    /// This process is the session (`LSPC_SESSION=serve`, set only by lspc when it starts one).
+    Serve,
+}
+
+impl std::str::FromStr for SessionMode {
+    type Err = String;
+
+    /// `auto`, `never` or `always`; `serve` is reserved for the session process lspc starts.
+    fn from_str(value: &str) -> Result<SessionMode, String> {
+        match value {
+            "auto" => Ok(SessionMode::Auto),
+            "never" => Ok(SessionMode::Never),
+            "always" => Ok(SessionMode::Always),
+            "serve" => Ok(SessionMode::Serve),
+            other => Err(format!(
+                "--session: expected auto, never or always, got {other:?}"
+            )),
+        }
+    }
+}
 
 /// Settings of one engine run. Durations are wall-clock.
 #[derive(Debug, Clone)]
@@ -72,6 +105,9 @@ pub struct EngineOptions {
     /// its lock file) sets `false`, takes the signals from [`crate::signals::install`] and sends
     /// [`Op::Shutdown`].
     pub handle_signals: bool,
+    /// Where the engine runs: in this process, or in the workspace's warm session
+    /// (`crate::session`; `--session`, `LSPC_SESSION`). [`EngineOptions::new`] runs in process.
+    pub session: SessionMode,
 }
 
 impl EngineOptions {
@@ -89,6 +125,7 @@ impl EngineOptions {
             interrupted_sender: None,
             warn_duplicates: true,
             handle_signals: true,
+            session: SessionMode::Never,
         }
     }
 }
@@ -200,6 +237,20 @@ pub enum Op {
     /// The canonical paths of the documents lspc holds for servers, in path order (the MCP
     /// server stats them to notice edits made on disk by other tools).
     OpenDocuments { reply: Sender<Vec<PathBuf>> },
+    /// Files changed on disk behind lspc's back (a session's scan, `crate::session`): each
+    /// running server that claims a file and does not have it open gets
+    /// `workspace/didChangeWatchedFiles` (LSP 3.17 §`workspace/didChangeWatchedFiles`). No reply.
+    FilesChanged {
+        changes: Vec<(PathBuf, WatchedChange)>,
+    },
+}
+
+/// LSP `FileChangeType`: what happened to a watched file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchedChange {
+    Created = 1,
+    Changed = 2,
+    Deleted = 3,
 }
 
 pub use event_loop::frontend_events::{
@@ -209,7 +260,7 @@ pub use event_loop::frontend_events::{
 pub use event_loop::reload::ReloadReport;
 
 /// What [`Op::Sync`] answers: the text servers now hold for the file, and who serves it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SyncedDocument {
     pub path: PathBuf,
     pub text: Arc<str>,
@@ -220,7 +271,7 @@ pub struct SyncedDocument {
 }
 
 /// A running server as frontends see it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ServerInfo {
     pub server_id: ServerId,
     pub name: String,
@@ -244,14 +295,14 @@ impl ServerInfo {
 }
 
 /// The settled diagnostics of one file.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FileDiagnostics {
     pub path: PathBuf,
     pub outcome: DiagnosticsOutcome,
 }
 
 /// How a file's diagnostics wait ended.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum DiagnosticsOutcome {
     /// Every server settled; the merged, deduplicated, sorted set.
     Settled(Vec<Diagnostic>),
@@ -270,7 +321,7 @@ pub enum DiagnosticsOutcome {
 }
 
 /// One server's state for `lspc servers` and `lsp://servers`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ServerStatus {
     pub name: String,
     pub state: String,
@@ -279,10 +330,13 @@ pub struct ServerStatus {
     pub stderr_tail: String,
     /// Why the server is not running, without its name ([`EngineError::detail`]).
     pub failure: Option<String>,
+    /// How many documents are open on it.
+    #[serde(default)]
+    pub open_documents: usize,
 }
 
 /// Why an [`Op`] failed. Messages name the server and method.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum EngineError {
     /// No configured server claims the file's extension.
     NoServer { path: PathBuf },
@@ -322,6 +376,9 @@ pub enum EngineError {
     InvalidInput(String),
     /// The engine is shutting down or gone.
     Gone,
+    /// The warm session serving this command went away mid-request; the message names the
+    /// session (root, pid) and its log file.
+    SessionLost(String),
 }
 
 impl std::fmt::Display for EngineError {
@@ -389,6 +446,7 @@ impl std::fmt::Display for EngineError {
             }
             EngineError::InvalidInput(message) => f.write_str(message),
             EngineError::Gone => f.write_str("the engine has shut down"),
+            EngineError::SessionLost(message) => f.write_str(message),
         }
     }
 }
@@ -431,8 +489,21 @@ pub struct EngineHandle {
 }
 
 impl EngineHandle {
-    /// Start the loop on its own long-lived thread `"lspc-engine"`; servers are spawned from that
-    /// thread (their parent-death signal is tied to it).
+    /// A handle whose ops go to `op_sender`, served by `thread` (the session client's proxy):
+    /// dropping the handle sends [`Op::Shutdown`] and joins `thread`.
+    pub(crate) fn from_parts(
+        op_sender: Sender<Op>,
+        thread: thread::JoinHandle<()>,
+    ) -> EngineHandle {
+        EngineHandle {
+            op_sender,
+            thread: Some(thread),
+        }
+    }
+
+    /// Start the loop in this process on its own long-lived thread `"lspc-engine"`; servers are
+    /// spawned from that thread (their parent-death signal is tied to it). Commands start their
+    /// engine with `crate::session::start_engine`, which honours [`EngineOptions::session`].
     pub fn start(options: EngineOptions) -> EngineHandle {
         let (op_sender, op_receiver) = unbounded();
         let thread = thread::Builder::new()

@@ -46,7 +46,7 @@ use crossbeam_channel::{bounded, select, unbounded, Receiver, Sender};
 use serde_json::{json, Value};
 
 use crate::config::ConfigOptions;
-use crate::engine::{self, EngineHandle, EngineOptions, FrontendEvent, Op};
+use crate::engine::{self, EngineOptions, FrontendEvent, Op};
 use protocol::{
     error_response, notification, request_era, success_response, Incoming, RequestEra,
     INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
@@ -348,7 +348,7 @@ pub fn run(
 pub fn serve(options: McpOptions, inputs: Receiver<HubInput>) -> i32 {
     let root = options.engine.config.root.clone();
     let root = root.canonicalize().unwrap_or(root);
-    let engine = EngineHandle::start(options.engine.clone());
+    let engine = crate::session::start_engine(options.engine.clone());
     let (event_sender, event_receiver) = unbounded::<FrontendEvent>();
     let _ = engine.op_sender().send(Op::SubscribeEvents {
         sender: event_sender,

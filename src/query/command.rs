@@ -16,7 +16,7 @@ use super::{
     render, CallDirection, DefinitionKind, Queries, QueryError, RelativePaths, TextPosition,
     TypeDirection,
 };
-use crate::engine::{EngineHandle, EngineOptions};
+use crate::engine::EngineOptions;
 use crate::exit::{EXIT_FOUND, EXIT_OK, EXIT_SERVER};
 
 /// One query, with its arguments already parsed.
@@ -254,7 +254,7 @@ pub struct QueryOptions {
 /// Run one query command; returns the exit status.
 pub fn run(engine_options: EngineOptions, options: &QueryOptions) -> i32 {
     let root = engine_options.config.root.clone();
-    let engine = EngineHandle::start(engine_options);
+    let engine = crate::session::start_engine(engine_options);
     let queries = Queries::new(engine.op_sender(), root, options.timeout);
     let outcome = execute(&queries, &options.request);
     engine.shutdown();

@@ -4,8 +4,8 @@
 //!
 //! Modules: `check` (issue `lspc check`), `queries` (code-intelligence commands and batch),
 //! `edits` (safe edits), `faults` (supervision and fault tolerance), `ide` (`lspc ide`, the
-//! headless IDE), `operations` (the one operation vocabulary across CLI, batch and MCP); `support`
-//! holds the
+//! headless IDE), `operations` (the one operation vocabulary across CLI, batch and MCP),
+//! `sessions` (warm sessions); `support` holds the
 //! `TestCommand` harness, temporary workspaces and `/proc` helpers.
 
 mod check;
@@ -19,4 +19,5 @@ mod operations;
 mod project_files;
 mod queries;
 mod servers;
+mod sessions;
 mod support;

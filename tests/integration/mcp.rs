@@ -23,7 +23,9 @@ impl Session {
 
     /// [`Session::start`] with extra environment variables.
     fn start_env(root: &Path, extra: &[&str], env: &[(&str, &Path)]) -> Session {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_lspc"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_lspc"));
+        crate::support::session_env(&mut command);
+        let mut child = command
             .envs(env.iter().map(|(key, value)| (key, value)))
             .arg("--root")
             .arg(root)
@@ -554,6 +556,11 @@ fn b17_passive_drain_merges_dedupes_and_caps() {
 /// keeps its process.
 #[test]
 fn config_reload_restarts_changed_servers_only() {
+    if crate::support::skip_in_session_mode(
+        "a session keeps the configuration it started with; a changed one is another session",
+    ) {
+        return;
+    }
     let mut workspace = Workspace::new("mcp-reload");
     workspace.file("a.py", "def greet():\n    pass\n");
     workspace.file("b.c", "int add(void);\n");

@@ -52,6 +52,7 @@ impl Workspace {
     /// [`Workspace::lspc`] with `dir` as the current directory.
     fn lspc_in(&self, dir: &Path, args: &[&str], stdin: &str) -> Output {
         let mut command = Command::new(env!("CARGO_BIN_EXE_lspc"));
+        crate::support::session_env(&mut command);
         command
             .current_dir(dir)
             .arg("--root")

@@ -194,10 +194,49 @@ pub struct Output {
     story: String,
 }
 
+/// Whether this test run drives every command through a warm session
+/// (`LSPC_TEST_SESSION=always`; `.ci/run` runs the query, check and edit suites this way too).
+pub fn session_mode() -> bool {
+    std::env::var("LSPC_TEST_SESSION").as_deref() == Ok("always")
+}
+
+/// The session directory of this test process (`XDG_RUNTIME_DIR` of every command it runs), so
+/// tests never meet the developer's own sessions, and each other's only by design.
+pub fn test_runtime_dir() -> PathBuf {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = std::env::temp_dir().join(format!("lspc-it-rt-{}", std::process::id()));
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+    dir
+}
+
+/// True (after saying why on stderr) when a test that asserts in-process behaviour runs in
+/// [`session_mode`]; the test then returns.
+pub fn skip_in_session_mode(why: &str) -> bool {
+    if session_mode() {
+        eprintln!("skipped in session mode: {why}");
+    }
+    session_mode()
+}
+
+/// Points an `lspc` command at this process's session directory and, in [`session_mode`], makes
+/// it run through a session (`LSPC_SESSION=always`). Every way the tests start lspc calls this.
+pub fn session_env(command: &mut Command) {
+    command.env("XDG_RUNTIME_DIR", test_runtime_dir());
+    if session_mode() {
+        // A session ends within a second of its workspace being removed; the idle bound only
+        // covers roots that outlive the test (the repository's fixture folders).
+        command.env("LSPC_SESSION", "always");
+        command.env("LSPC_SESSION_IDLE", "20s");
+    } else {
+        command.env_remove("LSPC_SESSION");
+    }
+}
+
 impl TestCommand {
     pub fn new(program: impl AsRef<std::ffi::OsStr>) -> TestCommand {
         let mut command = Command::new(program);
         command.env("RUST_LOG", "lspc=debug");
+        session_env(&mut command);
         TestCommand {
             command,
             stdin: None,
@@ -551,7 +590,9 @@ impl BatchSession {
     /// Start `lspc batch ARGS` in the workspace (e.g. without `--no-builtin`, to test the
     /// built-in table).
     pub fn start_with(workspace: &Workspace, args: &[&str]) -> BatchSession {
-        let mut child = Command::new(lspc_bin())
+        let mut command = Command::new(lspc_bin());
+        session_env(&mut command);
+        let mut child = command
             .current_dir(&workspace.root)
             .env("RUST_LOG", "lspc=debug")
             .arg("batch")

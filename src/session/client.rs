@@ -1,0 +1,477 @@
+//! The client side of a session: finding the workspace's session (removing a stale socket),
+//! starting one detached under the start lock, and the proxy that makes the session look like a
+//! local [`EngineHandle`].
+//!
+//! The proxy is one thread (`"lspc-session-proxy"`) that owns the socket's write half and every
+//! reply slot, selecting over the frontends' ops and the lines a reader thread
+//! (`"lspc-session-reader"`) reads. Invariants:
+//! - Every op a frontend sends is answered exactly once (a subscription: until the session ends),
+//!   also when the session dies: then with [`crate::engine::EngineError::SessionLost`] naming the session and
+//!   its log, and every later op the same way.
+//! - `Shutdown` closes this connection only (the session serves others); `Reload` is answered
+//!   locally with an empty report (the session keeps the configuration it was started with: a
+//!   changed configuration has another key, so the next command finds or starts another session).
+
+use std::collections::HashMap;
+use std::io::{BufReader, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{select, unbounded, Receiver, Sender};
+use serde_json::{json, Value};
+
+use super::paths::{self, SessionPaths, StartLock};
+use super::wire::{self, Hello, Line, ReplySlot, Split, WireOp, WireRequest};
+use crate::engine::{EngineHandle, EngineOptions, Op};
+
+/// How long a started session may take to accept connections.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Why [`attach`] did not give a session.
+#[derive(Debug)]
+pub enum AttachError {
+    /// No session runs for this key (and none was to be started).
+    NotRunning,
+    /// A session could not be used or started; the message says why.
+    Failed(String),
+}
+
+/// A connection whose hello was checked.
+pub struct Connected {
+    pub stream: UnixStream,
+    pub reader: BufReader<UnixStream>,
+    pub hello: Hello,
+}
+
+/// Why [`connect`] failed.
+#[derive(Debug)]
+pub enum ConnectError {
+    /// There is no socket.
+    NotRunning,
+    /// A socket file nobody listens on: its session is gone, or one is between `bind` and
+    /// `listen` right now. Only removed under the start lock ([`connect_or_clean`]).
+    Stale,
+    /// Something answered but cannot be used; the message says why.
+    Unusable(String),
+}
+
+/// [`connect`], and a stale socket is removed: under the start lock, after checking again (a
+/// session being started holds its starter's lock from before `bind` until it listens).
+pub fn connect_or_clean(paths: &SessionPaths) -> Result<Connected, ConnectError> {
+    match connect(paths) {
+        Err(ConnectError::Stale) => {}
+        other => return other,
+    }
+    let _lock = StartLock::acquire(&paths.lock)
+        .map_err(|error| ConnectError::Unusable(error.to_string()))?;
+    match connect(paths) {
+        Err(ConnectError::Stale) => {
+            log::info!("removing stale session socket {}", paths.socket.display());
+            let _ = std::fs::remove_file(&paths.socket);
+            Err(ConnectError::NotRunning)
+        }
+        other => other,
+    }
+}
+
+/// Connects to the session at `paths` and reads its hello.
+pub fn connect(paths: &SessionPaths) -> Result<Connected, ConnectError> {
+    let stream = match UnixStream::connect(&paths.socket) {
+        Ok(stream) => stream,
+        Err(error) => {
+            return match error.kind() {
+                std::io::ErrorKind::NotFound => Err(ConnectError::NotRunning),
+                std::io::ErrorKind::ConnectionRefused => Err(ConnectError::Stale),
+                _ => Err(ConnectError::Unusable(format!(
+                    "cannot connect to session socket {}: {error}",
+                    paths.socket.display()
+                ))),
+            }
+        }
+    };
+    let unusable = |message: String| ConnectError::Unusable(message);
+    let read_half = stream
+        .try_clone()
+        .map_err(|error| unusable(format!("session socket: {error}")))?;
+    // A live session says hello at once; a hung one must not hang the command.
+    let _ = read_half.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut reader = BufReader::new(read_half);
+    let line = match wire::read_line(&mut reader, wire::MAX_LINE_BYTES) {
+        Ok(Some(Line::Text(line))) => line,
+        Ok(None) => {
+            return Err(unusable(format!(
+                "session at {} closed the connection without a hello",
+                paths.socket.display()
+            )))
+        }
+        Ok(Some(_)) => return Err(unusable("session sent an unreadable hello".to_owned())),
+        Err(error) => {
+            return Err(unusable(format!(
+                "no hello from the session at {}: {error}",
+                paths.socket.display()
+            )))
+        }
+    };
+    let value: Value = serde_json::from_str(&line)
+        .map_err(|error| unusable(format!("session sent a malformed hello: {error}")))?;
+    if let Some(error) = value.get("error").and_then(Value::as_str) {
+        return Err(unusable(format!(
+            "the session refused the connection: {error}"
+        )));
+    }
+    let hello: Hello = serde_json::from_value(value)
+        .map_err(|error| unusable(format!("session sent a malformed hello: {error}")))?;
+    if hello.protocol != wire::PROTOCOL_VERSION || hello.key != paths.key {
+        return Err(unusable(format!(
+            "the session at {} speaks protocol {} (key {}), expected {} (key {})",
+            paths.socket.display(),
+            hello.protocol,
+            hello.key,
+            wire::PROTOCOL_VERSION,
+            paths.key
+        )));
+    }
+    let _ = reader.get_ref().set_read_timeout(None);
+    Ok(Connected {
+        stream,
+        reader,
+        hello,
+    })
+}
+
+/// The session for `options`: its running one, or with `start` a new one (the start lock makes
+/// racing starters end up with one session).
+pub fn attach(options: &EngineOptions, start: bool) -> Result<EngineHandle, AttachError> {
+    let connected = find_or_start(options, start)?;
+    let signals = ProxySignals {
+        handle: options.handle_signals,
+        interrupted_sender: options.interrupted_sender.clone(),
+    };
+    Ok(proxy(connected, signals))
+}
+
+/// What the proxy does on SIGINT/SIGTERM/SIGHUP, as the in-process loop would
+/// ([`EngineOptions::handle_signals`], [`EngineOptions::interrupted_sender`]): close the
+/// connection (the session cancels this client's requests), then tell the frontend or exit with
+/// 128 + the signal.
+pub struct ProxySignals {
+    pub handle: bool,
+    pub interrupted_sender: Option<Sender<i32>>,
+}
+
+/// Connects to the session for `options`, starting it first when `start` is set.
+pub fn find_or_start(options: &EngineOptions, start: bool) -> Result<Connected, AttachError> {
+    let dir = paths::runtime_dir(start)
+        .map_err(|error| AttachError::Failed(error.to_string()))?
+        .ok_or(AttachError::NotRunning)?;
+    let paths = SessionPaths::new(&dir, &paths::session_key(options));
+    match connect(&paths) {
+        Ok(connected) => return Ok(connected),
+        Err(ConnectError::Stale) if !start => {
+            return match connect_or_clean(&paths) {
+                Ok(connected) => Ok(connected),
+                Err(ConnectError::Unusable(message)) => Err(AttachError::Failed(message)),
+                Err(_) => Err(AttachError::NotRunning),
+            }
+        }
+        Err(ConnectError::NotRunning) if !start => return Err(AttachError::NotRunning),
+        Err(ConnectError::NotRunning | ConnectError::Stale) => {}
+        Err(ConnectError::Unusable(message)) => return Err(AttachError::Failed(message)),
+    }
+    let _lock =
+        StartLock::acquire(&paths.lock).map_err(|error| AttachError::Failed(error.to_string()))?;
+    // Whoever held the lock before us may have started it; a socket still refused now is stale
+    // (no session starts without this lock).
+    match connect(&paths) {
+        Ok(connected) => return Ok(connected),
+        Err(ConnectError::NotRunning) => {}
+        Err(ConnectError::Stale) => {
+            log::info!("removing stale session socket {}", paths.socket.display());
+            let _ = std::fs::remove_file(&paths.socket);
+        }
+        Err(ConnectError::Unusable(message)) => return Err(AttachError::Failed(message)),
+    }
+    spawn_session(&paths).map_err(AttachError::Failed)?;
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        match connect(&paths) {
+            Ok(connected) => return Ok(connected),
+            Err(ConnectError::Unusable(message)) => return Err(AttachError::Failed(message)),
+            // Refused: the session is between `bind` and `listen`.
+            Err(ConnectError::NotRunning | ConnectError::Stale) if Instant::now() < deadline => {
+                thread::sleep(Duration::from_millis(10));
+            }
+            Err(ConnectError::NotRunning | ConnectError::Stale) => {
+                return Err(AttachError::Failed(format!(
+                    "the session did not start within {} s (its log: {})",
+                    START_TIMEOUT.as_secs(),
+                    paths.log.display()
+                )))
+            }
+        }
+    }
+}
+
+/// Starts this very command line again as the session process (`LSPC_SESSION=serve`), so the
+/// root and configuration are resolved exactly as this command resolved them. The process is
+/// detached: forked twice (so it is nobody's child), `setsid` (no controlling terminal), stdin
+/// from `/dev/null`, stdout and stderr to its log file, and it never holds the caller's pipes.
+fn spawn_session(paths: &SessionPaths) -> Result<(), String> {
+    let exe = std::env::current_exe()
+        .map_err(|error| format!("cannot find the lspc executable to start a session: {error}"))?;
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&paths.log)
+        .map_err(|error| format!("cannot open session log {}: {error}", paths.log.display()))?;
+    let log_err = log
+        .try_clone()
+        .map_err(|error| format!("session log: {error}"))?;
+    let mut command = Command::new(exe);
+    command
+        .args(std::env::args_os().skip(1))
+        .env("LSPC_SESSION", "serve")
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log_err);
+    // SAFETY: only async-signal-safe calls (fork, _exit, setsid) run between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            match libc::fork() {
+                -1 => return Err(std::io::Error::last_os_error()),
+                0 => {}
+                _ => libc::_exit(0),
+            }
+            if libc::setsid() == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = command
+        .spawn()
+        .map_err(|error| format!("cannot start the session: {error}"))?;
+    // The intermediate process exits at once; reaping it leaves the session parented by init.
+    let _ = child.wait();
+    Ok(())
+}
+
+/// The message a frontend gets when the session dies under it.
+fn lost_message(hello: &Hello) -> String {
+    format!(
+        "the lspc session for {} (pid {}) ended unexpectedly; see its log {}",
+        hello.root.display(),
+        hello.pid,
+        hello.log.display()
+    )
+}
+
+/// Wraps a connection in an [`EngineHandle`] whose ops are served by the session.
+pub fn proxy(connected: Connected, signals: ProxySignals) -> EngineHandle {
+    let (op_sender, op_receiver) = unbounded::<Op>();
+    let thread = thread::Builder::new()
+        .name("lspc-session-proxy".to_owned())
+        .spawn(move || run_proxy(connected, op_receiver, signals))
+        .expect("spawning the session proxy thread");
+    EngineHandle::from_parts(op_sender, thread)
+}
+
+fn run_proxy(connected: Connected, op_receiver: Receiver<Op>, signals: ProxySignals) {
+    let signal_receiver = match signals.handle.then(crate::signals::install) {
+        Some(Ok(receiver)) => receiver,
+        Some(Err(error)) => {
+            log::warn!("cannot install signal handlers: {error}");
+            crossbeam_channel::never()
+        }
+        None => crossbeam_channel::never(),
+    };
+    let Connected {
+        mut stream,
+        reader,
+        hello,
+    } = connected;
+    let (line_sender, line_receiver) = unbounded::<Option<Line>>();
+    let reader_thread = thread::Builder::new()
+        .name("lspc-session-reader".to_owned())
+        .spawn(move || read_lines(reader, line_sender))
+        .ok();
+    let mut pending: HashMap<u64, ReplySlot> = HashMap::new();
+    let mut next_id: u64 = 1;
+    let mut lost = false;
+    let message = lost_message(&hello);
+    loop {
+        select! {
+            recv(op_receiver) -> op => {
+                let op = match op {
+                    Ok(op) => op,
+                    Err(_) => break,
+                };
+                match wire::split(op) {
+                    Split::Local(Op::Shutdown { reply }) => {
+                        let _ = stream.shutdown(std::net::Shutdown::Both);
+                        fail_all(&mut pending, &message);
+                        let _ = reply.send(());
+                        break;
+                    }
+                    Split::Local(Op::Reload { reply, .. }) => {
+                        log::info!("configuration reload is not forwarded to the session");
+                        let _ = reply.send(Default::default());
+                    }
+                    Split::Local(_) => {}
+                    Split::Wire(_, slot) if lost => slot.fail(&message),
+                    Split::Wire(op, slot) => {
+                        let id = next_id;
+                        next_id += 1;
+                        let has_reply = !matches!(slot, ReplySlot::None);
+                        let mut line = serde_json::to_string(&WireRequest { id, op })
+                            .unwrap_or_default();
+                        line.push('\n');
+                        if has_reply {
+                            pending.insert(id, slot);
+                        }
+                        // One write per line: one syscall, and no half line on the wire.
+                        if stream.write_all(line.as_bytes()).is_err() {
+                            lost = true;
+                            fail_all(&mut pending, &message);
+                        }
+                    }
+                }
+            },
+            recv(signal_receiver) -> signal => {
+                let signal = signal.unwrap_or(libc::SIGTERM);
+                log::info!("received signal {signal}: leaving the session");
+                if let Some(sender) = &signals.interrupted_sender {
+                    let _ = sender.send(signal);
+                }
+                let _ = stream.shutdown(std::net::Shutdown::Both);
+                // Dropped unanswered, as the loop's shutdown answers them: "engine gone".
+                pending.clear();
+                lost = true;
+                if signals.interrupted_sender.is_none() {
+                    std::process::exit(128 + signal);
+                }
+            },
+            recv(line_receiver) -> line => match line {
+                Ok(Some(Line::Text(line))) => dispatch(&line, &mut pending),
+                Ok(Some(_)) => log::warn!("session sent an unreadable line"),
+                Ok(None) | Err(_) => {
+                    if !lost {
+                        log::debug!("{message}");
+                    }
+                    lost = true;
+                    fail_all(&mut pending, &message);
+                }
+            },
+        }
+    }
+    let _ = stream.shutdown(std::net::Shutdown::Both);
+    if let Some(reader_thread) = reader_thread {
+        let _ = reader_thread.join();
+    }
+}
+
+fn read_lines(mut reader: BufReader<UnixStream>, line_sender: Sender<Option<Line>>) {
+    loop {
+        match wire::read_line(&mut reader, wire::MAX_LINE_BYTES) {
+            Ok(Some(line)) => {
+                if line_sender.send(Some(line)).is_err() {
+                    return;
+                }
+            }
+            Ok(None) | Err(_) => {
+                let _ = line_sender.send(None);
+                return;
+            }
+        }
+    }
+}
+
+fn fail_all(pending: &mut HashMap<u64, ReplySlot>, message: &str) {
+    for (_, slot) in pending.drain() {
+        slot.fail(message);
+    }
+}
+
+/// Routes one reply line to its slot: `result` answers (and retires) it, `event` feeds a
+/// subscription, `error` drops the slot (the frontend reads "engine gone").
+fn dispatch(line: &str, pending: &mut HashMap<u64, ReplySlot>) {
+    let Ok(value) = serde_json::from_str::<Value>(line) else {
+        log::warn!("session sent a line that is not JSON");
+        return;
+    };
+    let Some(id) = value.get("id").and_then(Value::as_u64) else {
+        if let Some(error) = value.get("error") {
+            log::warn!("session error: {error}");
+        }
+        return;
+    };
+    if let Some(event) = value.get("event") {
+        if let Some(slot) = pending.get(&id) {
+            if let Err(error) = slot.deliver_event(event.clone()) {
+                log::warn!("session sent a malformed event: {}", error.0);
+            }
+        }
+        return;
+    }
+    let Some(slot) = pending.remove(&id) else {
+        return;
+    };
+    if let Some(result) = value.get("result") {
+        if let Err(error) = slot.deliver(result.clone()) {
+            log::warn!("session sent a malformed reply: {}", error.0);
+        }
+        if slot.is_stream() {
+            pending.insert(id, slot);
+        }
+        return;
+    }
+    if let Some(error) = value.get("error") {
+        log::debug!("session answered {id} with an error: {error}");
+    }
+}
+
+/// Sends one session-level op (`info`, `stop`) on a fresh connection and returns its `result`.
+pub fn session_request(connected: Connected, op: WireOp) -> Result<Value, String> {
+    let Connected {
+        mut stream,
+        mut reader,
+        hello,
+    } = connected;
+    let line = serde_json::to_string(&WireRequest { id: 1, op }).unwrap_or_default();
+    writeln!(stream, "{line}")
+        .and_then(|()| stream.flush())
+        .map_err(|error| format!("cannot talk to the session: {error}"))?;
+    let _ = reader
+        .get_ref()
+        .set_read_timeout(Some(Duration::from_secs(30)));
+    match wire::read_line(&mut reader, wire::MAX_LINE_BYTES) {
+        Ok(Some(Line::Text(line))) => {
+            let value: Value = serde_json::from_str(&line).unwrap_or(json!({}));
+            if let Some(result) = value.get("result") {
+                return Ok(result.clone());
+            }
+            Err(format!(
+                "the session answered with an error: {}",
+                value.get("error").unwrap_or(&Value::Null)
+            ))
+        }
+        _ => Err(lost_message(&hello)),
+    }
+}
+
+/// Whether `pid` names a live process (not a zombie).
+pub fn pid_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X"),
+        Err(_) => false,
+    }
+}

@@ -1,0 +1,224 @@
+//! `lspc session start|status|stop`: starting the workspace's session, listing this user's
+//! sessions and stopping one or all of them.
+//!
+//! Exit statuses: 0 done; 1 `stop` found no session to stop; 3 a session could not be started,
+//! reached or stopped.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use super::client::{self, AttachError, ConnectError};
+use super::paths::{self, SessionPaths};
+use super::wire::{SessionInfo, WireOp};
+use super::SessionMode;
+use crate::engine::EngineOptions;
+use crate::exit::{EXIT_FOUND, EXIT_OK, EXIT_SERVER};
+
+/// `lspc session ...`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionCommand {
+    /// `start [--idle DURATION]`: `None` is `LSPC_SESSION_IDLE` or 15 minutes.
+    Start {
+        idle: Option<Duration>,
+    },
+    Status,
+    /// `stop [--all]`.
+    Stop {
+        all: bool,
+    },
+}
+
+/// How long `stop` waits for a session process to exit after it said it is stopping.
+const STOP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Runs a session command for the workspace `options` describe; returns the exit status.
+pub fn run(options: EngineOptions, command: &SessionCommand) -> i32 {
+    match command {
+        SessionCommand::Start { idle } if options.session == SessionMode::Serve => {
+            super::server::serve(options, idle.unwrap_or_else(super::idle_from_env))
+        }
+        SessionCommand::Start { .. } => start(&options),
+        SessionCommand::Status => status(),
+        SessionCommand::Stop { all } => stop(&options, *all),
+    }
+}
+
+fn print(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush());
+}
+
+fn start(options: &EngineOptions) -> i32 {
+    match client::find_or_start(options, true) {
+        Ok(connected) => {
+            let Ok(Some(dir)) = paths::runtime_dir(false) else {
+                return EXIT_SERVER;
+            };
+            let paths = SessionPaths::new(&dir, &connected.hello.key);
+            print(&format!("{}\n", paths.socket.display()));
+            EXIT_OK
+        }
+        Err(AttachError::NotRunning) => EXIT_SERVER,
+        Err(AttachError::Failed(message)) => {
+            eprintln!("lspc: cannot start the session: {message}");
+            EXIT_SERVER
+        }
+    }
+}
+
+fn mib(kib: Option<u64>) -> String {
+    match kib {
+        Some(kib) => format!("{:.1} MiB", kib as f64 / 1024.0),
+        None => "-".to_owned(),
+    }
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The human form of one session's `info`.
+fn render_info(paths: &SessionPaths, info: &SessionInfo) -> String {
+    let mut text = format!(
+        "{}  (pid {}, up {} s, {}, {})\n",
+        info.root.display(),
+        info.pid,
+        info.uptime_ms / 1000,
+        plural(info.clients, "client", "clients"),
+        plural(info.open_documents, "open document", "open documents"),
+    );
+    text.push_str(&format!("  socket  {}\n", paths.socket.display()));
+    text.push_str(&format!("  log     {}\n", info.log.display()));
+    text.push_str(&format!("  memory  {} (lspc)\n", mib(info.rss_kib)));
+    let width = info
+        .servers
+        .iter()
+        .map(|server| server.name.len())
+        .max()
+        .unwrap_or(0);
+    for server in &info.servers {
+        let pid = server
+            .pid
+            .map(|pid| format!("  pid {pid}  {}", mib(server.rss_kib)))
+            .unwrap_or_default();
+        text.push_str(&format!(
+            "  server  {:width$}  {}{pid}\n",
+            server.name, server.state
+        ));
+    }
+    text
+}
+
+fn status() -> i32 {
+    let dir = match paths::runtime_dir(false) {
+        Ok(Some(dir)) => dir,
+        Ok(None) => {
+            print("no sessions\n");
+            return EXIT_OK;
+        }
+        Err(error) => {
+            eprintln!("lspc: {error}");
+            return EXIT_SERVER;
+        }
+    };
+    let mut text = String::new();
+    let mut status = EXIT_OK;
+    for paths in SessionPaths::list(&dir) {
+        let connected = match client::connect_or_clean(&paths) {
+            Ok(connected) => connected,
+            Err(ConnectError::NotRunning | ConnectError::Stale) => continue,
+            Err(ConnectError::Unusable(message)) => {
+                eprintln!("lspc: {message}");
+                status = EXIT_SERVER;
+                continue;
+            }
+        };
+        match client::session_request(connected, WireOp::Info)
+            .and_then(|value| serde_json::from_value(value).map_err(|error| error.to_string()))
+        {
+            Ok(info) => text.push_str(&render_info(&paths, &info)),
+            Err(message) => {
+                eprintln!("lspc: {message}");
+                status = EXIT_SERVER;
+            }
+        }
+    }
+    if text.is_empty() {
+        text.push_str("no sessions\n");
+    }
+    print(&text);
+    status
+}
+
+/// Asks one session to stop and waits until its process is gone.
+fn stop_one(paths: &SessionPaths) -> Result<Option<String>, String> {
+    let connected = match client::connect_or_clean(paths) {
+        Ok(connected) => connected,
+        Err(ConnectError::NotRunning | ConnectError::Stale) => return Ok(None),
+        Err(ConnectError::Unusable(message)) => return Err(message),
+    };
+    let hello = connected.hello.clone();
+    client::session_request(connected, WireOp::Stop)?;
+    let deadline = Instant::now() + STOP_TIMEOUT;
+    while client::pid_alive(hello.pid) {
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "the session for {} (pid {}) did not stop within {} s; see its log {}",
+                hello.root.display(),
+                hello.pid,
+                STOP_TIMEOUT.as_secs(),
+                hello.log.display()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(Some(format!(
+        "stopped the session for {} (pid {})\n",
+        hello.root.display(),
+        hello.pid
+    )))
+}
+
+fn stop(options: &EngineOptions, all: bool) -> i32 {
+    let root = crate::uri::canonical(&options.config.root);
+    let dir = match paths::runtime_dir(false) {
+        Ok(Some(dir)) => dir,
+        Ok(None) => {
+            eprintln!("lspc: no session runs for {}", root.display());
+            return EXIT_FOUND;
+        }
+        Err(error) => {
+            eprintln!("lspc: {error}");
+            return EXIT_SERVER;
+        }
+    };
+    let targets = if all {
+        SessionPaths::list(&dir)
+    } else {
+        vec![SessionPaths::new(&dir, &paths::session_key(options))]
+    };
+    let mut text = String::new();
+    let mut status = EXIT_OK;
+    for paths in &targets {
+        match stop_one(paths) {
+            Ok(Some(line)) => text.push_str(&line),
+            Ok(None) => {}
+            Err(message) => {
+                eprintln!("lspc: {message}");
+                status = EXIT_SERVER;
+            }
+        }
+    }
+    if text.is_empty() && status == EXIT_OK {
+        if all {
+            print("no sessions\n");
+            return EXIT_OK;
+        }
+        eprintln!("lspc: no session runs for {}", root.display());
+        return EXIT_FOUND;
+    }
+    print(&text);
+    status
+}

@@ -1,0 +1,138 @@
+//! Warm sessions (issue 13): one engine per workspace root and configuration, living in a
+//! detached background process and shared by every lspc command and MCP client over a Unix
+//! domain socket.
+//!
+//! Shape: frontends keep talking to an [`EngineHandle`] by sending [`crate::engine::Op`]s. When a
+//! session serves the workspace, the handle's ops go to a proxy thread ([`client`]) that writes
+//! each op (minus its reply channel) as one JSON line ([`wire`]) and turns the reply line back into
+//! the reply value; the session process ([`server`]) runs one ordinary engine loop and a thread
+//! per connection that turns lines back into ops. So check, queries, batch, edits and MCP run
+//! unchanged in the client process, and their output, exit statuses and messages are the same
+//! whichever way the engine runs.
+//!
+//! Invariants:
+//! - A session is found by its key ([`paths::session_key`]: canonical root plus a hash of the
+//!   resolved configuration and engine tuning), so a command never talks to the session of
+//!   another root or configuration.
+//! - The socket lives in a directory only the user can enter ([`paths::runtime_dir`]); the
+//!   session refuses a peer whose uid differs (`SO_PEERCRED`). There is no TCP listener.
+//! - A frontend's `Shutdown` ends only its own connection; a disconnect cancels only that
+//!   connection's in-flight requests.
+
+pub mod client;
+pub mod commands;
+pub mod paths;
+pub mod server;
+pub mod watch;
+pub mod wire;
+
+use std::time::Duration;
+
+pub use crate::engine::SessionMode;
+use crate::engine::{EngineHandle, EngineOptions};
+
+/// How long a session waits with no client before it exits, unless `--idle` or
+/// `LSPC_SESSION_IDLE` says otherwise.
+pub const DEFAULT_IDLE: Duration = Duration::from_secs(15 * 60);
+
+/// Parses a duration such as `90`, `90s`, `15m`, `2h` or `500ms` (a bare number is seconds).
+///
+/// Errors: an empty value, an unknown unit, or a number that does not parse.
+pub fn parse_duration(value: &str) -> Result<Duration, String> {
+    let value = value.trim();
+    let split = value
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(value.len());
+    let (number, unit) = value.split_at(split);
+    let number: f64 = number
+        .parse()
+        .ok()
+        .filter(|number: &f64| number.is_finite() && *number >= 0.0)
+        .ok_or_else(|| format!("expected a duration such as 90s, 15m or 2h, got {value:?}"))?;
+    let seconds = match unit {
+        "" | "s" => number,
+        "ms" => number / 1000.0,
+        "m" => number * 60.0,
+        "h" => number * 3600.0,
+        _ => {
+            return Err(format!(
+                "expected a duration such as 90s, 15m or 2h, got {value:?}"
+            ))
+        }
+    };
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+/// The idle timeout of a session started implicitly (by `--session always`): `LSPC_SESSION_IDLE`
+/// when set and valid, else [`DEFAULT_IDLE`].
+pub fn idle_from_env() -> Duration {
+    match std::env::var("LSPC_SESSION_IDLE") {
+        Ok(value) => parse_duration(&value).unwrap_or_else(|error| {
+            log::warn!("LSPC_SESSION_IDLE: {error}; using 15m");
+            DEFAULT_IDLE
+        }),
+        Err(_) => DEFAULT_IDLE,
+    }
+}
+
+/// The engine every command starts: the one `options.session` asks for (see [`SessionMode`]).
+/// The workspace's warm session when one runs (or, for `always`, after starting it), else a loop
+/// in this process ([`EngineHandle::start`]). Frontends cannot tell the two apart: the session
+/// answers the same ops over its socket. A session that cannot be reached or started is reported
+/// on stderr and the command runs in process, so it still answers correctly. In
+/// [`SessionMode::Serve`] (the session process itself) this serves the session and exits.
+pub fn start_engine(options: EngineOptions) -> EngineHandle {
+    match options.session {
+        SessionMode::Never => EngineHandle::start(options),
+        SessionMode::Serve => {
+            let status = server::serve(options, idle_from_env());
+            std::process::exit(status);
+        }
+        mode @ (SessionMode::Auto | SessionMode::Always) => {
+            match client::attach(&options, mode == SessionMode::Always) {
+                Ok(handle) => handle,
+                Err(client::AttachError::NotRunning) => EngineHandle::start(options),
+                Err(client::AttachError::Failed(error)) => {
+                    eprintln!("lspc: warning: {error}; running without a session");
+                    EngineHandle::start(options)
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        let check = |value: &str, expected: Result<u64, ()>| {
+            let parsed = parse_duration(value)
+                .map(|duration| duration.as_millis() as u64)
+                .map_err(|_| ());
+            assert_eq!(parsed, expected, "{value}");
+        };
+        check("90", Ok(90_000));
+        check("90s", Ok(90_000));
+        check("15m", Ok(900_000));
+        check("2h", Ok(7_200_000));
+        check("500ms", Ok(500));
+        check("1.5s", Ok(1500));
+        check("", Err(()));
+        check("m", Err(()));
+        check("5 days", Err(()));
+        check("-1s", Err(()));
+    }
+
+    #[test]
+    fn modes() {
+        assert_eq!("auto".parse(), Ok(SessionMode::Auto));
+        assert_eq!("never".parse(), Ok(SessionMode::Never));
+        assert_eq!("always".parse(), Ok(SessionMode::Always));
+        assert_eq!(
+            "sometimes".parse::<SessionMode>(),
+            Err("--session: expected auto, never or always, got \"sometimes\"".to_owned())
+        );
+    }
+}

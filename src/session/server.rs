@@ -1,0 +1,787 @@
+//! The session process: one engine loop for one workspace root and configuration, served to any
+//! number of clients over the session's Unix socket.
+//!
+//! Threads: the engine loop (as in any lspc process); `"lspc-session-listener"` accepting
+//! connections; per connection a reader (`"lspc-session-in-N"`, lines to a channel) and a
+//! connection thread (`"lspc-session-conn-N"`) that turns lines into [`Op`]s with local reply
+//! channels, selects over every reply in flight and writes each reply line as it completes; the
+//! main thread watches for idleness, a vanished root and `stop`.
+//!
+//! Invariants:
+//! - A peer with another uid gets one error line and is closed (`SO_PEERCRED`).
+//! - Per connection, the session keeps what the engine keeps per frontend: request tags (mapped to
+//!   session-unique ones), event subscriptions and passive-diagnostics queues of its own (engine
+//!   consumers named after the connection), so each MCP client gets its own passive delivery.
+//! - A connection that ends cancels its in-flight requests (`$/cancelRequest`) and nothing else; a
+//!   bad line costs an error line on that connection only.
+//! - The session ends after `idle` with no client, when its root is no longer a directory, on
+//!   `stop`, or on SIGTERM/SIGINT/SIGHUP (the loop's own shutdown); each way the servers are shut
+//!   down by the normal sequence and the socket is removed.
+
+use std::collections::HashMap;
+use std::io::{BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{bounded, select, unbounded, Receiver, Select, Sender, TryRecvError};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::paths::{self, SessionPaths};
+use super::wire::{self, Hello, Line, SessionInfo, SessionServer, WireOp, WireRequest};
+use crate::engine::{EngineHandle, EngineOptions, FrontendEvent, Op};
+use crate::session::SessionMode;
+
+/// The socket path (and its inode) removed at process exit, also when the loop exits the process
+/// on SIGTERM.
+static SOCKET_TO_REMOVE: OnceLock<(PathBuf, u64)> = OnceLock::new();
+
+extern "C" fn remove_socket_at_exit() {
+    remove_own_socket();
+}
+
+/// Removes the socket if it is still the one this process bound (a successor may have replaced a
+/// socket it thought stale).
+fn remove_own_socket() {
+    use std::os::unix::fs::MetadataExt;
+    if let Some((path, inode)) = SOCKET_TO_REMOVE.get() {
+        if std::fs::symlink_metadata(path).is_ok_and(|metadata| metadata.ino() == *inode) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// Binds the session socket with mode 0600. `Ok(None)` when a live session already listens
+/// there (a racing start); a stale socket is removed first.
+fn bind(paths: &SessionPaths) -> Result<Option<UnixListener>, String> {
+    for _ in 0..2 {
+        // SAFETY: umask has no preconditions; no other thread creates files at this point.
+        let previous = unsafe { libc::umask(0o177) };
+        let bound = UnixListener::bind(&paths.socket);
+        // SAFETY: as above.
+        unsafe { libc::umask(previous) };
+        match bound {
+            Ok(listener) => {
+                let _ =
+                    std::fs::set_permissions(&paths.socket, std::fs::Permissions::from_mode(0o600));
+                return Ok(Some(listener));
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::AddrInUse => {
+                if UnixStream::connect(&paths.socket).is_ok() {
+                    return Ok(None);
+                }
+                let _ = std::fs::remove_file(&paths.socket);
+            }
+            Err(error) => {
+                return Err(format!(
+                    "cannot listen on {}: {error}",
+                    paths.socket.display()
+                ))
+            }
+        }
+    }
+    Err(format!(
+        "cannot listen on {}: the address stays in use",
+        paths.socket.display()
+    ))
+}
+
+/// Runs the session for `options` until it ends (see the module doc); returns the exit status.
+/// Called in the process lspc started with `LSPC_SESSION=serve`.
+pub fn serve(mut options: EngineOptions, idle: Duration) -> i32 {
+    // Servers and their children must not think they are session processes.
+    std::env::remove_var("LSPC_SESSION");
+    let key = paths::session_key(&options);
+    options.session = SessionMode::Never;
+    // The session handles signals itself whichever command line started it: a signal stops
+    // the servers and exits (the command's own frontend is not running here).
+    options.interrupted_sender = None;
+    options.handle_signals = true;
+    let dir = match paths::runtime_dir(true) {
+        Ok(Some(dir)) => dir,
+        Ok(None) => return crate::exit::EXIT_SERVER,
+        Err(error) => {
+            eprintln!("lspc session: {error}");
+            return crate::exit::EXIT_SERVER;
+        }
+    };
+    let paths = SessionPaths::new(&dir, &key);
+    let listener = match bind(&paths) {
+        Ok(Some(listener)) => listener,
+        Ok(None) => {
+            eprintln!("lspc session: another session already serves {key}");
+            return crate::exit::EXIT_OK;
+        }
+        Err(error) => {
+            eprintln!("lspc session: {error}");
+            return crate::exit::EXIT_SERVER;
+        }
+    };
+    if let Ok(metadata) = std::fs::symlink_metadata(&paths.socket) {
+        use std::os::unix::fs::MetadataExt;
+        let _ = SOCKET_TO_REMOVE.set((paths.socket.clone(), metadata.ino()));
+        // SAFETY: registering a plain extern "C" function with no captured state.
+        unsafe { libc::atexit(remove_socket_at_exit) };
+    }
+    let root = crate::uri::canonical(&options.config.root);
+    let hello = Hello {
+        lspc: "lspc-session".to_owned(),
+        protocol: wire::PROTOCOL_VERSION,
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        key: key.clone(),
+        root: root.clone(),
+        pid: std::process::id(),
+        log: paths.log.clone(),
+    };
+    eprintln!(
+        "lspc session {key}: serving {} on {} (pid {}, idle exit after {} s)",
+        root.display(),
+        paths.socket.display(),
+        hello.pid,
+        idle.as_secs()
+    );
+    let engine = EngineHandle::start(options);
+    let shared = Arc::new(Shared {
+        hello,
+        started: Instant::now(),
+        clients: AtomicUsize::new(0),
+    });
+    let (stop_sender, stop_receiver) = unbounded::<()>();
+    let (watch_stop, watch_stop_receiver) = unbounded::<()>();
+    let watcher = {
+        let op_sender = engine.op_sender();
+        let root = root.clone();
+        let shared = Arc::clone(&shared);
+        let has_clients = move || shared.clients.load(Ordering::SeqCst) > 0;
+        thread::Builder::new()
+            .name("lspc-session-watch".to_owned())
+            .spawn(move || super::watch::run(root, op_sender, watch_stop_receiver, has_clients))
+            .ok()
+    };
+    {
+        let op_sender = engine.op_sender();
+        let shared = Arc::clone(&shared);
+        let _ = thread::Builder::new()
+            .name("lspc-session-listener".to_owned())
+            .spawn(move || accept_loop(listener, op_sender, shared, stop_sender));
+    }
+    let mut idle_since = Some(Instant::now());
+    let reason = loop {
+        select! {
+            recv(stop_receiver) -> _ => break "stop requested".to_owned(),
+            default(Duration::from_millis(250)) => {}
+        }
+        if shared.clients.load(Ordering::SeqCst) > 0 {
+            idle_since = None;
+        } else if idle_since.is_none() {
+            idle_since = Some(Instant::now());
+        }
+        if idle_since.is_some_and(|since| since.elapsed() >= idle) {
+            break format!("no client for {} s", idle.as_secs());
+        }
+        if !root.is_dir() {
+            break format!("the root {} is gone", root.display());
+        }
+    };
+    eprintln!("lspc session {key}: stopping ({reason})");
+    // New connections are refused from here on; the servers then stop in the normal sequence.
+    remove_own_socket();
+    drop(watch_stop);
+    if let Some(watcher) = watcher {
+        let _ = watcher.join();
+    }
+    engine.shutdown();
+    eprintln!("lspc session {key}: stopped");
+    crate::exit::EXIT_OK
+}
+
+/// What every connection thread reads.
+struct Shared {
+    hello: Hello,
+    started: Instant,
+    clients: AtomicUsize,
+}
+
+fn accept_loop(
+    listener: UnixListener,
+    op_sender: Sender<Op>,
+    shared: Arc<Shared>,
+    stop_sender: Sender<()>,
+) {
+    let uid = paths::current_uid();
+    let mut n_connections: u64 = 0;
+    for stream in listener.incoming() {
+        let Ok(mut stream) = stream else {
+            continue;
+        };
+        match paths::peer_uid(&stream) {
+            Ok(peer) if peer == uid => {}
+            Ok(peer) => {
+                log::warn!("refused a connection from uid {peer}");
+                let line = json!({"error": format!("refused: uid {peer} is not the session's user (uid {uid})")});
+                let _ = writeln!(stream, "{line}");
+                continue;
+            }
+            Err(error) => {
+                log::warn!("refused a connection whose peer is unknown: {error}");
+                continue;
+            }
+        }
+        n_connections += 1;
+        let connection_id = n_connections;
+        let op_sender = op_sender.clone();
+        let shared = Arc::clone(&shared);
+        let stop_sender = stop_sender.clone();
+        shared.clients.fetch_add(1, Ordering::SeqCst);
+        let spawned = thread::Builder::new()
+            .name(format!("lspc-session-conn-{connection_id}"))
+            .spawn(move || {
+                let shared_for_count = Arc::clone(&shared);
+                run_connection(stream, connection_id, op_sender, shared, stop_sender);
+                shared_for_count.clients.fetch_sub(1, Ordering::SeqCst);
+            });
+        if spawned.is_err() {
+            log::warn!("cannot start a thread for connection {connection_id}");
+        }
+    }
+}
+
+/// One engine reply in flight, typed as its op's reply.
+enum Pending {
+    Diagnostics(Receiver<Vec<crate::engine::FileDiagnostics>>),
+    /// Its progress receiver, if any, is in `Connection::progress` under the same id.
+    DiagnosticsLeavingOut(Receiver<Vec<crate::engine::FileDiagnostics>>),
+    Sync(Receiver<Result<crate::engine::SyncedDocument, crate::engine::EngineError>>),
+    /// `tag` is the session-unique tag sent to the loop; `client_tag` the client's own.
+    Request {
+        receiver: Receiver<Result<Value, crate::engine::EngineError>>,
+        tag: u64,
+        client_tag: Option<u64>,
+    },
+    ApplyEdit(Receiver<Result<crate::edit::EditReport, crate::edit::EditError>>),
+    ServerEdits(Receiver<Vec<(u64, crate::edit::EditReport)>>),
+    RawDiagnostics(Receiver<Vec<(crate::process::ServerId, Vec<Value>)>>),
+    Status(Receiver<Vec<crate::engine::ServerStatus>>),
+    DrainPassive(Receiver<Option<crate::diagnostics::DrainedBatch>>),
+    CurrentDiagnostics(Receiver<Vec<(PathBuf, Vec<crate::diagnostics::Diagnostic>)>>),
+    ServerDetails(Receiver<Vec<crate::engine::ServerDetails>>),
+    OpenDocuments(Receiver<Vec<PathBuf>>),
+    Info(Receiver<Vec<crate::engine::ServerStatus>>),
+}
+
+/// What polling a pending reply found.
+enum Poll<T> {
+    Ready(T),
+    Empty,
+    Gone,
+}
+
+fn poll<T>(receiver: &Receiver<T>) -> Poll<T> {
+    match receiver.try_recv() {
+        Ok(value) => Poll::Ready(value),
+        Err(TryRecvError::Empty) => Poll::Empty,
+        Err(TryRecvError::Disconnected) => Poll::Gone,
+    }
+}
+
+fn poll_value<T: Serialize>(receiver: &Receiver<T>) -> Poll<Value> {
+    match poll(receiver) {
+        Poll::Ready(value) => Poll::Ready(serde_json::to_value(value).unwrap_or(Value::Null)),
+        Poll::Empty => Poll::Empty,
+        Poll::Gone => Poll::Gone,
+    }
+}
+
+impl Pending {
+    fn add_to<'a>(&'a self, select: &mut Select<'a>) -> usize {
+        match self {
+            Pending::Diagnostics(receiver) | Pending::DiagnosticsLeavingOut(receiver) => {
+                select.recv(receiver)
+            }
+            Pending::Sync(receiver) => select.recv(receiver),
+            Pending::Request { receiver, .. } => select.recv(receiver),
+            Pending::ApplyEdit(receiver) => select.recv(receiver),
+            Pending::ServerEdits(receiver) => select.recv(receiver),
+            Pending::RawDiagnostics(receiver) => select.recv(receiver),
+            Pending::Status(receiver) | Pending::Info(receiver) => select.recv(receiver),
+            Pending::DrainPassive(receiver) => select.recv(receiver),
+            Pending::CurrentDiagnostics(receiver) => select.recv(receiver),
+            Pending::ServerDetails(receiver) => select.recv(receiver),
+            Pending::OpenDocuments(receiver) => select.recv(receiver),
+        }
+    }
+}
+
+/// One client connection's state (see the module doc).
+struct Connection {
+    connection_id: u64,
+    writer: UnixStream,
+    op_sender: Sender<Op>,
+    shared: Arc<Shared>,
+    stop_sender: Sender<()>,
+    pending: Vec<(u64, Pending)>,
+    subscriptions: Vec<(u64, Receiver<FrontendEvent>)>,
+    /// Progress streams of diagnostics waits in flight, by request id.
+    progress: Vec<(u64, Receiver<crate::engine::FileDiagnostics>)>,
+    /// Client tag -> session tag, for requests in flight.
+    client_tags: HashMap<u64, u64>,
+    next_tag: u64,
+    /// This connection's own passive queue in the engine (its frontend's shared queue).
+    own_consumer: String,
+    /// Further queues the client opened (engine names).
+    consumers: std::collections::BTreeSet<String>,
+    /// Set when writing to the client failed: the connection ends.
+    broken: bool,
+}
+
+fn run_connection(
+    stream: UnixStream,
+    connection_id: u64,
+    op_sender: Sender<Op>,
+    shared: Arc<Shared>,
+    stop_sender: Sender<()>,
+) {
+    let Ok(read_half) = stream.try_clone() else {
+        return;
+    };
+    let (line_sender, line_receiver) = bounded::<Option<Line>>(16);
+    let reader = thread::Builder::new()
+        .name(format!("lspc-session-in-{connection_id}"))
+        .spawn(move || {
+            let mut reader = BufReader::new(read_half);
+            loop {
+                let line = wire::read_line(&mut reader, wire::MAX_LINE_BYTES);
+                let end = !matches!(line, Ok(Some(_)));
+                if line_sender.send(line.ok().flatten()).is_err() || end {
+                    return;
+                }
+            }
+        })
+        .ok();
+    let own_consumer = format!("session-connection-{connection_id}");
+    let _ = op_sender.send(Op::OpenPassive {
+        consumer: own_consumer.clone(),
+    });
+    let mut connection = Connection {
+        connection_id,
+        writer: stream,
+        op_sender,
+        shared,
+        stop_sender,
+        pending: Vec::new(),
+        subscriptions: Vec::new(),
+        progress: Vec::new(),
+        client_tags: HashMap::new(),
+        next_tag: 0,
+        own_consumer,
+        consumers: Default::default(),
+        broken: false,
+    };
+    let hello = serde_json::to_string(&connection.shared.hello).unwrap_or_default();
+    connection.write_line(&hello);
+    connection.run(&line_receiver);
+    connection.cancel_in_flight();
+    let _ = connection.writer.shutdown(std::net::Shutdown::Both);
+    drop(line_receiver);
+    if let Some(reader) = reader {
+        let _ = reader.join();
+    }
+}
+
+/// What the select in [`Connection::run`] found ready.
+enum Ready {
+    Line,
+    Pending(usize),
+    Subscription(usize),
+    Progress(usize),
+}
+
+impl Connection {
+    fn run(&mut self, lines: &Receiver<Option<Line>>) {
+        while !self.broken {
+            let ready = {
+                let mut select = Select::new();
+                let mut kinds = vec![Ready::Line];
+                select.recv(lines);
+                for (index, (_, pending)) in self.pending.iter().enumerate() {
+                    pending.add_to(&mut select);
+                    kinds.push(Ready::Pending(index));
+                }
+                for (index, (_, receiver)) in self.subscriptions.iter().enumerate() {
+                    select.recv(receiver);
+                    kinds.push(Ready::Subscription(index));
+                }
+                for (index, (_, receiver)) in self.progress.iter().enumerate() {
+                    select.recv(receiver);
+                    kinds.push(Ready::Progress(index));
+                }
+                let index = select.ready();
+                kinds.swap_remove(index)
+            };
+            match ready {
+                Ready::Line => match lines.try_recv() {
+                    Ok(Some(line)) => self.handle_line(line),
+                    Ok(None) | Err(TryRecvError::Disconnected) => return,
+                    Err(TryRecvError::Empty) => {}
+                },
+                Ready::Pending(index) => self.complete(index),
+                Ready::Progress(index) => {
+                    let id = self.progress[index].0;
+                    match poll(&self.progress[index].1) {
+                        Poll::Ready(file) => self.write_progress(id, &file),
+                        Poll::Empty => {}
+                        Poll::Gone => {
+                            self.progress.remove(index);
+                        }
+                    }
+                }
+                Ready::Subscription(index) => {
+                    let (id, receiver) = &self.subscriptions[index];
+                    let id = *id;
+                    match poll(receiver) {
+                        Poll::Ready(event) => {
+                            let line = json!({"id": id, "event": event});
+                            self.write_line(&line.to_string());
+                        }
+                        Poll::Empty => {}
+                        Poll::Gone => {
+                            self.subscriptions.remove(index);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn write_line(&mut self, line: &str) {
+        if self.broken {
+            return;
+        }
+        let mut bytes = Vec::with_capacity(line.len() + 1);
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+        if self.writer.write_all(&bytes).is_err() {
+            self.broken = true;
+        }
+    }
+
+    fn write_progress(&mut self, id: u64, file: &crate::engine::FileDiagnostics) {
+        let line = json!({"id": id, "event": file});
+        self.write_line(&line.to_string());
+    }
+
+    /// Writes what a finished diagnostics wait's progress stream still holds (before its result).
+    fn flush_progress(&mut self, id: u64) {
+        let Some(index) = self.progress.iter().position(|(stream, _)| *stream == id) else {
+            return;
+        };
+        let (_, receiver) = self.progress.remove(index);
+        let files: Vec<crate::engine::FileDiagnostics> = receiver.try_iter().collect();
+        for file in files {
+            self.write_progress(id, &file);
+        }
+    }
+
+    fn write_error(&mut self, id: Option<u64>, message: &str) {
+        let line = json!({"id": id, "error": message});
+        self.write_line(&line.to_string());
+    }
+
+    fn handle_line(&mut self, line: Line) {
+        let text = match line {
+            Line::Text(text) => text,
+            Line::TooLong => {
+                return self.write_error(
+                    None,
+                    &format!("line longer than {} bytes", wire::MAX_LINE_BYTES),
+                )
+            }
+            Line::NotUtf8 => return self.write_error(None, "line is not UTF-8"),
+        };
+        if text.trim().is_empty() {
+            return;
+        }
+        let request: WireRequest = match serde_json::from_str(&text) {
+            Ok(request) => request,
+            Err(error) => {
+                let id = serde_json::from_str::<Value>(&text)
+                    .ok()
+                    .and_then(|value| value.get("id").and_then(Value::as_u64));
+                return self.write_error(id, &format!("bad request: {error}"));
+            }
+        };
+        self.handle_request(request);
+    }
+
+    fn send_op(&mut self, op: Op) {
+        // The loop outlives every connection except during the final shutdown, when a reply's
+        // sender is dropped and the pending entry completes as gone.
+        let _ = self.op_sender.send(op);
+    }
+
+    fn handle_request(&mut self, request: WireRequest) {
+        let id = request.id;
+        let timeout = |ms: u64| Duration::from_millis(ms);
+        let pending = match request.op {
+            WireOp::Diagnostics { paths, timeout_ms } => {
+                let (reply, receiver) = bounded(1);
+                self.send_op(Op::Diagnostics {
+                    paths,
+                    timeout: timeout(timeout_ms),
+                    reply,
+                });
+                Pending::Diagnostics(receiver)
+            }
+            WireOp::DiagnosticsLeavingOut {
+                paths,
+                leave_out,
+                timeout_ms,
+                progress,
+            } => {
+                let (reply, receiver) = bounded(1);
+                let progress = progress.then(|| {
+                    let (sender, receiver) = unbounded();
+                    self.progress.push((id, receiver));
+                    sender
+                });
+                self.send_op(Op::DiagnosticsLeavingOut {
+                    paths,
+                    leave_out,
+                    timeout: timeout(timeout_ms),
+                    progress,
+                    reply,
+                });
+                Pending::DiagnosticsLeavingOut(receiver)
+            }
+            WireOp::Sync { path, timeout_ms } => {
+                let (reply, receiver) = bounded(1);
+                self.send_op(Op::Sync {
+                    path,
+                    timeout: timeout(timeout_ms),
+                    reply,
+                });
+                Pending::Sync(receiver)
+            }
+            WireOp::Request {
+                server_id,
+                method,
+                params,
+                timeout_ms,
+                retry,
+                tag: client_tag,
+            } => {
+                self.next_tag += 1;
+                // Unique across connections: the connection id in the high bits.
+                let tag = (self.connection_id << 32) | self.next_tag;
+                if let Some(client_tag) = client_tag {
+                    self.client_tags.insert(client_tag, tag);
+                }
+                let (reply, receiver) = bounded(1);
+                self.send_op(Op::Request {
+                    server_id,
+                    method,
+                    params,
+                    timeout: timeout(timeout_ms),
+                    retry,
+                    tag: Some(tag),
+                    reply,
+                });
+                Pending::Request {
+                    receiver,
+                    tag,
+                    client_tag,
+                }
+            }
+            WireOp::Cancel { tag } => {
+                if let Some(tag) = self.client_tags.get(&tag).copied() {
+                    self.send_op(Op::Cancel { tag });
+                }
+                return;
+            }
+            WireOp::ApplyEdit {
+                edit,
+                encoding,
+                mode,
+            } => {
+                let (reply, receiver) = bounded(1);
+                self.send_op(Op::ApplyEdit {
+                    edit,
+                    encoding,
+                    mode,
+                    reply,
+                });
+                Pending::ApplyEdit(receiver)
+            }
+            WireOp::ServerEdits => {
+                let (reply, receiver) = bounded(1);
+                self.send_op(Op::ServerEdits { reply });
+                Pending::ServerEdits(receiver)
+            }
+            WireOp::RawDiagnostics { path } => {
+                let (reply, receiver) = bounded(1);
+                self.send_op(Op::RawDiagnostics { path, reply });
+                Pending::RawDiagnostics(receiver)
+            }
+            WireOp::Status => {
+                let (reply, receiver) = bounded(1);
+                self.send_op(Op::Status { reply });
+                Pending::Status(receiver)
+            }
+            WireOp::DrainPassive { consumer } => {
+                let consumer = Some(self.consumer_name(consumer.as_deref()));
+                let (reply, receiver) = bounded(1);
+                self.send_op(Op::DrainPassive { consumer, reply });
+                Pending::DrainPassive(receiver)
+            }
+            WireOp::OpenPassive { consumer } => {
+                let consumer = self.consumer_name(Some(&consumer));
+                self.consumers.insert(consumer.clone());
+                return self.send_op(Op::OpenPassive { consumer });
+            }
+            WireOp::ClosePassive { consumer } => {
+                let consumer = self.consumer_name(Some(&consumer));
+                self.consumers.remove(&consumer);
+                return self.send_op(Op::ClosePassive { consumer });
+            }
+            WireOp::SubscribeEvents => {
+                let (sender, receiver) = unbounded();
+                self.send_op(Op::SubscribeEvents { sender });
+                self.subscriptions.push((id, receiver));
+                return;
+            }
+            WireOp::CurrentDiagnostics => {
+                let (reply, receiver) = bounded(1);
+                self.send_op(Op::CurrentDiagnostics { reply });
+                Pending::CurrentDiagnostics(receiver)
+            }
+            WireOp::ServerDetails => {
+                let (reply, receiver) = bounded(1);
+                self.send_op(Op::ServerDetails { reply });
+                Pending::ServerDetails(receiver)
+            }
+            WireOp::OpenDocuments => {
+                let (reply, receiver) = bounded(1);
+                self.send_op(Op::OpenDocuments { reply });
+                Pending::OpenDocuments(receiver)
+            }
+            WireOp::Info => {
+                let (reply, receiver) = bounded(1);
+                self.send_op(Op::Status { reply });
+                Pending::Info(receiver)
+            }
+            WireOp::Stop => {
+                let _ = self.stop_sender.send(());
+                let line = json!({"id": id, "result": null});
+                return self.write_line(&line.to_string());
+            }
+        };
+        self.pending.push((id, pending));
+    }
+
+    /// A pending reply is ready (or its sender is gone): write its line and retire it.
+    fn complete(&mut self, index: usize) {
+        let (id, pending) = &self.pending[index];
+        let id = *id;
+        let polled = match pending {
+            Pending::Diagnostics(receiver) | Pending::DiagnosticsLeavingOut(receiver) => {
+                poll_value(receiver)
+            }
+            Pending::Sync(receiver) => poll_value(receiver),
+            Pending::Request { receiver, .. } => poll_value(receiver),
+            Pending::ApplyEdit(receiver) => poll_value(receiver),
+            Pending::ServerEdits(receiver) => poll_value(receiver),
+            Pending::RawDiagnostics(receiver) => poll_value(receiver),
+            Pending::Status(receiver) => poll_value(receiver),
+            Pending::CurrentDiagnostics(receiver) => poll_value(receiver),
+            Pending::ServerDetails(receiver) => poll_value(receiver),
+            Pending::OpenDocuments(receiver) => poll_value(receiver),
+            Pending::DrainPassive(receiver) => poll_value(receiver),
+            Pending::Info(receiver) => match poll(receiver) {
+                Poll::Ready(statuses) => Poll::Ready(self.info(statuses)),
+                Poll::Empty => Poll::Empty,
+                Poll::Gone => Poll::Gone,
+            },
+        };
+        let line = match polled {
+            Poll::Empty => return,
+            Poll::Ready(result) => json!({"id": id, "result": result}),
+            Poll::Gone => json!({"id": id, "error": "the engine has shut down"}),
+        };
+        let (_, pending) = self.pending.remove(index);
+        if matches!(pending, Pending::DiagnosticsLeavingOut(_)) {
+            self.flush_progress(id);
+        }
+        if let Pending::Request {
+            client_tag: Some(client_tag),
+            ..
+        } = pending
+        {
+            self.client_tags.remove(&client_tag);
+        }
+        self.write_line(&line.to_string());
+    }
+
+    fn info(&self, statuses: Vec<crate::engine::ServerStatus>) -> Value {
+        let hello = &self.shared.hello;
+        let info = SessionInfo {
+            root: hello.root.clone(),
+            pid: hello.pid,
+            uptime_ms: u64::try_from(self.shared.started.elapsed().as_millis()).unwrap_or(0),
+            clients: self.shared.clients.load(Ordering::SeqCst),
+            log: hello.log.clone(),
+            open_documents: statuses.iter().map(|status| status.open_documents).sum(),
+            rss_kib: paths::rss_kib(hello.pid),
+            servers: statuses
+                .into_iter()
+                .map(|status| SessionServer {
+                    rss_kib: status.pid.and_then(paths::rss_kib),
+                    name: status.name,
+                    state: status.state,
+                    pid: status.pid,
+                })
+                .collect(),
+        };
+        serde_json::to_value(info).unwrap_or_default()
+    }
+
+    /// The engine's name for a client's passive queue: the client's `None` (its frontend's shared
+    /// queue) is this connection's own queue; named ones are scoped to the connection.
+    fn consumer_name(&self, consumer: Option<&str>) -> String {
+        match consumer {
+            None => self.own_consumer.clone(),
+            Some(name) => format!("{}/{name}", self.own_consumer),
+        }
+    }
+
+    /// The client is gone: `$/cancelRequest` for each of its requests still in flight, and its
+    /// passive queues closed.
+    fn cancel_in_flight(&mut self) {
+        let consumers = std::mem::take(&mut self.consumers);
+        for consumer in consumers.into_iter().chain([self.own_consumer.clone()]) {
+            self.send_op(Op::ClosePassive { consumer });
+        }
+        let tags: Vec<u64> = self
+            .pending
+            .iter()
+            .filter_map(|(_, pending)| match pending {
+                Pending::Request { tag, .. } => Some(*tag),
+                _ => None,
+            })
+            .collect();
+        if !tags.is_empty() {
+            log::info!(
+                "connection {} closed with {} request(s) in flight: cancelling them",
+                self.connection_id,
+                tags.len()
+            );
+        }
+        for tag in tags {
+            self.send_op(Op::Cancel { tag });
+        }
+    }
+}

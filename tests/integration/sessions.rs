@@ -1,0 +1,787 @@
+//! Warm sessions (issue 13): `lspc session start|status|stop`, `--session auto|always|never`,
+//! many clients on one session, freshness, faults (a killed client, a killed session, SIGTERM,
+//! a stale socket, racing starts) and the wrong-user refusal. Against the fixture server, whose
+//! hover answer echoes the position it received, so every answer is checkable.
+//!
+//! Each test has its own session directory (`XDG_RUNTIME_DIR`), so `status` and `stop --all`
+//! see only its own sessions.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use wait_timeout::ChildExt;
+
+use crate::support::*;
+
+/// A fixture workspace whose commands share a private session directory.
+struct SessionWorkspace {
+    workspace: Workspace,
+    config: PathBuf,
+    runtime: PathBuf,
+}
+
+const TEXT: &str = "def alpha():\n    pass\n\ndef beta():\n    alpha()\n";
+
+impl SessionWorkspace {
+    fn new(name: &str, scenario: Value) -> SessionWorkspace {
+        use std::os::unix::fs::DirBuilderExt;
+        let mut workspace = Workspace::new(name);
+        workspace.file("a.py", TEXT);
+        let config = workspace.fixture_config(&[("fx", &[".py"], scenario)]);
+        let runtime = workspace.root.parent().unwrap().join("runtime");
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&runtime)
+            .unwrap();
+        SessionWorkspace {
+            workspace,
+            config,
+            runtime,
+        }
+    }
+
+    /// `lspc --no-builtin --config CONFIG ARGS` in the workspace, with this test's session
+    /// directory; `LSPC_SESSION` is left to the caller's `--session`.
+    fn lspc(&self, args: &[&str]) -> TestCommand {
+        let mut command = self.workspace.lspc();
+        command
+            .env("XDG_RUNTIME_DIR", &self.runtime)
+            .env("LSPC_SESSION", "auto")
+            .env("LSPC_SESSION_IDLE", "60s")
+            .args(["--no-builtin", "--config"])
+            .arg(&self.config)
+            .args(args);
+        command
+    }
+
+    /// The same command line as a `std::process::Command` (for tests that kill it).
+    fn raw(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(lspc_bin());
+        command
+            .current_dir(&self.workspace.root)
+            .env("XDG_RUNTIME_DIR", &self.runtime)
+            .env("LSPC_SESSION", "auto")
+            .env("LSPC_SESSION_IDLE", "60s")
+            .args(["--no-builtin", "--config"])
+            .arg(&self.config)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        command
+    }
+
+    fn session_dir(&self) -> PathBuf {
+        self.runtime.join("lspc")
+    }
+
+    /// Pids of the session processes serving this workspace.
+    fn session_pids(&self) -> Vec<u32> {
+        let status = self.lspc(&["session", "status"]).run();
+        status
+            .stdout
+            .lines()
+            .filter(|line| line.starts_with(&self.workspace.root.display().to_string()))
+            .filter_map(|line| {
+                let rest = line.split("(pid ").nth(1)?;
+                rest.split(',').next()?.parse().ok()
+            })
+            .collect()
+    }
+
+    fn fixture_pids(&self) -> Vec<u32> {
+        processes_matching(&self.workspace.scenario_path("fx").display().to_string())
+    }
+
+    fn initializes(&self) -> usize {
+        methods(&self.workspace.transcript("fx"))
+            .iter()
+            .filter(|method| *method == "initialize")
+            .count()
+    }
+}
+
+impl Drop for SessionWorkspace {
+    fn drop(&mut self) {
+        let _ = Command::new(lspc_bin())
+            .env("XDG_RUNTIME_DIR", &self.runtime)
+            .args(["session", "stop", "--all"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn signal(pid: u32, signal: i32) {
+    // SAFETY: sending a signal to a pid has no memory-safety preconditions.
+    unsafe { libc::kill(pid as i32, signal) };
+}
+
+/// `session start` prints the socket (0600 in a 0700 directory); later commands in `auto` mode
+/// use the one warm server; their output, stderr and exit status equal `--session never`'s;
+/// `status` names root, clients, server and log; `stop` leaves no process and no socket.
+#[test]
+fn session_start_status_stop_leave_nothing_and_answers_match_in_process() {
+    let ws = SessionWorkspace::new("start-stop", json!({}));
+    let started = ws.lspc(&["session", "start"]).run();
+    started.status(0);
+    let socket = PathBuf::from(started.stdout.trim_end());
+    assert_eq!(socket.parent(), Some(ws.session_dir().as_path()));
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&socket), 0o600);
+    assert_eq!(mode(&ws.session_dir()), 0o700);
+    // Starting again finds the running session.
+    ws.lspc(&["session", "start"])
+        .run()
+        .status(0)
+        .stdout_is(&started.stdout);
+
+    let warm = ws.lspc(&["hover", "a.py:5:5"]).run();
+    warm.status(0).stdout_is("alpha at 4:4\n");
+    let again = ws
+        .lspc(&["definition", "a.py:5:5", "--format", "json"])
+        .run();
+    again.status(0);
+    assert_eq!(ws.initializes(), 1, "both commands used the warm server");
+    // Logging off: the in-process run rightly warns that the session already runs fx.
+    let missing = ws
+        .lspc(&["hover", "a.py:40:1"])
+        .env("RUST_LOG", "off")
+        .run();
+    let cold_missing = ws
+        .lspc(&["--session", "never", "hover", "a.py:40:1"])
+        .env("RUST_LOG", "off")
+        .run();
+    assert_eq!(missing.status, cold_missing.status);
+    assert_eq!(missing.stdout, cold_missing.stdout);
+    assert_eq!(missing.stderr, cold_missing.stderr);
+    let cold = ws
+        .lspc(&[
+            "--session",
+            "never",
+            "definition",
+            "a.py:5:5",
+            "--format",
+            "json",
+        ])
+        .run();
+    assert_eq!(
+        (again.status, &again.stdout),
+        (cold.status, &cold.stdout),
+        "{}",
+        cold.story()
+    );
+    assert_eq!(
+        ws.initializes(),
+        3,
+        "each --session never run started its own server"
+    );
+
+    let status = ws.lspc(&["session", "status"]).run();
+    status.status(0);
+    let root = ws.workspace.root.display().to_string();
+    assert!(
+        status.stdout.starts_with(&format!("{root}  (pid ")),
+        "{}",
+        status.story()
+    );
+    assert!(
+        status.stdout.contains("1 client, 1 open document)"),
+        "{}",
+        status.story()
+    );
+    assert!(status
+        .stdout
+        .contains(&format!("  socket  {}\n", socket.display())));
+    assert!(status.stdout.contains("  log     "), "{}", status.story());
+    assert!(
+        status.stdout.contains("  server  fx  running  pid "),
+        "{}",
+        status.story()
+    );
+    let pids = ws.session_pids();
+    assert_eq!(pids.len(), 1, "{}", status.story());
+    assert_eq!(ws.fixture_pids().len(), 1);
+
+    let stopped = ws.lspc(&["session", "stop"]).run();
+    stopped.status(0).stdout_is(&format!(
+        "stopped the session for {root} (pid {})\n",
+        pids[0]
+    ));
+    assert!(!pid_alive(pids[0]));
+    assert!(
+        ws.fixture_pids().is_empty(),
+        "the server stopped with the session"
+    );
+    assert!(!socket.exists(), "the socket is removed");
+    let methods = methods(&ws.workspace.transcript("fx"));
+    assert!(
+        methods.ends_with(&["shutdown".to_owned(), "exit".to_owned()]),
+        "{methods:?}"
+    );
+    ws.lspc(&["session", "stop"])
+        .run()
+        .status(1)
+        .stderr_contains(&format!("no session runs for {root}"));
+}
+
+/// 8 clients × 200 mixed queries (hover, definition, references, symbols) through one session
+/// at once: every answer equals the in-process answer and comes back in order.
+#[test]
+fn eight_clients_with_two_hundred_mixed_queries_share_one_session() {
+    let ws = SessionWorkspace::new("eight-clients", json!({}));
+    let lines: Vec<Value> = (0..200)
+        .map(|n| {
+            let (op, line, column) = match n % 4 {
+                0 => ("hover", 1 + n % 5, 1 + n % 7),
+                1 => ("definition", 5, 5),
+                2 => ("references", 1, 5),
+                _ => ("symbols", 1, 1),
+            };
+            let mut request = json!({"id": n, "op": op, "file": "a.py"});
+            if op != "symbols" {
+                request["line"] = json!(line);
+                request["column"] = json!(column);
+            }
+            request
+        })
+        .collect();
+    let input: String = lines.iter().map(|line| format!("{line}\n")).collect();
+    let reference = ws
+        .lspc(&["--session", "never", "batch"])
+        .stdin(input.clone())
+        .run();
+    reference.status(0);
+    assert_eq!(reference.stdout.lines().count(), 200);
+    ws.lspc(&["session", "start"]).run().status(0);
+    let clients: Vec<std::thread::JoinHandle<Output>> = (0..8)
+        .map(|_| {
+            let mut command = ws.lspc(&["batch"]);
+            let input = input.clone();
+            std::thread::spawn(move || command.stdin(input).timeout(Duration::from_secs(120)).run())
+        })
+        .collect();
+    for client in clients {
+        let output = client.join().unwrap();
+        output.status(0);
+        assert_eq!(output.stdout, reference.stdout, "{}", output.story());
+    }
+    // One session server, plus the reference run's own.
+    assert_eq!(ws.initializes(), 2);
+}
+
+/// A file rewritten on disk between two one-shot queries: the second answers from the new text.
+#[test]
+fn a_file_rewritten_between_two_one_shot_queries_is_seen() {
+    let ws = SessionWorkspace::new("rewritten", json!({}));
+    ws.lspc(&["session", "start"]).run().status(0);
+    ws.lspc(&["definition", "a.py:5:5"])
+        .run()
+        .status(0)
+        .stdout_is("a.py:1:5  def alpha():\n");
+    // Same size, so only the mtime and content tell the versions apart.
+    ws.workspace
+        .file("a.py", "\n\ndef alpha():\ndef beta():\n    alpha()\n");
+    ws.lspc(&["definition", "a.py:5:5"])
+        .run()
+        .status(0)
+        .stdout_is("a.py:3:5  def alpha():\n");
+    let transcript = ws.workspace.transcript("fx");
+    let changes = methods(&transcript)
+        .iter()
+        .filter(|method| *method == "textDocument/didChange")
+        .count();
+    assert_eq!(changes, 1, "the rewrite reached the warm server once");
+}
+
+/// A client killed while its request is in flight: the session sends `$/cancelRequest` for it,
+/// keeps serving, and another client's query is answered.
+#[test]
+fn a_client_killed_mid_request_cancels_only_its_request() {
+    let scenario = json!({"rules": [
+        {"method": "textDocument/hover", "nth": 1, "actions": [{"noReply": true}]}
+    ]});
+    let ws = SessionWorkspace::new("killed-client", scenario);
+    ws.lspc(&["session", "start"]).run().status(0);
+    let mut hung = ws.raw(&["hover", "a.py:5:5"]).spawn().unwrap();
+    wait_until(
+        "the hover reaches the server",
+        Duration::from_secs(20),
+        || methods(&ws.workspace.transcript("fx")).contains(&"textDocument/hover".to_owned()),
+    );
+    hung.kill().unwrap();
+    hung.wait().unwrap();
+    wait_until("the hover is cancelled", Duration::from_secs(10), || {
+        methods(&ws.workspace.transcript("fx")).contains(&"$/cancelRequest".to_owned())
+    });
+    let transcript = ws.workspace.transcript("fx");
+    let hover_id = transcript
+        .iter()
+        .find(|entry| entry["message"]["method"] == "textDocument/hover")
+        .map(|entry| entry["message"]["id"].clone())
+        .unwrap();
+    let cancel = transcript
+        .iter()
+        .find(|entry| entry["message"]["method"] == "$/cancelRequest")
+        .unwrap();
+    assert_eq!(cancel["message"]["params"]["id"], hover_id);
+    ws.lspc(&["hover", "a.py:5:5"])
+        .run()
+        .status(0)
+        .stdout_is("alpha at 4:4\n");
+    assert_eq!(ws.session_pids().len(), 1);
+}
+
+/// The session dies (SIGKILL) under a waiting client: the client exits 3 naming the session and
+/// its log; no server survives (the watchdog); the stale socket is removed by the next `auto`
+/// command, which runs in process; `always` then starts a fresh session.
+#[test]
+fn a_killed_session_fails_its_client_clearly_and_leaves_no_server() {
+    let scenario = json!({"rules": [
+        {"method": "textDocument/hover", "run": 1, "actions": [{"noReply": true}]}
+    ]});
+    let ws = SessionWorkspace::new("killed-session", scenario);
+    let started = ws.lspc(&["session", "start"]).run();
+    let socket = PathBuf::from(started.stdout.trim_end());
+    let pid = ws.session_pids()[0];
+    let mut waiting = ws.raw(&["hover", "a.py:5:5"]).spawn().unwrap();
+    wait_until(
+        "the hover reaches the server",
+        Duration::from_secs(20),
+        || methods(&ws.workspace.transcript("fx")).contains(&"textDocument/hover".to_owned()),
+    );
+    signal(pid, libc::SIGKILL);
+    let status = waiting.wait_timeout(Duration::from_secs(20)).unwrap();
+    let mut stderr = String::new();
+    use std::io::Read;
+    waiting
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert_eq!(status.and_then(|status| status.code()), Some(3), "{stderr}");
+    let root = ws.workspace.root.display().to_string();
+    let log = ws.session_dir().join(format!(
+        "{}.log",
+        socket.file_stem().unwrap().to_string_lossy()
+    ));
+    assert_eq!(
+        stderr,
+        format!(
+            "lspc: the lspc session for {root} (pid {pid}) ended unexpectedly; see its log {}\n",
+            log.display()
+        )
+    );
+    assert_no_process_within(
+        &ws.workspace.scenario_path("fx").display().to_string(),
+        Duration::from_secs(10),
+    );
+    assert!(socket.exists(), "SIGKILL leaves the socket behind");
+    // `auto`: the stale socket is removed and the command runs in process (the fixture's
+    // second run answers hovers).
+    let fallback = ws.lspc(&["hover", "a.py:5:5"]).run();
+    fallback.status(0).stdout_is("alpha at 4:4\n");
+    assert!(
+        !socket.exists(),
+        "the stale socket was removed\n{}",
+        fallback.story()
+    );
+    ws.lspc(&["--session", "always", "hover", "a.py:5:5"])
+        .run()
+        .status(0)
+        .stdout_is("alpha at 4:4\n");
+    assert!(socket.exists());
+    assert_eq!(ws.session_pids().len(), 1);
+}
+
+/// SIGTERM stops a session cleanly: servers get `shutdown`/`exit`, the socket is removed and
+/// nothing is left running.
+#[test]
+fn sigterm_stops_a_session_cleanly() {
+    let ws = SessionWorkspace::new("sigterm", json!({}));
+    let started = ws.lspc(&["session", "start"]).run();
+    let socket = PathBuf::from(started.stdout.trim_end());
+    ws.lspc(&["hover", "a.py:5:5"]).run().status(0);
+    let pid = ws.session_pids()[0];
+    signal(pid, libc::SIGTERM);
+    wait_until("the session exits", Duration::from_secs(20), || {
+        !pid_alive(pid)
+    });
+    assert_no_process_within(
+        &ws.workspace.scenario_path("fx").display().to_string(),
+        Duration::from_secs(10),
+    );
+    assert!(!socket.exists(), "the socket is removed");
+    let methods = methods(&ws.workspace.transcript("fx"));
+    assert!(
+        methods.ends_with(&["shutdown".to_owned(), "exit".to_owned()]),
+        "{methods:?}"
+    );
+}
+
+/// Four commands racing to start the session with `--session always` end up with one session
+/// and one server, and all four answer.
+#[test]
+fn racing_always_starts_end_with_one_session() {
+    let ws = SessionWorkspace::new("racing", json!({}));
+    let racers: Vec<std::thread::JoinHandle<Output>> = (0..4)
+        .map(|_| {
+            let mut command = ws.lspc(&["--session", "always", "hover", "a.py:5:5"]);
+            std::thread::spawn(move || command.run())
+        })
+        .collect();
+    for racer in racers {
+        let output = racer.join().unwrap();
+        output.status(0).stdout_is("alpha at 4:4\n");
+        assert!(
+            !output.stderr.contains("without a session"),
+            "{}",
+            output.story()
+        );
+    }
+    assert_eq!(ws.session_pids().len(), 1);
+    let logs: Vec<String> = std::fs::read_dir(ws.session_dir())
+        .unwrap()
+        .filter_map(|entry| std::fs::read_to_string(entry.ok()?.path()).ok())
+        .collect();
+    assert_eq!(
+        ws.initializes(),
+        1,
+        "{:?}\n{logs:?}",
+        ws.workspace.transcript("fx")
+    );
+}
+
+/// Another uid is refused. As `nobody`, the client cannot even enter the 0700 directory; with the
+/// directory and socket opened up on purpose, the session itself refuses the peer (`SO_PEERCRED`).
+#[test]
+fn another_user_is_refused() {
+    let Some(runuser) = which("runuser").or_else(|| which("setpriv")) else {
+        eprintln!("skipped: neither runuser nor setpriv is installed");
+        return;
+    };
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: switching to another uid needs root");
+        return;
+    }
+    let as_nobody = |args: &[&str]| -> std::process::Output {
+        let mut command = Command::new(&runuser);
+        if runuser.ends_with("runuser") {
+            command.args(["-u", "nobody", "--"]);
+        } else {
+            command.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"]);
+        }
+        command.args(args).output().unwrap()
+    };
+    let ws = SessionWorkspace::new("wrong-user", json!({}));
+    let started = ws.lspc(&["session", "start"]).run();
+    let socket = started.stdout.trim_end().to_owned();
+    // Let nobody reach the socket file: only the session's own check stands.
+    let open = |path: &Path, mode: u32| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap()
+    };
+    let mut dir = Some(Path::new(&socket).parent().unwrap());
+    while let Some(path) = dir {
+        if path == Path::new("/tmp") || path == Path::new("/") {
+            break;
+        }
+        let current = std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        open(path, current | 0o711);
+        dir = path.parent();
+    }
+    open(Path::new(&socket), 0o666);
+    let script = "import socket,sys\ns=socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\n\
+                  print(s.makefile().readline(), end='')";
+    let refused = as_nobody(&["python3", "-c", script, &socket]);
+    let line = String::from_utf8_lossy(&refused.stdout);
+    let reply: Value = serde_json::from_str(&line)
+        .unwrap_or_else(|_| panic!("{line} / {}", String::from_utf8_lossy(&refused.stderr)));
+    let error = reply["error"].as_str().unwrap_or_default();
+    assert!(
+        error.starts_with("refused: uid ") && error.ends_with("is not the session's user (uid 0)"),
+        "{reply}"
+    );
+    // lspc itself, as nobody with this directory, refuses to use a directory it does not own.
+    open(&ws.session_dir(), 0o711);
+    let client = as_nobody(&[
+        "env",
+        &format!("XDG_RUNTIME_DIR={}", ws.runtime.display()),
+        &lspc_bin().display().to_string(),
+        "session",
+        "status",
+    ]);
+    let stderr = String::from_utf8_lossy(&client.stderr);
+    assert_eq!(client.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("is owned by uid 0, not by uid") || stderr.contains("Permission denied"),
+        "{stderr}"
+    );
+    open(&ws.session_dir(), 0o700);
+    open(Path::new(&socket), 0o600);
+    // The session still serves its own user.
+    ws.lspc(&["hover", "a.py:5:5"])
+        .run()
+        .status(0)
+        .stdout_is("alpha at 4:4\n");
+}
+
+/// Garbage, non-UTF-8 and unknown-op lines cost an error line on that connection only.
+#[test]
+fn garbage_lines_get_error_lines_and_the_connection_goes_on() {
+    let ws = SessionWorkspace::new("garbage", json!({}));
+    let started = ws.lspc(&["session", "start"]).run();
+    let socket = started.stdout.trim_end().to_owned();
+    let script = r#"
+import socket, sys, json
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+f = s.makefile('rwb')
+hello = json.loads(f.readline())
+for line in [b'not json\n', b'\xff\xfe\n', b'{"id": 7, "op": "explode"}\n', b'{"id": 8, "op": "status"}\n']:
+    f.write(line); f.flush()
+    print(f.readline().decode().strip())
+print(hello["lspc"], hello["protocol"])
+"#;
+    let output = TestCommand::new("python3")
+        .args(["-c", script, &socket])
+        .run();
+    output.status(0);
+    let lines: Vec<&str> = output.stdout.lines().collect();
+    assert_eq!(lines.len(), 5, "{}", output.story());
+    assert!(
+        lines[0].starts_with(r#"{"error":"bad request: expected "#),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[0].ends_with(r#""id":null}"#), "{}", lines[0]);
+    assert_eq!(lines[1], r#"{"error":"line is not UTF-8","id":null}"#);
+    assert!(
+        lines[2].starts_with(r#"{"error":"bad request: unknown variant `explode`"#),
+        "{}",
+        lines[2]
+    );
+    assert!(lines[2].ends_with(r#""id":7}"#), "{}", lines[2]);
+    let status: Value = serde_json::from_str(lines[3]).unwrap();
+    assert_eq!(status["id"], 8);
+    assert_eq!(status["result"][0]["name"], "fx");
+    assert_eq!(lines[4], "lspc-session 1");
+}
+
+/// A minimal MCP client over `lspc mcp --session always` (stdio, newline-delimited JSON-RPC).
+struct McpClient {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl McpClient {
+    fn start(ws: &SessionWorkspace) -> McpClient {
+        use std::io::BufRead;
+        let mut child = ws
+            .raw(&["--session", "always", "mcp"])
+            .stdin(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (sender, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if sender.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        let stdin = child.stdin.take().unwrap();
+        let mut client = McpClient {
+            child,
+            stdin,
+            lines,
+        };
+        client.request(
+            0,
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+        );
+        client.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        client
+    }
+
+    fn send(&mut self, message: Value) {
+        use std::io::Write;
+        writeln!(self.stdin, "{message}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self.lines.recv_timeout(left).expect("an MCP reply in time");
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == json!(id) {
+                return message;
+            }
+        }
+    }
+
+    /// Calls `hover` on a.py:5:5; returns the hover text and the passive diagnostics' messages.
+    fn hover(&mut self, id: i64) -> (String, Vec<String>) {
+        let reply = self.request(
+            id,
+            "tools/call",
+            json!({"name": "hover", "arguments": {"file": "a.py", "line": 5, "column": 5}}),
+        );
+        let result = &reply["result"];
+        assert_eq!(result["isError"], false, "{reply}");
+        let text = result["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned();
+        let passive = result["structuredContent"]["newDiagnostics"]["files"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .flat_map(|file| file["diagnostics"].as_array().cloned().unwrap_or_default())
+            .map(|diagnostic| diagnostic["message"].as_str().unwrap_or("").to_owned())
+            .collect();
+        (text, passive)
+    }
+}
+
+impl Drop for McpClient {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Three MCP clients with `--session always` run one set of servers; each keeps its own passive
+/// diagnostics delivery: a publish made after all three connected reaches each of them once.
+#[test]
+fn three_mcp_clients_share_one_server_and_each_gets_its_own_passive_delivery() {
+    let ws = SessionWorkspace::new("three-mcp", json!({}));
+    let mut clients: Vec<McpClient> = (0..3).map(|_| McpClient::start(&ws)).collect();
+    for (n, client) in clients.iter_mut().enumerate() {
+        let (text, _) = client.hover(1 + n as i64);
+        assert!(text.contains("alpha at 4:4"), "{text}");
+    }
+    assert_eq!(ws.initializes(), 1, "one server for three clients");
+    assert_eq!(ws.fixture_pids().len(), 1);
+    assert_eq!(ws.session_pids().len(), 1);
+    // Same length, new marker: the next call re-syncs the file and the server publishes.
+    ws.workspace.file(
+        "a.py",
+        "def alpha():\n    pass\n\ndef beta(): # ERROR: two\n    alpha()\n",
+    );
+    let mut delivered = vec![Vec::new(); 3];
+    for round in 0..3 {
+        for (n, client) in clients.iter_mut().enumerate() {
+            let (_, passive) = client.hover(10 + 10 * round + n as i64);
+            delivered[n].extend(passive);
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    for messages in &delivered {
+        assert_eq!(messages, &["two".to_owned()], "{delivered:?}");
+    }
+}
+
+/// A session with `--idle 1s` exits by itself once its last client is gone, and a session whose
+/// root is removed exits too; neither leaves a server behind.
+#[test]
+fn idle_and_vanished_root_sessions_exit_and_leave_nothing() {
+    let ws = SessionWorkspace::new("idle", json!({}));
+    ws.lspc(&["session", "start", "--idle", "1s"])
+        .run()
+        .status(0);
+    ws.lspc(&["hover", "a.py:5:5"]).run().status(0);
+    let pid = ws.session_pids()[0];
+    wait_until("the idle session exits", Duration::from_secs(20), || {
+        !pid_alive(pid)
+    });
+    assert_no_process_within(
+        &ws.workspace.scenario_path("fx").display().to_string(),
+        Duration::from_secs(10),
+    );
+
+    let gone = SessionWorkspace::new("root-gone", json!({}));
+    gone.lspc(&["--session", "always", "hover", "a.py:5:5"])
+        .run()
+        .status(0);
+    let pid = gone.session_pids()[0];
+    std::fs::remove_dir_all(&gone.workspace.root).unwrap();
+    wait_until(
+        "the rootless session exits",
+        Duration::from_secs(20),
+        || !pid_alive(pid),
+    );
+    assert_no_process_within(
+        &gone.workspace.scenario_path("fx").display().to_string(),
+        Duration::from_secs(10),
+    );
+}
+
+/// Files the session has not opened that appear, change or vanish on disk (a `git checkout`, a
+/// generator) reach the server as `workspace/didChangeWatchedFiles`; the open document is not
+/// announced (it is re-synced when used).
+#[test]
+fn files_changed_behind_the_session_reach_the_server_as_watched_file_changes() {
+    let ws = SessionWorkspace::new("watched", json!({}));
+    ws.workspace.file("gen.py", "x = 1\n");
+    ws.lspc(&["--session", "always", "hover", "a.py:5:5"])
+        .run()
+        .status(0);
+    // Let the first scan record the snapshot.
+    std::thread::sleep(Duration::from_millis(2500));
+    ws.workspace.file("new.py", "y = 2\n");
+    ws.workspace.file("gen.py", "x = 10\n");
+    ws.workspace.file("a.py", &format!("{TEXT}# edited\n"));
+    let uri = |name: &str| format!("file://{}/{name}", ws.workspace.root.display());
+    let mut changes = Vec::new();
+    wait_until("the changes are announced", Duration::from_secs(20), || {
+        changes = ws
+            .workspace
+            .transcript("fx")
+            .iter()
+            .filter(|entry| entry["message"]["method"] == "workspace/didChangeWatchedFiles")
+            .flat_map(|entry| {
+                entry["message"]["params"]["changes"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .collect();
+        changes.len() >= 2
+    });
+    assert_eq!(
+        changes,
+        [
+            json!({"uri": uri("gen.py"), "type": 2}),
+            json!({"uri": uri("new.py"), "type": 1}),
+        ]
+    );
+    std::fs::remove_file(ws.workspace.path("new.py")).unwrap();
+    wait_until("the deletion is announced", Duration::from_secs(20), || {
+        ws.workspace.transcript("fx").iter().any(|entry| {
+            entry["message"]["params"]["changes"][0] == json!({"uri": uri("new.py"), "type": 3})
+        })
+    });
+}
