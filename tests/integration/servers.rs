@@ -495,7 +495,12 @@ fn run_rename(workspace: &Workspace, server_args: &[String], spec: &str) -> Vec<
         let message = output
             .stderr
             .lines()
-            .filter(|line| line.starts_with("lspc: "))
+            .filter(|line| {
+                line.starts_with("lspc: ")
+                    && !["debug: ", "info: ", "trace: ", "warning: "]
+                        .iter()
+                        .any(|level| line["lspc: ".len()..].starts_with(level))
+            })
             .collect::<Vec<_>>()
             .join(" / ");
         rows.push(format!("exit {:?}: {message}", output.status));
