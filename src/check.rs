@@ -3,6 +3,16 @@
 //! Steps: list the files (directories walked honouring `.gitignore`, files no server serves
 //! skipped), ask the engine for each file's settled diagnostics, filter by `--severity`, apply the
 //! optional caps, render, and map the outcome to an exit status (see [`crate::exit`]).
+//!
+//! Repository-scale options live in their own modules and hook in here: `--changed-since`
+//! ([`changed`]) and `--shard` ([`shard`]) narrow the file list, `--baseline` /
+//! `--write-baseline` ([`baseline`]) record and subtract known findings, and `lspc sarif-merge`
+//! ([`sarif_merge`]) joins shard outputs.
+
+pub mod baseline;
+pub mod changed;
+pub mod sarif_merge;
+pub mod shard;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -30,6 +40,15 @@ pub struct CheckOptions {
     pub timeout: Duration,
     pub max_per_file: Option<usize>,
     pub max_total: Option<usize>,
+    /// `--baseline FILE`: a previous json or sarif output whose findings are not reported.
+    pub baseline: Option<PathBuf>,
+    /// `--write-baseline FILE`: write this run's findings (json, before `--baseline` and the
+    /// caps) to FILE.
+    pub write_baseline: Option<PathBuf>,
+    /// `--changed-since REV`: only files changed since this git revision (plus untracked ones).
+    pub changed_since: Option<String>,
+    /// `--shard K/N`: only this shard's share of the files.
+    pub shard: Option<shard::Shard>,
 }
 
 impl Default for CheckOptions {
@@ -42,6 +61,10 @@ impl Default for CheckOptions {
             timeout: Duration::from_secs(30),
             max_per_file: None,
             max_total: None,
+            baseline: None,
+            write_baseline: None,
+            changed_since: None,
+            shard: None,
         }
     }
 }
@@ -81,11 +104,32 @@ pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         eprintln!("lspc: no files to check: no configured language server serves the given paths");
         return EXIT_USAGE;
     }
+    let baseline = match options.baseline.as_deref().map(baseline::Baseline::load) {
+        Some(Err(error)) => {
+            eprintln!("lspc: {error}");
+            return EXIT_USAGE;
+        }
+        Some(Ok(baseline)) => Some(baseline),
+        None => None,
+    };
+    let files = match narrow(&root, files, options) {
+        Ok(files) => files,
+        Err(message) => {
+            eprintln!("lspc: {message}");
+            return EXIT_USAGE;
+        }
+    };
 
-    let engine = EngineHandle::start(engine_options);
-    let results = wait_with_progress(&engine, files.clone(), options.timeout);
-    let statuses = engine.status();
-    engine.shutdown();
+    // An empty shard or an unchanged tree is a clean run: nothing starts.
+    let (results, statuses) = if files.is_empty() {
+        (Vec::new(), Vec::new())
+    } else {
+        let engine = EngineHandle::start(engine_options);
+        let results = wait_with_progress(&engine, files.clone(), options.timeout);
+        let statuses = engine.status();
+        engine.shutdown();
+        (results, statuses)
+    };
 
     let mut report = CheckReport {
         root: root.clone(),
@@ -145,7 +189,17 @@ pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
             n_omitted: 0,
         });
     }
-    // The exit status counts every reported diagnostic, including those the caps leave out.
+    if let Some(path) = &options.write_baseline {
+        if let Err(error) = write_baseline(&report, path) {
+            eprintln!("lspc: cannot write baseline {}: {error}", path.display());
+            return EXIT_USAGE;
+        }
+    }
+    let baseline_counts = baseline
+        .as_ref()
+        .map(|baseline| baseline.apply(&mut report, options.severity));
+    // The exit status counts every reported diagnostic (new ones only, with a baseline),
+    // including those the caps leave out.
     let found = report
         .files
         .iter()
@@ -166,8 +220,12 @@ pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
     }
 
     let mut stdout = std::io::stdout().lock();
-    let written =
-        output::render(&report, options.format, &mut stdout).and_then(|()| stdout.flush());
+    let extras = RunExtras {
+        baseline: baseline_counts,
+        shard: options.shard,
+    };
+    let written = render_with_extras(&report, options.format, &extras, &mut stdout)
+        .and_then(|()| stdout.flush());
     if let Err(error) = written {
         if error.kind() != std::io::ErrorKind::BrokenPipe {
             eprintln!("lspc: cannot write the report: {error}");
@@ -177,8 +235,106 @@ pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
     for line in output::state_lines(&report) {
         eprintln!("{line}");
     }
-    eprintln!("{}", output::summary_line(&report));
+    let mut summary = output::summary_line(&report);
+    if let Some(counts) = baseline_counts {
+        summary += &format!(
+            "; baseline: {} matched, {} gone",
+            counts.n_matched, counts.n_gone
+        );
+    }
+    if let Some(shard) = options.shard {
+        summary += &format!("; shard {shard}");
+    }
+    eprintln!("{summary}");
     exit_status(&report, found, n_named_not_checked, had_config_errors)
+}
+
+/// Applies `--changed-since` and then `--shard` to the claimed files. The error is the message
+/// to print.
+fn narrow(
+    root: &std::path::Path,
+    files: Vec<PathBuf>,
+    options: &CheckOptions,
+) -> Result<Vec<PathBuf>, String> {
+    let files = match &options.changed_since {
+        Some(revision) => {
+            let changed =
+                changed::changed_files(root, revision).map_err(|error| error.to_string())?;
+            files
+                .into_iter()
+                .filter(|file| changed.contains(file))
+                .collect()
+        }
+        None => files,
+    };
+    Ok(match options.shard {
+        Some(shard) => shard.select(files),
+        None => files,
+    })
+}
+
+/// Writes `report` as `--format json` to `path` (through a temporary file renamed into place, so
+/// a failed run never leaves half a baseline).
+fn write_baseline(report: &CheckReport, path: &std::path::Path) -> std::io::Result<()> {
+    let mut text = Vec::new();
+    output::render(report, Format::Json, &mut text)?;
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(".lspc-tmp");
+    let temporary = PathBuf::from(temporary);
+    std::fs::write(&temporary, &text)?;
+    std::fs::rename(&temporary, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&temporary);
+    })
+}
+
+/// What the repository-scale options add to the json and sarif documents.
+struct RunExtras {
+    baseline: Option<baseline::BaselineCounts>,
+    shard: Option<shard::Shard>,
+}
+
+/// [`output::render`], then for json the `summary.baseline` counts and for sarif the shard's
+/// `automationDetails` (SARIF 2.1.0 §3.14.28, `runAutomationDetails`) and the baseline counts in
+/// the run's `properties`. Done on the rendered document so the renderers stay unaware of CI
+/// options.
+fn render_with_extras(
+    report: &CheckReport,
+    format: Format,
+    extras: &RunExtras,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let decorated = matches!(format, Format::Json | Format::Sarif)
+        && (extras.baseline.is_some() || extras.shard.is_some());
+    if !decorated {
+        return output::render(report, format, out);
+    }
+    let mut text = Vec::new();
+    output::render(report, format, &mut text)?;
+    let mut document: serde_json::Value = serde_json::from_slice(&text)?;
+    let counts = extras
+        .baseline
+        .map(|counts| serde_json::json!({ "matched": counts.n_matched, "gone": counts.n_gone }));
+    match format {
+        Format::Json => {
+            if let Some(counts) = counts {
+                document["summary"]["baseline"] = counts;
+            }
+            if let Some(shard) = extras.shard {
+                document["summary"]["shard"] = serde_json::json!(shard.to_string());
+            }
+        }
+        _ => {
+            let run = &mut document["runs"][0];
+            if let Some(shard) = extras.shard {
+                run["automationDetails"] = serde_json::json!({ "id": shard.automation_id() });
+            }
+            if let Some(counts) = counts {
+                run["properties"]["baseline"] = counts;
+            }
+        }
+    }
+    serde_json::to_writer(&mut *out, &document)?;
+    out.write_all(b"\n")
 }
 
 /// The exit status, most serious first: 2 when the configuration had errors; 3 when a server

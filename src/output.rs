@@ -574,7 +574,14 @@ fn render_sarif(report: &CheckReport, out: &mut dyn Write) -> io::Result<()> {
                         },
                     },
                 }],
-                "properties": { "server": diagnostic.server },
+                // The exact severity, code and source, so a SARIF file can serve as a
+                // `--baseline` (SARIF levels fold info and hint into `note`).
+                "properties": {
+                    "server": diagnostic.server,
+                    "severity": diagnostic.severity.as_str(),
+                    "code": diagnostic.code,
+                    "source": diagnostic.source,
+                },
             }));
         }
     }
@@ -1154,19 +1161,19 @@ mod tests {
                         {"ruleId": "reportAssignmentType", "ruleIndex": 0, "level": "error",
                          "message": {"text": "Type \"str\" is not assignable to declared type \"int\""},
                          "locations": [{"physicalLocation": {"artifactLocation": src("src/a.py"), "region": region(2, 10, 2, 15)}}],
-                         "properties": {"server": "pyright"}},
+                         "properties": {"server": "pyright", "severity": "error", "code": "reportAssignmentType", "source": "Pyright"}},
                         {"ruleId": "F401", "ruleIndex": 1, "level": "warning",
                          "message": {"text": "`os` imported but unused\nRemove the import"},
                          "locations": [{"physicalLocation": {"artifactLocation": src("src/a.py"), "region": region(4, 1, 4, 7)}}],
-                         "properties": {"server": "ruff"}},
+                         "properties": {"server": "ruff", "severity": "warning", "code": "F401", "source": null}},
                         {"ruleId": "lspc", "ruleIndex": 2, "level": "note",
                          "message": {"text": CJK},
                          "locations": [{"physicalLocation": {"artifactLocation": src("my%20dir/b%20c.py"), "region": region(1, 5, 1, 8)}}],
-                         "properties": {"server": "pyright"}},
+                         "properties": {"server": "pyright", "severity": "info", "code": null, "source": null}},
                         {"ruleId": "ruff", "ruleIndex": 3, "level": "note",
                          "message": {"text": "Unused"},
                          "locations": [{"physicalLocation": {"artifactLocation": src("my%20dir/b%20c.py"), "region": region(3, 1, 5, 2)}}],
-                         "properties": {"server": "ruff"}},
+                         "properties": {"server": "ruff", "severity": "hint", "code": null, "source": "ruff"}},
                     ],
                 }],
             }),
@@ -1196,7 +1203,7 @@ mod tests {
                         {"ruleId": "lspc", "ruleIndex": 0, "level": "error", "message": {"text": "e"},
                          "locations": [{"physicalLocation": {"artifactLocation": {"uri": "file:///elsewhere/x.py"},
                                                              "region": region(1, 1, 1, 2)}}],
-                         "properties": {"server": "pyright"}},
+                         "properties": {"server": "pyright", "severity": "error", "code": null, "source": null}},
                     ],
                 }],
             }),

@@ -54,6 +54,7 @@ Commands:
   type-hierarchy LOC  --supertypes (default) or --subtypes of the type at LOC
   signature-help LOC  the signature of the call around LOC
   batch               JSON-lines queries on stdin, one JSON answer line each on stdout
+  sarif-merge FILE... join the SARIF outputs of `check --shard` jobs into one log on stdout
   mcp [-- SERVER ARGS...]
                       serve MCP on stdio: tools and resources over every configured server,
                       or over exactly SERVER when one is given after --
@@ -78,6 +79,11 @@ check options:
   --timeout SECONDS   how long each file's servers may take to settle (default: 30)
   --max-per-file N    report at most N diagnostics per file (default: all)
   --max-total N       report at most N diagnostics in total (default: all)
+  --baseline FILE     report only findings not in FILE (a previous json or sarif output);
+                      matched by file, severity, code, source and message, not position
+  --write-baseline FILE  record this run's findings in FILE (json)
+  --changed-since REV check only files changed since git revision REV, plus untracked ones
+  --shard K/N         check only shard K of N (deterministic, balanced by size)
 
 Edit commands (rename, code-actions, format, edit): LOC as for queries (--symbol NAME and
 --occurrence N apply); lines and columns count from 1, columns in characters. Every write goes through one engine: all targets inside the root, versions and
@@ -152,6 +158,10 @@ pub enum Command {
         timeout: Duration,
     },
     Mcp(McpCliOptions),
+    /// `lspc sarif-merge FILE...`: join shard SARIF outputs.
+    SarifMerge {
+        files: Vec<PathBuf>,
+    },
     Help,
     Version,
 }
@@ -219,6 +229,13 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             check::run(engine_options(config, &args.global), &options)
         }
         Command::Mcp(options) => crate::mcp::cli::run(&args.global, options),
+        Command::SarifMerge { files } => match check::sarif_merge::merge_files(&files) {
+            Ok(merged) => write_stdout(&format!("{merged}\n")),
+            Err(error) => {
+                eprintln!("lspc: {error}");
+                EXIT_USAGE
+            }
+        },
         Command::Query(options) => {
             let config = load_config(&args.global);
             crate::query::command::run(engine_options(config, &args.global), &options)
