@@ -140,7 +140,10 @@ pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
             .filter_map(|status| {
                 let message = status.failure.clone()?;
                 Some(ServerFailure {
-                    server: status.name.clone(),
+                    server: match &status.project {
+                        Some(project) => format!("{} ({project})", status.name),
+                        None => status.name.clone(),
+                    },
                     message,
                 })
             })
@@ -220,11 +223,13 @@ pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
     }
 
     let mut stdout = std::io::stdout().lock();
-    let extras = RunExtras {
-        baseline: baseline_counts,
-        shard: options.shard,
+    let details = output::RunDetails {
+        baseline: baseline_counts.map(|counts| (counts.n_matched, counts.n_gone)),
+        shard: options
+            .shard
+            .map(|shard| (shard.to_string(), shard.automation_id())),
     };
-    let written = render_with_extras(&report, options.format, &extras, &mut stdout)
+    let written = output::render_with(&report, options.format, &details, &mut stdout)
         .and_then(|()| stdout.flush());
     if let Err(error) = written {
         if error.kind() != std::io::ErrorKind::BrokenPipe {
@@ -285,56 +290,6 @@ fn write_baseline(report: &CheckReport, path: &std::path::Path) -> std::io::Resu
     std::fs::rename(&temporary, path).inspect_err(|_| {
         let _ = std::fs::remove_file(&temporary);
     })
-}
-
-/// What the repository-scale options add to the json and sarif documents.
-struct RunExtras {
-    baseline: Option<baseline::BaselineCounts>,
-    shard: Option<shard::Shard>,
-}
-
-/// [`output::render`], then for json the `summary.baseline` counts and for sarif the shard's
-/// `automationDetails` (SARIF 2.1.0 §3.14.28, `runAutomationDetails`) and the baseline counts in
-/// the run's `properties`. Done on the rendered document so the renderers stay unaware of CI
-/// options.
-fn render_with_extras(
-    report: &CheckReport,
-    format: Format,
-    extras: &RunExtras,
-    out: &mut dyn Write,
-) -> std::io::Result<()> {
-    let decorated = matches!(format, Format::Json | Format::Sarif)
-        && (extras.baseline.is_some() || extras.shard.is_some());
-    if !decorated {
-        return output::render(report, format, out);
-    }
-    let mut text = Vec::new();
-    output::render(report, format, &mut text)?;
-    let mut document: serde_json::Value = serde_json::from_slice(&text)?;
-    let counts = extras
-        .baseline
-        .map(|counts| serde_json::json!({ "matched": counts.n_matched, "gone": counts.n_gone }));
-    match format {
-        Format::Json => {
-            if let Some(counts) = counts {
-                document["summary"]["baseline"] = counts;
-            }
-            if let Some(shard) = extras.shard {
-                document["summary"]["shard"] = serde_json::json!(shard.to_string());
-            }
-        }
-        _ => {
-            let run = &mut document["runs"][0];
-            if let Some(shard) = extras.shard {
-                run["automationDetails"] = serde_json::json!({ "id": shard.automation_id() });
-            }
-            if let Some(counts) = counts {
-                run["properties"]["baseline"] = counts;
-            }
-        }
-    }
-    serde_json::to_writer(&mut *out, &document)?;
-    out.write_all(b"\n")
 }
 
 /// The exit status, most serious first: 2 when the configuration had errors; 3 when a server

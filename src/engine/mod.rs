@@ -237,6 +237,9 @@ pub enum DiagnosticsOutcome {
 #[derive(Debug, Clone)]
 pub struct ServerStatus {
     pub name: String,
+    /// The project root this instance serves, relative to the workspace root with `/`
+    /// separators; `None` for the instance at the workspace root (see `instances.rs`).
+    pub project: Option<String>,
     pub state: String,
     pub pid: Option<u32>,
     pub restarts: u32,
