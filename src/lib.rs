@@ -25,6 +25,8 @@
 //!   with result normalisation and position conversion; human rendering.
 //! - [`batch`]: `lspc batch`, JSON-lines queries over one engine session.
 //! - [`walk`]: listing the files under a folder, honouring `.gitignore`.
+//! - [`ide`]: `lspc ide`, the headless IDE an agent connects to (MCP over WebSocket, lock files),
+//!   and `lspc ide list`, the agent's IDE discovery.
 
 pub mod batch;
 pub mod check;
@@ -34,6 +36,7 @@ pub mod diagnostics;
 pub mod edit;
 pub mod engine;
 pub mod exit;
+pub mod ide;
 pub mod mcp;
 pub mod options;
 pub mod output;

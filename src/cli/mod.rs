@@ -58,6 +58,11 @@ Commands:
   mcp [-- SERVER ARGS...]
                       serve MCP on stdio: tools and resources over every configured server,
                       or over exactly SERVER when one is given after --
+  ide [--diff accept|reject] [-- COMMAND ARGS...]
+                      be the IDE an agent connects to: MCP over WebSocket on a loopback port,
+                      advertised by <config>/ide/<port>.lock; with a COMMAND, run it with
+                      CLAUDE_CODE_SSE_PORT set and exit when it does
+  ide list            the agent's IDE discovery: every lock file and whether it would be chosen
 
 Options (any command):
   --root DIR          workspace root (default: nearest ancestor with .git or .lsp.json)
@@ -108,6 +113,20 @@ mcp options:
   --init-options JSON with -- SERVER: its initializationOptions
   --settings JSON     with -- SERVER: its settings (workspace/configuration)
   --open-documents N  keep at most N documents open (default: 50)
+  --http ADDR:PORT    serve MCP over Streamable HTTP at http://ADDR:PORT/mcp instead of stdio
+                      (port 0 picks a free one; the address is printed on stderr)
+  --token TOKEN       with --http: require Authorization: Bearer TOKEN (also LSPC_MCP_TOKEN;
+                      required for a non-loopback ADDR)
+  --allow-origin ORIGIN  with --http: accept this browser Origin too (repeatable; * for any)
+  --max-connections N with --http: connections open at once (default: 64; more get 503)
+  --header-timeout SECONDS  with --http: time for a request head (default: 10)
+
+ide options:
+  --diff MODE         openDiff: accept (write the new contents, inside the root only) or
+                      reject (default: write nothing)
+  --port N            listen on port N (default: a free port)
+  --timeout SECONDS   how long one tool call may wait for its servers (default: 60)
+  --format FORMAT     ide list: human (default) or json
 
 Exit status: check: 0 nothing at or above --fail-on, 1 found; queries: 0 found, 1 nothing
 found; all: 2 usage or config error, 3 a server failed, timed out or lacks the feature.
@@ -162,6 +181,8 @@ pub enum Command {
     SarifMerge {
         files: Vec<PathBuf>,
     },
+    /// `lspc ide ...` and `lspc ide list`.
+    Ide(crate::ide::IdeCliOptions),
     Help,
     Version,
 }
@@ -236,6 +257,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
                 EXIT_USAGE
             }
         },
+        Command::Ide(options) => crate::ide::run_cli(&args.global, options),
         Command::Query(options) => {
             let config = load_config(&args.global);
             crate::query::command::run(engine_options(config, &args.global), &options)

@@ -66,6 +66,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
     let mut check = CheckOptions::default();
     let mut positionals: Vec<PathBuf> = Vec::new();
     let mut mcp = McpCliOptions::default();
+    let mut ide = crate::ide::IdeCliOptions::default();
     let mut timeout_given: Option<Duration> = None;
     let mut help = false;
     let mut version = false;
@@ -134,6 +135,41 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
                 mcp.settings = Some(crate::mcp::cli::parse_json("--settings", &mut parser)?)
             }
             Long("open-documents") => mcp.open_documents = Some(parser.value()?.parse()?),
+            Long("diff") => {
+                let value: String = parser.value()?.string()?;
+                ide.diff_mode = crate::ide::parse_diff_mode(&value).map_err(UsageError)?;
+            }
+            Long("port") => {
+                let value: String = parser.value()?.string()?;
+                ide.port = value.parse().map_err(|_| {
+                    UsageError(format!(
+                        "--port: expected a port number (0-65535), got {value:?}"
+                    ))
+                })?;
+            }
+            Value(value)
+                if command_name.as_deref() == Some("ide")
+                    && !ide.list
+                    && ide.command.is_none()
+                    && value == "list" =>
+            {
+                ide.list = true
+            }
+            Value(value) if command_name.as_deref() == Some("ide") && !ide.list => {
+                ide.command = Some((value, parser.raw_args()?.collect()));
+            }
+            Long("http") => mcp.http.address = Some(parser.value()?.string()?),
+            Long("token") => mcp.http.token = Some(parser.value()?.string()?),
+            Long("allow-origin") => mcp.http.allowed_origins.push(parser.value()?.string()?),
+            Long("max-connections") => {
+                mcp.http.max_connections = Some(parse_count("--max-connections", &mut parser)?)
+            }
+            Long("header-timeout") => {
+                let value: String = parser.value()?.string()?;
+                mcp.http.header_timeout = Some(parse_timeout(&value).map_err(|error| {
+                    UsageError(error.0.replace("--timeout", "--header-timeout"))
+                })?);
+            }
             Value(value) if command_name.as_deref() == Some("mcp") => {
                 mcp.server_command = Some(value);
                 mcp.server_args = parser.raw_args()?.collect();
@@ -192,6 +228,20 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
                 expect_no_positionals("mcp", &positionals)?;
                 mcp.timeout = timeout_given;
                 Command::Mcp(mcp)
+            }
+            Some("ide") => {
+                expect_no_positionals("ide", &positionals)?;
+                ide.timeout = timeout_given;
+                ide.json = matches!(check.format, crate::output::Format::Json);
+                if !matches!(
+                    check.format,
+                    crate::output::Format::Json | crate::output::Format::Human
+                ) {
+                    return Err(UsageError(
+                        "ide list: --format must be human or json".to_owned(),
+                    ));
+                }
+                Command::Ide(ide)
             }
             Some("help") => Command::Help,
             Some("rename") => {
@@ -740,6 +790,46 @@ mod tests {
             "--restart 5 --max-file-size 100 check",
             Some(RestartPolicy::Limit(5)),
             100,
+        );
+    }
+
+    #[test]
+    fn ide_commands_parse() {
+        use crate::ide::tools::DiffMode;
+        use crate::ide::IdeCliOptions;
+        let ide = |line: &str| match parse_str(line).unwrap().command {
+            Command::Ide(options) => options,
+            other => panic!("{line}: {other:?}"),
+        };
+        assert_eq!(ide("ide"), IdeCliOptions::default());
+        assert_eq!(ide("ide").diff_mode, DiffMode::Reject);
+        let options = ide("ide --diff accept --port 4100 --timeout 9");
+        assert_eq!(options.diff_mode, DiffMode::Accept);
+        assert_eq!(options.port, 4100);
+        assert_eq!(options.timeout, Some(Duration::from_secs(9)));
+        let options = ide("ide list --format json");
+        assert!(options.list && options.json);
+        let options = ide("ide --diff reject -- claude --ide");
+        assert_eq!(
+            options.command,
+            Some((OsString::from("claude"), vec![OsString::from("--ide")]))
+        );
+        assert!(!options.list);
+        let check = |line: &str, expected: &str| {
+            assert_eq!(parse_str(line).unwrap_err().0, expected, "{line}");
+        };
+        check(
+            "ide --diff maybe",
+            "--diff: expected accept or reject, got \"maybe\"",
+        );
+        check(
+            "ide --port 70000",
+            "--port: expected a port number (0-65535), got \"70000\"",
+        );
+        check("ide list extra", "ide: unexpected argument \"extra\"");
+        check(
+            "ide list --format sarif",
+            "ide list: --format must be human or json",
         );
     }
 }

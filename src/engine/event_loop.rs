@@ -66,9 +66,12 @@ const SERVER_EVENT_CAPACITY: usize = 4096;
 
 pub(super) fn run(options: EngineOptions, op_receiver: Receiver<Op>) {
     let (event_sender, event_receiver) = crossbeam_channel::bounded(SERVER_EVENT_CAPACITY);
-    let signal_receiver = match crate::signals::install() {
-        Ok(receiver) => receiver,
-        Err(error) => {
+    // A frontend that handles signals itself gets them all (each goes to one receiver).
+    let signals = options.handle_signals.then(crate::signals::install);
+    let signal_receiver = match signals {
+        None => never(),
+        Some(Ok(receiver)) => receiver,
+        Some(Err(error)) => {
             log::warn!("cannot install signal handlers: {error}");
             never()
         }

@@ -60,6 +60,8 @@ pub struct ServerDetails {
 #[derive(Default)]
 pub(super) struct FrontendHub {
     passive: PassiveRegistry,
+    /// Queues of consumers that have their own ([`Op::OpenPassive`]).
+    consumers: std::collections::BTreeMap<String, PassiveRegistry>,
     subscribers: Vec<Sender<FrontendEvent>>,
 }
 
@@ -75,6 +77,9 @@ impl State {
     /// passive delivery and tell subscribers. Replaces a bare `store.replace` in the loop.
     pub(super) fn record_diagnostics(&mut self, server: &str, path: &Path, diags: Vec<Diagnostic>) {
         self.frontend.passive.register(server, path, diags.clone());
+        for registry in self.frontend.consumers.values_mut() {
+            registry.register(server, path, diags.clone());
+        }
         self.store.replace(server, path, diags);
         self.frontend.broadcast(FrontendEvent::DiagnosticsChanged {
             path: path.to_path_buf(),
@@ -105,12 +110,23 @@ impl State {
         });
     }
 
-    /// Handle one of the frontend ops ([`Op::DrainPassive`], [`Op::SubscribeEvents`],
-    /// [`Op::CurrentDiagnostics`], [`Op::ServerDetails`]).
+    /// Handle one of the frontend ops ([`Op::DrainPassive`], [`Op::OpenPassive`],
+    /// [`Op::ClosePassive`], [`Op::SubscribeEvents`], [`Op::CurrentDiagnostics`],
+    /// [`Op::ServerDetails`]).
     pub(super) fn handle_frontend_op(&mut self, op: Op) {
         match op {
-            Op::DrainPassive { reply } => {
-                let _ = reply.send(self.frontend.passive.drain());
+            Op::DrainPassive { consumer, reply } => {
+                let registry = match consumer {
+                    None => &mut self.frontend.passive,
+                    Some(consumer) => self.frontend.consumers.entry(consumer).or_default(),
+                };
+                let _ = reply.send(registry.drain());
+            }
+            Op::OpenPassive { consumer } => {
+                self.frontend.consumers.entry(consumer).or_default();
+            }
+            Op::ClosePassive { consumer } => {
+                self.frontend.consumers.remove(&consumer);
             }
             Op::SubscribeEvents { sender } => self.frontend.subscribers.push(sender),
             Op::CurrentDiagnostics { reply } => {
@@ -167,9 +183,14 @@ impl State {
 
 /// Receiver-side helpers for frontends: blocking round trips through an op sender. Each returns
 /// an empty answer when the engine is gone.
-pub fn drain_passive(op_sender: &Sender<Op>) -> Option<DrainedBatch> {
+pub fn drain_passive(op_sender: &Sender<Op>, consumer: Option<&str>) -> Option<DrainedBatch> {
     let (reply, receiver) = crossbeam_channel::bounded(1);
-    op_sender.send(Op::DrainPassive { reply }).ok()?;
+    op_sender
+        .send(Op::DrainPassive {
+            consumer: consumer.map(str::to_owned),
+            reply,
+        })
+        .ok()?;
     receiver.recv().ok().flatten()
 }
 

@@ -61,6 +61,11 @@ pub struct EngineOptions {
     pub restart: Option<RestartPolicy>,
     /// Warn when another lspc process runs the same server for the same workspace (issue 6).
     pub warn_duplicates: bool,
+    /// Whether the loop acts on SIGINT/SIGTERM/SIGHUP itself (shut every server down, then exit
+    /// the process with 128 + the signal). A frontend with its own clean-up (`lspc ide` removes
+    /// its lock file) sets `false`, takes the signals from [`crate::signals::install`] and sends
+    /// [`Op::Shutdown`].
+    pub handle_signals: bool,
 }
 
 impl EngineOptions {
@@ -76,6 +81,7 @@ impl EngineOptions {
             max_file_size: 10 * 1024 * 1024,
             restart: None,
             warn_duplicates: true,
+            handle_signals: true,
         }
     }
 }
@@ -154,9 +160,17 @@ pub enum Op {
     // ----- frontend ops (MCP), handled in `frontend_events.rs` -----
     /// Deliver the passive diagnostics queued since the last drain (seed 000 rules: dedup against
     /// what was delivered, at most 10 per file and 30 in total). `None` when nothing is new.
+    /// `consumer`: `None` for the engine's shared queue (stdio, stateless MCP requests), or a
+    /// queue opened with [`Op::OpenPassive`] (one per MCP HTTP session, issue 14).
     DrainPassive {
+        consumer: Option<String>,
         reply: Sender<Option<crate::diagnostics::DrainedBatch>>,
     },
+    /// Open a passive-delivery queue of its own for `consumer`: it collects every publish from now
+    /// on, independently of the shared queue and of other consumers.
+    OpenPassive { consumer: String },
+    /// Forget `consumer`'s queue.
+    ClosePassive { consumer: String },
     /// Send every later [`FrontendEvent`] to `sender` (until its receiver is dropped).
     SubscribeEvents { sender: Sender<FrontendEvent> },
     /// Every file's current merged diagnostics (non-empty sets only), in path order.

@@ -26,6 +26,9 @@ pub struct ToolContext {
     /// The files this session has already waited on once (hover and signature help wait for
     /// a file's first analysis only; see [`crate::query::AnalysedFiles`]).
     pub analysed_files: crate::query::AnalysedFiles,
+    /// Whose passive-diagnostics queue `newDiagnostics` drains: `None` for the engine's shared
+    /// one (stdio, stateless requests), an HTTP session's id for its own (issue 14).
+    pub passive_consumer: Option<String>,
 }
 
 pub fn position_properties() -> Map<String, Value> {
