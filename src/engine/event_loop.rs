@@ -271,6 +271,15 @@ impl State {
             Op::Status { reply } => {
                 let _ = reply.send(self.status());
             }
+            Op::RunningServers { reply } => {
+                let running = self
+                    .servers
+                    .iter()
+                    .filter(|server| server.is_running())
+                    .map(|server| server.info())
+                    .collect();
+                let _ = reply.send(running);
+            }
             Op::RawDiagnostics { path, reply } => {
                 let raw = self
                     .servers
