@@ -243,7 +243,19 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         Command::Version => write_stdout(&format!("lspc {}\n", env!("CARGO_PKG_VERSION"))),
         Command::Servers => {
             let config = load_config(&args.global);
-            write_stdout(&config::render_servers(&config))
+            let mut text = config::render_servers(&config);
+            // Which instances a check would start: one per server and project root (issue 17).
+            let root = config.root.clone();
+            if let Ok(files) = crate::walk::list_files(&root, std::slice::from_ref(&root)) {
+                let lines = config::roots::render_project_roots(&config, &files);
+                if !lines.is_empty() {
+                    text.push_str("project roots:\n");
+                    for line in lines {
+                        text.push_str(&format!("  {line}\n"));
+                    }
+                }
+            }
+            write_stdout(&text)
         }
         Command::Check(options) => {
             let config = load_config(&args.global);

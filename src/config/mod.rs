@@ -11,6 +11,7 @@
 //! only considers servers whose command resolved to an existing executable.
 
 mod builtin;
+pub mod roots;
 pub use builtin::default_root_markers;
 mod entry;
 mod expand;

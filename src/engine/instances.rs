@@ -64,23 +64,6 @@ impl Instances {
     }
 }
 
-/// The nearest folder at or above `folder` and at or below `workspace_root` holding one of
-/// `markers`, else `workspace_root`. `None` when `folder` is not inside `workspace_root`.
-fn find_project_root(folder: &Path, workspace_root: &Path, markers: &[String]) -> Option<PathBuf> {
-    if !folder.starts_with(workspace_root) {
-        return None;
-    }
-    for dir in folder.ancestors() {
-        if markers.iter().any(|marker| dir.join(marker).exists()) {
-            return Some(dir.to_path_buf());
-        }
-        if dir == workspace_root {
-            break;
-        }
-    }
-    Some(workspace_root.to_path_buf())
-}
-
 impl State {
     /// The slots (indexes into `servers`) serving `path`, one per configured server claiming
     /// it, in configuration order (primary first); creates missing project instances (not
@@ -109,8 +92,9 @@ impl State {
         if let Some(root) = self.instances.folder_roots.get(&key) {
             return root.clone();
         }
-        let root = find_project_root(folder, workspace_root, &config.root_markers)
-            .unwrap_or_else(|| workspace_root.clone());
+        let root =
+            crate::config::roots::find_project_root(folder, workspace_root, &config.root_markers)
+                .unwrap_or_else(|| workspace_root.clone());
         self.instances.folder_roots.insert(key, root.clone());
         root
     }
@@ -142,42 +126,5 @@ impl State {
         self.servers.push(server);
         self.instances.by_root.insert(key, slot);
         slot
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nearest_marker_not_above_the_workspace() {
-        let dir = std::env::temp_dir().join(format!("lspc-instances-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        for folder in ["ws/a/src/deep", "ws/b", "ws/c", "ws/plain/x"] {
-            std::fs::create_dir_all(dir.join(folder)).unwrap();
-        }
-        std::fs::write(dir.join("pyproject.toml"), "").unwrap();
-        std::fs::write(dir.join("ws/a/pyproject.toml"), "").unwrap();
-        std::fs::write(dir.join("ws/a/src/setup.cfg"), "").unwrap();
-        std::fs::create_dir_all(dir.join("ws/b/.clangd")).unwrap();
-        let markers: Vec<String> = ["pyproject.toml", "setup.cfg", ".clangd"]
-            .map(String::from)
-            .to_vec();
-        let ws = dir.join("ws");
-        let check = |folder: &str, expected: Option<&str>| {
-            assert_eq!(
-                find_project_root(&dir.join(folder), &ws, &markers),
-                expected.map(|e| dir.join(e)),
-                "{folder}"
-            );
-        };
-        check("ws/a/src/deep", Some("ws/a/src"));
-        check("ws/a", Some("ws/a"));
-        check("ws/b", Some("ws/b"));
-        // The marker above the workspace root does not count.
-        check("ws/plain/x", Some("ws"));
-        check("ws", Some("ws"));
-        check("elsewhere", None);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -796,13 +796,21 @@ fn monorepo_projects_through_mcp() {
         .unwrap_or(&Vec::new())
         .iter()
         .filter(|symbol| symbol["name"] == "helper")
-        .map(|symbol| symbol["location"]["path"].as_str().unwrap_or("?").to_owned())
+        .map(|symbol| {
+            symbol["location"]["path"]
+                .as_str()
+                .unwrap_or("?")
+                .to_owned()
+        })
         .collect();
     paths.sort();
     paths.dedup();
     assert_eq!(
         paths,
-        ["services/alpha/lib/shared.py", "services/beta/lib/shared.py"],
+        [
+            "services/alpha/lib/shared.py",
+            "services/beta/lib/shared.py"
+        ],
         "{result}"
     );
     assert_eq!(session.finish(60 * SECOND), Some(0));
