@@ -9,6 +9,7 @@
 //! - Subscribers get events over unbounded channels, so the loop never blocks on a slow frontend;
 //!   a subscriber whose receiver is gone is forgotten on the next send.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -63,6 +64,8 @@ pub(super) struct FrontendHub {
     /// Queues of consumers that have their own ([`Op::OpenPassive`]).
     consumers: std::collections::BTreeMap<String, PassiveRegistry>,
     subscribers: Vec<Sender<FrontendEvent>>,
+    /// A fingerprint of the last non-empty set subscribers heard of, per server and file.
+    announced: HashMap<(String, PathBuf), u64>,
 }
 
 impl FrontendHub {
@@ -75,15 +78,40 @@ impl FrontendHub {
 impl State {
     /// Store `server`'s latest diagnostics for `path` (LSP replace semantics), queue them for
     /// passive delivery and tell subscribers. Replaces a bare `store.replace` in the loop.
+    ///
+    /// Subscribers hear of a change only: a set equal to the last one they heard of for that
+    /// server and file (a re-publish after `didSave`, a second pull answering the same) is not
+    /// news (issue 11: one edit produced two `notifications/resources/updated`). The store itself
+    /// cannot tell: it is cleared while a new version is analysed. A first empty set equals
+    /// "nothing published".
     pub(super) fn record_diagnostics(&mut self, server: &str, path: &Path, diags: Vec<Diagnostic>) {
+        let fingerprint = {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            diags.hash(&mut hasher);
+            hasher.finish()
+        };
+        let key = (server.to_owned(), path.to_path_buf());
+        let empty = diags.is_empty();
+        let previous = if empty {
+            self.frontend.announced.remove(&key)
+        } else {
+            self.frontend.announced.insert(key, fingerprint)
+        };
+        let changed = match previous {
+            Some(previous) => empty || previous != fingerprint,
+            None => !empty,
+        };
         self.frontend.passive.register(server, path, diags.clone());
         for registry in self.frontend.consumers.values_mut() {
             registry.register(server, path, diags.clone());
         }
         self.store.replace(server, path, diags);
-        self.frontend.broadcast(FrontendEvent::DiagnosticsChanged {
-            path: path.to_path_buf(),
-        });
+        if changed {
+            self.frontend.broadcast(FrontendEvent::DiagnosticsChanged {
+                path: path.to_path_buf(),
+            });
+        }
     }
 
     /// A server answered `initialize`.
@@ -112,7 +140,7 @@ impl State {
 
     /// Handle one of the frontend ops ([`Op::DrainPassive`], [`Op::OpenPassive`],
     /// [`Op::ClosePassive`], [`Op::SubscribeEvents`], [`Op::CurrentDiagnostics`],
-    /// [`Op::ServerDetails`]).
+    /// [`Op::ServerDetails`], [`Op::OpenDocuments`]).
     pub(super) fn handle_frontend_op(&mut self, op: Op) {
         match op {
             Op::DrainPassive { consumer, reply } => {
@@ -176,6 +204,9 @@ impl State {
                     .collect();
                 let _ = reply.send(details);
             }
+            Op::OpenDocuments { reply } => {
+                let _ = reply.send(self.documents.paths());
+            }
             _ => log::error!("handle_frontend_op got a non-frontend op"),
         }
     }
@@ -198,6 +229,15 @@ pub fn drain_passive(op_sender: &Sender<Op>, consumer: Option<&str>) -> Option<D
 pub fn current_diagnostics(op_sender: &Sender<Op>) -> Vec<(PathBuf, Vec<Diagnostic>)> {
     let (reply, receiver) = crossbeam_channel::bounded(1);
     if op_sender.send(Op::CurrentDiagnostics { reply }).is_err() {
+        return Vec::new();
+    }
+    receiver.recv().unwrap_or_default()
+}
+
+/// [`Op::OpenDocuments`], blocking; empty once the engine is gone.
+pub fn open_documents(op_sender: &Sender<Op>) -> Vec<PathBuf> {
+    let (reply, receiver) = crossbeam_channel::bounded(1);
+    if op_sender.send(Op::OpenDocuments { reply }).is_err() {
         return Vec::new();
     }
     receiver.recv().unwrap_or_default()

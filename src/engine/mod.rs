@@ -182,10 +182,14 @@ pub enum Op {
     },
     /// Each configured server's state, capabilities and claimed extensions.
     ServerDetails { reply: Sender<Vec<ServerDetails>> },
+    /// The canonical paths of the documents lspc holds for servers, in path order (the MCP
+    /// server stats them to notice edits made on disk by other tools).
+    OpenDocuments { reply: Sender<Vec<PathBuf>> },
 }
 
 pub use event_loop::frontend_events::{
-    current_diagnostics, drain_passive, server_details, FrontendEvent, ServerDetails,
+    current_diagnostics, drain_passive, open_documents, server_details, FrontendEvent,
+    ServerDetails,
 };
 pub use event_loop::reload::ReloadReport;
 

@@ -34,6 +34,7 @@ pub mod reload;
 pub mod resources;
 pub mod tool_arguments;
 pub mod tools;
+pub mod updates;
 
 use std::collections::{BTreeSet, HashMap};
 use std::io::{BufRead, Write};
@@ -298,6 +299,8 @@ struct Hub {
     next_tag: u64,
     progress_interval: Duration,
     config_watch: Option<reload::ConfigWatch>,
+    /// Coalesced `notifications/resources/updated` and the disk watch (issue 11).
+    updates: updates::ResourceUpdates,
 }
 
 fn id_key(id: &Value) -> String {
@@ -366,6 +369,7 @@ pub fn serve(options: McpOptions, inputs: Receiver<HubInput>) -> i32 {
         next_tag: 1,
         progress_interval: options.progress_interval,
         config_watch: options.reload.clone().map(reload::ConfigWatch::new),
+        updates: updates::ResourceUpdates::new(Instant::now()),
     };
 
     loop {
@@ -379,6 +383,10 @@ pub fn serve(options: McpOptions, inputs: Receiver<HubInput>) -> i32 {
             })
             .min()
             .unwrap_or(Duration::from_secs(3600));
+        let tick = match hub.updates.deadline(hub.subscribes_resources()) {
+            Some(due) => tick.min(due.saturating_duration_since(Instant::now())),
+            None => tick,
+        };
         select! {
             recv(inputs) -> input => match input {
                 Ok(input) => hub.handle_input(input),
@@ -396,6 +404,7 @@ pub fn serve(options: McpOptions, inputs: Receiver<HubInput>) -> i32 {
             },
             default(tick) => hub.send_progress(),
         }
+        hub.send_resource_updates();
     }
 
     // The input ended: in-flight calls get a short grace period to answer (a client that pipes a
@@ -719,8 +728,13 @@ impl Hub {
         };
         match method {
             "initialize" => {
-                let requested = params.get("protocolVersion").and_then(Value::as_str);
-                let version = protocol::negotiate_handshake(requested);
+                let version = match protocol::initialize_version(&params) {
+                    Ok(version) => version,
+                    Err(message) => {
+                        send(error_response(&id, INVALID_PARAMS, &message, None));
+                        return;
+                    }
+                };
                 state.handshake = Some(version.to_owned());
                 send(success_response(
                     &id,
@@ -948,6 +962,65 @@ impl Hub {
         }
     }
 
+    /// Whether some client subscribes to some resource (either era).
+    fn subscribes_resources(&self) -> bool {
+        self.clients.values().any(|state| {
+            (state.handshake.is_some() && !state.legacy_subscriptions.is_empty())
+                || state
+                    .listens
+                    .iter()
+                    .any(|listen| !listen.resources.is_empty())
+        })
+    }
+
+    /// Once per loop turn: send the coalesced `notifications/resources/updated` that are due
+    /// (one per subscribed URI and subscription), and run the disk watch when it is due
+    /// ([`updates`]): open documents changed on disk are re-checked, so their servers
+    /// re-analyse and the new diagnostics arrive as updates.
+    fn send_resource_updates(&mut self) {
+        let now = Instant::now();
+        let due = self.updates.take_due(now);
+        for state in self.clients.values_mut() {
+            for uri in &due {
+                if state.handshake.is_some() && state.legacy_subscriptions.contains(uri) {
+                    state.notify(notification(
+                        "notifications/resources/updated",
+                        json!({ "uri": uri }),
+                    ));
+                }
+                for listen in &state.listens {
+                    if listen.resources.contains(uri) {
+                        send_on(
+                            &listen.stream,
+                            notification(
+                                "notifications/resources/updated",
+                                json!({"_meta": {protocol::META_SUBSCRIPTION_ID: listen.id}, "uri": uri}),
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+        if !self.subscribes_resources() || !self.updates.disk_check_due(now) {
+            return;
+        }
+        let open = engine::open_documents(&self.context.op_sender);
+        let changed = self.updates.changed_on_disk(open, now);
+        if changed.is_empty() {
+            return;
+        }
+        log::debug!("changed on disk, re-checking: {changed:?}");
+        // Fire and forget: the engine re-reads the files, sends `didChange` where the text
+        // differs and waits for settled diagnostics (pulling from pull servers, which publish
+        // nothing by themselves); they come back as `DiagnosticsChanged` events.
+        let (reply, _) = bounded(1);
+        let _ = self.context.op_sender.send(Op::Diagnostics {
+            paths: changed,
+            timeout: self.context.timeout,
+            reply,
+        });
+    }
+
     fn handle_event(&mut self, event: FrontendEvent) {
         match event {
             FrontendEvent::DiagnosticsChanged { path } => {
@@ -955,26 +1028,8 @@ impl Hub {
                     resources::DIAGNOSTICS_URI.to_owned(),
                     resources::file_uri(&self.context.root, &path),
                 ];
-                for state in self.clients.values_mut() {
-                    for uri in &uris {
-                        if state.handshake.is_some() && state.legacy_subscriptions.contains(uri) {
-                            state.notify(notification(
-                                "notifications/resources/updated",
-                                json!({ "uri": uri }),
-                            ));
-                        }
-                        for listen in &state.listens {
-                            if listen.resources.contains(uri) {
-                                send_on(
-                                    &listen.stream,
-                                    notification(
-                                        "notifications/resources/updated",
-                                        json!({"_meta": {protocol::META_SUBSCRIPTION_ID: listen.id}, "uri": uri}),
-                                    ),
-                                );
-                            }
-                        }
-                    }
+                for uri in uris {
+                    self.updates.changed(uri, Instant::now());
                 }
             }
             FrontendEvent::ServerInitialized { .. } => self.refresh_tools(),
