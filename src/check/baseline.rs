@@ -351,6 +351,12 @@ mod tests {
             }],
             n_omitted: 0,
             server_failures: Vec::new(),
+            human_base: PathBuf::from("/nonexistent-root"),
+            color: false,
+            severity: Severity::Hint,
+            n_below_severity: 0,
+            skipped: Vec::new(),
+            notes: Vec::new(),
         }
     }
 

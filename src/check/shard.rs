@@ -81,6 +81,18 @@ impl Shard {
         format!("lspc/shard-{}-of-{}/", self.index, self.count)
     }
 
+    /// Whether this shard reports a file no shard opens (a `tsconfig.json` a server published
+    /// for), given its root-relative path: the shard its FNV-1a hash names, so exactly one
+    /// does.
+    pub fn owns_unopened(&self, relative_path: &str) -> bool {
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for byte in relative_path.bytes() {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+        hash % u64::from(self.count) == u64::from(self.index - 1)
+    }
+
     /// This shard's files out of `files`, in the input's order. Sizes are read from disk; a file
     /// that cannot be read weighs only the per-file cost (it fails later, in its own shard).
     pub fn select(&self, files: Vec<PathBuf>) -> Vec<PathBuf> {
@@ -178,6 +190,29 @@ mod tests {
             let mut reversed = assign(&reversed_files, &reversed_sizes, count);
             reversed.reverse();
             assert_eq!(assignment, reversed);
+        }
+    }
+
+    #[test]
+    fn exactly_one_shard_owns_an_unopened_file() {
+        for path in [
+            "tsconfig.json",
+            "packages/one/tsconfig.json",
+            "a b/ü.json",
+            "",
+        ] {
+            for count in [1, 2, 3, 7] {
+                let owners = (1..=count)
+                    .filter(|index| {
+                        Shard {
+                            index: *index,
+                            count,
+                        }
+                        .owns_unopened(path)
+                    })
+                    .count();
+                assert_eq!(owners, 1, "{path} {count}");
+            }
         }
     }
 

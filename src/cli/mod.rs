@@ -80,7 +80,8 @@ Options (any command):
 
 check options:
   --format FORMAT     human (default), json, jsonl, sarif, github
-  --severity LEVEL    report only diagnostics at or above LEVEL: error, warning, info, hint (default)
+  --severity LEVEL    report only diagnostics at or above LEVEL: error, warning,
+                      info (default), hint
   --fail-on LEVEL     exit 1 when a diagnostic at or above LEVEL is reported (default: error)
   --timeout SECONDS   how long each file's servers may take to settle (default: 30)
   --max-per-file N    report at most N diagnostics per file (default: all)
@@ -90,6 +91,12 @@ check options:
   --write-baseline FILE  record this run's findings in FILE (json)
   --changed-since REV check only files changed since git revision REV, plus untracked ones
   --shard K/N         check only shard K of N (deterministic, balanced by size)
+  --all-files         check every file a server claims, ignoring the servers' project
+                      include/exclude (pyrightconfig/pyproject, tsconfig, ruff)
+  --exclude GLOB      leave out walked files matching GLOB (a name such as tests, or a
+                      path relative to the root such as docs/*.py; repeatable)
+  --color WHEN        colour human output: auto (default: on a terminal, unless NO_COLOR
+                      is set), always, never
 
 Edit commands (rename, code-actions, format, edit): LOC as for queries (--symbol NAME and
 --occurrence N apply); lines and columns count from 1, columns in characters. Every write goes through one engine: all targets inside the root, versions and
@@ -245,7 +252,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         Command::Version => write_stdout(&format!("lspc {}\n", env!("CARGO_PKG_VERSION"))),
         Command::Servers => {
             let config = load_config(&args.global);
-            let mut text = config::render_servers(&config);
+            let mut text = config::render_servers_with(&config, &config::probe::broken_reason);
             // Which instances a check would start: one per server and project root (issue 17).
             let root = config.root.clone();
             if let Ok(files) = crate::walk::list_files(&root, std::slice::from_ref(&root)) {
@@ -260,8 +267,12 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             write_stdout(&text)
         }
         Command::Check(options) => {
-            let config = load_config(&args.global);
-            check::run(engine_options(config, &args.global), &options)
+            let mut global = args.global.clone();
+            if global.root.is_none() {
+                global.root = check::root_from_targets(&options.paths);
+            }
+            let config = load_config(&global);
+            check::run(engine_options(config, &global), &options)
         }
         Command::Mcp(options) => crate::mcp::cli::run(&args.global, options),
         Command::SarifMerge { files } => match check::sarif_merge::merge_files(&files) {

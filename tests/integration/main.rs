@@ -14,5 +14,6 @@ mod ide;
 mod mcp;
 mod mcp_http;
 mod monorepo;
+mod project_files;
 mod queries;
 mod support;
