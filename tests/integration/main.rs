@@ -3,8 +3,10 @@
 //! machine. Tests that need a server that is not installed skip themselves and say why.
 //!
 //! Modules: `check` (issue `lspc check`), `queries` (code-intelligence commands and batch),
-//! `edits` (safe edits), `faults` (supervision and fault tolerance), `ide` (`lspc ide`, the headless IDE),
-//! `monorepo` (repository scale: project instances, baselines, changed files, shards); `support` holds the
+//! `edits` (safe edits), `faults` (supervision and fault tolerance), `ide` (`lspc ide`, the
+//! headless IDE), `monorepo` (repository scale: project instances, baselines, changed files,
+//! shards), `operations` (the one operation vocabulary across CLI, batch and MCP); `support`
+//! holds the
 //! `TestCommand` harness, temporary workspaces and `/proc` helpers.
 
 mod check;
@@ -14,6 +16,7 @@ mod ide;
 mod mcp;
 mod mcp_http;
 mod monorepo;
+mod operations;
 mod project_files;
 mod queries;
 mod support;
