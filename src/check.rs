@@ -3,6 +3,16 @@
 //! Steps: list the files (directories walked honouring `.gitignore`, files no server serves
 //! skipped), ask the engine for each file's settled diagnostics, filter by `--severity`, apply the
 //! optional caps, render, and map the outcome to an exit status (see [`crate::exit`]).
+//!
+//! Repository-scale options live in their own modules and hook in here: `--changed-since`
+//! ([`changed`]) and `--shard` ([`shard`]) narrow the file list, `--baseline` /
+//! `--write-baseline` ([`baseline`]) record and subtract known findings, and `lspc sarif-merge`
+//! ([`sarif_merge`]) joins shard outputs.
+
+pub mod baseline;
+pub mod changed;
+pub mod sarif_merge;
+pub mod shard;
 
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
@@ -44,6 +54,15 @@ pub struct CheckOptions {
     /// Print install hints for walked files no available server serves (off with `--no-hints`
     /// or `LSPC_NO_HINTS=1`; see [`crate::install_hints`]).
     pub hints: bool,
+    /// `--baseline FILE`: a previous json or sarif output whose findings are not reported.
+    pub baseline: Option<PathBuf>,
+    /// `--write-baseline FILE`: write this run's findings (json, before `--baseline` and the
+    /// caps) to FILE.
+    pub write_baseline: Option<PathBuf>,
+    /// `--changed-since REV`: only files changed since this git revision (plus untracked ones).
+    pub changed_since: Option<String>,
+    /// `--shard K/N`: only this shard's share of the files.
+    pub shard: Option<shard::Shard>,
 }
 
 impl Default for CheckOptions {
@@ -60,6 +79,10 @@ impl Default for CheckOptions {
             all_files: false,
             exclude: Vec::new(),
             color: ColorChoice::Auto,
+            baseline: None,
+            write_baseline: None,
+            changed_since: None,
+            shard: None,
         }
     }
 }
@@ -164,6 +187,34 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         eprintln!("lspc: no files to check: no configured language server serves the given paths");
         return EXIT_USAGE;
     }
+    let baseline = match options.baseline.as_deref().map(baseline::Baseline::load) {
+        Some(Err(error)) => {
+            eprintln!("lspc: {error}");
+            return EXIT_USAGE;
+        }
+        Some(Ok(baseline)) => Some(baseline),
+        None => None,
+    };
+    let narrowing = match Narrowing::new(&root, options) {
+        Ok(narrowing) => narrowing,
+        Err(message) => {
+            eprintln!("lspc: {message}");
+            return EXIT_USAGE;
+        }
+    };
+    selection.files = narrowing.files(&root, std::mem::take(&mut selection.files));
+    if selection.files.is_empty() {
+        // An empty shard or an unchanged tree is a clean run: nothing starts.
+        let report = empty_report(&root, options, selection);
+        let ending = Ending {
+            had_config_errors,
+            baseline: baseline
+                .as_ref()
+                .map(|_| baseline::BaselineCounts::default()),
+            ..Ending::default()
+        };
+        return finish(&report, options, ending);
+    }
 
     let config_servers: Vec<crate::config::ServerConfig> = config
         .servers
@@ -180,6 +231,7 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
     // On a terminal, human output streams each file when it is settled (no caps: they need
     // every file); otherwise files come out in path order at the end.
     let stream = options.format == Format::Human
+        && options.baseline.is_none()
         && std::io::stdout().is_terminal()
         && options.max_per_file.is_none()
         && options.max_total.is_none();
@@ -231,7 +283,10 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         .filter_map(|status| {
             let message = status.failure.clone()?;
             Some(ServerFailure {
-                server: status.name.clone(),
+                server: match &status.project {
+                    Some(project) => format!("{} ({project})", status.name),
+                    None => status.name.clone(),
+                },
                 message,
             })
         })
@@ -290,6 +345,11 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         if !inside || known.contains(&path) || excluded_by_flag(options, &root, &path) {
             continue;
         }
+        // Each shard (or a changed-files run) reports a file it did not open only when that
+        // file is its own, so the shards' union has it once.
+        if !narrowing.keeps_unopened(&root, &path) {
+            continue;
+        }
         push_file(
             &mut report,
             options.severity,
@@ -300,7 +360,17 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
     }
     report.files.sort_by(|a, b| a.path.cmp(&b.path));
     report.skipped.sort_by(|a, b| a.path.cmp(&b.path));
-    // The exit status counts every reported diagnostic, including those the caps leave out.
+    if let Some(path) = &options.write_baseline {
+        if let Err(error) = write_baseline(&report, path) {
+            eprintln!("lspc: cannot write baseline {}: {error}", path.display());
+            return EXIT_USAGE;
+        }
+    }
+    let baseline_counts = baseline
+        .as_ref()
+        .map(|baseline| baseline.apply(&mut report, options.severity));
+    // The exit status counts every reported diagnostic (new ones only, with a baseline),
+    // including those the caps leave out.
     let found = report
         .files
         .iter()
@@ -323,6 +393,7 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         found,
         n_named_not_checked,
         had_config_errors,
+        baseline: baseline_counts,
         streamed,
         interrupted: waited
             .interrupted
@@ -388,8 +459,16 @@ fn classify(
 /// Renders the report, writes the stderr lines and returns the exit status.
 fn finish(report: &CheckReport, options: &CheckOptions, ending: Ending) -> i32 {
     let mut stdout = std::io::stdout().lock();
+    let details = output::RunDetails {
+        baseline: ending
+            .baseline
+            .map(|counts| (counts.n_matched, counts.n_gone)),
+        shard: options
+            .shard
+            .map(|shard| (shard.to_string(), shard.automation_id())),
+    };
     let written = if ending.streamed.is_empty() {
-        output::render(report, options.format, &mut stdout)
+        output::render_with(report, options.format, &details, &mut stdout)
     } else {
         // Streamed files are on the terminal already; the rest (files lspc did not open) follow.
         let mut rest = report.clone();
@@ -411,7 +490,17 @@ fn finish(report: &CheckReport, options: &CheckOptions, ending: Ending) -> i32 {
     for line in output::state_lines(report) {
         eprintln!("{line}");
     }
-    eprintln!("{}", output::summary_line(report));
+    let mut summary = output::summary_line(report);
+    if let Some(counts) = ending.baseline {
+        summary += &format!(
+            "; baseline: {} matched, {} gone",
+            counts.n_matched, counts.n_gone
+        );
+    }
+    if let Some(shard) = options.shard {
+        summary += &format!("; shard {shard}");
+    }
+    eprintln!("{summary}");
     if let Some((signal, n_finished, n_total)) = ending.interrupted {
         eprintln!(
             "lspc: interrupted after {n_finished} of {n_total} files; the results above are the \
@@ -427,6 +516,72 @@ fn finish(report: &CheckReport, options: &CheckOptions, ending: Ending) -> i32 {
     )
 }
 
+/// `--changed-since` and `--shard`: which of the selected files this run checks.
+struct Narrowing {
+    changed: Option<std::collections::BTreeSet<PathBuf>>,
+    shard: Option<shard::Shard>,
+}
+
+impl Narrowing {
+    /// Lists the changed files when `--changed-since` is given; the error is the message to
+    /// print.
+    fn new(root: &Path, options: &CheckOptions) -> Result<Narrowing, String> {
+        let changed = match &options.changed_since {
+            Some(revision) => {
+                Some(changed::changed_files(root, revision).map_err(|error| error.to_string())?)
+            }
+            None => None,
+        };
+        Ok(Narrowing {
+            changed,
+            shard: options.shard,
+        })
+    }
+
+    /// `files` narrowed to the changed ones, then to this shard's share.
+    fn files(&self, _root: &Path, files: Vec<PathBuf>) -> Vec<PathBuf> {
+        let files: Vec<PathBuf> = match &self.changed {
+            Some(changed) => files
+                .into_iter()
+                .filter(|file| changed.contains(file))
+                .collect(),
+            None => files,
+        };
+        match self.shard {
+            Some(shard) => shard.select(files),
+            None => files,
+        }
+    }
+
+    /// Whether diagnostics for `path`, a file this run did not open (a `tsconfig.json`), are
+    /// reported here: a changed file, and in a shard the one shard that owns its path.
+    fn keeps_unopened(&self, root: &Path, path: &Path) -> bool {
+        if let Some(changed) = &self.changed {
+            if !changed.contains(path) {
+                return false;
+            }
+        }
+        match self.shard {
+            Some(shard) => shard.owns_unopened(&output::display_path(root, path)),
+            None => true,
+        }
+    }
+}
+
+/// Writes `report` as `--format json` to `path` (through a temporary file renamed into place, so
+/// a failed run never leaves half a baseline).
+fn write_baseline(report: &CheckReport, path: &Path) -> std::io::Result<()> {
+    let mut text = Vec::new();
+    output::render(report, Format::Json, &mut text)?;
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(".lspc-tmp");
+    let temporary = PathBuf::from(temporary);
+    std::fs::write(&temporary, &text)?;
+    std::fs::rename(&temporary, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&temporary);
+    })
+}
+
 /// How the run ended, for [`finish`].
 #[derive(Default)]
 struct Ending {
@@ -434,6 +589,8 @@ struct Ending {
     found: bool,
     n_named_not_checked: usize,
     had_config_errors: bool,
+    /// `--baseline`: what matching it did.
+    baseline: Option<baseline::BaselineCounts>,
     /// Files whose human output was streamed while the run went on.
     streamed: std::collections::HashSet<PathBuf>,
     /// (signal, files finished, files sent) when a signal ended the run.

@@ -218,11 +218,33 @@ fn slash_path(path: &Path) -> String {
 ///
 /// Errors: only those of `out`.
 pub fn render(report: &CheckReport, format: Format, out: &mut dyn Write) -> io::Result<()> {
+    render_with(report, format, &RunDetails::default(), out)
+}
+
+/// What the repository-scale options of `lspc check` (issue 17) add to the json and sarif
+/// documents; the other formats ignore it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunDetails {
+    /// `--baseline`: how many baseline findings were matched and how many are gone
+    /// (json `summary.baseline`, sarif run `properties.baseline`).
+    pub baseline: Option<(usize, usize)>,
+    /// `--shard K/N`: `"K/N"` (json `summary.shard`) and the SARIF `runAutomationDetails.id`
+    /// (SARIF 2.1.0 §3.17, the run's `automationDetails`).
+    pub shard: Option<(String, String)>,
+}
+
+/// [`render`] with the [`RunDetails`] of a baseline or shard run.
+pub fn render_with(
+    report: &CheckReport,
+    format: Format,
+    details: &RunDetails,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     match format {
         Format::Human => render_human(report, out),
-        Format::Json => render_json(report, out),
+        Format::Json => render_json(report, details, out),
         Format::Jsonl => render_jsonl(report, out),
-        Format::Sarif => render_sarif(report, out),
+        Format::Sarif => render_sarif(report, details, out),
         Format::Github => render_github(report, out),
     }
 }
@@ -439,6 +461,13 @@ struct JsonFile<'a> {
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
+struct JsonBaseline {
+    matched: usize,
+    gone: usize,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 struct JsonSummary {
     files: usize,
     skipped: usize,
@@ -450,6 +479,10 @@ struct JsonSummary {
     timed_out: usize,
     failed: usize,
     omitted: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    baseline: Option<JsonBaseline>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shard: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -473,7 +506,7 @@ fn write_json_line(out: &mut dyn Write, value: &impl Serialize) -> io::Result<()
     writeln!(out)
 }
 
-fn render_json(report: &CheckReport, out: &mut dyn Write) -> io::Result<()> {
+fn render_json(report: &CheckReport, details: &RunDetails, out: &mut dyn Write) -> io::Result<()> {
     let c = counts(report);
     let document = JsonReport {
         root: slash_path(&report.root),
@@ -510,6 +543,10 @@ fn render_json(report: &CheckReport, out: &mut dyn Write) -> io::Result<()> {
             timed_out: c.timed_out,
             failed: c.failed,
             omitted: report.n_omitted,
+            baseline: details
+                .baseline
+                .map(|(matched, gone)| JsonBaseline { matched, gone }),
+            shard: details.shard.as_ref().map(|(shard, _)| shard.clone()),
         },
         server_failures: report
             .server_failures
@@ -618,7 +655,7 @@ fn sarif_level(severity: Severity) -> &'static str {
 /// SARIF 2.1.0 (OASIS), one run, in the subset GitHub code scanning accepts. Columns are
 /// `unicodeCodePoints`; regions use 1-based lines and columns with an exclusive end column, which
 /// is what LSP ranges give after conversion.
-fn render_sarif(report: &CheckReport, out: &mut dyn Write) -> io::Result<()> {
+fn render_sarif(report: &CheckReport, details: &RunDetails, out: &mut dyn Write) -> io::Result<()> {
     let mut rule_ids: Vec<&str> = Vec::new();
     let mut rules = Vec::new();
     let mut results = Vec::new();
@@ -653,7 +690,14 @@ fn render_sarif(report: &CheckReport, out: &mut dyn Write) -> io::Result<()> {
                         },
                     },
                 }],
-                "properties": { "server": diagnostic.server },
+                // The exact severity, code and source, so a SARIF file can serve as a
+                // `--baseline` (SARIF levels fold info and hint into `note`).
+                "properties": {
+                    "server": diagnostic.server,
+                    "severity": diagnostic.severity.as_str(),
+                    "code": diagnostic.code,
+                    "source": diagnostic.source,
+                },
             }));
         }
     }
@@ -709,7 +753,7 @@ fn render_sarif(report: &CheckReport, out: &mut dyn Write) -> io::Result<()> {
     if !root_uri.ends_with('/') {
         root_uri.push('/');
     }
-    let document = json!({
+    let mut document = json!({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
         "runs": [{
@@ -723,6 +767,13 @@ fn render_sarif(report: &CheckReport, out: &mut dyn Write) -> io::Result<()> {
             "results": results,
         }],
     });
+    let run = &mut document["runs"][0];
+    if let Some((_, automation_id)) = &details.shard {
+        run["automationDetails"] = json!({ "id": automation_id });
+    }
+    if let Some((matched, gone)) = details.baseline {
+        run["properties"] = json!({ "baseline": { "matched": matched, "gone": gone } });
+    }
     write_json_line(out, &document)
 }
 
@@ -1315,22 +1366,22 @@ mod tests {
                         {"ruleId": "reportAssignmentType", "ruleIndex": 0, "level": "error",
                          "message": {"text": "Type \"str\" is not assignable to declared type \"int\""},
                          "locations": [{"physicalLocation": {"artifactLocation": src("src/a.py"), "region": region(2, 10, 2, 15)}}],
-                         "properties": {"server": "pyright"}},
+                         "properties": {"server": "pyright", "severity": "error", "code": "reportAssignmentType", "source": "Pyright"}},
                         {"ruleId": "F401", "ruleIndex": 1, "level": "warning",
                          "message": {"text": "`os` imported but unused\nRemove the import"},
                          "locations": [{"physicalLocation": {"artifactLocation": src("src/a.py"), "region": region(4, 1, 4, 7)}}],
-                         "properties": {"server": "ruff"}},
+                         "properties": {"server": "ruff", "severity": "warning", "code": "F401", "source": null}},
                         {"ruleId": "lspc", "ruleIndex": 2, "level": "note",
                          "message": {"text": CJK},
                          "locations": [{"physicalLocation": {"artifactLocation": src("my%20dir/b%20c.py"), "region": region(1, 5, 1, 8)}}],
-                         "properties": {"server": "pyright"}},
+                         "properties": {"server": "pyright", "severity": "info", "code": null, "source": null}},
                         {"ruleId": "ruff", "ruleIndex": 3, "level": "note",
                          "message": {"text": "Unused"},
                          "locations": [{"physicalLocation": {"artifactLocation": src("my%20dir/b%20c.py"), "region": region(3, 1, 5, 2)}}],
-                         "properties": {"server": "ruff"}},
+                         "properties": {"server": "ruff", "severity": "hint", "code": null, "source": "ruff"}},
                         {"ruleId": "lspc", "ruleIndex": 2, "level": "error", "message": {"text": "partial"},
                          "locations": [{"physicalLocation": {"artifactLocation": src("src/slow.py"), "region": region(1, 1, 1, 2)}}],
-                         "properties": {"server": "pyright"}},
+                         "properties": {"server": "pyright", "severity": "error", "code": null, "source": null}},
                     ],
                 }],
             }),
@@ -1362,7 +1413,7 @@ mod tests {
                         {"ruleId": "lspc", "ruleIndex": 0, "level": "error", "message": {"text": "e"},
                          "locations": [{"physicalLocation": {"artifactLocation": {"uri": "file:///elsewhere/x.py"},
                                                              "region": region(1, 1, 1, 2)}}],
-                         "properties": {"server": "pyright"}},
+                         "properties": {"server": "pyright", "severity": "error", "code": null, "source": null}},
                     ],
                 }],
             }),

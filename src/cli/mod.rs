@@ -59,6 +59,7 @@ Commands:
   signature-help LOC  the signature of the call around LOC
   diagnostics FILE    the settled diagnostics of FILE (exit 1 when there are any)
   batch               JSON-lines operations on stdin, one JSON answer line each on stdout
+  sarif-merge FILE... join the SARIF outputs of `check --shard` jobs into one log on stdout
   mcp [-- SERVER ARGS...]
                       serve MCP on stdio: tools and resources over every configured server,
                       or over exactly SERVER when one is given after --
@@ -102,6 +103,11 @@ check options:
   --timeout SECONDS   how long each file's servers may take to settle (default: 30)
   --max-per-file N    report at most N diagnostics per file (default: all)
   --max-total N       report at most N diagnostics in total (default: all)
+  --baseline FILE     report only findings not in FILE (a previous json or sarif output);
+                      matched by file, severity, code, source and message, not position
+  --write-baseline FILE  record this run's findings in FILE (json)
+  --changed-since REV check only files changed since git revision REV, plus untracked ones
+  --shard K/N         check only shard K of N (deterministic, balanced by size)
   --all-files         check every file a server claims, ignoring the servers' project
                       include/exclude (pyrightconfig/pyproject, tsconfig, ruff)
   --exclude GLOB      leave out walked files matching GLOB (a name such as tests, or a
@@ -184,6 +190,10 @@ pub enum Command {
         timeout: Duration,
     },
     Mcp(McpCliOptions),
+    /// `lspc sarif-merge FILE...`: join shard SARIF outputs.
+    SarifMerge {
+        files: Vec<std::path::PathBuf>,
+    },
     /// `lspc ide ...` and `lspc ide list`.
     Ide(crate::ide::IdeCliOptions),
     /// `lspc session start|status|stop`.
@@ -262,10 +272,19 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         Command::Version => write_stdout(&format!("lspc {}\n", env!("CARGO_PKG_VERSION"))),
         Command::Servers => {
             let config = load_config(&args.global);
-            write_stdout(&config::render_servers_with(
-                &config,
-                &config::probe::broken_reason,
-            ))
+            let mut text = config::render_servers_with(&config, &config::probe::broken_reason);
+            // Which instances a check would start: one per server and project root (issue 17).
+            let root = config.root.clone();
+            if let Ok(files) = crate::walk::list_files(&root, std::slice::from_ref(&root)) {
+                let lines = config::roots::render_project_roots(&config, &files);
+                if !lines.is_empty() {
+                    text.push_str("project roots:\n");
+                    for line in lines {
+                        text.push_str(&format!("  {line}\n"));
+                    }
+                }
+            }
+            write_stdout(&text)
         }
         Command::Doctor { json, timeout } => {
             let config = load_config(&args.global);
@@ -290,6 +309,13 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             check::run(engine_options(config, &global), &options)
         }
         Command::Mcp(options) => crate::mcp::cli::run(&args.global, options),
+        Command::SarifMerge { files } => match check::sarif_merge::merge_files(&files) {
+            Ok(merged) => write_stdout(&format!("{merged}\n")),
+            Err(error) => {
+                eprintln!("lspc: {error}");
+                EXIT_USAGE
+            }
+        },
         Command::Ide(options) => crate::ide::run_cli(&args.global, options),
         Command::Session(command) => {
             let config = load_config(&args.global);

@@ -182,6 +182,15 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
                 check.max_per_file = Some(parse_count("--max-per-file", &mut parser)?)
             }
             Long("max-total") => check.max_total = Some(parse_count("--max-total", &mut parser)?),
+            Long("baseline") => check.baseline = Some(parser.value()?.into()),
+            Long("write-baseline") => check.write_baseline = Some(parser.value()?.into()),
+            Long("changed-since") => check.changed_since = Some(parser.value()?.string()?),
+            Long("shard") => {
+                let value: String = parser.value()?.string()?;
+                check.shard = Some(value.parse().map_err(
+                    |error: crate::check::shard::ParseShardError| UsageError(error.to_string()),
+                )?);
+            }
             Long("all-files") => check.all_files = true,
             Long("color") | Long("colour") => {
                 let value: String = parser.value()?.string()?;
@@ -253,6 +262,14 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
             Some("check") => {
                 check.paths = positionals;
                 Command::Check(check)
+            }
+            Some("sarif-merge") => {
+                if positionals.is_empty() {
+                    return Err(UsageError(
+                        "sarif-merge: missing FILE (the SARIF outputs to join)".to_owned(),
+                    ));
+                }
+                Command::SarifMerge { files: positionals }
             }
             Some("servers") => {
                 expect_no_positionals("servers", &positionals)?;

@@ -259,6 +259,44 @@ fn builtin_settings(name: &str) -> Option<serde_json::Value> {
     }
 }
 
+/// The project-root markers lspc uses for a server that serves `extensions` (lowercase, with
+/// their dot) and whose configuration sets no `rootMarkers`: Python `pyproject.toml`,
+/// `setup.cfg`, `pyrightconfig.json`; TypeScript/JavaScript `tsconfig.json`, `jsconfig.json`,
+/// `package.json`; C/C++ `compile_commands.json`, `compile_flags.txt`, `.clangd`; Rust
+/// `Cargo.toml`; Go `go.mod`. Several languages' markers are joined in that order; none for
+/// other languages (one instance at the workspace root).
+pub fn default_root_markers(extensions: &BTreeMap<String, String>) -> Vec<String> {
+    const GROUPS: &[(&[&str], &[&str])] = &[
+        (
+            &[".py", ".pyi"],
+            &["pyproject.toml", "setup.cfg", "pyrightconfig.json"],
+        ),
+        (
+            &[".ts", ".tsx", ".js", ".jsx", ".mts", ".cts", ".mjs", ".cjs"],
+            &["tsconfig.json", "jsconfig.json", "package.json"],
+        ),
+        (
+            &[
+                ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx", ".m", ".mm",
+            ],
+            &["compile_commands.json", "compile_flags.txt", ".clangd"],
+        ),
+        (&[".rs"], &["Cargo.toml"]),
+        (&[".go"], &["go.mod"]),
+    ];
+    let mut markers: Vec<String> = Vec::new();
+    for (group_extensions, group_markers) in GROUPS {
+        if group_extensions.iter().any(|e| extensions.contains_key(*e)) {
+            for marker in *group_markers {
+                if !markers.iter().any(|m| m == marker) {
+                    markers.push(marker.to_string());
+                }
+            }
+        }
+    }
+    markers
+}
+
 /// The built-in servers to append after `configured`: used ones (found, with at least one
 /// unclaimed extension) and unavailable ones (`resolved_command: None`) in table order, plus
 /// the found-but-unused ones with the reason. `path_var` is the PATH value to search.
@@ -290,7 +328,7 @@ pub(crate) fn builtin_servers(
             );
             continue;
         }
-        let server = ServerConfig {
+        let mut server = ServerConfig {
             name: builtin.name.to_string(),
             command: builtin.command.to_string(),
             resolved_command: find_in_path(builtin.command, path_var),
@@ -305,6 +343,7 @@ pub(crate) fn builtin_servers(
             initialization_options: None,
             settings: builtin_settings(builtin.name),
             workspace_folder: None,
+            root_markers: Vec::new(),
             startup_timeout_ms: None,
             shutdown_timeout_ms: None,
             restart_on_crash: true,
@@ -312,6 +351,7 @@ pub(crate) fn builtin_servers(
             diagnostics: true,
             origin: ConfigOrigin::BuiltIn,
         };
+        server.root_markers = default_root_markers(&server.extension_to_language);
         if builtin.python_type_checker && server.resolved_command.is_some() {
             if let Some(chosen) = python_type_checker {
                 skipped.push(SkippedServer {
@@ -333,4 +373,48 @@ fn runs_program(server: &ServerConfig, program: &str) -> bool {
     Path::new(&server.command)
         .file_name()
         .is_some_and(|name| name == program)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_root_markers_by_language() {
+        let check = |extensions: &[&str], expected: &[&str]| {
+            let extensions: BTreeMap<String, String> = extensions
+                .iter()
+                .map(|e| (e.to_string(), "x".to_string()))
+                .collect();
+            assert_eq!(
+                default_root_markers(&extensions),
+                expected,
+                "{extensions:?}"
+            );
+        };
+        check(
+            &[".py"],
+            &["pyproject.toml", "setup.cfg", "pyrightconfig.json"],
+        );
+        check(
+            &[".tsx", ".js"],
+            &["tsconfig.json", "jsconfig.json", "package.json"],
+        );
+        check(
+            &[".cpp", ".h"],
+            &["compile_commands.json", "compile_flags.txt", ".clangd"],
+        );
+        check(&[".rs"], &["Cargo.toml"]);
+        check(&[".go"], &["go.mod"]);
+        check(&[".sh", ".toml"], &[]);
+        check(
+            &[".go", ".py"],
+            &[
+                "pyproject.toml",
+                "setup.cfg",
+                "pyrightconfig.json",
+                "go.mod",
+            ],
+        );
+    }
 }

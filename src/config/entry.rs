@@ -28,6 +28,7 @@ const KNOWN_KEYS: &[&str] = &[
     "restartOnCrash",
     "maxRestarts",
     "diagnostics",
+    "rootMarkers",
 ];
 
 /// The plugin a server map belongs to, for namespacing and `${CLAUDE_PLUGIN_*}`.
@@ -190,6 +191,25 @@ fn parse_entry(
             None
         }
     };
+    let root_markers = match get("rootMarkers") {
+        None => None,
+        Some(value) => match string_array(value) {
+            Some(markers)
+                if markers.iter().all(|marker| {
+                    !marker.is_empty() && !marker.contains('/') && marker != "." && marker != ".."
+                }) =>
+            {
+                Some(markers)
+            }
+            _ => {
+                fail(
+                    Some("rootMarkers"),
+                    "expected an array of file or folder names (no '/')",
+                );
+                None
+            }
+        },
+    };
     let mut millis = |key: &str| match get(key) {
         None => None,
         Some(value) => non_negative_integer(value).or_else(|| {
@@ -277,6 +297,8 @@ fn parse_entry(
     let path_var = env.get("PATH").cloned().or_else(|| (source.env)("PATH"));
     let resolved_command = resolve_command(&command, source.base_dir, path_var.as_deref());
 
+    let root_markers = root_markers
+        .unwrap_or_else(|| super::builtin::default_root_markers(&extension_to_language));
     Some(ServerConfig {
         name: server_name,
         command,
@@ -288,6 +310,7 @@ fn parse_entry(
         initialization_options: get("initializationOptions").map(Json::to_value),
         settings: get("settings").map(Json::to_value),
         workspace_folder,
+        root_markers,
         startup_timeout_ms,
         shutdown_timeout_ms,
         restart_on_crash,

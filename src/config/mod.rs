@@ -16,6 +16,8 @@
 
 mod builtin;
 pub use builtin::builtin_for_extension;
+pub mod roots;
+pub use builtin::default_root_markers;
 mod entry;
 mod expand;
 mod json;
@@ -57,8 +59,15 @@ pub struct ServerConfig {
     /// Sent through `workspace/didChangeConfiguration` and used to answer
     /// `workspace/configuration` by dotted section.
     pub settings: Option<Value>,
-    /// The server's workspace folder; `None` means the workspace root.
+    /// The server's workspace folder; `None` means the workspace root. When set, the server
+    /// runs as one instance at that folder and `root_markers` are not used.
     pub workspace_folder: Option<PathBuf>,
+    /// File or folder names that mark a project root (`pyproject.toml`, `tsconfig.json`): each
+    /// file is served by the server's instance for the nearest ancestor folder holding one (not
+    /// above the workspace root), else by the instance at the workspace root. From the entry's
+    /// `rootMarkers` (an lspc extension to the seeds' format), else the defaults for the
+    /// languages it serves ([`builtin::default_root_markers`]); empty means one instance.
+    pub root_markers: Vec<String>,
     /// Milliseconds from spawn to the `initialize` result; `None` means lspc's default.
     pub startup_timeout_ms: Option<u64>,
     /// Milliseconds granted to the `shutdown` request; `None` means lspc's default.
@@ -666,6 +675,21 @@ mod tests {
             r#", "env": ["A"]"#,
             &[&p("env", "expected an object of string values")],
         );
+        for markers in [
+            r#""pyproject.toml""#,
+            "[1]",
+            r#"["a/b"]"#,
+            r#"[""]"#,
+            r#"[".."]"#,
+        ] {
+            check_entry_errors(
+                &format!(r#", "rootMarkers": {markers}"#),
+                &[&p(
+                    "rootMarkers",
+                    "expected an array of file or folder names (no '/')",
+                )],
+            );
+        }
         check_entry_errors(
             r#", "workspaceFolder": 3"#,
             &[&p("workspaceFolder", "expected a string")],
@@ -783,7 +807,8 @@ mod tests {
                 "shutdownTimeout": 100,
                 "restartOnCrash": false,
                 "maxRestarts": 7,
-                "diagnostics": false
+                "diagnostics": false,
+                "rootMarkers": ["BUILD", ".project"]
             }}"#,
         );
         let mut options = bare_options(&dir.0);
@@ -807,6 +832,7 @@ mod tests {
             initialization_options: Some(serde_json::json!({"b": [1]})),
             settings: Some(serde_json::json!({"python": {"x": true}})),
             workspace_folder: Some(dir.path("sub")),
+            root_markers: vec!["BUILD".into(), ".project".into()],
             startup_timeout_ms: Some(5000),
             shutdown_timeout_ms: Some(100),
             restart_on_crash: false,

@@ -179,9 +179,7 @@ impl State {
         now: Instant,
     ) -> Result<FileWait, String> {
         let indexes: Vec<usize> = self
-            .options
-            .config
-            .servers_for_path(path)
+            .slots_for_path(path)
             .into_iter()
             .filter(|&index| self.servers[index].config.diagnostics)
             .filter(|&index| !leave_out.contains(&ServerId(index as u32)))

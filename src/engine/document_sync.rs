@@ -47,7 +47,17 @@ impl State {
                 self.store.clear_file(path);
             }
         }
-        for index in self.options.config.servers_for_path(path) {
+        // Make room before opening, so the LRU bound holds at every moment and not only at the
+        // end of a turn: a diagnostics job opens up to `FILES_IN_FLIGHT` files in one turn, which
+        // held 50 + 32 documents open on a 2,000-file check (issue 17's scale test).
+        if self
+            .documents
+            .get(path)
+            .is_some_and(|doc| doc.open_on.is_empty())
+        {
+            self.evict_documents_beyond(self.options.max_open_documents.saturating_sub(1));
+        }
+        for index in self.slots_for_path(path) {
             let server_id = ServerId(index as u32);
             if !self.servers[index].is_running() {
                 continue;
@@ -88,7 +98,7 @@ impl State {
                 let language_id = self
                     .options
                     .config
-                    .language_id(server_id.0 as usize, path)
+                    .language_id(server.config_index, path)
                     .unwrap_or("plaintext")
                     .to_owned();
                 server.notify(
@@ -108,10 +118,12 @@ impl State {
     }
 
     pub(super) fn evict_documents(&mut self) {
-        for path in self
-            .documents
-            .eviction_candidates(self.options.max_open_documents)
-        {
+        self.evict_documents_beyond(self.options.max_open_documents);
+    }
+
+    /// `didClose` the least recently used unpinned documents until at most `max_open` are open.
+    fn evict_documents_beyond(&mut self, max_open: usize) {
+        for path in self.documents.eviction_candidates(max_open) {
             let Some(doc) = self.documents.forget(&path) else {
                 continue;
             };
@@ -128,7 +140,7 @@ impl State {
     pub(super) fn advance_syncs(&mut self, now: Instant) {
         let mut still_waiting = Vec::new();
         for sync in std::mem::take(&mut self.syncs) {
-            let indexes = self.options.config.servers_for_path(&sync.path);
+            let indexes = self.slots_for_path(&sync.path);
             let starting = indexes
                 .iter()
                 .any(|&index| self.servers[index].is_starting());

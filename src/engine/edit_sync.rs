@@ -162,10 +162,16 @@ impl State {
             if wants("didDelete") && !deleted.is_empty() {
                 server.notify("workspace/didDeleteFiles", json!({ "files": deleted }));
             }
-            let index = server.server_id.0 as usize;
+            // Every instance of the server hears of the change: a file in one project may be
+            // imported by another.
             let changes: Vec<Value> = watched
                 .iter()
-                .filter(|(path, _)| self.options.config.servers_for_path(path).contains(&index))
+                .filter(|(path, _)| {
+                    self.options
+                        .config
+                        .servers_for_path(path)
+                        .contains(&server.config_index)
+                })
                 .map(|(path, kind)| json!({ "uri": uri_of(path), "type": kind }))
                 .collect();
             if !changes.is_empty() {

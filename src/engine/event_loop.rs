@@ -47,6 +47,9 @@ mod requests;
 // Document sync: didOpen/didChange/didSave/didClose and `Op::Sync`.
 #[path = "document_sync.rs"]
 mod document_sync;
+// Per-project server instances: which slot serves a file (issue 17).
+#[path = "instances.rs"]
+mod instances;
 
 use diagnostics_wait::DiagnosticsJob;
 
@@ -137,7 +140,12 @@ fn libc_sigterm() -> i32 {
 struct State {
     options: EngineOptions,
     event_sender: Sender<ServerEvent>,
+    /// Slots: one per configured server (its workspace-root instance), then project instances
+    /// ([`instances`]); a [`ServerId`] is an index here.
     servers: Vec<Server>,
+    instances: instances::Instances,
+    /// The canonical workspace root (project roots are never above it).
+    workspace_root: PathBuf,
     documents: Documents,
     store: DiagnosticStore,
     /// Pulled diagnostics per (server, path): the version they answer.
@@ -170,10 +178,14 @@ impl State {
             .enumerate()
             .map(|(index, config)| Server::new(&options, ServerId(index as u32), config))
             .collect();
+        let instances = instances::Instances::new(options.config.servers.len());
+        let workspace_root = crate::uri::canonical(&options.config.root);
         State {
             options,
             event_sender,
             servers,
+            instances,
+            workspace_root,
             documents: Documents::default(),
             store: DiagnosticStore::default(),
             pulled: HashMap::new(),
@@ -219,7 +231,7 @@ impl State {
                 timeout,
                 reply,
             } => {
-                let servers = self.options.config.servers_for_path(&path);
+                let servers = self.slots_for_path(&path);
                 if servers.is_empty() {
                     let _ = reply.send(Err(EngineError::NoServer { path }));
                     return;
@@ -271,6 +283,15 @@ impl State {
             Op::Status { reply } => {
                 let _ = reply.send(self.status());
             }
+            Op::RunningServers { reply } => {
+                let running = self
+                    .servers
+                    .iter()
+                    .filter(|server| server.is_running())
+                    .map(|server| server.info())
+                    .collect();
+                let _ = reply.send(running);
+            }
             Op::RawDiagnostics { path, reply } => {
                 let raw = self
                     .servers
@@ -306,6 +327,7 @@ impl State {
                 };
                 ServerStatus {
                     name: server.config.name.clone(),
+                    project: server.project_label(&self.workspace_root),
                     state,
                     pid: server.process().map(ServerProcess::pid),
                     restarts: server.supervisor.total_restarts(),

@@ -40,6 +40,9 @@ pub enum FrontendEvent {
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ServerDetails {
     pub name: String,
+    /// The project root of this instance relative to the workspace root (`None`: the instance
+    /// at the workspace root), as in [`crate::engine::ServerStatus::project`].
+    pub project: Option<String>,
     /// `not started`, `starting`, `running`, `running (busy)` or `failed: …`.
     pub state: String,
     /// The raw `ServerCapabilities` of the first process; `None` until it initialized.
@@ -208,6 +211,7 @@ impl State {
                     .zip(statuses)
                     .map(|(server, status)| ServerDetails {
                         name: status.name,
+                        project: status.project,
                         state: status.state,
                         capabilities: (!server.capabilities.is_null())
                             .then(|| Arc::clone(&server.capabilities)),

@@ -31,6 +31,11 @@ use crate::uri;
 pub(super) struct Server {
     pub(super) server_id: ServerId,
     pub(super) config: ServerConfig,
+    /// The index of `config` in the engine's configuration (equal to `server_id` for the
+    /// workspace-root instances, see `instances.rs`).
+    pub(super) config_index: usize,
+    /// The project root of a project instance; `None` for the workspace-root instance.
+    pub(super) project_root: Option<PathBuf>,
     pub(super) workspace_folder: PathBuf,
     pub(super) root_uri: String,
     pub(super) generation: u32,
@@ -84,16 +89,29 @@ pub(super) enum ServerState {
 }
 
 impl Server {
-    /// A slot for `config`, not started (also used by a configuration reload).
+    /// The workspace-root slot for `config`, configured server number `server_id`, not
+    /// started.
     pub(super) fn new(
         options: &EngineOptions,
         server_id: ServerId,
         config: &ServerConfig,
     ) -> Server {
+        Server::new_at(options, server_id, config, server_id.0 as usize, None)
+    }
+
+    /// A slot for `config` (configured server `config_index`) serving `project_root`, or the
+    /// workspace root when `None`; not started (also used by a configuration reload).
+    pub(super) fn new_at(
+        options: &EngineOptions,
+        server_id: ServerId,
+        config: &ServerConfig,
+        config_index: usize,
+        project_root: Option<PathBuf>,
+    ) -> Server {
         let root = options.config.root.clone();
-        let workspace_folder = config
-            .workspace_folder
+        let workspace_folder = project_root
             .clone()
+            .or_else(|| config.workspace_folder.clone())
             .unwrap_or_else(|| root.clone());
         let root_uri = uri::path_to_uri(&workspace_folder)
             .map(|uri| uri.as_str().to_owned())
@@ -101,6 +119,8 @@ impl Server {
         Server {
             server_id,
             config: config.clone(),
+            config_index,
+            project_root,
             workspace_folder,
             root_uri,
             generation: 0,
@@ -124,6 +144,13 @@ impl Server {
             next_request_id: 0,
             failed_stderr_tail: String::new(),
         }
+    }
+
+    /// The project root relative to `workspace_root` (`/`-separated), `None` for the
+    /// workspace-root instance.
+    pub(super) fn project_label(&self, workspace_root: &std::path::Path) -> Option<String> {
+        let root = self.project_root.as_ref()?;
+        Some(uri::relative_display(root, workspace_root))
     }
 
     pub(super) fn process(&self) -> Option<&ServerProcess> {

@@ -202,6 +202,9 @@ pub enum Op {
     },
     /// A snapshot of every configured server's state.
     Status { reply: Sender<Vec<ServerStatus>> },
+    /// Every running server instance (one per configured server and project root, see
+    /// `instances.rs`), in slot order; answered at once.
+    RunningServers { reply: Sender<Vec<ServerInfo>> },
     /// Shut every server down; the loop then ends and the reply is sent last.
     Shutdown { reply: Sender<()> },
     /// Apply a reloaded configuration (issue 4): servers are matched by name; unchanged ones keep
@@ -324,6 +327,9 @@ pub enum DiagnosticsOutcome {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ServerStatus {
     pub name: String,
+    /// The project root this instance serves, relative to the workspace root with `/`
+    /// separators; `None` for the instance at the workspace root (see `instances.rs`).
+    pub project: Option<String>,
     pub state: String,
     pub pid: Option<u32>,
     pub restarts: u32,
@@ -649,6 +655,15 @@ pub fn apply_edit_with(
 pub fn server_edits_with(op_sender: &Sender<Op>) -> Vec<(u64, crate::edit::EditReport)> {
     let (reply, receiver) = bounded(1);
     if op_sender.send(Op::ServerEdits { reply }).is_err() {
+        return Vec::new();
+    }
+    receiver.recv().unwrap_or_default()
+}
+
+/// [`Op::RunningServers`] through any op sender, blocking (empty when the engine is gone).
+pub fn running_servers_with(op_sender: &Sender<Op>) -> Vec<ServerInfo> {
+    let (reply, receiver) = bounded(1);
+    if op_sender.send(Op::RunningServers { reply }).is_err() {
         return Vec::new();
     }
     receiver.recv().unwrap_or_default()

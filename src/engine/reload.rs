@@ -6,7 +6,8 @@
 //!
 //! Invariants:
 //! - A [`ServerId`] is a slot index and never changes meaning: the new configuration is aligned to
-//!   the old slots by server name ([`align`]). Unchanged servers keep their slot and their process;
+//!   the old configured servers by name ([`align`]), and a change to a server applies to every
+//!   slot of it (its workspace-root instance and its project instances, see `instances.rs`). Unchanged servers keep their slot and their process;
 //!   changed ones keep their slot, are stopped, and start again lazily with the new config;
 //!   removed ones keep a tombstone slot (no extensions, no command: never routed to) marked
 //!   `failed: removed by a configuration reload`; added ones get new slots at the end.
@@ -111,14 +112,15 @@ impl State {
         event_receiver: &Receiver<ServerEvent>,
     ) -> ReloadReport {
         let (aligned, plan) = align(&self.options.config.servers, config);
+        // `plan` is indexed by configured server; each has one slot per project instance.
+        let n_configured = self.options.config.servers.len();
         let stopping: Vec<ServerId> = plan
             .iter()
             .enumerate()
             .filter(|(index, change)| {
-                matches!(change, SlotChange::Restart | SlotChange::Remove)
-                    && *index < self.servers.len()
+                matches!(change, SlotChange::Restart | SlotChange::Remove) && *index < n_configured
             })
-            .map(|(index, _)| ServerId(index as u32))
+            .flat_map(|(index, _)| self.instances.slots_of(index))
             .collect();
         self.stop_servers(&stopping, event_receiver, "for a configuration reload");
         let mut report = ReloadReport::default();
@@ -129,7 +131,9 @@ impl State {
                 SlotChange::Unchanged => report.unchanged.push(name),
                 SlotChange::StillRemoved => {}
                 SlotChange::Restart => {
-                    self.replace_slot(index, config, None);
+                    for slot in self.instances.slots_of(index) {
+                        self.replace_slot(slot.0 as usize, config.clone(), None);
+                    }
                     report.restarted.push(name);
                 }
                 SlotChange::Remove => {
@@ -137,13 +141,16 @@ impl State {
                         server: name.clone(),
                         message: "removed by a configuration reload".to_owned(),
                     };
-                    self.replace_slot(index, config, Some(reason));
+                    for slot in self.instances.slots_of(index) {
+                        self.replace_slot(slot.0 as usize, config.clone(), Some(reason.clone()));
+                    }
                     report.removed.push(name);
                 }
                 SlotChange::Add => {
-                    let server =
-                        Server::new(&self.options, ServerId(self.servers.len() as u32), &config);
+                    let slot = ServerId(self.servers.len() as u32);
+                    let server = Server::new_at(&self.options, slot, &config, index, None);
                     self.servers.push(server);
+                    self.instances.add_default(slot);
                     report.added.push(name);
                 }
             }
@@ -200,8 +207,15 @@ impl State {
             }
         }
         self.store.clear_server(&old_name);
-        let generation = self.servers[index].generation + 1;
-        let mut server = Server::new(&self.options, server_id, &config);
+        let old = &self.servers[index];
+        let generation = old.generation + 1;
+        let mut server = Server::new_at(
+            &self.options,
+            server_id,
+            &config,
+            old.config_index,
+            old.project_root.clone(),
+        );
         server.generation = generation;
         if let Some(reason) = failed {
             server.state = ServerState::Failed {
@@ -232,6 +246,7 @@ mod tests {
             initialization_options: None,
             settings: None,
             workspace_folder: None,
+            root_markers: Vec::new(),
             startup_timeout_ms: None,
             shutdown_timeout_ms: None,
             restart_on_crash: true,

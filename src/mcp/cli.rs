@@ -161,6 +161,7 @@ pub fn single_server_config(
     if resolved_command.is_none() {
         return Err(UsageError(format!("mcp: command not found: {command}")));
     }
+    let root_markers = config::default_root_markers(&extension_to_language);
     let server = ServerConfig {
         name: program_name,
         command: command.clone(),
@@ -172,6 +173,7 @@ pub fn single_server_config(
         initialization_options: options.init_options.clone(),
         settings: options.settings.clone(),
         workspace_folder: None,
+        root_markers,
         startup_timeout_ms: None,
         shutdown_timeout_ms: None,
         restart_on_crash: true,

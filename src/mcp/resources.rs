@@ -129,6 +129,8 @@ fn servers_json(context: &ToolContext) -> Value {
             if let Some(pid) = server.pid {
                 object["pid"] = json!(pid);
             }
+            // One entry per instance: a server runs once per project root (issue 17).
+            object["project"] = json!(server.project.as_deref().unwrap_or("."));
             object
         })
         .collect();

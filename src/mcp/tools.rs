@@ -525,6 +525,7 @@ mod tests {
     fn server(available: bool, capabilities: Option<Value>) -> ServerDetails {
         ServerDetails {
             name: "s".to_owned(),
+            project: None,
             state: "running".to_owned(),
             capabilities: capabilities.map(Arc::new),
             extensions: vec![".py".to_owned()],

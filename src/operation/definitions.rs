@@ -482,6 +482,22 @@ pub const CHECK_OPTIONS: &[(&str, &str)] = &[
         "--max-total N",
         "report at most N diagnostics in total (default: all)",
     ),
+    (
+        "--baseline FILE",
+        "report only findings not in FILE (a previous json or sarif output; matched without positions)",
+    ),
+    (
+        "--write-baseline FILE",
+        "record this run's findings in FILE (json)",
+    ),
+    (
+        "--changed-since REV",
+        "check only files changed since git revision REV, plus untracked ones",
+    ),
+    (
+        "--shard K/N",
+        "check only shard K of N (deterministic, balanced by size)",
+    ),
 ];
 
 /// `type_definition`, `typeDefinition` and `type-definition` all read `type-definition`.

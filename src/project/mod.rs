@@ -87,6 +87,15 @@ impl ProjectFiles {
                 .map(|name| name.to_string_lossy().into_owned())
                 .unwrap_or_default();
             let set: Option<(String, Box<dyn FileSet>)> = match program.as_str() {
+                "pyright-langserver" | "basedpyright-langserver"
+                    if server.workspace_folder.is_none() && !server.root_markers.is_empty() =>
+                {
+                    // One pyright instance per project root (issue 17): each reads its own.
+                    Some((
+                        server.name.clone(),
+                        Box::new(PerProjectPyright::new(root, &server.root_markers)),
+                    ))
+                }
                 "pyright-langserver" | "basedpyright-langserver" => {
                     match pyright::PyrightFiles::load(&folder) {
                         Ok(files) => Some((server.name.clone(), Box::new(files))),
@@ -146,6 +155,63 @@ impl ProjectFiles {
     }
 }
 
+/// pyright's file set when lspc runs one pyright per project root (issue 17,
+/// [`crate::config::roots`]): a file is judged by the `pyrightconfig.json` / `[tool.pyright]` of
+/// its own project root, as the instance serving it reads them. Each root's configuration is
+/// read once, the first time one of its files is asked about.
+struct PerProjectPyright {
+    workspace_root: PathBuf,
+    markers: Vec<String>,
+    /// Folder → its project root.
+    folder_roots: std::cell::RefCell<std::collections::HashMap<PathBuf, PathBuf>>,
+    /// Project root → its file set (`None` when its configuration could not be used).
+    projects: std::cell::RefCell<std::collections::HashMap<PathBuf, Option<pyright::PyrightFiles>>>,
+    errors: std::cell::RefCell<Vec<ProjectError>>,
+}
+
+impl PerProjectPyright {
+    fn new(workspace_root: &Path, markers: &[String]) -> PerProjectPyright {
+        PerProjectPyright {
+            workspace_root: crate::uri::canonical(workspace_root),
+            markers: markers.to_vec(),
+            folder_roots: Default::default(),
+            projects: Default::default(),
+            errors: Default::default(),
+        }
+    }
+}
+
+impl FileSet for PerProjectPyright {
+    fn leaves_out(&self, file: &Path) -> Option<&'static str> {
+        let folder = file.parent()?;
+        let root = self
+            .folder_roots
+            .borrow_mut()
+            .entry(folder.to_path_buf())
+            .or_insert_with(|| {
+                crate::config::roots::find_project_root(folder, &self.workspace_root, &self.markers)
+                    .unwrap_or_else(|| self.workspace_root.clone())
+            })
+            .clone();
+        let mut projects = self.projects.borrow_mut();
+        let set =
+            projects.entry(root.clone()).or_insert_with(|| {
+                match pyright::PyrightFiles::load(&root) {
+                    Ok(files) => Some(files),
+                    Err(error) => {
+                        self.errors.borrow_mut().push(error);
+                        None
+                    }
+                }
+            });
+        set.as_ref()?.leaves_out(file)
+    }
+
+    fn errors(&self) -> Vec<ProjectError> {
+        self.errors.borrow().clone()
+    }
+}
+
 fn read(file: &Path) -> Result<String, ProjectError> {
     std::fs::read_to_string(file).map_err(|error| ProjectError {
         file: file.to_path_buf(),
@@ -173,4 +239,42 @@ fn pyproject_tool(file: &Path, name: &str) -> Result<Option<Value>, ProjectError
     }
     let value = toml_file(file)?;
     Ok(value.get("tool").and_then(|tool| tool.get(name)).cloned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 17: with one pyright per project root, each file is judged by its own project's
+    /// `include`, not by the workspace root's.
+    #[test]
+    fn pyright_include_is_read_per_project_root() {
+        let dir = std::env::temp_dir().join(format!("lspc-project-roots-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for folder in ["services/a/app", "services/a/lib", "services/b/lib"] {
+            std::fs::create_dir_all(dir.join(folder)).unwrap();
+        }
+        std::fs::write(
+            dir.join("services/a/pyproject.toml"),
+            "[tool.pyright]\ninclude = [\"app\"]\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("services/b/pyproject.toml"),
+            "[project]\nname = \"b\"\n",
+        )
+        .unwrap();
+        let root = crate::uri::canonical(&dir);
+        let markers = ["pyproject.toml".to_owned()];
+        let set = PerProjectPyright::new(&root, &markers);
+        let check = |file: &str, expected: Option<&str>| {
+            assert_eq!(set.leaves_out(&root.join(file)), expected, "{file}");
+        };
+        check("services/a/app/main.py", None);
+        check("services/a/lib/shared.py", Some("outside"));
+        check("services/b/lib/shared.py", None);
+        check("top.py", None);
+        assert_eq!(set.errors(), []);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

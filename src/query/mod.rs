@@ -267,7 +267,9 @@ impl Queries {
 
     /// `workspace/symbol` for `query`, asked of a server serving `file_hint`, or when none is
     /// given, of the server of the first file under the root that some server serves. Waits for
-    /// indexing.
+    /// indexing. Every other running instance of that server (one per project root, issue 17)
+    /// is asked too and its symbols are appended, duplicates (same name, kind and location)
+    /// left out; an instance that fails is logged and skipped.
     pub fn workspace_symbols_result(
         &self,
         query: &str,
@@ -290,8 +292,34 @@ impl Queries {
         let answer = self.request(&target, method, json!({ "query": query }))?;
         let path = target.doc.path.clone();
         target.files.add_document(&path, target.doc.text.clone());
+        let mut found = symbols::parse_symbols(&answer, None, &mut target.files);
+        for other in crate::engine::running_servers_with(&self.op_sender) {
+            if other.server_id == target.server.server_id
+                || other.name != target.server.name
+                || !other.supports("workspaceSymbolProvider")
+            {
+                continue;
+            }
+            let answer = match self.request_to(&other, method, json!({ "query": query })) {
+                Ok(answer) => answer,
+                Err(error) => {
+                    log::warn!("{method}: one instance of {} failed: {error}", other.name);
+                    continue;
+                }
+            };
+            let mut files = SourceFiles::new(other.encoding);
+            for symbol in symbols::parse_symbols(&answer, None, &mut files) {
+                if !found.iter().any(|known| {
+                    known.name == symbol.name
+                        && known.kind == symbol.kind
+                        && known.location == symbol.location
+                }) {
+                    found.push(symbol);
+                }
+            }
+        }
         Ok(SymbolsResult {
-            symbols: symbols::parse_symbols(&answer, None, &mut target.files),
+            symbols: found,
             server: target.server.name,
             incomplete,
         })

@@ -271,6 +271,7 @@ enum Pending {
     CurrentDiagnostics(Receiver<Vec<(PathBuf, Vec<crate::diagnostics::Diagnostic>)>>),
     ServerDetails(Receiver<Vec<crate::engine::ServerDetails>>),
     OpenDocuments(Receiver<Vec<PathBuf>>),
+    RunningServers(Receiver<Vec<crate::engine::ServerInfo>>),
     Info(Receiver<Vec<crate::engine::ServerStatus>>),
 }
 
@@ -313,6 +314,7 @@ impl Pending {
             Pending::CurrentDiagnostics(receiver) => select.recv(receiver),
             Pending::ServerDetails(receiver) => select.recv(receiver),
             Pending::OpenDocuments(receiver) => select.recv(receiver),
+            Pending::RunningServers(receiver) => select.recv(receiver),
         }
     }
 }
@@ -669,6 +671,11 @@ impl Connection {
                 self.send_op(Op::OpenDocuments { reply });
                 Pending::OpenDocuments(receiver)
             }
+            WireOp::RunningServers => {
+                let (reply, receiver) = bounded(1);
+                self.send_op(Op::RunningServers { reply });
+                Pending::RunningServers(receiver)
+            }
             WireOp::Info => {
                 let (reply, receiver) = bounded(1);
                 self.send_op(Op::Status { reply });
@@ -700,6 +707,7 @@ impl Connection {
             Pending::CurrentDiagnostics(receiver) => poll_value(receiver),
             Pending::ServerDetails(receiver) => poll_value(receiver),
             Pending::OpenDocuments(receiver) => poll_value(receiver),
+            Pending::RunningServers(receiver) => poll_value(receiver),
             Pending::DrainPassive(receiver) => poll_value(receiver),
             Pending::Info(receiver) => match poll(receiver) {
                 Poll::Ready(statuses) => Poll::Ready(self.info(statuses)),

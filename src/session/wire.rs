@@ -112,6 +112,7 @@ pub enum WireOp {
     CurrentDiagnostics,
     ServerDetails,
     OpenDocuments,
+    RunningServers,
     /// The session's state: [`SessionInfo`].
     Info,
     /// Stop the session: servers shut down by the normal sequence, then the process exits.
@@ -188,6 +189,7 @@ pub enum ReplySlot {
     ),
     ServerDetails(crossbeam_channel::Sender<Vec<crate::engine::ServerDetails>>),
     OpenDocuments(crossbeam_channel::Sender<Vec<PathBuf>>),
+    RunningServers(crossbeam_channel::Sender<Vec<crate::engine::ServerInfo>>),
     /// No reply (`cancel`).
     None,
 }
@@ -300,6 +302,9 @@ pub fn split(op: Op) -> Split {
         Op::OpenDocuments { reply } => {
             Split::Wire(WireOp::OpenDocuments, ReplySlot::OpenDocuments(reply))
         }
+        Op::RunningServers { reply } => {
+            Split::Wire(WireOp::RunningServers, ReplySlot::RunningServers(reply))
+        }
         op @ (Op::Shutdown { .. } | Op::Reload { .. } | Op::FilesChanged { .. }) => {
             Split::Local(op)
         }
@@ -336,6 +341,7 @@ impl ReplySlot {
             ReplySlot::CurrentDiagnostics(sender) => send(sender, result),
             ReplySlot::ServerDetails(sender) => send(sender, result),
             ReplySlot::OpenDocuments(sender) => send(sender, result),
+            ReplySlot::RunningServers(sender) => send(sender, result),
             ReplySlot::None => Ok(()),
         }
     }

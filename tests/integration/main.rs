@@ -4,8 +4,9 @@
 //!
 //! Modules: `check` (issue `lspc check`), `queries` (code-intelligence commands and batch),
 //! `edits` (safe edits), `faults` (supervision and fault tolerance), `ide` (`lspc ide`, the
-//! headless IDE), `operations` (the one operation vocabulary across CLI, batch and MCP),
-//! `sessions` (warm sessions); `support` holds the
+//! headless IDE), `monorepo` (repository scale: project instances, baselines, changed files,
+//! shards), `operations` (the one operation vocabulary across CLI, batch and MCP), `sessions`
+//! (warm sessions); `support` holds the
 //! `TestCommand` harness, temporary workspaces and `/proc` helpers.
 
 mod check;
@@ -15,6 +16,7 @@ mod faults;
 mod ide;
 mod mcp;
 mod mcp_http;
+mod monorepo;
 mod operations;
 mod project_files;
 mod queries;

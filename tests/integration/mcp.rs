@@ -992,3 +992,128 @@ fn install_hints_come_once_per_session_and_in_the_servers_resource() {
     assert_eq!(result["structuredContent"].get("notes"), None, "{result}");
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// Issue 17 through MCP (pyright 1.1.414): in the monorepo fixture each service's file gets its
+/// own project's diagnostics and definitions, `lsp://servers` lists one pyright instance per
+/// project, and `workspace_symbols` asks every running instance.
+#[test]
+fn monorepo_projects_through_mcp() {
+    if !on_path("pyright-langserver") {
+        eprintln!("skipped: pyright-langserver is not on PATH");
+        return;
+    }
+    let workspace = Workspace::copy_of("monorepo");
+    let config = workspace.config(json!({ "pyright": {
+        "command": "pyright-langserver", "args": ["--stdio"],
+        "extensionToLanguage": {".py": "python"}
+    }}));
+    let mut session = Session::start(
+        &workspace.root,
+        &[
+            "--no-builtin",
+            "--config",
+            config.to_str().unwrap(),
+            "mcp",
+            "--timeout",
+            "240",
+        ],
+    );
+    session.initialize("2025-06-18");
+    let mut id = 1;
+    let mut call = |session: &mut Session, name: &str, arguments: Value| {
+        id += 1;
+        let response = session.request(
+            json!(id),
+            "tools/call",
+            json!({"name": name, "arguments": arguments}),
+            300 * SECOND,
+        );
+        assert_eq!(response["result"]["isError"], false, "{response}");
+        response["result"]["structuredContent"].clone()
+    };
+    for (service, severity) in [("alpha", "error"), ("beta", "warning")] {
+        let file = format!("services/{service}/app/main.py");
+        let result = call(&mut session, "diagnostics", json!({"file": file}));
+        let diagnostics = &result["files"][0]["diagnostics"];
+        assert_eq!(diagnostics.as_array().map(Vec::len), Some(1), "{result}");
+        assert_eq!(diagnostics[0]["severity"], severity, "{result}");
+        assert_eq!(diagnostics[0]["code"], "reportAssignmentType", "{result}");
+        let result = call(
+            &mut session,
+            "definition",
+            json!({"file": file, "line": 3, "symbol": "helper"}),
+        );
+        let location = &result["locations"][0];
+        assert_eq!(
+            location["path"],
+            format!("services/{service}/lib/shared.py"),
+            "{result}"
+        );
+        assert_eq!(
+            location["line"],
+            if service == "alpha" { 1 } else { 3 },
+            "{result}"
+        );
+    }
+    let servers = session.request(
+        json!(100),
+        "resources/read",
+        json!({"uri": "lsp://servers"}),
+        10 * SECOND,
+    );
+    let text = servers["result"]["contents"][0]["text"]
+        .as_str()
+        .expect("text");
+    let listed: Value = serde_json::from_str(text).expect("json");
+    let mut projects: Vec<String> = listed["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|server| server["name"] == "pyright")
+        .map(|server| {
+            format!(
+                "{} {}",
+                server["project"].as_str().unwrap(),
+                server["state"].as_str().unwrap()
+            )
+        })
+        .collect();
+    projects.sort();
+    assert_eq!(
+        projects,
+        [
+            ". not started",
+            "services/alpha running",
+            "services/beta running"
+        ],
+        "{text}"
+    );
+    let result = call(
+        &mut session,
+        "workspace_symbols",
+        json!({"query": "helper", "file": "services/alpha/app/main.py"}),
+    );
+    let mut paths: Vec<String> = result["symbols"]
+        .as_array()
+        .unwrap_or(&Vec::new())
+        .iter()
+        .filter(|symbol| symbol["name"] == "helper")
+        .map(|symbol| {
+            symbol["location"]["path"]
+                .as_str()
+                .unwrap_or("?")
+                .to_owned()
+        })
+        .collect();
+    paths.sort();
+    paths.dedup();
+    assert_eq!(
+        paths,
+        [
+            "services/alpha/lib/shared.py",
+            "services/beta/lib/shared.py"
+        ],
+        "{result}"
+    );
+    assert_eq!(session.finish(60 * SECOND), Some(0));
+}
