@@ -226,7 +226,10 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         Command::Version => write_stdout(&format!("lspc {}\n", env!("CARGO_PKG_VERSION"))),
         Command::Servers => {
             let config = load_config(&args.global);
-            write_stdout(&config::render_servers(&config))
+            let settle = crate::engine::SettleRule::render_expected(
+                config.servers.iter().map(|server| server.name.as_str()),
+            );
+            write_stdout(&(config::render_servers(&config) + &settle))
         }
         Command::Check(options) => {
             let config = load_config(&args.global);

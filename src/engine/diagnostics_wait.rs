@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
 
-use super::super::settle::{push_settled, PushState};
+use super::super::settle::{push_settled, PushState, SettleRule};
 use super::super::{DiagnosticsOutcome, FileDiagnostics};
 use super::{Purpose, State};
 use crate::process::ServerId;
@@ -207,8 +207,10 @@ impl State {
                 continue;
             }
             let key = (id, wait.path.clone());
+            let provisional = self.provisional_pulls.contains(&key);
+            let ask_again = provisional && server.active_progress.is_empty();
             if server.pull_diagnostics
-                && self.pulled.get(&key) != Some(&doc_version)
+                && (self.pulled.get(&key) != Some(&doc_version) || ask_again)
                 && !self.pulls_in_flight.contains(&key)
             {
                 // Pull servers are asked once per version. A dynamic registration that arrives
@@ -223,7 +225,7 @@ impl State {
             }
             let server = &self.servers[id.0 as usize];
             let settled = if server.pull_diagnostics {
-                self.pulled.get(&(id, wait.path.clone())) == Some(&doc_version)
+                self.pulled.get(&key) == Some(&doc_version) && !provisional
             } else {
                 self.push_state(id, &wait.path).is_some_and(|state| {
                     push_settled(
@@ -235,6 +237,17 @@ impl State {
                 })
             };
             if settled {
+                let server = &self.servers[id.0 as usize];
+                log::debug!(
+                    "{}: {} v{doc_version} settled by rule {} after {} ms",
+                    server.config.name,
+                    wait.path.display(),
+                    server.settle_rule().name(),
+                    wait.deadline
+                        .map(|deadline| (now + wait.timeout).saturating_duration_since(deadline))
+                        .unwrap_or_default()
+                        .as_millis()
+                );
                 wait.done.insert(id, Ok(()));
             }
         }
@@ -284,6 +297,7 @@ impl State {
             last_progress_change: server.last_progress_change,
             // lspc sends `didSave` with every later version to servers that asked for saves.
             saved: sent_version > 1 && server.save.is_some(),
+            versioned_final: server.settle_rule() == SettleRule::VersionedPublish,
         })
     }
 }

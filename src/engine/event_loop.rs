@@ -136,6 +136,9 @@ struct State {
     pulled: HashMap<(ServerId, PathBuf), i32>,
     /// `textDocument/diagnostic` requests in flight, so each (server, path) has at most one.
     pulls_in_flight: HashSet<(ServerId, PathBuf)>,
+    /// Pull answers given while their server reported `$/progress` work: not final, asked
+    /// again once the work ends ([`super::SettleRule::Pull`]).
+    provisional_pulls: HashSet<(ServerId, PathBuf)>,
     pending: HashMap<(ServerId, i32), Purpose>,
     retries: Vec<Retry>,
     syncs: Vec<PendingSync>,
@@ -170,6 +173,7 @@ impl State {
             store: DiagnosticStore::default(),
             pulled: HashMap::new(),
             pulls_in_flight: HashSet::new(),
+            provisional_pulls: HashSet::new(),
             pending: HashMap::new(),
             retries: Vec::new(),
             syncs: Vec::new(),
@@ -302,6 +306,7 @@ impl State {
                         .map(|process| process.stderr_tail_lines(20))
                         .unwrap_or_default(),
                     failure: server.failure().map(|error| error.detail()),
+                    settle_rule: server.settle_rule(),
                 }
             })
             .collect()

@@ -20,6 +20,7 @@ mod duplicates;
 mod event_loop;
 pub mod server_requests;
 mod settle;
+pub use settle::SettleRule;
 pub mod supervisor;
 mod watchdog;
 
@@ -249,6 +250,8 @@ pub struct ServerStatus {
     pub stderr_tail: String,
     /// Why the server is not running, without its name ([`EngineError::detail`]).
     pub failure: Option<String>,
+    /// How the server signals that a document's diagnostics are complete (issue 15).
+    pub settle_rule: SettleRule,
 }
 
 /// Why an [`Op`] failed. Messages name the server and method.

@@ -3,7 +3,7 @@
 //! machine. Tests that need a server that is not installed skip themselves and say why.
 //!
 //! Modules: `check` (issue `lspc check`), `queries` (code-intelligence commands and batch),
-//! `edits` (safe edits), `faults` (supervision and fault tolerance), `ide` (`lspc ide`, the headless IDE); `support` holds the
+//! `edits` (safe edits), `faults` (supervision and fault tolerance), `settle` (per-server settle rules), `ide` (`lspc ide`, the headless IDE); `support` holds the
 //! `TestCommand` harness, temporary workspaces and `/proc` helpers.
 
 mod check;
@@ -12,4 +12,5 @@ mod faults;
 mod ide;
 mod mcp;
 mod queries;
+mod settle;
 mod support;
