@@ -36,8 +36,9 @@ Commands:
                       prints a unified diff, or with --apply writes and lists the files changed
   code-actions LOC|FILE:LINE|FILE:LINE-LINE [--apply TITLE]
                       list code actions (title, kind, preferred), or apply the one titled TITLE
-  format FILE [--apply]
-                      format FILE with its server; prints a diff, or writes with --apply
+  format FILE [--apply] [--tab-size N] [--insert-spaces|--use-tabs]
+                      format FILE with its server; prints a diff, or writes with --apply;
+                      indentation from the flags, .editorconfig, or the file's own
   edit FILE --old TEXT --new TEXT
                       replace the one exact occurrence of TEXT, then report new diagnostics
   definition LOC      where the symbol at LOC is defined (textDocument/definition)
@@ -107,6 +108,13 @@ mcp options:
   --init-options JSON with -- SERVER: its initializationOptions
   --settings JSON     with -- SERVER: its settings (workspace/configuration)
   --open-documents N  keep at most N documents open (default: 50)
+  --http ADDR:PORT    serve MCP over Streamable HTTP at http://ADDR:PORT/mcp instead of stdio
+                      (port 0 picks a free one; the address is printed on stderr)
+  --token TOKEN       with --http: require Authorization: Bearer TOKEN (also LSPC_MCP_TOKEN;
+                      required for a non-loopback ADDR)
+  --allow-origin ORIGIN  with --http: accept this browser Origin too (repeatable; * for any)
+  --max-connections N with --http: connections open at once (default: 64; more get 503)
+  --header-timeout SECONDS  with --http: time for a request head (default: 10)
 
 ide options:
   --diff MODE         openDiff: accept (write the new contents, inside the root only) or
@@ -144,10 +152,11 @@ pub enum Command {
         apply: Option<String>,
         timeout: Duration,
     },
-    /// `lspc format FILE [--apply]`.
+    /// `lspc format FILE [--apply] [--tab-size N] [--insert-spaces|--use-tabs]`.
     Format {
         file: PathBuf,
         apply: bool,
+        options: crate::edit::formatting::FormattingOverrides,
         timeout: Duration,
     },
     /// `lspc edit FILE --old TEXT --new TEXT`.
@@ -314,9 +323,14 @@ fn run_edit_command(engine_options: EngineOptions, command: Command) -> i32 {
                     .collect()
             }),
         },
-        Command::Format { file, apply, .. } => {
-            edits.format(&file, apply).map(|outcome| render(&outcome))
-        }
+        Command::Format {
+            file,
+            apply,
+            options,
+            ..
+        } => edits
+            .format_with(&file, options, apply)
+            .map(|outcome| render(&outcome)),
         Command::Edit { file, old, new, .. } => edits
             .edit(&file, &old, &new)
             .map(|outcome| render(&outcome)),
@@ -330,7 +344,9 @@ fn run_edit_command(engine_options: EngineOptions, command: Command) -> i32 {
             match error {
                 CommandError::Engine(_) => EXIT_SERVER,
                 // A refused edit: nothing was written (README: exit 1).
-                CommandError::Edit(_) | CommandError::Occurrences { .. } => EXIT_FOUND,
+                CommandError::Edit(_)
+                | CommandError::Occurrences { .. }
+                | CommandError::Disabled { .. } => EXIT_FOUND,
                 _ => EXIT_USAGE,
             }
         }

@@ -75,6 +75,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
     let mut old_text: Option<String> = None;
     let mut new_text: Option<String> = None;
     let mut query_flags = QueryFlags::default();
+    let mut formatting = FormattingFlags::default();
     while let Some(arg) = parser.next()? {
         match arg {
             // `--apply` is a flag, except for code-actions where it names the action.
@@ -158,6 +159,18 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
             Value(value) if command_name.as_deref() == Some("ide") && !ide.list => {
                 ide.command = Some((value, parser.raw_args()?.collect()));
             }
+            Long("http") => mcp.http.address = Some(parser.value()?.string()?),
+            Long("token") => mcp.http.token = Some(parser.value()?.string()?),
+            Long("allow-origin") => mcp.http.allowed_origins.push(parser.value()?.string()?),
+            Long("max-connections") => {
+                mcp.http.max_connections = Some(parse_count("--max-connections", &mut parser)?)
+            }
+            Long("header-timeout") => {
+                let value: String = parser.value()?.string()?;
+                mcp.http.header_timeout = Some(parse_timeout(&value).map_err(|error| {
+                    UsageError(error.0.replace("--timeout", "--header-timeout"))
+                })?);
+            }
             Value(value) if command_name.as_deref() == Some("mcp") => {
                 mcp.server_command = Some(value);
                 mcp.server_args = parser.raw_args()?.collect();
@@ -172,6 +185,20 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
             Long("supertypes") => query_flags.supertypes = true,
             Long("subtypes") => query_flags.subtypes = true,
             Long("file") => query_flags.file = Some(parser.value()?.into()),
+            Long("tab-size") => {
+                let value: String = parser.value()?.string()?;
+                let size = value
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|size| (1..=64).contains(size));
+                formatting.tab_size = Some(size.ok_or_else(|| {
+                    UsageError(format!(
+                        "--tab-size: expected a whole number from 1 to 64, got {value:?}"
+                    ))
+                })?);
+            }
+            Long("insert-spaces") => formatting.styles.push(("--insert-spaces", true)),
+            Long("use-tabs") => formatting.styles.push(("--use-tabs", false)),
             Value(value) if command_name.is_none() => command_name = Some(value.string()?),
             Value(value) => positionals.push(value.into()),
             _ => return Err(arg.unexpected().into()),
@@ -179,6 +206,14 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
     }
     if std::env::var_os("LSPC_TRUST").is_some_and(|value| value == "1") {
         global.trust = true;
+    }
+    if let (Some(flag), false) = (
+        formatting.first_flag(),
+        command_name.as_deref() == Some("format"),
+    ) {
+        return Err(UsageError(format!(
+            "{flag} applies only to the format command"
+        )));
     }
     let command = if version {
         Command::Version
@@ -254,6 +289,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
                 Command::Format {
                     file,
                     apply: apply_flag,
+                    options: formatting.overrides()?,
                     timeout: check.timeout,
                 }
             }
@@ -291,6 +327,44 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
         }
     };
     Ok(Args { global, command })
+}
+
+/// `format`'s `--tab-size`, `--insert-spaces` and `--use-tabs`, checked once the command is
+/// known.
+#[derive(Debug, Default)]
+struct FormattingFlags {
+    tab_size: Option<u32>,
+    /// Each style flag given, in order, with its `insertSpaces` value.
+    styles: Vec<(&'static str, bool)>,
+}
+
+impl FormattingFlags {
+    fn first_flag(&self) -> Option<&'static str> {
+        match (self.tab_size, self.styles.first()) {
+            (Some(_), _) => Some("--tab-size"),
+            (None, Some((flag, _))) => Some(flag),
+            (None, None) => None,
+        }
+    }
+
+    /// The overrides; `--insert-spaces` with `--use-tabs` is a usage error.
+    fn overrides(&self) -> Result<crate::edit::formatting::FormattingOverrides, UsageError> {
+        let insert_spaces = match self.styles[..] {
+            [] => None,
+            [(_, first), ref rest @ ..] => {
+                if rest.iter().any(|(_, other)| *other != first) {
+                    return Err(UsageError(
+                        "format: --insert-spaces and --use-tabs contradict each other".to_owned(),
+                    ));
+                }
+                Some(first)
+            }
+        };
+        Ok(crate::edit::formatting::FormattingOverrides {
+            tab_size: self.tab_size,
+            insert_spaces,
+        })
+    }
 }
 
 /// Query flags, collected in any order and checked once the command is known.
@@ -648,6 +722,22 @@ mod tests {
         );
         check("format", "format: expected FILE, got 0 argument(s)");
         check(
+            "format a.ts --tab-size 0",
+            "--tab-size: expected a whole number from 1 to 64, got \"0\"",
+        );
+        check(
+            "format a.ts --use-tabs --insert-spaces",
+            "format: --insert-spaces and --use-tabs contradict each other",
+        );
+        check(
+            "check --use-tabs",
+            "--use-tabs applies only to the format command",
+        );
+        check(
+            "hover a.ts:1:1 --tab-size 2",
+            "--tab-size applies only to the format command",
+        );
+        check(
             "rename a.py:1 y",
             "rename: \"a.py:1\" has no column: give FILE:LINE:COLUMN, or FILE:LINE with --symbol NAME",
         );
@@ -659,6 +749,33 @@ mod tests {
             "--max-file-size 0 check",
             "--max-file-size: expected a positive number of bytes, got \"0\"",
         );
+    }
+
+    #[test]
+    fn format_takes_indentation_overrides() {
+        use crate::edit::formatting::FormattingOverrides;
+        let check = |line: &str, tab_size: Option<u32>, insert_spaces: Option<bool>| {
+            assert_eq!(
+                parse_str(line).unwrap().command,
+                Command::Format {
+                    file: "a.ts".into(),
+                    apply: false,
+                    options: FormattingOverrides {
+                        tab_size,
+                        insert_spaces
+                    },
+                    timeout: Duration::from_secs(30),
+                },
+                "{line}"
+            );
+        };
+        check("format a.ts", None, None);
+        check(
+            "format a.ts --tab-size 2 --insert-spaces",
+            Some(2),
+            Some(true),
+        );
+        check("format --use-tabs a.ts --use-tabs", None, Some(false));
     }
 
     #[test]

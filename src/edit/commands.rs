@@ -28,6 +28,8 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::diff::unified_diff;
+use super::formatting::{self, FormattingOverrides};
+use super::leftovers;
 use super::workspace_edit::{ApplyMode, EditError, EditReport, Operation};
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::engine::{
@@ -40,6 +42,13 @@ use crate::uri;
 
 /// The cap on the `<new-diagnostics>` block, in characters (seed 000).
 pub const NEW_DIAGNOSTICS_CAP: usize = 4_000;
+
+/// How many places a rename's "not renamed by the server" note lists (all are in `notRenamed`).
+pub const NOT_RENAMED_SHOWN: usize = 20;
+
+/// How many files with leftover occurrences a rename opens before asking again: enough for a
+/// test folder, few enough not to flood a server (or the open-documents limit).
+pub const MAX_LEFTOVER_FILES_OPENED: usize = 32;
 
 /// A span of lines (1-based, inclusive) for `code-actions FILE:LINE-LINE` or `FILE:LINE`, or
 /// one position (the query layer's LOC: a column, or a symbol on the line).
@@ -81,6 +90,12 @@ pub enum CommandError {
     CommandOnly {
         title: String,
     },
+    /// The server marks the action `disabled` (LSP 3.16 §`CodeAction.disabled`); `reason` is
+    /// its `disabled.reason`.
+    Disabled {
+        title: String,
+        reason: String,
+    },
     /// `edit --old` occurs `count` times (not exactly once).
     Occurrences {
         path: PathBuf,
@@ -120,6 +135,10 @@ impl std::fmt::Display for CommandError {
             CommandError::CommandOnly { title } => write!(
                 f,
                 "code action {title:?} runs a server command and cannot be previewed; apply it to see its changes"
+            ),
+            CommandError::Disabled { title, reason } => write!(
+                f,
+                "code action {title:?} is disabled by the server: {reason}"
             ),
             CommandError::Occurrences { path, count: 0 } => {
                 write!(f, "the old text does not occur in {}", path.display())
@@ -172,6 +191,10 @@ pub struct EditOutcome {
     /// references), or it sent a follow-up request lspc ignored after applying its edit.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// After a rename: whole-word occurrences of the old name the server's edit left alone, in
+    /// files it does not touch (see [`super::leftovers`]); empty for other commands.
+    #[serde(skip)]
+    pub not_renamed: Vec<leftovers::Occurrences>,
 }
 
 /// The edit commands over an engine reached through `op_sender`.
@@ -225,21 +248,104 @@ impl EditCommands {
                 return Err(CommandError::NothingToRename { path, line, column });
             }
         }
-        let edit = self.request(
-            server,
-            "textDocument/rename",
-            json!({ "textDocument": document, "position": position, "newName": new_name }),
-        )?;
+        let params = json!({ "textDocument": document, "position": position, "newName": new_name });
+        let mut edit = self.request(server, "textDocument/rename", params.clone())?;
         if edit.is_null() {
             return Err(CommandError::NothingToRename { path, line, column });
         }
+        let mut left = Vec::new();
+        let line_text = LineIndex::new(&synced.text)
+            .line_text(&synced.text, line - 1)
+            .unwrap_or_default();
+        if let Some(old_name) = leftovers::identifier_at(line_text, column) {
+            (edit, left) = self.include_leftovers(server, edit, &params, &old_name)?;
+        }
         let mut outcome = self.finish(edit, server.encoding, apply)?;
+        let mut notes = Vec::new();
         if let Some(readiness) = readiness {
-            outcome.note = Some(format!(
+            notes.push(format!(
                 "{readiness}: the rename may have missed references in other files"
             ));
         }
+        notes.extend(leftovers::render_note(&left, &self.root, NOT_RENAMED_SHOWN));
+        outcome.note = (!notes.is_empty()).then(|| notes.join("; "));
+        outcome.not_renamed = left;
         Ok(outcome)
+    }
+
+    /// Whole-word occurrences of `old_name` in files the rename `edit` does not touch
+    /// ([`leftovers::scan`]): the first [`MAX_LEFTOVER_FILES_OPENED`] such files are opened (a
+    /// server renames in its open documents even outside its project, as pyright does for
+    /// `tests/` with `include = ["src"]`) and the rename is asked again. Answers the edit to
+    /// apply and the occurrences still left.
+    fn include_leftovers(
+        &self,
+        server: &ServerInfo,
+        edit: Value,
+        params: &Value,
+        old_name: &str,
+    ) -> Result<(Value, Vec<leftovers::Occurrences>), CommandError> {
+        let extensions: Vec<String> = crate::engine::server_details(&self.op_sender)
+            .into_iter()
+            .find(|details| details.name == server.name)
+            .map(|details| details.extensions)
+            .unwrap_or_default();
+        let touched = self.touched_paths(&edit, server.encoding)?;
+        let mut left = leftovers::scan(&self.root, old_name, &extensions, &touched);
+        if left.is_empty() {
+            return Ok((edit, left));
+        }
+        let mut opened = 0;
+        for file in left.iter().take(MAX_LEFTOVER_FILES_OPENED) {
+            match sync_with(&self.op_sender, file.path.clone(), self.timeout) {
+                Ok(synced)
+                    if synced
+                        .servers
+                        .iter()
+                        .any(|s| s.server_id == server.server_id) =>
+                {
+                    opened += 1
+                }
+                Ok(_) => {}
+                Err(error) => log::debug!("cannot open {}: {error}", file.path.display()),
+            }
+        }
+        if opened == 0 {
+            return Ok((edit, left));
+        }
+        log::info!("opened {opened} file(s) holding {old_name}; asking for the rename again");
+        let again = self.request(server, "textDocument/rename", params.clone())?;
+        if again.is_null() {
+            return Ok((edit, left));
+        }
+        let touched = self.touched_paths(&again, server.encoding)?;
+        left.retain(|file| !touched.contains(&file.path));
+        Ok((again, left))
+    }
+
+    /// The canonical paths `edit` changes, creates, renames or deletes (from a preview).
+    fn touched_paths(
+        &self,
+        edit: &Value,
+        encoding: PositionEncoding,
+    ) -> Result<Vec<PathBuf>, CommandError> {
+        let preview = apply_edit_with(&self.op_sender, edit.clone(), encoding, ApplyMode::Preview)?
+            .map_err(CommandError::Edit)?;
+        let mut paths: Vec<PathBuf> = preview
+            .files
+            .iter()
+            .map(|change| change.path.clone())
+            .collect();
+        for operation in &preview.operations {
+            match operation {
+                Operation::Edit { path, .. }
+                | Operation::Create { path }
+                | Operation::Delete { path }
+                | Operation::Skipped { path, .. } => paths.push(path.clone()),
+                Operation::Rename { from, to } => paths.extend([from.clone(), to.clone()]),
+            }
+        }
+        Ok(paths)
     }
 
     /// Code actions for `span` from every server for the file that offers them, with the
@@ -277,6 +383,18 @@ impl EditCommands {
                     .collect(),
             });
         };
+        // A disabled action must not be applied; the server says why (issue 11: it was
+        // answered "no changes" as if it had worked).
+        if let Some(disabled) = action.get("disabled").filter(|value| value.is_object()) {
+            return Err(CommandError::Disabled {
+                title: title.to_owned(),
+                reason: disabled
+                    .get("reason")
+                    .and_then(Value::as_str)
+                    .unwrap_or("no reason given")
+                    .to_owned(),
+            });
+        }
         // A bare `Command` (not a `CodeAction`) has a string `command`.
         let is_bare_command = action.get("command").is_some_and(Value::is_string);
         let resolvable = server
@@ -343,25 +461,41 @@ impl EditCommands {
         })
     }
 
-    /// `textDocument/formatting` of `file` (tab size 4, spaces; the server's own configuration
-    /// usually wins), checked against the version lspc sent.
+    /// [`EditCommands::format_with`] with no overrides: the options come from `.editorconfig`
+    /// and the file's own indentation.
     pub fn format(&self, file: &Path, apply: bool) -> Result<EditOutcome, CommandError> {
+        self.format_with(file, FormattingOverrides::default(), apply)
+    }
+
+    /// `textDocument/formatting` of `file` with the `FormattingOptions` of
+    /// [`super::formatting`] (`overrides`, then `.editorconfig`, then the file's indentation,
+    /// then 4 spaces), checked against the version lspc sent. The outcome's `note` says when
+    /// `.editorconfig`'s `end_of_line` differs from the file's (kept) line endings.
+    pub fn format_with(
+        &self,
+        file: &Path,
+        overrides: FormattingOverrides,
+        apply: bool,
+    ) -> Result<EditOutcome, CommandError> {
         let path = uri::canonical(file);
         let synced = sync_with(&self.op_sender, path.clone(), self.timeout)?;
         let server = pick_server(&synced, "documentFormattingProvider")?;
+        let options = formatting::options_for(&path, &synced.text, overrides);
         let edits = self.request(
             server,
             "textDocument/formatting",
             json!({
                 "textDocument": { "uri": uri_text(&path) },
-                "options": { "tabSize": 4, "insertSpaces": true }
+                "options": options.to_lsp()
             }),
         )?;
         let edit = json!({ "documentChanges": [{
             "textDocument": { "uri": uri_text(&path), "version": synced.version },
             "edits": if edits.is_null() { json!([]) } else { edits }
         }]});
-        self.finish(edit, server.encoding, apply)
+        let mut outcome = self.finish(edit, server.encoding, apply)?;
+        outcome.note = options.end_of_line_note(&synced.text);
+        Ok(outcome)
     }
 
     /// Replaces the one exact occurrence of `old` in `file` with `new` and writes it (through
@@ -426,6 +560,7 @@ impl EditCommands {
                 new_diagnostics: String::new(),
                 diagnostics_note: None,
                 note: None,
+                not_renamed: Vec::new(),
             });
         }
         let before: Vec<PathBuf> = preview
@@ -480,6 +615,7 @@ impl EditCommands {
             report,
             diagnostics_note: baseline.1.or(note),
             note: None,
+            not_renamed: Vec::new(),
         }
     }
 

@@ -6,6 +6,8 @@
 //!   (paths inside the root after resolving `..` and symlinks, versions, overlaps, disk content)
 //!   before writing anything, then writes atomically and rolls back on a half-way failure.
 //! - [`diff`]: the unified diff shown before an edit is applied.
+//! - [`formatting`]: the `FormattingOptions` of a file, from `.editorconfig` and its text.
+//! - [`leftovers`]: after a rename, whole-word occurrences of the old name the server left.
 //! - [`commands`]: `rename`, `code-actions`, `format` and `edit`, callable from the CLI and MCP,
 //!   each returning the files changed and the block of diagnostics new since before the edit.
 //!
@@ -14,6 +16,8 @@
 
 pub mod commands;
 pub mod diff;
+pub mod formatting;
+pub mod leftovers;
 pub mod workspace_edit;
 
 pub use workspace_edit::{

@@ -135,6 +135,13 @@ pub(crate) struct Documents {
 }
 
 impl Documents {
+    /// Every document's path, sorted.
+    pub fn paths(&self) -> Vec<PathBuf> {
+        let mut paths: Vec<PathBuf> = self.docs.keys().cloned().collect();
+        paths.sort();
+        paths
+    }
+
     pub fn get(&self, path: &Path) -> Option<&Document> {
         self.docs.get(path)
     }

@@ -304,7 +304,7 @@ impl State {
                     stderr_tail: server
                         .process()
                         .map(|process| process.stderr_tail_lines(20))
-                        .unwrap_or_default(),
+                        .unwrap_or_else(|| server.failed_stderr_tail.clone()),
                     failure: server.failure().map(|error| error.detail()),
                     settle_rule: server.settle_rule(),
                 }

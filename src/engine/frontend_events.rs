@@ -9,6 +9,7 @@
 //! - Subscribers get events over unbounded channels, so the loop never blocks on a slow frontend;
 //!   a subscriber whose receiver is gone is forgotten on the next send.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -59,7 +60,11 @@ pub struct ServerDetails {
 #[derive(Default)]
 pub(super) struct FrontendHub {
     passive: PassiveRegistry,
+    /// Queues of consumers that have their own ([`Op::OpenPassive`]).
+    consumers: std::collections::BTreeMap<String, PassiveRegistry>,
     subscribers: Vec<Sender<FrontendEvent>>,
+    /// A fingerprint of the last non-empty set subscribers heard of, per server and file.
+    announced: HashMap<(String, PathBuf), u64>,
 }
 
 impl FrontendHub {
@@ -72,12 +77,40 @@ impl FrontendHub {
 impl State {
     /// Store `server`'s latest diagnostics for `path` (LSP replace semantics), queue them for
     /// passive delivery and tell subscribers. Replaces a bare `store.replace` in the loop.
+    ///
+    /// Subscribers hear of a change only: a set equal to the last one they heard of for that
+    /// server and file (a re-publish after `didSave`, a second pull answering the same) is not
+    /// news (issue 11: one edit produced two `notifications/resources/updated`). The store itself
+    /// cannot tell: it is cleared while a new version is analysed. A first empty set equals
+    /// "nothing published".
     pub(super) fn record_diagnostics(&mut self, server: &str, path: &Path, diags: Vec<Diagnostic>) {
+        let fingerprint = {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            diags.hash(&mut hasher);
+            hasher.finish()
+        };
+        let key = (server.to_owned(), path.to_path_buf());
+        let empty = diags.is_empty();
+        let previous = if empty {
+            self.frontend.announced.remove(&key)
+        } else {
+            self.frontend.announced.insert(key, fingerprint)
+        };
+        let changed = match previous {
+            Some(previous) => empty || previous != fingerprint,
+            None => !empty,
+        };
         self.frontend.passive.register(server, path, diags.clone());
+        for registry in self.frontend.consumers.values_mut() {
+            registry.register(server, path, diags.clone());
+        }
         self.store.replace(server, path, diags);
-        self.frontend.broadcast(FrontendEvent::DiagnosticsChanged {
-            path: path.to_path_buf(),
-        });
+        if changed {
+            self.frontend.broadcast(FrontendEvent::DiagnosticsChanged {
+                path: path.to_path_buf(),
+            });
+        }
     }
 
     /// A server answered `initialize`.
@@ -104,12 +137,23 @@ impl State {
         });
     }
 
-    /// Handle one of the frontend ops ([`Op::DrainPassive`], [`Op::SubscribeEvents`],
-    /// [`Op::CurrentDiagnostics`], [`Op::ServerDetails`]).
+    /// Handle one of the frontend ops ([`Op::DrainPassive`], [`Op::OpenPassive`],
+    /// [`Op::ClosePassive`], [`Op::SubscribeEvents`], [`Op::CurrentDiagnostics`],
+    /// [`Op::ServerDetails`], [`Op::OpenDocuments`]).
     pub(super) fn handle_frontend_op(&mut self, op: Op) {
         match op {
-            Op::DrainPassive { reply } => {
-                let _ = reply.send(self.frontend.passive.drain());
+            Op::DrainPassive { consumer, reply } => {
+                let registry = match consumer {
+                    None => &mut self.frontend.passive,
+                    Some(consumer) => self.frontend.consumers.entry(consumer).or_default(),
+                };
+                let _ = reply.send(registry.drain());
+            }
+            Op::OpenPassive { consumer } => {
+                self.frontend.consumers.entry(consumer).or_default();
+            }
+            Op::ClosePassive { consumer } => {
+                self.frontend.consumers.remove(&consumer);
             }
             Op::SubscribeEvents { sender } => self.frontend.subscribers.push(sender),
             Op::CurrentDiagnostics { reply } => {
@@ -159,6 +203,9 @@ impl State {
                     .collect();
                 let _ = reply.send(details);
             }
+            Op::OpenDocuments { reply } => {
+                let _ = reply.send(self.documents.paths());
+            }
             _ => log::error!("handle_frontend_op got a non-frontend op"),
         }
     }
@@ -166,9 +213,14 @@ impl State {
 
 /// Receiver-side helpers for frontends: blocking round trips through an op sender. Each returns
 /// an empty answer when the engine is gone.
-pub fn drain_passive(op_sender: &Sender<Op>) -> Option<DrainedBatch> {
+pub fn drain_passive(op_sender: &Sender<Op>, consumer: Option<&str>) -> Option<DrainedBatch> {
     let (reply, receiver) = crossbeam_channel::bounded(1);
-    op_sender.send(Op::DrainPassive { reply }).ok()?;
+    op_sender
+        .send(Op::DrainPassive {
+            consumer: consumer.map(str::to_owned),
+            reply,
+        })
+        .ok()?;
     receiver.recv().ok().flatten()
 }
 
@@ -176,6 +228,15 @@ pub fn drain_passive(op_sender: &Sender<Op>) -> Option<DrainedBatch> {
 pub fn current_diagnostics(op_sender: &Sender<Op>) -> Vec<(PathBuf, Vec<Diagnostic>)> {
     let (reply, receiver) = crossbeam_channel::bounded(1);
     if op_sender.send(Op::CurrentDiagnostics { reply }).is_err() {
+        return Vec::new();
+    }
+    receiver.recv().unwrap_or_default()
+}
+
+/// [`Op::OpenDocuments`], blocking; empty once the engine is gone.
+pub fn open_documents(op_sender: &Sender<Op>) -> Vec<PathBuf> {
+    let (reply, receiver) = crossbeam_channel::bounded(1);
+    if op_sender.send(Op::OpenDocuments { reply }).is_err() {
         return Vec::new();
     }
     receiver.recv().unwrap_or_default()

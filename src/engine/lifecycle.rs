@@ -65,6 +65,9 @@ pub(super) struct Server {
     /// Kills the process group if lspc dies without stopping the server (B26).
     pub(super) watchdog: Option<Watchdog>,
     pub(super) next_request_id: i32,
+    /// The stderr tail of the last process that failed, kept for `lsp://servers` and `lspc
+    /// servers` once the process is gone (issue 11: it showed `""` after a start-up failure).
+    pub(super) failed_stderr_tail: String,
 }
 
 pub(super) enum ServerState {
@@ -124,6 +127,7 @@ impl Server {
             ever_initialized: false,
             watchdog: None,
             next_request_id: 0,
+            failed_stderr_tail: String::new(),
         }
     }
 
@@ -415,6 +419,7 @@ impl State {
             &mut server.state
         {
             process.terminate(Duration::from_millis(200));
+            server.failed_stderr_tail = process.stderr_tail_lines(20);
         }
         if let Some(mut watchdog) = server.watchdog.take() {
             watchdog.disarm();

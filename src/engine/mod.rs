@@ -161,9 +161,17 @@ pub enum Op {
     // ----- frontend ops (MCP), handled in `frontend_events.rs` -----
     /// Deliver the passive diagnostics queued since the last drain (seed 000 rules: dedup against
     /// what was delivered, at most 10 per file and 30 in total). `None` when nothing is new.
+    /// `consumer`: `None` for the engine's shared queue (stdio, stateless MCP requests), or a
+    /// queue opened with [`Op::OpenPassive`] (one per MCP HTTP session, issue 14).
     DrainPassive {
+        consumer: Option<String>,
         reply: Sender<Option<crate::diagnostics::DrainedBatch>>,
     },
+    /// Open a passive-delivery queue of its own for `consumer`: it collects every publish from now
+    /// on, independently of the shared queue and of other consumers.
+    OpenPassive { consumer: String },
+    /// Forget `consumer`'s queue.
+    ClosePassive { consumer: String },
     /// Send every later [`FrontendEvent`] to `sender` (until its receiver is dropped).
     SubscribeEvents { sender: Sender<FrontendEvent> },
     /// Every file's current merged diagnostics (non-empty sets only), in path order.
@@ -172,10 +180,14 @@ pub enum Op {
     },
     /// Each configured server's state, capabilities and claimed extensions.
     ServerDetails { reply: Sender<Vec<ServerDetails>> },
+    /// The canonical paths of the documents lspc holds for servers, in path order (the MCP
+    /// server stats them to notice edits made on disk by other tools).
+    OpenDocuments { reply: Sender<Vec<PathBuf>> },
 }
 
 pub use event_loop::frontend_events::{
-    current_diagnostics, drain_passive, server_details, FrontendEvent, ServerDetails,
+    current_diagnostics, drain_passive, open_documents, server_details, FrontendEvent,
+    ServerDetails,
 };
 pub use event_loop::reload::ReloadReport;
 

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::config::{self, Config, ConfigOrigin, ServerConfig, Transport};
 use crate::exit::EXIT_USAGE;
+use crate::mcp::http::{self, HttpOptions};
 use crate::options::{load_config, GlobalOptions, UsageError};
 
 /// `lspc mcp` options.
@@ -27,6 +28,57 @@ pub struct McpCliOptions {
     /// The program after `--` (single-server mode).
     pub server_command: Option<OsString>,
     pub server_args: Vec<OsString>,
+    /// `--http` and its companions.
+    pub http: HttpCliOptions,
+}
+
+/// `lspc mcp --http` options as given (checked by [`http_options`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HttpCliOptions {
+    /// `--http ADDR:PORT`.
+    pub address: Option<String>,
+    /// `--token`.
+    pub token: Option<String>,
+    /// `--allow-origin`, in order.
+    pub allowed_origins: Vec<String>,
+    pub max_connections: Option<usize>,
+    pub header_timeout: Option<Duration>,
+}
+
+/// The HTTP frontend's settings from the command line and `LSPC_MCP_TOKEN` (`--token` wins), or
+/// `None` without `--http`. Errors name the option.
+pub fn http_options(
+    options: &HttpCliOptions,
+    env_token: Option<String>,
+) -> Result<Option<HttpOptions>, UsageError> {
+    let Some(address) = &options.address else {
+        if options.token.is_some() || !options.allowed_origins.is_empty() {
+            return Err(UsageError(
+                "mcp: --token and --allow-origin need --http ADDR:PORT".to_owned(),
+            ));
+        }
+        return Ok(None);
+    };
+    let address = http::parse_address(address).map_err(|error| UsageError(error.to_string()))?;
+    let mut http = HttpOptions::new(address);
+    http.token = options
+        .token
+        .clone()
+        .or(env_token)
+        .filter(|token| !token.is_empty());
+    http.allowed_origins = options.allowed_origins.clone();
+    if let Some(limit) = options.max_connections {
+        http.max_connections = limit.max(1);
+    }
+    if let Some(timeout) = options.header_timeout {
+        http.header_timeout = timeout;
+    }
+    if !address.ip().is_loopback() && http.token.is_none() {
+        return Err(UsageError(
+            http::HttpError::TokenRequired(address).to_string(),
+        ));
+    }
+    Ok(Some(http))
 }
 
 /// Parse `EXT=ID` (`py=python`, `.py=python`) into (`".py"`, `"python"`); the extension is
@@ -139,6 +191,13 @@ pub fn single_server_config(
 
 /// Run `lspc mcp`; returns the exit status.
 pub fn run(global: &GlobalOptions, options: McpCliOptions) -> i32 {
+    let http = match http_options(&options.http, std::env::var("LSPC_MCP_TOKEN").ok()) {
+        Ok(http) => http,
+        Err(error) => {
+            eprintln!("lspc: {error}");
+            return EXIT_USAGE;
+        }
+    };
     let config = load_config(global);
     let config = if options.server_command.is_some() {
         match single_server_config(&config.root, &options, &config) {
@@ -162,7 +221,16 @@ pub fn run(global: &GlobalOptions, options: McpCliOptions) -> i32 {
     if let Some(timeout) = options.timeout {
         mcp.timeout = timeout;
     }
-    super::serve_stdio(mcp)
+    let Some(http) = http else {
+        return super::serve_stdio(mcp);
+    };
+    match http::serve(mcp, http) {
+        Ok(status) => status,
+        Err(error) => {
+            eprintln!("lspc: {error}");
+            EXIT_USAGE
+        }
+    }
 }
 
 #[cfg(test)]
@@ -196,6 +264,58 @@ mod tests {
         check(
             "py=",
             Err("--language: expected EXT=ID (e.g. py=python), got \"py=\""),
+        );
+    }
+
+    #[test]
+    fn http_options_are_checked() {
+        let check = |options: HttpCliOptions, env: Option<&str>, expected: Result<&str, &str>| {
+            let actual = http_options(&options, env.map(str::to_owned));
+            match expected {
+                Ok(summary) => {
+                    let http = actual.unwrap().unwrap();
+                    assert_eq!(
+                        format!("{} {:?} {}", http.address, http.token, http.max_connections),
+                        summary
+                    );
+                }
+                Err(message) => assert_eq!(actual.unwrap_err().0, message),
+            }
+        };
+        let with = |address: &str| HttpCliOptions {
+            address: Some(address.to_owned()),
+            ..HttpCliOptions::default()
+        };
+        assert_eq!(http_options(&HttpCliOptions::default(), None), Ok(None));
+        check(with("8765"), None, Ok("127.0.0.1:8765 None 64"));
+        check(
+            with("127.0.0.1:0"),
+            Some("t"),
+            Ok("127.0.0.1:0 Some(\"t\") 64"),
+        );
+        check(
+            HttpCliOptions {
+                token: Some("flag".to_owned()),
+                max_connections: Some(0),
+                ..with("0.0.0.0:80")
+            },
+            Some("env"),
+            Ok("0.0.0.0:80 Some(\"flag\") 1"),
+        );
+        check(
+            with("0.0.0.0:80"),
+            Some(""),
+            Err(
+                "--http 0.0.0.0:80: a non-loopback address needs --token TOKEN (or LSPC_MCP_TOKEN)",
+            ),
+        );
+        check(
+            HttpCliOptions {
+                token: Some("t".to_owned()),
+                ..HttpCliOptions::default()
+            },
+            None,
+            Err("mcp: --token and --allow-origin need --http ADDR:PORT"),
         );
     }
 

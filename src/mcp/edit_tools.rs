@@ -20,6 +20,7 @@ use super::tool_arguments::{
     ToolFailure,
 };
 use crate::edit::commands::{render_outcome, CommandError, EditCommands, EditOutcome, Span};
+use crate::edit::formatting::FormattingOverrides;
 use crate::edit::Operation;
 
 /// Names of the tools defined here, in `tools/list` order.
@@ -46,7 +47,8 @@ fn edit_output() -> Value {
             "diff": {"type": "string", "description": "unified diff of the change"},
             "diagnosticsAfterEdit": {"type": "string", "description": "diagnostics new since before the edit (<new-diagnostics> block, at most 4000 characters); empty when none or not applied"},
             "diagnosticsNote": {"type": "string"},
-            "note": {"type": "string", "description": "e.g. the server was still indexing, or sent a follow-up request lspc ignored after its edit was applied"},
+            "note": {"type": "string", "description": "e.g. the server was still indexing, sent a follow-up request lspc ignored after its edit was applied, or a rename left occurrences (not renamed by the server: FILE:LINE ...)"},
+            "notRenamed": {"type": "array", "items": {"type": "object", "properties": {"file": {"type": "string"}, "line": {"type": "integer"}}}, "description": "after a rename: whole-word occurrences of the old name in files the server's edit does not touch (1-based lines)"},
             "newDiagnostics": {"type": "object"}
         },
         "required": ["applied", "files", "operations", "diff"]
@@ -135,9 +137,11 @@ pub fn definition(name: &str) -> Option<(&'static str, Value, Value, bool)> {
             false,
         ),
         "format" => (
-            "Format a whole file with its language server. Previews a diff unless apply is true.",
+            "Format a whole file with its language server. Indentation comes from tab_size/insert_spaces when given, else the file's .editorconfig, else the file's own indentation. Previews a diff unless apply is true.",
             json!({"type": "object", "properties": {
                 "file": {"type": "string", "description": "File path, relative to the workspace root or absolute inside it"},
+                "tab_size": {"type": "integer", "minimum": 1, "maximum": 64, "description": "spaces per tab and per indentation level (default: .editorconfig, else the file's indentation, else 4)"},
+                "insert_spaces": {"type": "boolean", "description": "true: indent with spaces, false: with tabs (default: .editorconfig, else the file's indentation, else spaces)"},
                 "apply": apply_property()
             }, "required": ["file"]}),
             edit_output(),
@@ -227,8 +231,9 @@ pub fn run(
         })(),
         "format" => (|| {
             let file = required_file(root, args)?;
+            let overrides = formatting_overrides(args)?;
             let outcome = commands
-                .format(&file, apply()?)
+                .format_with(&file, overrides, apply()?)
                 .map_err(|error| command_failure(root, name, error))?;
             Ok(outcome_result(root, &outcome))
         })(),
@@ -251,6 +256,20 @@ pub fn run(
         })(),
     };
     Some(result)
+}
+
+/// The `format` tool's optional `tab_size` (1 to 64) and `insert_spaces`.
+fn formatting_overrides(args: &Value) -> Result<FormattingOverrides, ToolFailure> {
+    let tab_size = arg_u32(args, "tab_size")?;
+    if let Some(size) = tab_size.filter(|size| !(1..=64).contains(size)) {
+        return Err(ToolFailure(format!(
+            "tab_size must be from 1 to 64, got {size}"
+        )));
+    }
+    Ok(FormattingOverrides {
+        tab_size,
+        insert_spaces: arg_bool(args, "insert_spaces")?,
+    })
 }
 
 /// A `code_actions` span: one position when `column` or `symbol` is given, else whole lines
@@ -319,7 +338,25 @@ pub fn outcome_result(root: &Path, outcome: &EditOutcome) -> (Value, String) {
     if let Some(note) = &outcome.note {
         json["note"] = json!(note);
     }
+    if !outcome.not_renamed.is_empty() {
+        let places: Vec<Value> = outcome
+            .not_renamed
+            .iter()
+            .flat_map(|file| {
+                let shown = show(&file.path);
+                file.lines
+                    .iter()
+                    .map(move |line| json!({"file": shown, "line": line}))
+            })
+            .collect();
+        json["notRenamed"] = json!(places);
+    }
     let mut text = render_outcome(outcome, root);
+    // A preview renders only the diff; its note (e.g. "not renamed by the server: …") matters
+    // before applying, so it is added here.
+    if let (false, Some(note)) = (report.written, &outcome.note) {
+        text.push_str(&format!("note: {note}\n"));
+    }
     if !report.written && !outcome.diff.is_empty() {
         text.push_str(
             "\n(preview only: nothing was written; call again with apply: true to write)",
@@ -343,6 +380,9 @@ fn command_failure(root: &Path, tool: &str, error: CommandError) -> ToolFailure 
         }
         CommandError::Edit(_) => " (nothing was written; re-read the file and try again)",
         CommandError::CommandOnly { .. } => " (call apply_code_action with apply: true)",
+        CommandError::Disabled { .. } => {
+            " (nothing was written; pick another action from code_actions, or change the code so it applies)"
+        }
         CommandError::Engine(engine) => match engine {
             crate::engine::EngineError::Timeout { .. } => {
                 " (the server may still be indexing; retry in a few seconds)"
@@ -390,6 +430,7 @@ mod tests {
                 new_diagnostics: block.to_owned(),
                 diagnostics_note: None,
                 note: None,
+                not_renamed: Vec::new(),
             };
             let (json, text) = outcome_result(root, &outcome);
             assert_eq!(json, expected);

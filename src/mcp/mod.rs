@@ -1,27 +1,40 @@
-//! `lspc mcp`: an MCP server over stdio (newline-delimited JSON-RPC 2.0) exposing the engine and
-//! the queries as tools and resources (issue 4; seed 004 is the single-server original).
+//! `lspc mcp`: an MCP server exposing the engine and the queries as tools and resources (issue 4;
+//! seed 004 is the single-server original), over stdio (newline-delimited JSON-RPC 2.0) or
+//! Streamable HTTP ([`http`], issue 14).
 //!
-//! Threads: a reader thread turns stdin into lines; one writer thread owns stdout (every message
-//! goes through its channel, so lines never interleave and nothing else reaches stdout); a bounded
-//! pool of worker threads runs tool calls and resource reads, which block on the engine; the main
-//! loop parses, dispatches, answers cheap requests itself, relays engine events as notifications
-//! and sends progress while calls wait.
+//! The seam: one **hub** ([`serve`]) owns the engine handle, the worker pool and one
+//! [`ClientState`] per client (handshake version, log level, subscriptions, open
+//! `subscriptions/listen` streams); frontends talk to it only through [`HubInput`] messages on one
+//! channel and read [`Outbound`] messages on per-request and per-client streams. Stdio is one
+//! client; each HTTP session (and each stateless 2026-07-28 HTTP request) is another; issue 13's
+//! warm sessions add socket clients the same way.
+//!
+//! Threads: the stdio frontend has a reader thread turning stdin into [`HubInput`]s and one writer
+//! thread owning stdout (every message goes through its channel, so lines never interleave and
+//! nothing else reaches stdout); a bounded pool of worker threads runs tool calls and resource
+//! reads, which block on the engine; the hub loop dispatches, answers cheap requests itself,
+//! relays engine events as notifications to every client and sends progress while calls wait.
 //!
 //! Invariants:
 //! - Every request gets exactly one response, except a cancelled one, which gets none (MCP
-//!   §cancellation: "MUST NOT send any further messages for it").
-//! - stdin EOF: in-flight calls get `EOF_GRACE` (10 s) to answer, the rest are cancelled; workers are
-//!   joined, the engine shuts every server down (`shutdown`/`exit`), then [`run`] returns 0.
+//!   §cancellation: "MUST NOT send any further messages for it"); the hub drops a request's stream
+//!   when the request is over.
+//! - Input end (stdin EOF): in-flight calls get `EOF_GRACE` (10 s) to answer, the rest are
+//!   cancelled; workers are joined, the engine shuts every server down (`shutdown`/`exit`), then
+//!   [`run`] returns 0.
 //! - Both eras are served by one process: `initialize` opens a handshake-era session; a request
 //!   whose `_meta` carries `io.modelcontextprotocol/protocolVersion` is served statelessly.
 
 pub mod cli;
 pub mod edit_tools;
+pub mod http;
+mod http_wire;
 pub mod protocol;
 pub mod reload;
 pub mod resources;
 pub mod tool_arguments;
 pub mod tools;
+pub mod updates;
 
 use std::collections::{BTreeSet, HashMap};
 use std::io::{BufRead, Write};
@@ -94,6 +107,72 @@ pub fn serve_stdio(options: McpOptions) -> i32 {
     run(options, input, std::io::stdout())
 }
 
+/// One MCP client of the shared engine: stdio's only client (`"stdio"`), an HTTP session (its
+/// `Mcp-Session-Id`), or one stateless 2026-07-28 HTTP request. Each client has its own protocol
+/// state ([`ClientState`]); the engine, its servers and documents are shared by all.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ClientId(pub String);
+
+/// What the hub writes on a client's streams.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outbound {
+    /// One JSON-RPC message (a response or a notification).
+    Message(Value),
+    /// The client named in the input is not (or no longer) known: an HTTP frontend answers 404.
+    UnknownClient,
+}
+
+/// What a frontend (stdio, HTTP) tells the hub. Streams are `Sender<Outbound>`; the hub drops a
+/// request's stream once the request is over (answered, cancelled, or its client closed), so a
+/// frontend reading it sees the end of the exchange as a disconnect.
+pub enum HubInput {
+    /// A new client. `notify` carries messages that belong to no request (list changes, resource
+    /// updates of `resources/subscribe`, log messages): stdout, or an HTTP session's GET stream
+    /// (attached later; until then those messages are dropped, MCP 2025-11-25 §transports
+    /// "Listening for Messages from the Server").
+    Open {
+        client: ClientId,
+        notify: Option<Sender<Outbound>>,
+        /// Whether the client gets a passive-diagnostics queue of its own (an HTTP session)
+        /// rather than the engine's shared one (stdio, stateless requests).
+        own_passive: bool,
+    },
+    /// Replace the client's `notify` stream (an HTTP GET). `UnknownClient` is sent on it when the
+    /// client does not exist.
+    Attach {
+        client: ClientId,
+        notify: Sender<Outbound>,
+    },
+    /// One message from the client. The answer to a request, its progress and, for
+    /// `subscriptions/listen`, its notifications go to `stream`.
+    Message {
+        client: ClientId,
+        incoming: Incoming,
+        stream: Sender<Outbound>,
+    },
+    /// The client dropped the stream of request `id`: cancel it (MCP 2026-07-28: closing the
+    /// response stream is the cancellation).
+    Abandon { client: ClientId, id: Value },
+    /// The client is gone (HTTP DELETE, a stateless request over): its requests are cancelled and
+    /// its state forgotten. `UnknownClient` is sent on `stream` when it did not exist.
+    Close {
+        client: ClientId,
+        stream: Option<Sender<Outbound>>,
+    },
+}
+
+impl std::fmt::Debug for HubInput {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HubInput::Open { client, .. } => write!(formatter, "Open({})", client.0),
+            HubInput::Attach { client, .. } => write!(formatter, "Attach({})", client.0),
+            HubInput::Message { client, .. } => write!(formatter, "Message({})", client.0),
+            HubInput::Abandon { client, id } => write!(formatter, "Abandon({}, {id})", client.0),
+            HubInput::Close { client, .. } => write!(formatter, "Close({})", client.0),
+        }
+    }
+}
+
 /// One unit of work for the pool.
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -145,7 +224,8 @@ struct InFlight {
     started: Instant,
     last_progress: Instant,
     progress: u64,
-    cancelled: bool,
+    /// Where the answer and progress go; `None` once cancelled (nothing more is sent for it).
+    stream: Option<Sender<Outbound>>,
     /// `tools/call NAME` or `resources/read URI`, for logs and progress messages.
     what: String,
 }
@@ -155,42 +235,113 @@ struct Listen {
     id: Value,
     tools: bool,
     resources: BTreeSet<String>,
+    stream: Sender<Outbound>,
 }
 
 /// A worker's answer.
 struct Done {
+    client: ClientId,
     key: String,
     response: Value,
 }
 
-struct Server {
-    context: ToolContext,
-    out: Sender<Value>,
-    done_sender: Sender<Done>,
-    pool: WorkerPool,
+/// The protocol state of one client (issue 14: every HTTP client has its own; issue 13's
+/// sessions reuse the same struct for each socket client).
+struct ClientState {
     /// The negotiated handshake version once `initialize` was answered.
     handshake: Option<String>,
     /// Minimum level of `notifications/message` for the handshake session (`logging/setLevel`).
     log_level: String,
     legacy_subscriptions: BTreeSet<String>,
     listens: Vec<Listen>,
+    notify: Option<Sender<Outbound>>,
+    own_passive: bool,
+    /// When the client last sent something (the least recently active session is closed first
+    /// when there are more than [`MAX_CLIENTS`]).
+    last_active: Instant,
+}
+
+/// Most clients with state kept at once; opening one more closes the least recently active.
+pub const MAX_CLIENTS: usize = 256;
+
+impl ClientState {
+    fn new(notify: Option<Sender<Outbound>>, own_passive: bool) -> ClientState {
+        ClientState {
+            handshake: None,
+            log_level: "info".to_owned(),
+            legacy_subscriptions: BTreeSet::new(),
+            listens: Vec::new(),
+            notify,
+            own_passive,
+            last_active: Instant::now(),
+        }
+    }
+
+    /// Send on the client's notification stream; a stream whose reader is gone is forgotten.
+    fn notify(&mut self, message: Value) {
+        if let Some(notify) = &self.notify {
+            if notify.send(Outbound::Message(message)).is_err() {
+                self.notify = None;
+            }
+        }
+    }
+}
+
+/// The shared side: one engine, its tool context and worker pool, serving every client.
+struct Hub {
+    context: ToolContext,
+    done_sender: Sender<Done>,
+    pool: WorkerPool,
     offered: Vec<&'static str>,
-    inflight: HashMap<String, InFlight>,
+    clients: HashMap<ClientId, ClientState>,
+    /// Keyed by client and the request id's JSON text.
+    inflight: HashMap<(ClientId, String), InFlight>,
     next_tag: u64,
     progress_interval: Duration,
     config_watch: Option<reload::ConfigWatch>,
+    /// Coalesced `notifications/resources/updated` and the disk watch (issue 11).
+    updates: updates::ResourceUpdates,
 }
 
 fn id_key(id: &Value) -> String {
     serde_json::to_string(id).unwrap_or_default()
 }
 
-/// Run the server on `input`/`output` (stdio in production; pipes in tests).
+/// The stdio client's id.
+const STDIO_CLIENT: &str = "stdio";
+
+/// Run the server on `input`/`output` (stdio in production; pipes in tests): one client.
 pub fn run(
     options: McpOptions,
     input: Box<dyn BufRead + Send>,
     output: impl Write + Send + 'static,
 ) -> i32 {
+    let (out, out_receiver) = unbounded::<Outbound>();
+    let writer = thread::Builder::new()
+        .name("lspc-mcp-writer".to_owned())
+        .spawn(move || write_loop(out_receiver, output))
+        .ok();
+    let (input_sender, input_receiver) = bounded::<HubInput>(64);
+    let client = ClientId(STDIO_CLIENT.to_owned());
+    let _ = input_sender.send(HubInput::Open {
+        client: client.clone(),
+        notify: Some(out.clone()),
+        own_passive: false,
+    });
+    let _reader = thread::Builder::new()
+        .name("lspc-mcp-reader".to_owned())
+        .spawn(move || read_loop(input, client, out, input_sender));
+    let status = serve(options, input_receiver);
+    if let Some(writer) = writer {
+        let _ = writer.join();
+    }
+    status
+}
+
+/// Run the hub until every sender of `inputs` is gone: start the engine, serve the clients'
+/// messages, relay engine events to them; then give in-flight calls [`EOF_GRACE`], cancel the
+/// rest and shut the servers down. Returns the exit status (0).
+pub fn serve(options: McpOptions, inputs: Receiver<HubInput>) -> i32 {
     let root = options.engine.config.root.clone();
     let root = root.canonicalize().unwrap_or(root);
     let engine = EngineHandle::start(options.engine.clone());
@@ -198,16 +349,6 @@ pub fn run(
     let _ = engine.op_sender().send(Op::SubscribeEvents {
         sender: event_sender,
     });
-
-    let (out, out_receiver) = unbounded::<Value>();
-    let writer = thread::Builder::new()
-        .name("lspc-mcp-writer".to_owned())
-        .spawn(move || write_loop(out_receiver, output))
-        .ok();
-    let (line_sender, line_receiver) = bounded::<Option<String>>(64);
-    let _reader = thread::Builder::new()
-        .name("lspc-mcp-reader".to_owned())
-        .spawn(move || read_loop(input, line_sender));
     let (done_sender, done_receiver) = unbounded::<Done>();
 
     let context = ToolContext {
@@ -215,99 +356,106 @@ pub fn run(
         root: PathBuf::from(&root),
         timeout: options.timeout,
         analysed_files: crate::query::AnalysedFiles::default(),
+        passive_consumer: None,
     };
     let offered = tools::offered_tools(&engine::server_details(&context.op_sender));
-    let mut server = Server {
+    let mut hub = Hub {
         context,
-        out,
         done_sender,
         pool: WorkerPool::new(options.workers),
-        handshake: None,
-        log_level: "info".to_owned(),
-        legacy_subscriptions: BTreeSet::new(),
-        listens: Vec::new(),
         offered,
+        clients: HashMap::new(),
         inflight: HashMap::new(),
         next_tag: 1,
         progress_interval: options.progress_interval,
         config_watch: options.reload.clone().map(reload::ConfigWatch::new),
+        updates: updates::ResourceUpdates::new(Instant::now()),
     };
 
     loop {
-        let tick = server
+        let tick = hub
             .inflight
             .values()
-            .filter(|call| call.progress_token.is_some() && !call.cancelled)
+            .filter(|call| call.progress_token.is_some() && call.stream.is_some())
             .map(|call| {
-                (call.last_progress + server.progress_interval)
+                (call.last_progress + hub.progress_interval)
                     .saturating_duration_since(Instant::now())
             })
             .min()
             .unwrap_or(Duration::from_secs(3600));
+        let tick = match hub.updates.deadline(hub.subscribes_resources()) {
+            Some(due) => tick.min(due.saturating_duration_since(Instant::now())),
+            None => tick,
+        };
         select! {
-            recv(line_receiver) -> line => match line {
-                Ok(Some(line)) => server.handle_line(&line),
-                _ => break,
+            recv(inputs) -> input => match input {
+                Ok(input) => hub.handle_input(input),
+                Err(_) => break,
             },
             recv(done_receiver) -> done => {
                 if let Ok(done) = done {
-                    server.finish(done);
+                    hub.finish(done);
                 }
             },
             recv(event_receiver) -> event => {
                 if let Ok(event) = event {
-                    server.handle_event(event);
+                    hub.handle_event(event);
                 }
             },
-            default(tick) => server.send_progress(),
+            default(tick) => hub.send_progress(),
         }
+        hub.send_resource_updates();
     }
 
-    // stdin ended: in-flight calls get a short grace period to answer (a client that pipes a
+    // The input ended: in-flight calls get a short grace period to answer (a client that pipes a
     // request and closes stdin still reads the answer), then are cancelled.
-    log::info!("stdin closed: shutting down");
-    for listen in std::mem::take(&mut server.listens) {
-        let _ = server.out.send(success_response(
-            &listen.id,
-            json!({"resultType": "complete", "_meta": {protocol::META_SUBSCRIPTION_ID: listen.id}}),
-        ));
+    log::info!("input closed: shutting down");
+    for state in hub.clients.values_mut() {
+        for listen in std::mem::take(&mut state.listens) {
+            let _ = listen.stream.send(Outbound::Message(success_response(
+                &listen.id,
+                json!({"resultType": "complete", "_meta": {protocol::META_SUBSCRIPTION_ID: listen.id}}),
+            )));
+        }
     }
     let grace = Instant::now() + EOF_GRACE;
-    while !server.inflight.is_empty() {
+    while hub.inflight.values().any(|call| call.stream.is_some()) {
         match done_receiver.recv_deadline(grace) {
-            Ok(done) => server.finish(done),
+            Ok(done) => hub.finish(done),
             Err(_) => break,
         }
     }
-    for call in server.inflight.values_mut() {
-        call.cancelled = true;
-        let _ = server.context.op_sender.send(Op::Cancel { tag: call.tag });
+    for call in hub.inflight.values_mut() {
+        if call.stream.take().is_some() {
+            let _ = hub.context.op_sender.send(Op::Cancel { tag: call.tag });
+        }
     }
-    let Server { pool, out, .. } = server;
+    let Hub { pool, .. } = hub;
     // Dropping the engine answers every waiting op with "gone", so the workers finish.
     drop(engine);
     pool.join();
-    drop(out);
-    if let Some(writer) = writer {
-        let _ = writer.join();
-    }
     0
 }
 
-fn read_loop(mut input: Box<dyn BufRead + Send>, lines: Sender<Option<String>>) {
+fn read_loop(
+    mut input: Box<dyn BufRead + Send>,
+    client: ClientId,
+    out: Sender<Outbound>,
+    inputs: Sender<HubInput>,
+) {
     let mut buffer = Vec::new();
     loop {
         buffer.clear();
         match input.read_until(b'\n', &mut buffer) {
-            Ok(0) | Err(_) => {
-                let _ = lines.send(None);
-                return;
-            }
+            Ok(0) | Err(_) => return,
             Ok(_) => {
-                let line = String::from_utf8_lossy(&buffer)
-                    .trim_end_matches(['\n', '\r'])
-                    .to_owned();
-                if lines.send(Some(line)).is_err() {
+                let line = String::from_utf8_lossy(&buffer);
+                let message = HubInput::Message {
+                    client: client.clone(),
+                    incoming: protocol::parse_line(line.trim_end_matches(['\n', '\r'])),
+                    stream: out.clone(),
+                };
+                if inputs.send(message).is_err() {
                     return;
                 }
             }
@@ -315,8 +463,11 @@ fn read_loop(mut input: Box<dyn BufRead + Send>, lines: Sender<Option<String>>) 
     }
 }
 
-fn write_loop(messages: Receiver<Value>, mut output: impl Write) {
+fn write_loop(messages: Receiver<Outbound>, mut output: impl Write) {
     for message in messages {
+        let Outbound::Message(message) = message else {
+            continue;
+        };
         let Ok(mut line) = serde_json::to_string(&message) else {
             continue;
         };
@@ -348,42 +499,151 @@ const METHODS: &[&str] = &[
     "subscriptions/listen",
 ];
 
-impl Server {
-    fn send(&self, message: Value) {
-        let _ = self.out.send(message);
-    }
+/// Send on a request's stream (a reader that went away is not an error: its request is over).
+fn send_on(stream: &Sender<Outbound>, message: Value) {
+    let _ = stream.send(Outbound::Message(message));
+}
 
-    fn handle_line(&mut self, line: &str) {
-        match protocol::parse_line(line) {
-            Incoming::Request { id, method, params } => self.handle_request(id, &method, params),
-            Incoming::Notification { method, params } => self.handle_notification(&method, &params),
-            Incoming::Invalid(error) => self.send(error),
-            Incoming::Response | Incoming::Blank => {}
+impl Hub {
+    fn handle_input(&mut self, input: HubInput) {
+        match input {
+            HubInput::Open {
+                client,
+                notify,
+                own_passive,
+            } => {
+                if self.clients.len() >= MAX_CLIENTS {
+                    let oldest = self
+                        .clients
+                        .iter()
+                        .filter(|(_, state)| state.listens.is_empty())
+                        .min_by_key(|(_, state)| state.last_active)
+                        .map(|(id, _)| id.clone());
+                    if let Some(oldest) = oldest {
+                        log::info!(
+                            "closing client {} (more than {MAX_CLIENTS} clients)",
+                            oldest.0
+                        );
+                        self.close(oldest);
+                    }
+                }
+                if own_passive {
+                    let _ = self.context.op_sender.send(Op::OpenPassive {
+                        consumer: client.0.clone(),
+                    });
+                }
+                self.clients
+                    .insert(client, ClientState::new(notify, own_passive));
+            }
+            HubInput::Attach { client, notify } => match self.clients.get_mut(&client) {
+                Some(state) => state.notify = Some(notify),
+                None => {
+                    let _ = notify.send(Outbound::UnknownClient);
+                }
+            },
+            HubInput::Message {
+                client,
+                incoming,
+                stream,
+            } => {
+                let Some(mut state) = self.clients.remove(&client) else {
+                    let _ = stream.send(Outbound::UnknownClient);
+                    return;
+                };
+                state.last_active = Instant::now();
+                match incoming {
+                    Incoming::Request { id, method, params } => {
+                        self.handle_request(&client, &mut state, &stream, id, &method, params)
+                    }
+                    Incoming::Notification { method, params } => {
+                        self.handle_notification(&client, &mut state, &method, &params)
+                    }
+                    Incoming::Invalid(error) => send_on(&stream, error),
+                    Incoming::Response | Incoming::Blank => {}
+                }
+                self.clients.insert(client, state);
+            }
+            HubInput::Abandon { client, id } => {
+                if let Some(mut state) = self.clients.remove(&client) {
+                    self.cancel(&client, &mut state, &id);
+                    self.clients.insert(client, state);
+                }
+            }
+            HubInput::Close { client, stream } => {
+                if !self.clients.contains_key(&client) {
+                    if let Some(stream) = stream {
+                        let _ = stream.send(Outbound::UnknownClient);
+                    }
+                    return;
+                }
+                self.close(client);
+            }
         }
     }
 
-    fn handle_notification(&mut self, method: &str, params: &Value) {
+    /// Forget a client: cancel its requests, drop its streams and its passive queue.
+    fn close(&mut self, client: ClientId) {
+        let Some(state) = self.clients.remove(&client) else {
+            return;
+        };
+        for ((owner, _), call) in self.inflight.iter_mut() {
+            if *owner == client && call.stream.take().is_some() {
+                log::info!("cancelling {} (client {} closed)", call.what, client.0);
+                let _ = self.context.op_sender.send(Op::Cancel { tag: call.tag });
+            }
+        }
+        if state.own_passive {
+            let _ = self
+                .context
+                .op_sender
+                .send(Op::ClosePassive { consumer: client.0 });
+        }
+    }
+
+    /// Cancel request `id` of `client` (MCP §cancellation): the server gets `$/cancelRequest`,
+    /// the client gets nothing more for it; a `subscriptions/listen` with that id ends.
+    fn cancel(&mut self, client: &ClientId, state: &mut ClientState, request_id: &Value) {
+        let key = id_key(request_id);
+        if let Some(call) = self.inflight.get_mut(&(client.clone(), key.clone())) {
+            if call.stream.take().is_some() {
+                log::info!("cancelling {} ({key})", call.what);
+                let _ = self.context.op_sender.send(Op::Cancel { tag: call.tag });
+            }
+        }
+        state.listens.retain(|listen| id_key(&listen.id) != key);
+    }
+
+    fn handle_notification(
+        &mut self,
+        client: &ClientId,
+        state: &mut ClientState,
+        method: &str,
+        params: &Value,
+    ) {
         match method {
-            "notifications/initialized" => log::debug!("client initialized"),
+            "notifications/initialized" => log::debug!("client {} initialized", client.0),
             "notifications/cancelled" => {
                 let Some(request_id) = params.get("requestId") else {
                     return;
                 };
-                let key = id_key(request_id);
-                if let Some(call) = self.inflight.get_mut(&key) {
-                    log::info!("cancelling {} ({key})", call.what);
-                    call.cancelled = true;
-                    let _ = self.context.op_sender.send(Op::Cancel { tag: call.tag });
-                }
-                self.listens.retain(|listen| id_key(&listen.id) != key);
+                self.cancel(client, state, request_id);
             }
             other => log::debug!("ignored notification {other}"),
         }
     }
 
-    fn handle_request(&mut self, id: Value, method: &str, params: Value) {
+    fn handle_request(
+        &mut self,
+        client: &ClientId,
+        state: &mut ClientState,
+        stream: &Sender<Outbound>,
+        id: Value,
+        method: &str,
+        params: Value,
+    ) {
+        let send = |message: Value| send_on(stream, message);
         if !params.is_object() {
-            self.send(error_response(
+            send(error_response(
                 &id,
                 INVALID_PARAMS,
                 "invalid params: params must be an object",
@@ -392,7 +652,7 @@ impl Server {
             return;
         }
         if !METHODS.contains(&method) {
-            self.send(error_response(
+            send(error_response(
                 &id,
                 METHOD_NOT_FOUND,
                 &format!("method not found: {method}"),
@@ -407,15 +667,15 @@ impl Server {
                 message,
                 data,
             } => {
-                self.send(error_response(&id, code, &message, data));
+                send(error_response(&id, code, &message, data));
                 return;
             }
             RequestEra::Modern(_) => true,
             RequestEra::Handshake => false,
         };
         let free_before_initialize = matches!(method, "initialize" | "ping" | "server/discover");
-        if !modern && self.handshake.is_none() && !free_before_initialize {
-            self.send(error_response(
+        if !modern && state.handshake.is_none() && !free_before_initialize {
+            send(error_response(
                 &id,
                 INVALID_REQUEST,
                 &format!("{method} before initialize: send initialize first, or put io.modelcontextprotocol/protocolVersion and clientCapabilities in the request's _meta (2026-07-28)"),
@@ -433,7 +693,7 @@ impl Server {
                     | "resources/unsubscribe"
             )
         {
-            self.send(error_response(
+            send(error_response(
                 &id,
                 METHOD_NOT_FOUND,
                 &format!("method not found: {method} is not part of protocol 2026-07-28"),
@@ -442,7 +702,7 @@ impl Server {
             return;
         }
         if !modern && method == "subscriptions/listen" {
-            self.send(error_response(
+            send(error_response(
                 &id,
                 METHOD_NOT_FOUND,
                 "method not found: subscriptions/listen needs protocol 2026-07-28 (use resources/subscribe)",
@@ -468,10 +728,15 @@ impl Server {
         };
         match method {
             "initialize" => {
-                let requested = params.get("protocolVersion").and_then(Value::as_str);
-                let version = protocol::negotiate_handshake(requested);
-                self.handshake = Some(version.to_owned());
-                self.send(success_response(
+                let version = match protocol::initialize_version(&params) {
+                    Ok(version) => version,
+                    Err(message) => {
+                        send(error_response(&id, INVALID_PARAMS, &message, None));
+                        return;
+                    }
+                };
+                state.handshake = Some(version.to_owned());
+                send(success_response(
                     &id,
                     json!({
                         "protocolVersion": version,
@@ -481,8 +746,8 @@ impl Server {
                     }),
                 ));
             }
-            "ping" => self.send(success_response(&id, json!({}))),
-            "server/discover" => self.send(success_response(
+            "ping" => send(success_response(&id, json!({}))),
+            "server/discover" => send(success_response(
                 &id,
                 json!({
                     "resultType": "complete",
@@ -503,17 +768,17 @@ impl Server {
                     .iter()
                     .map(|name| tools::tool_definition(name))
                     .collect();
-                self.send(reply(json!({ "tools": list })));
+                send(reply(json!({ "tools": list })));
             }
-            "resources/list" => self.send(reply(resources::list())),
-            "resources/templates/list" => self.send(reply(resources::templates())),
+            "resources/list" => send(reply(resources::list())),
+            "resources/templates/list" => send(reply(resources::templates())),
             "logging/setLevel" => {
                 match params.get("level").and_then(Value::as_str) {
                     Some(level) if protocol::LOG_LEVELS.contains(&level) => {
-                        self.log_level = level.to_owned();
-                        self.send(success_response(&id, json!({})));
+                        state.log_level = level.to_owned();
+                        send(success_response(&id, json!({})));
                     }
-                    _ => self.send(error_response(
+                    _ => send(error_response(
                         &id,
                         INVALID_PARAMS,
                         "invalid params: level must be one of debug, info, notice, warning, error, critical, alert, emergency",
@@ -523,15 +788,15 @@ impl Server {
             }
             "resources/subscribe" | "resources/unsubscribe" => {
                 let Some(uri) = params.get("uri").and_then(Value::as_str) else {
-                    self.send(error_response(&id, INVALID_PARAMS, "invalid params: uri (a string) is required", None));
+                    send(error_response(&id, INVALID_PARAMS, "invalid params: uri (a string) is required", None));
                     return;
                 };
                 if method == "resources/subscribe" {
-                    self.legacy_subscriptions.insert(uri.to_owned());
+                    state.legacy_subscriptions.insert(uri.to_owned());
                 } else {
-                    self.legacy_subscriptions.remove(uri);
+                    state.legacy_subscriptions.remove(uri);
                 }
-                self.send(success_response(&id, json!({})));
+                send(success_response(&id, json!({})));
             }
             "subscriptions/listen" => {
                 let filter = params.get("notifications").cloned().unwrap_or(json!({}));
@@ -548,19 +813,19 @@ impl Server {
                 if !resources.is_empty() {
                     acknowledged["resourceSubscriptions"] = json!(resources);
                 }
-                self.send(notification(
+                send(notification(
                     "notifications/subscriptions/acknowledged",
                     json!({"_meta": {protocol::META_SUBSCRIPTION_ID: id}, "notifications": acknowledged}),
                 ));
-                self.listens.push(Listen { id, tools, resources });
+                state.listens.push(Listen { id, tools, resources, stream: stream.clone() });
             }
             "tools/call" => {
                 let Some(name) = params.get("name").and_then(Value::as_str).map(str::to_owned) else {
-                    self.send(error_response(&id, INVALID_PARAMS, "invalid params: name (a string) is required", None));
+                    send(error_response(&id, INVALID_PARAMS, "invalid params: name (a string) is required", None));
                     return;
                 };
                 if !tools::is_tool(&name) {
-                    self.send(error_response(
+                    send(error_response(
                         &id,
                         INVALID_PARAMS,
                         &format!("invalid params: unknown tool {name:?} (see tools/list)"),
@@ -569,28 +834,32 @@ impl Server {
                     return;
                 }
                 let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
-                let context = self.context.clone();
-                self.spawn(id, &params, format!("tools/call {name}"), modern, move |tag| {
+                let mut context = self.context.clone();
+                context.passive_consumer = state.own_passive.then(|| client.0.clone());
+                self.spawn(client, stream, id, &params, format!("tools/call {name}"), modern, move |tag| {
                     Ok(tools::call_tool(&context, &name, &arguments, tag))
                 });
             }
             "resources/read" => {
                 let Some(uri) = params.get("uri").and_then(Value::as_str).map(str::to_owned) else {
-                    self.send(error_response(&id, INVALID_PARAMS, "invalid params: uri (a string) is required", None));
+                    send(error_response(&id, INVALID_PARAMS, "invalid params: uri (a string) is required", None));
                     return;
                 };
                 let context = self.context.clone();
-                self.spawn(id, &params, format!("resources/read {uri}"), modern, move |_| {
+                self.spawn(client, stream, id, &params, format!("resources/read {uri}"), modern, move |_| {
                     resources::read(&context, &uri).map_err(|error| (error.code, error.message))
                 });
             }
-            _ => self.send(error_response(&id, METHOD_NOT_FOUND, &format!("method not found: {method}"), None)),
+            _ => send(error_response(&id, METHOD_NOT_FOUND, &format!("method not found: {method}"), None)),
         }
     }
 
-    /// Run `work` on a worker; its answer comes back through [`Server::finish`].
+    /// Run `work` on a worker; its answer comes back through [`Hub::finish`].
+    #[allow(clippy::too_many_arguments)]
     fn spawn(
         &mut self,
+        client: &ClientId,
+        stream: &Sender<Outbound>,
         id: Value,
         params: &Value,
         what: String,
@@ -598,31 +867,36 @@ impl Server {
         work: impl FnOnce(u64) -> Result<Value, (i64, String)> + Send + 'static,
     ) {
         let key = id_key(&id);
-        if self.inflight.contains_key(&key) {
-            self.send(error_response(
-                &id,
-                INVALID_REQUEST,
-                "invalid request: a request with this id is still running",
-                None,
-            ));
+        let inflight_key = (client.clone(), key.clone());
+        if self.inflight.contains_key(&inflight_key) {
+            send_on(
+                stream,
+                error_response(
+                    &id,
+                    INVALID_REQUEST,
+                    "invalid request: a request with this id is still running",
+                    None,
+                ),
+            );
             return;
         }
         let tag = self.next_tag;
         self.next_tag += 1;
         let now = Instant::now();
         self.inflight.insert(
-            key.clone(),
+            inflight_key,
             InFlight {
                 tag,
                 progress_token: protocol::progress_token(params),
                 started: now,
                 last_progress: now,
                 progress: 0,
-                cancelled: false,
+                stream: Some(stream.clone()),
                 what,
             },
         );
         let done = self.done_sender.clone();
+        let client = client.clone();
         self.pool.submit(Box::new(move || {
             let response = match work(tag) {
                 Ok(result) => success_response(
@@ -635,54 +909,116 @@ impl Server {
                 ),
                 Err((code, message)) => error_response(&id, code, &message, None),
             };
-            let _ = done.send(Done { key, response });
+            let _ = done.send(Done {
+                client,
+                key,
+                response,
+            });
         }));
     }
 
     fn finish(&mut self, done: Done) {
-        let Some(call) = self.inflight.remove(&done.key) else {
+        let Some(call) = self.inflight.remove(&(done.client, done.key)) else {
             return;
         };
-        if call.cancelled {
+        let Some(stream) = call.stream else {
             log::debug!("dropping the answer to cancelled {}", call.what);
             return;
-        }
+        };
         log::debug!(
             "{} answered in {} ms",
             call.what,
             call.started.elapsed().as_millis()
         );
-        self.send(done.response);
+        send_on(&stream, done.response);
     }
 
     fn send_progress(&mut self) {
         let now = Instant::now();
-        let mut messages = Vec::new();
         for call in self.inflight.values_mut() {
-            let Some(token) = &call.progress_token else {
+            let (Some(token), Some(stream)) = (&call.progress_token, &call.stream) else {
                 continue;
             };
-            if call.cancelled || now < call.last_progress + self.progress_interval {
+            if now < call.last_progress + self.progress_interval {
                 continue;
             }
             call.last_progress = now;
             call.progress += 1;
-            messages.push(notification(
-                "notifications/progress",
-                json!({
-                    "progressToken": token,
-                    "progress": call.progress,
-                    "message": format!(
-                        "{}: waiting for the language server ({} s)",
-                        call.what,
-                        call.started.elapsed().as_secs()
-                    ),
-                }),
-            ));
+            send_on(
+                stream,
+                notification(
+                    "notifications/progress",
+                    json!({
+                        "progressToken": token,
+                        "progress": call.progress,
+                        "message": format!(
+                            "{}: waiting for the language server ({} s)",
+                            call.what,
+                            call.started.elapsed().as_secs()
+                        ),
+                    }),
+                ),
+            );
         }
-        for message in messages {
-            self.send(message);
+    }
+
+    /// Whether some client subscribes to some resource (either era).
+    fn subscribes_resources(&self) -> bool {
+        self.clients.values().any(|state| {
+            (state.handshake.is_some() && !state.legacy_subscriptions.is_empty())
+                || state
+                    .listens
+                    .iter()
+                    .any(|listen| !listen.resources.is_empty())
+        })
+    }
+
+    /// Once per loop turn: send the coalesced `notifications/resources/updated` that are due
+    /// (one per subscribed URI and subscription), and run the disk watch when it is due
+    /// ([`updates`]): open documents changed on disk are re-checked, so their servers
+    /// re-analyse and the new diagnostics arrive as updates.
+    fn send_resource_updates(&mut self) {
+        let now = Instant::now();
+        let due = self.updates.take_due(now);
+        for state in self.clients.values_mut() {
+            for uri in &due {
+                if state.handshake.is_some() && state.legacy_subscriptions.contains(uri) {
+                    state.notify(notification(
+                        "notifications/resources/updated",
+                        json!({ "uri": uri }),
+                    ));
+                }
+                for listen in &state.listens {
+                    if listen.resources.contains(uri) {
+                        send_on(
+                            &listen.stream,
+                            notification(
+                                "notifications/resources/updated",
+                                json!({"_meta": {protocol::META_SUBSCRIPTION_ID: listen.id}, "uri": uri}),
+                            ),
+                        );
+                    }
+                }
+            }
         }
+        if !self.subscribes_resources() || !self.updates.disk_check_due(now) {
+            return;
+        }
+        let open = engine::open_documents(&self.context.op_sender);
+        let changed = self.updates.changed_on_disk(open, now);
+        if changed.is_empty() {
+            return;
+        }
+        log::debug!("changed on disk, re-checking: {changed:?}");
+        // Fire and forget: the engine re-reads the files, sends `didChange` where the text
+        // differs and waits for settled diagnostics (pulling from pull servers, which publish
+        // nothing by themselves); they come back as `DiagnosticsChanged` events.
+        let (reply, _) = bounded(1);
+        let _ = self.context.op_sender.send(Op::Diagnostics {
+            paths: changed,
+            timeout: self.context.timeout,
+            reply,
+        });
     }
 
     fn handle_event(&mut self, event: FrontendEvent) {
@@ -692,21 +1028,8 @@ impl Server {
                     resources::DIAGNOSTICS_URI.to_owned(),
                     resources::file_uri(&self.context.root, &path),
                 ];
-                for uri in &uris {
-                    if self.handshake.is_some() && self.legacy_subscriptions.contains(uri) {
-                        self.send(notification(
-                            "notifications/resources/updated",
-                            json!({ "uri": uri }),
-                        ));
-                    }
-                    for listen in &self.listens {
-                        if listen.resources.contains(uri) {
-                            self.send(notification(
-                                "notifications/resources/updated",
-                                json!({"_meta": {protocol::META_SUBSCRIPTION_ID: listen.id}, "uri": uri}),
-                            ));
-                        }
-                    }
+                for uri in uris {
+                    self.updates.changed(uri, Instant::now());
                 }
             }
             FrontendEvent::ServerInitialized { .. } => self.refresh_tools(),
@@ -716,11 +1039,14 @@ impl Server {
                 permanent,
             } => {
                 let level = if permanent { "error" } else { "warning" };
-                if self.handshake.is_some() && protocol::level_passes(level, &self.log_level) {
-                    self.send(notification(
-                        "notifications/message",
-                        json!({"level": level, "logger": format!("lspc/{server}"), "data": message}),
-                    ));
+                for state in self.clients.values_mut() {
+                    if state.handshake.is_some() && protocol::level_passes(level, &state.log_level)
+                    {
+                        state.notify(notification(
+                            "notifications/message",
+                            json!({"level": level, "logger": format!("lspc/{server}"), "data": message}),
+                        ));
+                    }
                 }
                 if permanent {
                     self.refresh_tools();
@@ -731,7 +1057,7 @@ impl Server {
 
     /// Issue 4: when a file the configuration came from changed, load it again and let the
     /// engine apply it (changed servers restart lazily, others keep running), then tell the
-    /// client when the tool set changed. Cheap when nothing changed (a few `stat` calls).
+    /// clients when the tool set changed. Cheap when nothing changed (a few `stat` calls).
     fn reload_if_changed(&mut self) {
         let Some(watch) = &mut self.config_watch else {
             return;
@@ -757,17 +1083,18 @@ impl Server {
             log::warn!("the configuration reload did not finish in time");
             return;
         };
-        if !report.is_empty()
-            && self.handshake.is_some()
-            && protocol::level_passes("info", &self.log_level)
-        {
-            self.send(notification(
-                "notifications/message",
-                json!({"level": "info", "logger": "lspc", "data": format!(
-                    "configuration reloaded: restarted {:?}, removed {:?}, added {:?}",
-                    report.restarted, report.removed, report.added
-                )}),
-            ));
+        if !report.is_empty() {
+            for state in self.clients.values_mut() {
+                if state.handshake.is_some() && protocol::level_passes("info", &state.log_level) {
+                    state.notify(notification(
+                        "notifications/message",
+                        json!({"level": "info", "logger": "lspc", "data": format!(
+                            "configuration reloaded: restarted {:?}, removed {:?}, added {:?}",
+                            report.restarted, report.removed, report.added
+                        )}),
+                    ));
+                }
+            }
         }
         self.refresh_tools();
     }
@@ -778,15 +1105,20 @@ impl Server {
             return;
         }
         self.offered = offered;
-        if self.handshake.is_some() {
-            self.send(notification("notifications/tools/list_changed", json!({})));
-        }
-        for listen in &self.listens {
-            if listen.tools {
-                self.send(notification(
-                    "notifications/tools/list_changed",
-                    json!({"_meta": {protocol::META_SUBSCRIPTION_ID: listen.id}}),
-                ));
+        for state in self.clients.values_mut() {
+            if state.handshake.is_some() {
+                state.notify(notification("notifications/tools/list_changed", json!({})));
+            }
+            for listen in &state.listens {
+                if listen.tools {
+                    send_on(
+                        &listen.stream,
+                        notification(
+                            "notifications/tools/list_changed",
+                            json!({"_meta": {protocol::META_SUBSCRIPTION_ID: listen.id}}),
+                        ),
+                    );
+                }
             }
         }
     }

@@ -6,7 +6,8 @@
 //! - Stateless era (`2026-07-28`): every request carries `_meta` with
 //!   `io.modelcontextprotocol/protocolVersion` and `io.modelcontextprotocol/clientCapabilities`
 //!   (spec 2026-07-28 §basic/index `_meta`); an unknown version gets `UnsupportedProtocolVersion`
-//!   (-32022) with `data.supported` and `data.requested`; a missing required key gets -32602.
+//!   (-32022) with `data.supported` (the stateless versions, the only ones valid in `_meta`) and
+//!   `data.requested`; a missing required key gets -32602.
 //!
 //! Invariants: request ids (strings or integers) are echoed exactly as received; every line out
 //! is one JSON value without embedded newlines (`serde_json::to_string` never emits one).
@@ -70,13 +71,23 @@ pub fn parse_line(line: &str) -> Incoming {
             ))
         }
     };
-    let Value::Object(mut object) = value else {
-        return Incoming::Invalid(error_response(
+    let mut object = match value {
+        Value::Object(object) => object,
+        Value::Array(_) => return Incoming::Invalid(error_response(
             &Value::Null,
             INVALID_REQUEST,
             "invalid request: expected one JSON-RPC object per line (batches are not supported)",
             None,
-        ));
+        )),
+        // Valid JSON that is not an object (`"hello"`, `42`, `null`): not a batch either.
+        _ => {
+            return Incoming::Invalid(error_response(
+                &Value::Null,
+                INVALID_REQUEST,
+                "invalid request: expected a JSON-RPC request object",
+                None,
+            ))
+        }
     };
     let id = object.remove("id");
     let id_ok = matches!(&id, Some(Value::String(_)))
@@ -160,7 +171,25 @@ pub fn negotiate_handshake(requested: Option<&str>) -> &'static str {
         .unwrap_or(HANDSHAKE_VERSIONS[HANDSHAKE_VERSIONS.len() - 1])
 }
 
-/// Every version lspc supports, newest first (for `server/discover` and -32022 data).
+/// The version to answer `initialize` with, from its `params` ([`negotiate_handshake`]): a
+/// supported handshake version is echoed; any other string (an unknown date, `""`, the
+/// stateless `2026-07-28`) or a missing `protocolVersion` gets the newest handshake version, as
+/// the specification allows (MCP 2025-11-25 §lifecycle "Version Negotiation": the server
+/// answers with another version it supports, and the client decides whether to go on).
+/// Errors: a `protocolVersion` that is not a string (a number, `null`, an object): the message
+/// for a -32602 reply.
+pub fn initialize_version(params: &Value) -> Result<&'static str, String> {
+    match params.get("protocolVersion") {
+        None => Ok(negotiate_handshake(None)),
+        Some(Value::String(requested)) => Ok(negotiate_handshake(Some(requested))),
+        Some(other) => Err(format!(
+            "invalid params: protocolVersion must be a string such as \"{}\", got {other}",
+            HANDSHAKE_VERSIONS[HANDSHAKE_VERSIONS.len() - 1]
+        )),
+    }
+}
+
+/// Every version lspc supports, newest first (for `server/discover`).
 pub fn supported_versions() -> Vec<&'static str> {
     let mut versions: Vec<&'static str> = MODERN_VERSIONS.iter().rev().copied().collect();
     versions.extend(HANDSHAKE_VERSIONS.iter().rev());
@@ -205,10 +234,22 @@ pub fn request_era(params: &Value) -> RequestEra {
         };
     };
     if !MODERN_VERSIONS.contains(&version) {
+        // `data.supported` lists only what is valid here, in `_meta`: the stateless versions
+        // (issue 11: listing `2025-11-25` to a request that named it contradicted itself).
+        let supported: Vec<&str> = MODERN_VERSIONS.iter().rev().copied().collect();
+        let message = if HANDSHAKE_VERSIONS.contains(&version) {
+            format!(
+                "Unsupported protocol version: {version} is a handshake-era version; send initialize \
+                 instead, or name {} in _meta",
+                supported.join(" or ")
+            )
+        } else {
+            "Unsupported protocol version".to_owned()
+        };
         return RequestEra::Reject {
             code: UNSUPPORTED_PROTOCOL_VERSION,
-            message: "Unsupported protocol version".to_owned(),
-            data: Some(json!({ "supported": supported_versions(), "requested": version })),
+            message,
+            data: Some(json!({ "supported": supported, "requested": version })),
         };
     }
     if !meta
@@ -300,6 +341,13 @@ mod tests {
             r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#,
             r#"invalid {"error":{"code":-32600,"message":"invalid request: expected one JSON-RPC object per line (batches are not supported)"},"id":null,"jsonrpc":"2.0"}"#,
         );
+        // Issue 11: valid JSON that is not an object is not a batch.
+        for line in [r#""hello""#, "42", "null", "true"] {
+            check(
+                line,
+                r#"invalid {"error":{"code":-32600,"message":"invalid request: expected a JSON-RPC request object"},"id":null,"jsonrpc":"2.0"}"#,
+            );
+        }
         check(
             r#"{"id":7,"method":"ping"}"#,
             r#"invalid {"error":{"code":-32600,"message":"invalid request: \"jsonrpc\" must be \"2.0\""},"id":7,"jsonrpc":"2.0"}"#,
@@ -326,6 +374,31 @@ mod tests {
         check(Some("2026-07-28"), "2025-11-25");
         check(Some("1999-01-01"), "2025-11-25");
         check(None, "2025-11-25");
+    }
+
+    #[test]
+    fn initialize_takes_a_string_version_or_answers_the_newest() {
+        let check = |params: Value, expected: Result<&str, &str>| {
+            assert_eq!(
+                initialize_version(&params),
+                expected.map_err(str::to_owned),
+                "{params}"
+            );
+        };
+        check(json!({"protocolVersion": "2025-03-26"}), Ok("2025-03-26"));
+        check(json!({"protocolVersion": ""}), Ok("2025-11-25"));
+        check(json!({"protocolVersion": "2099-01-01"}), Ok("2025-11-25"));
+        check(json!({}), Ok("2025-11-25"));
+        check(
+            json!({"protocolVersion": 20250618}),
+            Err("invalid params: protocolVersion must be a string such as \"2025-11-25\", got 20250618"),
+        );
+        check(
+            json!({"protocolVersion": null}),
+            Err(
+                "invalid params: protocolVersion must be a string such as \"2025-11-25\", got null",
+            ),
+        );
     }
 
     #[test]
@@ -358,9 +431,20 @@ mod tests {
                 code: -32022,
                 message: "Unsupported protocol version".to_owned(),
                 data: Some(json!({
-                    "supported": ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"],
+                    "supported": ["2026-07-28"],
                     "requested": "2030-01-01"
                 })),
+            },
+        );
+        // Issue 11: a handshake version in _meta is not offered back as supported there.
+        check(
+            json!({"_meta": {META_PROTOCOL_VERSION: "2025-11-25", META_CLIENT_CAPABILITIES: {}}}),
+            RequestEra::Reject {
+                code: -32022,
+                message: "Unsupported protocol version: 2025-11-25 is a handshake-era version; \
+                          send initialize instead, or name 2026-07-28 in _meta"
+                    .to_owned(),
+                data: Some(json!({"supported": ["2026-07-28"], "requested": "2025-11-25"})),
             },
         );
         check(

@@ -26,6 +26,9 @@ pub struct ToolContext {
     /// The files this session has already waited on once (hover and signature help wait for
     /// a file's first analysis only; see [`crate::query::AnalysedFiles`]).
     pub analysed_files: crate::query::AnalysedFiles,
+    /// Whose passive-diagnostics queue `newDiagnostics` drains: `None` for the engine's shared
+    /// one (stdio, stateless requests), an HTTP session's id for its own (issue 14).
+    pub passive_consumer: Option<String>,
 }
 
 pub fn position_properties() -> Map<String, Value> {
@@ -73,35 +76,90 @@ impl std::fmt::Display for ToolFailure {
 
 impl std::error::Error for ToolFailure {}
 
-/// Resolve a `file` argument: relative to `root`, or absolute inside it. The file must exist.
+/// Resolve a `file` argument: relative to `root` (canonical), or absolute inside it. The file
+/// must exist and be a regular file.
+///
+/// Containment is decided on the path itself before the file system is touched (issue 11: an
+/// existence oracle): `..` and `.` are resolved lexically, and a path that leaves the root gets
+/// one message whether or not it exists. Only then is the path canonicalized; a symlink inside
+/// the root that leads out gets the same message, and so does a path through a symlink that
+/// leads nowhere (its target might be outside).
+///
+/// Errors ([`ToolFailure`]): empty, outside the root, cannot be opened (inside the root), not a
+/// regular file.
 pub fn resolve_file(root: &Path, file: &str) -> Result<PathBuf, ToolFailure> {
     if file.is_empty() {
         return Err(ToolFailure(
             "file is empty; give a path relative to the workspace root".to_owned(),
         ));
     }
+    let outside = || {
+        ToolFailure(format!(
+            "{file} is outside the workspace root {}; lspc only serves files inside it",
+            root.display()
+        ))
+    };
     let given = Path::new(file);
     let joined = if given.is_absolute() {
         given.to_path_buf()
     } else {
         root.join(given)
     };
-    let canonical = joined.canonicalize().map_err(|error| {
-        ToolFailure(format!(
-            "cannot open {file}: {error} (paths are relative to the workspace root {})",
-            root.display()
-        ))
-    })?;
+    let Some(lexical) = lexically_inside(root, &joined) else {
+        return Err(outside());
+    };
+    let canonical = match lexical.canonicalize() {
+        Ok(canonical) => canonical,
+        Err(_) if passes_a_symlink(root, &lexical) => return Err(outside()),
+        Err(error) => {
+            return Err(ToolFailure(format!(
+                "cannot open {file}: {error} (paths are relative to the workspace root {})",
+                root.display()
+            )))
+        }
+    };
     if !canonical.starts_with(root) {
-        return Err(ToolFailure(format!(
-            "{file} is outside the workspace root {}; lspc only serves files inside it",
-            root.display()
-        )));
+        return Err(outside());
     }
     if !canonical.is_file() {
         return Err(ToolFailure(format!("{file} is not a file")));
     }
     Ok(canonical)
+}
+
+/// `path` (absolute) with `.` and `..` resolved lexically, when that stays inside `root`;
+/// `None` when it leaves the root. Touches nothing on disk.
+fn lexically_inside(root: &Path, path: &Path) -> Option<PathBuf> {
+    use std::path::Component;
+    let mut normal = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                // Never above the root: `ROOT/../ROOT-NAME/x` is refused rather than re-entered.
+                if !normal.starts_with(root) || normal == root {
+                    return None;
+                }
+                normal.pop();
+            }
+            Component::CurDir => {}
+            other => normal.push(other.as_os_str()),
+        }
+    }
+    normal.starts_with(root).then_some(normal)
+}
+
+/// Whether some component of `path` below `root` is a symbolic link.
+fn passes_a_symlink(root: &Path, path: &Path) -> bool {
+    let Ok(relative) = path.strip_prefix(root) else {
+        return false;
+    };
+    let mut prefix = root.to_path_buf();
+    relative.components().any(|component| {
+        prefix.push(component.as_os_str());
+        prefix
+            .symlink_metadata()
+            .is_ok_and(|metadata| metadata.file_type().is_symlink())
+    })
 }
 
 /// `path` relative to `root` when inside it, else as is.
@@ -227,6 +285,31 @@ mod tests {
             "/etc/hostname",
             Err("/etc/hostname is outside the workspace root ROOT; lspc only serves files inside it"),
         );
+        // Issue 11: one answer outside the root, whether or not the file exists.
+        for outside in [
+            "/etc/no_such_file",
+            "../../../etc/hostname",
+            "../../../no/such/file",
+            "src/../../x.py",
+        ] {
+            check(
+                outside,
+                Err(&format!(
+                    "{outside} is outside the workspace root ROOT; lspc only serves files inside it"
+                )),
+            );
+        }
+        std::os::unix::fs::symlink("/etc/hostname", root.join("out")).unwrap();
+        std::os::unix::fs::symlink("/etc/no_such_file", root.join("dangling")).unwrap();
+        std::os::unix::fs::symlink("/etc", root.join("etc")).unwrap();
+        for through_a_link in ["out", "dangling", "etc/hostname", "etc/no_such_file"] {
+            check(
+                through_a_link,
+                Err(&format!(
+                    "{through_a_link} is outside the workspace root ROOT; lspc only serves files inside it"
+                )),
+            );
+        }
         check(
             "missing.py",
             Err("cannot open missing.py: No such file or directory (os error 2) (paths are relative to the workspace root ROOT)"),

@@ -348,7 +348,7 @@ pub fn call_tool(context: &ToolContext, name: &str, arguments: &Value, tag: u64)
     let passive = if name == "diagnostics" && asked_file.is_none() {
         None
     } else {
-        engine::drain_passive(&context.op_sender)
+        engine::drain_passive(&context.op_sender, context.passive_consumer.as_deref())
             .map(|mut batch| {
                 // The diagnostics tool just delivered its file in full; draining marks those
                 // delivered, and they are not repeated as "new".
@@ -617,7 +617,7 @@ fn symbols_result(json: Value) -> Result<(Value, String), ToolFailure> {
 fn diagnostics_tool(context: &ToolContext, args: &Value) -> Result<(Value, String), ToolFailure> {
     let root = &context.root;
     let Some(file) = arg_str(args, "file")? else {
-        let batch = engine::drain_passive(&context.op_sender);
+        let batch = engine::drain_passive(&context.op_sender, context.passive_consumer.as_deref());
         return Ok(match batch {
             Some(batch) => {
                 let (json, text) = drained_json(root, &batch);

@@ -596,3 +596,178 @@ fn edit_refusals_exit_1_and_crlf_files_match_lf_old_text() {
         "import sys\r\nz = 3\r\nw = 4\r\n"
     );
 }
+
+const KY_TS: &str = "export function retry(limit: number, delay: number): number[] {\n\tconst waits: number[] = [];\n\tfor (let attempt = 0; attempt < limit; attempt++) {\n\t\tif (attempt > 0) {\n\t\t\twaits.push(delay * attempt);\n\t\t}\n\t}\n\treturn waits;\n}\n";
+
+/// Regression (issue 11, found on sindresorhus/ky): `format` always sent `tabSize: 4,
+/// insertSpaces: true`, so a preview of a tab-indented file re-indented every line. The options
+/// now come from `.editorconfig` (section globs, `root = true`), else the file's indentation, and
+/// the flags override both. typescript-language-server 5.3.0 + TypeScript 6.
+#[test]
+fn typescript_formats_a_tab_indented_file_to_zero_changes() {
+    if !have(
+        "typescript_formats_a_tab_indented_file_to_zero_changes",
+        &["typescript-language-server"],
+    ) {
+        return;
+    }
+    let project = Project::new(&[
+        ("tsconfig.json", WEB_TSCONFIG),
+        (
+            ".editorconfig",
+            "root = true\n\n[src/**]\nindent_style = tab\n\n[*.{yml,yaml,mts}]\nindent_style = space\nindent_size = 2\n",
+        ),
+        ("src/ky.ts", KY_TS),
+        // No section matches lib/: the file's own tabs decide.
+        ("lib/own.ts", KY_TS),
+        (
+            "config.mts",
+            "export const options = {\n    retries: 2,\n    hooks: {\n        beforeRequest: [],\n    },\n};\n",
+        ),
+    ]);
+    let commands = project.commands();
+    for file in ["src/ky.ts", "lib/own.ts"] {
+        let preview = commands.format(&project.root.join(file), false).unwrap();
+        assert_eq!(preview.diff, "", "{file}");
+        assert!(preview.report.files.is_empty(), "{file}: {preview:?}");
+    }
+    // The two-space section is honoured for a file it matches.
+    commands
+        .format(&project.root.join("config.mts"), true)
+        .unwrap();
+    assert_eq!(
+        project.read("config.mts"),
+        "export const options = {\n  retries: 2,\n  hooks: {\n    beforeRequest: [],\n  },\n};\n"
+    );
+    // Overrides win over .editorconfig.
+    let overrides = lspc::edit::formatting::FormattingOverrides {
+        tab_size: Some(2),
+        insert_spaces: Some(true),
+    };
+    commands
+        .format_with(&project.root.join("src/ky.ts"), overrides, true)
+        .unwrap();
+    assert_eq!(project.read("src/ky.ts"), KY_TS.replace('\t', "  "));
+}
+
+/// Regression (issue 11, found on pallets/click): pyright's project (`include = ["src"]`) does
+/// not cover `tests/`, so a rename edited `src/` and silently left the calls in `tests/` broken.
+/// lspc now scans the root (`.gitignore` honoured, files of the server's extensions) for the old
+/// name as a whole word, opens those files and asks again; pyright 1.1.414 still renames only in
+/// its tracked files (its `isUserCode`), so the places left are listed: in the preview's note, in
+/// the applied result, and as MCP `notRenamed`.
+#[test]
+fn pyright_rename_lists_references_outside_its_project() {
+    if !have(
+        "pyright_rename_lists_references_outside_its_project",
+        &["pyright-langserver"],
+    ) {
+        return;
+    }
+    let utils = "def format_filename(name: str) -> str:\n    return name\n";
+    let test_utils = "from pkg.utils import format_filename\n\n\ndef test_it() -> None:\n    assert format_filename(\"x\") == \"x\"\n";
+    let helpers = "def format_filename(x):  # same name, another function\n    return x\n";
+    let project = Project::new(&[
+        ("pyproject.toml", "[tool.pyright]\ninclude = [\"src\"]\n"),
+        (".gitignore", "build/\n"),
+        ("src/pkg/__init__.py", ""),
+        ("src/pkg/utils.py", utils),
+        (
+            "src/pkg/core.py",
+            "from .utils import format_filename\n\nprint(format_filename(\"a\"))\n",
+        ),
+        ("tests/test_utils.py", test_utils),
+        ("tests/helpers.py", helpers),
+        // Ignored by .gitignore, and not a Python file: neither is listed.
+        ("build/lib/pkg/utils.py", utils),
+        ("docs/usage.md", "Call format_filename to show a path.\n"),
+    ]);
+    let commands = project.commands();
+    let at = project.at("src/pkg/utils.py", 1, "format_filename");
+    let expected_note = "not renamed by the server: tests/helpers.py:1, tests/test_utils.py:1, \
+                         tests/test_utils.py:5 (outside the server's project? rename them by hand, \
+                         or widen the project)";
+    let preview = commands.rename(&at, "format_file_name", false).unwrap();
+    let left: Vec<(PathBuf, Vec<u32>)> = preview
+        .not_renamed
+        .iter()
+        .map(|file| (file.path.clone(), file.lines.clone()))
+        .collect();
+    assert_eq!(
+        left,
+        [
+            (project.root.join("tests/helpers.py"), vec![1]),
+            (project.root.join("tests/test_utils.py"), vec![1, 5])
+        ]
+    );
+    assert_eq!(preview.note.as_deref(), Some(expected_note));
+    let (_, preview_text) = lspc::mcp::edit_tools::outcome_result(&project.root, &preview);
+    assert!(
+        preview_text.contains(&format!("note: {expected_note}\n")),
+        "{preview_text}"
+    );
+    let outcome = commands.rename(&at, "format_file_name", true).unwrap();
+    assert!(outcome.report.written);
+    project.check_files(&[
+        (
+            "src/pkg/utils.py",
+            &utils.replace("format_filename", "format_file_name"),
+        ),
+        (
+            "src/pkg/core.py",
+            "from .utils import format_file_name\n\nprint(format_file_name(\"a\"))\n",
+        ),
+        ("tests/test_utils.py", test_utils),
+        ("tests/helpers.py", helpers),
+        ("build/lib/pkg/utils.py", utils),
+    ]);
+    assert_eq!(outcome.note.as_deref(), Some(expected_note));
+    let (json, text) = lspc::mcp::edit_tools::outcome_result(&project.root, &outcome);
+    assert_eq!(
+        json["notRenamed"],
+        serde_json::json!([
+            {"file": "tests/helpers.py", "line": 1},
+            {"file": "tests/test_utils.py", "line": 1},
+            {"file": "tests/test_utils.py", "line": 5}
+        ])
+    );
+    assert!(text.contains(&format!("note: {expected_note}\n")), "{text}");
+}
+
+/// Issue 11: a test file outside `tsconfig.json`'s `include` is in no project until it is open;
+/// lspc opens the files that hold the old name and asks again, and typescript-language-server
+/// 5.3.0 (TS 6) then renames there too, so nothing is left to list.
+#[test]
+fn typescript_rename_includes_files_outside_the_project_once_opened() {
+    if !have(
+        "typescript_rename_includes_files_outside_the_project_once_opened",
+        &["typescript-language-server"],
+    ) {
+        return;
+    }
+    let project = Project::new(&[
+        ("tsconfig.json", WEB_TSCONFIG),
+        ("src/util.ts", WEB_UTIL_TS),
+        (
+            "tests/util.test.ts",
+            "import { helper } from \"../src/util\";\n\nconsole.log(helper(1));\n",
+        ),
+    ]);
+    let commands = project.commands();
+    let outcome = commands
+        .rename(&project.at("src/util.ts", 1, "helper"), "assist", true)
+        .unwrap();
+    assert!(outcome.report.written);
+    project.check_files(&[
+        (
+            "src/util.ts",
+            "export function assist(a: number): number { return a; }\n",
+        ),
+        (
+            "tests/util.test.ts",
+            "import { assist } from \"../src/util\";\n\nconsole.log(assist(1));\n",
+        ),
+    ]);
+    assert!(outcome.not_renamed.is_empty(), "{:?}", outcome.not_renamed);
+    assert_eq!(outcome.note, None);
+}

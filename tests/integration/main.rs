@@ -11,6 +11,7 @@ mod edits;
 mod faults;
 mod ide;
 mod mcp;
+mod mcp_http;
 mod queries;
 mod settle;
 mod support;

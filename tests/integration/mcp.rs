@@ -690,3 +690,246 @@ fn edit_tools_preview_write_and_report_new_diagnostics() {
     );
     assert_eq!(session.finish(20 * SECOND), Some(0));
 }
+
+/// Issue 11: a code action the server marks `disabled` was "applied" with `isError: false` and
+/// "no changes". It is now refused with the server's reason, over MCP and on the command line
+/// (exit 1), and nothing is written.
+#[test]
+fn a_disabled_code_action_is_refused_with_the_servers_reason() {
+    let mut workspace = Workspace::new("mcp-disabled-action");
+    workspace.file("a.py", "x = 1\n");
+    let scenario = json!({
+        "capabilities": {"textDocumentSync": 1, "codeActionProvider": true},
+        "rules": [{"method": "textDocument/codeAction", "actions": [{"reply": [{
+            "title": "Extract constant",
+            "kind": "refactor.extract",
+            "disabled": {"reason": "Selection is not an expression"},
+            "edit": {"changes": {"$ROOT/a.py": [{"range": {"start": {"line": 0, "character": 0},
+                "end": {"line": 0, "character": 1}}, "newText": "y"}]}}
+        }]}]}]
+    });
+    let config = workspace.fixture_config(&[("fx", &[".py"], scenario)]);
+    let mut session = start_with_config(&workspace, &config);
+    for (id, apply) in [(20, true), (21, false)] {
+        let response = session.request(
+            json!(id),
+            "tools/call",
+            json!({"name": "apply_code_action", "arguments": {"file": "a.py", "line": 1,
+                "title": "Extract constant", "apply": apply}}),
+            30 * SECOND,
+        );
+        assert_eq!(response["result"]["isError"], true, "{response}");
+        assert_eq!(
+            response["result"]["content"][0]["text"],
+            "apply_code_action: code action \"Extract constant\" is disabled by the server: \
+             Selection is not an expression (nothing was written; pick another action from \
+             code_actions, or change the code so it applies)",
+            "{response}"
+        );
+    }
+    assert_eq!(session.finish(20 * SECOND), Some(0));
+    assert_eq!(workspace.read("a.py"), "x = 1\n");
+    let config = config.to_str().unwrap().to_owned();
+    workspace
+        .lspc()
+        .args([
+            "--no-builtin",
+            "--config",
+            &config,
+            "code-actions",
+            "a.py:1",
+            "--apply",
+            "Extract constant",
+        ])
+        .run()
+        .status(1)
+        .stderr_contains(
+            "lspc: code action \"Extract constant\" is disabled by the server: Selection is not an expression",
+        );
+    assert_eq!(workspace.read("a.py"), "x = 1\n");
+}
+
+/// Every `notifications/resources/updated` for `uri` that arrives within `window`, as the
+/// session's lines come (other messages are skipped).
+fn updates_within(session: &Session, uri: &str, window: Duration) -> usize {
+    let deadline = Instant::now() + window;
+    let mut count = 0;
+    while let Ok(line) = session
+        .lines
+        .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+    {
+        let message: Value = serde_json::from_str(&line).expect("json");
+        if message["method"] == "notifications/resources/updated" && message["params"]["uri"] == uri
+        {
+            count += 1;
+        }
+    }
+    count
+}
+
+/// Issue 11: one `edit` sent `notifications/resources/updated` twice, and a file edited on disk
+/// by the agent's own tools produced none until a tool call touched it. Now each change gives one
+/// update, and while a resource is subscribed the open documents are watched on disk.
+/// pyright 1.1.414 (single-server mode).
+#[test]
+fn pyright_one_update_per_change_and_disk_edits_are_noticed() {
+    if !on_path("pyright-langserver") {
+        eprintln!("skipped: pyright-langserver is not on PATH");
+        return;
+    }
+    let root = temp_workspace("updates");
+    std::fs::write(root.join("a.py"), "x: int = 1\n").expect("write");
+    let mut session = Session::start(&root, &["mcp", "--", "pyright-langserver", "--stdio"]);
+    session.initialize("2025-06-18");
+    let uri = "lsp://diagnostics/a.py";
+    let subscribed = session.request(
+        json!(1),
+        "resources/subscribe",
+        json!({"uri": uri}),
+        10 * SECOND,
+    );
+    assert_eq!(subscribed["result"], json!({}));
+    let clean = session.request(
+        json!(2),
+        "tools/call",
+        json!({"name": "diagnostics", "arguments": {"file": "a.py"}}),
+        90 * SECOND,
+    );
+    assert_eq!(
+        clean["result"]["structuredContent"]["files"][0]["diagnostics"],
+        json!([]),
+        "{clean}"
+    );
+    updates_within(&session, uri, 2 * SECOND);
+    let edited = session.request(
+        json!(3),
+        "tools/call",
+        json!({"name": "edit", "arguments": {"file": "a.py", "old": "= 1", "new": "= \"s\""}}),
+        90 * SECOND,
+    );
+    assert_eq!(edited["result"]["isError"], false, "{edited}");
+    assert_eq!(updates_within(&session, uri, 3 * SECOND), 1);
+    // Edited on disk behind lspc's back: noticed without any tool call.
+    std::fs::write(root.join("a.py"), "x: int = 2\n").expect("write");
+    assert_eq!(updates_within(&session, uri, 6 * SECOND), 1);
+    let read = session.request(json!(4), "resources/read", json!({"uri": uri}), 30 * SECOND);
+    let text = read["result"]["contents"][0]["text"]
+        .as_str()
+        .expect("text");
+    let body: Value = serde_json::from_str(text).expect("json");
+    assert_eq!(body["diagnostics"], json!([]), "{body}");
+    assert_eq!(session.finish(40 * SECOND), Some(0));
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// Issue 11, the protocol items: no existence oracle outside the root (tools and resources
+/// answer one message whether or not the file exists), non-object JSON lines, `initialize` with
+/// a malformed `protocolVersion`, -32022 listing only the versions valid in `_meta`, and the
+/// stderr of a server that failed at start-up in `lsp://servers`.
+#[test]
+fn mcp_gives_nothing_away_and_says_what_it_expects() {
+    let mut workspace = Workspace::new("mcp-nothing-away");
+    workspace.file("a.py", "x = 1\n");
+    let config = workspace.fixture_config(&[("fx", &[".py"], scenario("startup_fail"))]);
+    let config = config.to_str().expect("utf-8").to_owned();
+    let mut session = Session::start(
+        &workspace.root,
+        &["--no-builtin", "--config", &config, "mcp"],
+    );
+    let numeric = session.request(
+        json!(1),
+        "initialize",
+        json!({"protocolVersion": 20250618, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+        10 * SECOND,
+    );
+    assert_eq!(
+        numeric["error"],
+        json!({"code": -32602, "message": "invalid params: protocolVersion must be a string such as \"2025-11-25\", got 20250618"})
+    );
+    let empty = session.initialize("");
+    assert_eq!(empty["result"]["protocolVersion"], "2025-11-25", "{empty}");
+    for line in ["\"hello\"", "42"] {
+        session.send_raw(line);
+        assert_eq!(
+            session.next(10 * SECOND),
+            json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": "invalid request: expected a JSON-RPC request object"}})
+        );
+    }
+    let handshake_in_meta = session.request(
+        json!(2),
+        "tools/list",
+        json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2025-11-25", "io.modelcontextprotocol/clientCapabilities": {}}}),
+        10 * SECOND,
+    );
+    assert_eq!(handshake_in_meta["error"]["code"], -32022);
+    assert_eq!(
+        handshake_in_meta["error"]["data"],
+        json!({"supported": ["2026-07-28"], "requested": "2025-11-25"})
+    );
+    // Outside the root: the same answer for a file that exists and one that does not.
+    let root = workspace.root.display().to_string();
+    for (id, file) in [(3, "/etc/hostname"), (4, "/etc/no_such_file")] {
+        let answer = session.request(
+            json!(id),
+            "tools/call",
+            json!({"name": "diagnostics", "arguments": {"file": file}}),
+            10 * SECOND,
+        );
+        assert_eq!(
+            answer["result"]["content"][0]["text"],
+            format!(
+                "{file} is outside the workspace root {root}; lspc only serves files inside it"
+            ),
+            "{answer}"
+        );
+    }
+    for (id, file) in [
+        (5, "..%2F..%2F..%2Fetc%2Fhostname"),
+        (6, "..%2F..%2F..%2Fno_such_file"),
+    ] {
+        let read = session.request(
+            json!(id),
+            "resources/read",
+            json!({"uri": format!("lsp://diagnostics/{file}")}),
+            10 * SECOND,
+        );
+        let shown = file.replace("%2F", "/");
+        assert_eq!(
+            read["error"],
+            json!({"code": -32002, "message": format!("{shown} is outside the workspace root {root}; lspc only serves files inside it")}),
+            "{read}"
+        );
+    }
+    // The server fails at start-up; its stderr stays visible once the process is gone.
+    let failed = session.request(
+        json!(7),
+        "tools/call",
+        json!({"name": "diagnostics", "arguments": {"file": "a.py"}}),
+        30 * SECOND,
+    );
+    assert!(failed["result"].is_object(), "{failed}");
+    let servers = session.request(
+        json!(8),
+        "resources/read",
+        json!({"uri": "lsp://servers"}),
+        10 * SECOND,
+    );
+    let text = servers["result"]["contents"][0]["text"]
+        .as_str()
+        .expect("text");
+    let body: Value = serde_json::from_str(text).expect("json");
+    let fx = &body["servers"][0];
+    assert!(
+        fx["state"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("failed"),
+        "{fx}"
+    );
+    assert_eq!(
+        fx["stderrTail"],
+        "error: Unknown binary 'lspc-fixture' in official toolchain 'stable-x86_64-unknown-linux-gnu'.",
+        "{fx}"
+    );
+    assert_eq!(session.finish(20 * SECOND), Some(0));
+}

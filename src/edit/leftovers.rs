@@ -1,0 +1,201 @@
+//! After a rename: whole-word occurrences of the old name that the server's edit does not touch
+//! (issue 11: pyright's project `include = ["src"]` left five calls in `tests/` broken, silently).
+//!
+//! A language server renames only within the files it considers part of its project; lspc cannot
+//! change that, but it can look. [`scan`] lists the files inside the root (through
+//! [`crate::walk::list_files`], so `.gitignore` is honoured) that the renaming server would serve
+//! (by extension) and that hold the old name as a whole word, with the 1-based lines where it
+//! occurs. The rename command opens those files so the server can include them, asks again, and
+//! reports whatever is still left ("not renamed by the server").
+//!
+//! A whole word is a run of identifier characters (Unicode alphanumerics, `_`, `$`) equal to the
+//! name, not preceded or followed by another identifier character. Matches in comments and strings
+//! count too: lspc does not parse the language, and a leftover worth a look is listed rather than
+//! hidden.
+
+use std::path::{Path, PathBuf};
+
+/// Files larger than this (bytes) are not scanned: generated or vendored, not hand-written code.
+pub const MAX_SCANNED_FILE_SIZE: u64 = 2 * 1024 * 1024;
+
+/// A file with whole-word occurrences of a name, and their 1-based lines (ascending, each once).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Occurrences {
+    pub path: PathBuf,
+    pub lines: Vec<u32>,
+}
+
+fn is_identifier_char(character: char) -> bool {
+    character.is_alphanumeric() || character == '_' || character == '$'
+}
+
+/// The identifier that covers 1-based character `column` of `line` (or starts right after it,
+/// when the column is on its first character), `None` when none does.
+pub fn identifier_at(line: &str, column: u32) -> Option<String> {
+    let characters: Vec<char> = line.chars().collect();
+    let index = usize::try_from(column.checked_sub(1)?).ok()?;
+    if !characters
+        .get(index)
+        .copied()
+        .is_some_and(is_identifier_char)
+    {
+        return None;
+    }
+    let start = characters[..index]
+        .iter()
+        .rposition(|character| !is_identifier_char(*character))
+        .map_or(0, |position| position + 1);
+    let end = characters[index..]
+        .iter()
+        .position(|character| !is_identifier_char(*character))
+        .map_or(characters.len(), |position| index + position);
+    Some(characters[start..end].iter().collect())
+}
+
+/// The 1-based lines of `text` holding `word` as a whole word.
+pub fn whole_word_lines(text: &str, word: &str) -> Vec<u32> {
+    if word.is_empty() {
+        return Vec::new();
+    }
+    let mut lines = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        let found = line.match_indices(word).any(|(offset, _)| {
+            let before = line[..offset].chars().next_back();
+            let after = line[offset + word.len()..].chars().next();
+            !before.is_some_and(is_identifier_char) && !after.is_some_and(is_identifier_char)
+        });
+        if found {
+            lines.push(u32::try_from(index + 1).unwrap_or(u32::MAX));
+        }
+    }
+    lines
+}
+
+/// Files under `root` whose extension (lowercase with a dot, `".py"`) is in `extensions`, that
+/// are not in `skip` (canonical paths), and hold `word` as a whole word, in path order. Files
+/// that cannot be listed or read, are not UTF-8 or are larger than [`MAX_SCANNED_FILE_SIZE`]
+/// are left out (logged at debug level).
+pub fn scan(root: &Path, word: &str, extensions: &[String], skip: &[PathBuf]) -> Vec<Occurrences> {
+    let files = match crate::walk::list_files(root, &[root.to_path_buf()]) {
+        Ok(files) => files,
+        Err(error) => {
+            log::warn!("cannot list the files of {}: {error}", root.display());
+            return Vec::new();
+        }
+    };
+    let mut found = Vec::new();
+    for path in files {
+        let Some(extension) = crate::config::extension_key(&path) else {
+            continue;
+        };
+        if !extensions.contains(&extension) || skip.contains(&path) {
+            continue;
+        }
+        if std::fs::metadata(&path).map_or(true, |meta| meta.len() > MAX_SCANNED_FILE_SIZE) {
+            log::debug!(
+                "not scanning {} for {word}: too large or gone",
+                path.display()
+            );
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            log::debug!("not scanning {} for {word}: not UTF-8 text", path.display());
+            continue;
+        };
+        let lines = whole_word_lines(&text, word);
+        if !lines.is_empty() {
+            found.push(Occurrences { path, lines });
+        }
+    }
+    found
+}
+
+/// `not renamed by the server: FILE:LINE, FILE:LINE …` (paths relative to `root`), listing at
+/// most `cap` places and then how many more; `None` when nothing is left.
+pub fn render_note(left: &[Occurrences], root: &Path, cap: usize) -> Option<String> {
+    let places: Vec<String> = left
+        .iter()
+        .flat_map(|file| {
+            let shown = crate::uri::relative_display(&file.path, root);
+            file.lines.iter().map(move |line| format!("{shown}:{line}"))
+        })
+        .collect();
+    if places.is_empty() {
+        return None;
+    }
+    let mut note = format!(
+        "not renamed by the server: {}",
+        places[..places.len().min(cap)].join(", ")
+    );
+    if places.len() > cap {
+        note.push_str(&format!(" and {} more", places.len() - cap));
+    }
+    note.push_str(" (outside the server's project? rename them by hand, or widen the project)");
+    Some(note)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_are_found_at_a_column() {
+        let check = |line: &str, column: u32, expected: Option<&str>| {
+            assert_eq!(
+                identifier_at(line, column).as_deref(),
+                expected,
+                "{line:?} {column}"
+            );
+        };
+        check("def format_filename(x):", 5, Some("format_filename"));
+        check("def format_filename(x):", 12, Some("format_filename"));
+        check("def format_filename(x):", 19, Some("format_filename"));
+        check("def format_filename(x):", 20, None);
+        check("  été = 1", 3, Some("été"));
+        check("$el.x", 1, Some("$el"));
+        check("x", 0, None);
+        check("x", 5, None);
+    }
+
+    #[test]
+    fn whole_words_only() {
+        let check = |text: &str, word: &str, expected: &[u32]| {
+            assert_eq!(whole_word_lines(text, word), expected, "{text:?} {word:?}");
+        };
+        check(
+            "from click.utils import format_filename\n\
+             format_filename_x = 1\nx.format_filename(y)\n# format_filename\nmy_format_filename()\n",
+            "format_filename",
+            &[1, 3, 4],
+        );
+        check("a a\nb\r\na\n", "a", &[1, 3]);
+        check("éa a", "a", &[1]);
+        check("éa", "a", &[]);
+        check("anything", "", &[]);
+    }
+
+    #[test]
+    fn the_note_lists_places_relative_to_the_root_and_caps_them() {
+        let root = Path::new("/w");
+        let left = vec![
+            Occurrences {
+                path: PathBuf::from("/w/tests/test_utils.py"),
+                lines: vec![3, 9],
+            },
+            Occurrences {
+                path: PathBuf::from("/w/docs/conf.py"),
+                lines: vec![1],
+            },
+        ];
+        let tail = " (outside the server's project? rename them by hand, or widen the project)";
+        assert_eq!(
+            render_note(&left, root, 10).unwrap(),
+            format!("not renamed by the server: tests/test_utils.py:3, tests/test_utils.py:9, docs/conf.py:1{tail}")
+        );
+        assert_eq!(
+            render_note(&left, root, 1).unwrap(),
+            format!("not renamed by the server: tests/test_utils.py:3 and 2 more{tail}")
+        );
+        assert_eq!(render_note(&[], root, 10), None);
+    }
+}
