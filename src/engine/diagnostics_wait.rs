@@ -32,6 +32,9 @@ pub(super) struct DiagnosticsJob {
     pub(super) order: Vec<PathBuf>,
     pub(super) timeout: Duration,
     pub(super) reply: Sender<Vec<FileDiagnostics>>,
+    /// [`Op::AnalysisWait`](super::super::Op::AnalysisWait): every push server gets the quiet
+    /// period, so work a server announces just after its final publish is waited for too.
+    pub(super) readiness: bool,
 }
 
 /// One file's diagnostics wait.
@@ -45,7 +48,28 @@ pub(super) struct FileWait {
     pub(super) start_deadline: Instant,
     /// Per server: settled (pull answered / push settled) or failed.
     pub(super) done: BTreeMap<ServerId, Result<(), String>>,
+    /// Copied from the job's `readiness`.
+    pub(super) readiness: bool,
     pub(super) pinned: bool,
+}
+
+impl DiagnosticsJob {
+    pub(super) fn new(
+        paths: Vec<PathBuf>,
+        timeout: Duration,
+        reply: Sender<Vec<FileDiagnostics>>,
+        readiness: bool,
+    ) -> DiagnosticsJob {
+        DiagnosticsJob {
+            queue: paths.iter().cloned().collect(),
+            active: Vec::new(),
+            results: Vec::new(),
+            order: paths,
+            timeout,
+            reply,
+            readiness,
+        }
+    }
 }
 
 impl State {
@@ -57,7 +81,7 @@ impl State {
                 let Some(path) = job.queue.pop_front() else {
                     break;
                 };
-                match self.begin_file_wait(&path, job.timeout, now) {
+                match self.begin_file_wait(&path, job.timeout, job.readiness, now) {
                     Ok(wait) => job.active.push(wait),
                     Err(message) => {
                         // A configured server whose command is missing is a server failure; no
@@ -112,6 +136,7 @@ impl State {
         &mut self,
         path: &Path,
         timeout: Duration,
+        readiness: bool,
         now: Instant,
     ) -> Result<FileWait, String> {
         let indexes: Vec<usize> = self
@@ -144,6 +169,7 @@ impl State {
             // Servers fail by their own startup timeout; this only bounds a stuck start.
             start_deadline: now + self.options.startup_timeout + timeout,
             done: BTreeMap::new(),
+            readiness,
             pinned: false,
         })
     }
@@ -227,14 +253,15 @@ impl State {
             let settled = if server.pull_diagnostics {
                 self.pulled.get(&key) == Some(&doc_version) && !provisional
             } else {
-                self.push_state(id, &wait.path).is_some_and(|state| {
-                    push_settled(
-                        &state,
-                        now,
-                        self.options.settle_quiet,
-                        self.options.settle_quiet_unversioned,
-                    )
-                })
+                self.push_state(id, &wait.path, wait.readiness)
+                    .is_some_and(|state| {
+                        push_settled(
+                            &state,
+                            now,
+                            self.options.settle_quiet,
+                            self.options.settle_quiet_unversioned,
+                        )
+                    })
             };
             if settled {
                 let server = &self.servers[id.0 as usize];
@@ -285,7 +312,14 @@ impl State {
         None
     }
 
-    pub(super) fn push_state(&self, server_id: ServerId, path: &Path) -> Option<PushState> {
+    /// The settle inputs of (server, document); `readiness` turns the
+    /// [`SettleRule::VersionedPublish`] fast path off (an analysis wait before a query).
+    pub(super) fn push_state(
+        &self,
+        server_id: ServerId,
+        path: &Path,
+        readiness: bool,
+    ) -> Option<PushState> {
         let server = &self.servers[server_id.0 as usize];
         let doc = self.documents.get(path)?;
         let &(sent_version, sent_at) = doc.open_on.get(&server_id)?;
@@ -297,7 +331,7 @@ impl State {
             last_progress_change: server.last_progress_change,
             // lspc sends `didSave` with every later version to servers that asked for saves.
             saved: sent_version > 1 && server.save.is_some(),
-            versioned_final: server.settle_rule() == SettleRule::VersionedPublish,
+            versioned_final: !readiness && server.settle_rule() == SettleRule::VersionedPublish,
         })
     }
 }

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::documents::Documents;
 use super::settle::push_settle_time;
-use super::{EngineError, EngineOptions, Op, ServerStatus};
+use super::{BuiltRequest, EngineError, EngineOptions, Op, ServerStatus};
 use crate::diagnostics::DiagnosticStore;
 use crate::process::{ServerEvent, ServerId, ServerProcess};
 use crate::text::LineIndex;
@@ -50,7 +50,7 @@ mod document_sync;
 
 use diagnostics_wait::{DiagnosticsJob, FILES_IN_FLIGHT};
 
-use document_sync::PendingSync;
+use document_sync::{PendingSync, SyncReply};
 use lifecycle::{Server, ServerState};
 use requests::{Purpose, Retry};
 
@@ -195,17 +195,16 @@ impl State {
                 paths,
                 timeout,
                 reply,
-            } => {
-                let order = paths.clone();
-                self.jobs.push(DiagnosticsJob {
-                    queue: paths.into_iter().collect(),
-                    active: Vec::new(),
-                    results: Vec::new(),
-                    order,
-                    timeout,
-                    reply,
-                });
-            }
+            } => self
+                .jobs
+                .push(DiagnosticsJob::new(paths, timeout, reply, false)),
+            Op::AnalysisWait {
+                path,
+                timeout,
+                reply,
+            } => self
+                .jobs
+                .push(DiagnosticsJob::new(vec![path], timeout, reply, true)),
             Op::Sync {
                 path,
                 timeout,
@@ -222,8 +221,37 @@ impl State {
                 self.syncs.push(PendingSync {
                     path,
                     deadline: Instant::now() + timeout,
-                    reply,
+                    reply: SyncReply::Document(reply),
                 });
+            }
+            Op::SyncRequest {
+                path,
+                timeout,
+                build,
+            } => {
+                let servers = self.options.config.servers_for_path(&path);
+                if servers.is_empty() {
+                    let _ = build(Err(&EngineError::NoServer { path }));
+                    return;
+                }
+                for &index in &servers {
+                    self.ensure_started(ServerId(index as u32));
+                }
+                let deadline = Instant::now() + timeout;
+                // Running servers: sync and send now, in this turn (the common case).
+                if servers
+                    .iter()
+                    .any(|&index| self.servers[index].is_starting())
+                {
+                    self.syncs.push(PendingSync {
+                        path,
+                        deadline,
+                        reply: SyncReply::Request(build),
+                    });
+                } else {
+                    let result = self.finish_sync(&path, &servers);
+                    self.answer_sync(result, SyncReply::Request(build));
+                }
             }
             Op::Request {
                 server_id,
@@ -233,21 +261,15 @@ impl State {
                 retry,
                 tag,
                 reply,
-            } => {
-                let deadline = Instant::now() + timeout;
-                let purpose = Purpose::Frontend {
-                    method,
-                    params,
-                    reply,
-                    deadline,
-                    timeout,
-                    attempts: 0,
-                    retry,
-                    tag,
-                    crash_retried: false,
-                };
-                self.send_request(server_id, purpose);
-            }
+            } => self.send_frontend_request(BuiltRequest {
+                server_id,
+                method,
+                params,
+                timeout,
+                retry,
+                tag,
+                reply,
+            }),
             Op::Cancel { tag } => self.cancel_tagged(tag),
             Op::ApplyEdit {
                 edit,
@@ -351,8 +373,9 @@ impl State {
                 if wait.deadline.is_none() {
                     deadlines.push(wait.start_deadline);
                 }
-                for id in &wait.servers {
-                    if let Some(state) = self.push_state(*id, &wait.path) {
+                // A settled server's settle time is past: it must not wake the loop at once.
+                for id in wait.servers.iter().filter(|id| !wait.done.contains_key(id)) {
+                    if let Some(state) = self.push_state(*id, &wait.path, wait.readiness) {
                         deadlines.extend(push_settle_time(
                             &state,
                             self.options.settle_quiet,
