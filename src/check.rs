@@ -4,8 +4,9 @@
 //! skipped), ask the engine for each file's settled diagnostics, filter by `--severity`, apply the
 //! optional caps, render, and map the outcome to an exit status (see [`crate::exit`]).
 
+use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, select};
@@ -13,7 +14,9 @@ use crossbeam_channel::{bounded, select};
 use crate::diagnostics::{self, Severity};
 use crate::engine::{DiagnosticsOutcome, EngineHandle, EngineOptions, Op};
 use crate::exit::{EXIT_FOUND, EXIT_OK, EXIT_SERVER, EXIT_USAGE};
-use crate::output::{self, CheckReport, FileReport, FileState, Format, ServerFailure};
+use crate::output::{self, CheckReport, FileReport, FileState, Format, ServerFailure, SkippedFile};
+use crate::process::ServerId;
+use crate::project::ProjectFiles;
 use crate::walk;
 
 /// `lspc check` options. Positions in every output are 1-based; columns count characters.
@@ -22,7 +25,8 @@ pub struct CheckOptions {
     /// Files or folders; empty means the workspace root.
     pub paths: Vec<PathBuf>,
     pub format: Format,
-    /// Report only diagnostics at or above this severity.
+    /// Report only diagnostics at or above this severity (default `info`: hints, LSP severity 4,
+    /// are mostly editor decorations no CLI prints; the summary counts what was left out).
     pub severity: Severity,
     /// Exit 1 when a reported diagnostic is at or above this severity.
     pub fail_on: Severity,
@@ -30,6 +34,13 @@ pub struct CheckOptions {
     pub timeout: Duration,
     pub max_per_file: Option<usize>,
     pub max_total: Option<usize>,
+    /// Check every claimed file, ignoring the servers' project include/exclude.
+    pub all_files: bool,
+    /// `--color`: ANSI colours in human output.
+    pub color: ColorChoice,
+    /// `--exclude` globs (ruff-style: a bare name matches any path component, a path is
+    /// relative to the root), validated by the CLI.
+    pub exclude: Vec<String>,
 }
 
 impl Default for CheckOptions {
@@ -37,19 +48,71 @@ impl Default for CheckOptions {
         CheckOptions {
             paths: Vec::new(),
             format: Format::Human,
-            severity: Severity::Hint,
+            severity: Severity::Information,
             fail_on: Severity::Error,
             timeout: Duration::from_secs(30),
             max_per_file: None,
             max_total: None,
+            all_files: false,
+            exclude: Vec::new(),
+            color: ColorChoice::Auto,
         }
     }
 }
 
+/// `--color never|always|auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColorChoice {
+    /// Colour when stdout is a terminal and `NO_COLOR` is unset or empty (no-color.org).
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorChoice {
+    /// Parses `never`, `always` or `auto`; `None` otherwise.
+    pub fn parse(text: &str) -> Option<ColorChoice> {
+        match text {
+            "auto" => Some(ColorChoice::Auto),
+            "always" => Some(ColorChoice::Always),
+            "never" => Some(ColorChoice::Never),
+            _ => None,
+        }
+    }
+
+    /// Whether to colour, given whether stdout is a terminal and the value of `NO_COLOR`.
+    pub fn resolve(self, stdout_is_terminal: bool, no_color: Option<&str>) -> bool {
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => stdout_is_terminal && no_color.is_none_or(str::is_empty),
+        }
+    }
+}
+
+/// The workspace root to use when `--root` is not given and the current directory is not inside
+/// the first target's root (its nearest ancestor with `.git` or `.lsp.json`): that root, so
+/// `lspc check /abs/proj/src/x.py` from `/tmp` gives the same verdict as from inside the project
+/// (issue 10). `None` keeps the usual root (from the current directory).
+pub fn root_from_targets(targets: &[PathBuf]) -> Option<PathBuf> {
+    let cwd = std::env::current_dir().ok()?;
+    let target = crate::uri::canonical(&cwd.join(targets.first()?));
+    let folder = if target.is_dir() {
+        target.clone()
+    } else {
+        target.parent()?.to_path_buf()
+    };
+    let target_root = crate::config::workspace_root(&folder, None);
+    let cwd = crate::uri::canonical(&cwd);
+    (!cwd.starts_with(&target_root)).then_some(target_root)
+}
+
 /// Run the check; returns the exit status. `tune` adjusts the engine options built from the
 /// config (the global `--restart`/`--max-file-size`, see [`crate::options::tune_engine`]).
-pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
-    let config = &engine_options.config;
+pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
+    // The engine takes the options; the check keeps its own copy of the configuration.
+    let config_copy = engine_options.config.clone();
+    let config = &config_copy;
     let root = config.root.clone();
     let targets = if options.paths.is_empty() {
         vec![root.clone()]
@@ -71,80 +134,163 @@ pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         .filter(|target| target.is_file())
         .map(|target| crate::uri::canonical(target))
         .collect();
-    let files: Vec<PathBuf> = files
-        .into_iter()
-        .filter(|file| explicit.contains(file) || config.claims(file))
+    let folders: Vec<PathBuf> = targets
+        .iter()
+        .filter(|target| target.is_dir())
+        .map(|target| crate::uri::canonical(target))
         .collect();
+    let mut selection = select_files(config, options, &explicit, files);
     let had_config_errors = !config.errors.is_empty();
-    if files.is_empty() {
+    if selection.files.is_empty() {
+        if !selection.skipped.is_empty() {
+            // Everything walked was outside the servers' projects: say why, as a clean run.
+            let report = empty_report(&root, options, selection);
+            let ending = Ending {
+                had_config_errors,
+                ..Ending::default()
+            };
+            return finish(&report, options, ending);
+        }
         // A check that checks nothing is a misconfigured job, not a clean one.
         eprintln!("lspc: no files to check: no configured language server serves the given paths");
         return EXIT_USAGE;
     }
 
+    let config_servers: Vec<crate::config::ServerConfig> = config
+        .servers
+        .iter()
+        .filter(|server| server.resolved_command.is_none())
+        .filter(|server| server.origin != crate::config::ConfigOrigin::BuiltIn)
+        .cloned()
+        .collect();
+    let checked_files = selection.files.clone();
+    let (interrupted_sender, interrupted_receiver) = crossbeam_channel::bounded(1);
+    engine_options.interrupted_sender = Some(interrupted_sender);
     let engine = EngineHandle::start(engine_options);
-    let results = wait_with_progress(&engine, files.clone(), options.timeout);
-    let statuses = engine.status();
+    let leave_out = selection.leave_out.clone();
+    // On a terminal, human output streams each file when it is settled (no caps: they need
+    // every file); otherwise files come out in path order at the end.
+    let stream = options.format == Format::Human
+        && std::io::stdout().is_terminal()
+        && options.max_per_file.is_none()
+        && options.max_total.is_none();
+    let human_base = empty_report(&root, options, Selection::default()).human_base;
+    let mut streamed: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
+    let mut on_file = |result: &crate::engine::FileDiagnostics| {
+        if !stream {
+            return;
+        }
+        let Classified::File {
+            path, state, found, ..
+        } = classify(config, &leave_out, &explicit, result.clone())
+        else {
+            return;
+        };
+        let mut one = empty_report(&root, options, Selection::default());
+        push_file(&mut one, options.severity, path.clone(), state, found);
+        let mut stdout = std::io::stdout().lock();
+        let _ = output::render(&one, Format::Human, &mut stdout).and_then(|()| stdout.flush());
+        streamed.insert(path);
+    };
+    let waited = wait_with_progress(
+        &engine,
+        WaitRequest {
+            files: selection.files.clone(),
+            leave_out: leave_out.clone(),
+            timeout: options.timeout,
+            interrupted: interrupted_receiver,
+            human_base,
+        },
+        &mut on_file,
+    );
+    let (unrequested, statuses) = match waited.interrupted {
+        // The engine is gone: what it had is what the finished files say.
+        Some(_) => (Vec::new(), Vec::new()),
+        // What servers published for files lspc did not open (tsconfig.json's TS6053), inside
+        // the checked folders.
+        None => (
+            crate::engine::current_diagnostics(&engine.op_sender()),
+            engine.status(),
+        ),
+    };
     engine.shutdown();
 
-    let mut report = CheckReport {
-        root: root.clone(),
-        files: Vec::new(),
-        n_omitted: 0,
-        server_failures: statuses
-            .iter()
-            .filter_map(|status| {
-                let message = status.failure.clone()?;
-                Some(ServerFailure {
-                    server: status.name.clone(),
-                    message,
-                })
+    let config_diagnostics = std::mem::take(&mut selection.config_diagnostics);
+    let mut report = empty_report(&root, options, selection);
+    report.server_failures = statuses
+        .iter()
+        .filter_map(|status| {
+            let message = status.failure.clone()?;
+            Some(ServerFailure {
+                server: status.name.clone(),
+                message,
             })
-            .collect(),
-    };
-    let mut n_named_not_checked = 0;
-    for result in results {
-        let (state, mut found) = match result.outcome {
-            DiagnosticsOutcome::Settled(found) => (FileState::Diagnostics, found),
-            DiagnosticsOutcome::TimedOut {
-                diagnostics,
-                servers,
-                after,
-            } => (
-                FileState::Timeout {
-                    reason: format!(
-                        "{} still analysing after {} s",
-                        servers.join(", "),
-                        after.as_secs_f64()
-                    ),
-                },
-                diagnostics,
-            ),
-            DiagnosticsOutcome::Failed(message) => (FileState::Error { message }, Vec::new()),
-            DiagnosticsOutcome::NotChecked(message) if !explicit.contains(&result.path) => {
-                // Found by walking a folder (a binary `.py`, a 20 MB generated file): skipped,
-                // said on stderr, and not counted as a failure.
-                let shown = crate::uri::relative_display(&result.path, &root);
-                eprintln!("lspc: skipped {shown}: {message}");
-                continue;
-            }
-            DiagnosticsOutcome::NotChecked(message) => {
-                n_named_not_checked += 1;
-                (FileState::Error { message }, Vec::new())
-            }
-        };
-        found.retain(|diagnostic| diagnostic.severity <= options.severity);
-        let state = match state {
-            FileState::Diagnostics if found.is_empty() => FileState::Clean,
-            other => other,
-        };
-        report.files.push(FileReport {
-            path: result.path,
-            state,
-            diagnostics: found,
-            n_omitted: 0,
+        })
+        .collect();
+    // A configured server whose program is missing fails alone, once (the built-ins for its
+    // extensions keep serving).
+    for server in &config_servers {
+        let claims_a_file = checked_files.iter().any(|file| {
+            crate::config::extension_key(file)
+                .is_some_and(|key| server.extension_to_language.contains_key(&key))
         });
+        let said = report
+            .server_failures
+            .iter()
+            .any(|f| f.server == server.name);
+        if claims_a_file && !said {
+            report.server_failures.push(ServerFailure {
+                server: server.name.clone(),
+                message: format!("cannot start: command not found: {}", server.command),
+            });
+        }
     }
+    let mut n_named_not_checked = 0;
+    let n_finished = waited.results.len();
+    for result in waited.results {
+        match classify(config, &leave_out, &explicit, result) {
+            Classified::Skipped(skipped) => report.skipped.push(skipped),
+            Classified::File {
+                path,
+                state,
+                found,
+                named_not_checked,
+            } => {
+                n_named_not_checked += usize::from(named_not_checked);
+                push_file(&mut report, options.severity, path, state, found);
+            }
+        }
+    }
+    let known: std::collections::HashSet<PathBuf> = report
+        .files
+        .iter()
+        .map(|file| file.path.clone())
+        .chain(report.skipped.iter().map(|skipped| skipped.path.clone()))
+        .collect();
+    let mut extra: Vec<(PathBuf, Vec<diagnostics::Diagnostic>)> = unrequested;
+    // Problems in the project configuration, as the project's CLI reports them (tsc -p: TS6053
+    // for a missing `extends`), belong to that configuration file.
+    for diagnostic in config_diagnostics {
+        match extra.iter_mut().find(|(path, _)| *path == diagnostic.path) {
+            Some((_, found)) => found.push(diagnostic),
+            None => extra.push((diagnostic.path.clone(), vec![diagnostic])),
+        }
+    }
+    for (path, found) in extra {
+        let inside = folders.iter().any(|folder| path.starts_with(folder));
+        if !inside || known.contains(&path) || excluded_by_flag(options, &root, &path) {
+            continue;
+        }
+        push_file(
+            &mut report,
+            options.severity,
+            path,
+            FileState::Diagnostics,
+            found,
+        );
+    }
+    report.files.sort_by(|a, b| a.path.cmp(&b.path));
+    report.skipped.sort_by(|a, b| a.path.cmp(&b.path));
     // The exit status counts every reported diagnostic, including those the caps leave out.
     let found = report
         .files
@@ -164,21 +310,317 @@ pub fn run(engine_options: EngineOptions, options: &CheckOptions) -> i32 {
             report.n_omitted += n_omitted;
         }
     }
+    let ending = Ending {
+        found,
+        n_named_not_checked,
+        had_config_errors,
+        streamed,
+        interrupted: waited
+            .interrupted
+            .map(|signal| (signal, n_finished, checked_files.len())),
+    };
+    finish(&report, options, ending)
+}
 
+/// One finished file, as the report takes it.
+enum Classified {
+    File {
+        path: PathBuf,
+        state: FileState,
+        found: Vec<diagnostics::Diagnostic>,
+        /// A file named on the command line that no server could take.
+        named_not_checked: bool,
+    },
+    /// Found by walking a folder and not sendable (binary, too large, not UTF-8).
+    Skipped(SkippedFile),
+}
+
+fn classify(
+    config: &crate::config::Config,
+    leave_out: &HashMap<PathBuf, Vec<ServerId>>,
+    explicit: &[PathBuf],
+    result: crate::engine::FileDiagnostics,
+) -> Classified {
+    let path = result.path;
+    let (state, found, named_not_checked) = match result.outcome {
+        DiagnosticsOutcome::Settled(found) => (FileState::Diagnostics, found, false),
+        DiagnosticsOutcome::TimedOut {
+            diagnostics,
+            servers,
+            after,
+        } => {
+            let answered = answered_servers(config, leave_out, &path, &servers);
+            let reason = timeout_reason(&diagnostics, &servers, &answered, after);
+            (FileState::Timeout { reason }, diagnostics, false)
+        }
+        DiagnosticsOutcome::Failed(message) => (FileState::Error { message }, Vec::new(), false),
+        DiagnosticsOutcome::NotChecked(message) if !explicit.contains(&path) => {
+            // Found by walking a folder (a binary `.py`, a 20 MB generated file): skipped, said
+            // on stderr and in the machine formats, and not counted as a failure. The reason
+            // goes without the absolute path (machine formats name the file already).
+            let prefix = format!("cannot read {}: ", path.display());
+            let reason = message.strip_prefix(&prefix).unwrap_or(&message).to_owned();
+            return Classified::Skipped(SkippedFile {
+                path,
+                reason,
+                outside_projects: false,
+            });
+        }
+        DiagnosticsOutcome::NotChecked(message) => (FileState::Error { message }, Vec::new(), true),
+    };
+    Classified::File {
+        path,
+        state,
+        found,
+        named_not_checked,
+    }
+}
+
+/// Renders the report, writes the stderr lines and returns the exit status.
+fn finish(report: &CheckReport, options: &CheckOptions, ending: Ending) -> i32 {
     let mut stdout = std::io::stdout().lock();
-    let written =
-        output::render(&report, options.format, &mut stdout).and_then(|()| stdout.flush());
+    let written = if ending.streamed.is_empty() {
+        output::render(report, options.format, &mut stdout)
+    } else {
+        // Streamed files are on the terminal already; the rest (files lspc did not open) follow.
+        let mut rest = report.clone();
+        rest.files
+            .retain(|file| !ending.streamed.contains(&file.path));
+        output::render(&rest, options.format, &mut stdout)
+    }
+    .and_then(|()| stdout.flush());
     if let Err(error) = written {
         if error.kind() != std::io::ErrorKind::BrokenPipe {
             eprintln!("lspc: cannot write the report: {error}");
             return EXIT_USAGE;
         }
     }
-    for line in output::state_lines(&report) {
+    for skipped in report.skipped.iter().filter(|s| !s.outside_projects) {
+        let shown = output::display_path(&report.human_base, &skipped.path);
+        eprintln!("lspc: skipped {shown}: {}", skipped.reason);
+    }
+    for line in output::state_lines(report) {
         eprintln!("{line}");
     }
-    eprintln!("{}", output::summary_line(&report));
-    exit_status(&report, found, n_named_not_checked, had_config_errors)
+    eprintln!("{}", output::summary_line(report));
+    if let Some((signal, n_finished, n_total)) = ending.interrupted {
+        eprintln!(
+            "lspc: interrupted after {n_finished} of {n_total} files; the results above are the \
+             files that were complete"
+        );
+        return 128 + signal;
+    }
+    exit_status(
+        report,
+        ending.found,
+        ending.n_named_not_checked,
+        ending.had_config_errors,
+    )
+}
+
+/// How the run ended, for [`finish`].
+#[derive(Default)]
+struct Ending {
+    /// A reported diagnostic is at or above `--fail-on` (counted before the caps).
+    found: bool,
+    n_named_not_checked: usize,
+    had_config_errors: bool,
+    /// Files whose human output was streamed while the run went on.
+    streamed: std::collections::HashSet<PathBuf>,
+    /// (signal, files finished, files sent) when a signal ended the run.
+    interrupted: Option<(i32, usize, usize)>,
+}
+
+/// Adds one file's result, leaving out (and counting) what is below `--severity`.
+fn push_file(
+    report: &mut CheckReport,
+    severity: Severity,
+    path: PathBuf,
+    state: FileState,
+    mut found: Vec<diagnostics::Diagnostic>,
+) {
+    let before = found.len();
+    found.retain(|diagnostic| diagnostic.severity <= severity);
+    report.n_below_severity += before - found.len();
+    let state = match state {
+        FileState::Diagnostics if found.is_empty() => FileState::Clean,
+        other => other,
+    };
+    report.files.push(FileReport {
+        path,
+        state,
+        diagnostics: found,
+        n_omitted: 0,
+    });
+}
+
+/// The servers that were asked about `path` and settled: every server with diagnostics for it,
+/// less those left out by their project and those `still_analysing`, in precedence order.
+fn answered_servers(
+    config: &crate::config::Config,
+    leave_out: &HashMap<PathBuf, Vec<ServerId>>,
+    path: &Path,
+    still_analysing: &[String],
+) -> Vec<String> {
+    let left_out = leave_out.get(path).map(Vec::as_slice).unwrap_or(&[]);
+    config
+        .servers_for_path(path)
+        .into_iter()
+        .filter(|&index| config.servers[index].diagnostics)
+        .filter(|&index| !left_out.contains(&ServerId(index as u32)))
+        .map(|index| config.servers[index].name.clone())
+        .filter(|name| !still_analysing.contains(name))
+        .collect()
+}
+
+/// `pyright still analysing after 30 s; ruff: 2 diagnostics shown`: which servers did not
+/// answer, and what each of the others gave (those results are in the report).
+fn timeout_reason(
+    diagnostics: &[diagnostics::Diagnostic],
+    still_analysing: &[String],
+    answered: &[String],
+    after: Duration,
+) -> String {
+    let mut reason = format!(
+        "{} still analysing after {} s",
+        still_analysing.join(", "),
+        after.as_secs_f64()
+    );
+    for server in answered {
+        let n = diagnostics.iter().filter(|d| d.server == *server).count();
+        let noun = if n == 1 { "diagnostic" } else { "diagnostics" };
+        reason += &format!("; {server}: {n} {noun} shown");
+    }
+    reason
+}
+
+fn empty_report(root: &Path, options: &CheckOptions, selection: Selection) -> CheckReport {
+    let cwd = std::env::current_dir().map(|cwd| crate::uri::canonical(&cwd));
+    CheckReport {
+        root: root.to_path_buf(),
+        human_base: cwd.unwrap_or_else(|_| root.to_path_buf()),
+        color: options.format == Format::Human
+            && options.color.resolve(
+                std::io::stdout().is_terminal(),
+                std::env::var("NO_COLOR").ok().as_deref(),
+            ),
+        files: Vec::new(),
+        n_omitted: 0,
+        server_failures: Vec::new(),
+        severity: options.severity,
+        n_below_severity: 0,
+        skipped: selection.skipped,
+        notes: selection.notes,
+    }
+}
+
+/// The files to send, which servers to leave out of which file, and what was skipped.
+#[derive(Default)]
+struct Selection {
+    files: Vec<PathBuf>,
+    leave_out: HashMap<PathBuf, Vec<ServerId>>,
+    skipped: Vec<SkippedFile>,
+    notes: Vec<String>,
+    /// Problems lspc found in the project configurations themselves (tsc's TS6053).
+    config_diagnostics: Vec<diagnostics::Diagnostic>,
+}
+
+/// Applies `--exclude` and each server's project file set (unless `--all-files`) to the walked
+/// files; files named on the command line are always kept whole.
+fn select_files(
+    config: &crate::config::Config,
+    options: &CheckOptions,
+    explicit: &[PathBuf],
+    walked: Vec<PathBuf>,
+) -> Selection {
+    let projects = (!options.all_files).then(|| ProjectFiles::load(&config.root, &config.servers));
+    let mut selection = Selection {
+        files: Vec::new(),
+        leave_out: HashMap::new(),
+        skipped: Vec::new(),
+        notes: Vec::new(),
+        config_diagnostics: Vec::new(),
+    };
+    // Reason → how many files it kept out, in first-seen order.
+    let mut outside: Vec<(String, usize)> = Vec::new();
+    for file in walked {
+        if explicit.contains(&file) {
+            selection.files.push(file);
+            continue;
+        }
+        if !config.claims(&file) {
+            continue;
+        }
+        if excluded_by_flag(options, &config.root, &file) {
+            continue;
+        }
+        let Some(projects) = &projects else {
+            selection.files.push(file);
+            continue;
+        };
+        let servers: Vec<usize> = config
+            .servers_for_path(&file)
+            .into_iter()
+            .filter(|&index| config.servers[index].diagnostics)
+            .collect();
+        let reasons: Vec<(usize, String)> = servers
+            .iter()
+            .filter_map(|&index| Some((index, projects.leaves_out(index, &file)?)))
+            .collect();
+        if !servers.is_empty() && reasons.len() == servers.len() {
+            let reason = reasons
+                .iter()
+                .map(|(_, reason)| reason.as_str())
+                .collect::<Vec<_>>()
+                .join(" and ");
+            match outside.iter_mut().find(|(known, _)| *known == reason) {
+                Some((_, n)) => *n += 1,
+                None => outside.push((reason.clone(), 1)),
+            }
+            selection.skipped.push(SkippedFile {
+                path: file,
+                reason,
+                outside_projects: true,
+            });
+            continue;
+        }
+        if !reasons.is_empty() {
+            let ids = reasons
+                .iter()
+                .map(|(index, _)| ServerId(*index as u32))
+                .collect();
+            selection.leave_out.insert(file.clone(), ids);
+        }
+        selection.files.push(file);
+    }
+    if let Some(projects) = &projects {
+        for error in projects.errors() {
+            eprintln!("lspc: warning: {error}");
+        }
+        selection.config_diagnostics = projects.diagnostics();
+    }
+    let n_clauses = outside.len();
+    for (index, (reason, n)) in outside.into_iter().enumerate() {
+        let files = if n == 1 { "file" } else { "files" };
+        let mut note = format!("{n} {files} {reason} not checked");
+        if index + 1 == n_clauses {
+            note += "; `--all-files` checks them";
+        }
+        selection.notes.push(note);
+    }
+    selection
+}
+
+/// Whether a walked file matches one of the `--exclude` patterns (relative to the root).
+fn excluded_by_flag(options: &CheckOptions, root: &Path, file: &Path) -> bool {
+    let Some(relative) = crate::project::pattern::relative_to(file, root) else {
+        return false;
+    };
+    options
+        .exclude
+        .iter()
+        .filter_map(|pattern| crate::project::pattern::NamePattern::new(pattern))
+        .any(|pattern| pattern.covers(&relative))
 }
 
 /// The exit status, most serious first: 2 when the configuration had errors; 3 when a server
@@ -215,47 +657,146 @@ fn exit_status(
     }
 }
 
-/// Ask the engine and wait, drawing a one-line progress indicator on stderr when it is a
-/// terminal.
+/// What [`wait_with_progress`] sends and listens to.
+struct WaitRequest {
+    files: Vec<PathBuf>,
+    leave_out: HashMap<PathBuf, Vec<ServerId>>,
+    timeout: Duration,
+    /// Gets the signal number when SIGINT/SIGTERM/SIGHUP ended the engine.
+    interrupted: crossbeam_channel::Receiver<i32>,
+    /// Paths in the progress line are relative to this (the current directory).
+    human_base: PathBuf,
+}
+
+/// What the wait gave: every file's result in the order sent, or after a signal the files
+/// finished before it (in finishing order).
+struct Waited {
+    results: Vec<crate::engine::FileDiagnostics>,
+    interrupted: Option<i32>,
+}
+
+/// Ask the engine and wait. `on_file` sees each file's result as soon as it is finished. On a
+/// terminal, stderr shows one progress line: files done of total and the file waited on longest
+/// (files are sent smallest first, so the oldest unfinished file in that order).
 fn wait_with_progress(
     engine: &EngineHandle,
-    files: Vec<PathBuf>,
-    timeout: Duration,
-) -> Vec<crate::engine::FileDiagnostics> {
-    let n_files = files.len();
+    request: WaitRequest,
+    on_file: &mut dyn FnMut(&crate::engine::FileDiagnostics),
+) -> Waited {
+    let n_files = request.files.len();
     let (reply, receiver) = bounded(1);
+    let (progress_sender, progress_receiver) = crossbeam_channel::unbounded();
+    let show_progress = std::io::stderr().is_terminal();
+    let mut by_size: Vec<(u64, PathBuf)> = if show_progress {
+        request
+            .files
+            .iter()
+            .map(|path| (std::fs::metadata(path).map_or(0, |m| m.len()), path.clone()))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    by_size.sort_by_key(|(size, _)| *size);
     if engine
         .op_sender()
-        .send(Op::Diagnostics {
-            paths: files,
-            timeout,
+        .send(Op::DiagnosticsLeavingOut {
+            paths: request.files,
+            leave_out: request.leave_out,
+            timeout: request.timeout,
+            progress: Some(progress_sender),
             reply,
         })
         .is_err()
     {
-        return Vec::new();
+        return Waited {
+            results: Vec::new(),
+            interrupted: None,
+        };
     }
-    let show_progress = std::io::stderr().is_terminal();
     let started = Instant::now();
     let ticker = if show_progress {
         crossbeam_channel::tick(Duration::from_millis(200))
     } else {
         crossbeam_channel::never()
     };
-    let results = loop {
+    let mut finished: Vec<crate::engine::FileDiagnostics> = Vec::new();
+    let mut done: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
+    let mut drawn = false;
+    let clear = |drawn: &mut bool| {
+        if *drawn {
+            eprint!("\r\x1b[K");
+            *drawn = false;
+        }
+    };
+    let waited = loop {
         select! {
-            recv(receiver) -> results => break results.unwrap_or_default(),
+            recv(receiver) -> results => {
+                // Results streamed but not yet seen (the reply raced the progress channel).
+                for result in progress_receiver.try_iter() {
+                    if done.insert(result.path.clone()) {
+                        clear(&mut drawn);
+                        on_file(&result);
+                        finished.push(result);
+                    }
+                }
+                if let Ok(signal) = request.interrupted.try_recv() {
+                    // Shutting down answered the op: only the files finished before count.
+                    break Waited { results: finished, interrupted: Some(signal) };
+                }
+                break Waited { results: results.unwrap_or_default(), interrupted: None };
+            }
+            recv(progress_receiver) -> result => {
+                if let Ok(result) = result {
+                    clear(&mut drawn);
+                    done.insert(result.path.clone());
+                    on_file(&result);
+                    finished.push(result);
+                }
+            }
+            recv(request.interrupted) -> signal => {
+                finished.extend(progress_receiver.try_iter());
+                break Waited { results: finished, interrupted: Some(signal.unwrap_or(libc::SIGINT)) };
+            }
             recv(ticker) -> _ => {
+                let waiting = by_size
+                    .iter()
+                    .find(|(_, path)| !done.contains(path))
+                    .map(|(_, path)| output::display_path(&request.human_base, path))
+                    .unwrap_or_default();
                 eprint!(
-                    "\rlspc: checking {n_files} file{} … {:.1} s",
-                    if n_files == 1 { "" } else { "s" },
+                    "\r\x1b[Klspc: {}/{n_files} files, waiting on {waiting} … {:.1} s",
+                    done.len(),
                     started.elapsed().as_secs_f64()
                 );
+                drawn = true;
             }
         }
     };
-    if show_progress && started.elapsed() >= Duration::from_millis(200) {
-        eprint!("\r\x1b[K");
+    clear(&mut drawn);
+    waited
+}
+
+#[cfg(test)]
+mod colour_tests {
+    use super::ColorChoice;
+
+    #[test]
+    fn colour_choice() {
+        let check =
+            |choice: ColorChoice, terminal: bool, no_color: Option<&str>, expected: bool| {
+                assert_eq!(
+                    choice.resolve(terminal, no_color),
+                    expected,
+                    "{choice:?} {terminal} {no_color:?}"
+                );
+            };
+        check(ColorChoice::Auto, true, None, true);
+        check(ColorChoice::Auto, true, Some(""), true);
+        check(ColorChoice::Auto, true, Some("1"), false);
+        check(ColorChoice::Auto, false, None, false);
+        check(ColorChoice::Always, false, Some("1"), true);
+        check(ColorChoice::Never, true, None, false);
+        assert_eq!(ColorChoice::parse("always"), Some(ColorChoice::Always));
+        assert_eq!(ColorChoice::parse("yes"), None);
     }
-    results
 }

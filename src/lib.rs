@@ -17,6 +17,7 @@
 //!   groups, parent-death signals and the bounded shutdown sequence.
 //! - [`diagnostics`]: the normalised diagnostic model, per-server stores, dedup, severity order and
 //!   caps (10 per file, 30 in total when capping is asked for).
+//! - [`failure_text`]: the one stderr line that says why a server failed.
 //! - [`engine`]: the one event loop that owns every server, document and diagnostic.
 //! - [`output`]: rendering `lspc check` results (human, json, jsonl, sarif, github).
 //! - [`check`]: the `lspc check` command: file walking, settling, exit status.
@@ -25,6 +26,7 @@
 //!   with result normalisation and position conversion; human rendering.
 //! - [`batch`]: `lspc batch`, JSON-lines queries over one engine session.
 //! - [`walk`]: listing the files under a folder, honouring `.gitignore`.
+//! - [`project`]: each server's own project file set (pyright include, tsconfig, ruff exclude).
 //! - [`ide`]: `lspc ide`, the headless IDE an agent connects to (MCP over WebSocket, lock files),
 //!   and `lspc ide list`, the agent's IDE discovery.
 
@@ -36,11 +38,13 @@ pub mod diagnostics;
 pub mod edit;
 pub mod engine;
 pub mod exit;
+pub mod failure_text;
 pub mod ide;
 pub mod mcp;
 pub mod options;
 pub mod output;
 pub mod process;
+pub mod project;
 pub mod query;
 pub mod signals;
 pub mod text;

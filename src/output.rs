@@ -24,13 +24,41 @@ use crate::diagnostics::{Diagnostic, Severity};
 /// sorted (severity, then line, then column) and capped by `--max-per-file` / `--max-total`.
 #[derive(Debug, Clone)]
 pub struct CheckReport {
-    /// Workspace root; every path is printed relative to it (absolute when outside it).
+    /// Workspace root; machine formats (json, jsonl, sarif, github) print paths relative to it
+    /// (absolute when outside it), as annotations and code scanning resolve them.
     pub root: PathBuf,
+    /// The current directory (canonical): human output and the stderr lines print paths
+    /// relative to it, as ruff and ripgrep do, so terminals and editors can jump to them.
+    pub human_base: PathBuf,
+    /// Whether human output uses ANSI colours (`--color`, `NO_COLOR`; see
+    /// [`crate::check::ColorChoice`]). Machine formats never do.
+    pub color: bool,
     pub files: Vec<FileReport>,
     /// Diagnostics dropped by the caps, per file and in total (0 when nothing was dropped).
     pub n_omitted: usize,
     /// Servers that failed to start or crashed, with the reason (exit status, stderr tail).
     pub server_failures: Vec<ServerFailure>,
+    /// The `--severity` threshold and how many diagnostics below it were left out (hints by
+    /// default), so the summary can say so.
+    pub severity: Severity,
+    pub n_below_severity: usize,
+    /// Files found while walking a folder that were not checked, in path order.
+    pub skipped: Vec<SkippedFile>,
+    /// Summary clauses about files left out by project configuration, e.g. `42 files outside
+    /// pyright's include not checked`.
+    pub notes: Vec<String>,
+}
+
+/// A file found while walking a folder that lspc did not check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedFile {
+    /// Canonical absolute path.
+    pub path: PathBuf,
+    /// Lowercase, e.g. `binary file`, `outside pyright's include`.
+    pub reason: String,
+    /// True when no server's project configuration includes the file (said once, as a summary
+    /// note, rather than per file on stderr).
+    pub outside_projects: bool,
 }
 
 /// One checked file.
@@ -154,13 +182,15 @@ impl FileState {
 }
 
 impl FileReport {
-    /// The diagnostics to render: all of them for a complete file, none for a timed-out or failed
-    /// one (its set is incomplete and is reported through its state instead).
+    /// The diagnostics to render: all of them for a complete file, what had arrived for a
+    /// timed-out one (partial results from the servers that answered, issue 10; the state still
+    /// says it is incomplete), none for a failed one.
     pub fn reported_diagnostics(&self) -> &[Diagnostic] {
-        if self.state.is_complete() {
-            &self.diagnostics
-        } else {
-            &[]
+        match self.state {
+            FileState::Error { .. } => &[],
+            FileState::Clean | FileState::Diagnostics | FileState::Timeout { .. } => {
+                &self.diagnostics
+            }
         }
     }
 }
@@ -210,15 +240,30 @@ fn source_and_code(diagnostic: &Diagnostic) -> Option<String> {
 /// four spaces.
 fn render_human(report: &CheckReport, out: &mut dyn Write) -> io::Result<()> {
     for file in &report.files {
-        let path = display_path(&report.root, &file.path);
+        let path = display_path(&report.human_base, &file.path);
         for diagnostic in file.reported_diagnostics() {
             let mut lines = diagnostic.message.lines();
             let first = lines.next().unwrap_or("");
-            write!(
-                out,
-                "{path}:{}:{}: {}: {first}",
-                diagnostic.line, diagnostic.column, diagnostic.severity
-            )?;
+            if report.color {
+                // Bold location, severity in its colour (SGR: 31 red, 33 yellow, 34 blue, 36 cyan).
+                let colour = match diagnostic.severity {
+                    Severity::Error => "1;31",
+                    Severity::Warning => "1;33",
+                    Severity::Information => "1;34",
+                    Severity::Hint => "1;36",
+                };
+                write!(
+                    out,
+                    "\x1b[1m{path}:{}:{}:\x1b[0m \x1b[{colour}m{}\x1b[0m: {first}",
+                    diagnostic.line, diagnostic.column, diagnostic.severity
+                )?;
+            } else {
+                write!(
+                    out,
+                    "{path}:{}:{}: {}: {first}",
+                    diagnostic.line, diagnostic.column, diagnostic.severity
+                )?;
+            }
             if let Some(tag) = source_and_code(diagnostic) {
                 write!(out, " [{tag}]")?;
             }
@@ -312,6 +357,21 @@ pub fn summary_line(report: &CheckReport) -> String {
             plural(report.server_failures.len(), "server", "servers")
         );
     }
+    if report.n_below_severity > 0 {
+        line += &match report.severity {
+            Severity::Information => format!(
+                "; {} not shown (`--severity hint` shows them)",
+                plural(report.n_below_severity, "hint", "hints")
+            ),
+            threshold => format!(
+                "; {} below {threshold} not shown",
+                plural(report.n_below_severity, "diagnostic", "diagnostics")
+            ),
+        };
+    }
+    for note in &report.notes {
+        line += &format!("; {note}");
+    }
     line
 }
 
@@ -321,7 +381,7 @@ pub fn summary_line(report: &CheckReport) -> String {
 pub fn state_lines(report: &CheckReport) -> Vec<String> {
     let mut lines = Vec::new();
     for file in &report.files {
-        let path = display_path(&report.root, &file.path);
+        let path = display_path(&report.human_base, &file.path);
         match &file.state {
             FileState::Timeout { reason } => {
                 lines.push(format!("{path}: diagnostics incomplete: {reason}"))
@@ -381,6 +441,8 @@ struct JsonFile<'a> {
 #[serde(rename_all = "camelCase")]
 struct JsonSummary {
     files: usize,
+    skipped: usize,
+    below_severity: usize,
     errors: usize,
     warnings: usize,
     information: usize,
@@ -429,9 +491,18 @@ fn render_json(report: &CheckReport, out: &mut dyn Write) -> io::Result<()> {
                     .collect(),
                 omitted: file.n_omitted,
             })
+            .chain(report.skipped.iter().map(|skipped| JsonFile {
+                path: display_path(&report.root, &skipped.path),
+                state: "skipped",
+                reason: Some(&skipped.reason),
+                diagnostics: Vec::new(),
+                omitted: 0,
+            }))
             .collect(),
         summary: JsonSummary {
             files: report.files.len(),
+            skipped: report.skipped.len(),
+            below_severity: report.n_below_severity,
             errors: c.errors,
             warnings: c.warnings,
             information: c.information,
@@ -469,6 +540,14 @@ fn render_jsonl(report: &CheckReport, out: &mut dyn Write) -> io::Result<()> {
             };
             write_json_line(out, &line)?;
         }
+    }
+    for skipped in &report.skipped {
+        let line = json!({
+            "path": display_path(&report.root, &skipped.path),
+            "state": "skipped",
+            "reason": skipped.reason,
+        });
+        write_json_line(out, &line)?;
     }
     Ok(())
 }
@@ -601,6 +680,19 @@ fn render_sarif(report: &CheckReport, out: &mut dyn Write) -> io::Result<()> {
             "message": { "text": format!("server {}: {}", failure.server, failure.message) },
         }));
     }
+    // Skipped files are notes: the run is still successful (executionSuccessful counts errors).
+    let execution_successful = notifications.is_empty();
+    for skipped in &report.skipped {
+        notifications.push(json!({
+            "level": "note",
+            "message": { "text": format!("skipped: {}", skipped.reason) },
+            "locations": [{
+                "physicalLocation": {
+                    "artifactLocation": sarif_artifact(&report.root, &skipped.path),
+                },
+            }],
+        }));
+    }
     let mut driver = json!({
         "name": "lspc",
         "version": env!("CARGO_PKG_VERSION"),
@@ -625,7 +717,7 @@ fn render_sarif(report: &CheckReport, out: &mut dyn Write) -> io::Result<()> {
             "columnKind": "unicodeCodePoints",
             "originalUriBaseIds": { "%SRCROOT%": { "uri": root_uri } },
             "invocations": [{
-                "executionSuccessful": notifications.is_empty(),
+                "executionSuccessful": execution_successful,
                 "toolExecutionNotifications": notifications,
             }],
             "results": results,
@@ -689,6 +781,11 @@ fn render_github(report: &CheckReport, out: &mut dyn Write) -> io::Result<()> {
         let text = format!("server {}: {}", failure.server, failure.message);
         writeln!(out, "::error::{}", github_escape_data(&text))?;
     }
+    for skipped in &report.skipped {
+        let path = github_escape_property(&display_path(&report.root, &skipped.path));
+        let text = format!("skipped: {}", skipped.reason);
+        writeln!(out, "::notice file={path}::{}", github_escape_data(&text))?;
+    }
     Ok(())
 }
 
@@ -741,6 +838,8 @@ mod tests {
     fn sample() -> CheckReport {
         CheckReport {
             root: PathBuf::from("/ws"),
+            human_base: PathBuf::from("/ws"),
+            color: false,
             files: vec![
                 file(
                     "/ws/src/a.py",
@@ -797,7 +896,8 @@ mod tests {
                     FileState::Timeout {
                         reason: "server still analysing (timed out after 30 s)".into(),
                     },
-                    // Partial results of an unsettled file are never rendered.
+                    // Partial results of an unsettled file are rendered (issue 10); its state
+                    // says the set is incomplete.
                     vec![dg(
                         "/ws/src/slow.py",
                         (1, 1, 1, 2),
@@ -813,6 +913,10 @@ mod tests {
             ],
             n_omitted: 3,
             server_failures: vec![],
+            severity: Severity::Hint,
+            n_below_severity: 0,
+            skipped: vec![],
+            notes: vec![],
         }
     }
 
@@ -820,6 +924,8 @@ mod tests {
     fn failing() -> CheckReport {
         CheckReport {
             root: PathBuf::from("/ws"),
+            human_base: PathBuf::from("/ws"),
+            color: false,
             files: vec![
                 file(
                     "/elsewhere/x.py",
@@ -854,6 +960,16 @@ mod tests {
                     server: "mypy".into(),
                     message: "not found".into(),
                 },
+            ],
+            severity: Severity::Information,
+            n_below_severity: 2,
+            skipped: vec![SkippedFile {
+                path: PathBuf::from("/ws/tests/t.py"),
+                reason: "outside pyright's include".into(),
+                outside_projects: true,
+            }],
+            notes: vec![
+                "1 file outside pyright's include not checked; `--all-files` checks them".into(),
             ],
         }
     }
@@ -925,6 +1041,7 @@ mod tests {
                 "    Remove the import\n",
                 "my dir/b c.py:1:5: info: 名前 `猫🐈` は未使用です: 100%, 本当\n",
                 "my dir/b c.py:3:1: hint: Unused [ruff]\n",
+                "src/slow.py:1:1: error: partial\n",
             ),
         );
         check(&failing(), Format::Human, "/elsewhere/x.py:1:1: error: e\n");
@@ -943,6 +1060,19 @@ mod tests {
                 "    help: Remove the import\n",
             ),
         );
+    }
+
+    #[test]
+    fn human_colour() {
+        let mut coloured = failing();
+        coloured.color = true;
+        check(
+            &coloured,
+            Format::Human,
+            "\x1b[1m/elsewhere/x.py:1:1:\x1b[0m \x1b[1;31merror\x1b[0m: e\n",
+        );
+        // Machine formats never colour.
+        assert!(!rendered(&coloured, Format::Jsonl).contains('\x1b'));
     }
 
     #[test]
@@ -971,28 +1101,40 @@ mod tests {
         }
         check_summary(
             &sample(),
-            "1 error, 1 warning, 1 info, 1 hint in 2 of 4 files checked; 1 file timed out; \
+            "2 errors, 1 warning, 1 info, 1 hint in 3 of 4 files checked; 1 file timed out; \
              3 more diagnostics not shown (caps)",
         );
         check_summary(
             &failing(),
             "1 error, 0 warnings, 0 info, 0 hints in 1 of 2 files checked; \
-             1 file could not be checked; 2 servers failed",
+             1 file could not be checked; 2 servers failed; 2 hints not shown \
+             (`--severity hint` shows them); 1 file outside pyright's include not checked; \
+             `--all-files` checks them",
         );
         let mut one = failing();
         one.files.truncate(1);
         one.server_failures.truncate(1);
         one.n_omitted = 1;
+        one.severity = Severity::Warning;
+        one.n_below_severity = 1;
+        one.notes.clear();
         check_summary(
             &one,
             "1 error, 0 warnings, 0 info, 0 hints in 1 of 1 file checked; \
-             1 more diagnostic not shown (caps); 1 server failed",
+             1 more diagnostic not shown (caps); 1 server failed; 1 diagnostic below warning \
+             not shown",
         );
         let empty = CheckReport {
             root: PathBuf::from("/ws"),
+            human_base: PathBuf::from("/ws"),
+            color: false,
             files: vec![],
             n_omitted: 0,
             server_failures: vec![],
+            severity: Severity::Hint,
+            n_below_severity: 0,
+            skipped: vec![],
+            notes: vec![],
         };
         check_summary(
             &empty,
@@ -1012,8 +1154,9 @@ mod tests {
                 r#"{"root":"/ws","files":[{"path":"/elsewhere/x.py","state":"diagnostics","diagnostics":"#,
                 r#"[{"line":1,"column":1,"endLine":1,"endColumn":2,"severity":"error","message":"e","#,
                 r#""source":null,"code":null,"server":"pyright"}],"omitted":0},"#,
-                r#"{"path":"c.py","state":"error","reason":"no server for .py","diagnostics":[],"omitted":0}],"#,
-                r#""summary":{"files":2,"errors":1,"warnings":0,"information":0,"hints":0,"timedOut":0,"failed":1,"omitted":0},"#,
+                r#"{"path":"c.py","state":"error","reason":"no server for .py","diagnostics":[],"omitted":0},"#,
+                r#"{"path":"tests/t.py","state":"skipped","reason":"outside pyright's include","diagnostics":[],"omitted":0}],"#,
+                r#""summary":{"files":2,"skipped":1,"belowSeverity":2,"errors":1,"warnings":0,"information":0,"hints":0,"timedOut":0,"failed":1,"omitted":0},"#,
                 r#""serverFailures":[{"server":"ruff","message":"exited with status 2"},"#,
                 r#"{"server":"mypy","message":"not found"}]}"#,
                 "\n"
@@ -1041,10 +1184,13 @@ mod tests {
                     ]},
                     {"path": "src/slow.py", "state": "timeout",
                      "reason": "server still analysing (timed out after 30 s)",
-                     "diagnostics": [], "omitted": 0},
+                     "diagnostics": [
+                        {"line": 1, "column": 1, "endLine": 1, "endColumn": 2, "severity": "error",
+                         "message": "partial", "source": null, "code": null, "server": "pyright"},
+                     ], "omitted": 0},
                     {"path": "src/ok.py", "state": "clean", "diagnostics": [], "omitted": 0},
                 ],
-                "summary": {"files": 4, "errors": 1, "warnings": 1, "information": 1, "hints": 1,
+                "summary": {"files": 4, "skipped": 0, "belowSeverity": 0, "errors": 2, "warnings": 1, "information": 1, "hints": 1,
                             "timedOut": 1, "failed": 0, "omitted": 3},
                 "serverFailures": [],
             }),
@@ -1070,6 +1216,19 @@ mod tests {
                 r#"{"path":"my dir/b c.py","line":3,"column":1,"endLine":5,"endColumn":2,"severity":"hint","#,
                 r#""message":"Unused","source":"ruff","code":null,"server":"ruff"}"#,
                 "\n",
+                r#"{"path":"src/slow.py","line":1,"column":1,"endLine":1,"endColumn":2,"severity":"error","#,
+                r#""message":"partial","source":null,"code":null,"server":"pyright"}"#,
+                "\n",
+            ),
+        );
+        let mut skipped = failing();
+        skipped.files.clear();
+        check(
+            &skipped,
+            Format::Jsonl,
+            concat!(
+                r#"{"path":"tests/t.py","reason":"outside pyright's include","state":"skipped"}"#,
+                "\n"
             ),
         );
     }
@@ -1087,6 +1246,7 @@ mod tests {
                 "::notice file=my dir/b c.py,line=1,col=5,endLine=1,endColumn=8::",
                 "名前 `猫🐈` は未使用です: 100%25, 本当\n",
                 "::notice file=my dir/b c.py,line=3,endLine=5,title=ruff::Unused\n",
+                "::error file=src/slow.py,line=1,col=1,endLine=1,endColumn=2::partial\n",
                 "::error file=src/slow.py::diagnostics incomplete: server still analysing (timed out after 30 s)\n",
             ),
         );
@@ -1098,6 +1258,7 @@ mod tests {
                 "::error file=c.py::error: no server for .py\n",
                 "::error::server ruff: exited with status 2\n",
                 "::error::server mypy: not found\n",
+                "::notice file=tests/t.py::skipped: outside pyright's include\n",
             ),
         );
         fn check_escape(input: &str, data: &str, property: &str) {
@@ -1167,6 +1328,9 @@ mod tests {
                          "message": {"text": "Unused"},
                          "locations": [{"physicalLocation": {"artifactLocation": src("my%20dir/b%20c.py"), "region": region(3, 1, 5, 2)}}],
                          "properties": {"server": "ruff"}},
+                        {"ruleId": "lspc", "ruleIndex": 2, "level": "error", "message": {"text": "partial"},
+                         "locations": [{"physicalLocation": {"artifactLocation": src("src/slow.py"), "region": region(1, 1, 1, 2)}}],
+                         "properties": {"server": "pyright"}},
                     ],
                 }],
             }),
@@ -1190,6 +1354,8 @@ mod tests {
                              "locations": [{"physicalLocation": {"artifactLocation": src("c.py")}}]},
                             {"level": "error", "message": {"text": "server ruff: exited with status 2"}},
                             {"level": "error", "message": {"text": "server mypy: not found"}},
+                            {"level": "note", "message": {"text": "skipped: outside pyright's include"},
+                             "locations": [{"physicalLocation": {"artifactLocation": src("tests/t.py")}}]},
                         ],
                     }],
                     "results": [

@@ -79,11 +79,18 @@ Options (any command):
 
 check options:
   --format FORMAT     human (default), json, jsonl, sarif, github
-  --severity LEVEL    report only diagnostics at or above LEVEL: error, warning, info, hint (default)
+  --severity LEVEL    report only diagnostics at or above LEVEL: error, warning,
+                      info (default), hint
   --fail-on LEVEL     exit 1 when a diagnostic at or above LEVEL is reported (default: error)
   --timeout SECONDS   how long each file's servers may take to settle (default: 30)
   --max-per-file N    report at most N diagnostics per file (default: all)
   --max-total N       report at most N diagnostics in total (default: all)
+  --all-files         check every file a server claims, ignoring the servers' project
+                      include/exclude (pyrightconfig/pyproject, tsconfig, ruff)
+  --exclude GLOB      leave out walked files matching GLOB (a name such as tests, or a
+                      path relative to the root such as docs/*.py; repeatable)
+  --color WHEN        colour human output: auto (default: on a terminal, unless NO_COLOR
+                      is set), always, never
 
 Edit commands (rename, code-actions, format, edit): LOC as for queries (--symbol NAME and
 --occurrence N apply); lines and columns count from 1, columns in characters. Every write goes through one engine: all targets inside the root, versions and
@@ -238,11 +245,17 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             let settle = crate::engine::SettleRule::render_expected(
                 config.servers.iter().map(|server| server.name.as_str()),
             );
-            write_stdout(&(config::render_servers(&config) + &settle))
+            write_stdout(
+                &(config::render_servers_with(&config, &config::probe::broken_reason) + &settle),
+            )
         }
         Command::Check(options) => {
-            let config = load_config(&args.global);
-            check::run(engine_options(config, &args.global), &options)
+            let mut global = args.global.clone();
+            if global.root.is_none() {
+                global.root = check::root_from_targets(&options.paths);
+            }
+            let config = load_config(&global);
+            check::run(engine_options(config, &global), &options)
         }
         Command::Mcp(options) => crate::mcp::cli::run(&args.global, options),
         Command::Ide(options) => crate::ide::run_cli(&args.global, options),

@@ -179,6 +179,24 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
                 check.max_per_file = Some(parse_count("--max-per-file", &mut parser)?)
             }
             Long("max-total") => check.max_total = Some(parse_count("--max-total", &mut parser)?),
+            Long("all-files") => check.all_files = true,
+            Long("color") | Long("colour") => {
+                let value: String = parser.value()?.string()?;
+                check.color = crate::check::ColorChoice::parse(&value).ok_or_else(|| {
+                    UsageError(format!(
+                        "--color: unknown choice {value:?} (expected never, always or auto)"
+                    ))
+                })?;
+            }
+            Long("exclude") => {
+                let value: String = parser.value()?.string()?;
+                if crate::project::pattern::NamePattern::new(&value).is_none() {
+                    return Err(UsageError(format!(
+                        "--exclude: not a usable pattern: {value:?} (expected a glob such as tests or docs/*.py)"
+                    )));
+                }
+                check.exclude.push(value);
+            }
             Long("symbol") => query_flags.symbol = Some(parser.value()?.string()?),
             Long("occurrence") => query_flags.occurrence = Some(parser.value()?.parse()?),
             Long("include-declaration") => query_flags.include_declaration = true,

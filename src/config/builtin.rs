@@ -1,13 +1,14 @@
 //! lspc's built-in table of well-known language servers, used after every configured source.
 //!
-//! Invariants: a built-in never serves an extension that a configured (non-built-in) server
-//! claims, whether or not that server's binary exists (explicit configuration wins); a built-in
-//! whose name a configured server already uses is dropped; of the Python type checkers
-//! (pyright, basedpyright, pylsp) only the first one found is used, while ruff (a linter) runs
-//! alongside. Built-ins whose binary is missing stay in the list with `resolved_command: None`
+//! Invariants: configured servers add to the built-ins (issue 10): a built-in is dropped only
+//! when a configured server has its name or runs its program (that entry replaces it), and
+//! otherwise keeps serving its extensions next to configured servers, which come first and so
+//! serve queries (a configured server whose binary is missing fails alone); of the Python type
+//! checkers (pyright, basedpyright, pylsp, or a configured entry running one) only the first is
+//! used, while ruff (a linter) runs alongside. Built-ins whose binary is missing stay in the list with `resolved_command: None`
 //! so `lspc servers` can show them.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::{find_in_path, ConfigOrigin, ServerConfig, SkippedServer, Transport};
@@ -125,22 +126,30 @@ pub(crate) fn builtin_servers(
     root: &Path,
     path_var: Option<&str>,
 ) -> (Vec<ServerConfig>, Vec<SkippedServer>) {
-    let claimed: BTreeSet<&str> = configured
-        .iter()
-        .flat_map(|s| s.extension_to_language.keys().map(String::as_str))
-        .collect();
     let mut servers = Vec::new();
     let mut skipped = Vec::new();
-    let mut python_type_checker: Option<&str> = None;
+    // A configured server running a Python type checker takes the one type-checker slot.
+    let mut python_type_checker: Option<&str> = configured
+        .iter()
+        .find(|s| {
+            TABLE
+                .iter()
+                .any(|b| b.python_type_checker && (b.name == s.name || runs_program(s, b.command)))
+        })
+        .map(|s| s.name.as_str());
     for builtin in TABLE {
-        if configured.iter().any(|s| s.name == builtin.name) {
+        if let Some(replacing) = configured
+            .iter()
+            .find(|s| s.name == builtin.name || runs_program(s, builtin.command))
+        {
             log::debug!(
-                "built-in server {} replaced by a configured server of that name",
-                builtin.name
+                "built-in server {} replaced by configured server {}",
+                builtin.name,
+                replacing.name
             );
             continue;
         }
-        let mut server = ServerConfig {
+        let server = ServerConfig {
             name: builtin.name.to_string(),
             command: builtin.command.to_string(),
             resolved_command: find_in_path(builtin.command, path_var),
@@ -162,24 +171,6 @@ pub(crate) fn builtin_servers(
             diagnostics: true,
             origin: ConfigOrigin::BuiltIn,
         };
-        let unclaimed: BTreeMap<String, String> = server
-            .extension_to_language
-            .iter()
-            .filter(|(e, _)| !claimed.contains(e.as_str()))
-            .map(|(e, l)| (e.clone(), l.clone()))
-            .collect();
-        if unclaimed.is_empty() {
-            if server.resolved_command.is_none() {
-                // Neither installed nor needed: not worth a line in `lspc servers`.
-                continue;
-            }
-            skipped.push(SkippedServer {
-                server,
-                reason: "its extensions are served by configured servers".into(),
-            });
-            continue;
-        }
-        server.extension_to_language = unclaimed;
         if builtin.python_type_checker && server.resolved_command.is_some() {
             if let Some(chosen) = python_type_checker {
                 skipped.push(SkippedServer {
@@ -193,4 +184,12 @@ pub(crate) fn builtin_servers(
         servers.push(server);
     }
     (servers, skipped)
+}
+
+/// Whether `server` runs `program` (its command's file name), e.g. a configured `"py"` entry with
+/// `"command": "/opt/bin/pyright-langserver"` runs `pyright-langserver`.
+fn runs_program(server: &ServerConfig, program: &str) -> bool {
+    Path::new(&server.command)
+        .file_name()
+        .is_some_and(|name| name == program)
 }

@@ -39,10 +39,12 @@ impl Json {
             let full = err.to_string();
             let suffix = format!(" at line {line} column {column}");
             let message = full.strip_suffix(&suffix).unwrap_or(&full).to_string();
+            // serde_json says column 0 for an error right after a newline (an unexpected end of
+            // input on an empty last line); positions lspc prints are 1-based.
             SyntaxError {
                 message,
                 line,
-                column,
+                column: column.max(1),
             }
         })
     }
@@ -192,7 +194,9 @@ mod tests {
     fn syntax_errors_have_location() {
         check_error("{\n  \"a\": ,\n}", ("expected value", 2, 8));
         check_error("{\"a\": 1,}", ("trailing comma", 1, 9));
-        check_error("", ("EOF while parsing a value", 1, 0));
+        // Columns are 1-based even where serde_json says 0 (issue 10).
+        check_error("", ("EOF while parsing a value", 1, 1));
+        check_error("{\n  \"a\": 1\n", ("EOF while parsing an object", 3, 1));
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod builtin;
 mod entry;
 mod expand;
 mod json;
+pub mod probe;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt;
@@ -809,7 +810,30 @@ pub fn origin_label(origin: &ConfigOrigin) -> String {
 /// per server in precedence order, extensions sorted and space-separated), then sections
 /// `not used:`, `conflicts:`, `errors:` and `notes:` when non-empty. Ends with a newline.
 pub fn render_servers(config: &Config) -> String {
+    render_servers_with(config, &|_| None)
+}
+
+/// [`render_servers`] where `broken` says why a found program cannot run (see
+/// [`probe::broken_reason`]); such rows read `found but broken`, and a `broken:` section gives
+/// `name: path: reason`.
+pub fn render_servers_with(
+    config: &Config,
+    broken: &dyn Fn(&ServerConfig) -> Option<String>,
+) -> String {
+    // Probed once per server; the reasons get their own section (they are long).
+    let broken_reasons: Vec<(String, String)> = config
+        .servers
+        .iter()
+        .filter_map(|server| {
+            let path = server.resolved_command.as_ref()?;
+            let reason = broken(server)?;
+            Some((server.name.clone(), format!("{}: {reason}", path.display())))
+        })
+        .collect();
     let status = |server: &ServerConfig| match &server.resolved_command {
+        Some(_) if broken_reasons.iter().any(|(name, _)| *name == server.name) => {
+            "found but broken".to_string()
+        }
         Some(path) => format!("found {}", path.display()),
         None => "not found".to_string(),
     };
@@ -877,6 +901,13 @@ pub fn render_servers(config: &Config) -> String {
                     s.reason
                 )
             })
+            .collect(),
+    );
+    section(
+        "broken",
+        broken_reasons
+            .iter()
+            .map(|(name, reason)| format!("{name}: {reason}"))
             .collect(),
     );
     section(
@@ -1690,17 +1721,35 @@ mod tests {
         );
         check_builtins(&["pylsp"], "", &[("pylsp", ".py .pyi")], &[]);
         check_builtins(&[], "", &[], &[]);
-        // A configured server (even one not installed) suppresses built-ins for its
-        // extensions; clangd keeps the rest.
+        // Configured servers add to the built-ins (issue 10): one that is not installed, or that
+        // runs another program, leaves the built-ins for its extensions serving.
         check_builtins(
             &["pyright-langserver", "ruff", "clangd", "my-c"],
             r#"{"py": {"command": "not-installed", "extensionToLanguage": {".py": "python", ".pyi": "python"}},
                 "h": {"command": "my-c", "extensionToLanguage": {".H": "c"}}}"#,
-            &[("h", ".h"), ("clangd", ".c .cc .cpp .cxx .hh .hpp .hxx")],
             &[
-                "pyright: its extensions are served by configured servers",
-                "ruff: its extensions are served by configured servers",
+                ("h", ".h"),
+                ("pyright", ".py .pyi"),
+                ("ruff", ".py .pyi"),
+                ("clangd", ".c .cc .cpp .cxx .h .hh .hpp .hxx"),
             ],
+            &[],
+        );
+        // README's strict-mode entry named `pyright` replaces the built-in pyright; ruff keeps
+        // serving `.py` (it used to be turned off).
+        check_builtins(
+            &["pyright-langserver", "ruff"],
+            r#"{"pyright": {"command": "pyright-langserver", "args": ["--stdio"], "extensionToLanguage": {".py": "python"}}}"#,
+            &[("pyright", ".py"), ("ruff", ".py .pyi")],
+            &[],
+        );
+        // An entry running a built-in's program replaces it under its own name and takes the
+        // one Python type-checker slot.
+        check_builtins(
+            &["pyright-langserver", "basedpyright-langserver", "ruff"],
+            r#"{"strict": {"command": "pyright-langserver", "args": ["--stdio"], "extensionToLanguage": {".py": "python"}}}"#,
+            &[("strict", ".py"), ("ruff", ".py .pyi")],
+            &["basedpyright: strict is preferred"],
         );
         // A configured server named like a built-in replaces it.
         check_builtins(
@@ -1885,6 +1934,22 @@ mod tests {
         ]
         .join("\n");
         assert_eq!(render_servers(&config), expected);
+        // A found program that cannot run: `found but broken`, with its reason in a section.
+        let broken = render_servers_with(&config, &|server| {
+            (server.name == "clangd").then(|| "error: Unknown binary 'clangd'".to_string())
+        });
+        assert!(
+            broken.contains(
+                "clangd             built-in           found but broken                   .c"
+            ),
+            "{broken}"
+        );
+        assert!(
+            broken.contains(
+                "broken:\n  clangd: /usr/bin/clangd: error: Unknown binary 'clangd'\nconflicts:"
+            ),
+            "{broken}"
+        );
         let empty = Config {
             servers: Vec::new(),
             conflicts: Vec::new(),

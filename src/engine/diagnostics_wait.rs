@@ -24,6 +24,11 @@ use crate::process::ServerId;
 /// How many files one diagnostics op keeps in flight (below the 50-document LRU bound).
 pub(super) const FILES_IN_FLIGHT: usize = 32;
 
+/// A file at least this large (bytes) is sent only once every file before it is done, so a
+/// server busy with it cannot hold up the answers for small files (issue 10: an 8 MB generated
+/// module made pyright time out on every other file).
+const LARGE_FILE_BYTES: u64 = 512 * 1024;
+
 /// One diagnostics op in progress.
 pub(super) struct DiagnosticsJob {
     pub(super) queue: std::collections::VecDeque<PathBuf>,
@@ -35,6 +40,64 @@ pub(super) struct DiagnosticsJob {
     /// [`Op::AnalysisWait`](super::super::Op::AnalysisWait): every push server gets the quiet
     /// period, so work a server announces just after its final publish is waited for too.
     pub(super) readiness: bool,
+    /// Servers not to ask about a file ([`crate::engine::Op::DiagnosticsLeavingOut`]).
+    pub(super) leave_out: HashMap<PathBuf, Vec<ServerId>>,
+    /// The queued files that are at least [`LARGE_FILE_BYTES`] long.
+    pub(super) large: std::collections::HashSet<PathBuf>,
+    /// Gets a copy of each file's result when it is finished.
+    pub(super) progress: Option<Sender<FileDiagnostics>>,
+}
+
+impl DiagnosticsJob {
+    pub(super) fn new(
+        paths: Vec<PathBuf>,
+        leave_out: HashMap<PathBuf, Vec<ServerId>>,
+        timeout: Duration,
+        reply: Sender<Vec<FileDiagnostics>>,
+    ) -> DiagnosticsJob {
+        // Smallest first: a slow large file is then the last thing each server works on. The
+        // answer keeps the op's order (`order`).
+        let mut sized: Vec<(u64, PathBuf)> = paths
+            .iter()
+            .map(|path| (std::fs::metadata(path).map_or(0, |m| m.len()), path.clone()))
+            .collect();
+        sized.sort_by_key(|(size, _)| *size);
+        let large = sized
+            .iter()
+            .filter(|(size, _)| *size >= LARGE_FILE_BYTES)
+            .map(|(_, path)| path.clone())
+            .collect();
+        DiagnosticsJob {
+            queue: sized.into_iter().map(|(_, path)| path).collect(),
+            active: Vec::new(),
+            results: Vec::new(),
+            order: paths,
+            timeout,
+            reply,
+            leave_out,
+            large,
+            progress: None,
+            readiness: false,
+        }
+    }
+
+    /// Records one file's result (and sends it to `progress`).
+    fn finish(&mut self, result: FileDiagnostics) {
+        if let Some(progress) = &self.progress {
+            let _ = progress.send(result.clone());
+        }
+        self.results.push(result);
+    }
+
+    /// Whether the next queued file may start now: the window has room, and a large file waits
+    /// until it would be alone.
+    pub(super) fn may_start_next(&self) -> bool {
+        let Some(next) = self.queue.front() else {
+            return false;
+        };
+        self.active.len() < FILES_IN_FLIGHT
+            && (self.active.is_empty() || !self.large.contains(next))
+    }
 }
 
 /// One file's diagnostics wait.
@@ -53,35 +116,17 @@ pub(super) struct FileWait {
     pub(super) pinned: bool,
 }
 
-impl DiagnosticsJob {
-    pub(super) fn new(
-        paths: Vec<PathBuf>,
-        timeout: Duration,
-        reply: Sender<Vec<FileDiagnostics>>,
-        readiness: bool,
-    ) -> DiagnosticsJob {
-        DiagnosticsJob {
-            queue: paths.iter().cloned().collect(),
-            active: Vec::new(),
-            results: Vec::new(),
-            order: paths,
-            timeout,
-            reply,
-            readiness,
-        }
-    }
-}
-
 impl State {
     pub(super) fn advance_jobs(&mut self, now: Instant) {
         let mut jobs = std::mem::take(&mut self.jobs);
         for job in &mut jobs {
             // Fill the window.
-            while job.active.len() < FILES_IN_FLIGHT {
+            while job.may_start_next() {
                 let Some(path) = job.queue.pop_front() else {
                     break;
                 };
-                match self.begin_file_wait(&path, job.timeout, job.readiness, now) {
+                let leave_out = job.leave_out.get(&path).map(Vec::as_slice).unwrap_or(&[]);
+                match self.begin_file_wait(&path, leave_out, job.timeout, job.readiness, now) {
                     Ok(wait) => job.active.push(wait),
                     Err(message) => {
                         // A configured server whose command is missing is a server failure; no
@@ -93,7 +138,7 @@ impl State {
                         } else {
                             DiagnosticsOutcome::NotChecked(message)
                         };
-                        job.results.push(FileDiagnostics { path, outcome });
+                        job.finish(FileDiagnostics { path, outcome });
                     }
                 }
             }
@@ -106,7 +151,7 @@ impl State {
                             doc.pins = doc.pins.saturating_sub(1);
                         }
                     }
-                    job.results.push(FileDiagnostics {
+                    job.finish(FileDiagnostics {
                         path: wait.path,
                         outcome,
                     });
@@ -135,6 +180,7 @@ impl State {
     fn begin_file_wait(
         &mut self,
         path: &Path,
+        leave_out: &[ServerId],
         timeout: Duration,
         readiness: bool,
         now: Instant,
@@ -145,7 +191,14 @@ impl State {
             .servers_for_path(path)
             .into_iter()
             .filter(|&index| self.servers[index].config.diagnostics)
+            .filter(|&index| !leave_out.contains(&ServerId(index as u32)))
             .collect();
+        if indexes.is_empty() && !leave_out.is_empty() {
+            return Err(format!(
+                "every server for {} is left out of it by its project configuration",
+                path.display()
+            ));
+        }
         if indexes.is_empty() {
             if self.options.config.servers_for_path(path).is_empty() {
                 return Err(self.options.config.why_unserved(path));

@@ -48,7 +48,7 @@ mod requests;
 #[path = "document_sync.rs"]
 mod document_sync;
 
-use diagnostics_wait::{DiagnosticsJob, FILES_IN_FLIGHT};
+use diagnostics_wait::DiagnosticsJob;
 
 use document_sync::{PendingSync, SyncReply};
 use lifecycle::{Server, ServerState};
@@ -104,7 +104,15 @@ pub(super) fn run(options: EngineOptions, op_receiver: Receiver<Op>) {
             recv(signal_receiver) -> signal => {
                 let signal = signal.unwrap_or(libc_sigterm());
                 log::info!("received signal {signal}: shutting the servers down");
+                // Told first, so the frontend knows the answers shutting down gives are partial.
+                let interrupted_sender = state.options.interrupted_sender.clone();
+                if let Some(sender) = &interrupted_sender {
+                    let _ = sender.send(signal);
+                }
                 state.shutdown_all(&event_receiver);
+                if interrupted_sender.is_some() {
+                    return;
+                }
                 std::process::exit(128 + signal);
             },
             default(timeout) => {},
@@ -147,7 +155,7 @@ struct State {
     disk_texts: HashMap<PathBuf, (Arc<str>, Arc<LineIndex>)>,
     /// `publishDiagnostics` received this turn, latest per (server, uri), with arrival time: a
     /// flood of publishes is converted once per document per turn, not once per message.
-    pending_publishes: HashMap<(ServerId, String), (Value, Instant)>,
+    pending_publishes: super::pending_publishes::PendingPublishes,
     /// Publishes without a usable `uri`, kept in order so they are reported (and dropped) once.
     pending_malformed_publishes: Vec<(ServerId, Value)>,
     shutting_down: bool,
@@ -179,7 +187,7 @@ impl State {
             syncs: Vec::new(),
             jobs: Vec::new(),
             disk_texts: HashMap::new(),
-            pending_publishes: HashMap::new(),
+            pending_publishes: Default::default(),
             pending_malformed_publishes: Vec::new(),
             shutting_down: false,
             server_edits: edit_sync::ServerEditLog::default(),
@@ -195,16 +203,30 @@ impl State {
                 paths,
                 timeout,
                 reply,
-            } => self
-                .jobs
-                .push(DiagnosticsJob::new(paths, timeout, reply, false)),
+            } => {
+                self.jobs
+                    .push(DiagnosticsJob::new(paths, HashMap::new(), timeout, reply));
+            }
+            Op::DiagnosticsLeavingOut {
+                paths,
+                leave_out,
+                timeout,
+                progress,
+                reply,
+            } => {
+                let mut job = DiagnosticsJob::new(paths, leave_out, timeout, reply);
+                job.progress = progress;
+                self.jobs.push(job);
+            }
             Op::AnalysisWait {
                 path,
                 timeout,
                 reply,
-            } => self
-                .jobs
-                .push(DiagnosticsJob::new(vec![path], timeout, reply, true)),
+            } => {
+                let mut job = DiagnosticsJob::new(vec![path], HashMap::new(), timeout, reply);
+                job.readiness = true;
+                self.jobs.push(job);
+            }
             Op::Sync {
                 path,
                 timeout,
@@ -365,7 +387,7 @@ impl State {
         deadlines.extend(self.retries.iter().map(|retry| retry.at));
         deadlines.extend(self.syncs.iter().map(|sync| sync.deadline));
         for job in &self.jobs {
-            if !job.queue.is_empty() && job.active.len() < FILES_IN_FLIGHT {
+            if job.may_start_next() {
                 deadlines.push(Instant::now());
             }
             for wait in &job.active {

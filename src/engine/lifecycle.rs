@@ -567,9 +567,9 @@ impl State {
         log::debug!("{name}: stdout closed ({reason:?})");
         let error = if startup {
             let mut message = format!("exited ({exit}) before answering initialize");
-            if !stderr_tail.trim().is_empty() {
+            if let Some(cause) = crate::failure_text::meaningful_line(&stderr_tail) {
                 message.push_str(": ");
-                message.push_str(stderr_tail.trim());
+                message.push_str(cause);
             }
             EngineError::Spawn {
                 server: name,

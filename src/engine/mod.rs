@@ -18,12 +18,14 @@ mod client_capabilities;
 mod documents;
 mod duplicates;
 mod event_loop;
+mod pending_publishes;
 pub mod server_requests;
 mod settle;
 pub use settle::SettleRule;
 pub mod supervisor;
 mod watchdog;
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread;
@@ -62,6 +64,10 @@ pub struct EngineOptions {
     pub restart: Option<RestartPolicy>,
     /// Warn when another lspc process runs the same server for the same workspace (issue 6).
     pub warn_duplicates: bool,
+    /// When set, a caught SIGINT/SIGTERM/SIGHUP shuts the servers down, is sent here (its
+    /// number), and the loop ends, so the frontend can say what was complete (`lspc check`:
+    /// "interrupted after N of M files"); when `None` the process exits with 128 + signal.
+    pub interrupted_sender: Option<Sender<i32>>,
     /// Whether the loop acts on SIGINT/SIGTERM/SIGHUP itself (shut every server down, then exit
     /// the process with 128 + the signal). A frontend with its own clean-up (`lspc ide` removes
     /// its lock file) sets `false`, takes the signals from [`crate::signals::install`] and sends
@@ -81,6 +87,7 @@ impl EngineOptions {
             max_open_documents: 50,
             max_file_size: 10 * 1024 * 1024,
             restart: None,
+            interrupted_sender: None,
             warn_duplicates: true,
             handle_signals: true,
         }
@@ -121,6 +128,17 @@ pub enum Op {
     AnalysisWait {
         path: PathBuf,
         timeout: Duration,
+        reply: Sender<Vec<FileDiagnostics>>,
+    },
+    /// [`Op::Diagnostics`] where some servers are left out of some files (`lspc check`: a file
+    /// outside pyright's `include` still gets ruff, issue 10). `leave_out` maps a canonical path
+    /// to the servers not to ask about it; a file every server is left out of is `NotChecked`.
+    DiagnosticsLeavingOut {
+        paths: Vec<PathBuf>,
+        leave_out: HashMap<PathBuf, Vec<ServerId>>,
+        timeout: Duration,
+        /// Gets each file's result as soon as it is finished (for progress and streaming).
+        progress: Option<Sender<FileDiagnostics>>,
         reply: Sender<Vec<FileDiagnostics>>,
     },
     /// Make sure the file's servers run and have the file's current disk text; answer with the
@@ -431,7 +449,10 @@ impl EngineError {
                 stderr_tail,
                 ..
             } => {
-                format!("crashed ({status}): {stderr_tail}")
+                // One line, the cause: a frontend says this once per run.
+                let cause =
+                    crate::failure_text::meaningful_line(stderr_tail).unwrap_or(stderr_tail);
+                format!("crashed ({status}): {cause}")
             }
             other => other.to_string(),
         }

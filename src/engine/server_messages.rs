@@ -4,7 +4,8 @@
 //!
 //! A child module of `event_loop` so it can reach the loop's state; it adds no state. Invariants:
 //! - Events from an older server generation (a process since restarted) are dropped.
-//! - `publishDiagnostics` is queued per (server, uri) and converted once per turn in
+//! - `publishDiagnostics` is queued per (server, document), whatever the URI's spelling, in
+//!   arrival order (`pending_publishes.rs`), and converted once per turn in
 //!   [`State::flush_publishes`]; a publish for an older document version than lspc sent is dropped
 //!   (LSP 3.17 §`publishDiagnostics`).
 //! - After shutdown began, server requests are answered with `null` and no edits are applied.
@@ -191,8 +192,8 @@ impl State {
         let at = Instant::now();
         match params.get("uri").and_then(Value::as_str) {
             Some(uri) => {
-                let key = (server_id, uri.to_owned());
-                self.pending_publishes.insert(key, (params, at));
+                let uri = uri.to_owned();
+                self.pending_publishes.push(server_id, &uri, params, at);
             }
             None => self.pending_malformed_publishes.push((server_id, params)),
         }
@@ -203,7 +204,7 @@ impl State {
         for (server_id, params) in std::mem::take(&mut self.pending_malformed_publishes) {
             self.on_publish(server_id, &params, Instant::now());
         }
-        for ((server_id, _), (params, at)) in std::mem::take(&mut self.pending_publishes) {
+        for (server_id, params, at) in self.pending_publishes.take() {
             self.on_publish(server_id, &params, at);
         }
     }

@@ -12,6 +12,7 @@ mod faults;
 mod ide;
 mod mcp;
 mod mcp_http;
+mod project_files;
 mod queries;
 mod settle;
 mod support;

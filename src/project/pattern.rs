@@ -1,0 +1,176 @@
+//! Path patterns as project configurations write them, matched against paths relative to the
+//! folder of the configuration that wrote them.
+//!
+//! Two families, both built on `glob::Pattern` with `*` and `?` never crossing a `/` and `**`
+//! standing for any number of folders:
+//! - [`PathPattern`] (pyright `include`/`exclude`, tsconfig `exclude`, `--exclude`): a pattern
+//!   matches a file when it matches the file's relative path or the relative path of one of its
+//!   folders, so `src` and `**/node_modules` cover everything below them.
+//! - [`NamePattern`] (ruff `exclude`/`extend-exclude`): a pattern without `/` matches any single
+//!   path component (`tests`, `*_pb2.py`); one with `/` is a [`PathPattern`].
+//!
+//! Relative paths use `/` separators and never start with `./`.
+
+use std::path::{Component, Path};
+
+use glob::{MatchOptions, Pattern};
+
+const OPTIONS: MatchOptions = MatchOptions {
+    case_sensitive: true,
+    require_literal_separator: true,
+    require_literal_leading_dot: false,
+};
+
+/// A pattern relative to a base folder that covers a path and everything below it.
+#[derive(Debug, Clone)]
+pub struct PathPattern {
+    pattern: Pattern,
+}
+
+impl PathPattern {
+    /// Parses `text` (a `./` prefix and a trailing `/` are dropped). `None` when it is not a
+    /// valid pattern (an unclosed `[`), when it is empty, or when it climbs out of its base with
+    /// `..` (such entries name folders outside the project and can never match inside it).
+    pub fn new(text: &str) -> Option<PathPattern> {
+        let text = normalise(text)?;
+        Pattern::new(&text)
+            .ok()
+            .map(|pattern| PathPattern { pattern })
+    }
+
+    /// Whether the pattern matches `relative` (a file's path relative to the base) or one of its
+    /// folders.
+    pub fn covers(&self, relative: &str) -> bool {
+        ancestors_and_self(relative).any(|prefix| self.pattern.matches_with(prefix, OPTIONS))
+    }
+
+    /// Whether the pattern matches `relative` itself (tsconfig `include` entries that name
+    /// files).
+    pub fn matches(&self, relative: &str) -> bool {
+        self.pattern.matches_with(relative, OPTIONS)
+    }
+}
+
+/// A ruff-style exclusion: a bare name matches any path component, a path matches as
+/// [`PathPattern`] does.
+#[derive(Debug, Clone)]
+pub enum NamePattern {
+    Component(Pattern),
+    Path(PathPattern),
+}
+
+impl NamePattern {
+    /// Parses a ruff `exclude` entry; `None` for an invalid or empty pattern.
+    pub fn new(text: &str) -> Option<NamePattern> {
+        let text = normalise(text)?;
+        if text.contains('/') {
+            return PathPattern::new(&text).map(NamePattern::Path);
+        }
+        Pattern::new(&text).ok().map(NamePattern::Component)
+    }
+
+    /// Whether the pattern covers `relative` (a path relative to the base).
+    pub fn covers(&self, relative: &str) -> bool {
+        match self {
+            NamePattern::Component(pattern) => relative
+                .split('/')
+                .any(|component| pattern.matches_with(component, OPTIONS)),
+            NamePattern::Path(pattern) => pattern.covers(relative),
+        }
+    }
+}
+
+/// `path` relative to `base` with `/` separators; `None` when it is not below `base`.
+pub fn relative_to(path: &Path, base: &Path) -> Option<String> {
+    let relative = path.strip_prefix(base).ok()?;
+    let parts: Vec<String> = relative
+        .components()
+        .filter_map(|component| match component {
+            Component::Normal(part) => Some(part.to_string_lossy().into_owned()),
+            _ => None,
+        })
+        .collect();
+    if parts.is_empty() {
+        return None;
+    }
+    Some(parts.join("/"))
+}
+
+/// Drops `./` prefixes and trailing `/`; refuses empty patterns and `..` components.
+fn normalise(text: &str) -> Option<String> {
+    let mut text = text.trim().replace('\\', "/");
+    while let Some(rest) = text.strip_prefix("./") {
+        text = rest.to_string();
+    }
+    while text.ends_with('/') {
+        text.pop();
+    }
+    if text.is_empty() || text == "." {
+        // `.` is the base folder itself: everything below it.
+        return (text == ".").then(|| "**".to_string());
+    }
+    if text.split('/').any(|component| component == "..") {
+        return None;
+    }
+    Some(text)
+}
+
+/// `a`, `a/b`, `a/b/c.py` for `a/b/c.py`.
+fn ancestors_and_self(relative: &str) -> impl Iterator<Item = &str> {
+    relative
+        .match_indices('/')
+        .map(move |(index, _)| &relative[..index])
+        .chain(std::iter::once(relative))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check_path(pattern: &str, path: &str, expected: bool) {
+        let pattern = PathPattern::new(pattern).expect("valid pattern");
+        assert_eq!(pattern.covers(path), expected, "{pattern:?} covers {path}");
+    }
+
+    #[test]
+    fn path_patterns_cover_folders_and_files() {
+        check_path("src", "src/a.py", true);
+        check_path("src", "src/pkg/a.py", true);
+        check_path("src", "srcx/a.py", false);
+        check_path("src", "tests/src.py", false);
+        check_path("./src/", "src/a.py", true);
+        check_path("**/node_modules", "node_modules/x/a.js", true);
+        check_path("**/node_modules", "a/node_modules/x.js", true);
+        check_path("**/.*", "a/.venv/x.py", true);
+        check_path("**/.*", "a/b.py", false);
+        check_path("tests/**/test_*.py", "tests/a/test_x.py", true);
+        check_path("tests/**/test_*.py", "tests/test_x.py", true);
+        check_path("tests/*.py", "tests/a/b.py", false);
+        check_path(".", "a/b.py", true);
+        assert!(PathPattern::new("../other").is_none());
+        assert!(PathPattern::new("").is_none());
+    }
+
+    #[test]
+    fn name_patterns_match_components() {
+        let check = |pattern: &str, path: &str, expected: bool| {
+            let parsed = NamePattern::new(pattern).expect("valid pattern");
+            assert_eq!(parsed.covers(path), expected, "{pattern} covers {path}");
+        };
+        check("tests", "tests/a.py", true);
+        check("tests", "src/tests/a.py", true);
+        check("tests", "src/a_tests.py", false);
+        check("*_pb2.py", "src/x_pb2.py", true);
+        check("docs/conf.py", "docs/conf.py", true);
+        check("docs/conf.py", "x/docs/conf.py", false);
+    }
+
+    #[test]
+    fn relative_paths_use_slashes() {
+        assert_eq!(
+            relative_to(Path::new("/w/a/b.py"), Path::new("/w")).as_deref(),
+            Some("a/b.py")
+        );
+        assert_eq!(relative_to(Path::new("/x/b.py"), Path::new("/w")), None);
+    }
+}

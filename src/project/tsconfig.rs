@@ -1,0 +1,371 @@
+//! TypeScript's file set: the `files`, `include` and `exclude` of the `tsconfig.json` (or
+//! `jsconfig.json`) nearest to the file, looked up from its folder towards the root, following
+//! `extends` (a relative path or a package under `node_modules`, a string or an array), as
+//! `tsc -p` computes its root files (TSConfig reference: "files", "include", "exclude",
+//! "extends").
+//!
+//! Rules kept: `files` and `include` of the nearest configuration that sets them win over its
+//! bases' (paths relative to the file that wrote them); without either, `include` is `**/*`; with
+//! `files` only, `include` is empty; `exclude` defaults to `node_modules`, `bower_components`,
+//! `jspm_packages` and `outDir`, and never removes a file listed in `files`. An include entry
+//! whose last component has no `*`, `?` or `.` names a folder. JavaScript files count only with
+//! `allowJs` (always in a `jsconfig.json`). A base that cannot be found is left out (tsc reports
+//! it as TS6053, which lspc passes on from the server).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::pattern::{relative_to, PathPattern};
+use super::{jsonc, FileSet, ProjectError};
+use crate::diagnostics::Diagnostic;
+
+/// tsc skips these at any depth when matching wildcards, and excludes them by default.
+const DEFAULT_EXCLUDE: &[&str] = &["**/node_modules", "**/bower_components", "**/jspm_packages"];
+const TS_EXTENSIONS: &[&str] = &[".ts", ".tsx", ".mts", ".cts"];
+const JS_EXTENSIONS: &[&str] = &[".js", ".jsx", ".mjs", ".cjs"];
+
+/// A pattern and the folder it is relative to.
+#[derive(Debug, Clone)]
+struct Anchored {
+    folder: PathBuf,
+    pattern: PathPattern,
+    /// An include entry naming a folder (covers everything below it) rather than files.
+    names_folder: bool,
+}
+
+/// One resolved configuration.
+#[derive(Debug, Clone)]
+struct Project {
+    files: Vec<PathBuf>,
+    include: Vec<Anchored>,
+    exclude: Vec<Anchored>,
+    allow_js: bool,
+}
+
+/// The TypeScript file set below `root`; configurations are read once per folder.
+#[derive(Debug)]
+pub struct TsconfigFiles {
+    root: PathBuf,
+    by_folder: std::cell::RefCell<HashMap<PathBuf, Option<std::rc::Rc<Project>>>>,
+    errors: std::cell::RefCell<Vec<ProjectError>>,
+    /// `extends` entries that name no file (tsc's TS6053), in the order met.
+    missing_bases: std::cell::RefCell<Vec<Diagnostic>>,
+}
+
+impl TsconfigFiles {
+    pub fn new(root: &Path) -> TsconfigFiles {
+        TsconfigFiles {
+            root: root.to_path_buf(),
+            by_folder: Default::default(),
+            errors: Default::default(),
+            missing_bases: Default::default(),
+        }
+    }
+
+    fn project_for(&self, folder: &Path) -> Option<std::rc::Rc<Project>> {
+        if let Some(found) = self.by_folder.borrow().get(folder) {
+            return found.clone();
+        }
+        let own = ["tsconfig.json", "jsconfig.json"]
+            .iter()
+            .map(|name| folder.join(name))
+            .find(|file| file.is_file());
+        let found = match own {
+            Some(file) => match load_project(&file, &mut self.missing_bases.borrow_mut()) {
+                Ok(project) => Some(std::rc::Rc::new(project)),
+                Err(error) => {
+                    self.errors.borrow_mut().push(error);
+                    None
+                }
+            },
+            None if folder != self.root && folder.starts_with(&self.root) => {
+                folder.parent().and_then(|parent| self.project_for(parent))
+            }
+            None => None,
+        };
+        self.by_folder
+            .borrow_mut()
+            .insert(folder.to_path_buf(), found.clone());
+        found
+    }
+}
+
+impl FileSet for TsconfigFiles {
+    fn errors(&self) -> Vec<ProjectError> {
+        self.errors.borrow().clone()
+    }
+
+    fn diagnostics(&self) -> Vec<Diagnostic> {
+        self.missing_bases.borrow().clone()
+    }
+
+    fn leaves_out(&self, file: &Path) -> Option<&'static str> {
+        let project = self.project_for(file.parent()?)?;
+        if project.files.iter().any(|listed| listed == file) {
+            return None;
+        }
+        let name = file.file_name()?.to_string_lossy().to_lowercase();
+        let is_ts = TS_EXTENSIONS.iter().any(|ext| name.ends_with(ext));
+        let is_js = JS_EXTENSIONS.iter().any(|ext| name.ends_with(ext));
+        let included = project.include.iter().any(|anchored| {
+            let Some(relative) = relative_to(file, &anchored.folder) else {
+                return false;
+            };
+            let matched = if anchored.names_folder {
+                anchored.pattern.covers(&relative)
+            } else {
+                anchored.pattern.matches(&relative)
+            };
+            matched && (is_ts || (is_js && project.allow_js))
+        });
+        if !included {
+            return Some("outside");
+        }
+        let excluded = project.exclude.iter().any(|anchored| {
+            relative_to(file, &anchored.folder)
+                .is_some_and(|relative| anchored.pattern.covers(&relative))
+        });
+        excluded.then_some("excluded")
+    }
+}
+
+/// What one file (and its bases) set, before defaults.
+#[derive(Debug, Default)]
+struct Layer {
+    files: Option<Vec<PathBuf>>,
+    include: Option<Vec<Anchored>>,
+    exclude: Option<Vec<Anchored>>,
+    allow_js: Option<bool>,
+    out_dir: Option<PathBuf>,
+}
+
+fn load_project(file: &Path, missing_bases: &mut Vec<Diagnostic>) -> Result<Project, ProjectError> {
+    let mut seen = Vec::new();
+    let layer = load_layer(file, &mut seen, missing_bases)?;
+    let folder = file.parent().unwrap_or(Path::new("/")).to_path_buf();
+    let is_jsconfig = file.file_name().is_some_and(|name| name == "jsconfig.json");
+    let files = layer.files.clone().unwrap_or_default();
+    let include = match (&layer.files, layer.include) {
+        (_, Some(include)) => include,
+        (Some(_), None) => Vec::new(),
+        (None, None) => anchored_list(&folder, &["**/*".to_string()], true),
+    };
+    let exclude = match layer.exclude {
+        Some(exclude) => exclude,
+        None => {
+            let mut names: Vec<String> = DEFAULT_EXCLUDE.iter().map(|s| s.to_string()).collect();
+            if let Some(out_dir) = layer
+                .out_dir
+                .as_ref()
+                .and_then(|dir| relative_to(dir, &folder))
+            {
+                names.push(out_dir);
+            }
+            anchored_list(&folder, &names, false)
+        }
+    };
+    Ok(Project {
+        files,
+        include,
+        exclude,
+        allow_js: layer.allow_js.unwrap_or(is_jsconfig),
+    })
+}
+
+/// Reads `file` and its bases; the file's own settings override its bases'.
+fn load_layer(
+    file: &Path,
+    seen: &mut Vec<PathBuf>,
+    missing_bases: &mut Vec<Diagnostic>,
+) -> Result<Layer, ProjectError> {
+    if seen.iter().any(|earlier| earlier == file) || seen.len() > 16 {
+        // A cycle of `extends`: tsc reports it (TS18000); lspc stops following.
+        return Ok(Layer::default());
+    }
+    seen.push(file.to_path_buf());
+    let text = super::read(file)?;
+    let value = jsonc::parse(&text).map_err(|message| ProjectError {
+        file: file.to_path_buf(),
+        message,
+    })?;
+    let folder = file.parent().unwrap_or(Path::new("/")).to_path_buf();
+    let mut layer = Layer::default();
+    let bases: Vec<&str> = match value.get("extends") {
+        Some(Value::String(base)) => vec![base.as_str()],
+        Some(Value::Array(bases)) => bases.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    for base in bases {
+        let Some(base_file) = resolve_extends(&folder, base) else {
+            let diagnostic = missing_base(file, &text, base);
+            if !missing_bases.contains(&diagnostic) {
+                missing_bases.push(diagnostic);
+            }
+            continue;
+        };
+        let base_layer = load_layer(&base_file, seen, missing_bases)?;
+        layer.files = base_layer.files.or(layer.files);
+        layer.include = base_layer.include.or(layer.include);
+        layer.exclude = base_layer.exclude.or(layer.exclude);
+        layer.allow_js = base_layer.allow_js.or(layer.allow_js);
+        layer.out_dir = base_layer.out_dir.or(layer.out_dir);
+    }
+    let strings = |key: &str| -> Option<Vec<String>> {
+        let array = value.get(key)?.as_array()?;
+        Some(
+            array
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect(),
+        )
+    };
+    if let Some(files) = strings("files") {
+        layer.files = Some(
+            files
+                .iter()
+                .map(|name| crate::uri::canonical(&folder.join(name)))
+                .collect(),
+        );
+    }
+    if let Some(include) = strings("include") {
+        layer.include = Some(anchored_list(&folder, &include, true));
+    }
+    if let Some(exclude) = strings("exclude") {
+        layer.exclude = Some(anchored_list(&folder, &exclude, false));
+    }
+    let options = value.get("compilerOptions");
+    if let Some(allow_js) = options
+        .and_then(|options| options.get("allowJs").or_else(|| options.get("checkJs")))
+        .and_then(Value::as_bool)
+    {
+        layer.allow_js = Some(allow_js);
+    }
+    if let Some(out_dir) = options
+        .and_then(|options| options.get("outDir"))
+        .and_then(Value::as_str)
+    {
+        layer.out_dir = Some(folder.join(out_dir));
+    }
+    Ok(layer)
+}
+
+/// tsc's TS6053 for an `extends` entry naming no file, at the entry's string literal (the
+/// first `"base"` after the `"extends"` key; line 1 column 1 when it cannot be found), with tsc's
+/// own message. 1-based lines and character columns, exclusive end.
+fn missing_base(file: &Path, text: &str, base: &str) -> Diagnostic {
+    let literal = serde_json::to_string(base).unwrap_or_default();
+    let start = text
+        .find("\"extends\"")
+        .and_then(|key| text[key..].find(&literal).map(|at| key + at));
+    let (line, column, end_column) = match start {
+        Some(start) => {
+            let before = &text[..start];
+            let line = before.matches('\n').count() + 1;
+            let line_start = before.rfind('\n').map_or(0, |at| at + 1);
+            let column = text[line_start..start].chars().count() + 1;
+            (line, column, column + literal.chars().count())
+        }
+        None => (1, 1, 1),
+    };
+    Diagnostic {
+        path: file.to_path_buf(),
+        line: line as u32,
+        column: column as u32,
+        end_line: line as u32,
+        end_column: end_column as u32,
+        severity: crate::diagnostics::Severity::Error,
+        message: format!("File '{base}' not found."),
+        source: Some("lspc".to_string()),
+        code: Some("TS6053".to_string()),
+        server: "lspc".to_string(),
+    }
+}
+
+fn anchored_list(folder: &Path, patterns: &[String], include: bool) -> Vec<Anchored> {
+    patterns
+        .iter()
+        .filter_map(|text| {
+            let last = text.trim_end_matches('/').rsplit('/').next().unwrap_or("");
+            let names_folder =
+                !include || !(last.contains('*') || last.contains('?') || last.contains('.'));
+            Some(Anchored {
+                folder: folder.to_path_buf(),
+                pattern: PathPattern::new(text)?,
+                names_folder,
+            })
+        })
+        .collect()
+}
+
+/// The file an `extends` value names: a relative or absolute path (`.json` added when missing),
+/// or a package under the nearest `node_modules` (its `tsconfig.json`, or the file named).
+fn resolve_extends(folder: &Path, base: &str) -> Option<PathBuf> {
+    let with_json = |path: PathBuf| -> Option<PathBuf> {
+        if path.is_file() {
+            return Some(path);
+        }
+        let mut extended = path.into_os_string();
+        extended.push(".json");
+        let extended = PathBuf::from(extended);
+        extended.is_file().then_some(extended)
+    };
+    if base.starts_with("./") || base.starts_with("../") || Path::new(base).is_absolute() {
+        return with_json(folder.join(base));
+    }
+    for ancestor in folder.ancestors() {
+        let package = ancestor.join("node_modules").join(base);
+        if package.is_dir() {
+            let file = package.join("tsconfig.json");
+            if file.is_file() {
+                return Some(file);
+            }
+        }
+        if let Some(file) = with_json(package) {
+            return Some(file);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn include_exclude_and_extends() {
+        let root = std::env::temp_dir().join(format!("lspc-tsconfig-{}", std::process::id()));
+        std::fs::create_dir_all(root.join("config")).unwrap();
+        std::fs::write(
+            root.join("config/base.json"),
+            r#"{ "include": ["lib"], "compilerOptions": { "allowJs": true } }"#,
+        )
+        .unwrap();
+        std::fs::write(
+            root.join("tsconfig.json"),
+            "{\n // comment\n \"extends\": [\"./config/base\", \"./missing.json\"],\n \"include\": [\"source\", \"*.ts\"],\n}",
+        )
+        .unwrap();
+        let files = TsconfigFiles::new(&root);
+        assert_eq!(files.leaves_out(&root.join("source/a.ts")), None);
+        assert_eq!(files.leaves_out(&root.join("source/deep/b.js")), None);
+        assert_eq!(files.leaves_out(&root.join("index.ts")), None);
+        assert_eq!(files.leaves_out(&root.join("test/a.ts")), Some("outside"));
+        assert_eq!(files.leaves_out(&root.join("lib/a.ts")), Some("outside"));
+        assert_eq!(
+            files.leaves_out(&root.join("source/node_modules/x.ts")),
+            Some("excluded")
+        );
+        assert_eq!(files.leaves_out(&root.join("source/a.py")), Some("outside"));
+        let missing = files.diagnostics();
+        assert_eq!(missing.len(), 1);
+        assert_eq!(
+            (missing[0].line, missing[0].column, missing[0].end_column),
+            (3, 31, 47)
+        );
+        assert_eq!(missing[0].message, "File './missing.json' not found.");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}

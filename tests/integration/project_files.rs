@@ -1,0 +1,682 @@
+//! Issue 10: `lspc check` gives the same verdict as the project's own tools. Real servers
+//! (pyright 1.1.414, ruff 0.17.6, typescript-language-server 5.3.0 with typescript 6) on the
+//! `python-project` and `typescript-project` fixtures, compared with `pyright --outputjson`,
+//! `ruff check --output-format json` and `tsc -p .` run on the same tree; the slow-file case,
+//! configured servers next to the built-ins, URI spellings and skipped files in every format.
+
+use std::collections::BTreeSet;
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+use crate::require_program;
+use crate::support::*;
+
+/// `(path, line, column, severity, message)` per diagnostic of `server` in a json report;
+/// pyright's two no-break spaces in continuation lines become plain spaces (for a readable
+/// expectation; its CLI writes the same no-break spaces).
+fn server_rows(report: &Value, server: &str) -> BTreeSet<(String, u64, u64, String, String)> {
+    let mut rows = BTreeSet::new();
+    for file in report["files"].as_array().unwrap() {
+        for diagnostic in file["diagnostics"].as_array().unwrap() {
+            if diagnostic["server"] != server {
+                continue;
+            }
+            rows.insert((
+                file["path"].as_str().unwrap().to_owned(),
+                diagnostic["line"].as_u64().unwrap(),
+                diagnostic["column"].as_u64().unwrap(),
+                diagnostic["severity"].as_str().unwrap().to_owned(),
+                diagnostic["message"]
+                    .as_str()
+                    .unwrap()
+                    .replace('\u{a0}', " "),
+            ));
+        }
+    }
+    rows
+}
+
+fn states(report: &Value) -> Vec<(String, String, String)> {
+    report["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|file| {
+            (
+                file["path"].as_str().unwrap().to_owned(),
+                file["state"].as_str().unwrap().to_owned(),
+                file["reason"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn tool_output(workspace: &Workspace, program: &str, args: &[&str]) -> String {
+    let output = Command::new(program)
+        .args(args)
+        .current_dir(&workspace.root)
+        .output()
+        .unwrap_or_else(|error| panic!("{program} cannot run: {error}"));
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// pyright's CLI on the tree: `(path, line, column, severity, message)` with 1-based positions
+/// (the fixture is ASCII, so UTF-16 offsets are characters).
+fn pyright_cli_rows(workspace: &Workspace) -> BTreeSet<(String, u64, u64, String, String)> {
+    let text = tool_output(workspace, "pyright", &["--outputjson"]);
+    let report: Value = serde_json::from_str(&text).expect("pyright --outputjson");
+    let root = workspace.root.canonicalize().unwrap();
+    report["generalDiagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|diagnostic| {
+            let file = std::path::Path::new(diagnostic["file"].as_str().unwrap());
+            (
+                file.strip_prefix(&root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned(),
+                diagnostic["range"]["start"]["line"].as_u64().unwrap() + 1,
+                diagnostic["range"]["start"]["character"].as_u64().unwrap() + 1,
+                diagnostic["severity"].as_str().unwrap().to_owned(),
+                diagnostic["message"]
+                    .as_str()
+                    .unwrap()
+                    .replace('\u{a0}', " "),
+            )
+        })
+        .collect()
+}
+
+/// `(path, line, column, code)` from `ruff check --output-format json`.
+fn ruff_cli_rows(workspace: &Workspace) -> BTreeSet<(String, u64, u64, String)> {
+    let text = tool_output(
+        workspace,
+        "ruff",
+        &["check", "--output-format", "json", "."],
+    );
+    let report: Value = serde_json::from_str(&text).expect("ruff json");
+    let root = workspace.root.canonicalize().unwrap();
+    report
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|diagnostic| {
+            let file = std::path::Path::new(diagnostic["filename"].as_str().unwrap());
+            (
+                file.strip_prefix(&root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned(),
+                diagnostic["location"]["row"].as_u64().unwrap(),
+                diagnostic["location"]["column"].as_u64().unwrap(),
+                diagnostic["code"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn ruff_rows(report: &Value) -> BTreeSet<(String, u64, u64, String)> {
+    let mut rows = BTreeSet::new();
+    for file in report["files"].as_array().unwrap() {
+        for diagnostic in file["diagnostics"].as_array().unwrap() {
+            if diagnostic["server"] == "ruff" {
+                rows.insert((
+                    file["path"].as_str().unwrap().to_owned(),
+                    diagnostic["line"].as_u64().unwrap(),
+                    diagnostic["column"].as_u64().unwrap(),
+                    diagnostic["code"].as_str().unwrap().to_owned(),
+                ));
+            }
+        }
+    }
+    rows
+}
+
+fn python_project_check(workspace: &Workspace, extra: &[&str]) -> Output {
+    let config = workspace.config(json!({ "pyright": pyright_entry(), "ruff": ruff_entry() }));
+    workspace
+        .lspc()
+        .args(["check", "--no-builtin", "--format", "json", "--config"])
+        .arg(&config)
+        .args(extra)
+        .run()
+}
+
+/// pyproject's `[tool.pyright] include = ["src"]` leaves `tests/` and `docs/` to ruff alone
+/// (and ruff's `extend-exclude` leaves `docs/conf.py` out entirely): lspc's pyright set equals
+/// `pyright --outputjson` and its ruff set equals `ruff check`, on the same tree.
+#[test]
+fn python_project_checks_what_pyright_and_ruff_clis_check() {
+    require_program!("pyright-langserver");
+    require_program!("pyright");
+    require_program!("ruff");
+    let workspace = Workspace::copy_of("python-project");
+    let output = python_project_check(&workspace, &[]);
+    output.status(1);
+    let report = output.json();
+    let expected_pyright: BTreeSet<_> = [
+        (
+            "src/shop/cart.py".to_owned(),
+            5,
+            18,
+            "error".to_owned(),
+            "Type \"Literal['none']\" is not assignable to declared type \"int\"\n  \"Literal['none']\" is not assignable to \"int\"".to_owned(),
+        ),
+        (
+            "src/shop/cart.py".to_owned(),
+            10,
+            23,
+            "error".to_owned(),
+            "Expected 0 positional arguments".to_owned(),
+        ),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(
+        server_rows(&report, "pyright"),
+        expected_pyright,
+        "{}",
+        output.story()
+    );
+    assert_eq!(pyright_cli_rows(&workspace), expected_pyright);
+    let expected_ruff: BTreeSet<_> = [
+        ("src/shop/cart.py".to_owned(), 1, 8, "F401".to_owned()),
+        ("tests/test_cart.py".to_owned(), 1, 8, "F401".to_owned()),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(ruff_rows(&report), expected_ruff, "{}", output.story());
+    assert_eq!(ruff_cli_rows(&workspace), expected_ruff);
+    let reason = "outside pyright's include and in ruff's exclude";
+    assert_eq!(
+        states(&report),
+        [
+            (
+                "src/shop/__init__.py".to_owned(),
+                "clean".to_owned(),
+                String::new()
+            ),
+            (
+                "src/shop/cart.py".to_owned(),
+                "diagnostics".to_owned(),
+                String::new()
+            ),
+            (
+                "tests/test_cart.py".to_owned(),
+                "diagnostics".to_owned(),
+                String::new()
+            ),
+            (
+                "docs/conf.py".to_owned(),
+                "skipped".to_owned(),
+                reason.to_owned()
+            ),
+        ],
+        "{}",
+        output.story()
+    );
+    // pyright's "os" is not accessed hint is left out by default and counted.
+    assert_eq!(report["summary"]["belowSeverity"], 1);
+    output.stderr_contains(&format!(
+        "1 file {reason} not checked; `--all-files` checks them"
+    ));
+
+    // --all-files restores every server on every file; a file named on the command line is
+    // always checked by every server, whatever its project says.
+    let all = python_project_check(&workspace, &["--all-files"]);
+    let all_pyright = server_rows(&all.json(), "pyright");
+    for path in ["docs/conf.py", "tests/test_cart.py"] {
+        assert!(
+            all_pyright.iter().any(|row| row.0 == path),
+            "{path}: {}",
+            all.story()
+        );
+    }
+    let named = python_project_check(&workspace, &["tests/test_cart.py"]);
+    let named_pyright = server_rows(&named.json(), "pyright");
+    assert_eq!(
+        named_pyright
+            .iter()
+            .map(|row| (row.1, row.2))
+            .collect::<Vec<_>>(),
+        [(7, 18)],
+        "{}",
+        named.story()
+    );
+    // --exclude leaves walked files out for every server.
+    let excluded = python_project_check(&workspace, &["--exclude", "tests"]);
+    assert!(
+        !ruff_rows(&excluded.json())
+            .iter()
+            .any(|row| row.0.starts_with("tests/")),
+        "{}",
+        excluded.story()
+    );
+}
+
+/// `(path, line, column, code, message)` from `tsc -p . --pretty false`.
+fn tsc_rows(workspace: &Workspace) -> BTreeSet<(String, u64, u64, String, String)> {
+    let text = tool_output(workspace, "tsc", &["-p", ".", "--pretty", "false"]);
+    text.lines()
+        .filter_map(|line| {
+            let (location, rest) = line.split_once("): error ")?;
+            let (path, position) = location.split_once('(')?;
+            let (row, column) = position.split_once(',')?;
+            let (code, message) = rest.split_once(": ")?;
+            Some((
+                path.to_owned(),
+                row.parse().ok()?,
+                column.parse().ok()?,
+                code.trim_start_matches("TS").to_owned(),
+                message.to_owned(),
+            ))
+        })
+        .collect()
+}
+
+/// tsconfig's `include: ["source"]` leaves `test/` out, and its `extends` names a package that
+/// is not installed: lspc reports exactly what `tsc -p .` reports, the tsconfig error included.
+#[test]
+fn typescript_project_checks_what_tsc_checks() {
+    require_program!("typescript-language-server");
+    require_program!("tsc");
+    let workspace = Workspace::copy_of("typescript-project");
+    let config = workspace.config(json!({ "typescript": typescript_entry() }));
+    let output = workspace
+        .lspc()
+        .args(["check", "--no-builtin", "--format", "json", "--config"])
+        .arg(&config)
+        .run();
+    output.status(1);
+    let report = output.json();
+    let mut rows = BTreeSet::new();
+    for file in report["files"].as_array().unwrap() {
+        for diagnostic in file["diagnostics"].as_array().unwrap() {
+            rows.insert((
+                file["path"].as_str().unwrap().to_owned(),
+                diagnostic["line"].as_u64().unwrap(),
+                diagnostic["column"].as_u64().unwrap(),
+                diagnostic["code"]
+                    .as_str()
+                    .unwrap()
+                    .trim_start_matches("TS")
+                    .to_owned(),
+                diagnostic["message"].as_str().unwrap().to_owned(),
+            ));
+        }
+    }
+    let expected: BTreeSet<_> = [
+        (
+            "source/index.ts".to_owned(),
+            5,
+            38,
+            "2345".to_owned(),
+            "Argument of type 'string' is not assignable to parameter of type 'number'.".to_owned(),
+        ),
+        (
+            "tsconfig.json".to_owned(),
+            2,
+            13,
+            "6053".to_owned(),
+            "File '@lspc-fixture/tsconfig' not found.".to_owned(),
+        ),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(rows, expected, "{}", output.story());
+    assert_eq!(tsc_rows(&workspace), expected);
+    assert_eq!(
+        states(&report),
+        [
+            (
+                "source/index.ts".to_owned(),
+                "diagnostics".to_owned(),
+                String::new()
+            ),
+            (
+                "source/util.ts".to_owned(),
+                "clean".to_owned(),
+                String::new()
+            ),
+            (
+                "tsconfig.json".to_owned(),
+                "diagnostics".to_owned(),
+                String::new()
+            ),
+            (
+                "test/index.test.ts".to_owned(),
+                "skipped".to_owned(),
+                "outside tsconfig's include".to_owned()
+            ),
+        ],
+        "{}",
+        output.story()
+    );
+}
+
+/// Issue 10's fourth case: `lspc check ok.py big.py` with an 8 MB generated module. The small
+/// file's pyright and ruff diagnostics are both reported (it is sent first, the large file only
+/// once it is alone); only big.py times out, its state naming pyright and what ruff gave.
+#[test]
+fn a_slow_file_does_not_sink_the_small_files_results() {
+    require_program!("pyright-langserver");
+    require_program!("ruff");
+    let workspace = Workspace::new("slow-file");
+    workspace.file("ok.py", "import os\n\ncount: int = \"one\"\n");
+    let mut big = String::with_capacity(8_200_000);
+    for index in 0..220_000 {
+        big.push_str(&format!("value_{index}: int = {index} + len(\"x\")\n"));
+    }
+    workspace.file("big.py", &big);
+    let config = workspace.config(json!({ "pyright": pyright_entry(), "ruff": ruff_entry() }));
+    // The default 30 s: under load pyright alone may need more than 8 s for its first file.
+    let output = workspace
+        .lspc()
+        .args([
+            "check",
+            "--no-builtin",
+            "--timeout",
+            "30",
+            "--format",
+            "json",
+            "--config",
+        ])
+        .arg(&config)
+        .args(["ok.py", "big.py"])
+        .timeout(std::time::Duration::from_secs(180))
+        .run();
+    let report = output.json();
+    assert_eq!(
+        json_diagnostics(&json!({"files": [report["files"][1]]})),
+        [
+            "ok.py:3:14-3:19 error [Pyright reportAssignmentType] Type \"Literal['one']\" is not assignable to declared type \"int\"\n\u{a0}\u{a0}\"Literal['one']\" is not assignable to \"int\"",
+            "ok.py:1:8-1:10 warning [Ruff F401] `os` imported but unused\n\nhelp: Remove unused import: `os`",
+        ],
+        "{}",
+        output.story()
+    );
+    assert_eq!(report["files"][1]["state"], "diagnostics");
+    let big_state = states(&report)[0].clone();
+    if big_state.1 == "timeout" {
+        // Under load ruff may still be reading the 8 MB file too; either way the reason names
+        // who did not answer and what the others gave.
+        let possible = [
+            "pyright still analysing after 30 s; ruff: 0 diagnostics shown",
+            "pyright, ruff still analysing after 30 s",
+        ];
+        assert!(
+            possible.contains(&big_state.2.as_str()),
+            "{}",
+            output.story()
+        );
+        output.status(3);
+        assert_eq!(report["summary"]["timedOut"], 1);
+    } else {
+        // A machine fast enough for pyright to finish: no timeout at all.
+        assert_eq!(big_state.1, "clean", "{}", output.story());
+    }
+}
+
+/// README's strict-mode `.lsp.json` entry named `pyright` replaces the built-in pyright; ruff
+/// keeps serving `.py` (it used to be turned off). A configured server whose program is missing
+/// fails alone, said once, and the built-ins still check every file.
+#[test]
+fn configured_servers_add_to_the_builtins() {
+    require_program!("pyright-langserver");
+    require_program!("ruff");
+    let workspace = Workspace::new("config-merge");
+    workspace.file("a.py", "import os\n\ncount: int = \"one\"\n");
+    workspace.file("b.py", "import sys\n");
+    workspace.file(
+        ".lsp.json",
+        &json!({"pyright": {"command": "pyright-langserver", "args": ["--stdio"],
+                            "extensionToLanguage": {".py": "python"},
+                            "settings": {"python": {"analysis": {"typeCheckingMode": "strict"}}}}})
+        .to_string(),
+    );
+    let output = workspace
+        .lspc()
+        .args(["check", "--trust", "--format", "json", "."])
+        .run();
+    output.status(1);
+    let rows = json_diagnostics(&output.json());
+    let tags: Vec<&str> = rows
+        .iter()
+        .map(|row| row.split(" [").nth(1).unwrap().split(']').next().unwrap())
+        .collect();
+    assert!(
+        tags.contains(&"Ruff F401") && tags.contains(&"Pyright reportAssignmentType"),
+        "{}",
+        output.story()
+    );
+
+    workspace.file(
+        ".lsp.json",
+        &json!({"py": {"command": "lspc-no-such-server",
+                       "extensionToLanguage": {".py": "python"}}})
+        .to_string(),
+    );
+    let output = workspace
+        .lspc()
+        .args(["check", "--trust", "--format", "json", "."])
+        .run();
+    output.status(3);
+    let report = output.json();
+    assert_eq!(
+        report["serverFailures"],
+        json!([{"server": "py", "message": "cannot start: command not found: lspc-no-such-server"}]),
+        "{}",
+        output.story()
+    );
+    assert_eq!(
+        output.stderr.matches("lspc-no-such-server").count(),
+        1,
+        "{}",
+        output.story()
+    );
+    let states: Vec<(String, String)> = states(&report)
+        .into_iter()
+        .map(|(path, state, _)| (path, state))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("a.py".to_owned(), "diagnostics".to_owned()),
+            ("b.py".to_owned(), "diagnostics".to_owned()),
+        ],
+        "{}",
+        output.story()
+    );
+}
+
+/// A server that publishes one file under two spellings of its URI (`%C3%A9` then `%c3%a9`)
+/// gives the same answer every run: the later publish, for the one document.
+#[test]
+fn uri_spellings_of_one_document_give_the_same_answer_every_run() {
+    let mut workspace = Workspace::new("uri-spellings");
+    workspace.file("café.py", "x = 1\n");
+    let diagnostic = |message: &str| {
+        json!([{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 1}},
+                "severity": 1, "source": "fixture", "message": message}])
+    };
+    let scenario = json!({
+        "publishOnChange": false,
+        "rules": [{"method": "textDocument/didOpen", "actions": [
+            {"publish": {"uri": "$ROOT/caf%C3%A9.py", "version": 1, "diagnostics": diagnostic("upper")}},
+            {"publish": {"uri": "$ROOT/caf%c3%a9.py", "version": 1, "diagnostics": diagnostic("lower")}}
+        ]}]
+    });
+    let config = workspace.fixture_config(&[("fx", &[".py"], scenario)]);
+    for run in 0..4 {
+        let output = workspace
+            .lspc()
+            .args(["check", "--no-builtin", "--format", "json", "--config"])
+            .arg(&config)
+            .arg("café.py")
+            .run();
+        assert_eq!(
+            json_diagnostics(&output.json()),
+            ["café.py:1:1-1:2 error [fixture -] lower"],
+            "run {run}: {}",
+            output.story()
+        );
+    }
+}
+
+/// Files skipped while walking (binary, outside every server's project) are listed in every
+/// machine format, not only on stderr.
+#[test]
+fn skipped_files_are_listed_in_every_format() {
+    require_program!("ruff");
+    let workspace = Workspace::new("skipped-formats");
+    workspace.file("a.py", "x = 1\n");
+    workspace.file("ruff.toml", "extend-exclude = [\"gen\"]\n");
+    workspace.file("gen/made.py", "x = 1\n");
+    std::fs::write(workspace.path("blob.py"), b"x = 1\0\x01\x02\n").unwrap();
+    let config = workspace.config(json!({ "ruff": ruff_entry() }));
+    let run = |format: &str| {
+        let output = workspace
+            .lspc()
+            .args(["check", "--no-builtin", "--format", format, "--config"])
+            .arg(&config)
+            .run();
+        output.status(0);
+        output
+    };
+    let json_report = run("json").json();
+    let skipped: Vec<(String, String, String)> = states(&json_report)
+        .into_iter()
+        .filter(|(_, state, _)| state == "skipped")
+        .collect();
+    assert_eq!(
+        skipped,
+        [
+            (
+                "blob.py".to_owned(),
+                "skipped".to_owned(),
+                "file looks binary (it holds NUL bytes)".to_owned()
+            ),
+            (
+                "gen/made.py".to_owned(),
+                "skipped".to_owned(),
+                "in ruff's exclude".to_owned()
+            ),
+        ]
+    );
+    assert_eq!(json_report["summary"]["skipped"], 2);
+    let jsonl = run("jsonl");
+    assert_eq!(
+        jsonl.stdout,
+        concat!(
+            r#"{"path":"blob.py","reason":"file looks binary (it holds NUL bytes)","state":"skipped"}"#,
+            "\n",
+            r#"{"path":"gen/made.py","reason":"in ruff's exclude","state":"skipped"}"#,
+            "\n"
+        ),
+        "{}",
+        jsonl.story()
+    );
+    let github = run("github");
+    assert_eq!(
+        github.stdout,
+        concat!(
+            "::notice file=blob.py::skipped: file looks binary (it holds NUL bytes)\n",
+            "::notice file=gen/made.py::skipped: in ruff's exclude\n"
+        ),
+        "{}",
+        github.story()
+    );
+    let sarif: Value = serde_json::from_str(&run("sarif").stdout).unwrap();
+    let notifications = &sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"];
+    let texts: Vec<(&str, &str, &str)> = notifications
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            (
+                n["level"].as_str().unwrap(),
+                n["message"]["text"].as_str().unwrap(),
+                n["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+                    .as_str()
+                    .unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            (
+                "note",
+                "skipped: file looks binary (it holds NUL bytes)",
+                "blob.py"
+            ),
+            ("note", "skipped: in ruff's exclude", "gen/made.py"),
+        ]
+    );
+    assert_eq!(
+        sarif["runs"][0]["invocations"][0]["executionSuccessful"],
+        true
+    );
+}
+
+/// Ctrl-C during a long check: the servers are stopped, the files that were complete are
+/// reported, stderr says `interrupted after N of M files`, and the exit status is 128 + SIGINT.
+#[test]
+fn ctrl_c_reports_what_was_complete() {
+    let mut workspace = Workspace::new("interrupted");
+    workspace.file("a.py", "ERROR: boom\n");
+    workspace.file("b.txt", "ERROR: never settles\n");
+    // `quick` publishes its markers at once; `stuck` never publishes.
+    let stuck = json!({"publishOnChange": false, "rules": [
+        {"method": "textDocument/didOpen", "actions": []}
+    ]});
+    let config =
+        workspace.fixture_config(&[("quick", &[".py"], json!({})), ("stuck", &[".txt"], stuck)]);
+    let child = Command::new(lspc_bin())
+        .args([
+            "check",
+            "--no-builtin",
+            "--timeout",
+            "60",
+            "--format",
+            "json",
+            "--config",
+        ])
+        .arg(&config)
+        .current_dir(&workspace.root)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // a.py settles within a second (250 ms quiet period); b.txt would wait 60 s.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    // SAFETY: kill(2) with a pid this test spawned and has not reaped.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let (sender, receiver) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || {
+        let _ = sender.send(child.wait_with_output());
+    });
+    let output = receiver
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("lspc ends within 30 s of SIGINT")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("lspc: interrupted after 1 of 2 files"),
+        "{stderr}"
+    );
+    let report: Value = serde_json::from_str(&stdout).expect("json report");
+    assert_eq!(
+        json_diagnostics(&report),
+        ["a.py:1:1-1:12 error [fixture FX1] boom"],
+        "{stderr}"
+    );
+    assert_eq!(report["files"].as_array().unwrap().len(), 1, "{stdout}");
+}
