@@ -840,7 +840,10 @@ impl Queries {
             .recv()
             .map_err(|_| QueryError::Engine(EngineError::Gone))?
             .map_err(QueryError::Engine)?;
-        log::debug!("{}: {method} answered {answer}", target.server.name);
+        log::debug!(
+            "{}: {method} sent in its sync's loop turn, answered {answer}",
+            target.server.name
+        );
         Ok((target, Some(answer)))
     }
 

@@ -230,3 +230,27 @@ fn pull_answer_during_progress_is_asked_again_after_it_ends() {
         .count();
     assert_eq!(pulls, 2);
 }
+
+/// Issue 15, one loop round trip per query: a repeated hover is synced, converted and sent in one
+/// loop turn, and its position comes from the text the server was just sent: after the file
+/// gains an emoji on disk, character 4 is UTF-16 unit 4 of the new line (the old text would give
+/// 3).
+#[test]
+fn repeated_hover_is_sent_with_its_sync_and_converted_from_the_new_text() {
+    let (workspace, mut session) = fixture_session("one-trip", json!({}), "total = 1\n", 10);
+    let hover = |id: u32, column: u32| json!({"id": id, "op": "hover", "file": "a.py", "line": 1, "column": column});
+    let first = session.ask(hover(1, 1));
+    assert_eq!(first["result"]["text"], "total at 0:0", "{first}");
+    workspace.file("a.py", "😀; total = 1\n");
+    let second = session.ask(hover(2, 4));
+    assert_eq!(second["result"]["text"], "total at 0:4", "{second}");
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    assert_eq!(
+        stderr
+            .matches("textDocument/hover sent in its sync's loop turn")
+            .count(),
+        1,
+        "only the repeated hover takes the one-turn path: {stderr}"
+    );
+}
