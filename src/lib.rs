@@ -24,7 +24,9 @@
 //! - [`signals`]: SIGINT/SIGTERM/SIGHUP turned into events for the loop.
 //! - [`query`]: code-intelligence queries (definition, references, hover, symbols, hierarchies)
 //!   with result normalisation and position conversion; human rendering.
-//! - [`batch`]: `lspc batch`, JSON-lines queries over one engine session.
+//! - [`operation`]: the one operation vocabulary: every operation and argument defined once, read
+//!   from one JSON shape by CLI, batch and MCP alike, run and rendered in one place.
+//! - [`batch`]: `lspc batch`, JSON-lines operations over one engine session.
 //! - [`walk`]: listing the files under a folder, honouring `.gitignore`.
 //! - [`project`]: each server's own project file set (pyright include, tsconfig, ruff exclude).
 //! - [`ide`]: `lspc ide`, the headless IDE an agent connects to (MCP over WebSocket, lock files),
@@ -41,6 +43,7 @@ pub mod exit;
 pub mod failure_text;
 pub mod ide;
 pub mod mcp;
+pub mod operation;
 pub mod options;
 pub mod output;
 pub mod process;

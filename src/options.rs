@@ -20,6 +20,8 @@ pub struct GlobalOptions {
     pub trust: bool,
     pub no_builtin: bool,
     pub verbose: u8,
+    /// `-q/--quiet`: only errors on stderr (no warnings, notes or logs).
+    pub quiet: bool,
     /// `--restart never|always|N`; `None` leaves each server's config in charge.
     pub restart: Option<RestartPolicy>,
     /// `--max-file-size BYTES`; `None` means the engine default (10 MiB).
@@ -78,8 +80,75 @@ pub fn load_config(global: &GlobalOptions) -> config::Config {
     for error in &config.errors {
         eprintln!("lspc: config error: {error}");
     }
-    for note in &config.notes {
-        eprintln!("lspc: {note}");
+    if !global.quiet {
+        for note in &config.notes {
+            eprintln!("lspc: {note}");
+        }
     }
     config
+}
+
+/// Parse a size in bytes: a whole number with an optional `K`, `M` or `G` suffix (powers of
+/// 1024, any case, an optional trailing `B` or `iB`: `512K`, `5M`, `5MiB`, `10485760`). Zero and
+/// anything else are refused, naming `option` and the value.
+pub fn parse_size(option: &str, value: &str) -> Result<u64, UsageError> {
+    let bad = || {
+        UsageError(format!(
+            "{option}: expected a positive size in bytes (for example 512K or 5M), got {value:?}"
+        ))
+    };
+    let lower = value.trim().to_ascii_lowercase();
+    let without_b = lower
+        .strip_suffix("ib")
+        .or_else(|| lower.strip_suffix('b'))
+        .unwrap_or(&lower);
+    let (digits, factor) = match without_b.char_indices().last() {
+        Some((index, 'k')) => (&without_b[..index], 1u64 << 10),
+        Some((index, 'm')) => (&without_b[..index], 1 << 20),
+        Some((index, 'g')) => (&without_b[..index], 1 << 30),
+        _ => (without_b, 1),
+    };
+    if digits.is_empty() || !digits.bytes().all(|byte| byte.is_ascii_digit()) {
+        return Err(bad());
+    }
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|number| number.checked_mul(factor))
+        .filter(|bytes| *bytes > 0)
+        .ok_or_else(bad)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_accept_suffixes() {
+        let check = |value: &str, expected: Result<u64, ()>| {
+            assert_eq!(
+                parse_size("--max-file-size", value).map_err(|_| ()),
+                expected,
+                "{value}"
+            );
+        };
+        check("10485760", Ok(10_485_760));
+        check("512K", Ok(512 * 1024));
+        check("5M", Ok(5 * 1024 * 1024));
+        check("5m", Ok(5 * 1024 * 1024));
+        check("5MiB", Ok(5 * 1024 * 1024));
+        check("1G", Ok(1 << 30));
+        check("2kb", Ok(2048));
+        check("0", Err(()));
+        check("0K", Err(()));
+        check("M", Err(()));
+        check("-5M", Err(()));
+        check("5.5M", Err(()));
+        check("5T", Err(()));
+        check("99999999999999999999", Err(()));
+        assert_eq!(
+            parse_size("--max-file-size", "lots").unwrap_err().0,
+            "--max-file-size: expected a positive size in bytes (for example 512K or 5M), got \"lots\""
+        );
+    }
 }

@@ -1,6 +1,6 @@
 //! The command line: usage text, the parsed [`Args`]/[`Command`] types, and dispatch
-//! ([`main_with_args`]); the lexopt parser itself lives in `parse.rs` and is
-//! re-exported here ([`parse()`], [`parse_loc`]).
+//! ([`main_with_args`]); the lexopt parser itself lives in `parse.rs` (re-exported as
+//! [`parse()`]) and the command line of every operation command in `operation_args.rs`.
 //!
 //! `lspc [GLOBAL OPTIONS] COMMAND [OPTIONS] [ARGS]`; global options may also follow the command.
 //! Exit statuses: 0 success, 1 findings, 2 usage or configuration error, 3 a server failed or
@@ -8,15 +8,14 @@
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::check::{self, CheckOptions};
 use crate::config;
 use crate::engine::EngineOptions;
 use crate::mcp::cli::McpCliOptions;
-use crate::query::command::QueryOptions;
-use crate::query::TextPosition;
+use crate::operation::Operation;
+use crate::query::command::{QueryFormat, QueryOptions};
 
 pub use crate::exit::{EXIT_FOUND, EXIT_OK, EXIT_SERVER, EXIT_USAGE};
 pub use crate::options::{
@@ -32,8 +31,8 @@ Commands:
   check [PATH...]     report the diagnostics language servers publish for files
   servers             list the configured servers and which files they serve
   rename LOC NEW_NAME [--apply]
-                      rename the symbol at LOC (FILE:LINE:COLUMN, or FILE:LINE --symbol NAME);
-                      prints a unified diff, or with --apply writes and lists the files changed
+                      rename the symbol at LOC; prints a unified diff, or with --apply writes
+                      and lists the files changed
   code-actions LOC|FILE:LINE|FILE:LINE-LINE [--apply TITLE]
                       list code actions (title, kind, preferred), or apply the one titled TITLE
   format FILE [--apply] [--tab-size N] [--insert-spaces|--use-tabs]
@@ -54,7 +53,8 @@ Commands:
   outgoing-calls LOC  what the function at LOC calls
   type-hierarchy LOC  --supertypes (default) or --subtypes of the type at LOC
   signature-help LOC  the signature of the call around LOC
-  batch               JSON-lines queries on stdin, one JSON answer line each on stdout
+  diagnostics FILE    the settled diagnostics of FILE (exit 1 when there are any)
+  batch               JSON-lines operations on stdin, one JSON answer line each on stdout
   mcp [-- SERVER ARGS...]
                       serve MCP on stdio: tools and resources over every configured server,
                       or over exactly SERVER when one is given after --
@@ -72,9 +72,11 @@ Options (any command):
   --no-builtin        do not use lspc's built-in table of well-known servers
   --restart POLICY    restart crashed servers: never, always, or at most N times in a row
                       (default: each server's restartOnCrash/maxRestarts, else 3)
-  --max-file-size N   do not send files larger than N bytes to servers (default: 10485760)
+  --max-file-size SIZE  do not send files larger than SIZE to servers: bytes, or with K, M or G
+                      (default: 10M)
+  -q, --quiet         only errors on stderr (no warnings or notes)
   -v, --verbose       more logging on stderr (-vv for debug); RUST_LOG also works
-  -h, --help          this help
+  -h, --help          this help (COMMAND --help: that command's options and examples)
   -V, --version       print the version
 
 check options:
@@ -98,14 +100,16 @@ disk contents checked, files written atomically, nothing written when any check 
 Writing commands print the <new-diagnostics> the edit introduced. --timeout bounds each
 server request and diagnostics wait. Exit status: 0 done, 1 edit refused, 2 usage, 3 server.
 
-Query options (LOC is FILE:LINE:COLUMN, or FILE:LINE with --symbol; 1-based, columns in
-characters):
+Query options (LOC is FILE:LINE:COLUMN, FILE:LINE:NAME, or FILE:LINE with --symbol NAME, in every
+command; 1-based, columns in characters):
   --symbol NAME       the column is the first occurrence of NAME on the line
   --occurrence N      with --symbol: the Nth occurrence instead (default 1)
   --format FORMAT     human (default: path:line:col and the source line) or json
   --timeout SECONDS   bound on server start, indexing wait and each request (default: 30)
   --include-declaration  references: include the declaration itself
   --supertypes, --subtypes  type-hierarchy direction
+  --direction DIR     call-hierarchy: incoming or outgoing
+  --kind KIND         definition: declaration, type_definition or implementation
   --file FILE         workspace-symbols: ask the server that serves FILE
 
 mcp options:
@@ -146,35 +150,14 @@ pub struct Args {
 pub enum Command {
     Check(CheckOptions),
     Servers,
-    /// `lspc rename LOC NEW_NAME [--apply]` (LOC as for queries, or `FILE:LINE:NAME`).
-    Rename {
-        at: TextPosition,
-        new_name: String,
-        apply: bool,
+    /// An operation command (every query, `diagnostics`, the edit commands), parsed into the
+    /// one [`Operation`] type; `format` is `--format human|json`, `timeout` bounds each server
+    /// request and diagnostics wait.
+    Operation {
+        operation: Operation,
+        format: QueryFormat,
         timeout: Duration,
     },
-    /// `lspc code-actions LOC|FILE:LINE|FILE:LINE-LINE [--apply TITLE]`.
-    CodeActions {
-        at: crate::edit::commands::Span,
-        apply: Option<String>,
-        timeout: Duration,
-    },
-    /// `lspc format FILE [--apply] [--tab-size N] [--insert-spaces|--use-tabs]`.
-    Format {
-        file: PathBuf,
-        apply: bool,
-        options: crate::edit::formatting::FormattingOverrides,
-        timeout: Duration,
-    },
-    /// `lspc edit FILE --old TEXT --new TEXT`.
-    Edit {
-        file: PathBuf,
-        old: String,
-        new: String,
-        timeout: Duration,
-    },
-    /// A code-intelligence query (`definition`, `references`, `hover`, ...).
-    Query(QueryOptions),
     /// `lspc batch`: JSON-lines queries on stdin; `timeout` bounds each one.
     Batch {
         timeout: Duration,
@@ -183,24 +166,38 @@ pub enum Command {
     /// `lspc ide ...` and `lspc ide list`.
     Ide(crate::ide::IdeCliOptions),
     Help,
+    /// `lspc COMMAND --help`.
+    HelpFor(String),
     Version,
 }
 
+mod operation_args;
 mod parse;
 
-pub use crate::query::parse_loc;
 pub use parse::parse;
 
-fn init_logging(verbose: u8) {
-    let default = match verbose {
-        0 => "warn",
-        1 => "info",
-        2 => "debug",
+/// Logs go to stderr as `lspc: warning: ...` (`error`, `info`, `debug`, `trace` likewise), not in
+/// the logger's own format. `-q` keeps errors only; `-v`/`-vv` add info/debug; `RUST_LOG` wins.
+fn init_logging(verbose: u8, quiet: bool) {
+    let default = match (quiet, verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn",
+        (false, 1) => "info",
+        (false, 2) => "debug",
         _ => "trace",
     };
     let env = env_logger::Env::default().default_filter_or(default);
     let _ = env_logger::Builder::from_env(env)
-        .format_timestamp(None)
+        .format(|out, record| {
+            let level = match record.level() {
+                log::Level::Error => "error",
+                log::Level::Warn => "warning",
+                log::Level::Info => "info",
+                log::Level::Debug => "debug",
+                log::Level::Trace => "trace",
+            };
+            writeln!(out, "lspc: {level}: {}", record.args())
+        })
         .try_init();
 }
 
@@ -232,7 +229,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             return EXIT_USAGE;
         }
     };
-    init_logging(args.global.verbose);
+    init_logging(args.global.verbose, args.global.quiet);
     if let Err(error) = check_root(&args.global) {
         eprintln!("lspc: {error}");
         return EXIT_USAGE;
@@ -259,112 +256,143 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         }
         Command::Mcp(options) => crate::mcp::cli::run(&args.global, options),
         Command::Ide(options) => crate::ide::run_cli(&args.global, options),
-        Command::Query(options) => {
-            let config = load_config(&args.global);
-            crate::query::command::run(engine_options(config, &args.global), &options)
-        }
         Command::Batch { timeout } => {
             let config = load_config(&args.global);
             crate::batch::run(engine_options(config, &args.global), timeout)
         }
-        command @ (Command::Rename { .. }
-        | Command::CodeActions { .. }
-        | Command::Format { .. }
-        | Command::Edit { .. }) => {
+        Command::Operation {
+            operation,
+            format,
+            timeout,
+        } => {
             let config = load_config(&args.global);
-            run_edit_command(engine_options(config, &args.global), command)
+            run_operation(
+                engine_options(config, &args.global),
+                operation,
+                format,
+                timeout,
+                args.global.quiet,
+            )
+        }
+        Command::HelpFor(name) => write_stdout(&command_help(&name)),
+    }
+}
+
+/// Runs one operation on a fresh engine and prints its answer (human text or the JSON object).
+/// Queries keep their own runner (exit 1 when nothing is found, and the "no ... found" line).
+fn run_operation(
+    engine_options: EngineOptions,
+    operation: Operation,
+    format: QueryFormat,
+    timeout: Duration,
+    quiet: bool,
+) -> i32 {
+    use crate::edit::commands::EditCommands;
+    use crate::engine::EngineHandle;
+    use crate::operation::execute::{execute, Context};
+    if let Operation::Query(request) = operation {
+        let options = QueryOptions {
+            request,
+            format,
+            timeout,
+        };
+        return crate::query::command::run(engine_options, &options);
+    }
+    let root = engine_options.config.root.clone();
+    let config = engine_options.config.clone();
+    let engine = EngineHandle::start(engine_options);
+    let op_sender = engine.op_sender();
+    let queries = crate::query::Queries::new(op_sender.clone(), root.clone(), timeout);
+    let edits = EditCommands::new(op_sender.clone(), root, timeout);
+    let claims = |path: &std::path::Path| config.claims(path);
+    let context = Context {
+        op_sender: &op_sender,
+        queries: &queries,
+        edits: &edits,
+        timeout,
+        claims: &claims,
+    };
+    let result = execute(&context, &operation);
+    engine.shutdown();
+    match result {
+        Ok(answer) => {
+            if let (Some(note), false) = (&answer.note, quiet) {
+                eprintln!("lspc: {note}");
+            }
+            let status = write_stdout(&match format {
+                QueryFormat::Json => format!("{}\n", answer.json),
+                QueryFormat::Human => answer.human,
+            });
+            // Diagnostics are findings (exit 1), as for check.
+            match (&operation, answer.found) {
+                (Operation::Diagnostics { .. }, true) if status == EXIT_OK => EXIT_FOUND,
+                _ => status,
+            }
+        }
+        Err(failure) => {
+            eprintln!("lspc: {failure}");
+            failure.exit_status()
         }
     }
 }
 
-/// Runs one edit command on a fresh engine and prints its outcome.
-fn run_edit_command(engine_options: EngineOptions, command: Command) -> i32 {
-    use crate::edit::commands::{self, CommandError, EditCommands};
-    use crate::engine::EngineHandle;
-    let root = engine_options.config.root.clone();
-    let timeout = match &command {
-        Command::Rename { timeout, .. }
-        | Command::CodeActions { timeout, .. }
-        | Command::Format { timeout, .. }
-        | Command::Edit { timeout, .. } => *timeout,
-        _ => Duration::from_secs(30),
-    };
-    let engine = EngineHandle::start(engine_options);
-    let edits = EditCommands::new(engine.op_sender(), root.clone(), timeout);
-    // A preview's stdout is a diff that must stay appliable, so its note goes to stderr.
-    let render = |outcome: &commands::EditOutcome| {
-        if let (false, Some(note)) = (outcome.report.written, &outcome.note) {
-            eprintln!("lspc: note: {note}");
-        }
-        commands::render_outcome(outcome, &root)
-    };
-    let result: Result<String, CommandError> = match command {
-        Command::Rename {
-            at,
-            new_name,
-            apply,
-            ..
-        } => edits
-            .rename(&at, &new_name, apply)
-            .map(|outcome| render(&outcome)),
-        Command::CodeActions {
-            at: span, apply, ..
-        } => match apply {
-            Some(title) => edits
-                .apply_code_action(&span, &title, true)
-                .map(|outcome| render(&outcome)),
-            None => edits.code_actions(&span).map(|actions| {
-                if actions.is_empty() {
-                    return "no code actions\n".to_owned();
-                }
-                actions
-                    .iter()
-                    .map(|action| {
-                        let mut line = action.title.clone();
-                        if let Some(kind) = &action.kind {
-                            line.push_str(&format!("  [{kind}]"));
-                        }
-                        if action.preferred {
-                            line.push_str("  (preferred)");
-                        }
-                        if let Some(reason) = &action.disabled {
-                            line.push_str(&format!("  (disabled: {reason})"));
-                        }
-                        line.push('\n');
-                        line
-                    })
-                    .collect()
-            }),
+/// `lspc COMMAND --help`: the command's options with examples, from its definition.
+fn command_help(name: &str) -> String {
+    match crate::operation::definitions::find_operation(name) {
+        Some(def) if def.name == name => crate::operation::definitions::command_help(def),
+        _ => match name {
+            "batch" => BATCH_HELP.to_owned(),
+            "mcp" => MCP_HELP.to_owned(),
+            "servers" => SERVERS_HELP.to_owned(),
+            _ => USAGE.to_owned(),
         },
-        Command::Format {
-            file,
-            apply,
-            options,
-            ..
-        } => edits
-            .format_with(&file, options, apply)
-            .map(|outcome| render(&outcome)),
-        Command::Edit { file, old, new, .. } => edits
-            .edit(&file, &old, &new)
-            .map(|outcome| render(&outcome)),
-        _ => Ok(String::new()),
-    };
-    engine.shutdown();
-    match result {
-        Ok(text) => write_stdout(&text),
-        Err(error) => {
-            eprintln!("lspc: {error}");
-            match error {
-                CommandError::Engine(_) => EXIT_SERVER,
-                // A refused edit: nothing was written (README: exit 1).
-                CommandError::Edit(_)
-                | CommandError::Occurrences { .. }
-                | CommandError::Disabled { .. } => EXIT_FOUND,
-                _ => EXIT_USAGE,
-            }
-        }
     }
 }
+
+const BATCH_HELP: &str = "\
+lspc batch: run operations given as JSON lines on stdin, one JSON answer line each on stdout
+
+Usage: lspc batch [--timeout SECONDS]
+
+Each line is one operation in the shape every frontend shares: {\"id\": ANY, \"op\": NAME, ARGUMENT: VALUE, ...}
+(the operation names and arguments are those of the commands; see README \"lspc batch\").
+Answers: {\"id\": ..., \"result\": ...} (what `lspc NAME --format json` prints) or
+{\"id\": ..., \"error\": {\"message\": ...}}, in input order. Relative files are relative to the root.
+
+Options:
+  --timeout SECONDS  bound on each operation's server requests and diagnostics wait (default: 30)
+
+Examples:
+  echo '{\"id\": 1, \"op\": \"definition\", \"file\": \"src/app.py\", \"line\": 12, \"column\": 8}' | lspc batch
+  lspc batch < operations.jsonl
+";
+
+const MCP_HELP: &str = "\
+lspc mcp: serve MCP on stdio (tools and resources over every configured server)
+
+Usage: lspc mcp [OPTIONS] [-- SERVER ARGS...]
+
+Options:
+  --timeout SECONDS   how long one tool call may wait for its server (default: 60)
+  --language EXT=ID   with -- SERVER: an extension SERVER serves and its language id (repeatable)
+  --init-options JSON with -- SERVER: its initializationOptions
+  --settings JSON     with -- SERVER: its settings (workspace/configuration)
+  --open-documents N  keep at most N documents open (default: 50)
+
+Examples:
+  lspc mcp
+  lspc mcp --language py=python -- pyright-langserver --stdio
+";
+
+const SERVERS_HELP: &str = "\
+lspc servers: list the configured servers and which files they serve
+
+Usage: lspc servers
+
+Examples:
+  lspc servers
+  lspc --no-builtin --config my.lsp.json servers
+";
 
 /// Write to stdout; a closed pipe (`lspc servers | head -1`) is success.
 fn write_stdout(text: &str) -> i32 {

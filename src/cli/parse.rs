@@ -1,5 +1,5 @@
 //! The lexopt command-line parser (by hand, as ripgrep does): [`parse`] turns the arguments
-//! into [`Args`]; a `FILE:LINE:COLUMN` location is read by [`crate::query::parse_loc`].
+//! into [`Args`]; operation commands (`LOC` and their flags) are read by `operation_args.rs`.
 //!
 //! Invariants: parsing does no I/O besides reading the arguments and never exits; every
 //! rejection is a [`UsageError`] naming the option or argument (exit status 2 in the caller).
@@ -9,13 +9,12 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{Args, Command, GlobalOptions, UsageError};
+use super::{operation_args, Args, Command, GlobalOptions, UsageError};
 use crate::check::CheckOptions;
 use crate::diagnostics::Severity;
 use crate::mcp::cli::McpCliOptions;
 use crate::output::Format;
-use crate::query::command::{QueryFormat, QueryOptions, QueryRequest};
-use crate::query::{parse_loc, CallDirection, DefinitionKind, TextPosition, TypeDirection};
+use crate::query::command::QueryFormat;
 
 /// The largest `--timeout` accepted: one day, in seconds. Larger values (up to `1e30`) cannot
 /// be a real intent and would overflow `Duration` or `Instant` arithmetic further on.
@@ -70,21 +69,14 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
     let mut timeout_given: Option<Duration> = None;
     let mut help = false;
     let mut version = false;
-    let mut apply_flag = false;
-    let mut apply_title: Option<String> = None;
-    let mut old_text: Option<String> = None;
-    let mut new_text: Option<String> = None;
-    let mut query_flags = QueryFlags::default();
-    let mut formatting = FormattingFlags::default();
+    // Operation flags (`--symbol`, `--apply`, ...), in order, checked once the command is known.
+    let mut op_flags: Vec<(String, Option<String>)> = Vec::new();
     while let Some(arg) = parser.next()? {
         match arg {
             // `--apply` is a flag, except for code-actions where it names the action.
             Long("apply") if command_name.as_deref() == Some("code-actions") => {
-                apply_title = Some(parser.value()?.string()?)
+                op_flags.push(("--apply".to_owned(), Some(parser.value()?.string()?)))
             }
-            Long("apply") => apply_flag = true,
-            Long("old") => old_text = Some(parser.value()?.string()?),
-            Long("new") => new_text = Some(parser.value()?.string()?),
             Long("root") => global.root = Some(parser.value()?.into()),
             Long("config") => global.config_files.push(parser.value()?.into()),
             Long("plugin-dir") => global.plugin_dirs.push(parser.value()?.into()),
@@ -101,13 +93,9 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
             }
             Long("max-file-size") => {
                 let value: String = parser.value()?.string()?;
-                let bytes = value.parse::<u64>().ok().filter(|bytes| *bytes > 0);
-                global.max_file_size = Some(bytes.ok_or_else(|| {
-                    UsageError(format!(
-                        "--max-file-size: expected a positive number of bytes, got {value:?}"
-                    ))
-                })?);
+                global.max_file_size = Some(crate::options::parse_size("--max-file-size", &value)?);
             }
+            Short('q') | Long("quiet") => global.quiet = true,
             Short('h') | Long("help") => help = true,
             Short('V') | Long("version") => version = true,
             Long("format") => {
@@ -197,26 +185,14 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
                 }
                 check.exclude.push(value);
             }
-            Long("symbol") => query_flags.symbol = Some(parser.value()?.string()?),
-            Long("occurrence") => query_flags.occurrence = Some(parser.value()?.parse()?),
-            Long("include-declaration") => query_flags.include_declaration = true,
-            Long("supertypes") => query_flags.supertypes = true,
-            Long("subtypes") => query_flags.subtypes = true,
-            Long("file") => query_flags.file = Some(parser.value()?.into()),
-            Long("tab-size") => {
-                let value: String = parser.value()?.string()?;
-                let size = value
-                    .parse::<u32>()
-                    .ok()
-                    .filter(|size| (1..=64).contains(size));
-                formatting.tab_size = Some(size.ok_or_else(|| {
-                    UsageError(format!(
-                        "--tab-size: expected a whole number from 1 to 64, got {value:?}"
-                    ))
-                })?);
+            Long(name) if operation_args::flag_takes_value(name).is_some() => {
+                let flag = format!("--{name}");
+                let value = match operation_args::flag_takes_value(name) {
+                    Some(true) => Some(parser.value()?.string()?),
+                    _ => None,
+                };
+                op_flags.push((flag, value));
             }
-            Long("insert-spaces") => formatting.styles.push(("--insert-spaces", true)),
-            Long("use-tabs") => formatting.styles.push(("--use-tabs", false)),
             Value(value) if command_name.is_none() => command_name = Some(value.string()?),
             Value(value) => positionals.push(value.into()),
             _ => return Err(arg.unexpected().into()),
@@ -225,18 +201,19 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
     if std::env::var_os("LSPC_TRUST").is_some_and(|value| value == "1") {
         global.trust = true;
     }
-    if let (Some(flag), false) = (
-        formatting.first_flag(),
-        command_name.as_deref() == Some("format"),
-    ) {
-        return Err(UsageError(format!(
-            "{flag} applies only to the format command"
-        )));
+    // Operation flags belong to operation commands only (`lspc check --use-tabs` is a mistake).
+    if let (Some(name), Some((flag, _))) = (command_name.as_deref(), op_flags.first()) {
+        if !operation_args::is_operation_command(name) && !help && !version {
+            return Err(UsageError(format!("{name}: {flag} does not apply")));
+        }
     }
     let command = if version {
         Command::Version
     } else if help {
-        Command::Help
+        match command_name {
+            Some(name) if name != "help" => Command::HelpFor(name),
+            _ => Command::Help,
+        }
     } else {
         match command_name.as_deref() {
             None => return Err(UsageError("no command given (try lspc --help)".to_owned())),
@@ -268,74 +245,34 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
                 Command::Ide(ide)
             }
             Some("help") => Command::Help,
-            Some("rename") => {
-                let [at, new_name] = take_positionals::<2>("rename", "LOC NEW_NAME", positionals)?;
-                let at = crate::edit::commands::parse_position(
-                    &at.to_string_lossy(),
-                    query_flags.symbol.as_deref(),
-                    query_flags.occurrence,
-                )
-                .map_err(|message| UsageError(format!("rename: {message}")))?;
-                let new_name = new_name.to_string_lossy().into_owned();
-                if new_name.trim().is_empty() {
-                    return Err(UsageError("rename: NEW_NAME must not be empty".to_owned()));
-                }
-                Command::Rename {
-                    at,
-                    new_name,
-                    apply: apply_flag,
-                    timeout: check.timeout,
-                }
-            }
-            Some("code-actions") => {
-                let [at] =
-                    take_positionals::<1>("code-actions", "LOC|FILE:LINE-LINE", positionals)?;
-                let at = crate::edit::commands::parse_span(
-                    &at.to_string_lossy(),
-                    query_flags.symbol.as_deref(),
-                    query_flags.occurrence,
-                )
-                .map_err(|message| UsageError(format!("code-actions: {message}")))?;
-                Command::CodeActions {
-                    at,
-                    apply: apply_title,
-                    timeout: check.timeout,
-                }
-            }
-            Some("format") => {
-                let [file] = take_positionals::<1>("format", "FILE", positionals)?;
-                Command::Format {
-                    file,
-                    apply: apply_flag,
-                    options: formatting.overrides()?,
-                    timeout: check.timeout,
-                }
-            }
-            Some("edit") => {
-                let [file] = take_positionals::<1>("edit", "FILE", positionals)?;
-                let (Some(old), Some(new)) = (old_text, new_text) else {
-                    return Err(UsageError(
-                        "edit: --old TEXT and --new TEXT are required".to_owned(),
-                    ));
-                };
-                if old.is_empty() {
-                    return Err(UsageError("edit: --old must not be empty".to_owned()));
-                }
-                Command::Edit {
-                    file,
-                    old,
-                    new,
-                    timeout: check.timeout,
-                }
-            }
             Some("batch") => {
                 expect_no_positionals("batch", &positionals)?;
                 Command::Batch {
                     timeout: check.timeout,
                 }
             }
-            Some(name) if is_query_command(name) => {
-                Command::Query(parse_query(name, &positionals, &query_flags, &check)?)
+            Some(name) if operation_args::is_operation_command(name) => {
+                let format = match check.format {
+                    Format::Human => QueryFormat::Human,
+                    Format::Json => QueryFormat::Json,
+                    other => {
+                        return Err(UsageError(format!(
+                            "{name}: --format {} is not available here (expected human or json)",
+                            other.as_str()
+                        )))
+                    }
+                };
+                let positionals: Vec<OsString> = positionals
+                    .into_iter()
+                    .map(PathBuf::into_os_string)
+                    .collect();
+                operation_args::operation_command(
+                    name,
+                    &positionals,
+                    &op_flags,
+                    format,
+                    check.timeout,
+                )?
             }
             Some(other) => {
                 return Err(UsageError(format!(
@@ -347,230 +284,12 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
     Ok(Args { global, command })
 }
 
-/// `format`'s `--tab-size`, `--insert-spaces` and `--use-tabs`, checked once the command is
-/// known.
-#[derive(Debug, Default)]
-struct FormattingFlags {
-    tab_size: Option<u32>,
-    /// Each style flag given, in order, with its `insertSpaces` value.
-    styles: Vec<(&'static str, bool)>,
-}
-
-impl FormattingFlags {
-    fn first_flag(&self) -> Option<&'static str> {
-        match (self.tab_size, self.styles.first()) {
-            (Some(_), _) => Some("--tab-size"),
-            (None, Some((flag, _))) => Some(flag),
-            (None, None) => None,
-        }
-    }
-
-    /// The overrides; `--insert-spaces` with `--use-tabs` is a usage error.
-    fn overrides(&self) -> Result<crate::edit::formatting::FormattingOverrides, UsageError> {
-        let insert_spaces = match self.styles[..] {
-            [] => None,
-            [(_, first), ref rest @ ..] => {
-                if rest.iter().any(|(_, other)| *other != first) {
-                    return Err(UsageError(
-                        "format: --insert-spaces and --use-tabs contradict each other".to_owned(),
-                    ));
-                }
-                Some(first)
-            }
-        };
-        Ok(crate::edit::formatting::FormattingOverrides {
-            tab_size: self.tab_size,
-            insert_spaces,
-        })
-    }
-}
-
-/// Query flags, collected in any order and checked once the command is known.
-#[derive(Debug, Default)]
-struct QueryFlags {
-    symbol: Option<String>,
-    occurrence: Option<u32>,
-    include_declaration: bool,
-    supertypes: bool,
-    subtypes: bool,
-    file: Option<PathBuf>,
-}
-
-const QUERY_COMMANDS: [&str; 13] = [
-    "definition",
-    "declaration",
-    "type-definition",
-    "implementation",
-    "references",
-    "hover",
-    "symbols",
-    "workspace-symbols",
-    "call-hierarchy",
-    "incoming-calls",
-    "outgoing-calls",
-    "type-hierarchy",
-    "signature-help",
-];
-
-fn is_query_command(name: &str) -> bool {
-    QUERY_COMMANDS.contains(&name)
-}
-
-/// The one positional argument of a query command.
-fn single_positional<'a>(
-    command: &str,
-    what: &str,
-    positionals: &'a [PathBuf],
-) -> Result<&'a PathBuf, UsageError> {
-    match positionals {
-        [one] => Ok(one),
-        [] => Err(UsageError(format!("{command}: missing {what}"))),
-        [_, extra, ..] => Err(UsageError(format!(
-            "{command}: unexpected argument {:?}",
-            extra.display()
-        ))),
-    }
-}
-
-fn parse_query(
-    command: &str,
-    positionals: &[PathBuf],
-    flags: &QueryFlags,
-    check: &CheckOptions,
-) -> Result<QueryOptions, UsageError> {
-    let format = match check.format {
-        Format::Human => QueryFormat::Human,
-        Format::Json => QueryFormat::Json,
-        other => {
-            return Err(UsageError(format!(
-                "{command}: --format {} is not available for queries (expected human or json)",
-                other.as_str()
-            )))
-        }
-    };
-    let flag_only_for = |set: bool, flag: &str, commands: &[&str]| -> Result<(), UsageError> {
-        if set && !commands.contains(&command) {
-            return Err(UsageError(format!("{command}: {flag} does not apply")));
-        }
-        Ok(())
-    };
-    flag_only_for(
-        flags.include_declaration,
-        "--include-declaration",
-        &["references"],
-    )?;
-    flag_only_for(
-        flags.supertypes || flags.subtypes,
-        "--supertypes/--subtypes",
-        &["type-hierarchy"],
-    )?;
-    flag_only_for(flags.file.is_some(), "--file", &["workspace-symbols"])?;
-    if flags.supertypes && flags.subtypes {
-        return Err(UsageError(
-            "type-hierarchy: give --supertypes or --subtypes, not both".to_owned(),
-        ));
-    }
-    let position = || -> Result<TextPosition, UsageError> {
-        let loc = single_positional(
-            command,
-            "LOC (FILE:LINE:COLUMN or FILE:LINE --symbol NAME)",
-            positionals,
-        )?;
-        parse_loc(
-            &loc.to_string_lossy(),
-            flags.symbol.as_deref(),
-            flags.occurrence,
-        )
-        .map_err(|message| UsageError(format!("{command}: {message}")))
-    };
-    let no_symbol = || -> Result<(), UsageError> {
-        if flags.symbol.is_some() || flags.occurrence.is_some() {
-            return Err(UsageError(format!(
-                "{command}: --symbol/--occurrence do not apply"
-            )));
-        }
-        Ok(())
-    };
-    let definition = |kind| -> Result<QueryRequest, UsageError> {
-        Ok(QueryRequest::Definition {
-            at: position()?,
-            kind,
-        })
-    };
-    let request = match command {
-        "definition" => definition(DefinitionKind::Definition)?,
-        "declaration" => definition(DefinitionKind::Declaration)?,
-        "type-definition" => definition(DefinitionKind::TypeDefinition)?,
-        "implementation" => definition(DefinitionKind::Implementation)?,
-        "references" => QueryRequest::References {
-            at: position()?,
-            include_declaration: flags.include_declaration,
-        },
-        "hover" => QueryRequest::Hover { at: position()? },
-        "symbols" => {
-            no_symbol()?;
-            QueryRequest::Symbols {
-                file: single_positional(command, "FILE", positionals)?.clone(),
-            }
-        }
-        "workspace-symbols" => {
-            no_symbol()?;
-            QueryRequest::WorkspaceSymbols {
-                query: single_positional(command, "QUERY", positionals)?
-                    .to_string_lossy()
-                    .into_owned(),
-                file: flags.file.clone(),
-            }
-        }
-        "call-hierarchy" => QueryRequest::CallHierarchy {
-            at: position()?,
-            direction: None,
-        },
-        "incoming-calls" => QueryRequest::CallHierarchy {
-            at: position()?,
-            direction: Some(CallDirection::Incoming),
-        },
-        "outgoing-calls" => QueryRequest::CallHierarchy {
-            at: position()?,
-            direction: Some(CallDirection::Outgoing),
-        },
-        "type-hierarchy" => QueryRequest::TypeHierarchy {
-            at: position()?,
-            direction: if flags.subtypes {
-                TypeDirection::Subtypes
-            } else {
-                TypeDirection::Supertypes
-            },
-        },
-        _ => QueryRequest::SignatureHelp { at: position()? },
-    };
-    Ok(QueryOptions {
-        request,
-        format,
-        timeout: check.timeout,
-    })
-}
-
 fn parse_severity(flag: &str, parser: &mut lexopt::Parser) -> Result<Severity, UsageError> {
     use lexopt::prelude::*;
     let value: String = parser.value()?.string()?;
     value.parse().map_err(|_| {
         UsageError(format!(
             "{flag}: unknown severity {value:?} (expected error, warning, info or hint)"
-        ))
-    })
-}
-
-/// Exactly `N` positionals for `command`, else a usage error showing `shape`.
-fn take_positionals<const N: usize>(
-    command: &str,
-    shape: &str,
-    positionals: Vec<PathBuf>,
-) -> Result<[PathBuf; N], UsageError> {
-    let count = positionals.len();
-    positionals.try_into().map_err(|_| {
-        UsageError(format!(
-            "{command}: expected {shape}, got {count} argument(s)"
         ))
     })
 }
@@ -589,9 +308,12 @@ fn expect_no_positionals(command: &str, positionals: &[PathBuf]) -> Result<(), U
 mod tests {
     use super::*;
     use crate::cli::tune_engine;
+    use crate::edit::commands::Span;
     use crate::engine::{EngineOptions, RestartPolicy};
+    use crate::operation::Operation;
     use crate::output::Format;
-    use crate::query::ColumnOrSymbol;
+    use crate::query::command::QueryRequest;
+    use crate::query::{ColumnOrSymbol, TextPosition, TypeDirection};
 
     fn parse_str(line: &str) -> Result<Args, UsageError> {
         parse(line.split_whitespace().map(OsString::from).collect())
@@ -615,50 +337,72 @@ mod tests {
         assert_eq!(check.fail_on, Severity::Error);
     }
 
+    fn operation(line: &str) -> (Operation, QueryFormat, Duration) {
+        match parse_str(line).unwrap().command {
+            Command::Operation {
+                operation,
+                format,
+                timeout,
+            } => (operation, format, timeout),
+            other => panic!("not an operation: {other:?}"),
+        }
+    }
+
     #[test]
     fn query_commands_parse() {
-        let args =
-            parse_str("references src/a.py:1:1 --include-declaration --format json --timeout 5")
-                .unwrap();
-        let Command::Query(options) = args.command else {
-            panic!("not a query")
-        };
-        assert_eq!(options.format, QueryFormat::Json);
-        assert_eq!(options.timeout, Duration::from_secs(5));
+        let (references, format, timeout) =
+            operation("references src/a.py:1:1 --include-declaration --format json --timeout 5");
+        assert_eq!(format, QueryFormat::Json);
+        assert_eq!(timeout, Duration::from_secs(5));
         assert_eq!(
-            options.request,
-            QueryRequest::References {
+            references,
+            Operation::Query(QueryRequest::References {
                 at: TextPosition {
                     file: PathBuf::from("src/a.py"),
                     line: 1,
                     target: ColumnOrSymbol::Column(1)
                 },
                 include_declaration: true
-            }
+            })
         );
-        let args = parse_str("type-hierarchy s.ts:3 --symbol Circle --subtypes").unwrap();
         assert!(matches!(
-            args.command,
-            Command::Query(QueryOptions {
-                request: QueryRequest::TypeHierarchy {
-                    direction: TypeDirection::Subtypes,
-                    ..
-                },
+            operation("type-hierarchy s.ts:3 --symbol Circle --subtypes").0,
+            Operation::Query(QueryRequest::TypeHierarchy {
+                direction: TypeDirection::Subtypes,
                 ..
             })
         ));
+        // FILE:LINE:NAME in every command.
+        assert_eq!(
+            operation("hover a.py:2:total").0,
+            Operation::Query(QueryRequest::Hover {
+                at: TextPosition {
+                    file: PathBuf::from("a.py"),
+                    line: 2,
+                    target: ColumnOrSymbol::Symbol {
+                        name: "total".into(),
+                        occurrence: 1
+                    }
+                }
+            })
+        );
         assert_eq!(
             parse_str("batch --timeout 2").unwrap().command,
             Command::Batch {
                 timeout: Duration::from_secs(2)
             }
         );
+        assert_eq!(
+            parse_str("hover --help").unwrap().command,
+            Command::HelpFor("hover".into())
+        );
+        assert_eq!(parse_str("--help").unwrap().command, Command::Help);
         let check = |line: &str, expected: &str| {
             assert_eq!(parse_str(line).unwrap_err().0, expected, "{line}");
         };
         check(
             "hover",
-            "hover: missing LOC (FILE:LINE:COLUMN or FILE:LINE --symbol NAME)",
+            "hover: missing LOC (FILE:LINE:COLUMN, FILE:LINE:NAME or FILE:LINE --symbol NAME)",
         );
         check(
             "hover a.py:1:1 b.py:1:1",
@@ -666,7 +410,7 @@ mod tests {
         );
         check(
             "hover a.py:1:1 --format sarif",
-            "hover: --format sarif is not available for queries (expected human or json)",
+            "hover: --format sarif is not available here (expected human or json)",
         );
         check(
             "hover a.py:1:1 --include-declaration",
@@ -678,7 +422,23 @@ mod tests {
         );
         check(
             "symbols a.py --symbol x",
-            "symbols: --symbol/--occurrence do not apply",
+            "symbols: --symbol does not apply",
+        );
+        check(
+            "hover a.py:0:3",
+            "hover: line must be a whole number from 1, got 0",
+        );
+        check(
+            "hover a.py:3:1 --symbol x",
+            "hover: give either column or symbol, not both",
+        );
+        check(
+            "hover a.py:3 --symbol x --occurrence 0",
+            "hover: occurrence must be a whole number from 1, got 0",
+        );
+        check(
+            "hover a.py:3 --symbol x --occurrence two",
+            "hover: occurrence must be a whole number from 1, got \"two\"",
         );
         check("batch extra", "batch: unexpected argument \"extra\"");
     }
@@ -734,30 +494,28 @@ mod tests {
             "rename a.py:1:1",
             "rename: expected LOC NEW_NAME, got 1 argument(s)",
         );
-        check(
-            "edit a.py --old x",
-            "edit: --old TEXT and --new TEXT are required",
-        );
-        check("format", "format: expected FILE, got 0 argument(s)");
+        check("edit a.py --old x", "edit: new is required");
+        check("format", "format: missing FILE");
         check(
             "format a.ts --tab-size 0",
-            "--tab-size: expected a whole number from 1 to 64, got \"0\"",
+            "format: tab_size must be a whole number from 1, got 0",
+        );
+        check(
+            "format a.ts --tab-size 65",
+            "format: tab_size must be from 1 to 64, got 65",
         );
         check(
             "format a.ts --use-tabs --insert-spaces",
-            "format: --insert-spaces and --use-tabs contradict each other",
+            "format: give --insert-spaces or --use-tabs, not both",
         );
-        check(
-            "check --use-tabs",
-            "--use-tabs applies only to the format command",
-        );
+        check("check --use-tabs", "check: --use-tabs does not apply");
         check(
             "hover a.ts:1:1 --tab-size 2",
-            "--tab-size applies only to the format command",
+            "hover: --tab-size does not apply",
         );
         check(
             "rename a.py:1 y",
-            "rename: \"a.py:1\" has no column: give FILE:LINE:COLUMN, or FILE:LINE with --symbol NAME",
+            "rename: \"a.py:1\" has no column: give FILE:LINE:COLUMN, FILE:LINE:NAME, or FILE:LINE with --symbol NAME",
         );
         check(
             "--restart sometimes check",
@@ -765,7 +523,7 @@ mod tests {
         );
         check(
             "--max-file-size 0 check",
-            "--max-file-size: expected a positive number of bytes, got \"0\"",
+            "--max-file-size: expected a positive size in bytes (for example 512K or 5M), got \"0\"",
         );
     }
 
@@ -774,15 +532,14 @@ mod tests {
         use crate::edit::formatting::FormattingOverrides;
         let check = |line: &str, tab_size: Option<u32>, insert_spaces: Option<bool>| {
             assert_eq!(
-                parse_str(line).unwrap().command,
-                Command::Format {
+                operation(line).0,
+                Operation::Format {
                     file: "a.ts".into(),
                     apply: false,
                     options: FormattingOverrides {
                         tab_size,
                         insert_spaces
                     },
-                    timeout: Duration::from_secs(30),
                 },
                 "{line}"
             );
@@ -799,38 +556,41 @@ mod tests {
     #[test]
     fn edit_commands_parse() {
         assert_eq!(
-            parse_str("rename a.py:3:5 total --apply").unwrap().command,
-            Command::Rename {
-                at: TextPosition {
-                    file: "a.py".into(),
-                    line: 3,
-                    target: ColumnOrSymbol::Column(5),
+            operation("rename a.py:3:5 total --apply"),
+            (
+                Operation::Rename {
+                    at: TextPosition {
+                        file: "a.py".into(),
+                        line: 3,
+                        target: ColumnOrSymbol::Column(5),
+                    },
+                    new_name: "total".into(),
+                    apply: true,
                 },
-                new_name: "total".into(),
-                apply: true,
-                timeout: Duration::from_secs(30),
-            }
+                QueryFormat::Human,
+                Duration::from_secs(30)
+            )
         );
         assert_eq!(
-            parse_str("code-actions a.py:1-4 --apply Organize --timeout 5")
-                .unwrap()
-                .command,
-            Command::CodeActions {
-                at: crate::edit::commands::Span::Lines {
-                    path: "a.py".into(),
-                    start_line: 1,
-                    end_line: 4,
+            operation("code-actions a.py:1-4 --apply Organize --timeout 5"),
+            (
+                Operation::ApplyCodeAction {
+                    at: Span::Lines {
+                        path: "a.py".into(),
+                        start_line: 1,
+                        end_line: 4,
+                    },
+                    title: "Organize".into(),
+                    apply: true,
                 },
-                apply: Some("Organize".into()),
-                timeout: Duration::from_secs(5),
-            }
+                QueryFormat::Human,
+                Duration::from_secs(5)
+            )
         );
         assert_eq!(
-            parse_str("code-actions a.py:2 --symbol x --occurrence 2")
-                .unwrap()
-                .command,
-            Command::CodeActions {
-                at: crate::edit::commands::Span::At(TextPosition {
+            operation("code-actions a.py:2 --symbol x --occurrence 2").0,
+            Operation::CodeActions {
+                at: Span::At(TextPosition {
                     file: "a.py".into(),
                     line: 2,
                     target: ColumnOrSymbol::Symbol {
@@ -838,13 +598,21 @@ mod tests {
                         occurrence: 2,
                     },
                 }),
-                apply: None,
-                timeout: Duration::from_secs(30),
+            }
+        );
+        assert_eq!(
+            operation("code-actions a.py:7").0,
+            Operation::CodeActions {
+                at: Span::Lines {
+                    path: "a.py".into(),
+                    start_line: 7,
+                    end_line: 7,
+                },
             }
         );
         assert_eq!(
             parse(["rename", "a.py:1:x", " "].map(OsString::from).to_vec()),
-            Err(UsageError("rename: NEW_NAME must not be empty".to_owned()))
+            Err(UsageError("rename: new_name must not be empty".to_owned()))
         );
         let args = parse(
             ["edit", "a.py", "--old", "x = 1", "--new", "x = 2"]
@@ -855,10 +623,13 @@ mod tests {
         .unwrap();
         assert_eq!(
             args.command,
-            Command::Edit {
-                file: "a.py".into(),
-                old: "x = 1".into(),
-                new: "x = 2".into(),
+            Command::Operation {
+                operation: Operation::Edit {
+                    file: "a.py".into(),
+                    old: "x = 1".into(),
+                    new: "x = 2".into(),
+                },
+                format: QueryFormat::Human,
                 timeout: Duration::from_secs(30),
             }
         );

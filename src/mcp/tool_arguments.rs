@@ -1,19 +1,15 @@
 //! What every MCP tool call shares (issue 4, seed 004): the call's [`ToolContext`], its failure
-//! type ([`ToolFailure`], rendered as an `isError` result), reading its arguments (strings,
-//! 1-based integers, booleans, files inside the root, positions), the JSON schema of a position,
-//! and cleaning a result's JSON (nulls dropped, paths relative to the root).
-//!
-//! Both tool families ([`super::tools`] and [`super::edit_tools`]) read their arguments here, so
-//! neither depends on the other for it.
+//! type ([`ToolFailure`], rendered as an `isError` result), resolving a file argument inside the
+//! root, and cleaning a result's JSON (nulls dropped, paths relative to the root). Arguments are
+//! read and checked by [`crate::operation::Operation::from_arguments`], as batch lines are.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crossbeam_channel::Sender;
-use serde_json::{json, Map, Value};
 
 use crate::engine::Op;
-use crate::query::{ColumnOrSymbol, TextPosition};
+pub use crate::operation::execute::{clean_json, display_path};
 
 /// Everything a tool handler needs; cheap to clone onto a worker thread.
 #[derive(Clone)]
@@ -29,39 +25,6 @@ pub struct ToolContext {
     /// Whose passive-diagnostics queue `newDiagnostics` drains: `None` for the engine's shared
     /// one (stdio, stateless requests), an HTTP session's id for its own (issue 14).
     pub passive_consumer: Option<String>,
-}
-
-pub fn position_properties() -> Map<String, Value> {
-    let mut properties = Map::new();
-    properties.insert(
-        "file".to_owned(),
-        json!({"type": "string", "description": "File path, relative to the workspace root or absolute inside it"}),
-    );
-    properties.insert(
-        "line".to_owned(),
-        json!({"type": "integer", "minimum": 1, "description": "1-based line number"}),
-    );
-    properties.insert(
-        "column".to_owned(),
-        json!({"type": "integer", "minimum": 1, "description": "1-based column in Unicode characters (give column or symbol)"}),
-    );
-    properties.insert(
-        "symbol".to_owned(),
-        json!({"type": "string", "description": "A name on that line to point at instead of a column"}),
-    );
-    properties.insert(
-        "occurrence".to_owned(),
-        json!({"type": "integer", "minimum": 1, "description": "Which occurrence of symbol on the line (1-based, default 1)"}),
-    );
-    properties
-}
-
-pub fn position_schema(extra: &[(&str, Value)]) -> Value {
-    let mut properties = position_properties();
-    for (key, value) in extra {
-        properties.insert((*key).to_owned(), value.clone());
-    }
-    json!({"type": "object", "properties": properties, "required": ["file", "line"]})
 }
 
 /// A failed call, rendered as an `isError` result.
@@ -162,104 +125,10 @@ fn passes_a_symlink(root: &Path, path: &Path) -> bool {
     })
 }
 
-/// `path` relative to `root` when inside it, else as is.
-pub fn display_path(root: &Path, path: &Path) -> String {
-    path.strip_prefix(root)
-        .map(|relative| relative.display().to_string())
-        .unwrap_or_else(|_| path.display().to_string())
-}
-
-pub fn arg_str<'a>(args: &'a Value, key: &str) -> Result<Option<&'a str>, ToolFailure> {
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) => Ok(Some(text)),
-        Some(other) => Err(ToolFailure(format!("{key} must be a string, got {other}"))),
-    }
-}
-
-pub fn arg_u32(args: &Value, key: &str) -> Result<Option<u32>, ToolFailure> {
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(value) => value
-            .as_u64()
-            .filter(|n| *n >= 1 && *n <= u32::MAX as u64)
-            .map(|n| Some(n as u32))
-            .ok_or_else(|| {
-                ToolFailure(format!(
-                    "{key} must be an integer >= 1 (1-based), got {value}"
-                ))
-            }),
-    }
-}
-
-pub fn arg_bool(args: &Value, key: &str) -> Result<Option<bool>, ToolFailure> {
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Bool(flag)) => Ok(Some(*flag)),
-        Some(other) => Err(ToolFailure(format!(
-            "{key} must be true or false, got {other}"
-        ))),
-    }
-}
-
-pub fn required_file(root: &Path, args: &Value) -> Result<PathBuf, ToolFailure> {
-    let file = arg_str(args, "file")?.ok_or_else(|| {
-        ToolFailure("file is required (relative to the workspace root)".to_owned())
-    })?;
-    resolve_file(root, file)
-}
-
-/// Parse `file`, `line` and `column` or `symbol` (+ `occurrence`).
-pub fn text_position(root: &Path, args: &Value) -> Result<TextPosition, ToolFailure> {
-    let file = required_file(root, args)?;
-    let line = arg_u32(args, "line")?
-        .ok_or_else(|| ToolFailure("line is required (1-based)".to_owned()))?;
-    let column = arg_u32(args, "column")?;
-    let symbol = arg_str(args, "symbol")?;
-    let target = match (column, symbol) {
-        (Some(column), None) => ColumnOrSymbol::Column(column),
-        (None, Some(name)) if !name.is_empty() => ColumnOrSymbol::Symbol {
-            name: name.to_owned(),
-            occurrence: arg_u32(args, "occurrence")?.unwrap_or(1),
-        },
-        (Some(_), Some(_)) => {
-            return Err(ToolFailure(
-                "give either column or symbol, not both".to_owned(),
-            ))
-        }
-        _ => {
-            return Err(ToolFailure(
-                "give column (1-based, in characters) or symbol (a name on that line)".to_owned(),
-            ))
-        }
-    };
-    Ok(TextPosition { file, line, target })
-}
-
-/// Remove `null` object members everywhere and turn absolute paths under `root` (values of keys
-/// named `path`, `file` or `uri`-less path strings) into root-relative ones.
-pub fn clean_json(value: &mut Value, root: &Path) {
-    match value {
-        Value::Object(object) => {
-            object.retain(|_, member| !member.is_null());
-            for (key, member) in object.iter_mut() {
-                if key == "path" || key == "file" {
-                    if let Value::String(text) = member {
-                        *text = display_path(root, Path::new(text.as_str()));
-                        continue;
-                    }
-                }
-                clean_json(member, root);
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(|item| clean_json(item, root)),
-        _ => {}
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{json, Value};
 
     #[test]
     fn files_resolve_inside_the_root_only() {
@@ -318,76 +187,6 @@ mod tests {
         check(
             "",
             Err("file is empty; give a path relative to the workspace root"),
-        );
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn positions_need_column_or_symbol() {
-        let dir = std::env::temp_dir().join(format!("lspc-mcp-pos-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("a.py"), "x = 1\n").unwrap();
-        let root = dir.canonicalize().unwrap();
-        let check = |args: Value, expected: Result<(u32, ColumnOrSymbol), &str>| {
-            let actual = text_position(&root, &args)
-                .map(|at| (at.line, at.target))
-                .map_err(|error| error.0);
-            match (&actual, &expected) {
-                (Ok((line, target)), Ok((want_line, want_target))) => {
-                    assert_eq!(line, want_line, "{args}");
-                    assert_eq!(format!("{target:?}"), format!("{want_target:?}"), "{args}");
-                }
-                (Err(message), Err(want)) => assert_eq!(message, want, "{args}"),
-                _ => panic!("{args}: got {actual:?}"),
-            }
-        };
-        check(
-            json!({"file": "a.py", "line": 1, "column": 3}),
-            Ok((1, ColumnOrSymbol::Column(3))),
-        );
-        check(
-            json!({"file": "a.py", "line": 1, "symbol": "x"}),
-            Ok((
-                1,
-                ColumnOrSymbol::Symbol {
-                    name: "x".to_owned(),
-                    occurrence: 1,
-                },
-            )),
-        );
-        check(
-            json!({"file": "a.py", "line": 1, "symbol": "x", "occurrence": 2}),
-            Ok((
-                1,
-                ColumnOrSymbol::Symbol {
-                    name: "x".to_owned(),
-                    occurrence: 2,
-                },
-            )),
-        );
-        check(
-            json!({"file": "a.py", "line": 0, "column": 1}),
-            Err("line must be an integer >= 1 (1-based), got 0"),
-        );
-        check(
-            json!({"file": "a.py", "column": 1}),
-            Err("line is required (1-based)"),
-        );
-        check(
-            json!({"file": "a.py", "line": 1}),
-            Err("give column (1-based, in characters) or symbol (a name on that line)"),
-        );
-        check(
-            json!({"file": "a.py", "line": 1, "column": 1, "symbol": "x"}),
-            Err("give either column or symbol, not both"),
-        );
-        check(
-            json!({"line": 1, "column": 1}),
-            Err("file is required (relative to the workspace root)"),
-        );
-        check(
-            json!({"file": 3, "line": 1}),
-            Err("file must be a string, got 3"),
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -17,14 +17,11 @@ use serde_json::{json, Map, Value};
 
 use crate::diagnostics::{Diagnostic, DrainedBatch};
 use crate::engine::{self, DiagnosticsOutcome, Op, ServerDetails};
-use crate::query::{CallDirection, DefinitionKind, Queries, TypeDirection};
+use crate::operation::{definitions, Defaults, Operation};
+use crate::query::command::{execute as execute_query, QueryRequest};
+use crate::query::Queries;
 
-use super::tool_arguments::{
-    arg_bool, arg_str, position_properties, position_schema, required_file,
-};
-pub use super::tool_arguments::{
-    clean_json, display_path, resolve_file, text_position, ToolContext, ToolFailure,
-};
+pub use super::tool_arguments::{clean_json, display_path, resolve_file, ToolContext, ToolFailure};
 
 /// A tool lspc may offer: its name and the `ServerCapabilities` keys of which at least one must be
 /// advertised by some server (empty: always offered).
@@ -163,12 +160,17 @@ fn one_property_output(key: &str, schema: Value) -> Value {
 }
 
 /// The `tools/list` entry for `name` (MCP 2025-06-18+ `Tool` with `inputSchema` and
-/// `outputSchema`).
+/// `outputSchema`). The description and `inputSchema` come from the operation's one definition
+/// ([`crate::operation::definitions`]), so the tool accepts exactly what it advertises.
 pub fn tool_definition(name: &str) -> Value {
-    if let Some((description, input, output, read_only)) = super::edit_tools::definition(name) {
+    let Some(def) = definitions::find_tool(name) else {
+        return Value::Null;
+    };
+    let input = definitions::input_schema(def);
+    if let Some((output, read_only)) = super::edit_tools::definition(name) {
         return json!({
             "name": name,
-            "description": description,
+            "description": def.summary,
             "inputSchema": input,
             "outputSchema": output,
             "annotations": {
@@ -179,82 +181,34 @@ pub fn tool_definition(name: &str) -> Value {
             }
         });
     }
-    let (description, input, output) = match name {
-        "definition" => (
-            "Go to the definition (or declaration, type definition, implementation) of the symbol at a position.",
-            position_schema(&[(
-                "kind",
-                json!({"type": "string", "enum": ["definition", "declaration", "type_definition", "implementation"], "description": "default definition"}),
-            )]),
-            locations_output(),
-        ),
-        "references" => (
-            "Find every reference to the symbol at a position.",
-            position_schema(&[(
-                "include_declaration",
-                json!({"type": "boolean", "description": "also list the declaration (default true)"}),
-            )]),
-            locations_output(),
-        ),
-        "hover" => (
-            "Type and documentation of the symbol at a position.",
-            position_schema(&[]),
-            one_property_output("hover", json!({"type": ["object", "null"]})),
-        ),
-        "document_symbols" => (
-            "The outline of a file: classes, functions, variables, with positions.",
-            json!({"type": "object", "properties": {"file": position_properties()["file"].clone()}, "required": ["file"]}),
-            one_property_output("symbols", json!({"type": "array", "items": {"type": "object"}})),
-        ),
-        "workspace_symbols" => (
-            "Search symbols by name across the workspace. Give file to pick the language server (any file of that language).",
-            json!({"type": "object", "properties": {
-                "query": {"type": "string", "description": "Name or part of a name"},
-                "file": {"type": "string", "description": "A file whose language server to ask (default: every running server)"}
-            }, "required": ["query"]}),
-            one_property_output("symbols", json!({"type": "array", "items": {"type": "object"}})),
-        ),
-        "call_hierarchy" => (
-            "The call hierarchy item at a position, with its incoming callers or outgoing callees when direction is given.",
-            position_schema(&[(
-                "direction",
-                json!({"type": "string", "enum": ["incoming", "outgoing"]}),
-            )]),
-            {
-                let mut properties = Map::new();
-                properties.insert("items".to_owned(), json!({"type": "array", "items": {"type": "object"}}));
-                properties.insert("calls".to_owned(), json!({"type": "array", "items": {"type": "object"}}));
-                output_schema(properties, &["items"])
-            },
-        ),
-        "type_hierarchy" => (
-            "Supertypes or subtypes of the type at a position.",
-            position_schema(&[(
-                "direction",
-                json!({"type": "string", "enum": ["supertypes", "subtypes"], "description": "default supertypes"}),
-            )]),
-            one_property_output("hierarchy", json!({"type": "object"})),
-        ),
-        "signature_help" => (
-            "Signatures of the call surrounding a position, with the active parameter.",
-            position_schema(&[]),
-            one_property_output("signatureHelp", json!({"type": ["object", "null"]})),
-        ),
-        _ => (
-            "Diagnostics (errors, warnings) for a file once its servers have settled; without file, every diagnostic not yet delivered (at most 10 per file, 30 in total).",
-            json!({"type": "object", "properties": {"file": position_properties()["file"].clone()}}),
-            {
-                let mut properties = Map::new();
-                properties.insert("files".to_owned(), json!({"type": "array", "items": {"type": "object"}}));
-                properties.insert("more".to_owned(), json!({"type": "integer"}));
-                properties.insert("note".to_owned(), json!({"type": "string"}));
-                output_schema(properties, &["files"])
-            },
-        ),
+    let array_of_objects = || json!({"type": "array", "items": {"type": "object"}});
+    let output = match name {
+        "definition" | "references" => locations_output(),
+        "hover" => one_property_output("hover", json!({"type": ["object", "null"]})),
+        "document_symbols" | "workspace_symbols" => {
+            one_property_output("symbols", array_of_objects())
+        }
+        "call_hierarchy" => {
+            let mut properties = Map::new();
+            properties.insert("items".to_owned(), array_of_objects());
+            properties.insert("calls".to_owned(), array_of_objects());
+            output_schema(properties, &["items"])
+        }
+        "type_hierarchy" => one_property_output("hierarchy", json!({"type": "object"})),
+        "signature_help" => {
+            one_property_output("signatureHelp", json!({"type": ["object", "null"]}))
+        }
+        _ => {
+            let mut properties = Map::new();
+            properties.insert("files".to_owned(), array_of_objects());
+            properties.insert("more".to_owned(), json!({"type": "integer"}));
+            properties.insert("note".to_owned(), json!({"type": "string"}));
+            output_schema(properties, &["files"])
+        }
     };
     json!({
         "name": name,
-        "description": description,
+        "description": def.summary,
         "inputSchema": input,
         "outputSchema": output,
         "annotations": {"readOnlyHint": true, "openWorldHint": false}
@@ -406,217 +360,82 @@ fn query_failure(error: impl std::fmt::Display) -> ToolFailure {
     ToolFailure(format!("{message}{hint}"))
 }
 
-fn to_json(value: &impl serde::Serialize, root: &Path) -> Value {
-    let mut json = serde_json::to_value(value).unwrap_or(Value::Null);
-    clean_json(&mut json, root);
-    json
-}
-
-fn location_line(location: &Value) -> String {
-    let path = location.get("path").and_then(Value::as_str).unwrap_or("?");
-    let line = location.get("line").and_then(Value::as_u64).unwrap_or(0);
-    let column = location.get("column").and_then(Value::as_u64).unwrap_or(0);
-    match location.get("lineText").and_then(Value::as_str) {
-        Some(text) => format!("{path}:{line}:{column}: {}", text.trim()),
-        None => format!("{path}:{line}:{column}"),
-    }
-}
-
-fn symbols_text(symbols: &[Value], depth: usize, text: &mut String) {
-    for symbol in symbols {
-        let name = symbol.get("name").and_then(Value::as_str).unwrap_or("?");
-        let kind = symbol.get("kind").and_then(Value::as_str).unwrap_or("");
-        let location = symbol
-            .get("location")
-            .map(location_line)
-            .unwrap_or_default();
-        let location = location.split(": ").next().unwrap_or("").to_owned();
-        text.push_str(&format!(
-            "{}{kind} {name}  {location}\n",
-            "  ".repeat(depth)
-        ));
-        if let Some(children) = symbol.get("children").and_then(Value::as_array) {
-            symbols_text(children, depth + 1, text);
-        }
-    }
-}
-
 fn run_tool(
     context: &ToolContext,
     name: &str,
     args: &Value,
     tag: u64,
 ) -> Result<(Value, String), ToolFailure> {
-    if !args.is_object() {
+    let Value::Object(arguments) = args else {
         return Err(ToolFailure("arguments must be a JSON object".to_owned()));
-    }
-    if let Some(result) = super::edit_tools::run(context, name, args) {
-        return result;
-    }
+    };
     let root = &context.root;
+    // The tool's arguments are the operation's JSON shape (without `op`): one checker, the same
+    // messages as the command line and batch. Files must exist inside the root.
+    let operation = Operation::from_arguments(name, arguments, Defaults::MCP)
+        .map_err(|error| ToolFailure(error.0))?
+        .try_map_paths(&|path| {
+            resolve_file(root, &path.to_string_lossy()).map_err(|failure| failure.0)
+        })
+        .map_err(ToolFailure)?;
+    let query = match operation {
+        Operation::Query(query) => query,
+        Operation::Diagnostics { file } => return diagnostics_tool(context, file.as_deref()),
+        operation => return super::edit_tools::run(context, name, &operation),
+    };
     let queries = Queries::new(context.op_sender.clone(), root.clone(), context.timeout)
         .with_analysed_files(context.analysed_files.clone())
         .with_tag(Some(tag));
-    match name {
-        "definition" => {
-            let at = text_position(root, args)?;
-            let kind = match arg_str(args, "kind")?.unwrap_or("definition") {
-                "definition" => DefinitionKind::Definition,
-                "declaration" => DefinitionKind::Declaration,
-                "type_definition" => DefinitionKind::TypeDefinition,
-                "implementation" => DefinitionKind::Implementation,
-                other => {
-                    return Err(ToolFailure(format!(
-                        "kind {other:?} is not one of definition, declaration, type_definition, implementation"
-                    )))
-                }
-            };
-            let result = queries.definition(&at, kind).map_err(query_failure)?;
-            Ok(locations_result(to_json(&result, root)))
+    // The answer is rendered where the command line's and batch's are
+    // (`query::command::execute`); MCP only wraps it in the key its `outputSchema` names.
+    let answer = execute_query(&queries, &query).map_err(query_failure)?;
+    let mut json = answer.json;
+    clean_json(&mut json, root);
+    let structured = match &query {
+        QueryRequest::Definition { .. } | QueryRequest::References { .. } => {
+            with_default(json, "locations")
         }
-        "references" => {
-            let at = text_position(root, args)?;
-            let include = arg_bool(args, "include_declaration")?.unwrap_or(true);
-            let result = queries.references(&at, include).map_err(query_failure)?;
-            Ok(locations_result(to_json(&result, root)))
+        QueryRequest::Symbols { .. } | QueryRequest::WorkspaceSymbols { .. } => {
+            with_default(json, "symbols")
         }
-        "hover" => {
-            let at = text_position(root, args)?;
-            let result = queries.hover(&at).map_err(query_failure)?;
-            let hover = to_json(&result, root);
-            let text = hover
-                .get("text")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-                .unwrap_or_else(|| "no hover information at this position".to_owned());
-            Ok((json!({ "hover": hover }), text))
-        }
-        "document_symbols" => {
-            let file = required_file(root, args)?;
-            let result = queries.document_symbols(&file).map_err(query_failure)?;
-            symbols_result(to_json(&result, root))
-        }
-        "workspace_symbols" => {
-            let query = arg_str(args, "query")?
-                .ok_or_else(|| ToolFailure("query is required".to_owned()))?;
-            let hint = match arg_str(args, "file")? {
-                Some(file) => Some(resolve_file(root, file)?),
-                None => None,
-            };
-            let result = queries
-                .workspace_symbols(query, hint.as_deref())
-                .map_err(query_failure)?;
-            symbols_result(to_json(&result, root))
-        }
-        "call_hierarchy" => {
-            let at = text_position(root, args)?;
-            let direction = match arg_str(args, "direction")? {
-                None => None,
-                Some("incoming") => Some(CallDirection::Incoming),
-                Some("outgoing") => Some(CallDirection::Outgoing),
-                Some(other) => {
-                    return Err(ToolFailure(format!(
-                        "direction {other:?} is not incoming or outgoing"
-                    )))
-                }
-            };
-            let result = queries
-                .call_hierarchy(&at, direction)
-                .map_err(query_failure)?;
-            let mut json = to_json(&result, root);
-            if json.get("items").is_none() {
-                json["items"] = json!([]);
-            }
-            let mut text = String::new();
-            for item in json["items"].as_array().cloned().unwrap_or_default() {
-                let name = item.get("name").and_then(Value::as_str).unwrap_or("?");
-                let location = item.get("location").map(location_line).unwrap_or_default();
-                text.push_str(&format!("{name}  {location}\n"));
-            }
-            for call in json
-                .get("calls")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default()
-            {
-                let item = call.get("item").cloned().unwrap_or(Value::Null);
-                let name = item.get("name").and_then(Value::as_str).unwrap_or("?");
-                let location = item.get("location").map(location_line).unwrap_or_default();
-                text.push_str(&format!("  {name}  {location}\n"));
-            }
-            if text.is_empty() {
-                text = "no call hierarchy item at this position".to_owned();
-            }
-            Ok((json, text))
-        }
-        "type_hierarchy" => {
-            let at = text_position(root, args)?;
-            let direction = match arg_str(args, "direction")?.unwrap_or("supertypes") {
-                "supertypes" => TypeDirection::Supertypes,
-                "subtypes" => TypeDirection::Subtypes,
-                other => {
-                    return Err(ToolFailure(format!(
-                        "direction {other:?} is not supertypes or subtypes"
-                    )))
-                }
-            };
-            let result = queries
-                .type_hierarchy(&at, direction)
-                .map_err(query_failure)?;
-            let json = to_json(&result, root);
-            let text = serde_json::to_string_pretty(&json).unwrap_or_default();
-            Ok((json!({ "hierarchy": json }), text))
-        }
-        "signature_help" => {
-            let at = text_position(root, args)?;
-            let result = queries.signature_help(&at).map_err(query_failure)?;
-            let json = to_json(&result, root);
-            let text = if json.is_null() {
-                "no signature help at this position (put the position inside a call's parentheses)"
-                    .to_owned()
-            } else {
-                serde_json::to_string_pretty(&json).unwrap_or_default()
-            };
-            Ok((json!({ "signatureHelp": json }), text))
-        }
-        "diagnostics" => diagnostics_tool(context, args),
-        other => Err(ToolFailure(format!("unknown tool {other:?}"))),
-    }
-}
-
-fn locations_result(mut json: Value) -> (Value, String) {
-    if json.get("locations").is_none() {
-        json["locations"] = json!([]);
-    }
-    let locations = json["locations"].as_array().cloned().unwrap_or_default();
-    let mut text = String::new();
-    if locations.is_empty() {
-        text.push_str("no locations found\n");
-    }
-    for location in &locations {
-        text.push_str(&location_line(location));
+        QueryRequest::CallHierarchy { .. } => with_default(json, "items"),
+        QueryRequest::Hover { .. } => json!({ "hover": json }),
+        QueryRequest::TypeHierarchy { .. } => json!({ "hierarchy": json }),
+        QueryRequest::SignatureHelp { .. } => json!({ "signatureHelp": json }),
+    };
+    let mut text = if answer.human.trim().is_empty() {
+        let hint = match &query {
+            QueryRequest::SignatureHelp { .. } => " (put the position inside a call's parentheses)",
+            _ => "",
+        };
+        format!("{}{hint}\n", query.nothing_found())
+    } else {
+        answer.human
+    };
+    if let Some(note) = answer.incomplete {
+        text.push_str(&note);
         text.push('\n');
     }
-    if let Some(note) = json.get("incomplete").and_then(Value::as_str) {
-        text.push_str(note);
-        text.push('\n');
-    }
-    (json, text)
+    Ok((structured, text))
 }
 
-fn symbols_result(json: Value) -> Result<(Value, String), ToolFailure> {
-    let symbols = json.as_array().cloned().unwrap_or_default();
-    let mut text = String::new();
-    if symbols.is_empty() {
-        text.push_str("no symbols found\n");
+/// `json` with `key` set to an empty list when the answer left it out.
+fn with_default(mut json: Value, key: &str) -> Value {
+    if !json.is_object() {
+        json = json!({});
     }
-    symbols_text(&symbols, 0, &mut text);
-    Ok((json!({ "symbols": symbols }), text))
+    if json.get(key).is_none() {
+        json[key] = json!([]);
+    }
+    json
 }
 
-fn diagnostics_tool(context: &ToolContext, args: &Value) -> Result<(Value, String), ToolFailure> {
+fn diagnostics_tool(
+    context: &ToolContext,
+    file: Option<&Path>,
+) -> Result<(Value, String), ToolFailure> {
     let root = &context.root;
-    let Some(file) = arg_str(args, "file")? else {
+    let Some(path) = file else {
         let batch = engine::drain_passive(&context.op_sender, context.passive_consumer.as_deref());
         return Ok(match batch {
             Some(batch) => {
@@ -629,7 +448,8 @@ fn diagnostics_tool(context: &ToolContext, args: &Value) -> Result<(Value, Strin
             ),
         });
     };
-    let path = resolve_file(root, file)?;
+    let path = path.to_path_buf();
+    let file = display_path(root, &path);
     let results = {
         let (reply, receiver) = crossbeam_channel::bounded(1);
         context

@@ -1,178 +1,55 @@
-//! Reading a location as the command line writes it (`LOC`): `FILE:LINE:COLUMN`, or `FILE:LINE`
-//! with a symbol name, into a [`TextPosition`] (1-based line, 1-based column in Unicode
-//! characters). Every command that takes a LOC parses it here.
+//! Resolving a user position (1-based line; a 1-based column in characters, or a symbol on the
+//! line) in a document's text into an LSP position in the server's encoding, with errors that
+//! show the line.
 
-use std::path::PathBuf;
+use crate::text::{find_symbol_column, LineIndex};
 
-use super::{ColumnOrSymbol, TextPosition};
+use super::*;
 
-/// Parse a LOC: `FILE:LINE:COLUMN`, or `FILE:LINE` with `symbol` (and optional 1-based
-/// `occurrence`, default 1). Lines and columns are 1-based, columns in Unicode characters; the
-/// file may itself contain `:` (the numbers are taken from the end).
-pub fn parse_loc(
-    loc: &str,
-    symbol: Option<&str>,
-    occurrence: Option<u32>,
-) -> Result<TextPosition, String> {
-    let expected =
-        || format!("expected LOC as FILE:LINE:COLUMN or FILE:LINE with --symbol NAME, got {loc:?}");
-    let number = |text: &str| -> Option<u32> {
-        if text.is_empty() || !text.bytes().all(|byte| byte.is_ascii_digit()) {
-            return None;
+/// Convert a user position in `text` into an LSP position in `encoding`. Errors show `shown`
+/// (the file as the user sees it) and the line's text.
+pub fn resolve_position(
+    text: &str,
+    at: &TextPosition,
+    encoding: crate::text::PositionEncoding,
+    shown: &str,
+) -> Result<lsp_types::Position, QueryError> {
+    let index = LineIndex::new(text);
+    let line_text = at
+        .line
+        .checked_sub(1)
+        .and_then(|line0| index.line_text(text, line0));
+    let Some(line_text) = line_text else {
+        // Count lines as an editor shows them: the empty "line" after a final newline is a
+        // valid position but not a line the user would count.
+        let shown_lines = if text.ends_with('\n') {
+            index.n_lines().saturating_sub(1)
+        } else {
+            index.n_lines()
+        };
+        let size = match shown_lines {
+            _ if text.is_empty() => "the file is empty".to_owned(),
+            1 => "the file has 1 line".to_owned(),
+            lines => format!("the file has {lines} lines"),
+        };
+        return Err(QueryError::InvalidPosition(format!(
+            "{shown}:{}: line {} is out of range ({size})",
+            at.line, at.line,
+        )));
+    };
+    let column = match &at.target {
+        ColumnOrSymbol::Column(column) => *column,
+        ColumnOrSymbol::Symbol { name, occurrence } => {
+            find_symbol_column(line_text, name, *occurrence)
+                .map_err(|error| QueryError::Symbol(format!("{shown}:{}: {error}", at.line)))?
         }
-        text.parse().ok()
     };
-    let mut parts = loc.rsplitn(3, ':');
-    let last = parts.next().unwrap_or("");
-    let middle = parts.next();
-    let first = parts.next();
-    let (file, line, column) = match (first, middle.and_then(number), number(last)) {
-        (Some(file), Some(line), Some(column)) => (file.to_owned(), line, Some(column)),
-        (_, _, Some(line)) => match middle {
-            // `FILE:LINE` where FILE may hold colons: everything before the last `:`.
-            Some(_) => (loc[..loc.len() - last.len() - 1].to_owned(), line, None),
-            None => return Err(expected()),
-        },
-        _ => return Err(expected()),
-    };
-    if file.is_empty() {
-        return Err(expected());
-    }
-    if occurrence.is_some() && symbol.is_none() {
-        return Err("--occurrence needs --symbol".to_owned());
-    }
-    let target = match (column, symbol) {
-        (Some(_), Some(_)) => {
-            return Err(format!(
-                "{loc:?} already has a column; give FILE:LINE with --symbol, or no --symbol"
+    index
+        .to_lsp(text, at.line, column, encoding)
+        .map_err(|error| {
+            QueryError::InvalidPosition(format!(
+                "{shown}:{}:{column}: {error}; the line is: `{line_text}`",
+                at.line
             ))
-        }
-        (Some(column), None) => ColumnOrSymbol::Column(column),
-        (None, Some(name)) => ColumnOrSymbol::Symbol {
-            name: name.to_owned(),
-            occurrence: occurrence.unwrap_or(1),
-        },
-        (None, None) => {
-            // `a.py:+1:1` would otherwise read as file `a.py:+1`, line 1: name the bad number.
-            if let Some(bad) = middle.filter(|middle| number(middle).is_none()) {
-                if first.is_some() && bad.parse::<f64>().is_ok() {
-                    return Err(format!(
-                        "{loc:?}: line {bad:?} is not a whole number from 1 (give FILE:LINE:COLUMN)"
-                    ));
-                }
-            }
-            return Err(format!(
-                "{loc:?} has no column: give FILE:LINE:COLUMN, or FILE:LINE with --symbol NAME"
-            ));
-        }
-    };
-    Ok(TextPosition {
-        file: PathBuf::from(file),
-        line,
-        target,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn locs_parse_into_positions() {
-        let check = |loc: &str,
-                     symbol: Option<&str>,
-                     occurrence: Option<u32>,
-                     expected: Result<(&str, u32, ColumnOrSymbol), &str>| {
-            let got = parse_loc(loc, symbol, occurrence)
-                .map(|position| (position.file, position.line, position.target));
-            let expected = expected
-                .map(|(file, line, target)| (PathBuf::from(file), line, target))
-                .map_err(str::to_owned);
-            assert_eq!(got, expected, "{loc}");
-        };
-        let symbol = |name: &str, occurrence| ColumnOrSymbol::Symbol {
-            name: name.to_owned(),
-            occurrence,
-        };
-        check(
-            "a.py:3:19",
-            None,
-            None,
-            Ok(("a.py", 3, ColumnOrSymbol::Column(19))),
-        );
-        check(
-            "/w/src/a.py:1:1",
-            None,
-            None,
-            Ok(("/w/src/a.py", 1, ColumnOrSymbol::Column(1))),
-        );
-        check("a.py:3", Some("a"), None, Ok(("a.py", 3, symbol("a", 1))));
-        check(
-            "a.py:3",
-            Some("a"),
-            Some(2),
-            Ok(("a.py", 3, symbol("a", 2))),
-        );
-        // A file name with a colon: the numbers come from the end.
-        check(
-            "we:ird.py:2:4",
-            None,
-            None,
-            Ok(("we:ird.py", 2, ColumnOrSymbol::Column(4))),
-        );
-        check(
-            "we:ird.py:2",
-            Some("x"),
-            None,
-            Ok(("we:ird.py", 2, symbol("x", 1))),
-        );
-        check(
-            "a.py",
-            None,
-            None,
-            Err("expected LOC as FILE:LINE:COLUMN or FILE:LINE with --symbol NAME, got \"a.py\""),
-        );
-        check(
-            ":3:4",
-            None,
-            None,
-            Err("expected LOC as FILE:LINE:COLUMN or FILE:LINE with --symbol NAME, got \":3:4\""),
-        );
-        check(
-            "a.py:3",
-            None,
-            None,
-            Err("\"a.py:3\" has no column: give FILE:LINE:COLUMN, or FILE:LINE with --symbol NAME"),
-        );
-        check(
-            "a.py:3:1",
-            Some("a"),
-            None,
-            Err("\"a.py:3:1\" already has a column; give FILE:LINE with --symbol, or no --symbol"),
-        );
-        check(
-            "a.py:3:1",
-            None,
-            Some(2),
-            Err("--occurrence needs --symbol"),
-        );
-        check(
-            "a.py:x:1",
-            None,
-            None,
-            Err("\"a.py:x:1\" has no column: give FILE:LINE:COLUMN, or FILE:LINE with --symbol NAME"),
-        );
-        check(
-            "a.py:+1:1",
-            None,
-            None,
-            Err("\"a.py:+1:1\": line \"+1\" is not a whole number from 1 (give FILE:LINE:COLUMN)"),
-        );
-        check(
-            "a.py:-2:1",
-            None,
-            None,
-            Err("\"a.py:-2:1\": line \"-2\" is not a whole number from 1 (give FILE:LINE:COLUMN)"),
-        );
-    }
+        })
 }

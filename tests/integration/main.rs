@@ -3,7 +3,9 @@
 //! machine. Tests that need a server that is not installed skip themselves and say why.
 //!
 //! Modules: `check` (issue `lspc check`), `queries` (code-intelligence commands and batch),
-//! `edits` (safe edits), `faults` (supervision and fault tolerance), `settle` (per-server settle rules), `ide` (`lspc ide`, the headless IDE); `support` holds the
+//! `edits` (safe edits), `faults` (supervision and fault tolerance), `settle` (per-server settle rules), `ide` (`lspc ide`, the
+//! headless IDE), `operations` (the one operation vocabulary across CLI, batch and MCP); `support`
+//! holds the
 //! `TestCommand` harness, temporary workspaces and `/proc` helpers.
 
 mod check;
@@ -12,6 +14,7 @@ mod faults;
 mod ide;
 mod mcp;
 mod mcp_http;
+mod operations;
 mod project_files;
 mod queries;
 mod settle;

@@ -1,0 +1,473 @@
+//! Running an [`Operation`] on an engine and rendering its result: the one place that turns an
+//! operation's outcome into its JSON object ([`Answer::json`], what `lspc batch` returns as
+//! `result` and `lspc <command> --format json` prints) and its human text ([`Answer::human`]).
+//!
+//! JSON paths are relative to the workspace root; positions are 1-based lines and 1-based
+//! character columns. Failures keep their exit status ([`Failure::exit_status`]): 1 an edit was
+//! refused, 2 bad input (a file that does not exist, a position off the line), 3 a server failed,
+//! timed out or lacks the feature.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crossbeam_channel::Sender;
+use serde_json::{json, Value};
+
+use super::Operation;
+use crate::diagnostics::Diagnostic;
+use crate::edit::commands::{
+    render_outcome, CodeActionItem, CommandError, EditCommands, EditOutcome,
+};
+use crate::edit::Operation as EditOperation;
+use crate::engine::{DiagnosticsOutcome, Op};
+use crate::exit::{EXIT_FOUND, EXIT_SERVER, EXIT_USAGE};
+use crate::query::command::execute as execute_query;
+use crate::query::Queries;
+use crate::uri;
+
+/// What an operation needs from the engine session it runs on.
+pub struct Context<'a> {
+    pub op_sender: &'a Sender<Op>,
+    pub queries: &'a Queries,
+    pub edits: &'a EditCommands,
+    /// Bounds each file's diagnostics wait.
+    pub timeout: Duration,
+    /// Which files some server serves (for `check` of a folder).
+    pub claims: &'a dyn Fn(&Path) -> bool,
+}
+
+/// An operation's outcome in both renderings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    /// The result object (paths relative to the root).
+    pub json: Value,
+    /// The human rendering.
+    pub human: String,
+    /// Whether anything was found (queries: exit 0, else 1).
+    pub found: bool,
+    /// A note for stderr (a server still indexing, a preview not written).
+    pub note: Option<String>,
+}
+
+/// Why an operation failed; the message is the frontends' error text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    pub message: String,
+    pub exit_status: i32,
+}
+
+impl Failure {
+    pub fn exit_status(&self) -> i32 {
+        self.exit_status
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+fn command_failure(error: CommandError) -> Failure {
+    let exit_status = match &error {
+        CommandError::Engine(_) => EXIT_SERVER,
+        // A refused edit: nothing was written (README: exit 1).
+        CommandError::Edit(_)
+        | CommandError::Occurrences { .. }
+        | CommandError::Disabled { .. } => EXIT_FOUND,
+        _ => EXIT_USAGE,
+    };
+    Failure {
+        message: error.to_string(),
+        exit_status,
+    }
+}
+
+/// Run `operation` in `context`.
+pub fn execute(context: &Context<'_>, operation: &Operation) -> Result<Answer, Failure> {
+    let root = context.queries.root().to_path_buf();
+    match operation {
+        Operation::Query(request) => {
+            let answer = execute_query(context.queries, request).map_err(|error| Failure {
+                message: error.to_string(),
+                exit_status: error.exit_status(),
+            })?;
+            Ok(Answer {
+                json: answer.json,
+                human: answer.human,
+                found: answer.found,
+                note: answer.incomplete,
+            })
+        }
+        Operation::Diagnostics { file: None } => Err(Failure {
+            message: "diagnostics: file is required here (only MCP delivers the diagnostics not yet seen)"
+                .to_owned(),
+            exit_status: EXIT_USAGE,
+        }),
+        Operation::Diagnostics { file: Some(file) } => {
+            let path = uri::canonical(file);
+            if !path.is_file() {
+                return Err(Failure {
+                    message: format!(
+                        "cannot read {}: no such file",
+                        uri::relative_display(&path, &root)
+                    ),
+                    exit_status: EXIT_USAGE,
+                });
+            }
+            let mut files = diagnostics_of(context, vec![path])?;
+            let file = files.remove(0);
+            match file.outcome {
+                FileOutcome::Failed(message) => Err(Failure {
+                    message,
+                    exit_status: EXIT_SERVER,
+                }),
+                FileOutcome::Done {
+                    diagnostics,
+                    incomplete,
+                } => {
+                    let mut json = json!({
+                        "diagnostics": diagnostics.iter().map(|d| diagnostic_json(d, &root)).collect::<Vec<_>>(),
+                        "complete": incomplete.is_none(),
+                    });
+                    if let Some(incomplete) = &incomplete {
+                        json["incomplete"] = json!(format!("diagnostics incomplete: {incomplete}"));
+                    }
+                    Ok(Answer {
+                        human: diagnostics_text(&diagnostics, &root),
+                        found: !diagnostics.is_empty(),
+                        note: incomplete.map(|text| format!("diagnostics incomplete: {text}")),
+                        json,
+                    })
+                }
+            }
+        }
+        Operation::Check { paths } => check(context, paths, &root),
+        Operation::Rename {
+            at,
+            new_name,
+            apply,
+        } => edit_answer(context.edits.rename(at, new_name, *apply), &root),
+        Operation::CodeActions { at } => {
+            let actions = context.edits.code_actions(at).map_err(command_failure)?;
+            let mut json = json!({ "actions": serde_json::to_value(&actions).unwrap_or(json!([])) });
+            clean_json(&mut json, &root);
+            Ok(Answer {
+                human: code_actions_text(&actions),
+                found: !actions.is_empty(),
+                note: None,
+                json,
+            })
+        }
+        Operation::ApplyCodeAction { at, title, apply } => {
+            edit_answer(context.edits.apply_code_action(at, title, *apply), &root)
+        }
+        Operation::Format {
+            file,
+            options,
+            apply,
+        } => edit_answer(context.edits.format_with(file, *options, *apply), &root),
+        Operation::Edit { file, old, new } => {
+            edit_answer(context.edits.edit(file, old, new), &root)
+        }
+    }
+}
+
+/// `title  [kind]  (preferred)  (disabled: reason)`, one action a line.
+pub fn code_actions_text(actions: &[CodeActionItem]) -> String {
+    if actions.is_empty() {
+        return "no code actions\n".to_owned();
+    }
+    actions
+        .iter()
+        .map(|action| {
+            let mut line = action.title.clone();
+            if let Some(kind) = &action.kind {
+                line.push_str(&format!("  [{kind}]"));
+            }
+            if action.preferred {
+                line.push_str("  (preferred)");
+            }
+            if let Some(reason) = &action.disabled {
+                line.push_str(&format!("  (disabled: {reason})"));
+            }
+            line.push('\n');
+            line
+        })
+        .collect()
+}
+
+fn edit_answer(outcome: Result<EditOutcome, CommandError>, root: &Path) -> Result<Answer, Failure> {
+    let outcome = outcome.map_err(command_failure)?;
+    // A preview's stdout is a diff that must stay appliable, so its note goes to stderr.
+    let note = match (outcome.report.written, &outcome.note) {
+        (false, Some(note)) => Some(format!("note: {note}")),
+        _ => None,
+    };
+    Ok(Answer {
+        json: outcome_json(&outcome, root),
+        human: render_outcome(&outcome, root),
+        found: true,
+        note,
+    })
+}
+
+/// The JSON object of an edit outcome (paths relative to the root): `applied`, `files`,
+/// `operations`, `diff`, and when written `diagnosticsAfterEdit`; `diagnosticsNote`/`note` when
+/// there is one; after a rename, `notRenamed` (`file`, 1-based `line`) when the server left
+/// whole-word occurrences of the old name.
+pub fn outcome_json(outcome: &EditOutcome, root: &Path) -> Value {
+    let report = &outcome.report;
+    let show = |path: &Path| display_path(root, path);
+    let operations: Vec<Value> = report
+        .operations
+        .iter()
+        .map(|operation| match operation {
+            EditOperation::Edit { path, edits } => {
+                json!({"kind": "edit", "file": show(path), "edits": edits})
+            }
+            EditOperation::Create { path } => json!({"kind": "create", "file": show(path)}),
+            EditOperation::Rename { from, to } => {
+                json!({"kind": "rename", "from": show(from), "to": show(to)})
+            }
+            EditOperation::Delete { path } => json!({"kind": "delete", "file": show(path)}),
+            EditOperation::Skipped { path, reason } => {
+                json!({"kind": "skipped", "file": show(path), "reason": reason})
+            }
+        })
+        .collect();
+    let mut json = json!({
+        "applied": report.written,
+        "files": report.files.iter().map(|change| show(&change.path)).collect::<Vec<_>>(),
+        "operations": operations,
+        "diff": outcome.diff,
+    });
+    if report.written {
+        json["diagnosticsAfterEdit"] = json!(outcome.new_diagnostics);
+    }
+    if let Some(note) = &outcome.diagnostics_note {
+        json["diagnosticsNote"] = json!(note);
+    }
+    if let Some(note) = &outcome.note {
+        json["note"] = json!(note);
+    }
+    if !outcome.not_renamed.is_empty() {
+        let places: Vec<Value> = outcome
+            .not_renamed
+            .iter()
+            .flat_map(|file| {
+                let shown = show(&file.path);
+                file.lines
+                    .iter()
+                    .map(move |line| json!({"file": shown, "line": line}))
+            })
+            .collect();
+        json["notRenamed"] = json!(places);
+    }
+    json
+}
+
+/// One file's diagnostics wait.
+struct FileDiagnostics {
+    path: PathBuf,
+    outcome: FileOutcome,
+}
+
+enum FileOutcome {
+    /// Settled, or timed out with what had arrived (`incomplete` says which servers).
+    Done {
+        diagnostics: Vec<Diagnostic>,
+        incomplete: Option<String>,
+    },
+    Failed(String),
+}
+
+fn diagnostics_of(
+    context: &Context<'_>,
+    paths: Vec<PathBuf>,
+) -> Result<Vec<FileDiagnostics>, Failure> {
+    let gone = || Failure {
+        message: "the engine has shut down".to_owned(),
+        exit_status: EXIT_SERVER,
+    };
+    let (reply, receiver) = crossbeam_channel::bounded(1);
+    context
+        .op_sender
+        .send(Op::Diagnostics {
+            paths,
+            timeout: context.timeout,
+            reply,
+        })
+        .map_err(|_| gone())?;
+    let results = receiver.recv().map_err(|_| gone())?;
+    if results.is_empty() {
+        return Err(Failure {
+            message: "no diagnostics result".to_owned(),
+            exit_status: EXIT_SERVER,
+        });
+    }
+    Ok(results
+        .into_iter()
+        .map(|result| FileDiagnostics {
+            path: result.path,
+            outcome: match result.outcome {
+                DiagnosticsOutcome::Settled(diagnostics) => FileOutcome::Done {
+                    diagnostics,
+                    incomplete: None,
+                },
+                DiagnosticsOutcome::TimedOut {
+                    diagnostics,
+                    servers,
+                    after,
+                } => FileOutcome::Done {
+                    diagnostics,
+                    incomplete: Some(format!(
+                        "{} still analysing after {} s",
+                        servers.join(", "),
+                        after.as_secs_f64()
+                    )),
+                },
+                DiagnosticsOutcome::Failed(message) | DiagnosticsOutcome::NotChecked(message) => {
+                    FileOutcome::Failed(message)
+                }
+            },
+        })
+        .collect())
+}
+
+/// `check`: every file under `paths` (the root when empty) that a server serves, or that was
+/// named, with its settled diagnostics.
+fn check(context: &Context<'_>, paths: &[PathBuf], root: &Path) -> Result<Answer, Failure> {
+    let targets: Vec<PathBuf> = if paths.is_empty() {
+        vec![root.to_path_buf()]
+    } else {
+        paths.to_vec()
+    };
+    let usage = |message: String| Failure {
+        message,
+        exit_status: EXIT_USAGE,
+    };
+    let files =
+        crate::walk::list_files(root, &targets).map_err(|error| usage(error.to_string()))?;
+    let explicit: Vec<PathBuf> = targets
+        .iter()
+        .filter(|target| target.is_file())
+        .map(|target| uri::canonical(target))
+        .collect();
+    let files: Vec<PathBuf> = files
+        .into_iter()
+        .filter(|file| explicit.contains(file) || (context.claims)(file))
+        .collect();
+    if files.is_empty() {
+        return Err(usage(
+            "check: no files to check: no configured language server serves the given paths"
+                .to_owned(),
+        ));
+    }
+    let mut json_files = Vec::new();
+    let mut human = String::new();
+    let mut found = false;
+    for file in diagnostics_of(context, files)? {
+        let shown = uri::relative_display(&file.path, root);
+        match file.outcome {
+            FileOutcome::Done {
+                diagnostics,
+                incomplete,
+            } => {
+                found |= !diagnostics.is_empty();
+                human.push_str(&diagnostics_text(&diagnostics, root));
+                let mut entry = json!({
+                    "path": shown,
+                    "state": if incomplete.is_some() { "timeout" } else if diagnostics.is_empty() { "clean" } else { "diagnostics" },
+                    "diagnostics": diagnostics.iter().map(|d| diagnostic_json(d, root)).collect::<Vec<_>>(),
+                });
+                if let Some(incomplete) = incomplete {
+                    human.push_str(&format!("{shown}: timeout: {incomplete}\n"));
+                    entry["reason"] = json!(incomplete);
+                }
+                json_files.push(entry);
+            }
+            FileOutcome::Failed(message) => {
+                human.push_str(&format!("{shown}: error: {message}\n"));
+                json_files.push(
+                    json!({"path": shown, "state": "error", "reason": message, "diagnostics": []}),
+                );
+            }
+        }
+    }
+    Ok(Answer {
+        json: json!({ "files": json_files }),
+        human,
+        found,
+        note: None,
+    })
+}
+
+/// One diagnostic as JSON (the batch `diagnostics` shape).
+pub fn diagnostic_json(diagnostic: &Diagnostic, root: &Path) -> Value {
+    json!({
+        "path": uri::relative_display(&diagnostic.path, root),
+        "line": diagnostic.line,
+        "column": diagnostic.column,
+        "endLine": diagnostic.end_line,
+        "endColumn": diagnostic.end_column,
+        "severity": diagnostic.severity.as_str(),
+        "message": diagnostic.message,
+        "source": diagnostic.source,
+        "code": diagnostic.code,
+        "server": diagnostic.server,
+    })
+}
+
+/// `path:line:column: severity: message [source code]`, one a line.
+fn diagnostics_text(diagnostics: &[Diagnostic], root: &Path) -> String {
+    diagnostics
+        .iter()
+        .map(|diagnostic| {
+            let mut line = format!(
+                "{}:{}:{}: {}: {}",
+                uri::relative_display(&diagnostic.path, root),
+                diagnostic.line,
+                diagnostic.column,
+                diagnostic.severity.as_str(),
+                diagnostic.message
+            );
+            match (&diagnostic.source, &diagnostic.code) {
+                (Some(source), Some(code)) => line.push_str(&format!(" [{source} {code}]")),
+                (Some(source), None) => line.push_str(&format!(" [{source}]")),
+                (None, Some(code)) => line.push_str(&format!(" [{code}]")),
+                (None, None) => {}
+            }
+            line.push('\n');
+            line
+        })
+        .collect()
+}
+
+/// Remove `null` object members everywhere and turn absolute paths under `root` (values of keys
+/// named `path`, `file` or `uri`-less path strings) into root-relative ones.
+pub fn clean_json(value: &mut Value, root: &Path) {
+    match value {
+        Value::Object(object) => {
+            object.retain(|_, member| !member.is_null());
+            for (key, member) in object.iter_mut() {
+                if key == "path" || key == "file" {
+                    if let Value::String(text) = member {
+                        *text = display_path(root, Path::new(text.as_str()));
+                        continue;
+                    }
+                }
+                clean_json(member, root);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|item| clean_json(item, root)),
+        _ => {}
+    }
+}
+
+/// `path` relative to `root` when inside it, else as is.
+pub fn display_path(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .map(|relative| relative.display().to_string())
+        .unwrap_or_else(|_| path.display().to_string())
+}

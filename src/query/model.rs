@@ -1,0 +1,309 @@
+//! The query vocabulary and result model: a user position ([`TextPosition`]: 1-based line, a
+//! 1-based column in characters or a symbol), the kinds and directions of queries, the normalised
+//! results (locations, hover, symbols, hierarchies, signatures; 1-based lines and character
+//! columns, end exclusive) and [`QueryError`] with its exit status.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::engine::EngineError;
+
+/// A position the user gave: `line` is 1-based; the column is given directly or found by symbol.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextPosition {
+    /// The file, absolute or relative to the current directory.
+    pub file: PathBuf,
+    /// 1-based line.
+    pub line: u32,
+    pub target: ColumnOrSymbol,
+}
+
+/// The column of a [`TextPosition`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ColumnOrSymbol {
+    /// 1-based column in Unicode characters; one past the last character is allowed (end of line).
+    Column(u32),
+    /// The `occurrence`-th (1-based) whole-word occurrence of `name` on the line
+    /// ([`crate::text::find_symbol_column`]).
+    Symbol { name: String, occurrence: u32 },
+}
+
+/// Which definition-like request to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DefinitionKind {
+    Definition,
+    Declaration,
+    TypeDefinition,
+    Implementation,
+}
+
+impl DefinitionKind {
+    /// The LSP method (LSP 3.17 §`textDocument_definition` and siblings).
+    pub fn method(self) -> &'static str {
+        match self {
+            DefinitionKind::Definition => "textDocument/definition",
+            DefinitionKind::Declaration => "textDocument/declaration",
+            DefinitionKind::TypeDefinition => "textDocument/typeDefinition",
+            DefinitionKind::Implementation => "textDocument/implementation",
+        }
+    }
+
+    /// The `ServerCapabilities` key that advertises it.
+    pub fn capability(self) -> &'static str {
+        match self {
+            DefinitionKind::Definition => "definitionProvider",
+            DefinitionKind::Declaration => "declarationProvider",
+            DefinitionKind::TypeDefinition => "typeDefinitionProvider",
+            DefinitionKind::Implementation => "implementationProvider",
+        }
+    }
+
+    /// What the user asked for, in words: `"definition"`, `"type definition"`, ...
+    pub fn noun(self) -> &'static str {
+        match self {
+            DefinitionKind::Definition => "definition",
+            DefinitionKind::Declaration => "declaration",
+            DefinitionKind::TypeDefinition => "type definition",
+            DefinitionKind::Implementation => "implementation",
+        }
+    }
+}
+
+/// Direction of a call hierarchy query (LSP 3.17 §`callHierarchy_incomingCalls`/`outgoingCalls`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum CallDirection {
+    Incoming,
+    Outgoing,
+}
+
+/// Direction of a type hierarchy query (LSP 3.17 §`typeHierarchy_supertypes`/`subtypes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum TypeDirection {
+    Supertypes,
+    Subtypes,
+}
+
+/// A place in a file. Lines are 1-based, columns 1-based in Unicode characters; the end is
+/// exclusive, as in LSP.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Location {
+    pub path: PathBuf,
+    pub line: u32,
+    pub column: u32,
+    pub end_line: u32,
+    pub end_column: u32,
+    /// The source line at `line` without its terminator; `None` when the file cannot be read.
+    pub line_text: Option<String>,
+}
+
+/// A 1-based range (columns in Unicode characters, end exclusive).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Range1 {
+    pub start_line: u32,
+    pub start_column: u32,
+    pub end_line: u32,
+    pub end_column: u32,
+}
+
+/// The answer of a definition-like or references query; empty `locations` means nothing found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LocationsResult {
+    pub locations: Vec<Location>,
+    /// The server that answered.
+    pub server: String,
+    /// Set when lspc stopped waiting for the server's indexing: "server X was still indexing;
+    /// results may be incomplete".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<String>,
+}
+
+/// A hover, its markdown rendered as plain text (see [`super::hover`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HoverResult {
+    pub text: String,
+    /// The range the hover is about, when the server sent one.
+    pub range: Option<Range1>,
+    pub server: String,
+}
+
+/// A document or workspace symbol. `location` is the start of the selection range (the name).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Symbol {
+    pub name: String,
+    /// Lowercase LSP `SymbolKind` name: `"function"`, `"class"`, `"enum member"`, ...
+    pub kind: String,
+    pub detail: Option<String>,
+    pub location: Location,
+    /// The enclosing symbol's name (parent in the tree, or `containerName`).
+    pub container: Option<String>,
+    /// Nested symbols (hierarchical answers only).
+    pub children: Vec<Symbol>,
+}
+
+/// The answer of a workspace symbol query, with the server and readiness note.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SymbolsResult {
+    pub symbols: Vec<Symbol>,
+    pub server: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<String>,
+}
+
+/// An item of a call or type hierarchy (LSP 3.17 §`CallHierarchyItem`, §`TypeHierarchyItem`);
+/// `location` is its selection range.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HierarchyItem {
+    pub name: String,
+    pub kind: String,
+    pub detail: Option<String>,
+    pub location: Location,
+    /// The item as the server sent it (positions in its encoding), sent back verbatim in
+    /// follow-up requests. Not serialised.
+    #[serde(skip)]
+    pub raw: Value,
+}
+
+/// The contract's name for call hierarchy items.
+pub type CallHierarchyItem = HierarchyItem;
+/// Type hierarchy items have the same shape.
+pub type TypeHierarchyItem = HierarchyItem;
+
+/// One incoming or outgoing call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Call {
+    /// The caller (incoming) or the callee (outgoing).
+    pub item: HierarchyItem,
+    /// Where the calls are: in the caller's file (incoming: `from`'s file; outgoing: the
+    /// prepared item's file).
+    pub call_sites: Vec<Location>,
+}
+
+/// The answer of a call hierarchy query: the prepared items and, for a direction, the calls.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallHierarchyResult {
+    pub items: Vec<HierarchyItem>,
+    /// Empty when no direction was asked.
+    pub calls: Vec<Call>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub direction: Option<CallDirection>,
+    pub server: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<String>,
+}
+
+/// The answer of a type hierarchy query: the prepared items and their super- or subtypes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TypeHierarchyResult {
+    pub items: Vec<HierarchyItem>,
+    pub direction: TypeDirection,
+    pub types: Vec<HierarchyItem>,
+    pub server: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<String>,
+}
+
+/// One signature of a signature help answer (LSP 3.17 §`SignatureInformation`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Signature {
+    pub label: String,
+    /// Documentation as plain text.
+    pub documentation: Option<String>,
+    /// Parameter labels (offset labels are resolved to the substring of `label`).
+    pub parameters: Vec<String>,
+}
+
+/// A signature help answer (LSP 3.17 §`SignatureHelp`); indexes are 0-based as in LSP.
+/// `active_signature` indexes `signatures`; `active_parameter` indexes the active signature's
+/// `parameters` (its own `activeParameter` when the server sent one), `None` when it has none.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SignatureHelpResult {
+    pub signatures: Vec<Signature>,
+    pub active_signature: Option<u32>,
+    pub active_parameter: Option<u32>,
+    pub server: String,
+}
+
+/// Why a query failed. Exit statuses: see [`QueryError::exit_status`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum QueryError {
+    /// The engine or the server failed (crash, timeout, JSON-RPC error, ...).
+    Engine(EngineError),
+    /// The serving server does not advertise `capability` (e.g. `"referencesProvider"`).
+    Unsupported {
+        server: String,
+        capability: String,
+        method: String,
+    },
+    /// The line or column does not exist; the message shows the line's text.
+    InvalidPosition(String),
+    /// The symbol is not on the line (or the occurrence is missing); shows the line's text.
+    Symbol(String),
+    /// No configured server claims the file.
+    NoServer(PathBuf),
+    /// The file does not exist or cannot be read.
+    File(String),
+}
+
+impl QueryError {
+    /// 2 for usage errors (bad position, symbol, file, no server), 3 for server failures and
+    /// unsupported operations (see [`crate::exit`]).
+    pub fn exit_status(&self) -> i32 {
+        match self {
+            QueryError::Engine(EngineError::InvalidInput(_))
+            | QueryError::InvalidPosition(_)
+            | QueryError::Symbol(_)
+            | QueryError::NoServer(_)
+            | QueryError::File(_) => crate::exit::EXIT_USAGE,
+            QueryError::Engine(_) | QueryError::Unsupported { .. } => crate::exit::EXIT_SERVER,
+        }
+    }
+}
+
+impl std::fmt::Display for QueryError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            QueryError::Engine(error) => error.fmt(f),
+            QueryError::Unsupported {
+                server,
+                capability,
+                method,
+            } => write!(
+                f,
+                "server {server} does not support {method} (no {capability})"
+            ),
+            QueryError::InvalidPosition(message)
+            | QueryError::Symbol(message)
+            | QueryError::File(message) => f.write_str(message),
+            QueryError::NoServer(path) => {
+                write!(f, "no language server is configured for {}", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for QueryError {}
+
+impl From<EngineError> for QueryError {
+    fn from(error: EngineError) -> QueryError {
+        match error {
+            EngineError::NoServer { path } => QueryError::NoServer(path),
+            other => QueryError::Engine(other),
+        }
+    }
+}

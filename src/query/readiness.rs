@@ -1,0 +1,104 @@
+//! Waiting until a server can answer about a file: the first question about a file waits for its
+//! diagnostics to settle ([`wait_analysed`]), then every cross-file question waits while the
+//! server reports `$/progress` ([`wait_until_ready`]), both bounded by the caller's timeout.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Sender;
+
+use crate::engine::{sync_with, Op, ServerInfo};
+
+/// How often a readiness wait re-reads the server's progress state.
+const READINESS_POLL: Duration = Duration::from_millis(200);
+/// The longest the first query about a file waits for its diagnostics (see
+/// [`wait_analysed`]). Loading a TypeScript project took 10 s on a loaded 2-core
+/// machine; a server that never publishes costs this once per file and session.
+pub const ANALYSIS_WAIT: Duration = Duration::from_secs(20);
+
+/// Wait until `server` is ready to answer about `path` (a synced file): first, when `analyse` is
+/// set (the file's first question of a session), at most [`ANALYSIS_WAIT`] (bounded by `timeout`)
+/// for the file's diagnostics to settle, then while the
+/// server reports `$/progress`, re-reading its state every 200 ms, until `timeout` has passed in
+/// all. `server` is refreshed with each re-read. Returns the "incomplete" note ("server X was
+/// still indexing; results may be incomplete") when it is still busy at the end.
+///
+/// Why the diagnostics wait: some servers report no progress while they discover the workspace
+/// (pyright answers `workspace/symbol` with `[]` until it has found its source files;
+/// typescript-language-server renames in one file until it has loaded the tsconfig project), and
+/// a settled publish for the file shows the server has analysed it. A server that never
+/// publishes costs at most that cap; the outcome is otherwise ignored. Cross-file queries and
+/// the edit commands ([`crate::edit::commands`]) share this wait.
+pub fn wait_until_ready(
+    op_sender: &Sender<Op>,
+    path: &Path,
+    server: &mut ServerInfo,
+    timeout: Duration,
+    analyse: bool,
+) -> Option<String> {
+    let started = Instant::now();
+    let deadline = started + timeout;
+    if analyse {
+        wait_analysed(op_sender, path, &server.name, timeout);
+    }
+    loop {
+        if !server.busy {
+            return None;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Some(format!(
+                "server {} was still indexing; results may be incomplete",
+                server.name
+            ));
+        }
+        std::thread::sleep(READINESS_POLL.min(deadline - now));
+        match sync_with(op_sender, path.to_path_buf(), timeout) {
+            Ok(doc) => {
+                match doc
+                    .servers
+                    .iter()
+                    .find(|fresh| fresh.server_id == server.server_id)
+                {
+                    Some(fresh) => *server = fresh.clone(),
+                    // The server went away; the request will report why.
+                    None => return None,
+                }
+            }
+            Err(error) => {
+                log::debug!("readiness wait: {error}");
+                return None;
+            }
+        }
+    }
+}
+
+/// Wait at most [`ANALYSIS_WAIT`] (bounded by `timeout`) for `path`'s diagnostics to settle: a
+/// settled publish shows the server has analysed the file (see [`wait_until_ready`]). The
+/// outcome is only logged.
+pub fn wait_analysed(op_sender: &Sender<Op>, path: &Path, server_name: &str, timeout: Duration) {
+    let started = Instant::now();
+    let (reply, receiver) = crossbeam_channel::bounded(1);
+    let analysis = Op::AnalysisWait {
+        path: path.to_path_buf(),
+        timeout: ANALYSIS_WAIT.min(timeout),
+        reply,
+    };
+    if op_sender.send(analysis).is_ok() {
+        let settled = receiver
+            .recv()
+            .ok()
+            .and_then(|results| results.into_iter().next());
+        log::debug!(
+            "{}: analysis wait for {} ended after {:?}: {}",
+            server_name,
+            path.display(),
+            started.elapsed(),
+            match settled.map(|result| result.outcome) {
+                Some(crate::engine::DiagnosticsOutcome::Settled(_)) => "settled",
+                Some(crate::engine::DiagnosticsOutcome::TimedOut { .. }) => "timed out",
+                _ => "failed",
+            }
+        );
+    }
+}
