@@ -619,9 +619,56 @@ fn signal_group(pgid: u32, signal: libc::c_int) -> bool {
     unsafe { libc::kill(-pgid, signal) == 0 }
 }
 
-/// True while any process (including a zombie) is in group `pgid`.
+/// True while a process that has not yet exited is in group `pgid`.
+///
+/// `kill(-pgid, 0)` alone also counts zombies: members that have exited but that their parent
+/// (init, once the server's leader is gone) has not reaped yet. Where PID 1 reaps slowly (this
+/// machine's container init took over a second for typescript-language-server's tsserver
+/// children) that alone kept every shutdown waiting its full SIGTERM grace. So when the group
+/// still answers the signal, `/proc/<pid>/stat` decides: a member in state `Z` or `X` is gone.
+/// Without a readable `/proc` the signal's answer stands.
 fn group_exists(pgid: u32) -> bool {
-    signal_group(pgid, 0)
+    if !signal_group(pgid, 0) {
+        return false;
+    }
+    group_has_live_member(pgid).unwrap_or(true)
+}
+
+/// Whether `/proc` lists a member of group `pgid` that is neither a zombie nor dead; `None` when
+/// `/proc` cannot be read.
+fn group_has_live_member(pgid: u32) -> Option<bool> {
+    let entries = std::fs::read_dir("/proc").ok()?;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|name| name.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        // A process that exits between the listing and the read is simply gone.
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        if let Some((state, member_pgid)) = parse_stat_state_and_pgrp(&stat) {
+            if member_pgid == pgid && state != 'Z' && state != 'X' {
+                return Some(true);
+            }
+        }
+    }
+    Some(false)
+}
+
+/// The state letter and process-group id from one `/proc/<pid>/stat` line (proc(5): `pid (comm)
+/// state ppid pgrp ...`; `comm` may hold spaces and parentheses, so parsing starts after the
+/// last `)`).
+fn parse_stat_state_and_pgrp(stat: &str) -> Option<(char, u32)> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_ascii_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let _ppid = fields.next()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some((state, pgrp))
 }
 
 /// Last resort when a half-built process must go: SIGKILL the group and reap.
@@ -759,8 +806,6 @@ impl ServerProcess {
             std::thread::sleep(Duration::from_millis(20));
         }
         if group_exists(self.pid) {
-            // Zombies (members already dead but not yet reaped by init) also count here;
-            // SIGKILL does them no harm.
             signal_group(self.pid, libc::SIGKILL);
         }
     }
@@ -1102,5 +1147,49 @@ mod tests {
         assert_eq!(last_lines("one\ntwo\nthree\n", 2), "two\nthree");
         assert_eq!(last_lines("one\ntwo", 5), "one\ntwo");
         assert_eq!(last_lines("one\n", 0), "");
+    }
+
+    #[test]
+    fn stat_lines_give_state_and_process_group() {
+        let check = |stat: &str, expected: Option<(char, u32)>| {
+            assert_eq!(parse_stat_state_and_pgrp(stat), expected, "{stat}");
+        };
+        check("42 (node) S 1 40 40 0 -1 4194560", Some(('S', 40)));
+        check("43 (a) b (c)) Z 42 40 40 0", Some(('Z', 40)));
+        check("44 (tsserver) R 1", None);
+        check("garbage", None);
+    }
+
+    /// A group whose only member has exited but is not reaped (a zombie) is gone: shutdown once
+    /// waited its whole SIGTERM grace for such members (issue 15, typescript-language-server).
+    #[test]
+    fn a_group_of_zombies_does_not_exist_and_a_live_member_does() {
+        let mut live = Command::new("sleep");
+        live.arg("30").process_group(0);
+        let mut live = live.spawn().expect("spawn sleep");
+        assert!(group_exists(live.id()));
+        let mut zombie = Command::new("true");
+        zombie.process_group(0);
+        let mut zombie = zombie.spawn().expect("spawn true");
+        // Not reaped yet: wait (bounded) until the kernel shows it as a zombie.
+        let pid = zombie.id();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| parse_stat_state_and_pgrp(&stat))
+            .is_none_or(|(state, _)| state != 'Z')
+        {
+            assert!(Instant::now() < deadline, "true did not exit within 10 s");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(
+            signal_group(pid, 0),
+            "the zombie still answers kill(-pgid, 0)"
+        );
+        assert!(!group_exists(pid));
+        let _ = zombie.wait();
+        let _ = live.kill();
+        let _ = live.wait();
+        assert!(!group_exists(live.id()));
     }
 }

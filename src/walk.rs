@@ -145,9 +145,26 @@ fn io_error(path: &Path, error: io::Error) -> WalkError {
     }
 }
 
+/// Whether `folder` or one of its ancestors holds a `.git` entry (a directory, or a file for
+/// worktrees and submodules), the only way git discovers a work tree once `GIT_DIR` and
+/// `GIT_WORK_TREE` are removed.
+fn has_git_ancestor(folder: &Path) -> bool {
+    folder
+        .ancestors()
+        .any(|ancestor| ancestor.join(".git").symlink_metadata().is_ok())
+}
+
 /// Lists `folder` (canonical) through git. `None` when the folder is not inside a git work tree or
 /// git cannot run, in which case the caller walks the tree itself.
 fn git_list_folder(folder: &Path) -> Option<Vec<PathBuf>> {
+    if !has_git_ancestor(folder) {
+        // git would only fail after its own start-up (about 5 ms here, issue 15).
+        log::debug!(
+            "{} is not in a git work tree: walking without git",
+            folder.display()
+        );
+        return None;
+    }
     let mut command = Command::new("git");
     command
         .arg("-C")
@@ -767,5 +784,22 @@ mod tests {
             unsupported,
             vec!["!keep", "a/b", "**/x", "f?o", "*.[oa]", "x*y", "/"]
         );
+    }
+
+    /// git is not spawned outside a work tree; a `.git` folder or file (worktree) in the folder
+    /// or an ancestor counts.
+    #[test]
+    fn git_ancestor_is_found_by_its_dot_git_entry() {
+        let plain = TempFolder::new().with(&[("src/a.py", "x = 1\n")]);
+        if has_git_ancestor(&std::env::temp_dir()) {
+            eprintln!("skipped: the temporary folder is itself inside a git work tree");
+            return;
+        }
+        assert!(!has_git_ancestor(&plain.path.join("src")));
+        let repo = TempFolder::new().with(&[(".git/", ""), ("src/a.py", "x = 1\n")]);
+        assert!(has_git_ancestor(&repo.path));
+        assert!(has_git_ancestor(&repo.path.join("src")));
+        let worktree = TempFolder::new().with(&[(".git", "gitdir: /elsewhere\n")]);
+        assert!(has_git_ancestor(&worktree.path));
     }
 }

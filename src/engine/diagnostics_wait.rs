@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
 
-use super::super::settle::{push_settled, PushState};
+use super::super::settle::{push_settled, PushState, SettleRule};
 use super::super::{DiagnosticsOutcome, FileDiagnostics};
 use super::{Purpose, State};
 use crate::process::ServerId;
@@ -37,6 +37,9 @@ pub(super) struct DiagnosticsJob {
     pub(super) order: Vec<PathBuf>,
     pub(super) timeout: Duration,
     pub(super) reply: Sender<Vec<FileDiagnostics>>,
+    /// [`Op::AnalysisWait`](super::super::Op::AnalysisWait): every push server gets the quiet
+    /// period, so work a server announces just after its final publish is waited for too.
+    pub(super) readiness: bool,
     /// Servers not to ask about a file ([`crate::engine::Op::DiagnosticsLeavingOut`]).
     pub(super) leave_out: HashMap<PathBuf, Vec<ServerId>>,
     /// The queued files that are at least [`LARGE_FILE_BYTES`] long.
@@ -74,6 +77,7 @@ impl DiagnosticsJob {
             leave_out,
             large,
             progress: None,
+            readiness: false,
         }
     }
 
@@ -107,6 +111,8 @@ pub(super) struct FileWait {
     pub(super) start_deadline: Instant,
     /// Per server: settled (pull answered / push settled) or failed.
     pub(super) done: BTreeMap<ServerId, Result<(), String>>,
+    /// Copied from the job's `readiness`.
+    pub(super) readiness: bool,
     pub(super) pinned: bool,
 }
 
@@ -120,7 +126,7 @@ impl State {
                     break;
                 };
                 let leave_out = job.leave_out.get(&path).map(Vec::as_slice).unwrap_or(&[]);
-                match self.begin_file_wait(&path, leave_out, job.timeout, now) {
+                match self.begin_file_wait(&path, leave_out, job.timeout, job.readiness, now) {
                     Ok(wait) => job.active.push(wait),
                     Err(message) => {
                         // A configured server whose command is missing is a server failure; no
@@ -176,6 +182,7 @@ impl State {
         path: &Path,
         leave_out: &[ServerId],
         timeout: Duration,
+        readiness: bool,
         now: Instant,
     ) -> Result<FileWait, String> {
         let indexes: Vec<usize> = self
@@ -213,6 +220,7 @@ impl State {
             // Servers fail by their own startup timeout; this only bounds a stuck start.
             start_deadline: now + self.options.startup_timeout + timeout,
             done: BTreeMap::new(),
+            readiness,
             pinned: false,
         })
     }
@@ -276,8 +284,10 @@ impl State {
                 continue;
             }
             let key = (id, wait.path.clone());
+            let provisional = self.provisional_pulls.contains(&key);
+            let ask_again = provisional && server.active_progress.is_empty();
             if server.pull_diagnostics
-                && self.pulled.get(&key) != Some(&doc_version)
+                && (self.pulled.get(&key) != Some(&doc_version) || ask_again)
                 && !self.pulls_in_flight.contains(&key)
             {
                 // Pull servers are asked once per version. A dynamic registration that arrives
@@ -292,18 +302,30 @@ impl State {
             }
             let server = &self.servers[id.0 as usize];
             let settled = if server.pull_diagnostics {
-                self.pulled.get(&(id, wait.path.clone())) == Some(&doc_version)
+                self.pulled.get(&key) == Some(&doc_version) && !provisional
             } else {
-                self.push_state(id, &wait.path).is_some_and(|state| {
-                    push_settled(
-                        &state,
-                        now,
-                        self.options.settle_quiet,
-                        self.options.settle_quiet_unversioned,
-                    )
-                })
+                self.push_state(id, &wait.path, wait.readiness)
+                    .is_some_and(|state| {
+                        push_settled(
+                            &state,
+                            now,
+                            self.options.settle_quiet,
+                            self.options.settle_quiet_unversioned,
+                        )
+                    })
             };
             if settled {
+                let server = &self.servers[id.0 as usize];
+                log::debug!(
+                    "{}: {} v{doc_version} settled by rule {} after {} ms",
+                    server.config.name,
+                    wait.path.display(),
+                    server.settle_rule().name(),
+                    wait.deadline
+                        .map(|deadline| (now + wait.timeout).saturating_duration_since(deadline))
+                        .unwrap_or_default()
+                        .as_millis()
+                );
                 wait.done.insert(id, Ok(()));
             }
         }
@@ -341,7 +363,14 @@ impl State {
         None
     }
 
-    pub(super) fn push_state(&self, server_id: ServerId, path: &Path) -> Option<PushState> {
+    /// The settle inputs of (server, document); `readiness` turns the
+    /// [`SettleRule::VersionedPublish`] fast path off (an analysis wait before a query).
+    pub(super) fn push_state(
+        &self,
+        server_id: ServerId,
+        path: &Path,
+        readiness: bool,
+    ) -> Option<PushState> {
         let server = &self.servers[server_id.0 as usize];
         let doc = self.documents.get(path)?;
         let &(sent_version, sent_at) = doc.open_on.get(&server_id)?;
@@ -353,6 +382,7 @@ impl State {
             last_progress_change: server.last_progress_change,
             // lspc sends `didSave` with every later version to servers that asked for saves.
             saved: sent_version > 1 && server.save.is_some(),
+            versioned_final: !readiness && server.settle_rule() == SettleRule::VersionedPublish,
         })
     }
 }

@@ -10,7 +10,7 @@ use crossbeam_channel::Sender;
 use serde_json::{json, Value};
 
 use super::super::documents::{read_text_with, DiskStamp, Refresh};
-use super::super::{EngineError, SyncedDocument};
+use super::super::{BuiltRequest, EngineError, RequestBuilder, SyncedDocument};
 use super::State;
 use crate::process::ServerId;
 use crate::uri;
@@ -19,7 +19,28 @@ use crate::uri;
 pub(super) struct PendingSync {
     pub(super) path: PathBuf,
     pub(super) deadline: Instant,
-    pub(super) reply: Sender<Result<SyncedDocument, EngineError>>,
+    pub(super) reply: SyncReply,
+}
+
+/// Where a finished sync goes: back to the frontend ([`Op::Sync`](super::super::Op::Sync)), or
+/// into the request its builder makes ([`Op::SyncRequest`](super::super::Op::SyncRequest)).
+pub(super) enum SyncReply {
+    Document(Sender<Result<SyncedDocument, EngineError>>),
+    Request(RequestBuilder),
+}
+
+impl SyncReply {
+    /// Answer with `error`; a builder's request (if any) is not sent.
+    pub(super) fn fail(self, error: EngineError) {
+        match self {
+            SyncReply::Document(reply) => {
+                let _ = reply.send(Err(error));
+            }
+            SyncReply::Request(build) => {
+                let _ = build(Err(&error));
+            }
+        }
+    }
 }
 
 impl State {
@@ -149,9 +170,44 @@ impl State {
                 continue;
             }
             let result = self.finish_sync(&sync.path, &indexes);
-            let _ = sync.reply.send(result);
+            self.answer_sync(result, sync.reply);
         }
-        self.syncs = still_waiting;
+        self.syncs.extend(still_waiting);
+    }
+
+    /// Send a finished sync's outcome where it goes; a built request is sent in the same turn.
+    pub(super) fn answer_sync(
+        &mut self,
+        result: Result<SyncedDocument, EngineError>,
+        reply: SyncReply,
+    ) {
+        match reply {
+            SyncReply::Document(reply) => {
+                let _ = reply.send(result);
+            }
+            SyncReply::Request(build) => {
+                if let Some(request) = build(result.as_ref()) {
+                    self.send_frontend_request(request);
+                }
+            }
+        }
+    }
+
+    /// Send a frontend's request ([`Op::Request`](super::super::Op::Request)); its deadline
+    /// counts from now.
+    pub(super) fn send_frontend_request(&mut self, request: BuiltRequest) {
+        let purpose = super::Purpose::Frontend {
+            method: request.method,
+            params: request.params,
+            reply: request.reply,
+            deadline: Instant::now() + request.timeout,
+            timeout: request.timeout,
+            attempts: 0,
+            retry: request.retry,
+            tag: request.tag,
+            crash_retried: false,
+        };
+        self.send_request(request.server_id, purpose);
     }
 
     pub(super) fn finish_sync(

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::documents::Documents;
 use super::settle::push_settle_time;
-use super::{EngineError, EngineOptions, Op, ServerStatus};
+use super::{BuiltRequest, EngineError, EngineOptions, Op, ServerStatus};
 use crate::diagnostics::DiagnosticStore;
 use crate::process::{ServerEvent, ServerId, ServerProcess};
 use crate::text::LineIndex;
@@ -53,7 +53,7 @@ mod instances;
 
 use diagnostics_wait::DiagnosticsJob;
 
-use document_sync::PendingSync;
+use document_sync::{PendingSync, SyncReply};
 use lifecycle::{Server, ServerState};
 use requests::{Purpose, Retry};
 
@@ -152,6 +152,9 @@ struct State {
     pulled: HashMap<(ServerId, PathBuf), i32>,
     /// `textDocument/diagnostic` requests in flight, so each (server, path) has at most one.
     pulls_in_flight: HashSet<(ServerId, PathBuf)>,
+    /// Pull answers given while their server reported `$/progress` work: not final, asked
+    /// again once the work ends ([`super::SettleRule::Pull`]).
+    provisional_pulls: HashSet<(ServerId, PathBuf)>,
     pending: HashMap<(ServerId, i32), Purpose>,
     retries: Vec<Retry>,
     syncs: Vec<PendingSync>,
@@ -190,6 +193,7 @@ impl State {
             store: DiagnosticStore::default(),
             pulled: HashMap::new(),
             pulls_in_flight: HashSet::new(),
+            provisional_pulls: HashSet::new(),
             pending: HashMap::new(),
             retries: Vec::new(),
             syncs: Vec::new(),
@@ -226,6 +230,15 @@ impl State {
                 job.progress = progress;
                 self.jobs.push(job);
             }
+            Op::AnalysisWait {
+                path,
+                timeout,
+                reply,
+            } => {
+                let mut job = DiagnosticsJob::new(vec![path], HashMap::new(), timeout, reply);
+                job.readiness = true;
+                self.jobs.push(job);
+            }
             Op::Sync {
                 path,
                 timeout,
@@ -242,8 +255,37 @@ impl State {
                 self.syncs.push(PendingSync {
                     path,
                     deadline: Instant::now() + timeout,
-                    reply,
+                    reply: SyncReply::Document(reply),
                 });
+            }
+            Op::SyncRequest {
+                path,
+                timeout,
+                build,
+            } => {
+                let servers = self.options.config.servers_for_path(&path);
+                if servers.is_empty() {
+                    let _ = build(Err(&EngineError::NoServer { path }));
+                    return;
+                }
+                for &index in &servers {
+                    self.ensure_started(ServerId(index as u32));
+                }
+                let deadline = Instant::now() + timeout;
+                // Running servers: sync and send now, in this turn (the common case).
+                if servers
+                    .iter()
+                    .any(|&index| self.servers[index].is_starting())
+                {
+                    self.syncs.push(PendingSync {
+                        path,
+                        deadline,
+                        reply: SyncReply::Request(build),
+                    });
+                } else {
+                    let result = self.finish_sync(&path, &servers);
+                    self.answer_sync(result, SyncReply::Request(build));
+                }
             }
             Op::Request {
                 server_id,
@@ -253,21 +295,15 @@ impl State {
                 retry,
                 tag,
                 reply,
-            } => {
-                let deadline = Instant::now() + timeout;
-                let purpose = Purpose::Frontend {
-                    method,
-                    params,
-                    reply,
-                    deadline,
-                    timeout,
-                    attempts: 0,
-                    retry,
-                    tag,
-                    crash_retried: false,
-                };
-                self.send_request(server_id, purpose);
-            }
+            } => self.send_frontend_request(BuiltRequest {
+                server_id,
+                method,
+                params,
+                timeout,
+                retry,
+                tag,
+                reply,
+            }),
             Op::Cancel { tag } => self.cancel_tagged(tag),
             Op::ApplyEdit {
                 edit,
@@ -337,6 +373,7 @@ impl State {
                         .unwrap_or_else(|| server.failed_stderr_tail.clone()),
                     failure: server.failure().map(|error| error.detail()),
                     open_documents: self.documents.open_on(server.server_id).len(),
+                    settle_rule: server.settle_rule(),
                 }
             })
             .collect()
@@ -381,8 +418,9 @@ impl State {
                 if wait.deadline.is_none() {
                     deadlines.push(wait.start_deadline);
                 }
-                for id in &wait.servers {
-                    if let Some(state) = self.push_state(*id, &wait.path) {
+                // A settled server's settle time is past: it must not wake the loop at once.
+                for id in wait.servers.iter().filter(|id| !wait.done.contains_key(id)) {
+                    if let Some(state) = self.push_state(*id, &wait.path, wait.readiness) {
                         deadlines.extend(push_settle_time(
                             &state,
                             self.options.settle_quiet,

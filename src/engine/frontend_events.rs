@@ -55,6 +55,8 @@ pub struct ServerDetails {
     pub restarts: u32,
     /// The last stderr lines of the running process.
     pub stderr_tail: String,
+    /// How the server signals complete diagnostics (issue 15).
+    pub settle_rule: crate::engine::SettleRule,
 }
 
 /// The frontend-facing state the loop owns.
@@ -232,6 +234,7 @@ impl State {
                         pid: status.pid,
                         restarts: status.restarts,
                         stderr_tail: status.stderr_tail,
+                        settle_rule: status.settle_rule,
                     })
                     .collect();
                 let _ = reply.send(details);

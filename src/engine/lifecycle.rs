@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use lsp_server::{Message, Notification, Request, RequestId, ResponseError};
 use serde_json::{json, Value};
 
-use super::super::settle::PublishInfo;
+use super::super::settle::{PublishInfo, SettleRule};
 use super::super::supervisor::{
     CrashDecision, RestartPolicy, Supervisor, HUNG_AFTER_MISSED_DEADLINES,
 };
@@ -45,6 +45,10 @@ pub(super) struct Server {
     pub(super) encoding: PositionEncoding,
     /// Pull diagnostics: static `diagnosticProvider` or a dynamic registration.
     pub(super) pull_diagnostics: bool,
+    /// `serverInfo.name` from the first process's `initialize` result (LSP 3.17
+    /// §`InitializeResult`), which picks the [`SettleRule`] of a server configured under
+    /// another name.
+    pub(super) server_info_name: Option<String>,
     /// A static `diagnosticProvider`, and the live dynamic registrations of
     /// `textDocument/diagnostic` (pyright registers, re-registers and unregisters at start-up).
     pub(super) static_pull: bool,
@@ -128,6 +132,7 @@ impl Server {
             capabilities: Arc::new(Value::Null),
             encoding: PositionEncoding::Utf16,
             pull_diagnostics: false,
+            server_info_name: None,
             static_pull: false,
             pull_registrations: BTreeSet::new(),
             save: None,
@@ -160,6 +165,16 @@ impl Server {
             }
             _ => None,
         }
+    }
+
+    /// How this server signals that a document's diagnostics are complete, now (a pull
+    /// registration can arrive after `initialized`).
+    pub(super) fn settle_rule(&self) -> SettleRule {
+        SettleRule::for_server(
+            &self.config.name,
+            self.server_info_name.as_deref(),
+            self.pull_diagnostics,
+        )
     }
 
     pub(super) fn is_running(&self) -> bool {
@@ -372,6 +387,10 @@ impl State {
                 None | Some(Value::Null) | Some(Value::Bool(false))
             );
             server.save = save_option(&capabilities);
+            server.server_info_name = result
+                .pointer("/serverInfo/name")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
             server.capabilities = Arc::new(capabilities);
         }
         server.pull_diagnostics = server.static_pull || !server.pull_registrations.is_empty();
@@ -459,6 +478,7 @@ impl State {
         server.raw_diagnostics.clear();
         self.pulled.retain(|(id, _), _| *id != server_id);
         self.pulls_in_flight.retain(|(id, _)| *id != server_id);
+        self.provisional_pulls.retain(|(id, _)| *id != server_id);
         // Requests in flight: retried once on the next process, or failed now.
         for purpose in self.take_pending_of(server_id) {
             match (purpose, restart_at) {

@@ -21,6 +21,7 @@ mod event_loop;
 mod pending_publishes;
 pub mod server_requests;
 mod settle;
+pub use settle::SettleRule;
 pub mod supervisor;
 mod watchdog;
 
@@ -130,6 +131,22 @@ impl EngineOptions {
     }
 }
 
+/// What [`Op::SyncRequest`] runs in the loop on the synced document (or the sync's error).
+pub type RequestBuilder =
+    Box<dyn FnOnce(Result<&SyncedDocument, &EngineError>) -> Option<BuiltRequest> + Send>;
+
+/// The request an [`Op::SyncRequest`] builder asks the loop to send, with the fields of
+/// [`Op::Request`].
+pub struct BuiltRequest {
+    pub server_id: ServerId,
+    pub method: String,
+    pub params: Value,
+    pub timeout: Duration,
+    pub retry: bool,
+    pub tag: Option<u64>,
+    pub reply: Sender<Result<Value, EngineError>>,
+}
+
 /// A request from a frontend to the loop. Each carries the channel its answer goes to; the loop
 /// answers every op exactly once (dropping the sender counts as "engine gone").
 pub enum Op {
@@ -138,6 +155,15 @@ pub enum Op {
     /// moment its servers are running and the document is synced.
     Diagnostics {
         paths: Vec<PathBuf>,
+        timeout: Duration,
+        reply: Sender<Vec<FileDiagnostics>>,
+    },
+    /// [`Op::Diagnostics`] for one file as a query's readiness wait: the same, except that every
+    /// push server's settle keeps its quiet period (clangd starts its background index just
+    /// after the publish that ends a diagnostics wait at once, and a cross-file query asked
+    /// before that work shows finds nothing).
+    AnalysisWait {
+        path: PathBuf,
         timeout: Duration,
         reply: Sender<Vec<FileDiagnostics>>,
     },
@@ -170,6 +196,16 @@ pub enum Op {
         retry: bool,
         tag: Option<u64>,
         reply: Sender<Result<Value, EngineError>>,
+    },
+    /// [`Op::Sync`] and [`Op::Request`] in one loop round trip (issue 15): once the file is synced,
+    /// `build` runs in the loop on the outcome (the document the servers now hold, or why the
+    /// sync failed), so a frontend converts positions from exactly that text; the request it
+    /// returns is sent at once and answered on its own `reply`. `build` reports to its caller
+    /// through channels it owns; returning `None` sends nothing.
+    SyncRequest {
+        path: PathBuf,
+        timeout: Duration,
+        build: RequestBuilder,
     },
     /// Cancel the [`Op::Request`] with this tag: `$/cancelRequest` is sent and the caller gets
     /// [`EngineError::Cancelled`].
@@ -339,6 +375,8 @@ pub struct ServerStatus {
     /// How many documents are open on it.
     #[serde(default)]
     pub open_documents: usize,
+    /// How the server signals that a document's diagnostics are complete (issue 15).
+    pub settle_rule: SettleRule,
 }
 
 /// Why an [`Op`] failed. Messages name the server and method.

@@ -299,7 +299,19 @@ impl State {
         let name = server.config.name.clone();
         let encoding = server.encoding;
         let diagnostics_enabled = server.config.diagnostics;
-        self.pulled.insert((server_id, path.to_path_buf()), version);
+        let key = (server_id, path.to_path_buf());
+        if server.active_progress.is_empty() {
+            self.provisional_pulls.remove(&key);
+        } else {
+            // The server is still working (loading its project, analysing): this answer may
+            // be partial, so it stands only until the work ends and the file is asked again.
+            log::debug!(
+                "{name}: pull answer for {} during $/progress work: asked again when it ends",
+                path.display()
+            );
+            self.provisional_pulls.insert(key.clone());
+        }
+        self.pulled.insert(key, version);
         // LSP 3.17 §`DocumentDiagnosticReport`: "full" carries items; "unchanged" keeps the last.
         if report.get("kind").and_then(Value::as_str) == Some("unchanged") {
             return;

@@ -13,6 +13,10 @@
 //!    (case B18: rust-analyzer's `cargo check`, the fixture's "semantic" diagnostic).
 //!
 //! "Nothing arrived" is never settled: the caller's timeout turns it into "incomplete".
+//!
+//! Which signal ends the wait is per server: a [`SettleRule`], chosen by [`SettleRule::for_server`]
+//! from the server's configured name or its `serverInfo.name`, and named in `lspc servers` and
+//! `lsp://servers`. Only where a server gives no completeness signal does the quiet period apply.
 
 use std::time::{Duration, Instant};
 
@@ -23,6 +27,111 @@ pub(crate) const UNVERSIONED_SILENCE: Duration = Duration::from_secs(3);
 
 /// The shortest quiet period after a `didSave` (B18).
 pub(crate) const QUIET_AFTER_SAVE: Duration = Duration::from_millis(750);
+
+/// How a server signals that a document's diagnostics are complete (issue 15). Each rule was
+/// established against the real server; see `SettleRule::for_server`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum SettleRule {
+    /// LSP 3.17 §`textDocument/diagnostic`: the answer for the sent version is final, unless it
+    /// was given while the server reported `$/progress` work (then it is asked again once the
+    /// work ends). pyright (after its dynamic registration), ruff, TypeScript 7's native server.
+    Pull,
+    /// One versioned publish per version, and it is final: the first publish carrying the sent
+    /// version settles at once, whatever `$/progress` (background indexing) says. clangd 14:
+    /// it publishes once per version after the AST is built with that version's preamble, also
+    /// when an edit adds an include whose header has errors, and for a run of edits it skips the
+    /// versions superseded before their AST was built (never publishing an older one after a
+    /// newer one).
+    VersionedPublish,
+    /// No completeness signal, versioned publishes: the publish for the sent version, then a
+    /// quiet period (250 ms; at least 750 ms after a `didSave`) with no `$/progress` work.
+    /// pylsp (its lint pass and pylsp-mypy may publish apart), unknown servers.
+    QuietAfterPublish,
+    /// No completeness signal and no versions: a publish received after the text was sent, then
+    /// the longer unversioned quiet period (1.5 s), or 3 s of silence when the server publishes
+    /// nothing for a change (the set stands). typescript-language-server (it publishes the
+    /// syntactic set, often empty, before the semantic one, and only after its project loaded:
+    /// its `$/progress` "Initializing JS/TS language features" holds the wait), taplo (an empty
+    /// batch first, then the real one).
+    QuietAfterUnversionedPublish,
+}
+
+impl SettleRule {
+    /// The rule for a server: `pull` when it offers pull diagnostics now (static
+    /// `diagnosticProvider` or a live registration); otherwise by `config_name` or the
+    /// `serverInfo.name` of its `initialize` result (LSP 3.17 §`InitializeResult`).
+    pub fn for_server(config_name: &str, server_info_name: Option<&str>, pull: bool) -> SettleRule {
+        if pull {
+            return SettleRule::Pull;
+        }
+        let known = |name: &str| match name {
+            "clangd" => Some(SettleRule::VersionedPublish),
+            "typescript-language-server" | "taplo" => {
+                Some(SettleRule::QuietAfterUnversionedPublish)
+            }
+            _ => None,
+        };
+        server_info_name
+            .and_then(known)
+            .or_else(|| known(config_name))
+            .unwrap_or(SettleRule::QuietAfterPublish)
+    }
+
+    /// The rule lspc expects before starting the server, for `lspc servers`: by name, with the
+    /// servers known to answer pull diagnostics when the client offers them (lspc always does)
+    /// taken as [`SettleRule::Pull`]. The rule in force is decided once the server initialized
+    /// ([`SettleRule::for_server`]) and shown in `lsp://servers`.
+    pub fn expected(config_name: &str) -> SettleRule {
+        let pull = matches!(config_name, "pyright" | "basedpyright" | "ruff" | "tsgo");
+        SettleRule::for_server(config_name, None, pull)
+    }
+
+    /// The `lspc servers` section naming each server's expected rule, one line per server
+    /// (`  NAME: RULE: DESCRIPTION`); empty for no servers.
+    pub fn render_expected<'a>(names: impl Iterator<Item = &'a str>) -> String {
+        let lines: Vec<String> = names
+            .map(|name| {
+                let rule = SettleRule::expected(name);
+                format!("  {name}: {}: {}\n", rule.name(), rule.description())
+            })
+            .collect();
+        if lines.is_empty() {
+            return String::new();
+        }
+        format!(
+            "settle rules (what ends a diagnostics wait; lsp://servers shows the rule in force):\n{}",
+            lines.concat()
+        )
+    }
+
+    /// The rule's name as `lspc servers` and `lsp://servers` show it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SettleRule::Pull => "pull",
+            SettleRule::VersionedPublish => "versioned-publish",
+            SettleRule::QuietAfterPublish => "quiet-after-publish",
+            SettleRule::QuietAfterUnversionedPublish => "quiet-after-unversioned-publish",
+        }
+    }
+
+    /// One sentence saying what ends the wait.
+    pub fn description(self) -> &'static str {
+        match self {
+            SettleRule::Pull => {
+                "the textDocument/diagnostic answer for the sent version, asked again if given during $/progress work"
+            }
+            SettleRule::VersionedPublish => {
+                "the first publish carrying the sent version is final"
+            }
+            SettleRule::QuietAfterPublish => {
+                "the publish for the sent version, then a quiet period with no $/progress work (no completeness signal)"
+            }
+            SettleRule::QuietAfterUnversionedPublish => {
+                "a publish after the text was sent, then the longer unversioned quiet period (no versions, no completeness signal)"
+            }
+        }
+    }
+}
 
 /// The last publish a server made for one file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +154,8 @@ pub(crate) struct PushState {
     pub last_progress_change: Option<Instant>,
     /// Whether a `didSave` was sent with this version (the server asked for saves).
     pub saved: bool,
+    /// [`SettleRule::VersionedPublish`]: the publish for the sent version is final.
+    pub versioned_final: bool,
 }
 
 /// The quiet period that applies to `state` after `publish`.
@@ -76,6 +187,9 @@ pub(crate) fn push_settled(
     let Some(publish) = state.last_publish else {
         return false;
     };
+    if final_publish(state, &publish) {
+        return true;
+    }
     let fresh = match publish.version {
         Some(version) => version >= state.sent_version,
         None => publish.at >= state.sent_at,
@@ -92,6 +206,15 @@ pub(crate) fn push_settled(
         _ => publish.at,
     };
     now.saturating_duration_since(last_activity) >= quiet
+}
+
+/// Whether `publish` settles at once under [`SettleRule::VersionedPublish`]: it carries the sent
+/// version (or a higher one). An unversioned publish never does.
+fn final_publish(state: &PushState, publish: &PublishInfo) -> bool {
+    state.versioned_final
+        && publish
+            .version
+            .is_some_and(|version| version >= state.sent_version)
 }
 
 /// For a server that sends no versions and published for this file before lspc sent the current
@@ -115,6 +238,9 @@ pub(crate) fn push_settle_time(
     quiet_unversioned: Duration,
 ) -> Option<Instant> {
     let publish = state.last_publish?;
+    if final_publish(state, &publish) {
+        return Some(publish.at);
+    }
     if state.progress_active {
         return None;
     }
@@ -160,6 +286,7 @@ mod tests {
             progress_active: false,
             last_progress_change: None,
             saved: false,
+            versioned_final: false,
         }
     }
 
@@ -210,6 +337,78 @@ mod tests {
         assert_eq!(
             push_settle_time(&busy, QUIET, QUIET_UNVERSIONED),
             Some(t0 + Duration::from_millis(4250))
+        );
+    }
+
+    #[test]
+    fn a_versioned_publish_is_final_under_the_versioned_publish_rule() {
+        let t0 = Instant::now();
+        let final_state = |publish, progress_active, saved| PushState {
+            versioned_final: true,
+            progress_active,
+            saved,
+            ..state(t0, publish)
+        };
+        // At once, even while background indexing reports progress or after a save.
+        check(
+            final_state(Some((Some(2), 100)), false, false),
+            100,
+            t0,
+            true,
+        );
+        check(final_state(Some((Some(2), 100)), true, true), 100, t0, true);
+        check(
+            final_state(Some((Some(3), 100)), false, false),
+            100,
+            t0,
+            true,
+        );
+        // Never an older version, nothing, or an unversioned publish (that takes the quiet rule).
+        check(
+            final_state(Some((Some(1), 100)), false, false),
+            60_000,
+            t0,
+            false,
+        );
+        check(final_state(None, false, false), 60_000, t0, false);
+        check(final_state(Some((None, 100)), false, false), 200, t0, false);
+        assert_eq!(
+            push_settle_time(
+                &final_state(Some((Some(2), 100)), true, false),
+                QUIET,
+                QUIET_UNVERSIONED
+            ),
+            Some(t0 + Duration::from_millis(100))
+        );
+    }
+
+    #[test]
+    fn rules_by_server_name() {
+        let check = |config: &str, info: Option<&str>, pull: bool, expected: SettleRule| {
+            assert_eq!(SettleRule::for_server(config, info, pull), expected);
+        };
+        check("clangd", None, false, SettleRule::VersionedPublish);
+        check("c", Some("clangd"), false, SettleRule::VersionedPublish);
+        check("clangd", None, true, SettleRule::Pull);
+        check("pyright", Some("Pyright"), true, SettleRule::Pull);
+        check(
+            "ts",
+            Some("typescript-language-server"),
+            false,
+            SettleRule::QuietAfterUnversionedPublish,
+        );
+        check(
+            "taplo",
+            None,
+            false,
+            SettleRule::QuietAfterUnversionedPublish,
+        );
+        check("pylsp", None, false, SettleRule::QuietAfterPublish);
+        check(
+            "mine",
+            Some("unknown"),
+            false,
+            SettleRule::QuietAfterPublish,
         );
     }
 }

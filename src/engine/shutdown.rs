@@ -39,7 +39,7 @@ impl State {
             }
         }
         for sync in self.syncs.drain(..) {
-            let _ = sync.reply.send(Err(EngineError::Gone));
+            sync.reply.fail(EngineError::Gone);
         }
         for job in self.jobs.drain(..) {
             let _ = job.reply.send(job.results);

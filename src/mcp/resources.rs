@@ -21,7 +21,7 @@ pub const DIAGNOSTICS_PREFIX: &str = "lsp://diagnostics/";
 pub fn list() -> Value {
     json!({"resources": [
         {"uri": SERVERS_URI, "name": "servers", "title": "Language servers",
-         "description": "Each configured language server: state, capabilities, extensions, restarts, stderr tail",
+         "description": "Each configured language server: state, capabilities, extensions, restarts, stderr tail, settle rule (what ends a diagnostics wait)",
          "mimeType": "application/json"},
         {"uri": DIAGNOSTICS_URI, "name": "diagnostics", "title": "All current diagnostics",
          "description": "Every diagnostic the language servers currently report, by file (1-based lines and columns)",
@@ -122,6 +122,10 @@ fn servers_json(context: &ToolContext) -> Value {
                 "extensions": server.extensions,
                 "restarts": server.restarts,
                 "stderrTail": server.stderr_tail,
+                "settleRule": {
+                    "name": server.settle_rule.name(),
+                    "description": server.settle_rule.description(),
+                },
             });
             if let Some(capabilities) = server.capabilities {
                 object["capabilities"] = (*capabilities).clone();

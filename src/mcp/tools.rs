@@ -533,6 +533,7 @@ mod tests {
             pid: None,
             restarts: 0,
             stderr_tail: String::new(),
+            settle_rule: crate::engine::SettleRule::QuietAfterPublish,
         }
     }
 

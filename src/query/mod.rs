@@ -55,7 +55,10 @@ use std::time::Duration;
 use crossbeam_channel::Sender;
 use serde_json::{json, Value};
 
-use crate::engine::{request_with, sync_with, EngineError, Op, ServerInfo, SyncedDocument};
+use crate::engine::{
+    request_with, sync_with, BuiltRequest, EngineError, Op, RequestBuilder, ServerInfo,
+    SyncedDocument,
+};
 use crate::uri;
 use locations::{parse_locations, parse_range, SourceFiles};
 
@@ -100,6 +103,15 @@ impl AnalysedFiles {
             Err(poisoned) => poisoned
                 .into_inner()
                 .insert((server_id, path.to_path_buf())),
+        }
+    }
+
+    /// Whether `(server_id, path)` had its first analysis wait already (no wait is due).
+    fn contains(&self, server_id: crate::process::ServerId, path: &Path) -> bool {
+        let key = (server_id, path.to_path_buf());
+        match self.0.lock() {
+            Ok(files) => files.contains(&key),
+            Err(poisoned) => poisoned.into_inner().contains(&key),
         }
     }
 }
@@ -157,11 +169,19 @@ impl Queries {
         at: &TextPosition,
         kind: DefinitionKind,
     ) -> Result<LocationsResult, QueryError> {
-        let mut target = self.target(at, kind.method(), kind.capability())?;
         // Every kind can land in another file, which the server must have indexed: clangd
         // answers a definition with the header's declaration until its index has the source.
-        let incomplete = self.wait_ready(&mut target);
-        let answer = self.request(&target, kind.method(), target.text_document_position())?;
+        let (mut target, answer) =
+            self.target_and_answer(at, kind.method(), kind.capability(), true)?;
+        let (incomplete, answer) = match answer {
+            Some(answer) => (None, answer),
+            None => {
+                let incomplete = self.wait_ready(&mut target);
+                let answer =
+                    self.request(&target, kind.method(), target.text_document_position())?;
+                (incomplete, answer)
+            }
+        };
         let mut locations: Vec<Location> = parse_locations(&answer)
             .iter()
             .filter_map(|raw| target.files.resolve(raw))
@@ -210,19 +230,24 @@ impl Queries {
     /// `textDocument/hover` at `at`; `None` when the server has nothing to show.
     pub fn hover(&self, at: &TextPosition) -> Result<Option<HoverResult>, QueryError> {
         let method = "textDocument/hover";
-        let mut target = self.target(at, method, "hoverProvider")?;
-        if self
-            .analysed
-            .first_time(target.server.server_id, &target.doc.path)
-        {
-            wait_analysed(
-                &self.op_sender,
-                &target.doc.path,
-                &target.server.name,
-                self.timeout,
-            );
-        }
-        let answer = self.request(&target, method, target.text_document_position())?;
+        let (mut target, answer) = self.target_and_answer(at, method, "hoverProvider", false)?;
+        let answer = match answer {
+            Some(answer) => answer,
+            None => {
+                if self
+                    .analysed
+                    .first_time(target.server.server_id, &target.doc.path)
+                {
+                    wait_analysed(
+                        &self.op_sender,
+                        &target.doc.path,
+                        &target.server.name,
+                        self.timeout,
+                    );
+                }
+                self.request(&target, method, target.text_document_position())?
+            }
+        };
         let text = answer
             .get("contents")
             .map(hover::hover_contents_to_text)
@@ -442,6 +467,12 @@ impl Queries {
 
     /// Sync `file` (relative to the current directory or absolute).
     fn sync(&self, file: &Path) -> Result<SyncedDocument, QueryError> {
+        let path = self.checked_path(file)?;
+        Ok(sync_with(&self.op_sender, path, self.timeout)?)
+    }
+
+    /// The canonical path of `file`, which must be an existing regular file.
+    fn checked_path(&self, file: &Path) -> Result<PathBuf, QueryError> {
         let path = uri::canonical(file);
         if path.is_dir() {
             return Err(QueryError::File(format!(
@@ -455,7 +486,7 @@ impl Queries {
                 self.display(&path)
             )));
         }
-        Ok(sync_with(&self.op_sender, path, self.timeout)?)
+        Ok(path)
     }
 
     /// Sync the first file under the root that a server serves (for workspace queries without
@@ -480,16 +511,75 @@ impl Queries {
         capability: &str,
     ) -> Result<Target, QueryError> {
         let doc = self.sync(&at.file)?;
-        let server = pick_server(&doc, method, capability)?;
-        let position = resolve_position(&doc.text, at, server.encoding, &self.display(&doc.path))?;
-        let mut files = SourceFiles::new(server.encoding);
-        files.add_document(&doc.path, doc.text.clone());
-        Ok(Target {
-            doc,
-            server,
-            position,
-            files,
-        })
+        build_target(doc, at, method, capability, &self.root)
+    }
+
+    /// [`Self::target`] and the request `method` at its position in one loop round trip
+    /// (issue 15: [`Op::SyncRequest`]) when no readiness wait is due: the server analysed the file
+    /// before in this session and, with `wait_for_index`, reports no `$/progress` work. Then
+    /// `(target, Some(answer))`; otherwise `(target, None)` and nothing was sent: the caller
+    /// waits ([`Self::wait_ready`]) and asks as usual.
+    fn target_and_answer(
+        &self,
+        at: &TextPosition,
+        method: &'static str,
+        capability: &'static str,
+        wait_for_index: bool,
+    ) -> Result<(Target, Option<Value>), QueryError> {
+        let path = self.checked_path(&at.file)?;
+        let (target_sender, target_receiver) = crossbeam_channel::bounded(1);
+        let (answer_sender, answer_receiver) = crossbeam_channel::bounded(1);
+        let analysed = self.analysed.clone();
+        let root = self.root.clone();
+        let at = at.clone();
+        let (timeout, tag) = (self.timeout, self.tag);
+        let build: RequestBuilder = Box::new(move |synced| {
+            let target = synced
+                .map_err(|error| QueryError::Engine(error.clone()))
+                .and_then(|doc| build_target(doc.clone(), &at, method, capability, &root));
+            let request = match &target {
+                Ok(target)
+                    if analysed.contains(target.server.server_id, &target.doc.path)
+                        && !(wait_for_index && target.server.busy) =>
+                {
+                    Some(BuiltRequest {
+                        server_id: target.server.server_id,
+                        method: method.to_owned(),
+                        params: target.text_document_position(),
+                        timeout,
+                        retry: true,
+                        tag,
+                        reply: answer_sender,
+                    })
+                }
+                _ => None,
+            };
+            let sent = request.is_some();
+            let _ = target_sender.send(target.map(|target| (target, sent)));
+            request
+        });
+        self.op_sender
+            .send(Op::SyncRequest {
+                path,
+                timeout: self.timeout,
+                build,
+            })
+            .map_err(|_| QueryError::Engine(EngineError::Gone))?;
+        let (target, sent) = target_receiver
+            .recv()
+            .map_err(|_| QueryError::Engine(EngineError::Gone))??;
+        if !sent {
+            return Ok((target, None));
+        }
+        let answer = answer_receiver
+            .recv()
+            .map_err(|_| QueryError::Engine(EngineError::Gone))?
+            .map_err(QueryError::Engine)?;
+        log::debug!(
+            "{}: {method} sent in its sync's loop turn, answered {answer}",
+            target.server.name
+        );
+        Ok((target, Some(answer)))
     }
 
     /// Wait until the target's server is ready ([`wait_until_ready`]): on the file's first
@@ -533,6 +623,28 @@ impl Queries {
     fn display(&self, path: &Path) -> String {
         uri::relative_display(path, &self.root)
     }
+}
+
+/// The [`Target`] of `at` in the synced `doc`: the server for `capability` and the position in
+/// its encoding (runs in the frontend, or in the loop for [`Op::SyncRequest`]).
+fn build_target(
+    doc: SyncedDocument,
+    at: &TextPosition,
+    method: &str,
+    capability: &str,
+    root: &Path,
+) -> Result<Target, QueryError> {
+    let server = pick_server(&doc, method, capability)?;
+    let shown = uri::relative_display(&doc.path, root);
+    let position = resolve_position(&doc.text, at, server.encoding, &shown)?;
+    let mut files = SourceFiles::new(server.encoding);
+    files.add_document(&doc.path, doc.text.clone());
+    Ok(Target {
+        doc,
+        server,
+        position,
+        files,
+    })
 }
 
 /// The first server (primary first) advertising `capability`; [`QueryError::Unsupported`]

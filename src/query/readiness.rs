@@ -79,8 +79,8 @@ pub fn wait_until_ready(
 pub fn wait_analysed(op_sender: &Sender<Op>, path: &Path, server_name: &str, timeout: Duration) {
     let started = Instant::now();
     let (reply, receiver) = crossbeam_channel::bounded(1);
-    let analysis = Op::Diagnostics {
-        paths: vec![path.to_path_buf()],
+    let analysis = Op::AnalysisWait {
+        path: path.to_path_buf(),
         timeout: ANALYSIS_WAIT.min(timeout),
         reply,
     };

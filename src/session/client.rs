@@ -296,7 +296,7 @@ fn run_proxy(connected: Connected, op_receiver: Receiver<Op>, signals: ProxySign
         reader,
         hello,
     } = connected;
-    let (line_sender, line_receiver) = unbounded::<Option<Line>>();
+    let (line_sender, mut line_receiver) = unbounded::<Option<Line>>();
     let reader_thread = thread::Builder::new()
         .name("lspc-session-reader".to_owned())
         .spawn(move || read_lines(reader, line_sender))
@@ -323,24 +323,56 @@ fn run_proxy(connected: Connected, op_receiver: Receiver<Op>, signals: ProxySign
                         log::info!("configuration reload is not forwarded to the session");
                         let _ = reply.send(Default::default());
                     }
-                    Split::Local(_) => {}
-                    Split::Wire(_, slot) if lost => slot.fail(&message),
-                    Split::Wire(op, slot) => {
-                        let id = next_id;
-                        next_id += 1;
-                        let has_reply = !matches!(slot, ReplySlot::None);
-                        let mut line = serde_json::to_string(&WireRequest { id, op })
-                            .unwrap_or_default();
-                        line.push('\n');
-                        if has_reply {
-                            pending.insert(id, slot);
-                        }
-                        // One write per line: one syscall, and no half line on the wire.
-                        if stream.write_all(line.as_bytes()).is_err() {
-                            lost = true;
-                            fail_all(&mut pending, &message);
+                    Split::Local(Op::SyncRequest {
+                        path,
+                        timeout,
+                        build,
+                    }) => {
+                        // The builder is a closure that cannot cross the socket: sync over the
+                        // wire (answering other lines meanwhile), build here, then send the
+                        // request. Two round trips instead of the in-process one.
+                        let (reply, synced) = crossbeam_channel::bounded(1);
+                        let sync = WireOp::Sync {
+                            path,
+                            timeout_ms: wire::millis(timeout),
+                        };
+                        let mut wire_state = WireState {
+                            stream: &mut stream,
+                            pending: &mut pending,
+                            next_id: &mut next_id,
+                            lost: &mut lost,
+                            message: &message,
+                        };
+                        wire_state.send(sync, ReplySlot::Sync(reply));
+                        let result = loop {
+                            select! {
+                                recv(synced) -> result => {
+                                    break result.unwrap_or(Err(crate::engine::EngineError::Gone));
+                                }
+                                recv(line_receiver) -> line => wire_state.receive(line),
+                            }
+                        };
+                        if let Some(built) = build(result.as_ref()) {
+                            let request = WireOp::Request {
+                                server_id: built.server_id,
+                                method: built.method,
+                                params: built.params,
+                                timeout_ms: wire::millis(built.timeout),
+                                retry: built.retry,
+                                tag: built.tag,
+                            };
+                            wire_state.send(request, ReplySlot::Request(built.reply));
                         }
                     }
+                    Split::Local(_) => {}
+                    Split::Wire(op, slot) => WireState {
+                        stream: &mut stream,
+                        pending: &mut pending,
+                        next_id: &mut next_id,
+                        lost: &mut lost,
+                        message: &message,
+                    }
+                    .send(op, slot),
                 }
             },
             recv(signal_receiver) -> signal => {
@@ -357,17 +389,20 @@ fn run_proxy(connected: Connected, op_receiver: Receiver<Op>, signals: ProxySign
                     std::process::exit(128 + signal);
                 }
             },
-            recv(line_receiver) -> line => match line {
-                Ok(Some(Line::Text(line))) => dispatch(&line, &mut pending),
-                Ok(Some(_)) => log::warn!("session sent an unreadable line"),
-                Ok(None) | Err(_) => {
-                    if !lost {
-                        log::debug!("{message}");
-                    }
-                    lost = true;
-                    fail_all(&mut pending, &message);
+            recv(line_receiver) -> line => {
+                WireState {
+                    stream: &mut stream,
+                    pending: &mut pending,
+                    next_id: &mut next_id,
+                    lost: &mut lost,
+                    message: &message,
                 }
-            },
+                .receive(line);
+                if lost {
+                    // The reader is gone: a closed channel would wake this loop forever.
+                    line_receiver = crossbeam_channel::never();
+                }
+            }
         }
     }
     let _ = stream.shutdown(std::net::Shutdown::Both);
@@ -387,6 +422,54 @@ fn read_lines(mut reader: BufReader<UnixStream>, line_sender: Sender<Option<Line
             Ok(None) | Err(_) => {
                 let _ = line_sender.send(None);
                 return;
+            }
+        }
+    }
+}
+
+/// The proxy's side of the connection while it handles one op or one reply line.
+struct WireState<'a> {
+    stream: &'a mut UnixStream,
+    pending: &'a mut HashMap<u64, ReplySlot>,
+    next_id: &'a mut u64,
+    lost: &'a mut bool,
+    message: &'a str,
+}
+
+impl WireState<'_> {
+    /// Writes one op as one line (its slot waits for the reply), or fails the slot at once
+    /// when the session is lost.
+    fn send(&mut self, op: WireOp, slot: ReplySlot) {
+        if *self.lost {
+            slot.fail(self.message);
+            return;
+        }
+        let id = *self.next_id;
+        *self.next_id += 1;
+        let has_reply = !matches!(slot, ReplySlot::None);
+        let mut line = serde_json::to_string(&WireRequest { id, op }).unwrap_or_default();
+        line.push('\n');
+        if has_reply {
+            self.pending.insert(id, slot);
+        }
+        // One write per line: one syscall, and no half line on the wire.
+        if self.stream.write_all(line.as_bytes()).is_err() {
+            *self.lost = true;
+            fail_all(self.pending, self.message);
+        }
+    }
+
+    /// Handles one line from the session's reader thread (`None`/closed: the session is lost).
+    fn receive(&mut self, line: Result<Option<Line>, crossbeam_channel::RecvError>) {
+        match line {
+            Ok(Some(Line::Text(line))) => dispatch(&line, self.pending),
+            Ok(Some(_)) => log::warn!("session sent an unreadable line"),
+            Ok(None) | Err(_) => {
+                if !*self.lost {
+                    log::debug!("{}", self.message);
+                }
+                *self.lost = true;
+                fail_all(self.pending, self.message);
             }
         }
     }

@@ -539,6 +539,15 @@ impl Connection {
                 });
                 Pending::Diagnostics(receiver)
             }
+            WireOp::AnalysisWait { path, timeout_ms } => {
+                let (reply, receiver) = bounded(1);
+                self.send_op(Op::AnalysisWait {
+                    path,
+                    timeout: timeout(timeout_ms),
+                    reply,
+                });
+                Pending::Diagnostics(receiver)
+            }
             WireOp::DiagnosticsLeavingOut {
                 paths,
                 leave_out,

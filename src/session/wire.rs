@@ -65,6 +65,11 @@ pub enum WireOp {
         paths: Vec<PathBuf>,
         timeout_ms: u64,
     },
+    /// [`Op::AnalysisWait`]: a query's first readiness wait on one file.
+    AnalysisWait {
+        path: PathBuf,
+        timeout_ms: u64,
+    },
     /// `progress`: send each finished file as an `event` line before the `result`.
     DiagnosticsLeavingOut {
         paths: Vec<PathBuf>,
@@ -147,7 +152,7 @@ pub struct SessionServer {
     pub rss_kib: Option<u64>,
 }
 
-fn millis(duration: Duration) -> u64 {
+pub(crate) fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
@@ -207,6 +212,17 @@ pub fn split(op: Op) -> Split {
                 timeout_ms: millis(timeout),
             },
             ReplySlot::Diagnostics(reply, paths),
+        ),
+        Op::AnalysisWait {
+            path,
+            timeout,
+            reply,
+        } => Split::Wire(
+            WireOp::AnalysisWait {
+                path: path.clone(),
+                timeout_ms: millis(timeout),
+            },
+            ReplySlot::Diagnostics(reply, vec![path]),
         ),
         Op::DiagnosticsLeavingOut {
             paths,
@@ -305,9 +321,11 @@ pub fn split(op: Op) -> Split {
         Op::RunningServers { reply } => {
             Split::Wire(WireOp::RunningServers, ReplySlot::RunningServers(reply))
         }
-        op @ (Op::Shutdown { .. } | Op::Reload { .. } | Op::FilesChanged { .. }) => {
-            Split::Local(op)
-        }
+        // `SyncRequest` carries a closure: the proxy runs it as a `Sync` and then a `Request`.
+        op @ (Op::Shutdown { .. }
+        | Op::Reload { .. }
+        | Op::FilesChanged { .. }
+        | Op::SyncRequest { .. }) => Split::Local(op),
     }
 }
 

@@ -6,7 +6,7 @@
 //! `edits` (safe edits), `faults` (supervision and fault tolerance), `ide` (`lspc ide`, the
 //! headless IDE), `monorepo` (repository scale: project instances, baselines, changed files,
 //! shards), `operations` (the one operation vocabulary across CLI, batch and MCP), `sessions`
-//! (warm sessions); `support` holds the
+//! (warm sessions), `settle` (per-server settle rules); `support` holds the
 //! `TestCommand` harness, temporary workspaces and `/proc` helpers.
 
 mod check;
@@ -22,4 +22,5 @@ mod project_files;
 mod queries;
 mod servers;
 mod sessions;
+mod settle;
 mod support;

@@ -1,0 +1,256 @@
+//! Per-server settle rules (issue 15): for each rule, the fast path is taken (the debug log names
+//! the rule that settled each file) and the answer equals the one given after a long wait, on the
+//! real server and on the fixture server with artificial delays between publishes. A premature
+//! "clean" is the failure these tests exist to catch.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::require_program;
+use crate::support::*;
+
+/// How long "a long wait" is: well past every quiet period (250 ms, 750 ms after a save, 1.5 s
+/// unversioned) so that any later publish would have arrived and changed the answer.
+const LONG_WAIT: Duration = Duration::from_millis(2500);
+
+fn diagnostics(id: u32, file: &str) -> Value {
+    json!({"id": id, "op": "diagnostics", "file": file})
+}
+
+/// The answer's rows, after checking that it is complete.
+fn complete_rows(answer: &Value) -> Vec<(u64, u64, String, String)> {
+    assert_eq!(answer["result"]["complete"], true, "{answer}");
+    batch_diagnostics(answer)
+}
+
+fn row(line: u64, column: u64, severity: &str, message: &str) -> (u64, u64, String, String) {
+    (line, column, severity.to_owned(), message.to_owned())
+}
+
+/// clangd 14.0.6, rule `versioned-publish`: each version's one publish settles the file at once,
+/// at open, after an edit that adds an include whose header has an error (a new preamble), after
+/// an edit of the body only, and after an edit that removes the include; every answer equals
+/// the one after a long wait.
+#[test]
+fn clangd_versioned_publish_settles_at_once_and_matches_a_long_wait() {
+    require_program!("clangd");
+    let workspace = Workspace::copy_of("c");
+    workspace.file("bad.h", "unknown_type_t bad_global;\n");
+    let config = workspace.config(json!({ "clangd": clangd_entry() }));
+    let mut session = BatchSession::start(&workspace, &config, 30);
+    let oops = row(2, 37, "error", "Use of undeclared identifier 'oops'");
+    let in_header = row(
+        2,
+        10,
+        "error",
+        "In included file: unknown type name 'unknown_type_t'",
+    );
+    let versions: [(&str, Vec<_>); 4] = [
+        (
+            "#include \"util.h\"\nint main(void) { return twice(21) + oops; }\n",
+            vec![oops.clone()],
+        ),
+        (
+            "#include \"util.h\"\n#include \"bad.h\"\nint main(void) { return twice(21) + oops; }\n",
+            vec![in_header.clone(), row(3, 37, "error", "Use of undeclared identifier 'oops'")],
+        ),
+        (
+            "#include \"util.h\"\n#include \"bad.h\"\nint main(void) { return twice(21); }\n",
+            vec![in_header],
+        ),
+        (
+            "#include \"util.h\"\nint main(void) { return twice(21) + oops; }\n",
+            vec![oops],
+        ),
+    ];
+    let mut id = 0;
+    for (text, expected) in &versions {
+        workspace.file("main.c", text);
+        id += 1;
+        let fast = session.ask(diagnostics(id, "main.c"));
+        assert_eq!(&complete_rows(&fast), expected, "{text}");
+        std::thread::sleep(LONG_WAIT);
+        id += 1;
+        let later = session.ask(diagnostics(id, "main.c"));
+        assert_eq!(
+            &complete_rows(&later),
+            expected,
+            "after a long wait: {text}"
+        );
+    }
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    for version in 1..=4 {
+        let line = format!("main.c v{version} settled by rule versioned-publish");
+        assert!(stderr.contains(&line), "no {line:?} in {stderr}");
+    }
+}
+
+/// pyright 1.1.414, rule `pull`: the file settles by its pull answer, which equals the one after
+/// a long wait (and `lspc check`'s exact set for the file).
+#[test]
+fn pyright_pull_settles_by_its_answer_and_matches_a_long_wait() {
+    require_program!("pyright-langserver");
+    let workspace = Workspace::copy_of("python");
+    let config = workspace.config(json!({ "pyright": pyright_entry() }));
+    let mut session = BatchSession::start(&workspace, &config, 60);
+    let file = "inventory/report.py";
+    let fast = complete_rows(&session.ask(diagnostics(1, file)));
+    let messages: Vec<&str> = fast.iter().map(|row| row.3.as_str()).collect();
+    assert_eq!(fast.len(), 5, "{fast:?}");
+    assert!(
+        messages.contains(&"\"missing_footer\" is not defined"),
+        "{fast:?}"
+    );
+    std::thread::sleep(LONG_WAIT);
+    let later = complete_rows(&session.ask(diagnostics(2, file)));
+    assert_eq!(later, fast);
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("report.py v1 settled by rule pull"),
+        "{stderr}"
+    );
+}
+
+/// A fixture server that reports background `$/progress` work that never ends (as clangd's
+/// indexer may) and publishes late: 200 ms after the open, and after a change first a stale
+/// publish for version 1 at +50 ms, then the current version at +700 ms. `server_name` is its
+/// `serverInfo.name`, which picks the rule.
+fn delayed_publishes(server_name: &str) -> Value {
+    json!({
+        "initializeResultExtra": {"serverInfo": {"name": server_name}},
+        "capabilities": {"textDocumentSync": {"openClose": true, "change": 1}},
+        "publishOnChange": false,
+        "rules": [
+            {"method": "textDocument/didOpen", "actions": [
+                {"notify": {"method": "$/progress", "params": {"token": "index", "value": {"kind": "begin", "title": "indexing"}}}},
+                {"after": 200, "actions": [{"publish": {"diagnostics": "markers"}}]}
+            ]},
+            {"method": "textDocument/didChange", "actions": [
+                {"after": 50, "actions": [{"publish": {"version": 1, "diagnostics": [
+                    {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 1}},
+                     "severity": 1, "source": "fixture", "message": "stale"}
+                ]}}]},
+                {"after": 700, "actions": [{"publish": {"diagnostics": "markers"}}]}
+            ]}
+        ]
+    })
+}
+
+fn fixture_session(
+    name: &str,
+    scenario: Value,
+    text: &str,
+    timeout: u32,
+) -> (Workspace, BatchSession) {
+    let mut workspace = Workspace::new(name);
+    workspace.file("a.py", text);
+    let config = workspace.fixture_config(&[("fx", &[".py"], scenario)]);
+    let session = BatchSession::start(&workspace, &config, timeout);
+    (workspace, session)
+}
+
+/// Rule `versioned-publish` (picked by `serverInfo.name` "clangd") with delays between publishes:
+/// the publish for the sent version settles at once although progress never ends, and neither
+/// the stale version-1 publish after the change nor the silence before the late one is taken
+/// for the answer.
+#[test]
+fn versioned_publish_rule_waits_for_the_sent_version_through_delays() {
+    let (workspace, mut session) = fixture_session(
+        "settle-vp",
+        delayed_publishes("clangd"),
+        "ERROR: first\n",
+        10,
+    );
+    let first = complete_rows(&session.ask(diagnostics(1, "a.py")));
+    assert_eq!(first, [row(1, 1, "error", "first")]);
+    workspace.file("a.py", "x = 1\nERROR: second\n");
+    let second = complete_rows(&session.ask(diagnostics(2, "a.py")));
+    assert_eq!(second, [row(2, 1, "error", "second")]);
+    std::thread::sleep(LONG_WAIT);
+    let later = complete_rows(&session.ask(diagnostics(3, "a.py")));
+    assert_eq!(later, second);
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("a.py v1 settled by rule versioned-publish"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("a.py v2 settled by rule versioned-publish"),
+        "{stderr}"
+    );
+}
+
+/// The same server under another name gets rule `quiet-after-publish`: its never-ending progress
+/// holds the wait, so the file is reported incomplete at the timeout, never clean.
+#[test]
+fn quiet_rule_holds_while_progress_never_ends() {
+    let (_workspace, mut session) = fixture_session(
+        "settle-quiet",
+        delayed_publishes("lspc-fixture"),
+        "ERROR: first\n",
+        1,
+    );
+    let answer = session.ask(diagnostics(1, "a.py"));
+    assert_eq!(answer["result"]["complete"], false, "{answer}");
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+}
+
+/// Rule `pull`: an answer given while the server reports `$/progress` work (here an empty set
+/// while "loading the project") is not final; lspc asks again once the work ends and reports the
+/// real set.
+#[test]
+fn pull_answer_during_progress_is_asked_again_after_it_ends() {
+    let scenario = json!({
+        "capabilities": {"textDocumentSync": 1, "diagnosticProvider": {"interFileDependencies": false, "workspaceDiagnostics": false}},
+        "rules": [
+            {"method": "textDocument/didOpen", "actions": [
+                {"notify": {"method": "$/progress", "params": {"token": "load", "value": {"kind": "begin", "title": "loading project"}}}},
+                {"after": 800, "actions": [
+                    {"notify": {"method": "$/progress", "params": {"token": "load", "value": {"kind": "end"}}}}
+                ]}
+            ]},
+            {"method": "textDocument/diagnostic", "nth": 1, "actions": [{"reply": {"kind": "full", "items": []}}]}
+        ]
+    });
+    let (workspace, mut session) = fixture_session("settle-pull", scenario, "ERROR: real\n", 10);
+    let answer = complete_rows(&session.ask(diagnostics(1, "a.py")));
+    assert_eq!(answer, [row(1, 1, "error", "real")]);
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    assert!(stderr.contains("during $/progress work"), "{stderr}");
+    let pulls = workspace
+        .transcript("fx")
+        .iter()
+        .filter(|entry| entry["message"]["method"] == "textDocument/diagnostic")
+        .count();
+    assert_eq!(pulls, 2);
+}
+
+/// Issue 15, one loop round trip per query: a repeated hover is synced, converted and sent in one
+/// loop turn, and its position comes from the text the server was just sent: after the file
+/// gains an emoji on disk, character 4 is UTF-16 unit 4 of the new line (the old text would give
+/// 3).
+#[test]
+fn repeated_hover_is_sent_with_its_sync_and_converted_from_the_new_text() {
+    let (workspace, mut session) = fixture_session("one-trip", json!({}), "total = 1\n", 10);
+    let hover = |id: u32, column: u32| json!({"id": id, "op": "hover", "file": "a.py", "line": 1, "column": column});
+    let first = session.ask(hover(1, 1));
+    assert_eq!(first["result"]["text"], "total at 0:0", "{first}");
+    workspace.file("a.py", "😀; total = 1\n");
+    let second = session.ask(hover(2, 4));
+    assert_eq!(second["result"]["text"], "total at 0:4", "{second}");
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    assert_eq!(
+        stderr
+            .matches("textDocument/hover sent in its sync's loop turn")
+            .count(),
+        1,
+        "only the repeated hover takes the one-turn path: {stderr}"
+    );
+}
