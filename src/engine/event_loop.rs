@@ -263,7 +263,7 @@ impl State {
                 timeout,
                 build,
             } => {
-                let servers = self.options.config.servers_for_path(&path);
+                let servers = self.slots_for_path(&path);
                 if servers.is_empty() {
                     let _ = build(Err(&EngineError::NoServer { path }));
                     return;

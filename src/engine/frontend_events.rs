@@ -85,7 +85,9 @@ impl State {
             if !server.is_running() {
                 continue;
             }
-            let index = server.server_id.0 as usize;
+            // Every instance of the server hears of the change: a file in one project may be
+            // imported by another (as for edits, see edit_sync.rs).
+            let index = server.config_index;
             let events: Vec<Value> = changes
                 .iter()
                 .filter(|(path, _)| self.options.config.servers_for_path(path).contains(&index))

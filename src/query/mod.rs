@@ -535,7 +535,7 @@ impl Queries {
         let (timeout, tag) = (self.timeout, self.tag);
         let build: RequestBuilder = Box::new(move |synced| {
             let target = synced
-                .map_err(|error| QueryError::Engine(error.clone()))
+                .map_err(|error| QueryError::from(error.clone()))
                 .and_then(|doc| build_target(doc.clone(), &at, method, capability, &root));
             let request = match &target {
                 Ok(target)
