@@ -47,7 +47,7 @@ pub use readiness::{wait_analysed, wait_until_ready, ANALYSIS_WAIT};
 pub use relative_paths::RelativePaths;
 pub use signature::parse_signature_help;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -78,6 +78,21 @@ impl Target {
             "position": { "line": self.position.line, "character": self.position.character },
         })
     }
+}
+
+/// `files` (in path order) reordered so that the files of the most common extension come first,
+/// ties going to the extension met first; path order is kept within an extension. Extensions
+/// compare as written (`.py` and `.PY` are two).
+fn by_most_common_extension(files: Vec<PathBuf>) -> Vec<PathBuf> {
+    let extension = |path: &PathBuf| path.extension().map(|ext| ext.to_os_string());
+    let mut counts: HashMap<Option<std::ffi::OsString>, usize> = HashMap::new();
+    for file in &files {
+        *counts.entry(extension(file)).or_default() += 1;
+    }
+    let mut files = files;
+    // A stable sort: equal counts keep path order, so ties go to the extension met first.
+    files.sort_by_key(|file| std::cmp::Reverse(counts[&extension(file)]));
+    files
 }
 
 fn document_uri(path: &Path) -> String {
@@ -489,12 +504,14 @@ impl Queries {
         Ok(path)
     }
 
-    /// Sync the first file under the root that a server serves (for workspace queries without
-    /// a file).
+    /// Sync a file under the root that a server serves (for workspace queries without a file):
+    /// the first, in path order, of the most common extension that a server serves, so the
+    /// workspace's main language answers rather than whichever server claims the first path (a
+    /// `.devcontainer/*.sh` ahead of a Python package).
     fn sync_any_served_file(&self) -> Result<SyncedDocument, QueryError> {
         let files = crate::walk::list_files(&self.root, std::slice::from_ref(&self.root))
             .map_err(|error| QueryError::File(error.to_string()))?;
-        for file in files {
+        for file in by_most_common_extension(files) {
             match sync_with(&self.op_sender, file, self.timeout) {
                 Err(EngineError::NoServer { .. }) | Err(EngineError::InvalidInput(_)) => continue,
                 other => return Ok(other?),
@@ -688,6 +705,33 @@ fn dedup_in_order(locations: &mut Vec<Location>) {
 mod tests {
     use super::*;
     use crate::text::PositionEncoding;
+
+    #[test]
+    fn workspace_files_of_the_most_common_extension_come_first() {
+        let files = [
+            "ci/setup.sh",
+            "docs/a.md",
+            "pkg/a.py",
+            "pkg/b.py",
+            "z.sh",
+            "zz.py",
+        ]
+        .map(PathBuf::from)
+        .to_vec();
+        let ordered = by_most_common_extension(files);
+        let names: Vec<_> = ordered.iter().map(|path| path.to_str().unwrap()).collect();
+        assert_eq!(
+            names,
+            [
+                "pkg/a.py",
+                "pkg/b.py",
+                "zz.py",
+                "ci/setup.sh",
+                "z.sh",
+                "docs/a.md"
+            ]
+        );
+    }
 
     fn at(line: u32, target: ColumnOrSymbol) -> TextPosition {
         TextPosition {

@@ -276,6 +276,37 @@ fn pyright_symbols_and_call_hierarchy() {
     );
 }
 
+/// Found on pallets/itsdangerous: `workspace-symbols` without `--file` asked the server of the first
+/// file in path order (there `.devcontainer/on-create-command.sh`, bash-language-server), which knows no
+/// Python class, and said "no matching symbols found". It must ask the server of the workspace's
+/// most common kind of file (here pyright, for the `.py` files).
+#[test]
+fn workspace_symbols_without_file_ask_the_server_of_the_most_common_files() {
+    if !have("pyright-langserver", "workspace_symbols_most_common")
+        || !have("bash-language-server", "workspace_symbols_most_common")
+    {
+        return;
+    }
+    let workspace = Workspace::new("wsym-common");
+    let servers = json!({
+        "pyright": { "command": "pyright-langserver", "args": ["--stdio"],
+                     "extensionToLanguage": { ".py": "python" } },
+        "bash": { "command": "bash-language-server", "args": ["start"],
+                  "extensionToLanguage": { ".sh": "shellscript" } }
+    });
+    workspace
+        .write("lsp.json", &servers.to_string())
+        .write("ci/setup.sh", "#!/bin/sh\necho hello\n")
+        .write("pkg/a.py", "from pkg import lib\n\nlib.Greeter()\n")
+        .write("pkg/lib.py", "class Greeter:\n    pass\n");
+    let found = workspace.lspc(&["workspace-symbols", "Greeter", "--format", "json"], "");
+    assert_eq!(found.status, 0, "{found:?}");
+    let result: Value = serde_json::from_str(&found.stdout).expect("JSON");
+    assert_eq!(result["server"], "pyright", "{found:?}");
+    let found = workspace.lspc(&["workspace-symbols", "Greeter"], "");
+    assert_eq!(found.stdout, "pkg/lib.py:1:7  Greeter class\n", "{found:?}");
+}
+
 #[test]
 fn pyright_usage_errors_show_the_line() {
     if !have("pyright-langserver", "pyright_usage_errors") {
