@@ -65,6 +65,8 @@ fn client_capabilities() -> Value {
                 ]
             }
         },
+        // rust-analyzer's extension: `experimental/serverStatus` says when it is quiescent.
+        "experimental": { "serverStatusNotification": true },
         // clangd's extension (https://clangd.llvm.org/extensions#utf-8-offsets).
         "offsetEncoding": ["utf-8", "utf-16", "utf-32"],
         "window": {
@@ -80,7 +82,7 @@ fn client_capabilities() -> Value {
                 "dynamicRegistration": false,
                 "symbolKind": { "valueSet": symbol_kinds }
             },
-            "diagnostics": { "refreshSupport": false },
+            "diagnostics": { "refreshSupport": true },
             "applyEdit": true,
             "workspaceEdit": {
                 "documentChanges": true,

@@ -285,7 +285,7 @@ impl State {
             }
             let key = (id, wait.path.clone());
             let provisional = self.provisional_pulls.contains(&key);
-            let ask_again = provisional && server.active_progress.is_empty();
+            let ask_again = provisional && !server.busy();
             if server.pull_diagnostics
                 && (self.pulled.get(&key) != Some(&doc_version) || ask_again)
                 && !self.pulls_in_flight.contains(&key)
@@ -363,6 +363,54 @@ impl State {
         None
     }
 
+    /// LSP 3.17 §`workspace/diagnostic/refresh` from `server_id`: its pulled diagnostics are out
+    /// of date. Every document open on it is pulled again (a pull in flight is answered, dropped
+    /// and asked again: [`State::pull_again`]), and a file wait in progress that this server
+    /// had settled waits for the new answer. Results already delivered stay delivered.
+    pub(super) fn on_diagnostics_refresh(&mut self, server_id: ServerId) {
+        let server = &self.servers[server_id.0 as usize];
+        log::debug!("{}: workspace/diagnostic/refresh", server.config.name);
+        if !server.pull_diagnostics || !server.is_running() {
+            return;
+        }
+        self.pulled.retain(|(id, _), _| *id != server_id);
+        self.provisional_pulls.retain(|(id, _)| *id != server_id);
+        for job in &mut self.jobs {
+            for wait in &mut job.active {
+                if wait.done.get(&server_id).is_some_and(Result::is_ok) {
+                    wait.done.remove(&server_id);
+                }
+            }
+        }
+        for path in self.documents.open_on(server_id) {
+            let key = (server_id, path);
+            if self.pulls_in_flight.contains(&key) {
+                self.stale_pulls.insert(key);
+            } else {
+                self.pull_again(server_id, &key.1);
+            }
+        }
+    }
+
+    /// Pulls `path` from `server_id` for the version open on it, if it is still open there.
+    pub(super) fn pull_again(&mut self, server_id: ServerId, path: &Path) {
+        let Some(doc) = self.documents.get(path) else {
+            return;
+        };
+        let Some(&(version, _)) = doc.open_on.get(&server_id) else {
+            return;
+        };
+        if !self.servers[server_id.0 as usize].pull_diagnostics {
+            return;
+        }
+        let purpose = Purpose::Pull {
+            path: path.to_path_buf(),
+            version,
+            attempts: 0,
+        };
+        self.send_request(server_id, purpose);
+    }
+
     /// The settle inputs of (server, document); `readiness` turns the
     /// [`SettleRule::VersionedPublish`] fast path off (an analysis wait before a query).
     pub(super) fn push_state(
@@ -378,7 +426,7 @@ impl State {
             sent_version,
             sent_at,
             last_publish: server.publishes.get(path).copied(),
-            progress_active: !server.active_progress.is_empty(),
+            progress_active: server.busy(),
             last_progress_change: server.last_progress_change,
             // lspc sends `didSave` with every later version to servers that asked for saves.
             saved: sent_version > 1 && server.save.is_some(),

@@ -155,6 +155,9 @@ struct State {
     /// Pull answers given while their server reported `$/progress` work: not final, asked
     /// again once the work ends ([`super::SettleRule::Pull`]).
     provisional_pulls: HashSet<(ServerId, PathBuf)>,
+    /// Pulls in flight when their server sent `workspace/diagnostic/refresh`: their answers
+    /// are out of date and are dropped for a new pull.
+    stale_pulls: HashSet<(ServerId, PathBuf)>,
     pending: HashMap<(ServerId, i32), Purpose>,
     retries: Vec<Retry>,
     syncs: Vec<PendingSync>,
@@ -194,6 +197,7 @@ impl State {
             pulled: HashMap::new(),
             pulls_in_flight: HashSet::new(),
             provisional_pulls: HashSet::new(),
+            stale_pulls: HashSet::new(),
             pending: HashMap::new(),
             retries: Vec::new(),
             syncs: Vec::new(),
@@ -351,9 +355,7 @@ impl State {
                 let state = match &server.state {
                     ServerState::NotStarted => "not started".to_owned(),
                     ServerState::Starting { .. } => "starting".to_owned(),
-                    ServerState::Running { .. } if server.active_progress.is_empty() => {
-                        "running".to_owned()
-                    }
+                    ServerState::Running { .. } if !server.busy() => "running".to_owned(),
                     ServerState::Running { .. } => "running (busy)".to_owned(),
                     ServerState::Failed {
                         reason,

@@ -56,6 +56,11 @@ pub(super) struct Server {
     /// `textDocumentSync.save` asked for: `Some(include_text)`.
     pub(super) save: Option<bool>,
     pub(super) active_progress: BTreeSet<String>,
+    /// Whether the server's last `experimental/serverStatus` (rust-analyzer's extension) said
+    /// `quiescent: false`: it is still loading or analysing, which holds settling like
+    /// `$/progress` work.
+    pub(super) not_quiescent: bool,
+    /// When `$/progress` or `quiescent` last changed.
     pub(super) last_progress_change: Option<Instant>,
     /// The last publish per document.
     pub(super) publishes: HashMap<PathBuf, PublishInfo>,
@@ -137,6 +142,7 @@ impl Server {
             pull_registrations: BTreeSet::new(),
             save: None,
             active_progress: BTreeSet::new(),
+            not_quiescent: false,
             last_progress_change: None,
             publishes: HashMap::new(),
             raw_diagnostics: HashMap::new(),
@@ -185,13 +191,20 @@ impl Server {
         matches!(self.state, ServerState::Starting { .. })
     }
 
+    /// Whether the server reports work in progress: an active `$/progress` token, or
+    /// `experimental/serverStatus` with `quiescent: false`. A pull answer given meanwhile is
+    /// provisional and no publish settles.
+    pub(super) fn busy(&self) -> bool {
+        !self.active_progress.is_empty() || self.not_quiescent
+    }
+
     pub(super) fn info(&self) -> ServerInfo {
         ServerInfo {
             server_id: self.server_id,
             name: self.config.name.clone(),
             encoding: self.encoding,
             capabilities: Arc::clone(&self.capabilities),
-            busy: !self.active_progress.is_empty(),
+            busy: self.busy(),
         }
     }
 
@@ -474,11 +487,13 @@ impl State {
         self.frontend_server_failed(&reason, restart_at.is_none());
         let server = &mut self.servers[server_id.0 as usize];
         server.active_progress.clear();
+        server.not_quiescent = false;
         server.publishes.clear();
         server.raw_diagnostics.clear();
         self.pulled.retain(|(id, _), _| *id != server_id);
         self.pulls_in_flight.retain(|(id, _)| *id != server_id);
         self.provisional_pulls.retain(|(id, _)| *id != server_id);
+        self.stale_pulls.retain(|(id, _)| *id != server_id);
         // Requests in flight: retried once on the next process, or failed now.
         for purpose in self.take_pending_of(server_id) {
             match (purpose, restart_at) {

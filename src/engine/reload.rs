@@ -193,6 +193,7 @@ impl State {
         self.pulled.retain(|(id, _), _| *id != server_id);
         self.pulls_in_flight.retain(|(id, _)| *id != server_id);
         self.provisional_pulls.retain(|(id, _)| *id != server_id);
+        self.stale_pulls.retain(|(id, _)| *id != server_id);
         self.pending_publishes.remove_server(server_id);
         for path in self.documents.open_on(server_id) {
             if let Some(doc) = self.documents.get_mut(&path) {

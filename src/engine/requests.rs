@@ -234,6 +234,16 @@ impl State {
                 attempts,
             } => {
                 self.pulls_in_flight.remove(&(server_id, path.clone()));
+                if self.stale_pulls.remove(&(server_id, path.clone())) {
+                    // Asked before the server's `workspace/diagnostic/refresh`: the answer in
+                    // force is the next pull's.
+                    log::debug!(
+                        "{name}: dropping the pull answer for {} asked before a refresh",
+                        path.display()
+                    );
+                    self.pull_again(server_id, &path);
+                    return;
+                }
                 match result {
                     Ok(report) => self.on_pulled(server_id, &path, version, &report),
                     Err(error) if is_transient(&error) && attempts < MAX_RETRIES => {

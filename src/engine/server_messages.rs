@@ -104,6 +104,7 @@ impl State {
                         .unwrap_or_default();
                     log::info!("{}: {text}", server.config.name);
                 }
+                let refresh = effect == SideEffect::DiagnosticsRefresh;
                 match effect {
                     SideEffect::None => {}
                     SideEffect::ProgressCreated(_) => {}
@@ -118,12 +119,13 @@ impl State {
                         server.pull_diagnostics =
                             server.static_pull || !server.pull_registrations.is_empty();
                     }
-                    SideEffect::DiagnosticsRefresh => {
-                        self.pulled.retain(|(id, _), _| *id != server_id);
-                    }
+                    SideEffect::DiagnosticsRefresh => {}
                 }
                 if let Some(process) = server.process() {
                     let _ = process.send(Outgoing::Response { id, result });
+                }
+                if refresh {
+                    self.on_diagnostics_refresh(server_id);
                 }
             }
             IncomingMessage::Notification { method, params } => {
@@ -168,6 +170,30 @@ impl State {
                     _ => return,
                 }
                 server.last_progress_change = Some(Instant::now());
+            }
+            // rust-analyzer's extension (advertised as `experimental.serverStatusNotification`):
+            // `{health: "ok"|"warning"|"error", quiescent, message?}`. While not quiescent it is
+            // loading the workspace and its pull answers may be empty.
+            "experimental/serverStatus" => {
+                let quiescent = params
+                    .get("quiescent")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(true);
+                let health = params.get("health").and_then(Value::as_str).unwrap_or("ok");
+                if let Some(message) = params.get("message").and_then(Value::as_str) {
+                    match health {
+                        "ok" => log::debug!("{}: {message}", server.config.name),
+                        _ => log::warn!("{} ({health}): {message}", server.config.name),
+                    }
+                }
+                log::debug!(
+                    "{}: serverStatus quiescent {quiescent}, health {health}",
+                    server.config.name
+                );
+                if server.not_quiescent == quiescent {
+                    server.not_quiescent = !quiescent;
+                    server.last_progress_change = Some(Instant::now());
+                }
             }
             "window/logMessage" | "window/showMessage" => {
                 let text = params
@@ -300,13 +326,13 @@ impl State {
         let encoding = server.encoding;
         let diagnostics_enabled = server.config.diagnostics;
         let key = (server_id, path.to_path_buf());
-        if server.active_progress.is_empty() {
+        if !server.busy() {
             self.provisional_pulls.remove(&key);
         } else {
             // The server is still working (loading its project, analysing): this answer may
             // be partial, so it stands only until the work ends and the file is asked again.
             log::debug!(
-                "{name}: pull answer for {} during $/progress work: asked again when it ends",
+                "{name}: pull answer for {} during $/progress work (or while not quiescent): asked again when it ends",
                 path.display()
             );
             self.provisional_pulls.insert(key.clone());

@@ -5,7 +5,8 @@
 //! 1. it published for that version after lspc sent it — a publish carrying that version (or a
 //!    higher one, a server bug that is accepted), or, from servers that send no version
 //!    (typescript-language-server, taplo), any publish received after the text was sent;
-//! 2. no `$/progress` token of that server is active; and
+//! 2. no `$/progress` token of that server is active, nor has it said `quiescent: false` in
+//!    rust-analyzer's `experimental/serverStatus`; and
 //! 3. a quiet period has passed since the last publish and the last progress change: 250 ms after
 //!    a versioned publish, longer after an unversioned one, since such a publish may describe
 //!    older text and a fresher one may follow; and at least [`QUIET_AFTER_SAVE`] when a `didSave`
@@ -33,8 +34,12 @@ pub(crate) const QUIET_AFTER_SAVE: Duration = Duration::from_millis(750);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum SettleRule {
     /// LSP 3.17 §`textDocument/diagnostic`: the answer for the sent version is final, unless it
-    /// was given while the server reported `$/progress` work (then it is asked again once the
-    /// work ends). pyright (after its dynamic registration), ruff, TypeScript 7's native server.
+    /// was given while the server reported `$/progress` work or, rust-analyzer's extension,
+    /// `experimental/serverStatus` with `quiescent: false` (then it is asked again once the work
+    /// ends), or the server sent `workspace/diagnostic/refresh` before answering (then the next
+    /// pull's answer is the one in force; a refresh also re-pulls every open document). pyright
+    /// (after its dynamic registration), ruff, TypeScript 7's native server, rust-analyzer
+    /// (it answers empty while loading the workspace, with `quiescent: false`).
     Pull,
     /// One versioned publish per version, and it is final: the first publish carrying the sent
     /// version settles at once, whatever `$/progress` (background indexing) says. clangd 14:
@@ -82,7 +87,10 @@ impl SettleRule {
     /// taken as [`SettleRule::Pull`]. The rule in force is decided once the server initialized
     /// ([`SettleRule::for_server`]) and shown in `lsp://servers`.
     pub fn expected(config_name: &str) -> SettleRule {
-        let pull = matches!(config_name, "pyright" | "basedpyright" | "ruff" | "tsgo");
+        let pull = matches!(
+            config_name,
+            "pyright" | "basedpyright" | "ruff" | "tsgo" | "rust-analyzer"
+        );
         SettleRule::for_server(config_name, None, pull)
     }
 
@@ -118,7 +126,7 @@ impl SettleRule {
     pub fn description(self) -> &'static str {
         match self {
             SettleRule::Pull => {
-                "the textDocument/diagnostic answer for the sent version, asked again if given during $/progress work"
+                "the textDocument/diagnostic answer for the sent version, asked again if given during $/progress work, while not quiescent (serverStatus) or before a refresh"
             }
             SettleRule::VersionedPublish => {
                 "the first publish carrying the sent version is final"

@@ -806,3 +806,40 @@ fn nothing_to_check_is_a_usage_error_and_walked_binary_files_are_skipped() {
         .stdout_is("a.py:1:1: error: one [fixture FX1]\n")
         .stderr_contains("skipped blob.py: file looks binary (it holds NUL bytes)");
 }
+
+/// rust-analyzer 0.0.330 (CI tools folder, `LSPC_CI_TOOLS`, default `/var/cache/lspc-ci`) on the
+/// Rust workspace: it answers the first pull empty while loading the crate, with
+/// `experimental/serverStatus` `quiescent: false`, and sends `workspace/diagnostic/refresh`
+/// later; `lspc check` waits for the post-quiescent answer and reports the type error instead of
+/// a clean file.
+#[test]
+fn rust_analyzer_type_error_is_reported_not_an_early_clean() {
+    let tools = std::env::var_os("LSPC_CI_TOOLS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from("/var/cache/lspc-ci"));
+    let program = tools.join("rust-analyzer-0.0.330/bin/rust-analyzer");
+    if !program.is_file() {
+        eprintln!(
+            "skipping: rust-analyzer 0.0.330 is not installed at {}",
+            program.display()
+        );
+        return;
+    }
+    let workspace = Workspace::copy_of("rust");
+    let config = workspace.config(json!({
+        "rust-analyzer": {"command": program, "extensionToLanguage": {".rs": "rust"}}
+    }));
+    let output = workspace
+        .lspc()
+        .args(["check", "--no-builtin", "--format", "json", "--config"])
+        .arg(&config)
+        .arg("src/lib.rs")
+        .run();
+    output.status(1);
+    assert_eq!(
+        json_diagnostics(&output.json()),
+        ["src/lib.rs:19:18-19:24 error [rust-analyzer E0308] expected u32, found &'static str"],
+        "{}",
+        output.story()
+    );
+}

@@ -254,3 +254,85 @@ fn repeated_hover_is_sent_with_its_sync_and_converted_from_the_new_text() {
         "only the repeated hover takes the one-turn path: {stderr}"
     );
 }
+
+/// The capabilities of a pull-only fixture server.
+fn pull_capabilities() -> Value {
+    json!({"textDocumentSync": 1, "diagnosticProvider": {"interFileDependencies": false, "workspaceDiagnostics": false}})
+}
+
+/// `workspace/diagnostic/refresh` (LSP 3.17): the server sends the refresh, then answers the pull
+/// it was asked before it with an empty set (rust-analyzer while loading). That answer is out of
+/// date: lspc drops it, pulls again and reports the real set.
+#[test]
+fn pull_answer_asked_before_a_refresh_is_replaced_by_the_next_pull() {
+    let scenario = json!({
+        "capabilities": pull_capabilities(),
+        "rules": [
+            {"method": "textDocument/diagnostic", "nth": 1, "actions": [
+                {"request": {"method": "workspace/diagnostic/refresh", "id": "refresh-1", "params": null}},
+                {"sleepMs": 100},
+                {"reply": {"kind": "full", "items": []}}
+            ]}
+        ]
+    });
+    let (workspace, mut session) = fixture_session("settle-refresh", scenario, "ERROR: real\n", 10);
+    let answer = complete_rows(&session.ask(diagnostics(1, "a.py")));
+    assert_eq!(answer, [row(1, 1, "error", "real")]);
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    assert!(stderr.contains("dropping the pull answer for"), "{stderr}");
+    let transcript = workspace.transcript("fx");
+    let pulls = transcript
+        .iter()
+        .filter(|entry| entry["message"]["method"] == "textDocument/diagnostic")
+        .count();
+    assert_eq!(pulls, 2);
+    // lspc answered the refresh request.
+    assert!(
+        transcript
+            .iter()
+            .any(|entry| entry["message"]["id"] == "refresh-1"
+                && entry["message"]["result"].is_null()
+                && entry["message"].get("error").is_none()),
+        "{transcript:?}"
+    );
+}
+
+/// rust-analyzer's `experimental/serverStatus`: lspc advertises it, and a pull answered
+/// while the server said `quiescent: false` (an empty set while "loading the workspace") is not
+/// final: once it says `quiescent: true` the file is asked again and the real set is reported.
+#[test]
+fn pull_answer_while_not_quiescent_is_asked_again_once_quiescent() {
+    let status = |quiescent: bool| json!({"notify": {"method": "experimental/serverStatus", "params": {"health": "ok", "quiescent": quiescent}}});
+    let scenario = json!({
+        "capabilities": pull_capabilities(),
+        "afterInitialized": [status(false)],
+        "rules": [
+            {"method": "textDocument/diagnostic", "nth": 1, "actions": [
+                {"reply": {"kind": "full", "items": []}},
+                {"after": 600, "actions": [status(true)]}
+            ]}
+        ]
+    });
+    let (workspace, mut session) =
+        fixture_session("settle-quiescent", scenario, "ERROR: real\n", 10);
+    let answer = complete_rows(&session.ask(diagnostics(1, "a.py")));
+    assert_eq!(answer, [row(1, 1, "error", "real")]);
+    let (status_code, stderr) = session.finish();
+    assert_eq!(status_code, Some(0), "{stderr}");
+    assert!(stderr.contains("during $/progress work"), "{stderr}");
+    let transcript = workspace.transcript("fx");
+    let initialize = transcript
+        .iter()
+        .find(|entry| entry["message"]["method"] == "initialize")
+        .expect("initialize in the transcript");
+    assert_eq!(
+        initialize["message"]["params"]["capabilities"]["experimental"]["serverStatusNotification"],
+        true
+    );
+    let pulls = transcript
+        .iter()
+        .filter(|entry| entry["message"]["method"] == "textDocument/diagnostic")
+        .count();
+    assert_eq!(pulls, 2);
+}
