@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::documents::Documents;
 use super::settle::push_settle_time;
-use super::{BuiltRequest, EngineError, EngineOptions, Op, ServerStatus};
+use super::{BuiltRequest, EngineOptions, Op, ServerStatus};
 use crate::diagnostics::DiagnosticStore;
 use crate::process::{ServerEvent, ServerId, ServerProcess};
 use crate::text::LineIndex;
@@ -248,13 +248,9 @@ impl State {
                 timeout,
                 reply,
             } => {
-                let servers = self.slots_for_path(&path);
-                if servers.is_empty() {
-                    let _ = reply.send(Err(EngineError::NoServer { path }));
+                if let Err(error) = self.start_servers_for(&path) {
+                    let _ = reply.send(Err(error));
                     return;
-                }
-                for &index in &servers {
-                    self.ensure_started(ServerId(index as u32));
                 }
                 self.syncs.push(PendingSync {
                     path,
@@ -267,14 +263,13 @@ impl State {
                 timeout,
                 build,
             } => {
-                let servers = self.slots_for_path(&path);
-                if servers.is_empty() {
-                    let _ = build(Err(&EngineError::NoServer { path }));
-                    return;
-                }
-                for &index in &servers {
-                    self.ensure_started(ServerId(index as u32));
-                }
+                let servers = match self.start_servers_for(&path) {
+                    Ok(servers) => servers,
+                    Err(error) => {
+                        let _ = build(Err(&error));
+                        return;
+                    }
+                };
                 let deadline = Instant::now() + timeout;
                 // Running servers: sync and send now, in this turn (the common case).
                 if servers

@@ -22,6 +22,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::{Server, State};
+use crate::engine::EngineError;
 use crate::process::ServerId;
 
 /// The instance table next to the loop's `servers`.
@@ -75,6 +76,21 @@ impl State {
             .into_iter()
             .map(|config_index| self.slot_for(config_index, path).0 as usize)
             .collect()
+    }
+
+    /// The slots serving `path` ([`Self::slots_for_path`]), each started if it is not running:
+    /// what every sync of a file does first. `NoServer` when no server claims the file.
+    pub(super) fn start_servers_for(&mut self, path: &Path) -> Result<Vec<usize>, EngineError> {
+        let servers = self.slots_for_path(path);
+        if servers.is_empty() {
+            return Err(EngineError::NoServer {
+                path: path.to_path_buf(),
+            });
+        }
+        for &index in &servers {
+            self.ensure_started(ServerId(index as u32));
+        }
+        Ok(servers)
     }
 
     /// The project root serving `path` for configured server `config_index` (the workspace
