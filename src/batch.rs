@@ -113,7 +113,10 @@ pub fn run_with(
                 }
             }
         };
-        let written = writeln!(output, "{reply}").and_then(|()| output.flush());
+        // One write per answer: the line is serialised whole, then written and flushed.
+        let mut line = serde_json::to_vec(&reply).unwrap_or_default();
+        line.push(b'\n');
+        let written = output.write_all(&line).and_then(|()| output.flush());
         if let Err(write_error) = written {
             if write_error.kind() != std::io::ErrorKind::BrokenPipe {
                 eprintln!("lspc: cannot write to stdout: {write_error}");

@@ -48,6 +48,12 @@ impl State {
     /// servers that do not have it, `didChange` (+ `didSave` where asked) for servers holding an
     /// older version.
     pub(super) fn sync_document(&mut self, path: &Path) -> Result<(), EngineError> {
+        let slots = self.slots_for_path(path);
+        self.sync_document_on(path, &slots)
+    }
+
+    /// [`State::sync_document`] when the file's server slots (`slots_for_path`) are known.
+    fn sync_document_on(&mut self, path: &Path, slots: &[usize]) -> Result<(), EngineError> {
         let cannot_read = |error: &dyn std::fmt::Display| {
             EngineError::InvalidInput(format!("cannot read {}: {error}", path.display()))
         };
@@ -78,7 +84,7 @@ impl State {
         {
             self.evict_documents_beyond(self.options.max_open_documents.saturating_sub(1));
         }
-        for index in self.slots_for_path(path) {
+        for &index in slots {
             let server_id = ServerId(index as u32);
             if !self.servers[index].is_running() {
                 continue;
@@ -227,12 +233,13 @@ impl State {
                 message: "still starting when the timeout hit".to_owned(),
             }));
         }
-        self.sync_document(path)?;
+        self.sync_document_on(path, indexes)?;
         let doc = self.documents.get(path).ok_or(EngineError::Gone)?;
         Ok(SyncedDocument {
             path: path.to_path_buf(),
             text: Arc::clone(&doc.text),
             version: doc.version,
+            line_index: Some(Arc::clone(&doc.line_index)),
             servers: running
                 .iter()
                 .map(|&index| self.servers[index].info())

@@ -307,6 +307,10 @@ pub struct SyncedDocument {
     pub version: i32,
     /// Running servers claiming the file, primary (the one that serves queries) first.
     pub servers: Vec<ServerInfo>,
+    /// The line index of `text` the engine keeps, so frontends convert positions without
+    /// indexing the text again; `None` across the session wire (each side indexes its copy).
+    #[serde(skip)]
+    pub line_index: Option<Arc<crate::text::LineIndex>>,
 }
 
 /// A running server as frontends see it.

@@ -221,9 +221,58 @@ impl WorkerPool {
     }
 }
 
+/// Who sends the last message of a call running on a worker. The worker writes its answer
+/// straight onto the request's stream (issue 15: no hop through the hub on the way back); the
+/// hub cancels calls and sends their progress. One atomic state orders the three, so no
+/// progress follows an answer and a cancelled call is never answered (MCP §cancellation).
+#[derive(Clone, Default)]
+struct AnswerGate(std::sync::Arc<std::sync::atomic::AtomicU8>);
+
+impl AnswerGate {
+    const RUNNING: u8 = 0;
+    const ANSWERED: u8 = 1;
+    const CANCELLED: u8 = 2;
+    /// The hub is sending a progress notification; the worker waits the few instructions it
+    /// takes.
+    const NOTIFYING: u8 = 3;
+
+    fn swap_from_running(&self, to: u8) -> Result<u8, u8> {
+        use std::sync::atomic::Ordering;
+        self.0
+            .compare_exchange(Self::RUNNING, to, Ordering::AcqRel, Ordering::Acquire)
+    }
+
+    /// Worker: whether the answer may be sent (the call is then answered); `false` once the
+    /// hub cancelled the call.
+    fn answer(&self) -> bool {
+        loop {
+            match self.swap_from_running(Self::ANSWERED) {
+                Ok(_) => return true,
+                Err(Self::NOTIFYING) => std::thread::yield_now(),
+                Err(_) => return false,
+            }
+        }
+    }
+
+    /// Hub: cancel the call; `false` when its answer was already sent.
+    fn cancel(&self) -> bool {
+        self.swap_from_running(Self::CANCELLED).is_ok()
+    }
+
+    /// Hub: run `send` (a progress notification) only while the call is unanswered.
+    fn notify(&self, send: impl FnOnce()) {
+        if self.swap_from_running(Self::NOTIFYING).is_ok() {
+            send();
+            self.0
+                .store(Self::RUNNING, std::sync::atomic::Ordering::Release);
+        }
+    }
+}
+
 /// A request running on a worker.
 struct InFlight {
     tag: u64,
+    gate: AnswerGate,
     progress_token: Option<Value>,
     started: Instant,
     last_progress: Instant,
@@ -242,11 +291,10 @@ struct Listen {
     stream: Sender<Outbound>,
 }
 
-/// A worker's answer.
+/// A worker finished a call (its answer, if any, is already on the request's stream).
 struct Done {
     client: ClientId,
     key: String,
-    response: Value,
 }
 
 /// The protocol state of one client (issue 14: every HTTP client has its own; issue 13's
@@ -434,7 +482,7 @@ pub fn serve(options: McpOptions, inputs: Receiver<HubInput>) -> i32 {
         }
     }
     for call in hub.inflight.values_mut() {
-        if call.stream.take().is_some() {
+        if call.stream.take().is_some() && call.gate.cancel() {
             let _ = hub.context.op_sender.send(Op::Cancel { tag: call.tag });
         }
     }
@@ -595,7 +643,7 @@ impl Hub {
             return;
         };
         for ((owner, _), call) in self.inflight.iter_mut() {
-            if *owner == client && call.stream.take().is_some() {
+            if *owner == client && call.stream.take().is_some() && call.gate.cancel() {
                 log::info!("cancelling {} (client {} closed)", call.what, client.0);
                 let _ = self.context.op_sender.send(Op::Cancel { tag: call.tag });
             }
@@ -613,7 +661,7 @@ impl Hub {
     fn cancel(&mut self, client: &ClientId, state: &mut ClientState, request_id: &Value) {
         let key = id_key(request_id);
         if let Some(call) = self.inflight.get_mut(&(client.clone(), key.clone())) {
-            if call.stream.take().is_some() {
+            if call.stream.take().is_some() && call.gate.cancel() {
                 log::info!("cancelling {} ({key})", call.what);
                 let _ = self.context.op_sender.send(Op::Cancel { tag: call.tag });
             }
@@ -891,10 +939,12 @@ impl Hub {
         let tag = self.next_tag;
         self.next_tag += 1;
         let now = Instant::now();
+        let gate = AnswerGate::default();
         self.inflight.insert(
             inflight_key,
             InFlight {
                 tag,
+                gate: gate.clone(),
                 progress_token: protocol::progress_token(params),
                 started: now,
                 last_progress: now,
@@ -905,6 +955,7 @@ impl Hub {
         );
         let done = self.done_sender.clone();
         let client = client.clone();
+        let stream = stream.clone();
         self.pool.submit(Box::new(move || {
             let response = match work(tag) {
                 Ok(result) => success_response(
@@ -917,11 +968,10 @@ impl Hub {
                 ),
                 Err((code, message)) => error_response(&id, code, &message, None),
             };
-            let _ = done.send(Done {
-                client,
-                key,
-                response,
-            });
+            if gate.answer() {
+                send_on(&stream, response);
+            }
+            let _ = done.send(Done { client, key });
         }));
     }
 
@@ -929,16 +979,15 @@ impl Hub {
         let Some(call) = self.inflight.remove(&(done.client, done.key)) else {
             return;
         };
-        let Some(stream) = call.stream else {
-            log::debug!("dropping the answer to cancelled {}", call.what);
+        if call.stream.is_none() {
+            log::debug!("dropped the answer to cancelled {}", call.what);
             return;
-        };
+        }
         log::debug!(
             "{} answered in {} ms",
             call.what,
             call.started.elapsed().as_millis()
         );
-        send_on(&stream, done.response);
     }
 
     fn send_progress(&mut self) {
@@ -952,21 +1001,19 @@ impl Hub {
             }
             call.last_progress = now;
             call.progress += 1;
-            send_on(
-                stream,
-                notification(
-                    "notifications/progress",
-                    json!({
-                        "progressToken": token,
-                        "progress": call.progress,
-                        "message": format!(
-                            "{}: waiting for the language server ({} s)",
-                            call.what,
-                            call.started.elapsed().as_secs()
-                        ),
-                    }),
-                ),
+            let progress = notification(
+                "notifications/progress",
+                json!({
+                    "progressToken": token,
+                    "progress": call.progress,
+                    "message": format!(
+                        "{}: waiting for the language server ({} s)",
+                        call.what,
+                        call.started.elapsed().as_secs()
+                    ),
+                }),
             );
+            call.gate.notify(|| send_on(stream, progress));
         }
     }
 

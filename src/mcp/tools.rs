@@ -295,9 +295,10 @@ pub fn drained_json(root: &Path, batch: &DrainedBatch) -> (Value, String) {
 /// the LSP request in flight with [`Op::Cancel`].
 pub fn call_tool(context: &ToolContext, name: &str, arguments: &Value, tag: u64) -> Value {
     let outcome = run_tool(context, name, arguments, tag);
-    let asked_file = arguments
-        .get("file")
-        .and_then(Value::as_str)
+    // Only the diagnostics tool needs the file resolved again (a path walk per call otherwise).
+    let asked_file = (name == "diagnostics")
+        .then(|| arguments.get("file").and_then(Value::as_str))
+        .flatten()
         .and_then(|file| resolve_file(&context.root, file).ok());
     let passive = if name == "diagnostics" && asked_file.is_none() {
         None

@@ -94,10 +94,9 @@ fn strip_heading(line: &str) -> &str {
 fn is_rule(line: &str) -> bool {
     let line = line.trim();
     line.len() >= 3
-        && ["-", "*", "_"].iter().any(|marker| {
-            line.chars()
-                .all(|ch| ch.to_string() == *marker || ch == ' ')
-        })
+        && ['-', '*', '_']
+            .iter()
+            .any(|&marker| line.chars().all(|ch| ch == marker || ch == ' '))
 }
 
 /// Inline markdown of one line outside code blocks, rendered as text.

@@ -76,7 +76,7 @@ pub fn parse_range(value: &Value) -> Option<lsp_types::Range> {
 /// A file's text and line index.
 struct Source {
     text: Arc<str>,
-    index: LineIndex,
+    index: Arc<LineIndex>,
 }
 
 /// Texts of the files one query's results point into, for converting server positions.
@@ -97,7 +97,12 @@ impl SourceFiles {
     /// Use `text` for `path` (canonical) instead of reading the disk: the synced document's text
     /// is exactly what the server answers about.
     pub fn add_document(&mut self, path: &Path, text: Arc<str>) {
-        let index = LineIndex::new(&text);
+        let index = Arc::new(LineIndex::new(&text));
+        self.add_indexed_document(path, text, index);
+    }
+
+    /// [`SourceFiles::add_document`] with `text`'s line index already built.
+    pub fn add_indexed_document(&mut self, path: &Path, text: Arc<str>, index: Arc<LineIndex>) {
         self.files
             .insert(path.to_path_buf(), Some(Source { text, index }));
     }
@@ -108,7 +113,7 @@ impl SourceFiles {
             .or_insert_with(|| match std::fs::read(path) {
                 Ok(bytes) => {
                     let text: Arc<str> = String::from_utf8_lossy(&bytes).into();
-                    let index = LineIndex::new(&text);
+                    let index = Arc::new(LineIndex::new(&text));
                     Some(Source { text, index })
                 }
                 Err(error) => {

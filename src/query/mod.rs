@@ -8,9 +8,11 @@
 //! [`RelativePaths`]).
 //!
 //! Invariants:
-//! - Before any `textDocument/*` request the file is synced ([`Op::Sync`]: `didOpen` or
-//!   `didChange` with the current disk text), so servers never answer about a file they have not
-//!   been told about (B22).
+//! - Before any `textDocument/*` request the file is synced (`didOpen` or `didChange` with the
+//!   current disk text), so servers never answer about a file they have not been told about
+//!   (B22). A query's first request crosses the loop once ([`Op::SyncRequest`], issue 15): the
+//!   sync, the position conversion from the synced text and the request happen in one loop turn,
+//!   unless a readiness wait (below) is due, which keeps its own turns.
 //! - A request goes to the first server claiming the file (primary first) that advertises the
 //!   capability; when none does, the query fails at once with [`QueryError::Unsupported`] naming
 //!   the primary server.
@@ -77,6 +79,36 @@ impl Target {
             "textDocument": { "uri": document_uri(&self.doc.path) },
             "position": { "line": self.position.line, "character": self.position.character },
         })
+    }
+}
+
+/// Builds a query's LSP params from its target (run in the loop, or by the caller after a
+/// readiness wait).
+type ParamsBuilder = Arc<dyn Fn(&Target) -> Value + Send + Sync>;
+
+/// The wait a query needs before its first request (see the module's invariants).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Readiness {
+    /// None: the answer is about the file alone (document symbols).
+    None,
+    /// The file's first analysis wait of the session ([`wait_analysed`]): hover and signature
+    /// help, which typescript-language-server answers partially until its project has loaded.
+    Analysed,
+    /// The first analysis wait and no `$/progress` work ([`wait_until_ready`]): answers that
+    /// may land in another file (definitions, references, hierarchies).
+    Indexed,
+}
+
+impl Readiness {
+    /// Whether `server` must wait before answering about `path`: always on the file's first
+    /// question of the session (per server), and for [`Readiness::Indexed`] while the server
+    /// reports progress.
+    fn wait_due(self, analysed: &AnalysedFiles, server: &ServerInfo, path: &Path) -> bool {
+        match self {
+            Readiness::None => false,
+            Readiness::Analysed => !analysed.contains(server.server_id, path),
+            Readiness::Indexed => !analysed.contains(server.server_id, path) || server.busy,
+        }
     }
 }
 
@@ -186,17 +218,14 @@ impl Queries {
     ) -> Result<LocationsResult, QueryError> {
         // Every kind can land in another file, which the server must have indexed: clangd
         // answers a definition with the header's declaration until its index has the source.
-        let (mut target, answer) =
-            self.target_and_answer(at, kind.method(), kind.capability(), true)?;
-        let (incomplete, answer) = match answer {
-            Some(answer) => (None, answer),
-            None => {
-                let incomplete = self.wait_ready(&mut target);
-                let answer =
-                    self.request(&target, kind.method(), target.text_document_position())?;
-                (incomplete, answer)
-            }
-        };
+        let (mut target, answer, incomplete) = self.first_answer(
+            &at.file,
+            Some(at),
+            kind.method(),
+            kind.capability(),
+            Readiness::Indexed,
+            Arc::new(Target::text_document_position),
+        )?;
         let mut locations: Vec<Location> = parse_locations(&answer)
             .iter()
             .filter_map(|raw| target.files.resolve(raw))
@@ -215,12 +244,18 @@ impl Queries {
         at: &TextPosition,
         include_declaration: bool,
     ) -> Result<LocationsResult, QueryError> {
-        let method = "textDocument/references";
-        let mut target = self.target(at, method, "referencesProvider")?;
-        let incomplete = self.wait_ready(&mut target);
-        let mut params = target.text_document_position();
-        params["context"] = json!({ "includeDeclaration": include_declaration });
-        let answer = self.request(&target, method, params)?;
+        let (mut target, answer, incomplete) = self.first_answer(
+            &at.file,
+            Some(at),
+            "textDocument/references",
+            "referencesProvider",
+            Readiness::Indexed,
+            Arc::new(move |target: &Target| {
+                let mut params = target.text_document_position();
+                params["context"] = json!({ "includeDeclaration": include_declaration });
+                params
+            }),
+        )?;
         let mut locations: Vec<Location> = parse_locations(&answer)
             .iter()
             .filter_map(|raw| target.files.resolve(raw))
@@ -244,25 +279,14 @@ impl Queries {
 
     /// `textDocument/hover` at `at`; `None` when the server has nothing to show.
     pub fn hover(&self, at: &TextPosition) -> Result<Option<HoverResult>, QueryError> {
-        let method = "textDocument/hover";
-        let (mut target, answer) = self.target_and_answer(at, method, "hoverProvider", false)?;
-        let answer = match answer {
-            Some(answer) => answer,
-            None => {
-                if self
-                    .analysed
-                    .first_time(target.server.server_id, &target.doc.path)
-                {
-                    wait_analysed(
-                        &self.op_sender,
-                        &target.doc.path,
-                        &target.server.name,
-                        self.timeout,
-                    );
-                }
-                self.request(&target, method, target.text_document_position())?
-            }
-        };
+        let (mut target, answer, _) = self.first_answer(
+            &at.file,
+            Some(at),
+            "textDocument/hover",
+            "hoverProvider",
+            Readiness::Analysed,
+            Arc::new(Target::text_document_position),
+        )?;
         let text = answer
             .get("contents")
             .map(hover::hover_contents_to_text)
@@ -284,14 +308,20 @@ impl Queries {
 
     /// `textDocument/documentSymbol` for `file`: a tree when the server answers hierarchically.
     pub fn document_symbols(&self, file: &Path) -> Result<Vec<Symbol>, QueryError> {
-        let method = "textDocument/documentSymbol";
-        let doc = self.sync(file)?;
-        let server = pick_server(&doc, method, "documentSymbolProvider")?;
-        let mut files = SourceFiles::new(server.encoding);
-        files.add_document(&doc.path, doc.text.clone());
-        let params = json!({ "textDocument": { "uri": document_uri(&doc.path) } });
-        let answer = self.request_to(&server, method, params)?;
-        Ok(symbols::parse_symbols(&answer, Some(&doc.path), &mut files))
+        let (mut target, answer, _) = self.first_answer(
+            file,
+            None,
+            "textDocument/documentSymbol",
+            "documentSymbolProvider",
+            Readiness::None,
+            Arc::new(|target: &Target| json!({ "textDocument": { "uri": document_uri(&target.doc.path) } })),
+        )?;
+        let path = target.doc.path.clone();
+        Ok(symbols::parse_symbols(
+            &answer,
+            Some(&path),
+            &mut target.files,
+        ))
     }
 
     /// `workspace/symbol` for `query` (LSP 3.17 §`workspace_symbol`); the contract's shape of
@@ -373,10 +403,14 @@ impl Queries {
         at: &TextPosition,
         direction: Option<CallDirection>,
     ) -> Result<CallHierarchyResult, QueryError> {
-        let method = "textDocument/prepareCallHierarchy";
-        let mut target = self.target(at, method, "callHierarchyProvider")?;
-        let incomplete = self.wait_ready(&mut target);
-        let answer = self.request(&target, method, target.text_document_position())?;
+        let (mut target, answer, incomplete) = self.first_answer(
+            &at.file,
+            Some(at),
+            "textDocument/prepareCallHierarchy",
+            "callHierarchyProvider",
+            Readiness::Indexed,
+            Arc::new(Target::text_document_position),
+        )?;
         let items = symbols::parse_hierarchy_items(&answer, &mut target.files);
         let mut calls = Vec::new();
         if let Some(direction) = direction {
@@ -431,10 +465,14 @@ impl Queries {
         at: &TextPosition,
         direction: TypeDirection,
     ) -> Result<TypeHierarchyResult, QueryError> {
-        let method = "textDocument/prepareTypeHierarchy";
-        let mut target = self.target(at, method, "typeHierarchyProvider")?;
-        let incomplete = self.wait_ready(&mut target);
-        let answer = self.request(&target, method, target.text_document_position())?;
+        let (mut target, answer, incomplete) = self.first_answer(
+            &at.file,
+            Some(at),
+            "textDocument/prepareTypeHierarchy",
+            "typeHierarchyProvider",
+            Readiness::Indexed,
+            Arc::new(Target::text_document_position),
+        )?;
         let items = symbols::parse_hierarchy_items(&answer, &mut target.files);
         let related_method = match direction {
             TypeDirection::Supertypes => "typeHierarchy/supertypes",
@@ -459,22 +497,18 @@ impl Queries {
         &self,
         at: &TextPosition,
     ) -> Result<Option<SignatureHelpResult>, QueryError> {
-        let method = "textDocument/signatureHelp";
-        let target = self.target(at, method, "signatureHelpProvider")?;
-        if self
-            .analysed
-            .first_time(target.server.server_id, &target.doc.path)
-        {
-            wait_analysed(
-                &self.op_sender,
-                &target.doc.path,
-                &target.server.name,
-                self.timeout,
-            );
-        }
-        let mut params = target.text_document_position();
-        params["context"] = json!({ "triggerKind": 1, "isRetrigger": false });
-        let answer = self.request(&target, method, params)?;
+        let (target, answer, _) = self.first_answer(
+            &at.file,
+            Some(at),
+            "textDocument/signatureHelp",
+            "signatureHelpProvider",
+            Readiness::Analysed,
+            Arc::new(|target: &Target| {
+                let mut params = target.text_document_position();
+                params["context"] = json!({ "triggerKind": 1, "isRetrigger": false });
+                params
+            }),
+        )?;
         Ok(parse_signature_help(&answer, target.server.name))
     }
 
@@ -489,19 +523,21 @@ impl Queries {
     /// The canonical path of `file`, which must be an existing regular file.
     fn checked_path(&self, file: &Path) -> Result<PathBuf, QueryError> {
         let path = uri::canonical(file);
-        if path.is_dir() {
+        // One stat (the common case is a regular file).
+        let metadata = std::fs::metadata(&path);
+        if metadata.as_ref().is_ok_and(|metadata| metadata.is_file()) {
+            return Ok(path);
+        }
+        if metadata.is_ok_and(|metadata| metadata.is_dir()) {
             return Err(QueryError::File(format!(
                 "cannot read {}: it is a directory (give a file)",
                 self.display(&path)
             )));
         }
-        if !path.is_file() {
-            return Err(QueryError::File(format!(
-                "cannot read {}: no such file",
-                self.display(&path)
-            )));
-        }
-        Ok(path)
+        Err(QueryError::File(format!(
+            "cannot read {}: no such file",
+            self.display(&path)
+        )))
     }
 
     /// Sync a file under the root that a server serves (for workspace queries without a file):
@@ -520,59 +556,51 @@ impl Queries {
         Err(QueryError::NoServer(self.root.clone()))
     }
 
-    /// Sync the file, choose the server for `capability`, and convert the position.
-    fn target(
+    /// The first request of a query, `method` at `at` (or about the whole `file` when `at` is
+    /// `None`) with the params `params` builds from the target, in one loop round trip when no
+    /// readiness wait is due (issue 15, [`Op::SyncRequest`]): the loop syncs the file from disk,
+    /// converts the position from exactly the text it sent and sends the request in the same
+    /// turn. When `readiness` asks for a wait (the file's first question of the session, or a
+    /// server reporting `$/progress` for a cross-file question) nothing is sent in that turn: the
+    /// query waits ([`wait_analysed`], [`wait_until_ready`]) and then asks. Returns the target,
+    /// the server's answer and the "incomplete" note of a readiness wait that ran out.
+    fn first_answer(
         &self,
-        at: &TextPosition,
-        method: &str,
-        capability: &str,
-    ) -> Result<Target, QueryError> {
-        let doc = self.sync(&at.file)?;
-        build_target(doc, at, method, capability, &self.root)
-    }
-
-    /// [`Self::target`] and the request `method` at its position in one loop round trip
-    /// (issue 15: [`Op::SyncRequest`]) when no readiness wait is due: the server analysed the file
-    /// before in this session and, with `wait_for_index`, reports no `$/progress` work. Then
-    /// `(target, Some(answer))`; otherwise `(target, None)` and nothing was sent: the caller
-    /// waits ([`Self::wait_ready`]) and asks as usual.
-    fn target_and_answer(
-        &self,
-        at: &TextPosition,
+        file: &Path,
+        at: Option<&TextPosition>,
         method: &'static str,
         capability: &'static str,
-        wait_for_index: bool,
-    ) -> Result<(Target, Option<Value>), QueryError> {
-        let path = self.checked_path(&at.file)?;
+        readiness: Readiness,
+        params: ParamsBuilder,
+    ) -> Result<(Target, Value, Option<String>), QueryError> {
+        let path = self.checked_path(file)?;
         let (target_sender, target_receiver) = crossbeam_channel::bounded(1);
         let (answer_sender, answer_receiver) = crossbeam_channel::bounded(1);
         let analysed = self.analysed.clone();
         let root = self.root.clone();
-        let at = at.clone();
+        let at = at.cloned();
         let (timeout, tag) = (self.timeout, self.tag);
+        let loop_params = Arc::clone(&params);
         let build: RequestBuilder = Box::new(move |synced| {
             let target = synced
                 .map_err(|error| QueryError::from(error.clone()))
-                .and_then(|doc| build_target(doc.clone(), &at, method, capability, &root));
+                .and_then(|doc| build_target(doc.clone(), at.as_ref(), method, capability, &root));
             let request = match &target {
-                Ok(target)
-                    if analysed.contains(target.server.server_id, &target.doc.path)
-                        && !(wait_for_index && target.server.busy) =>
-                {
+                Ok(target) if !readiness.wait_due(&analysed, &target.server, &target.doc.path) => {
                     Some(BuiltRequest {
                         server_id: target.server.server_id,
                         method: method.to_owned(),
-                        params: target.text_document_position(),
+                        params: loop_params(target),
                         timeout,
                         retry: true,
                         tag,
                         reply: answer_sender,
                     })
                 }
+                // Dropping `answer_sender` tells the caller that nothing was sent.
                 _ => None,
             };
-            let sent = request.is_some();
-            let _ = target_sender.send(target.map(|target| (target, sent)));
+            let _ = target_sender.send(target);
             request
         });
         self.op_sender
@@ -582,21 +610,42 @@ impl Queries {
                 build,
             })
             .map_err(|_| QueryError::Engine(EngineError::Gone))?;
-        let (target, sent) = target_receiver
+        // Wait for the answer first: the target is already queued when it comes, so the caller
+        // wakes once per request, not once for the target and again for the answer.
+        let answer = answer_receiver.recv();
+        let mut target = target_receiver
             .recv()
             .map_err(|_| QueryError::Engine(EngineError::Gone))??;
-        if !sent {
-            return Ok((target, None));
+        if let Ok(answer) = answer {
+            let answer = answer.map_err(QueryError::Engine)?;
+            if log::log_enabled!(log::Level::Debug) {
+                log::debug!(
+                    "{}: {method} sent in its sync's loop turn, answered {answer}",
+                    target.server.name
+                );
+            }
+            return Ok((target, answer, None));
         }
-        let answer = answer_receiver
-            .recv()
-            .map_err(|_| QueryError::Engine(EngineError::Gone))?
-            .map_err(QueryError::Engine)?;
-        log::debug!(
-            "{}: {method} sent in its sync's loop turn, answered {answer}",
-            target.server.name
-        );
-        Ok((target, Some(answer)))
+        let incomplete = match readiness {
+            Readiness::None => None,
+            Readiness::Analysed => {
+                if self
+                    .analysed
+                    .first_time(target.server.server_id, &target.doc.path)
+                {
+                    wait_analysed(
+                        &self.op_sender,
+                        &target.doc.path,
+                        &target.server.name,
+                        self.timeout,
+                    );
+                }
+                None
+            }
+            Readiness::Indexed => self.wait_ready(&mut target),
+        };
+        let answer = self.request(&target, method, params(&target))?;
+        Ok((target, answer, incomplete))
     }
 
     /// Wait until the target's server is ready ([`wait_until_ready`]): on the file's first
@@ -643,19 +692,27 @@ impl Queries {
 }
 
 /// The [`Target`] of `at` in the synced `doc`: the server for `capability` and the position in
-/// its encoding (runs in the frontend, or in the loop for [`Op::SyncRequest`]).
+/// its encoding, (0, 0) without `at` (runs in the loop, in [`Op::SyncRequest`]'s builder).
 fn build_target(
     doc: SyncedDocument,
-    at: &TextPosition,
+    at: Option<&TextPosition>,
     method: &str,
     capability: &str,
     root: &Path,
 ) -> Result<Target, QueryError> {
     let server = pick_server(&doc, method, capability)?;
-    let shown = uri::relative_display(&doc.path, root);
-    let position = resolve_position(&doc.text, at, server.encoding, &shown)?;
+    let index = match &doc.line_index {
+        Some(index) => Arc::clone(index),
+        None => Arc::new(crate::text::LineIndex::new(&doc.text)),
+    };
+    let position = match at {
+        Some(at) => position::resolve_position_in(&doc.text, &index, at, server.encoding, &|| {
+            uri::relative_display(&doc.path, root)
+        })?,
+        None => lsp_types::Position::default(),
+    };
     let mut files = SourceFiles::new(server.encoding);
-    files.add_document(&doc.path, doc.text.clone());
+    files.add_indexed_document(&doc.path, doc.text.clone(), index);
     Ok(Target {
         doc,
         server,

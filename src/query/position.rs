@@ -14,7 +14,20 @@ pub fn resolve_position(
     encoding: crate::text::PositionEncoding,
     shown: &str,
 ) -> Result<lsp_types::Position, QueryError> {
-    let index = LineIndex::new(text);
+    resolve_position_in(text, &LineIndex::new(text), at, encoding, &|| {
+        shown.to_owned()
+    })
+}
+
+/// [`resolve_position`] with `text`'s line index already built (the engine keeps one per
+/// document); `shown` is asked for only when the position is an error.
+pub(super) fn resolve_position_in(
+    text: &str,
+    index: &LineIndex,
+    at: &TextPosition,
+    encoding: crate::text::PositionEncoding,
+    shown: &dyn Fn() -> String,
+) -> Result<lsp_types::Position, QueryError> {
     let line_text = at
         .line
         .checked_sub(1)
@@ -33,22 +46,25 @@ pub fn resolve_position(
             lines => format!("the file has {lines} lines"),
         };
         return Err(QueryError::InvalidPosition(format!(
-            "{shown}:{}: line {} is out of range ({size})",
-            at.line, at.line,
+            "{}:{}: line {} is out of range ({size})",
+            shown(),
+            at.line,
+            at.line,
         )));
     };
     let column = match &at.target {
         ColumnOrSymbol::Column(column) => *column,
         ColumnOrSymbol::Symbol { name, occurrence } => {
             find_symbol_column(line_text, name, *occurrence)
-                .map_err(|error| QueryError::Symbol(format!("{shown}:{}: {error}", at.line)))?
+                .map_err(|error| QueryError::Symbol(format!("{}:{}: {error}", shown(), at.line)))?
         }
     };
     index
         .to_lsp(text, at.line, column, encoding)
         .map_err(|error| {
             QueryError::InvalidPosition(format!(
-                "{shown}:{}:{column}: {error}; the line is: `{line_text}`",
+                "{}:{}:{column}: {error}; the line is: `{line_text}`",
+                shown(),
                 at.line
             ))
         })

@@ -20,6 +20,7 @@ mod monorepo;
 mod operations;
 mod project_files;
 mod queries;
+mod round_trip;
 mod servers;
 mod sessions;
 mod settle;
