@@ -108,7 +108,12 @@ pub fn run_with(
                     .and_then(|operation| {
                         execute(&context, &operation).map_err(|failure| failure.message)
                     }) {
-                    Ok(answer) => json!({"id": id, "result": answer.json}),
+                    // Moved in, not copied through `json!` (which serialises a `Value` again).
+                    Ok(answer) => Value::Object(
+                        [("id".to_owned(), id), ("result".to_owned(), answer.json)]
+                            .into_iter()
+                            .collect(),
+                    ),
                     Err(message) => json!({"id": id, "error": {"message": message}}),
                 }
             }

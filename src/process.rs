@@ -86,9 +86,19 @@ pub struct SpawnSpec {
     pub transport: Transport,
 }
 
+/// Hands a successful answer (the `result` value) straight to whoever waits for it.
+pub type DirectReply = Box<dyn FnOnce(serde_json::Value) + Send>;
+
 /// What the I/O threads report to the event loop, all through one fan-in channel.
 #[derive(Debug)]
 pub enum ServerEvent {
+    /// The successful answer to request `id`, already handed to its [`DirectReply`] by the
+    /// reader (see [`ServerProcess::expect_reply`]); the loop only does its bookkeeping.
+    Delivered {
+        server_id: ServerId,
+        generation: u32,
+        id: i32,
+    },
     /// One decoded message from the server's stdout.
     Message {
         server_id: ServerId,
@@ -241,6 +251,8 @@ pub struct ServerProcess {
     pid: u32,
     /// `None` once stdin is being closed.
     outgoing_sender: Option<Sender<Outgoing>>,
+    /// Registrations of [`ServerProcess::expect_reply`] for the reader thread.
+    expected_sender: Sender<(i32, DirectReply)>,
     /// Disconnects when all three I/O threads have ended (each holds a sender clone).
     threads_done_receiver: Receiver<()>,
     threads: Vec<JoinHandle<()>>,
@@ -348,6 +360,7 @@ pub fn spawn(
     };
 
     let (outgoing_sender, outgoing_receiver) = crossbeam_channel::unbounded();
+    let (expected_sender, expected_receiver) = crossbeam_channel::unbounded();
     let (threads_done_sender, threads_done_receiver) = crossbeam_channel::bounded::<()>(0);
     let stderr_tail = Arc::new(Mutex::new(StderrTail::default()));
     let mut threads = Vec::with_capacity(3);
@@ -385,7 +398,7 @@ pub fn spawn(
                             server_id,
                             generation,
                             stdout,
-                            event_sender,
+                            (event_sender, expected_receiver),
                             reader_done,
                         )
                     }),
@@ -431,7 +444,7 @@ pub fn spawn(
                                 server_id,
                                 generation,
                                 stream,
-                                event_sender,
+                                (event_sender, expected_receiver),
                                 reader_done,
                             ),
                             Err(error) => {
@@ -461,6 +474,7 @@ pub fn spawn(
         child,
         pid,
         outgoing_sender: Some(outgoing_sender),
+        expected_sender,
         threads_done_receiver,
         threads,
         stderr_tail,
@@ -520,14 +534,20 @@ fn run_writer(
     // The channel closed: dropping `stdin` here is how the server sees EOF.
 }
 
+/// Reads frames into [`ServerEvent`]s. A successful answer to a request registered with
+/// [`ServerProcess::expect_reply`] goes straight to its [`DirectReply`] (issue 15: the caller
+/// wakes without a hop through the loop), and the loop gets [`ServerEvent::Delivered`]. The
+/// registration is sent before its request is written, so it has arrived when the answer does.
 fn run_reader(
     name: &str,
     server_id: ServerId,
     generation: u32,
     stdout: impl Read,
-    event_sender: Sender<ServerEvent>,
+    (event_sender, expected_receiver): (Sender<ServerEvent>, Receiver<(i32, DirectReply)>),
     _done: Sender<()>,
 ) {
+    let mut expected: std::collections::HashMap<i32, DirectReply> =
+        std::collections::HashMap::new();
     let mut frame_reader = FrameReader::new(BufReader::with_capacity(64 * 1024, stdout));
     let reason = loop {
         let body = match frame_reader.read_frame() {
@@ -541,6 +561,35 @@ fn run_reader(
         match decode(&body) {
             // A closed event channel means the loop is gone; keep draining so the server never
             // blocks on a full stdout while it is being shut down.
+            Ok(IncomingMessage::Response {
+                id: Some(request_id),
+                result,
+            }) => {
+                expected.extend(expected_receiver.try_iter());
+                let id = crate::transport::request_id_number(&request_id);
+                let deliver = id.and_then(|id| expected.remove(&id));
+                let event = match (deliver, result, id) {
+                    (Some(deliver), Ok(value), Some(id)) => {
+                        deliver(value);
+                        ServerEvent::Delivered {
+                            server_id,
+                            generation,
+                            id,
+                        }
+                    }
+                    // An error answer goes through the loop (retries); its registration is
+                    // forgotten.
+                    (_, result, _) => ServerEvent::Message {
+                        server_id,
+                        generation,
+                        message: IncomingMessage::Response {
+                            id: Some(request_id),
+                            result,
+                        },
+                    },
+                };
+                let _ = event_sender.send(event);
+            }
             Ok(message) => {
                 let _ = event_sender.send(ServerEvent::Message {
                     server_id,
@@ -693,6 +742,12 @@ impl ServerProcess {
     /// The server's pid, which is also its process-group id.
     pub fn pid(&self) -> u32 {
         self.pid
+    }
+
+    /// Before request `id` is sent: hand its successful answer to `deliver` from the reader
+    /// thread (see [`run_reader`]); an error answer still comes as a [`ServerEvent::Message`].
+    pub fn expect_reply(&self, id: i32, deliver: DirectReply) {
+        let _ = self.expected_sender.send((id, deliver));
     }
 
     /// Queues `msg` for the writer thread (never blocks).
@@ -896,6 +951,14 @@ mod tests {
                 } => {
                     assert_eq!((server_id, generation), (ServerId(7), 2));
                     out.push(format!("{message:?}"));
+                }
+                ServerEvent::Delivered {
+                    server_id,
+                    generation,
+                    id,
+                } => {
+                    assert_eq!((server_id, generation), (ServerId(7), 2));
+                    out.push(format!("delivered {id}"));
                 }
                 ServerEvent::Closed {
                     server_id,
@@ -1103,6 +1166,56 @@ mod tests {
             process.terminate(Duration::from_secs(5)).to_string(),
             "exit 0"
         );
+    }
+
+    /// Issue 15: a successful answer to a registered request goes straight to its caller (the
+    /// loop only hears `Delivered`); an error answer to a registered request, and an answer to
+    /// an unregistered one, still come as messages.
+    #[test]
+    fn registered_answers_go_straight_to_their_caller() {
+        let answers = [
+            frame(r#"{"jsonrpc":"2.0","id":1,"result":{"contents":"x"}}"#),
+            frame(r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32801,"message":"modified"}}"#),
+            frame(r#"{"jsonrpc":"2.0","id":3,"result":null}"#),
+        ]
+        .concat();
+        // The server answers once it has read the first message, which is sent after the
+        // registrations.
+        let body = r#"{"jsonrpc":"2.0","method":"exit"}"#;
+        let script = format!(
+            "head -c {} >/dev/null; printf '%s' \"$PAYLOAD\"",
+            frame(body).len()
+        );
+        let (mut process, event_receiver) = spawn_sh("direct", &script, &answers);
+        let (caller_sender, caller_receiver) = crossbeam_channel::unbounded();
+        for id in [1, 2] {
+            let caller_sender = caller_sender.clone();
+            process.expect_reply(
+                id,
+                Box::new(move |value| {
+                    let _ = caller_sender.send((id, value));
+                }),
+            );
+        }
+        let notification = lsp_server::Notification::new("exit".to_owned(), ());
+        process
+            .send(Outgoing::Message(notification.into()))
+            .expect("send");
+        assert_eq!(
+            events_until_closed(&event_receiver),
+            [
+                "delivered 1",
+                r#"Response { id: Some(RequestId(I32(2))), error: ResponseError { code: -32801, message: "modified", data: None } }"#,
+                r#"Response { id: Some(RequestId(I32(3))), result: null }"#,
+                "closed: server closed its output"
+            ]
+        );
+        drop(caller_sender);
+        assert_eq!(
+            caller_receiver.iter().collect::<Vec<_>>(),
+            [(1, serde_json::json!({"contents": "x"}))]
+        );
+        process.terminate(Duration::from_secs(5));
     }
 
     fn check_spawn_error(command: &str, expected: &str) {

@@ -436,6 +436,14 @@ pub fn decode(body: &[u8]) -> Result<IncomingMessage, DecodeError> {
     Ok(IncomingMessage::Response { id, result })
 }
 
+/// The number of a request id lspc sent (lspc numbers its requests); `None` for a string id.
+pub fn request_id_number(id: &RequestId) -> Option<i32> {
+    serde_json::to_value(id)
+        .ok()
+        .and_then(|id| id.as_i64())
+        .and_then(|id| i32::try_from(id).ok())
+}
+
 /// Maps a reply id to the ids lspc sends (`i32` or string); anything else cannot be ours.
 fn response_id(raw_id: &Value) -> Option<RequestId> {
     match raw_id {

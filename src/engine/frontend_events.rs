@@ -68,6 +68,8 @@ pub(super) struct FrontendHub {
     subscribers: Vec<Sender<FrontendEvent>>,
     /// A fingerprint of the last non-empty set subscribers heard of, per server and file.
     announced: HashMap<(String, PathBuf), u64>,
+    /// Sets queued for passive delivery, shared with frontends ([`Op::PassiveCounter`]).
+    queued: crate::engine::PassiveCounter,
 }
 
 impl FrontendHub {
@@ -141,6 +143,7 @@ impl State {
         for registry in self.frontend.consumers.values_mut() {
             registry.register(server, path, diags.clone());
         }
+        self.frontend.queued.add_one();
         self.store.replace(server, path, diags);
         if changed {
             self.frontend.broadcast(FrontendEvent::DiagnosticsChanged {
@@ -187,6 +190,9 @@ impl State {
             }
             Op::OpenPassive { consumer } => {
                 self.frontend.consumers.entry(consumer).or_default();
+            }
+            Op::PassiveCounter { reply } => {
+                let _ = reply.send(self.frontend.queued.clone());
             }
             Op::ClosePassive { consumer } => {
                 self.frontend.consumers.remove(&consumer);

@@ -265,6 +265,10 @@ pub enum Op {
     OpenPassive { consumer: String },
     /// Forget `consumer`'s queue.
     ClosePassive { consumer: String },
+    /// The engine's [`PassiveCounter`], so a frontend can tell without an op whether anything
+    /// was queued for passive delivery since it last drained (answered at once; the session
+    /// proxy does not answer it, and the frontend then always drains).
+    PassiveCounter { reply: Sender<PassiveCounter> },
     /// Send every later [`FrontendEvent`] to `sender` (until its receiver is dropped).
     SubscribeEvents { sender: Sender<FrontendEvent> },
     /// Every file's current merged diagnostics (non-empty sets only), in path order.
@@ -282,6 +286,25 @@ pub enum Op {
     FilesChanged {
         changes: Vec<(PathBuf, WatchedChange)>,
     },
+}
+
+/// How many diagnostic sets the loop has queued for passive delivery ([`Op::DrainPassive`]),
+/// in any queue, since it started. Only the loop adds to it, before it answers anything else,
+/// so a frontend that reads it after an answer from the loop sees every set queued before
+/// that answer: when it equals the value read before the frontend's last drain, a drain now
+/// would deliver nothing (issue 15: MCP skips that op round trip after each tool call).
+#[derive(Debug, Clone, Default)]
+pub struct PassiveCounter(Arc<std::sync::atomic::AtomicU64>);
+
+impl PassiveCounter {
+    /// The number of sets queued so far.
+    pub fn queued(&self) -> u64 {
+        self.0.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    fn add_one(&self) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    }
 }
 
 /// LSP `FileChangeType`: what happened to a watched file.

@@ -142,6 +142,18 @@ impl State {
             Purpose::Shutdown => ("shutdown".to_owned(), Value::Null),
         };
         let id = server.next_id();
+        if let (Purpose::Frontend { reply, .. }, Some(process)) = (&purpose, server.process()) {
+            // The reader hands a successful answer straight to the caller (one hop less); the
+            // pending entry below still owns deadlines, cancellation, retries and crashes. The
+            // caller's channel holds one answer: a late one after a timeout is dropped.
+            let reply = reply.clone();
+            process.expect_reply(
+                id,
+                Box::new(move |value| {
+                    let _ = reply.try_send(Ok(value));
+                }),
+            );
+        }
         server.send(Message::Request(Request {
             id: RequestId::from(id),
             method,

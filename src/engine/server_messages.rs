@@ -53,6 +53,18 @@ impl State {
                 }
                 self.handle_message(server_id, message);
             }
+            ServerEvent::Delivered {
+                server_id,
+                generation,
+                id,
+            } => {
+                if self.servers[server_id.0 as usize].generation != generation {
+                    return;
+                }
+                // The reader handed the answer to its caller; only the bookkeeping is left.
+                self.servers[server_id.0 as usize].supervisor.on_answer();
+                self.pending.remove(&(server_id, id));
+            }
             ServerEvent::Closed {
                 server_id,
                 generation,

@@ -86,9 +86,9 @@ impl State {
                 break;
             };
             let server_id = match &event {
-                ServerEvent::Message { server_id, .. } | ServerEvent::Closed { server_id, .. } => {
-                    *server_id
-                }
+                ServerEvent::Message { server_id, .. }
+                | ServerEvent::Delivered { server_id, .. }
+                | ServerEvent::Closed { server_id, .. } => *server_id,
             };
             if !stopping.contains(&server_id) {
                 self.handle_server_event(event);

@@ -413,6 +413,7 @@ pub fn serve(options: McpOptions, inputs: Receiver<HubInput>) -> i32 {
             !options.install_hints.is_empty(),
         )),
         passive_consumer: None,
+        passive_drains: tool_arguments::PassiveDrains::new(&engine.op_sender()),
     };
     let offered = tools::offered_tools(&engine::server_details(&context.op_sender));
     let mut hub = Hub {

@@ -142,7 +142,23 @@ pub fn parse_line(line: &str) -> Incoming {
 
 /// A success response.
 pub fn success_response(id: &Value, result: Value) -> Value {
-    json!({ "jsonrpc": "2.0", "id": id, "result": result })
+    object([
+        ("jsonrpc", json!("2.0")),
+        ("id", id.clone()),
+        ("result", result),
+    ])
+}
+
+/// A JSON object of `entries`, moving each value in: `json!` copies a `Value` it is given
+/// through serialisation, a second allocation of the whole tree (issue 15: answers are built
+/// once).
+pub fn object<const N: usize>(entries: [(&str, Value); N]) -> Value {
+    Value::Object(
+        entries
+            .into_iter()
+            .map(|(key, value)| (key.to_owned(), value))
+            .collect(),
+    )
 }
 
 /// An error response; `data` is omitted when `None`.
@@ -153,12 +169,20 @@ pub fn error_response(id: &Value, code: i64, message: &str, data: Option<Value>)
     if let Some(data) = data {
         error.insert("data".to_owned(), data);
     }
-    json!({ "jsonrpc": "2.0", "id": id, "error": error })
+    object([
+        ("jsonrpc", json!("2.0")),
+        ("id", id.clone()),
+        ("error", Value::Object(error)),
+    ])
 }
 
 /// A notification.
 pub fn notification(method: &str, params: Value) -> Value {
-    json!({ "jsonrpc": "2.0", "method": method, "params": params })
+    object([
+        ("jsonrpc", json!("2.0")),
+        ("method", json!(method)),
+        ("params", params),
+    ])
 }
 
 /// The handshake version lspc answers `initialize` with: the client's when supported, else the

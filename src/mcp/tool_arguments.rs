@@ -29,6 +29,59 @@ pub struct ToolContext {
     pub install_hints: std::sync::Arc<Vec<String>>,
     /// True until a tool result has carried the hints in its `notes` (once per session).
     pub install_hints_pending: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// When each passive queue was last drained, to skip a drain that would deliver nothing.
+    pub passive_drains: PassiveDrains,
+}
+
+/// The engine's [`crate::engine::PassiveCounter`] (when it gave one) and, per passive queue
+/// (`None`: the shared one), the count read just before that queue's last drain. A drain is
+/// needed only when the count moved since (issue 15: one op round trip less per tool call).
+#[derive(Clone, Default)]
+pub struct PassiveDrains {
+    counter: Option<crate::engine::PassiveCounter>,
+    drained_at: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<Option<String>, u64>>>,
+}
+
+impl PassiveDrains {
+    /// Ask the engine for its counter ([`Op::PassiveCounter`]); without one (a session proxy,
+    /// an engine gone) every drain is made.
+    pub fn new(op_sender: &Sender<Op>) -> PassiveDrains {
+        let (reply, receiver) = crossbeam_channel::bounded(1);
+        let counter = op_sender
+            .send(Op::PassiveCounter { reply })
+            .ok()
+            .and_then(|()| receiver.recv().ok());
+        PassiveDrains {
+            counter,
+            drained_at: Default::default(),
+        }
+    }
+
+    /// [`crate::engine::drain_passive`] of `consumer`'s queue, skipped (`None`) when nothing
+    /// was queued anywhere since that queue's last drain began.
+    pub fn drain(
+        &self,
+        op_sender: &Sender<Op>,
+        consumer: Option<&str>,
+    ) -> Option<crate::diagnostics::DrainedBatch> {
+        let Some(counter) = &self.counter else {
+            return crate::engine::drain_passive(op_sender, consumer);
+        };
+        let key = consumer.map(str::to_owned);
+        let queued = counter.queued();
+        let lock = || {
+            self.drained_at
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+        };
+        if lock().get(&key) == Some(&queued) {
+            return None;
+        }
+        let batch = crate::engine::drain_passive(op_sender, consumer);
+        // A lower mark written by a concurrent call only makes a later drain happen anyway.
+        lock().insert(key, queued);
+        batch
+    }
 }
 
 /// A failed call, rendered as an `isError` result.

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
+use super::protocol;
 use crate::diagnostics::{Diagnostic, DrainedBatch};
 use crate::engine::{self, DiagnosticsOutcome, Op, ServerDetails};
 use crate::operation::{definitions, Defaults, Operation};
@@ -303,7 +304,9 @@ pub fn call_tool(context: &ToolContext, name: &str, arguments: &Value, tag: u64)
     let passive = if name == "diagnostics" && asked_file.is_none() {
         None
     } else {
-        engine::drain_passive(&context.op_sender, context.passive_consumer.as_deref())
+        context
+            .passive_drains
+            .drain(&context.op_sender, context.passive_consumer.as_deref())
             .map(|mut batch| {
                 // The diagnostics tool just delivered its file in full; draining marks those
                 // delivered, and they are not repeated as "new".
@@ -334,11 +337,14 @@ pub fn call_tool(context: &ToolContext, name: &str, arguments: &Value, tag: u64)
                     text.push_str(&format!("- {hint}\n"));
                 }
             }
-            json!({
-                "content": [{"type": "text", "text": text.trim_end()}],
-                "structuredContent": structured,
-                "isError": false,
-            })
+            protocol::object([
+                (
+                    "content",
+                    json!([{"type": "text", "text": text.trim_end()}]),
+                ),
+                ("structuredContent", structured),
+                ("isError", json!(false)),
+            ])
         }
         Err(ToolFailure(message)) => {
             let mut text = message;
@@ -410,9 +416,9 @@ fn run_tool(
             with_default(json, "symbols")
         }
         QueryRequest::CallHierarchy { .. } => with_default(json, "items"),
-        QueryRequest::Hover { .. } => json!({ "hover": json }),
-        QueryRequest::TypeHierarchy { .. } => json!({ "hierarchy": json }),
-        QueryRequest::SignatureHelp { .. } => json!({ "signatureHelp": json }),
+        QueryRequest::Hover { .. } => protocol::object([("hover", json)]),
+        QueryRequest::TypeHierarchy { .. } => protocol::object([("hierarchy", json)]),
+        QueryRequest::SignatureHelp { .. } => protocol::object([("signatureHelp", json)]),
     };
     let mut text = if answer.human.trim().is_empty() {
         let hint = match &query {

@@ -322,10 +322,12 @@ pub fn split(op: Op) -> Split {
             Split::Wire(WireOp::RunningServers, ReplySlot::RunningServers(reply))
         }
         // `SyncRequest` carries a closure: the proxy runs it as a `Sync` and then a `Request`.
+        // `PassiveCounter` shares memory, so it stays unanswered (the frontend always drains).
         op @ (Op::Shutdown { .. }
         | Op::Reload { .. }
         | Op::FilesChanged { .. }
-        | Op::SyncRequest { .. }) => Split::Local(op),
+        | Op::SyncRequest { .. }
+        | Op::PassiveCounter { .. }) => Split::Local(op),
     }
 }
 
