@@ -61,7 +61,7 @@ fn start(options: &EngineOptions) -> i32 {
             EXIT_OK
         }
         Err(AttachError::NotRunning) => EXIT_SERVER,
-        Err(AttachError::Failed(message)) => {
+        Err(AttachError::Failed(message) | AttachError::Stale(message)) => {
             eprintln!("lspc: cannot start the session: {message}");
             EXIT_SERVER
         }
@@ -79,6 +79,63 @@ fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// A server instance's label: its name, and its project root for a per-project instance.
+fn instance_label(server: &super::wire::SessionServer) -> String {
+    match &server.project {
+        Some(project) => format!("{} [{project}]", server.name),
+        None => server.name.clone(),
+    }
+}
+
+/// `12 s ago`, `3 min ago`, `2 h ago` for a time in milliseconds since the Unix epoch.
+fn ago(unix_ms: u64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_millis() as u64)
+        .unwrap_or(unix_ms);
+    let seconds = now.saturating_sub(unix_ms) / 1000;
+    match seconds {
+        0..=119 => format!("{seconds} s ago"),
+        120..=7199 => format!("{} min ago", seconds / 60),
+        _ => format!("{} h ago", seconds / 3600),
+    }
+}
+
+/// The `config` and `reload` lines of one session's `info`.
+fn render_config(config: &super::wire::ConfigState) -> String {
+    let mut text = String::new();
+    if config.sources.is_empty() {
+        text.push_str("  config  (not from files: never reloaded)\n");
+    }
+    for source in &config.sources {
+        text.push_str(&format!("  config  {}\n", source.display()));
+    }
+    let Some(last) = &config.last_reload else {
+        return text;
+    };
+    let line = match &last.error {
+        Some(error) => format!(
+            "failed {}, serving the previous configuration: {error}",
+            ago(last.unix_ms)
+        ),
+        None => {
+            let names = |names: &[String]| match names {
+                [] => "none".to_owned(),
+                names => names.join(", "),
+            };
+            format!(
+                "{}: restarted {}; removed {}; added {}",
+                ago(last.unix_ms),
+                names(&last.restarted),
+                names(&last.removed),
+                names(&last.added)
+            )
+        }
+    };
+    text.push_str(&format!("  reload  {line}\n"));
+    text
+}
+
 /// The human form of one session's `info`.
 fn render_info(paths: &SessionPaths, info: &SessionInfo) -> String {
     let mut text = format!(
@@ -92,10 +149,11 @@ fn render_info(paths: &SessionPaths, info: &SessionInfo) -> String {
     text.push_str(&format!("  socket  {}\n", paths.socket.display()));
     text.push_str(&format!("  log     {}\n", info.log.display()));
     text.push_str(&format!("  memory  {} (lspc)\n", mib(info.rss_kib)));
+    text.push_str(&render_config(&info.config));
     let width = info
         .servers
         .iter()
-        .map(|server| server.name.len())
+        .map(|server| instance_label(server).len())
         .max()
         .unwrap_or(0);
     for server in &info.servers {
@@ -105,7 +163,8 @@ fn render_info(paths: &SessionPaths, info: &SessionInfo) -> String {
             .unwrap_or_default();
         text.push_str(&format!(
             "  server  {:width$}  {}{pid}\n",
-            server.name, server.state
+            instance_label(server),
+            server.state
         ));
     }
     text
