@@ -171,7 +171,7 @@ pub struct ProxySignals {
 /// Connects to the session for `options`, starting it first when `start` is set, and makes sure
 /// it serves the configuration `options` holds (the race-free rule for a configuration edited
 /// while a session runs):
-/// - The hello's `configHash` equals this command's [`paths::config_hash`]: use it.
+/// - The hello's `configHash` equals this command's [`super::hash::config_hash`]: use it.
 /// - Else ask the session to `reload` on this connection; it loads its files again before
 ///   answering, so a command that read the edited files never meets the servers of the old ones,
 ///   and no second session starts for the same files.
@@ -181,7 +181,7 @@ pub struct ProxySignals {
 ///   session keyed by its servers themselves, as a configuration built in code is.
 pub fn find_or_start(options: &EngineOptions, start: bool) -> Result<Connected, AttachError> {
     let connected = find_or_start_by_key(options, start)?;
-    let wanted = paths::config_hash(&options.config);
+    let wanted = super::hash::config_hash(&options.config);
     if connected.hello.config_hash == wanted {
         return Ok(connected);
     }

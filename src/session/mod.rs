@@ -13,7 +13,7 @@
 //! Invariants:
 //! - A session is found by its key ([`paths::session_key`]: canonical root plus a hash of where
 //!   the configuration comes from and the engine tuning) and used only when it serves the
-//!   configuration the command loaded ([`paths::config_hash`], checked on connect; the session
+//!   configuration the command loaded ([`hash::config_hash`], checked on connect; the session
 //!   reloads edited files first, [`reload`]), so a command never talks to the session of another
 //!   root or configuration.
 //! - The socket lives in a directory only the user can enter ([`paths::runtime_dir`]); the
@@ -23,6 +23,7 @@
 
 pub mod client;
 pub mod commands;
+pub mod hash;
 pub mod paths;
 pub mod reload;
 pub mod server;

@@ -148,15 +148,6 @@ fn is_key(key: &str) -> bool {
     key.len() == 16 && key.bytes().all(|byte| byte.is_ascii_hexdigit())
 }
 
-/// 64-bit FNV-1a: stable across builds and platforms (std's hasher makes no such promise).
-fn fnv1a(bytes: &[u8], mut hash: u64) -> u64 {
-    for byte in bytes {
-        hash ^= u64::from(*byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    hash
-}
-
 /// The session key of `options`: a hash of the wire protocol and lspc version, the canonical
 /// workspace root, where the configuration comes from and the engine tuning (restart policy,
 /// file-size and open-document limits, timeouts).
@@ -164,7 +155,7 @@ fn fnv1a(bytes: &[u8], mut hash: u64) -> u64 {
 /// "Where the configuration comes from" is [`EngineOptions::config_sources`] when set: each
 /// `--config` file and `--plugin-dir` folder (absolute, canonical when it exists), the user config
 /// path, `--trust` and `--no-builtin`; not what those files say. So editing a file keeps the key,
-/// and the session reloads it (the client's hello check, [`config_hash`]); a command with other
+/// and the session reloads it (the client's hello check, [`super::hash::config_hash`]); a command with other
 /// flags (another `--config` file) has another key and never reloads this session. Without
 /// sources (a configuration built in code) the resolved servers themselves are hashed.
 pub fn session_key(options: &EngineOptions) -> String {
@@ -186,7 +177,7 @@ pub fn session_key(options: &EngineOptions) -> String {
         options.settle_quiet,
         options.settle_quiet_unversioned,
     );
-    format!("{:016x}", fnv1a(identity.as_bytes(), 0xcbf2_9ce4_8422_2325))
+    super::hash::hex_digest(&identity)
 }
 
 /// The configuration sources as the key sees them: paths made absolute against the current
@@ -204,16 +195,6 @@ fn sources_identity(sources: &crate::config::ConfigOptions) -> String {
         "config_files {config_files:?}\nplugin_dirs {plugin_dirs:?}\nuser_config {:?}\ntrust {}\nbuiltin {}",
         sources.user_config, sources.trust_workspace, sources.builtin
     )
-}
-
-/// The hash of a loaded configuration's servers as resolved (command found on `PATH`,
-/// arguments, environment, settings, extensions...): 16 lowercase hex digits. A client compares
-/// its own with the one in the session's hello; they differ when the files changed since the
-/// session loaded them (the session then reloads) or when the client resolves them differently
-/// (another `PATH`: the client then runs without the session).
-pub fn config_hash(config: &crate::config::Config) -> String {
-    let identity = format!("{:?}", config.servers);
-    format!("{:016x}", fnv1a(identity.as_bytes(), 0xcbf2_9ce4_8422_2325))
 }
 
 /// An exclusive `flock` on a session's lock file, held until dropped. Two lspc processes racing
@@ -341,8 +322,11 @@ mod tests {
             servers: Vec::new(),
             ..config("/nonexistent/a")
         };
-        assert_ne!(config_hash(&loaded), config_hash(&empty));
-        assert_eq!(config_hash(&empty).len(), 16);
+        assert_ne!(
+            crate::session::hash::config_hash(&loaded),
+            crate::session::hash::config_hash(&empty)
+        );
+        assert_eq!(crate::session::hash::config_hash(&empty).len(), 16);
         let loaded = loaded.servers;
         let one = session_key(&sourced(Vec::new(), &["/nonexistent/one.json"]));
         assert_eq!(

@@ -23,7 +23,6 @@ use std::time::{Duration, SystemTime};
 
 use crossbeam_channel::{bounded, Sender};
 
-use super::paths;
 use super::wire::{ConfigState, LastReload};
 use crate::config::{Config, ConfigOptions};
 use crate::engine::{Op, ReloadReport};
@@ -35,7 +34,7 @@ const APPLY_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// A client's `reload` request, answered on `reply`.
 pub struct ReloadRequest {
-    /// The client's own [`paths::config_hash`].
+    /// The client's own [`super::hash::config_hash`].
     pub client_hash: String,
     pub reply: Sender<ReloadOutcome>,
 }
@@ -119,7 +118,7 @@ impl Reloader {
     ) -> Reloader {
         let state = ConfigState {
             sources: sources_options.as_ref().map(sources).unwrap_or_default(),
-            config_hash: paths::config_hash(config),
+            config_hash: super::hash::config_hash(config),
             generation: 0,
             last_reload: None,
         };
@@ -204,7 +203,7 @@ impl Reloader {
             self.publish(|state| state.last_reload = Some(record));
             return Some(error);
         }
-        let hash = paths::config_hash(&config);
+        let hash = super::hash::config_hash(&config);
         let current = snapshot(&self.state);
         if hash == current.config_hash {
             // Same servers (a touched file, or errors that went away): nothing to apply, but an

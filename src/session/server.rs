@@ -151,7 +151,7 @@ pub fn serve(mut options: EngineOptions, idle: Duration) -> i32 {
         root: root.clone(),
         pid: std::process::id(),
         log: paths.log.clone(),
-        config_hash: paths::config_hash(&options.config),
+        config_hash: super::hash::config_hash(&options.config),
     };
     let initial_config = options.config.clone();
     let config_sources = options.config_sources.clone();

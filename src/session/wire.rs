@@ -48,7 +48,7 @@ pub struct Hello {
     pub root: PathBuf,
     pub pid: u32,
     pub log: PathBuf,
-    /// [`super::paths::config_hash`] of the configuration the session serves right now.
+    /// [`super::hash::config_hash`] of the configuration the session serves right now.
     pub config_hash: String,
 }
 
@@ -382,7 +382,7 @@ pub fn split(op: Op) -> Split {
         // reload them; the session loads them itself, so only the frontend's hash crosses.
         Op::Reload { config, reply } => Split::Wire(
             WireOp::Reload {
-                config_hash: super::paths::config_hash(&config),
+                config_hash: super::hash::config_hash(&config),
             },
             ReplySlot::Reload(reply),
         ),
