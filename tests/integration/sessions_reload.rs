@@ -387,3 +387,89 @@ impl McpClient {
         }
     }
 }
+
+/// The identity rule for configurations that differ without an edit: a command with another
+/// `--config` file (same content) has another key and its own session; a command whose `PATH`
+/// resolves the same file's bare command to another binary uses a session keyed by its resolved
+/// servers. Neither reloads the first session: its server keeps its process and it never logs a
+/// reload.
+#[test]
+fn other_flags_or_another_path_never_reload_someone_elses_session() {
+    let ws = SessionWorkspace::new("reload-identity", json!({}));
+    let parent = ws.workspace.root.parent().unwrap().to_path_buf();
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(&ws.config).unwrap()).unwrap();
+    config["fx"]["command"] = json!("lspc-fixture-server");
+    std::fs::write(&ws.config, config.to_string()).unwrap();
+    let path_with = |bin: &str| {
+        let dir = parent.join(bin);
+        std::fs::create_dir_all(&dir).unwrap();
+        let copy = dir.join("lspc-fixture-server");
+        if !copy.exists() {
+            std::fs::copy(fixture_bin(), &copy).unwrap();
+        }
+        format!(
+            "{}:{}",
+            dir.display(),
+            std::env::var("PATH").unwrap_or_default()
+        )
+    };
+    let (path_a, path_b) = (path_with("bin-a"), path_with("bin-b"));
+    ws.lspc(&["--session", "always", "hover", "a.py:5:5"])
+        .env("PATH", &path_a)
+        .run()
+        .status(0)
+        .stdout_is("alpha at 4:4\n");
+    let first = ws.session_pids();
+    assert_eq!(first.len(), 1);
+    let fx = ws.pids_of("fx");
+    assert_eq!(fx.len(), 1);
+
+    // Another PATH: same files, another server binary.
+    for mode in ["always", "auto"] {
+        ws.lspc(&["--session", mode, "hover", "a.py:5:5"])
+            .env("PATH", &path_b)
+            .run()
+            .status(0)
+            .stdout_is("alpha at 4:4\n");
+    }
+    assert_eq!(ws.session_pids().len(), 2, "{}", ws.status_text());
+    assert_eq!(
+        ws.initializes(),
+        2,
+        "one server per session; auto found the second"
+    );
+
+    // Another --config file with the same content.
+    let other = parent.join("other.lsp.json");
+    std::fs::copy(&ws.config, &other).unwrap();
+    let mut command = ws.workspace.lspc();
+    command
+        .env("XDG_RUNTIME_DIR", &ws.runtime)
+        .env("LSPC_SESSION_IDLE", "60s")
+        .env("PATH", &path_a)
+        .args(["--session", "always", "--no-builtin", "--config"])
+        .arg(&other)
+        .args(["hover", "a.py:5:5"]);
+    command.run().status(0).stdout_is("alpha at 4:4\n");
+    assert_eq!(ws.session_pids().len(), 3);
+    assert_eq!(ws.initializes(), 3);
+
+    // The first session still serves its own server and never reloaded.
+    ws.lspc(&["hover", "a.py:5:5"])
+        .env("PATH", &path_a)
+        .run()
+        .status(0)
+        .stdout_is("alpha at 4:4\n");
+    assert_eq!(ws.initializes(), 3);
+    assert!(ws.pids_of("fx").contains(&fx[0]));
+    let status = ws.status_text();
+    assert!(!status.contains("  reload  "), "{status}");
+    assert_eq!(
+        status
+            .matches("  config  (not from files: never reloaded)\n")
+            .count(),
+        1,
+        "the PATH session is keyed by its servers: {status}"
+    );
+}
