@@ -190,6 +190,13 @@ impl Reloader {
                 .map(|error| error.as_str())
                 .collect::<Vec<_>>()
                 .join("; ");
+            let known = snapshot(&self.state)
+                .last_reload
+                .is_some_and(|last| last.error.as_deref() == Some(error.as_str()));
+            if known {
+                // Asked again by a client that loaded the same broken files: said already.
+                return Some(error);
+            }
             eprintln!(
                 "lspc session: configuration not reloaded, keeping the previous one: {error}"
             );

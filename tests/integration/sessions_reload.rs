@@ -473,3 +473,91 @@ fn other_flags_or_another_path_never_reload_someone_elses_session() {
         "the PATH session is keyed by its servers: {status}"
     );
 }
+
+/// Real servers (clangd 14, ruff 0.17.6): a session serving clangd gains ruff when the config
+/// file gains it. The next one-shot `check` (in `auto` mode) reports exactly what
+/// `--session never` reports and what `ruff check` says (`a.py:1:8: F401 `os` imported but
+/// unused`), and clangd keeps its process.
+#[test]
+fn a_real_session_gains_ruff_and_keeps_clangd_running() {
+    crate::require_program!("clangd");
+    crate::require_program!("ruff");
+    use std::os::unix::fs::DirBuilderExt;
+    let workspace = Workspace::new("reload-real");
+    workspace
+        .file("a.py", "import os\n")
+        .file("b.c", "int add(int a, int b) { return a + b; }\n");
+    let runtime = workspace.root.parent().unwrap().join("runtime");
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&runtime)
+        .unwrap();
+    struct StopAll(std::path::PathBuf);
+    impl Drop for StopAll {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new(lspc_bin())
+                .env("XDG_RUNTIME_DIR", &self.0)
+                .args(["session", "stop", "--all"])
+                .output();
+        }
+    }
+    let _stop = StopAll(runtime.clone());
+    let config = workspace.config(json!({"clangd": clangd_entry()}));
+    let lspc = |args: &[&str]| {
+        let mut command = workspace.lspc();
+        command
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .env("LSPC_SESSION", "auto")
+            .env("LSPC_SESSION_IDLE", "60s")
+            .args(["--no-builtin", "--config"])
+            .arg(&config)
+            .args(args)
+            .timeout(Duration::from_secs(120));
+        command
+    };
+    let clangd_pid = |status: &str| -> Option<u32> {
+        let line = status
+            .lines()
+            .find(|line| line.starts_with("  server  clangd  running  pid "))?;
+        line.split("pid ")
+            .nth(1)?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    };
+    lspc(&["--session", "always", "check", "b.c"])
+        .run()
+        .status(0);
+    let status = lspc(&["session", "status"]).run().stdout;
+    let clangd = clangd_pid(&status).unwrap_or_else(|| panic!("{status}"));
+
+    std::fs::write(
+        &config,
+        json!({"clangd": clangd_entry(), "ruff": ruff_entry()}).to_string(),
+    )
+    .unwrap();
+    let warm = lspc(&["check", "a.py", "--format", "json"]).run();
+    warm.status(0);
+    let expected = ["a.py:1:8-1:10 warning [Ruff F401] `os` imported but unused\n\nhelp: Remove unused import: `os`".to_owned()];
+    assert_eq!(json_diagnostics(&warm.json()), expected, "{}", warm.story());
+    let cold = lspc(&["--session", "never", "check", "a.py", "--format", "json"]).run();
+    assert_eq!((warm.status, &warm.stdout), (cold.status, &cold.stdout));
+    let cli = TestCommand::new("ruff")
+        .current_dir(&workspace.root)
+        .args(["check", "--output-format", "concise", "a.py"])
+        .run();
+    assert!(
+        cli.stdout
+            .contains("a.py:1:8: F401 [*] `os` imported but unused"),
+        "{}",
+        cli.story()
+    );
+    let status = lspc(&["session", "status"]).run().stdout;
+    assert_eq!(clangd_pid(&status), Some(clangd), "{status}");
+    assert!(
+        status.contains(" s ago: restarted none; removed none; added ruff\n"),
+        "{status}"
+    );
+    assert_eq!(status.matches("(pid ").count(), 1, "one session: {status}");
+}
