@@ -256,7 +256,15 @@ fn stop(options: &EngineOptions, all: bool) -> i32 {
     let targets = if all {
         SessionPaths::list(&dir)
     } else {
-        vec![SessionPaths::new(&dir, &paths::session_key(options))]
+        // The workspace's session, and the one keyed by this command's servers if its
+        // configuration resolves differently here (`client::find_or_start`).
+        let mut exact = options.clone();
+        exact.config_sources = None;
+        let mut keys = vec![paths::session_key(options), paths::session_key(&exact)];
+        keys.dedup();
+        keys.iter()
+            .map(|key| SessionPaths::new(&dir, key))
+            .collect()
     };
     let mut text = String::new();
     let mut status = EXIT_OK;

@@ -268,3 +268,96 @@ impl Reloader {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reloader over one config file, with a stand-in engine that answers every
+    /// [`Op::Reload`] with the names it was given as added, and counts them.
+    #[test]
+    fn edits_apply_broken_files_are_kept_out_and_errors_clear() {
+        let dir = std::env::temp_dir().join(format!("lspc-session-reload-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("lsp.json");
+        let entry = |name: &str| {
+            format!(
+                r#""{name}": {{"command": "sh", "extensionToLanguage": {{".{name}": "{name}"}}}}"#
+            )
+        };
+        let write = |text: String| std::fs::write(&file, text).unwrap();
+        write(format!("{{{}}}", entry("a")));
+        let mut options = ConfigOptions::new(dir.clone());
+        options.config_files = vec![file.clone()];
+        options.builtin = false;
+        options.user_config = None;
+        let config = crate::config::load(&options);
+        assert!(config.errors.is_empty(), "{:?}", config.errors);
+        let (op_sender, op_receiver) = crossbeam_channel::unbounded::<Op>();
+        let engine = std::thread::spawn(move || {
+            let mut n_reloads = 0;
+            for op in op_receiver {
+                if let Op::Reload { config, reply } = op {
+                    n_reloads += 1;
+                    let added = config.servers.iter().map(|s| s.name.clone()).collect();
+                    let _ = reply.send(ReloadReport {
+                        added,
+                        ..Default::default()
+                    });
+                }
+            }
+            n_reloads
+        });
+        let mut reloader = Reloader::new(&config, Some(options), op_sender);
+        let first_hash = snapshot(&reloader.state()).config_hash;
+        let ask = |reloader: &mut Reloader, client_hash: &str| {
+            let (reply, receiver) = bounded(1);
+            reloader.handle(ReloadRequest {
+                client_hash: client_hash.to_owned(),
+                reply,
+            });
+            receiver.recv().unwrap()
+        };
+
+        // Nothing changed: the client's hash matches, nothing is applied.
+        let outcome = ask(&mut reloader, &first_hash);
+        assert_eq!((outcome.generation, outcome.error), (0, None));
+        assert_eq!(outcome.config_hash, first_hash);
+
+        // A server added: the tick applies it.
+        write(format!("{{{}, {}}}", entry("a"), entry("b")));
+        reloader.tick();
+        let state = snapshot(&reloader.state());
+        assert_eq!(state.generation, 1);
+        assert_ne!(state.config_hash, first_hash);
+        let last = state.last_reload.unwrap();
+        assert_eq!(
+            (last.added, last.error),
+            (vec!["a".to_owned(), "b".to_owned()], None)
+        );
+        let second_hash = state.config_hash;
+
+        // Broken: not applied, the error is shown, the hash stays; a client asking is told.
+        write("{ \"a\": ".to_owned());
+        reloader.tick();
+        let state = snapshot(&reloader.state());
+        assert_eq!((state.generation, &state.config_hash), (1, &second_hash));
+        let error = state.last_reload.unwrap().error.unwrap();
+        assert!(error.contains("lsp.json"), "{error}");
+        let outcome = ask(&mut reloader, "0000000000000000");
+        assert_eq!(outcome.error.as_deref(), Some(error.as_str()));
+        assert_eq!(outcome.config_hash, second_hash);
+
+        // Fixed back to the servers in force: nothing to apply, the error is over.
+        write(format!("{{ {}, {} }}", entry("a"), entry("b")));
+        reloader.tick();
+        let state = snapshot(&reloader.state());
+        assert_eq!((state.generation, &state.config_hash), (1, &second_hash));
+        assert_eq!(state.last_reload.unwrap().error, None);
+
+        drop(reloader);
+        assert_eq!(engine.join().unwrap(), 1, "one reload reached the engine");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -472,6 +472,12 @@ fn other_flags_or_another_path_never_reload_someone_elses_session() {
         1,
         "the PATH session is keyed by its servers: {status}"
     );
+    // `stop` with PATH b stops the workspace's session and the one keyed by b's servers; the
+    // session of the other --config file keeps running.
+    let stopped = ws.lspc(&["session", "stop"]).env("PATH", &path_b).run();
+    stopped.status(0);
+    assert_eq!(stopped.stdout.lines().count(), 2, "{}", stopped.story());
+    assert_eq!(ws.session_pids().len(), 1);
 }
 
 /// Real servers (clangd 14, ruff 0.17.6): a session serving clangd gains ruff when the config
