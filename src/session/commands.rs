@@ -18,14 +18,12 @@ use crate::exit::{EXIT_FOUND, EXIT_OK, EXIT_SERVER};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SessionCommand {
     /// `start [--idle DURATION]`: `None` is `LSPC_SESSION_IDLE` or 15 minutes.
-    Start {
-        idle: Option<Duration>,
-    },
-    Status,
+    Start { idle: Option<Duration> },
+    /// `status [--format json]`: with `json`, one JSON array of [`SessionInfo`] objects, each
+    /// with its `socket`.
+    Status { json: bool },
     /// `stop [--all]`.
-    Stop {
-        all: bool,
-    },
+    Stop { all: bool },
 }
 
 /// How long `stop` waits for a session process to exit after it said it is stopping.
@@ -38,7 +36,7 @@ pub fn run(options: EngineOptions, command: &SessionCommand) -> i32 {
             super::server::serve(options, idle.unwrap_or_else(super::idle_from_env))
         }
         SessionCommand::Start { .. } => start(&options),
-        SessionCommand::Status => status(),
+        SessionCommand::Status { json } => status(*json),
         SessionCommand::Stop { all } => stop(&options, *all),
     }
 }
@@ -170,11 +168,11 @@ fn render_info(paths: &SessionPaths, info: &SessionInfo) -> String {
     text
 }
 
-fn status() -> i32 {
+fn status(json: bool) -> i32 {
     let dir = match paths::runtime_dir(false) {
         Ok(Some(dir)) => dir,
         Ok(None) => {
-            print("no sessions\n");
+            print(if json { "[]\n" } else { "no sessions\n" });
             return EXIT_OK;
         }
         Err(error) => {
@@ -183,6 +181,7 @@ fn status() -> i32 {
         }
     };
     let mut text = String::new();
+    let mut infos: Vec<serde_json::Value> = Vec::new();
     let mut status = EXIT_OK;
     for paths in SessionPaths::list(&dir) {
         let connected = match client::connect_or_clean(&paths) {
@@ -197,12 +196,23 @@ fn status() -> i32 {
         match client::session_request(connected, WireOp::Info)
             .and_then(|value| serde_json::from_value(value).map_err(|error| error.to_string()))
         {
-            Ok(info) => text.push_str(&render_info(&paths, &info)),
+            Ok(info) => {
+                text.push_str(&render_info(&paths, &info));
+                let mut value = serde_json::to_value(&info).unwrap_or_default();
+                if let serde_json::Value::Object(object) = &mut value {
+                    object.insert("socket".to_owned(), serde_json::json!(paths.socket));
+                }
+                infos.push(value);
+            }
             Err(message) => {
                 eprintln!("lspc: {message}");
                 status = EXIT_SERVER;
             }
         }
+    }
+    if json {
+        print(&format!("{}\n", serde_json::Value::Array(infos)));
+        return status;
     }
     if text.is_empty() {
         text.push_str("no sessions\n");

@@ -368,6 +368,34 @@ fn status_lists_per_project_instances() {
         assert!(pids.contains(&pid), "{line}: {pids:?}");
         assert!(line.ends_with(" MiB"), "{line}");
     }
+    // The JSON form says the same.
+    let json = ws.lspc(&["session", "status", "--format", "json"]).run();
+    json.status(0);
+    let sessions = json.json();
+    assert_eq!(sessions.as_array().map(Vec::len), Some(1), "{sessions}");
+    let session = &sessions[0];
+    assert_eq!(session["root"], json!(ws.workspace.root));
+    assert_eq!(session["config"]["sources"], json!([ws.config]));
+    assert_eq!(session["config"]["generation"], 0);
+    let servers = session["servers"].as_array().unwrap();
+    let projects: Vec<(&Value, &Value)> = servers
+        .iter()
+        .map(|server| (&server["project"], &server["state"]))
+        .collect();
+    assert_eq!(
+        projects,
+        [
+            (&Value::Null, &json!("not started")),
+            (&json!("packages/one"), &json!("running")),
+            (&json!("packages/two"), &json!("running")),
+        ],
+        "{sessions}"
+    );
+    for server in &servers[1..] {
+        assert!(pids.contains(&(server["pid"].as_u64().unwrap() as u32)));
+        assert!(server["rssKib"].as_u64().unwrap() > 0);
+    }
+    assert!(session["socket"].as_str().unwrap().ends_with(".sock"));
 }
 
 impl McpClient {
