@@ -42,7 +42,7 @@ pub enum AttachError {
     /// The workspace's session keeps a previous configuration because the files are broken now
     /// (the message names the error): this command runs without it rather than with stale
     /// servers or a second session.
-    Stale(String),
+    ConfigNotApplied(String),
 }
 
 /// A connection whose hello was checked.
@@ -175,7 +175,7 @@ pub struct ProxySignals {
 /// - Else ask the session to `reload` on this connection; it loads its files again before
 ///   answering, so a command that read the edited files never meets the servers of the old ones,
 ///   and no second session starts for the same files.
-/// - The session cannot apply the files (they have errors): [`AttachError::Stale`].
+/// - The session cannot apply the files (they have errors): [`AttachError::ConfigNotApplied`].
 /// - It applied them and still serves another hash: this command resolves the same files
 ///   differently (another `PATH` or environment). It then uses (or with `start` starts) a
 ///   session keyed by its servers themselves, as a configuration built in code is.
@@ -190,7 +190,7 @@ pub fn find_or_start(options: &EngineOptions, start: bool) -> Result<Connected, 
         return Ok(connected);
     }
     if let Some(error) = reply.error {
-        return Err(AttachError::Stale(format!(
+        return Err(AttachError::ConfigNotApplied(format!(
             "the session for {} (pid {}) keeps its previous configuration: {error}",
             connected.hello.root.display(),
             connected.hello.pid
@@ -210,7 +210,8 @@ pub fn find_or_start(options: &EngineOptions, start: bool) -> Result<Connected, 
     find_or_start(&exact, start)
 }
 
-/// Sends `reload` with this command's hash on a fresh connection and reads the reply.
+/// Sends `reload` with this command's hash on the connection and reads the reply (before any
+/// other request, so the next line is its answer).
 fn ask_reload(
     connected: Connected,
     config_hash: &str,

@@ -59,7 +59,7 @@ fn start(options: &EngineOptions) -> i32 {
             EXIT_OK
         }
         Err(AttachError::NotRunning) => EXIT_SERVER,
-        Err(AttachError::Failed(message) | AttachError::Stale(message)) => {
+        Err(AttachError::Failed(message) | AttachError::ConfigNotApplied(message)) => {
             eprintln!("lspc: cannot start the session: {message}");
             EXIT_SERVER
         }

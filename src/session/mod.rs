@@ -98,7 +98,7 @@ pub fn start_engine(options: EngineOptions) -> EngineHandle {
                 Err(client::AttachError::NotRunning) => EngineHandle::start(options),
                 // A broken configuration file: the command reports its errors as in process;
                 // with `always` it also says why the warm session is not used.
-                Err(client::AttachError::Stale(message)) => {
+                Err(client::AttachError::ConfigNotApplied(message)) => {
                     if mode == SessionMode::Always {
                         eprintln!("lspc: warning: {message}; running without a session");
                     } else {
