@@ -350,6 +350,9 @@ impl State {
                 let state = match &server.state {
                     ServerState::NotStarted => "not started".to_owned(),
                     ServerState::Starting { .. } => "starting".to_owned(),
+                    ServerState::Running { .. } if server.configuration_hold.is_some() => {
+                        "starting (waiting for its workspace/configuration request)".to_owned()
+                    }
                     ServerState::Running { .. } if !server.busy() => "running".to_owned(),
                     ServerState::Running { .. } => "running (busy)".to_owned(),
                     ServerState::Failed {
@@ -381,6 +384,7 @@ impl State {
     fn per_turn(&mut self) {
         let now = Instant::now();
         self.fire_startup_deadlines(now);
+        self.fire_configuration_holds(now);
         self.fire_request_deadlines(now);
         self.fire_restarts(now);
         self.fire_retries(now);
@@ -398,6 +402,7 @@ impl State {
             if server.is_restart_pending() {
                 deadlines.extend(server.supervisor.restart_at());
             }
+            deadlines.extend(server.configuration_hold);
         }
         for purpose in self.pending.values() {
             if let Purpose::Frontend { deadline, .. } = purpose {

@@ -19,7 +19,9 @@ use super::super::supervisor::{
     CrashDecision, RestartPolicy, Supervisor, HUNG_AFTER_MISSED_DEADLINES,
 };
 use super::super::watchdog::Watchdog;
-use super::super::{client_capabilities, EngineError, EngineOptions, ServerInfo};
+use super::super::{
+    client_capabilities, configuration_gate, EngineError, EngineOptions, ServerInfo,
+};
 use super::{Purpose, Retry, State};
 use crate::config::ServerConfig;
 use crate::process::{self, ServerId, ServerProcess, SpawnSpec};
@@ -78,6 +80,12 @@ pub(super) struct Server {
     /// The stderr tail of the last process that failed, kept for `lsp://servers` and `lspc
     /// servers` once the process is gone (issue 11: it showed `""` after a start-up failure).
     pub(super) failed_stderr_tail: String,
+    /// While set, the server counts as starting: documents are not opened on it until its first
+    /// `workspace/configuration` request is answered or this deadline passes
+    /// (`configuration_gate.rs`).
+    pub(super) configuration_hold: Option<Instant>,
+    /// Documents the previous process had open, re-opened when the hold ends.
+    pub(super) reopen_after_hold: Vec<PathBuf>,
 }
 
 pub(super) enum ServerState {
@@ -154,6 +162,8 @@ impl Server {
             watchdog: None,
             next_request_id: 0,
             failed_stderr_tail: String::new(),
+            configuration_hold: None,
+            reopen_after_hold: Vec::new(),
         }
     }
 
@@ -183,12 +193,20 @@ impl Server {
         )
     }
 
+    /// Initialized and ready for documents and requests (not held by the configuration gate).
     pub(super) fn is_running(&self) -> bool {
+        self.has_initialized_process() && self.configuration_hold.is_none()
+    }
+
+    /// `initialize` answered and the process alive, held or not (shutdown goes to it).
+    pub(super) fn has_initialized_process(&self) -> bool {
         matches!(self.state, ServerState::Running { .. })
     }
 
+    /// Waiting for `initialize`, or initialized and held until its configuration was asked for.
     pub(super) fn is_starting(&self) -> bool {
         matches!(self.state, ServerState::Starting { .. })
+            || (self.has_initialized_process() && self.configuration_hold.is_some())
     }
 
     /// Whether the server reports work in progress: an active `$/progress` token, or
@@ -428,12 +446,59 @@ impl State {
                 json!({ "settings": settings }),
             );
         }
-        // After a restart, re-open what the previous process had open, with current text.
+        let server = &mut self.servers[server_id.0 as usize];
+        server.configuration_hold = configuration_gate::holds_opens(
+            &server.config.name,
+            server.server_info_name.as_deref(),
+        )
+        .then(|| Instant::now() + configuration_gate::CONFIGURATION_GATE_TIMEOUT);
+        // After a restart, re-open what the previous process had open, with current text
+        // (once the configuration hold ends, for a held server).
         for path in self.documents.open_on(server_id) {
             if let Some(doc) = self.documents.get_mut(&path) {
                 doc.open_on.remove(&server_id);
             }
+            if self.servers[server_id.0 as usize]
+                .configuration_hold
+                .is_some()
+            {
+                self.servers[server_id.0 as usize]
+                    .reopen_after_hold
+                    .push(path);
+            } else {
+                self.open_on_server(server_id, &path);
+            }
+        }
+    }
+
+    /// Ends `server_id`'s configuration hold (its first `workspace/configuration` request was
+    /// answered, or `why` says the bound passed) and opens what waited for it.
+    pub(super) fn end_configuration_hold(&mut self, server_id: ServerId, why: &str) {
+        let server = &mut self.servers[server_id.0 as usize];
+        if server.configuration_hold.take().is_none() {
+            return;
+        }
+        log::debug!(
+            "{}: documents may be opened now ({why})",
+            server.config.name
+        );
+        for path in std::mem::take(&mut server.reopen_after_hold) {
             self.open_on_server(server_id, &path);
+        }
+    }
+
+    /// Ends the configuration holds whose bound passed.
+    pub(super) fn fire_configuration_holds(&mut self, now: Instant) {
+        for index in 0..self.servers.len() {
+            if self.servers[index]
+                .configuration_hold
+                .is_some_and(|until| now >= until)
+            {
+                self.end_configuration_hold(
+                    ServerId(index as u32),
+                    "no workspace/configuration request within the bound",
+                );
+            }
         }
     }
 
@@ -455,6 +520,7 @@ impl State {
         if let Some(mut watchdog) = server.watchdog.take() {
             watchdog.disarm();
         }
+        server.configuration_hold = None;
         let decision = if startup {
             CrashDecision::GiveUp { streak: 0 }
         } else {

@@ -15,6 +15,8 @@
 //!   on every path, including SIGINT/SIGTERM.
 
 mod client_capabilities;
+mod configuration_gate;
+pub use configuration_gate::opens_note;
 mod documents;
 mod duplicates;
 mod event_loop;

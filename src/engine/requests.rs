@@ -97,7 +97,9 @@ impl State {
             }
             return;
         };
-        if !server.is_running() {
+        let shutdown_while_held =
+            matches!(purpose, Purpose::Shutdown) && server.has_initialized_process();
+        if !server.is_running() && !shutdown_while_held {
             if let Some(reason) = server.permanent_failure() {
                 if let Purpose::Frontend { reply, .. } = purpose {
                     let _ = reply.send(Err(reason));

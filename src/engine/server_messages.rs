@@ -124,6 +124,11 @@ impl State {
                 if let Some(process) = server.process() {
                     let _ = process.send(Outgoing::Response { id, result });
                 }
+                if method == "workspace/configuration" {
+                    // After the answer, on the same pipe: the server has its configuration
+                    // before it reads the first didOpen (configuration_gate.rs).
+                    self.end_configuration_hold(server_id, "workspace/configuration answered");
+                }
                 if refresh {
                     self.on_diagnostics_refresh(server_id);
                 }

@@ -100,7 +100,10 @@ impl SettleRule {
         let lines: Vec<String> = names
             .map(|name| {
                 let rule = SettleRule::expected(name);
-                format!("  {name}: {}: {}\n", rule.name(), rule.description())
+                let opens = super::configuration_gate::opens_note(name)
+                    .map(|note| format!("; {note}"))
+                    .unwrap_or_default();
+                format!("  {name}: {}: {}{opens}\n", rule.name(), rule.description())
             })
             .collect();
         if lines.is_empty() {

@@ -336,3 +336,159 @@ fn pull_answer_while_not_quiescent_is_asked_again_once_quiescent() {
         .count();
     assert_eq!(pulls, 2);
 }
+
+/// bash-language-server 5.8.1 lints only the last of the scripts opened before it has its
+/// `workspace/configuration` answer (issue 15's P1: `lspc check` timed out on cJSON's
+/// `fuzzing/*.sh`). lspc holds the opens until that request is answered: `lspc check` on six
+/// scripts opened together reports every one, each exactly as shellcheck itself does (same
+/// arguments as the server: `--external-sources --source-path=SCRIPTDIR`), with no file timed out.
+#[test]
+fn bash_language_server_lints_every_script_opened_at_start() {
+    require_program!("bash-language-server");
+    require_program!("shellcheck");
+    let workspace = Workspace::new("bash-many");
+    let scripts = [
+        ("a.sh", "#!/bin/bash\necho $A\n"),
+        ("b.sh", "#!/bin/bash\ncd /tmp\n"),
+        ("c.sh", "#!/bin/bash\nls `pwd`\n"),
+        (
+            "d.sh",
+            "#!/bin/bash\nfor f in $(ls); do echo \"$f\"; done\n",
+        ),
+        ("e.sh", "#!/bin/bash\nread line\necho \"$line\"\n"),
+        ("f.sh", "#!/bin/bash\n[ $1 == x ] && echo yes\n"),
+    ];
+    for (name, text) in scripts {
+        workspace.file(name, text);
+    }
+    let names: Vec<&str> = scripts.iter().map(|(name, _)| *name).collect();
+    let output = workspace
+        .lspc()
+        .args([
+            "check",
+            "--format",
+            "json",
+            "--severity",
+            "hint",
+            "--timeout",
+            "20",
+        ])
+        .args(&names)
+        .timeout(Duration::from_secs(60))
+        .run();
+    let report = output.json();
+    let lspc_rows = json_diagnostics(&report);
+    let shellcheck = TestCommand::new("shellcheck")
+        .current_dir(&workspace.root)
+        .args([
+            "--external-sources",
+            "--source-path=SCRIPTDIR",
+            "-f",
+            "json1",
+        ])
+        .args(&names)
+        .run();
+    let comments: Value = serde_json::from_str(&shellcheck.stdout).expect("shellcheck json1");
+    let severity = |level: &str| match level {
+        "error" => "error",
+        "warning" => "warning",
+        "info" => "info",
+        _ => "hint",
+    };
+    let mut expected: Vec<String> = comments["comments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|comment| {
+            format!(
+                "{}:{}:{}-{}:{} {} [shellcheck SC{}] {}",
+                comment["file"].as_str().unwrap(),
+                comment["line"],
+                comment["column"],
+                comment["endLine"],
+                comment["endColumn"],
+                severity(comment["level"].as_str().unwrap()),
+                comment["code"],
+                comment["message"].as_str().unwrap()
+            )
+        })
+        .collect();
+    let mut got = lspc_rows.clone();
+    expected.sort();
+    got.sort();
+    assert_eq!(got, expected, "{}", output.story());
+    let files_with_findings: std::collections::BTreeSet<&str> = got
+        .iter()
+        .map(|row| row.split(':').next().unwrap())
+        .collect();
+    assert_eq!(files_with_findings.len(), 6, "{got:?}");
+    assert_eq!(report["summary"]["timedOut"], 0, "{}", output.story());
+}
+
+/// The time (`t_ms`) of the first transcript entry `matches` selects.
+fn first_at(transcript: &[Value], matches: impl Fn(&Value) -> bool) -> Option<u64> {
+    transcript
+        .iter()
+        .find(|entry| matches(&entry["message"]))
+        .and_then(|entry| entry["t_ms"].as_u64())
+}
+
+/// The configuration hold with delays, on a fixture server named "bash-language-server" by its
+/// `serverInfo.name`: it asks for `workspace/configuration` 400 ms after `initialized`, and no
+/// `didOpen` reaches it before lspc's answer; a server of that name that never asks gets its
+/// documents once the 2 s bound passes, and a server under another name is not held at all.
+#[test]
+fn configuration_hold_keeps_opens_until_the_first_configuration_answer() {
+    let asks_late = json!({
+        "initializeResultExtra": {"serverInfo": {"name": "bash-language-server"}},
+        "afterInitialized": [{"after": 400, "actions": [{"request": {
+            "method": "workspace/configuration", "id": "cfg-late",
+            "params": {"items": [{"section": "bashIde"}]}}}]}]
+    });
+    let never_asks =
+        json!({"initializeResultExtra": {"serverInfo": {"name": "bash-language-server"}}});
+    let other_name = json!({"initializeResultExtra": {"serverInfo": {"name": "lspc-fixture"}}});
+    let mut gaps = Vec::new();
+    for (name, scenario) in [
+        ("asks", asks_late),
+        ("never", never_asks),
+        ("other", other_name),
+    ] {
+        let (workspace, mut session) =
+            fixture_session(&format!("hold-{name}"), scenario, "ERROR: real\n", 10);
+        let answer = complete_rows(&session.ask(diagnostics(1, "a.py")));
+        assert_eq!(answer, [row(1, 1, "error", "real")], "{name}");
+        let (status, stderr) = session.finish();
+        assert_eq!(status, Some(0), "{stderr}");
+        let transcript = workspace.transcript("fx");
+        let initialized = first_at(&transcript, |m| m["method"] == "initialized").unwrap();
+        let opened = first_at(&transcript, |m| m["method"] == "textDocument/didOpen").unwrap();
+        if name == "asks" {
+            let answered = first_at(&transcript, |m| m["id"] == "cfg-late").unwrap();
+            let order = |wanted: &dyn Fn(&Value) -> bool| {
+                transcript
+                    .iter()
+                    .position(|e| wanted(&e["message"]))
+                    .unwrap()
+            };
+            assert!(
+                order(&|m| m["id"] == "cfg-late")
+                    < order(&|m| m["method"] == "textDocument/didOpen"),
+                "{transcript:?}"
+            );
+            assert!(answered >= initialized + 400, "{transcript:?}");
+            assert!(opened >= answered, "{transcript:?}");
+        }
+        gaps.push(opened - initialized);
+    }
+    assert!(
+        gaps[1] >= 1900,
+        "never asks: opened {} ms after initialized",
+        gaps[1]
+    );
+    assert!(
+        gaps[2] < 1000,
+        "not held: opened {} ms after initialized",
+        gaps[2]
+    );
+}
