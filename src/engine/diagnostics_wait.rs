@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
 
-use super::super::settle::{push_settled, PushState, SettleRule};
+use super::super::settle::{push_settled, pushed_part_settled, PushState, SettleRule};
 use super::super::{DiagnosticsOutcome, FileDiagnostics};
 use super::{Purpose, State};
 use crate::process::ServerId;
@@ -301,19 +301,26 @@ impl State {
                 continue;
             }
             let server = &self.servers[id.0 as usize];
-            let settled = if server.pull_diagnostics {
-                self.pulled.get(&key) == Some(&doc_version) && !provisional
-            } else {
-                self.push_state(id, &wait.path, wait.readiness)
-                    .is_some_and(|state| {
-                        push_settled(
-                            &state,
-                            now,
-                            self.options.settle_quiet,
-                            self.options.settle_quiet_unversioned,
-                        )
-                    })
-            };
+            let settled =
+                if server.pull_diagnostics {
+                    let pulled = self.pulled.get(&key) == Some(&doc_version) && !provisional;
+                    // The pushed part of a server that also publishes, by its own rule.
+                    pulled
+                        && (server.settle_rule() != SettleRule::PullAndPublish
+                            || self.push_state(id, &wait.path, wait.readiness).is_some_and(
+                                |state| pushed_part_settled(&state, now, self.options.settle_quiet),
+                            ))
+                } else {
+                    self.push_state(id, &wait.path, wait.readiness)
+                        .is_some_and(|state| {
+                            push_settled(
+                                &state,
+                                now,
+                                self.options.settle_quiet,
+                                self.options.settle_quiet_unversioned,
+                            )
+                        })
+                };
             if settled {
                 let server = &self.servers[id.0 as usize];
                 log::debug!(

@@ -14,9 +14,9 @@ use crossbeam_channel::{never, select, Receiver, Sender};
 use serde_json::Value;
 
 use super::documents::Documents;
-use super::settle::push_settle_time;
+use super::settle::{push_settle_time, pushed_part_settle_time, SettleRule};
 use super::{BuiltRequest, EngineOptions, Op, ServerStatus};
-use crate::diagnostics::DiagnosticStore;
+use crate::diagnostics::{DiagnosticStore, Origin};
 use crate::process::{ServerEvent, ServerId, ServerProcess};
 use crate::text::LineIndex;
 
@@ -332,8 +332,15 @@ impl State {
                     .servers
                     .iter()
                     .filter_map(|server| {
-                        let diagnostics = server.raw_diagnostics.get(&path)?;
-                        Some((server.server_id, diagnostics.clone()))
+                        let pulled = server.raw_diagnostics.get(&(path.clone(), Origin::Pulled));
+                        let published = server
+                            .raw_diagnostics
+                            .get(&(path.clone(), Origin::Published));
+                        if pulled.is_none() && published.is_none() {
+                            return None;
+                        }
+                        let diagnostics = pulled.into_iter().chain(published).flatten();
+                        Some((server.server_id, diagnostics.cloned().collect()))
                     })
                     .collect();
                 let _ = reply.send(raw);
@@ -394,6 +401,7 @@ impl State {
     }
 
     fn next_deadline(&self) -> Option<Instant> {
+        let now = Instant::now();
         let mut deadlines: Vec<Instant> = Vec::new();
         for server in &self.servers {
             if let ServerState::Starting { deadline, .. } = server.state {
@@ -423,6 +431,18 @@ impl State {
                 // A settled server's settle time is past: it must not wake the loop at once.
                 for id in wait.servers.iter().filter(|id| !wait.done.contains_key(id)) {
                     if let Some(state) = self.push_state(*id, &wait.path, wait.readiness) {
+                        let server = &self.servers[id.0 as usize];
+                        if server.pull_diagnostics {
+                            // The pull answer is an event; only a pushed part's quiet period
+                            // still to come is a deadline (a past one would spin the loop).
+                            if server.settle_rule() == SettleRule::PullAndPublish {
+                                deadlines.extend(
+                                    pushed_part_settle_time(&state, self.options.settle_quiet)
+                                        .filter(|&at| at > now),
+                                );
+                            }
+                            continue;
+                        }
                         deadlines.extend(push_settle_time(
                             &state,
                             self.options.settle_quiet,

@@ -24,6 +24,7 @@ use super::super::{
 };
 use super::{Purpose, Retry, State};
 use crate::config::ServerConfig;
+use crate::diagnostics::Origin;
 use crate::process::{self, ServerId, ServerProcess, SpawnSpec};
 use crate::text::PositionEncoding;
 use crate::transport::Outgoing;
@@ -54,6 +55,9 @@ pub(super) struct Server {
     /// A static `diagnosticProvider`, and the live dynamic registrations of
     /// `textDocument/diagnostic` (pyright registers, re-registers and unregisters at start-up).
     pub(super) static_pull: bool,
+    /// Whether it published diagnostics while offering pull (issue 15: rust-analyzer's
+    /// `cargo check`), which makes its rule [`SettleRule::PullAndPublish`]. Kept across restarts.
+    pub(super) publishes_with_pull: bool,
     pub(super) pull_registrations: BTreeSet<String>,
     /// `textDocumentSync.save` asked for: `Some(include_text)`.
     pub(super) save: Option<bool>,
@@ -68,7 +72,8 @@ pub(super) struct Server {
     pub(super) publishes: HashMap<PathBuf, PublishInfo>,
     /// The diagnostics of the last publish or full pull per document exactly as the server sent
     /// them (its encoding, `data` kept), for code-action contexts ([`Op::RawDiagnostics`]).
-    pub(super) raw_diagnostics: HashMap<PathBuf, Vec<Value>>,
+    /// Kept per origin: a server that pulls and pushes for one file has both in force.
+    pub(super) raw_diagnostics: HashMap<(PathBuf, Origin), Vec<Value>>,
     /// Restart policy, crash streak and hung detection (see [`super::supervisor`]).
     pub(super) supervisor: Supervisor,
     /// Whether some process of this server ever answered `initialize`: only then is an exit a
@@ -147,6 +152,7 @@ impl Server {
             pull_diagnostics: false,
             server_info_name: None,
             static_pull: false,
+            publishes_with_pull: false,
             pull_registrations: BTreeSet::new(),
             save: None,
             active_progress: BTreeSet::new(),
@@ -190,6 +196,7 @@ impl Server {
             &self.config.name,
             self.server_info_name.as_deref(),
             self.pull_diagnostics,
+            self.publishes_with_pull,
         )
     }
 

@@ -20,7 +20,7 @@ use super::super::documents::read_text;
 use super::super::server_requests::{self, SideEffect};
 use super::super::settle::PublishInfo;
 use super::State;
-use crate::diagnostics::{self, Diagnostic};
+use crate::diagnostics::{self, Diagnostic, Origin};
 use crate::process::{ServerEvent, ServerId};
 use crate::text::{LineIndex, PositionEncoding};
 use crate::transport::{IncomingMessage, Outgoing};
@@ -274,11 +274,17 @@ impl State {
             }
         }
         let server = &mut self.servers[server_id.0 as usize];
+        if server.pull_diagnostics && !server.publishes_with_pull {
+            log::debug!(
+                "{name}: publishes besides pull diagnostics: settle rule pull-and-publish from now on"
+            );
+            server.publishes_with_pull = true;
+        }
         server
             .publishes
             .insert(path.clone(), PublishInfo { version, at });
         server.raw_diagnostics.insert(
-            path.clone(),
+            (path.clone(), Origin::Published),
             raw_diagnostic_values(params.get("diagnostics")),
         );
         if !server.config.diagnostics {
@@ -286,7 +292,7 @@ impl State {
         }
         let encoding = server.encoding;
         let converted = self.convert(&name, &path, &raw, encoding);
-        self.record_diagnostics(&name, &path, converted);
+        self.record_diagnostics(&name, &path, Origin::Published, converted);
     }
 
     fn convert(
@@ -348,7 +354,7 @@ impl State {
             return;
         }
         self.servers[server_id.0 as usize].raw_diagnostics.insert(
-            path.to_path_buf(),
+            (path.to_path_buf(), Origin::Pulled),
             raw_diagnostic_values(report.get("items")),
         );
         if !diagnostics_enabled {
@@ -365,6 +371,6 @@ impl State {
             })
             .unwrap_or_default();
         let converted = self.convert(&name, path, &items, encoding);
-        self.record_diagnostics(&name, path, converted);
+        self.record_diagnostics(&name, path, Origin::Pulled, converted);
     }
 }

@@ -492,3 +492,69 @@ fn configuration_hold_keeps_opens_until_the_first_configuration_answer() {
         gaps[2]
     );
 }
+
+/// A pull server that also publishes a check pass for the same file, modelled on rust-analyzer
+/// (native diagnostics pulled; `cargo check`'s pushed with the version, under `$/progress`
+/// "rust-analyzer/flycheck/0", at start-up and on save), with delays: the pull answers at once
+/// with the markers; the check pass begins its progress at the open and at each save, publishes
+/// 300 ms (open) or 400 ms (save) later, then ends its progress. Rule `pull-and-publish` keeps
+/// both sets and reports their union: the answer holds the pushed set although the pull
+/// answered first, a save's pushed set replaces the old one (not the pulled set), and every
+/// answer equals the one after a long wait. Under another name the rule is learned from the
+/// first publish. Before, the later of the two replaced the other.
+#[test]
+fn pull_and_publish_reports_the_union_and_waits_for_the_check_pass() {
+    let check_pass = |delay: u64, message: &str| {
+        let progress = |kind: &str| json!({"notify": {"method": "$/progress", "params": {"token": "rust-analyzer/flycheck/0", "value": {"kind": kind, "title": "cargo check"}}}});
+        json!([progress("begin"), {"after": delay, "actions": [
+            {"publish": {"version": "$VERSION", "diagnostics": [
+                {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 2}},
+                 "severity": 2, "source": "check", "message": message}]}},
+            progress("end")
+        ]}])
+    };
+    for server_name in ["rust-analyzer", "lspc-fixture"] {
+        let scenario = json!({
+            "initializeResultExtra": {"serverInfo": {"name": server_name}},
+            "capabilities": {
+                "textDocumentSync": {"openClose": true, "change": 1, "save": {"includeText": false}},
+                "diagnosticProvider": {"interFileDependencies": false, "workspaceDiagnostics": false}
+            },
+            "rules": [
+                {"method": "textDocument/didOpen", "actions": check_pass(300, "check: open")},
+                {"method": "textDocument/didSave", "actions": check_pass(400, "check: saved")}
+            ]
+        });
+        let (workspace, mut session) = fixture_session(
+            &format!("pull-push-{server_name}"),
+            scenario,
+            "ERROR: first\n",
+            10,
+        );
+        let first = complete_rows(&session.ask(diagnostics(1, "a.py")));
+        assert_eq!(
+            first,
+            [
+                row(1, 1, "error", "first"),
+                row(1, 1, "warning", "check: open")
+            ],
+            "{server_name}"
+        );
+        workspace.file("a.py", "ERROR: second\n");
+        let second = complete_rows(&session.ask(diagnostics(2, "a.py")));
+        let expected = [
+            row(1, 1, "error", "second"),
+            row(1, 1, "warning", "check: saved"),
+        ];
+        assert_eq!(second, expected, "{server_name}");
+        std::thread::sleep(LONG_WAIT);
+        let later = complete_rows(&session.ask(diagnostics(3, "a.py")));
+        assert_eq!(later, expected, "{server_name}: after a long wait");
+        let (status, stderr) = session.finish();
+        assert_eq!(status, Some(0), "{stderr}");
+        for version in 1..=2 {
+            let line = format!("a.py v{version} settled by rule pull-and-publish");
+            assert!(stderr.contains(&line), "no {line:?} in {stderr}");
+        }
+    }
+}
