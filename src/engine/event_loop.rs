@@ -158,6 +158,9 @@ struct State {
     /// Pulls in flight when their server sent `workspace/diagnostic/refresh`: their answers
     /// are out of date and are dropped for a new pull.
     stale_pulls: HashSet<(ServerId, PathBuf)>,
+    /// The last `typescript.tsserverRequest` confirmation per (server, document)
+    /// (`tsserver_probe.rs`).
+    probes: HashMap<(ServerId, PathBuf), super::tsserver_probe::Probe>,
     pending: HashMap<(ServerId, i32), Purpose>,
     retries: Vec<Retry>,
     syncs: Vec<PendingSync>,
@@ -198,6 +201,7 @@ impl State {
             pulls_in_flight: HashSet::new(),
             provisional_pulls: HashSet::new(),
             stale_pulls: HashSet::new(),
+            probes: HashMap::new(),
             pending: HashMap::new(),
             retries: Vec::new(),
             syncs: Vec::new(),

@@ -191,13 +191,23 @@ impl Server {
 
     /// How this server signals that a document's diagnostics are complete, now (a pull
     /// registration can arrive after `initialized`).
+    /// A push server offering `typescript.tsserverRequest` (typescript-language-server under
+    /// any name: it sends no `serverInfo`) gets [`SettleRule::ConfirmedUnversionedPublish`].
     pub(super) fn settle_rule(&self) -> SettleRule {
-        SettleRule::for_server(
+        let rule = SettleRule::for_server(
             &self.config.name,
             self.server_info_name.as_deref(),
             self.pull_diagnostics,
             self.publishes_with_pull,
-        )
+        );
+        match rule {
+            SettleRule::QuietAfterPublish | SettleRule::QuietAfterUnversionedPublish
+                if super::super::tsserver_probe::offered(&self.capabilities) =>
+            {
+                SettleRule::ConfirmedUnversionedPublish
+            }
+            rule => rule,
+        }
     }
 
     /// Initialized and ready for documents and requests (not held by the configuration gate).
@@ -615,7 +625,7 @@ impl State {
                         },
                     });
                 }
-                (Purpose::Pull { .. } | Purpose::Shutdown, _) => {}
+                (Purpose::Pull { .. } | Purpose::Shutdown | Purpose::Probe { .. }, _) => {}
             }
         }
     }

@@ -23,6 +23,7 @@ mod event_loop;
 mod pending_publishes;
 pub mod server_requests;
 mod settle;
+mod tsserver_probe;
 pub use settle::SettleRule;
 pub mod supervisor;
 mod watchdog;

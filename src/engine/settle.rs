@@ -63,11 +63,18 @@ pub enum SettleRule {
     QuietAfterPublish,
     /// No completeness signal and no versions: a publish received after the text was sent, then
     /// the longer unversioned quiet period (1.5 s), or 3 s of silence when the server publishes
-    /// nothing for a change (the set stands). typescript-language-server (it publishes the
-    /// syntactic set, often empty, before the semantic one, and only after its project loaded:
-    /// its `$/progress` "Initializing JS/TS language features" holds the wait), taplo (an empty
-    /// batch first, then the real one).
+    /// nothing for a change (the set stands). taplo (an empty batch first, then the real one);
+    /// typescript-language-server when its publish is not confirmed (it publishes the syntactic
+    /// set, often empty, before the semantic one, and only after its project loaded: its
+    /// `$/progress` "Initializing JS/TS language features" holds the wait).
     QuietAfterUnversionedPublish,
+    /// typescript-language-server 5.3.0: no versions and no completeness signal in its
+    /// publishes, but `typescript.tsserverRequest` lets lspc ask tsserver for the file's
+    /// syntactic, semantic and suggestion diagnostics (`tsserver_probe.rs`): a publish whose set
+    /// equals their union settles at once (also an older publish, when an edit left the set
+    /// unchanged and the server published nothing). Otherwise, or when the command is not
+    /// offered, as [`SettleRule::QuietAfterUnversionedPublish`].
+    ConfirmedUnversionedPublish,
 }
 
 impl SettleRule {
@@ -95,9 +102,8 @@ impl SettleRule {
         }
         let known = |name: &str| match name {
             "clangd" => Some(SettleRule::VersionedPublish),
-            "typescript-language-server" | "taplo" => {
-                Some(SettleRule::QuietAfterUnversionedPublish)
-            }
+            "typescript-language-server" => Some(SettleRule::ConfirmedUnversionedPublish),
+            "taplo" => Some(SettleRule::QuietAfterUnversionedPublish),
             _ => None,
         };
         server_info_name
@@ -147,6 +153,7 @@ impl SettleRule {
             SettleRule::VersionedPublish => "versioned-publish",
             SettleRule::QuietAfterPublish => "quiet-after-publish",
             SettleRule::QuietAfterUnversionedPublish => "quiet-after-unversioned-publish",
+            SettleRule::ConfirmedUnversionedPublish => "unversioned-publish-confirmed",
         }
     }
 
@@ -164,6 +171,9 @@ impl SettleRule {
             }
             SettleRule::QuietAfterPublish => {
                 "the publish for the sent version, then a quiet period with no $/progress work (no completeness signal)"
+            }
+            SettleRule::ConfirmedUnversionedPublish => {
+                "a publish whose set equals tsserver's own syntactic, semantic and suggestion diagnostics for the file (asked with typescript.tsserverRequest), at once; otherwise as quiet-after-unversioned-publish"
             }
             SettleRule::QuietAfterUnversionedPublish => {
                 "a publish after the text was sent, then the longer unversioned quiet period (no versions, no completeness signal)"
@@ -506,7 +516,7 @@ mod tests {
             "ts",
             Some("typescript-language-server"),
             false,
-            SettleRule::QuietAfterUnversionedPublish,
+            SettleRule::ConfirmedUnversionedPublish,
         );
         check(
             "taplo",

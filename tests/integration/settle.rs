@@ -558,3 +558,161 @@ fn pull_and_publish_reports_the_union_and_waits_for_the_check_pass() {
         }
     }
 }
+
+/// `tsc --noEmit -p . --pretty false` in `workspace`, as `(file, line, column, message)` rows
+/// for `file` (tsc's columns are UTF-16; these files are ASCII).
+fn tsc_rows(workspace: &Workspace, file: &str) -> Vec<(u64, u64, String, String)> {
+    let output = TestCommand::new("tsc")
+        .current_dir(&workspace.root)
+        .args(["--noEmit", "-p", ".", "--pretty", "false"])
+        .timeout(Duration::from_secs(120))
+        .run();
+    let prefix = format!("{file}(");
+    let mut rows: Vec<_> = output
+        .stdout
+        .lines()
+        .filter_map(|line| line.strip_prefix(&prefix))
+        .map(|rest| {
+            let (position, rest) = rest.split_once("): error TS").unwrap();
+            let (line, column) = position.split_once(',').unwrap();
+            let (_, message) = rest.split_once(": ").unwrap();
+            row(
+                line.parse().unwrap(),
+                column.parse().unwrap(),
+                "error",
+                message,
+            )
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+/// typescript-language-server 5.3.0 (TypeScript 6), rule `unversioned-publish-confirmed`: each
+/// file settles as soon as its publish equals tsserver's own three diagnostics sets (asked with
+/// `typescript.tsserverRequest`), never on the empty syntactic set published first for a file
+/// with a type error. Files: a type error (`app.ts`), a clean file (`shapes.ts`), an error in
+/// an imported file (`broken.ts`) and the error it causes in its importer (`uses.ts`); then
+/// `app.ts` fixed. Every answer equals the one after a long wait and tsc's.
+#[test]
+fn typescript_publish_confirmed_by_tsserver_settles_at_once_and_matches_tsc() {
+    require_program!("typescript-language-server");
+    require_program!("tsc");
+    let workspace = Workspace::copy_of("typescript");
+    workspace.file("src/broken.ts", "export const n: number = \"x\";\n");
+    workspace.file(
+        "src/uses.ts",
+        "import { n } from \"./broken\";\nexport const m: string = n;\n",
+    );
+    let config = workspace.config(json!({ "typescript-language-server": typescript_entry() }));
+    let mut session = BatchSession::start(&workspace, &config, 90);
+    let files = [
+        "src/app.ts",
+        "src/shapes.ts",
+        "src/uses.ts",
+        "src/broken.ts",
+    ];
+    let mut id = 0;
+    let mut ask = |session: &mut BatchSession, file: &str| {
+        id += 1;
+        let mut rows = complete_rows(&session.ask(diagnostics(id, file)));
+        rows.sort();
+        rows
+    };
+    let fast: Vec<_> = files.iter().map(|file| ask(&mut session, file)).collect();
+    assert_eq!(
+        fast[0],
+        [row(
+            2,
+            7,
+            "error",
+            "Type 'string' is not assignable to type 'number'."
+        )]
+    );
+    assert_eq!(fast[1], []);
+    assert_eq!(
+        fast[2],
+        [row(
+            2,
+            14,
+            "error",
+            "Type 'number' is not assignable to type 'string'."
+        )]
+    );
+    for (file, rows) in files.iter().zip(&fast) {
+        assert_eq!(rows, &tsc_rows(&workspace, file), "{file} against tsc");
+    }
+    std::thread::sleep(LONG_WAIT);
+    let later: Vec<_> = files.iter().map(|file| ask(&mut session, file)).collect();
+    assert_eq!(later, fast, "after a long wait");
+    workspace.file("src/app.ts", "export const total: number = 2;\n");
+    assert_eq!(ask(&mut session, "src/app.ts"), []);
+    assert_eq!(tsc_rows(&workspace, "src/app.ts"), []);
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    // The fast path: every file's answer was confirmed, not left to the quiet period.
+    for file in files {
+        let line = format!("{file} v1 confirmed by tsserver");
+        assert!(stderr.contains(&line), "no {line:?} in {stderr}");
+    }
+    assert!(
+        stderr.contains("src/app.ts v2 confirmed by tsserver"),
+        "{stderr}"
+    );
+}
+
+/// Rule `unversioned-publish-confirmed` on a fixture server named typescript-language-server,
+/// with delays: it publishes an empty (syntactic) set at the open and the real set 600 ms later,
+/// without versions, and answers `typescript.tsserverRequest` with tsserver-shaped sets. The
+/// empty publish does not match tsserver's sets, so it never settles the file; the later one does
+/// at once (before the 1.5 s quiet period could). When the answers never match, the quiet period
+/// applies as before and the answer is the same.
+#[test]
+fn confirmed_unversioned_publish_through_delays_and_its_fallback() {
+    let marker = json!({"start": {"line": 1, "offset": 1}, "end": {"line": 1, "offset": 12}, "code": "FX1", "category": "error", "text": "real"});
+    let other = json!({"start": {"line": 1, "offset": 1}, "end": {"line": 1, "offset": 12}, "code": 1, "category": "error", "text": "real"});
+    for (name, semantic) in [("matches", marker), ("differs", other)] {
+        let reply = |body: Value| json!([{"reply": {"seq": 0, "type": "response", "success": true, "body": body}}]);
+        let scenario = json!({
+            "initializeResultExtra": {"serverInfo": {"name": "typescript-language-server"}},
+            "capabilities": {"textDocumentSync": {"openClose": true, "change": 1},
+                             "executeCommandProvider": {"commands": ["typescript.tsserverRequest"]}},
+            "publishOnChange": false,
+            "rules": [
+                {"method": "textDocument/didOpen", "actions": [
+                    {"publish": {"version": "omit", "diagnostics": []}},
+                    {"after": 600, "actions": [{"publish": {"version": "omit", "diagnostics": "markers"}}]}
+                ]},
+                {"method": "workspace/executeCommand", "nth": 2, "actions": reply(json!([semantic]))},
+                {"method": "workspace/executeCommand", "nth": 5, "actions": reply(json!([semantic]))},
+                {"method": "workspace/executeCommand", "actions": reply(json!([]))}
+            ]
+        });
+        let mut workspace = Workspace::new(&format!("confirm-{name}"));
+        workspace.file("a.ts", "ERROR: real\n");
+        let config =
+            workspace.fixture_config(&[("typescript-language-server", &[".ts"], scenario)]);
+        let mut session = BatchSession::start(&workspace, &config, 10);
+        let started = std::time::Instant::now();
+        let answer = complete_rows(&session.ask(diagnostics(1, "a.ts")));
+        let elapsed = started.elapsed();
+        assert_eq!(answer, [row(1, 1, "error", "real")], "{name}");
+        std::thread::sleep(LONG_WAIT);
+        let later = complete_rows(&session.ask(diagnostics(2, "a.ts")));
+        assert_eq!(later, answer, "{name}: after a long wait");
+        let (status, stderr) = session.finish();
+        assert_eq!(status, Some(0), "{stderr}");
+        let confirmed = stderr.contains("a.ts v1 confirmed by tsserver");
+        assert_eq!(confirmed, name == "matches", "{name}: {stderr}");
+        if name == "differs" {
+            // Settled by the quiet period after the 600 ms publish.
+            assert!(elapsed >= Duration::from_millis(2000), "{elapsed:?}");
+        }
+        let probes = workspace
+            .transcript("typescript-language-server")
+            .iter()
+            .filter(|entry| entry["message"]["method"] == "workspace/executeCommand")
+            .count();
+        assert_eq!(probes, 6, "{name}: two publishes, three requests each");
+    }
+}
