@@ -836,7 +836,8 @@ fn rust_analyzer_type_error_is_reported_not_an_early_clean() {
         .lspc()
         .args(["check", "--no-builtin", "--format", "json", "--config"])
         .arg(&config)
-        .args(["--severity", "hint", "src/lib.rs"])
+        // cargo check (flycheck) takes a while on a loaded machine; 30 s was not always enough.
+        .args(["--severity", "hint", "--timeout", "120", "src/lib.rs"])
         .run();
     output.status(1);
     assert_eq!(
