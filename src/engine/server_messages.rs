@@ -273,8 +273,14 @@ impl State {
                 );
             }
         }
+        // A publish for a document lspc opened on it (not, say, tsgo's tsconfig.json diagnostics)
+        // shows the server pushes alongside its pull answers.
+        let open_here = self
+            .documents
+            .get(&path)
+            .is_some_and(|doc| doc.open_on.contains_key(&server_id));
         let server = &mut self.servers[server_id.0 as usize];
-        if server.pull_diagnostics && !server.publishes_with_pull {
+        if server.pull_diagnostics && !server.publishes_with_pull && open_here {
             log::debug!(
                 "{name}: publishes besides pull diagnostics: settle rule pull-and-publish from now on"
             );

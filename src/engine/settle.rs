@@ -48,7 +48,9 @@ pub enum SettleRule {
     /// change: 250 ms, at least [`QUIET_AFTER_SAVE`] when a `didSave` went with the text (a check
     /// on save). rust-analyzer 0.0.330: native diagnostics are pulled, `cargo check`'s (flycheck,
     /// at start-up and on save, under `$/progress` "cargo check") are pushed with the version.
-    /// Also any pull server once it has published while offering pull.
+    /// Also any pull server once it has published, while offering pull, for a document lspc
+    /// opened on it (TypeScript 7 publishes only for its `tsconfig.json`, which it is not
+    /// given, and keeps [`SettleRule::Pull`]).
     PullAndPublish,
     /// One versioned publish per version, and it is final: the first publish carrying the sent
     /// version settles at once, whatever `$/progress` (background indexing) says. clangd 14:
