@@ -284,15 +284,48 @@ fn cross_server_key(diagnostic: &Diagnostic) -> CrossServerKey {
     )
 }
 
-/// The latest published set per (server name, file), following LSP 3.17
-/// §`textDocument/publishDiagnostics`: each publish replaces only that server's set for that file.
+/// Where a server's set for a file came from: a `textDocument/publishDiagnostics` push, or the
+/// answer to a `textDocument/diagnostic` pull (LSP 3.17 §`DocumentDiagnosticReport`). A server
+/// may do both for one file (rust-analyzer: native diagnostics are pulled, `cargo check`'s are
+/// pushed), and the two sets are kept apart: neither replaces the other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Origin {
+    Published,
+    Pulled,
+}
+
+/// One server's sets for one file, by [`Origin`]; `None` until that origin reported.
+#[derive(Debug, Default, Clone)]
+struct ServerSets {
+    published: Option<Vec<Diagnostic>>,
+    pulled: Option<Vec<Diagnostic>>,
+}
+
+impl ServerSets {
+    fn slot(&mut self, origin: Origin) -> &mut Option<Vec<Diagnostic>> {
+        match origin {
+            Origin::Published => &mut self.published,
+            Origin::Pulled => &mut self.pulled,
+        }
+    }
+
+    /// Both sets, pulled first.
+    fn iter(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.pulled.iter().chain(self.published.iter()).flatten()
+    }
+}
+
+/// The latest set per (server name, file, [`Origin`]), following LSP 3.17
+/// §`textDocument/publishDiagnostics`: each publish replaces only that server's published set for
+/// that file, and each full pull answer only its pulled set; a server's diagnostics for the file
+/// are the union of the two.
 ///
 /// An empty publish is kept as an empty set, so [`DiagnosticStore::has_published`] can tell
 /// "server said clean" from "server said nothing" (B14).
 #[derive(Debug, Default, Clone)]
 pub struct DiagnosticStore {
-    /// file -> server name -> latest set.
-    by_file: BTreeMap<PathBuf, BTreeMap<String, Vec<Diagnostic>>>,
+    /// file -> server name -> latest sets.
+    by_file: BTreeMap<PathBuf, BTreeMap<String, ServerSets>>,
 }
 
 impl DiagnosticStore {
@@ -300,15 +333,30 @@ impl DiagnosticStore {
         DiagnosticStore::default()
     }
 
-    /// Replaces `server`'s set for `path` with `diags` (which may be empty).
+    /// Replaces `server`'s published set for `path` with `diags` (which may be empty).
     pub fn replace(&mut self, server: &str, path: &Path, diags: Vec<Diagnostic>) {
-        self.by_file
-            .entry(path.to_path_buf())
-            .or_default()
-            .insert(server.to_string(), diags);
+        self.replace_from(server, path, Origin::Published, diags);
     }
 
-    /// Forgets everything `server` published (it exited or was restarted).
+    /// Replaces `server`'s set of `origin` for `path` with `diags` (which may be empty); its set
+    /// of the other origin is kept.
+    pub fn replace_from(
+        &mut self,
+        server: &str,
+        path: &Path,
+        origin: Origin,
+        diags: Vec<Diagnostic>,
+    ) {
+        *self
+            .by_file
+            .entry(path.to_path_buf())
+            .or_default()
+            .entry(server.to_string())
+            .or_default()
+            .slot(origin) = Some(diags);
+    }
+
+    /// Forgets everything `server` published or was pulled for (it exited or was restarted).
     pub fn clear_server(&mut self, server: &str) {
         self.by_file.retain(|_, servers| {
             servers.remove(server);
@@ -316,29 +364,32 @@ impl DiagnosticStore {
         });
     }
 
-    /// Forgets every server's set for `path` (the document was closed).
+    /// Forgets every server's sets for `path` (the document was closed or changed).
     pub fn clear_file(&mut self, path: &Path) {
         self.by_file.remove(path);
     }
 
-    /// True when `server` has published for `path` (possibly an empty set) since the last clear.
+    /// True when `server` has reported for `path` (possibly an empty set, by either origin)
+    /// since the last clear.
     pub fn has_published(&self, server: &str, path: &Path) -> bool {
         self.by_file
             .get(path)
             .is_some_and(|servers| servers.contains_key(server))
     }
 
-    /// `server`'s latest set for `path`, as published (unsorted), if any.
-    pub fn get(&self, server: &str, path: &Path) -> Option<&[Diagnostic]> {
-        self.by_file.get(path)?.get(server).map(Vec::as_slice)
+    /// `server`'s diagnostics for `path`: its pulled set followed by its published set, unsorted
+    /// and not deduplicated, if it reported any.
+    pub fn get(&self, server: &str, path: &Path) -> Option<Vec<Diagnostic>> {
+        let sets = self.by_file.get(path)?.get(server)?;
+        Some(sets.iter().cloned().collect())
     }
 
-    /// The union of every server's set for `path`, in report order.
+    /// The union of every server's sets for `path`, in report order.
     ///
     /// Servers are visited in `server_order` (highest precedence first), then any other server
-    /// that published for the file, by name. Duplicates across servers (same range, severity,
+    /// that reported for the file, by name. Duplicates across servers (same range, severity,
     /// message and code; source and server ignored) keep the first, highest-precedence copy;
-    /// within one server only fully identical diagnostics collapse.
+    /// within one server (both origins together) only fully identical diagnostics collapse.
     pub fn merged(&self, path: &Path, server_order: &[&str]) -> Vec<Diagnostic> {
         let Some(servers) = self.by_file.get(path) else {
             return Vec::new();
@@ -359,7 +410,7 @@ impl DiagnosticStore {
         let mut merged = Vec::new();
         for name in visit {
             let mut seen_here: HashSet<&Diagnostic> = HashSet::new();
-            for diagnostic in &servers[name] {
+            for diagnostic in servers[name].iter() {
                 if !seen_here.insert(diagnostic) {
                     continue;
                 }
@@ -375,7 +426,7 @@ impl DiagnosticStore {
         merged
     }
 
-    /// Every file some server has published for (possibly an empty set), in path order.
+    /// Every file some server has reported for (possibly an empty set), in path order.
     pub fn files(&self) -> impl Iterator<Item = &Path> {
         self.by_file.keys().map(PathBuf::as_path)
     }
@@ -943,6 +994,36 @@ mod tests {
     }
 
     #[test]
+    fn store_keeps_published_and_pulled_sets_apart() {
+        let pulled = || dg("A", "a.py", 1, 1, 'E', "native", None, Some("E1"));
+        let pushed = || dg("A", "a.py", 3, 1, 'E', "check", Some("rustc"), Some("E1"));
+        let a = Path::new("/ws/a.py");
+        let mut store = DiagnosticStore::new();
+        store.replace_from("A", a, Origin::Pulled, vec![pulled()]);
+        store.replace_from("A", a, Origin::Published, vec![pushed(), pulled()]);
+        // The union, the identical copy kept once.
+        assert_eq!(
+            shows(&store.merged(a, &["A"])),
+            [
+                "a.py 1:1-1:2 error native src=- code=E1 @A",
+                "a.py 3:1-3:2 error check src=rustc code=E1 @A",
+            ]
+        );
+        // A later pull answer replaces only the pulled set, an empty publish only the pushed.
+        store.replace_from("A", a, Origin::Pulled, vec![]);
+        assert_eq!(
+            shows(&store.merged(a, &["A"])),
+            [
+                "a.py 1:1-1:2 error native src=- code=E1 @A",
+                "a.py 3:1-3:2 error check src=rustc code=E1 @A",
+            ]
+        );
+        store.replace_from("A", a, Origin::Published, vec![]);
+        assert_eq!(store.merged(a, &["A"]), vec![]);
+        assert_eq!(store.get("A", a).map(|set| set.len()), Some(0));
+    }
+
+    #[test]
     fn store_clear_and_files() {
         let mut store = DiagnosticStore::new();
         let a = Path::new("/ws/a.py");
@@ -954,7 +1035,7 @@ mod tests {
         assert_eq!(files, [a, b]);
         assert!(store.has_published("A", a));
         assert!(!store.has_published("C", a));
-        assert_eq!(store.get("A", a).map(<[Diagnostic]>::len), Some(0));
+        assert_eq!(store.get("A", a).map(|set| set.len()), Some(0));
         store.clear_server("B");
         assert!(!store.has_published("B", a));
         assert_eq!(store.merged(a, &["A", "B"]), vec![]);

@@ -16,9 +16,11 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
 
-use super::super::settle::{push_settled, PushState, SettleRule};
+use super::super::settle::{push_settled, pushed_part_settled, PushState, SettleRule};
+use super::super::tsserver_probe;
 use super::super::{DiagnosticsOutcome, FileDiagnostics};
 use super::{Purpose, State};
+use crate::diagnostics::Origin;
 use crate::process::ServerId;
 
 /// How many files one diagnostics op keeps in flight (below the 50-document LRU bound).
@@ -301,19 +303,28 @@ impl State {
                 continue;
             }
             let server = &self.servers[id.0 as usize];
-            let settled = if server.pull_diagnostics {
-                self.pulled.get(&key) == Some(&doc_version) && !provisional
-            } else {
-                self.push_state(id, &wait.path, wait.readiness)
-                    .is_some_and(|state| {
-                        push_settled(
-                            &state,
-                            now,
-                            self.options.settle_quiet,
-                            self.options.settle_quiet_unversioned,
-                        )
-                    })
-            };
+            let settled =
+                if server.pull_diagnostics {
+                    let pulled = self.pulled.get(&key) == Some(&doc_version) && !provisional;
+                    // The pushed part of a server that also publishes, by its own rule.
+                    pulled
+                        && (server.settle_rule() != SettleRule::PullAndPublish
+                            || self.push_state(id, &wait.path, wait.readiness).is_some_and(
+                                |state| pushed_part_settled(&state, now, self.options.settle_quiet),
+                            ))
+                } else {
+                    self.publish_confirmed(id, &wait.path, wait.readiness)
+                        || self
+                            .push_state(id, &wait.path, wait.readiness)
+                            .is_some_and(|state| {
+                                push_settled(
+                                    &state,
+                                    now,
+                                    self.options.settle_quiet,
+                                    self.options.settle_quiet_unversioned,
+                                )
+                            })
+                };
             if settled {
                 let server = &self.servers[id.0 as usize];
                 log::debug!(
@@ -409,6 +420,65 @@ impl State {
             attempts: 0,
         };
         self.send_request(server_id, purpose);
+    }
+
+    /// [`SettleRule::ConfirmedUnversionedPublish`]: whether the server's last publish for `path`
+    /// is confirmed complete for the sent version by tsserver's own answers
+    /// (`tsserver_probe.rs`). Sends the three requests when that publish (or the version) has
+    /// not been asked about yet, and the server reports no work in progress. Never for a
+    /// readiness wait, which keeps the quiet period.
+    fn publish_confirmed(&mut self, server_id: ServerId, path: &Path, readiness: bool) -> bool {
+        let server = &self.servers[server_id.0 as usize];
+        if readiness
+            || server.settle_rule() != SettleRule::ConfirmedUnversionedPublish
+            || server.busy()
+            || !tsserver_probe::offered(&server.capabilities)
+        {
+            return false;
+        }
+        let Some(&(sent_version, _)) = self
+            .documents
+            .get(path)
+            .and_then(|doc| doc.open_on.get(&server_id))
+        else {
+            return false;
+        };
+        let Some(publish) = server.publishes.get(path).copied() else {
+            return false;
+        };
+        let key = (server_id, path.to_path_buf());
+        match self.probes.get(&key) {
+            Some(probe) if probe.version == sent_version && probe.publish_at == publish.at => {
+                let published = server
+                    .raw_diagnostics
+                    .get(&(path.to_path_buf(), Origin::Published))
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[]);
+                let outcome = probe.outcome(published);
+                if outcome == Some(true) {
+                    log::debug!(
+                        "{}: publish for {} v{sent_version} confirmed by tsserver",
+                        server.config.name,
+                        path.display()
+                    );
+                }
+                outcome == Some(true)
+            }
+            _ => {
+                self.probes
+                    .insert(key, tsserver_probe::Probe::new(sent_version, publish.at));
+                for index in 0..tsserver_probe::REQUESTS.len() {
+                    let purpose = Purpose::Probe {
+                        path: path.to_path_buf(),
+                        version: sent_version,
+                        publish_at: publish.at,
+                        index,
+                    };
+                    self.send_request(server_id, purpose);
+                }
+                false
+            }
+        }
     }
 
     /// The settle inputs of (server, document); `readiness` turns the

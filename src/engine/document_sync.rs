@@ -161,6 +161,7 @@ impl State {
                     json!({ "textDocument": { "uri": doc.uri } }),
                 );
             }
+            self.probes.retain(|(_, probed), _| probed != &path);
             log::debug!("closed {} (LRU bound)", path.display());
         }
     }

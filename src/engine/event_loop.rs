@@ -14,9 +14,9 @@ use crossbeam_channel::{never, select, Receiver, Sender};
 use serde_json::Value;
 
 use super::documents::Documents;
-use super::settle::push_settle_time;
+use super::settle::{push_settle_time, pushed_part_settle_time, SettleRule};
 use super::{BuiltRequest, EngineOptions, Op, ServerStatus};
-use crate::diagnostics::DiagnosticStore;
+use crate::diagnostics::{DiagnosticStore, Origin};
 use crate::process::{ServerEvent, ServerId, ServerProcess};
 use crate::text::LineIndex;
 
@@ -158,6 +158,9 @@ struct State {
     /// Pulls in flight when their server sent `workspace/diagnostic/refresh`: their answers
     /// are out of date and are dropped for a new pull.
     stale_pulls: HashSet<(ServerId, PathBuf)>,
+    /// The last `typescript.tsserverRequest` confirmation per (server, document)
+    /// (`tsserver_probe.rs`).
+    probes: HashMap<(ServerId, PathBuf), super::tsserver_probe::Probe>,
     pending: HashMap<(ServerId, i32), Purpose>,
     retries: Vec<Retry>,
     syncs: Vec<PendingSync>,
@@ -198,6 +201,7 @@ impl State {
             pulls_in_flight: HashSet::new(),
             provisional_pulls: HashSet::new(),
             stale_pulls: HashSet::new(),
+            probes: HashMap::new(),
             pending: HashMap::new(),
             retries: Vec::new(),
             syncs: Vec::new(),
@@ -332,8 +336,15 @@ impl State {
                     .servers
                     .iter()
                     .filter_map(|server| {
-                        let diagnostics = server.raw_diagnostics.get(&path)?;
-                        Some((server.server_id, diagnostics.clone()))
+                        let pulled = server.raw_diagnostics.get(&(path.clone(), Origin::Pulled));
+                        let published = server
+                            .raw_diagnostics
+                            .get(&(path.clone(), Origin::Published));
+                        if pulled.is_none() && published.is_none() {
+                            return None;
+                        }
+                        let diagnostics = pulled.into_iter().chain(published).flatten();
+                        Some((server.server_id, diagnostics.cloned().collect()))
                     })
                     .collect();
                 let _ = reply.send(raw);
@@ -350,6 +361,9 @@ impl State {
                 let state = match &server.state {
                     ServerState::NotStarted => "not started".to_owned(),
                     ServerState::Starting { .. } => "starting".to_owned(),
+                    ServerState::Running { .. } if server.configuration_hold.is_some() => {
+                        "starting (waiting for its workspace/configuration request)".to_owned()
+                    }
                     ServerState::Running { .. } if !server.busy() => "running".to_owned(),
                     ServerState::Running { .. } => "running (busy)".to_owned(),
                     ServerState::Failed {
@@ -381,6 +395,7 @@ impl State {
     fn per_turn(&mut self) {
         let now = Instant::now();
         self.fire_startup_deadlines(now);
+        self.fire_configuration_holds(now);
         self.fire_request_deadlines(now);
         self.fire_restarts(now);
         self.fire_retries(now);
@@ -390,6 +405,7 @@ impl State {
     }
 
     fn next_deadline(&self) -> Option<Instant> {
+        let now = Instant::now();
         let mut deadlines: Vec<Instant> = Vec::new();
         for server in &self.servers {
             if let ServerState::Starting { deadline, .. } = server.state {
@@ -398,6 +414,7 @@ impl State {
             if server.is_restart_pending() {
                 deadlines.extend(server.supervisor.restart_at());
             }
+            deadlines.extend(server.configuration_hold);
         }
         for purpose in self.pending.values() {
             if let Purpose::Frontend { deadline, .. } = purpose {
@@ -418,6 +435,18 @@ impl State {
                 // A settled server's settle time is past: it must not wake the loop at once.
                 for id in wait.servers.iter().filter(|id| !wait.done.contains_key(id)) {
                     if let Some(state) = self.push_state(*id, &wait.path, wait.readiness) {
+                        let server = &self.servers[id.0 as usize];
+                        if server.pull_diagnostics {
+                            // The pull answer is an event; only a pushed part's quiet period
+                            // still to come is a deadline (a past one would spin the loop).
+                            if server.settle_rule() == SettleRule::PullAndPublish {
+                                deadlines.extend(
+                                    pushed_part_settle_time(&state, self.options.settle_quiet)
+                                        .filter(|&at| at > now),
+                                );
+                            }
+                            continue;
+                        }
                         deadlines.extend(push_settle_time(
                             &state,
                             self.options.settle_quiet,

@@ -17,7 +17,7 @@ use crossbeam_channel::Sender;
 use serde_json::Value;
 
 use super::{ServerState, State};
-use crate::diagnostics::{Diagnostic, DrainedBatch, PassiveRegistry};
+use crate::diagnostics::{Diagnostic, DrainedBatch, Origin, PassiveRegistry};
 use crate::engine::{EngineError, Op};
 
 /// Something a frontend may want to tell its own client about.
@@ -113,15 +113,25 @@ impl State {
         }
     }
 
-    /// Store `server`'s latest diagnostics for `path` (LSP replace semantics), queue them for
-    /// passive delivery and tell subscribers. Replaces a bare `store.replace` in the loop.
+    /// Store `server`'s latest diagnostics of `origin` for `path` (LSP replace semantics, per
+    /// origin), queue the server's union of both origins for passive delivery and tell
+    /// subscribers. Replaces a bare `store.replace` in the loop.
     ///
     /// Subscribers hear of a change only: a set equal to the last one they heard of for that
     /// server and file (a re-publish after `didSave`, a second pull answering the same) is not
     /// news (issue 11: one edit produced two `notifications/resources/updated`). The store itself
     /// cannot tell: it is cleared while a new version is analysed. A first empty set equals
     /// "nothing published".
-    pub(super) fn record_diagnostics(&mut self, server: &str, path: &Path, diags: Vec<Diagnostic>) {
+    pub(super) fn record_diagnostics(
+        &mut self,
+        server: &str,
+        path: &Path,
+        origin: Origin,
+        diags: Vec<Diagnostic>,
+    ) {
+        // The server's set for the file is the union of what it pulled and pushed.
+        self.store.replace_from(server, path, origin, diags);
+        let diags = self.store.get(server, path).unwrap_or_default();
         let fingerprint = {
             use std::hash::{Hash, Hasher};
             let mut hasher = std::collections::hash_map::DefaultHasher::new();
@@ -144,7 +154,6 @@ impl State {
             registry.register(server, path, diags.clone());
         }
         self.frontend.queued.add_one();
-        self.store.replace(server, path, diags);
         if changed {
             self.frontend.broadcast(FrontendEvent::DiagnosticsChanged {
                 path: path.to_path_buf(),

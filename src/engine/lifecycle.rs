@@ -19,9 +19,12 @@ use super::super::supervisor::{
     CrashDecision, RestartPolicy, Supervisor, HUNG_AFTER_MISSED_DEADLINES,
 };
 use super::super::watchdog::Watchdog;
-use super::super::{client_capabilities, EngineError, EngineOptions, ServerInfo};
+use super::super::{
+    client_capabilities, configuration_gate, EngineError, EngineOptions, ServerInfo,
+};
 use super::{Purpose, Retry, State};
 use crate::config::ServerConfig;
+use crate::diagnostics::Origin;
 use crate::process::{self, ServerId, ServerProcess, SpawnSpec};
 use crate::text::PositionEncoding;
 use crate::transport::Outgoing;
@@ -52,6 +55,9 @@ pub(super) struct Server {
     /// A static `diagnosticProvider`, and the live dynamic registrations of
     /// `textDocument/diagnostic` (pyright registers, re-registers and unregisters at start-up).
     pub(super) static_pull: bool,
+    /// Whether it published diagnostics while offering pull (issue 15: rust-analyzer's
+    /// `cargo check`), which makes its rule [`SettleRule::PullAndPublish`]. Kept across restarts.
+    pub(super) publishes_with_pull: bool,
     pub(super) pull_registrations: BTreeSet<String>,
     /// `textDocumentSync.save` asked for: `Some(include_text)`.
     pub(super) save: Option<bool>,
@@ -66,7 +72,8 @@ pub(super) struct Server {
     pub(super) publishes: HashMap<PathBuf, PublishInfo>,
     /// The diagnostics of the last publish or full pull per document exactly as the server sent
     /// them (its encoding, `data` kept), for code-action contexts ([`Op::RawDiagnostics`]).
-    pub(super) raw_diagnostics: HashMap<PathBuf, Vec<Value>>,
+    /// Kept per origin: a server that pulls and pushes for one file has both in force.
+    pub(super) raw_diagnostics: HashMap<(PathBuf, Origin), Vec<Value>>,
     /// Restart policy, crash streak and hung detection (see [`super::supervisor`]).
     pub(super) supervisor: Supervisor,
     /// Whether some process of this server ever answered `initialize`: only then is an exit a
@@ -78,6 +85,12 @@ pub(super) struct Server {
     /// The stderr tail of the last process that failed, kept for `lsp://servers` and `lspc
     /// servers` once the process is gone (issue 11: it showed `""` after a start-up failure).
     pub(super) failed_stderr_tail: String,
+    /// While set, the server counts as starting: documents are not opened on it until its first
+    /// `workspace/configuration` request is answered or this deadline passes
+    /// (`configuration_gate.rs`).
+    pub(super) configuration_hold: Option<Instant>,
+    /// Documents the previous process had open, re-opened when the hold ends.
+    pub(super) reopen_after_hold: Vec<PathBuf>,
 }
 
 pub(super) enum ServerState {
@@ -139,6 +152,7 @@ impl Server {
             pull_diagnostics: false,
             server_info_name: None,
             static_pull: false,
+            publishes_with_pull: false,
             pull_registrations: BTreeSet::new(),
             save: None,
             active_progress: BTreeSet::new(),
@@ -154,6 +168,8 @@ impl Server {
             watchdog: None,
             next_request_id: 0,
             failed_stderr_tail: String::new(),
+            configuration_hold: None,
+            reopen_after_hold: Vec::new(),
         }
     }
 
@@ -175,20 +191,39 @@ impl Server {
 
     /// How this server signals that a document's diagnostics are complete, now (a pull
     /// registration can arrive after `initialized`).
+    /// A push server offering `typescript.tsserverRequest` (typescript-language-server under
+    /// any name: it sends no `serverInfo`) gets [`SettleRule::ConfirmedUnversionedPublish`].
     pub(super) fn settle_rule(&self) -> SettleRule {
-        SettleRule::for_server(
+        let rule = SettleRule::for_server(
             &self.config.name,
             self.server_info_name.as_deref(),
             self.pull_diagnostics,
-        )
+            self.publishes_with_pull,
+        );
+        match rule {
+            SettleRule::QuietAfterPublish | SettleRule::QuietAfterUnversionedPublish
+                if super::super::tsserver_probe::offered(&self.capabilities) =>
+            {
+                SettleRule::ConfirmedUnversionedPublish
+            }
+            rule => rule,
+        }
     }
 
+    /// Initialized and ready for documents and requests (not held by the configuration gate).
     pub(super) fn is_running(&self) -> bool {
+        self.has_initialized_process() && self.configuration_hold.is_none()
+    }
+
+    /// `initialize` answered and the process alive, held or not (shutdown goes to it).
+    pub(super) fn has_initialized_process(&self) -> bool {
         matches!(self.state, ServerState::Running { .. })
     }
 
+    /// Waiting for `initialize`, or initialized and held until its configuration was asked for.
     pub(super) fn is_starting(&self) -> bool {
         matches!(self.state, ServerState::Starting { .. })
+            || (self.has_initialized_process() && self.configuration_hold.is_some())
     }
 
     /// Whether the server reports work in progress: an active `$/progress` token, or
@@ -428,12 +463,59 @@ impl State {
                 json!({ "settings": settings }),
             );
         }
-        // After a restart, re-open what the previous process had open, with current text.
+        let server = &mut self.servers[server_id.0 as usize];
+        server.configuration_hold = configuration_gate::holds_opens(
+            &server.config.name,
+            server.server_info_name.as_deref(),
+        )
+        .then(|| Instant::now() + configuration_gate::CONFIGURATION_GATE_TIMEOUT);
+        // After a restart, re-open what the previous process had open, with current text
+        // (once the configuration hold ends, for a held server).
         for path in self.documents.open_on(server_id) {
             if let Some(doc) = self.documents.get_mut(&path) {
                 doc.open_on.remove(&server_id);
             }
+            if self.servers[server_id.0 as usize]
+                .configuration_hold
+                .is_some()
+            {
+                self.servers[server_id.0 as usize]
+                    .reopen_after_hold
+                    .push(path);
+            } else {
+                self.open_on_server(server_id, &path);
+            }
+        }
+    }
+
+    /// Ends `server_id`'s configuration hold (its first `workspace/configuration` request was
+    /// answered, or `why` says the bound passed) and opens what waited for it.
+    pub(super) fn end_configuration_hold(&mut self, server_id: ServerId, why: &str) {
+        let server = &mut self.servers[server_id.0 as usize];
+        if server.configuration_hold.take().is_none() {
+            return;
+        }
+        log::debug!(
+            "{}: documents may be opened now ({why})",
+            server.config.name
+        );
+        for path in std::mem::take(&mut server.reopen_after_hold) {
             self.open_on_server(server_id, &path);
+        }
+    }
+
+    /// Ends the configuration holds whose bound passed.
+    pub(super) fn fire_configuration_holds(&mut self, now: Instant) {
+        for index in 0..self.servers.len() {
+            if self.servers[index]
+                .configuration_hold
+                .is_some_and(|until| now >= until)
+            {
+                self.end_configuration_hold(
+                    ServerId(index as u32),
+                    "no workspace/configuration request within the bound",
+                );
+            }
         }
     }
 
@@ -455,6 +537,7 @@ impl State {
         if let Some(mut watchdog) = server.watchdog.take() {
             watchdog.disarm();
         }
+        server.configuration_hold = None;
         let decision = if startup {
             CrashDecision::GiveUp { streak: 0 }
         } else {
@@ -542,7 +625,7 @@ impl State {
                         },
                     });
                 }
-                (Purpose::Pull { .. } | Purpose::Shutdown, _) => {}
+                (Purpose::Pull { .. } | Purpose::Shutdown | Purpose::Probe { .. }, _) => {}
             }
         }
     }

@@ -15,12 +15,15 @@
 //!   on every path, including SIGINT/SIGTERM.
 
 mod client_capabilities;
+mod configuration_gate;
+pub use configuration_gate::opens_note;
 mod documents;
 mod duplicates;
 mod event_loop;
 mod pending_publishes;
 pub mod server_requests;
 mod settle;
+mod tsserver_probe;
 pub use settle::SettleRule;
 pub mod supervisor;
 mod watchdog;

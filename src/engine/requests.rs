@@ -9,7 +9,7 @@ use crossbeam_channel::Sender;
 use lsp_server::{Message, Request, RequestId, ResponseError};
 use serde_json::{json, Value};
 
-use super::super::EngineError;
+use super::super::{tsserver_probe, EngineError};
 use super::{ServerState, State};
 use crate::process::ServerId;
 
@@ -67,6 +67,14 @@ pub(super) enum Purpose {
     },
     /// `shutdown`.
     Shutdown,
+    /// One of the three `typescript.tsserverRequest` diagnostics requests confirming the
+    /// publish received at `publish_at` for a document version (`tsserver_probe.rs`).
+    Probe {
+        path: PathBuf,
+        version: i32,
+        publish_at: Instant,
+        index: usize,
+    },
 }
 
 /// A frontend request waiting to be (re)sent: after a backoff, or for its server to start.
@@ -97,7 +105,9 @@ impl State {
             }
             return;
         };
-        if !server.is_running() {
+        let shutdown_while_held =
+            matches!(purpose, Purpose::Shutdown) && server.has_initialized_process();
+        if !server.is_running() && !shutdown_while_held {
             if let Some(reason) = server.permanent_failure() {
                 if let Purpose::Frontend { reply, .. } = purpose {
                     let _ = reply.send(Err(reason));
@@ -140,6 +150,17 @@ impl State {
                 )
             }
             Purpose::Shutdown => ("shutdown".to_owned(), Value::Null),
+            Purpose::Probe { path, index, .. } => {
+                let uri = self
+                    .documents
+                    .get(path)
+                    .map(|doc| doc.uri.clone())
+                    .unwrap_or_default();
+                (
+                    "workspace/executeCommand".to_owned(),
+                    tsserver_probe::params(tsserver_probe::REQUESTS[*index], &uri),
+                )
+            }
         };
         let id = server.next_id();
         if let (Purpose::Frontend { reply, .. }, Some(process)) = (&purpose, server.process()) {
@@ -278,6 +299,31 @@ impl State {
                 }
             }
             Purpose::Shutdown => {}
+            Purpose::Probe {
+                path,
+                version,
+                publish_at,
+                index,
+            } => {
+                let Some(probe) = self.probes.get_mut(&(server_id, path)) else {
+                    return;
+                };
+                if probe.version != version || probe.publish_at != publish_at {
+                    return;
+                }
+                if let Err(error) = &result {
+                    log::debug!(
+                        "{name}: {} failed: {}",
+                        tsserver_probe::COMMAND,
+                        error.message
+                    );
+                }
+                probe.answers[index] = Some(
+                    result
+                        .ok()
+                        .and_then(|answer| tsserver_probe::answer_keys(&answer)),
+                );
+            }
         }
     }
 

@@ -20,7 +20,7 @@ use super::super::documents::read_text;
 use super::super::server_requests::{self, SideEffect};
 use super::super::settle::PublishInfo;
 use super::State;
-use crate::diagnostics::{self, Diagnostic};
+use crate::diagnostics::{self, Diagnostic, Origin};
 use crate::process::{ServerEvent, ServerId};
 use crate::text::{LineIndex, PositionEncoding};
 use crate::transport::{IncomingMessage, Outgoing};
@@ -135,6 +135,11 @@ impl State {
                 }
                 if let Some(process) = server.process() {
                     let _ = process.send(Outgoing::Response { id, result });
+                }
+                if method == "workspace/configuration" {
+                    // After the answer, on the same pipe: the server has its configuration
+                    // before it reads the first didOpen (configuration_gate.rs).
+                    self.end_configuration_hold(server_id, "workspace/configuration answered");
                 }
                 if refresh {
                     self.on_diagnostics_refresh(server_id);
@@ -280,12 +285,24 @@ impl State {
                 );
             }
         }
+        // A publish for a document lspc opened on it (not, say, tsgo's tsconfig.json diagnostics)
+        // shows the server pushes alongside its pull answers.
+        let open_here = self
+            .documents
+            .get(&path)
+            .is_some_and(|doc| doc.open_on.contains_key(&server_id));
         let server = &mut self.servers[server_id.0 as usize];
+        if server.pull_diagnostics && !server.publishes_with_pull && open_here {
+            log::debug!(
+                "{name}: publishes besides pull diagnostics: settle rule pull-and-publish from now on"
+            );
+            server.publishes_with_pull = true;
+        }
         server
             .publishes
             .insert(path.clone(), PublishInfo { version, at });
         server.raw_diagnostics.insert(
-            path.clone(),
+            (path.clone(), Origin::Published),
             raw_diagnostic_values(params.get("diagnostics")),
         );
         if !server.config.diagnostics {
@@ -293,7 +310,7 @@ impl State {
         }
         let encoding = server.encoding;
         let converted = self.convert(&name, &path, &raw, encoding);
-        self.record_diagnostics(&name, &path, converted);
+        self.record_diagnostics(&name, &path, Origin::Published, converted);
     }
 
     fn convert(
@@ -355,7 +372,7 @@ impl State {
             return;
         }
         self.servers[server_id.0 as usize].raw_diagnostics.insert(
-            path.to_path_buf(),
+            (path.to_path_buf(), Origin::Pulled),
             raw_diagnostic_values(report.get("items")),
         );
         if !diagnostics_enabled {
@@ -372,6 +389,6 @@ impl State {
             })
             .unwrap_or_default();
         let converted = self.convert(&name, path, &items, encoding);
-        self.record_diagnostics(&name, path, converted);
+        self.record_diagnostics(&name, path, Origin::Pulled, converted);
     }
 }

@@ -38,9 +38,20 @@ pub enum SettleRule {
     /// `experimental/serverStatus` with `quiescent: false` (then it is asked again once the work
     /// ends), or the server sent `workspace/diagnostic/refresh` before answering (then the next
     /// pull's answer is the one in force; a refresh also re-pulls every open document). pyright
-    /// (after its dynamic registration), ruff, TypeScript 7's native server, rust-analyzer
-    /// (it answers empty while loading the workspace, with `quiescent: false`).
+    /// (after its dynamic registration), ruff, TypeScript 7's native server; rust-analyzer, which
+    /// answers empty while loading the workspace, with `quiescent: false`, also pushes
+    /// ([`SettleRule::PullAndPublish`]).
     Pull,
+    /// [`SettleRule::Pull`] for the pulled set, and the pushed set of the same server for the same
+    /// file (kept apart, reported as the union) settles by its own rule: no `$/progress` work, and
+    /// a quiet period since the later of the send, the file's last publish and the last progress
+    /// change: 250 ms, at least [`QUIET_AFTER_SAVE`] when a `didSave` went with the text (a check
+    /// on save). rust-analyzer 0.0.330: native diagnostics are pulled, `cargo check`'s (flycheck,
+    /// at start-up and on save, under `$/progress` "cargo check") are pushed with the version.
+    /// Also any pull server once it has published, while offering pull, for a document lspc
+    /// opened on it (TypeScript 7 publishes only for its `tsconfig.json`, which it is not
+    /// given, and keeps [`SettleRule::Pull`]).
+    PullAndPublish,
     /// One versioned publish per version, and it is final: the first publish carrying the sent
     /// version settles at once, whatever `$/progress` (background indexing) says. clangd 14:
     /// it publishes once per version after the AST is built with that version's preamble, also
@@ -54,26 +65,47 @@ pub enum SettleRule {
     QuietAfterPublish,
     /// No completeness signal and no versions: a publish received after the text was sent, then
     /// the longer unversioned quiet period (1.5 s), or 3 s of silence when the server publishes
-    /// nothing for a change (the set stands). typescript-language-server (it publishes the
-    /// syntactic set, often empty, before the semantic one, and only after its project loaded:
-    /// its `$/progress` "Initializing JS/TS language features" holds the wait), taplo (an empty
-    /// batch first, then the real one).
+    /// nothing for a change (the set stands). taplo (an empty batch first, then the real one);
+    /// typescript-language-server when its publish is not confirmed (it publishes the syntactic
+    /// set, often empty, before the semantic one, and only after its project loaded: its
+    /// `$/progress` "Initializing JS/TS language features" holds the wait).
     QuietAfterUnversionedPublish,
+    /// typescript-language-server 5.3.0: no versions and no completeness signal in its
+    /// publishes, but `typescript.tsserverRequest` lets lspc ask tsserver for the file's
+    /// syntactic, semantic and suggestion diagnostics (`tsserver_probe.rs`): a publish whose set
+    /// equals their union settles at once (also an older publish, when an edit left the set
+    /// unchanged and the server published nothing). Otherwise, or when the command is not
+    /// offered, as [`SettleRule::QuietAfterUnversionedPublish`].
+    ConfirmedUnversionedPublish,
 }
 
 impl SettleRule {
     /// The rule for a server: `pull` when it offers pull diagnostics now (static
     /// `diagnosticProvider` or a live registration); otherwise by `config_name` or the
     /// `serverInfo.name` of its `initialize` result (LSP 3.17 §`InitializeResult`).
-    pub fn for_server(config_name: &str, server_info_name: Option<&str>, pull: bool) -> SettleRule {
+    ///
+    /// `publishes_with_pull`: the server has published diagnostics while offering pull; such a
+    /// server, or one known to do so (rust-analyzer), gets [`SettleRule::PullAndPublish`].
+    pub fn for_server(
+        config_name: &str,
+        server_info_name: Option<&str>,
+        pull: bool,
+        publishes_with_pull: bool,
+    ) -> SettleRule {
         if pull {
+            let known_to_publish = |name: &str| name == "rust-analyzer";
+            if publishes_with_pull
+                || server_info_name.is_some_and(known_to_publish)
+                || known_to_publish(config_name)
+            {
+                return SettleRule::PullAndPublish;
+            }
             return SettleRule::Pull;
         }
         let known = |name: &str| match name {
             "clangd" => Some(SettleRule::VersionedPublish),
-            "typescript-language-server" | "taplo" => {
-                Some(SettleRule::QuietAfterUnversionedPublish)
-            }
+            "typescript-language-server" => Some(SettleRule::ConfirmedUnversionedPublish),
+            "taplo" => Some(SettleRule::QuietAfterUnversionedPublish),
             _ => None,
         };
         server_info_name
@@ -91,7 +123,7 @@ impl SettleRule {
             config_name,
             "pyright" | "basedpyright" | "ruff" | "tsgo" | "rust-analyzer"
         );
-        SettleRule::for_server(config_name, None, pull)
+        SettleRule::for_server(config_name, None, pull, false)
     }
 
     /// The `lspc servers` section naming each server's expected rule, one line per server
@@ -100,7 +132,10 @@ impl SettleRule {
         let lines: Vec<String> = names
             .map(|name| {
                 let rule = SettleRule::expected(name);
-                format!("  {name}: {}: {}\n", rule.name(), rule.description())
+                let opens = super::configuration_gate::opens_note(name)
+                    .map(|note| format!("; {note}"))
+                    .unwrap_or_default();
+                format!("  {name}: {}: {}{opens}\n", rule.name(), rule.description())
             })
             .collect();
         if lines.is_empty() {
@@ -116,9 +151,11 @@ impl SettleRule {
     pub fn name(self) -> &'static str {
         match self {
             SettleRule::Pull => "pull",
+            SettleRule::PullAndPublish => "pull-and-publish",
             SettleRule::VersionedPublish => "versioned-publish",
             SettleRule::QuietAfterPublish => "quiet-after-publish",
             SettleRule::QuietAfterUnversionedPublish => "quiet-after-unversioned-publish",
+            SettleRule::ConfirmedUnversionedPublish => "unversioned-publish-confirmed",
         }
     }
 
@@ -128,11 +165,17 @@ impl SettleRule {
             SettleRule::Pull => {
                 "the textDocument/diagnostic answer for the sent version, asked again if given during $/progress work, while not quiescent (serverStatus) or before a refresh"
             }
+            SettleRule::PullAndPublish => {
+                "the pull answer as for pull, and the pushed set (kept apart, reported with it) after a quiet period with no $/progress (250 ms; 750 ms after a didSave)"
+            }
             SettleRule::VersionedPublish => {
                 "the first publish carrying the sent version is final"
             }
             SettleRule::QuietAfterPublish => {
                 "the publish for the sent version, then a quiet period with no $/progress work (no completeness signal)"
+            }
+            SettleRule::ConfirmedUnversionedPublish => {
+                "a publish whose set equals tsserver's own syntactic, semantic and suggestion diagnostics for the file (asked with typescript.tsserverRequest), at once; otherwise as quiet-after-unversioned-publish"
             }
             SettleRule::QuietAfterUnversionedPublish => {
                 "a publish after the text was sent, then the longer unversioned quiet period (no versions, no completeness signal)"
@@ -214,6 +257,35 @@ pub(crate) fn push_settled(
         _ => publish.at,
     };
     now.saturating_duration_since(last_activity) >= quiet
+}
+
+/// [`SettleRule::PullAndPublish`]: when the pushed part of the file's diagnostics settles without
+/// new input, `None` while progress is active. The quiet period counts from the latest of the
+/// send, the file's last publish (of any version: a publish for the sent version is not
+/// required, since a check pass publishes nothing for a file it finds clean) and the last
+/// progress change.
+pub(crate) fn pushed_part_settle_time(state: &PushState, quiet: Duration) -> Option<Instant> {
+    if state.progress_active {
+        return None;
+    }
+    let mut last_activity = state.sent_at;
+    if let Some(publish) = state.last_publish {
+        last_activity = last_activity.max(publish.at);
+    }
+    if let Some(progress) = state.last_progress_change {
+        last_activity = last_activity.max(progress);
+    }
+    let quiet = if state.saved {
+        quiet.max(QUIET_AFTER_SAVE)
+    } else {
+        quiet
+    };
+    Some(last_activity + quiet)
+}
+
+/// Whether the pushed part has settled at `now` ([`pushed_part_settle_time`]).
+pub(crate) fn pushed_part_settled(state: &PushState, now: Instant, quiet: Duration) -> bool {
+    pushed_part_settle_time(state, quiet).is_some_and(|at| now >= at)
 }
 
 /// Whether `publish` settles at once under [`SettleRule::VersionedPublish`]: it carries the sent
@@ -391,10 +463,53 @@ mod tests {
     }
 
     #[test]
+    fn pushed_part_of_a_pull_server_waits_for_quiet_after_the_last_activity() {
+        let t0 = Instant::now();
+        let at = |state: &PushState, ms: u64| {
+            pushed_part_settled(state, t0 + Duration::from_millis(ms), QUIET)
+        };
+        // Nothing pushed: quiet since the send (at 10 ms).
+        let nothing = state(t0, None);
+        assert!(!at(&nothing, 200));
+        assert!(at(&nothing, 260));
+        // A publish (any version) restarts the quiet period.
+        let pushed = state(t0, Some((Some(1), 300)));
+        assert!(!at(&pushed, 500));
+        assert!(at(&pushed, 550));
+        // After a save: at least 750 ms; progress holds it, its end restarts it.
+        let mut saved = state(t0, None);
+        saved.saved = true;
+        assert!(!at(&saved, 700));
+        assert!(at(&saved, 760));
+        saved.progress_active = true;
+        assert!(!at(&saved, 60_000));
+        assert_eq!(pushed_part_settle_time(&saved, QUIET), None);
+        saved.progress_active = false;
+        saved.last_progress_change = Some(t0 + Duration::from_millis(2000));
+        assert!(!at(&saved, 2700));
+        assert!(at(&saved, 2750));
+    }
+
+    #[test]
     fn rules_by_server_name() {
         let check = |config: &str, info: Option<&str>, pull: bool, expected: SettleRule| {
-            assert_eq!(SettleRule::for_server(config, info, pull), expected);
+            assert_eq!(SettleRule::for_server(config, info, pull, false), expected);
         };
+        check("rust-analyzer", None, true, SettleRule::PullAndPublish);
+        check(
+            "ra",
+            Some("rust-analyzer"),
+            true,
+            SettleRule::PullAndPublish,
+        );
+        assert_eq!(
+            SettleRule::for_server("fx", None, true, true),
+            SettleRule::PullAndPublish
+        );
+        assert_eq!(
+            SettleRule::for_server("fx", None, false, true),
+            SettleRule::QuietAfterPublish
+        );
         check("clangd", None, false, SettleRule::VersionedPublish);
         check("c", Some("clangd"), false, SettleRule::VersionedPublish);
         check("clangd", None, true, SettleRule::Pull);
@@ -403,7 +518,7 @@ mod tests {
             "ts",
             Some("typescript-language-server"),
             false,
-            SettleRule::QuietAfterUnversionedPublish,
+            SettleRule::ConfirmedUnversionedPublish,
         );
         check(
             "taplo",

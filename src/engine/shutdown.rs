@@ -68,7 +68,7 @@ impl State {
         let mut deadline = Instant::now();
         for &server_id in ids {
             let server = &self.servers[server_id.0 as usize];
-            if !server.is_running() {
+            if !server.has_initialized_process() {
                 continue;
             }
             let timeout = server

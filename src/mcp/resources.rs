@@ -127,6 +127,9 @@ fn servers_json(context: &ToolContext) -> Value {
                     "description": server.settle_rule.description(),
                 },
             });
+            if let Some(note) = engine::opens_note(&server.name) {
+                object["settleRule"]["opens"] = json!(note);
+            }
             if let Some(capabilities) = server.capabilities {
                 object["capabilities"] = (*capabilities).clone();
             }

@@ -811,7 +811,10 @@ fn nothing_to_check_is_a_usage_error_and_walked_binary_files_are_skipped() {
 /// Rust workspace: it answers the first pull empty while loading the crate, with
 /// `experimental/serverStatus` `quiescent: false`, and sends `workspace/diagnostic/refresh`
 /// later; `lspc check` waits for the post-quiescent answer and reports the type error instead of
-/// a clean file.
+/// a clean file. rust-analyzer also pushes `cargo check`'s diagnostics for the file (flycheck at
+/// start-up, rule `pull-and-publish`): both sets are reported, the pushed one as `cargo check`
+/// itself reports it (`--message-format short`: `src/lib.rs:19:18: error[E0308]: mismatched
+/// types: expected `u32`, found `&str``), plus its "expected due to this" hint when asked for.
 #[test]
 fn rust_analyzer_type_error_is_reported_not_an_early_clean() {
     let tools = std::env::var_os("LSPC_CI_TOOLS")
@@ -833,13 +836,32 @@ fn rust_analyzer_type_error_is_reported_not_an_early_clean() {
         .lspc()
         .args(["check", "--no-builtin", "--format", "json", "--config"])
         .arg(&config)
-        .arg("src/lib.rs")
+        // cargo check (flycheck) takes a while on a loaded machine; 30 s was not always enough.
+        .args(["--severity", "hint", "--timeout", "120", "src/lib.rs"])
         .run();
     output.status(1);
     assert_eq!(
         json_diagnostics(&output.json()),
-        ["src/lib.rs:19:18-19:24 error [rust-analyzer E0308] expected u32, found &'static str"],
+        [
+            "src/lib.rs:19:18-19:24 error [rust-analyzer E0308] expected u32, found &'static str",
+            "src/lib.rs:19:18-19:24 error [rustc E0308] mismatched types\nexpected `u32`, found `&str`",
+            "src/lib.rs:19:12-19:15 hint [rustc E0308] expected due to this",
+        ],
         "{}",
         output.story()
     );
+    if which("cargo").is_some() {
+        let cargo = TestCommand::new("cargo")
+            .current_dir(&workspace.root)
+            .args(["check", "--message-format", "short", "--offline"])
+            .timeout(std::time::Duration::from_secs(120))
+            .run();
+        assert!(
+            cargo.stderr.contains(
+                "src/lib.rs:19:18: error[E0308]: mismatched types: expected `u32`, found `&str`"
+            ),
+            "{}",
+            cargo.stderr
+        );
+    }
 }

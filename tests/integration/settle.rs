@@ -336,3 +336,383 @@ fn pull_answer_while_not_quiescent_is_asked_again_once_quiescent() {
         .count();
     assert_eq!(pulls, 2);
 }
+
+/// bash-language-server 5.8.1 lints only the last of the scripts opened before it has its
+/// `workspace/configuration` answer (issue 15's P1: `lspc check` timed out on cJSON's
+/// `fuzzing/*.sh`). lspc holds the opens until that request is answered: `lspc check` on six
+/// scripts opened together reports every one, each exactly as shellcheck itself does (same
+/// arguments as the server: `--external-sources --source-path=SCRIPTDIR`), with no file timed out.
+#[test]
+fn bash_language_server_lints_every_script_opened_at_start() {
+    require_program!("bash-language-server");
+    require_program!("shellcheck");
+    let workspace = Workspace::new("bash-many");
+    let scripts = [
+        ("a.sh", "#!/bin/bash\necho $A\n"),
+        ("b.sh", "#!/bin/bash\ncd /tmp\n"),
+        ("c.sh", "#!/bin/bash\nls `pwd`\n"),
+        (
+            "d.sh",
+            "#!/bin/bash\nfor f in $(ls); do echo \"$f\"; done\n",
+        ),
+        ("e.sh", "#!/bin/bash\nread line\necho \"$line\"\n"),
+        ("f.sh", "#!/bin/bash\n[ $1 == x ] && echo yes\n"),
+    ];
+    for (name, text) in scripts {
+        workspace.file(name, text);
+    }
+    let names: Vec<&str> = scripts.iter().map(|(name, _)| *name).collect();
+    let output = workspace
+        .lspc()
+        .args([
+            "check",
+            "--format",
+            "json",
+            "--severity",
+            "hint",
+            "--timeout",
+            "20",
+        ])
+        .args(&names)
+        .timeout(Duration::from_secs(60))
+        .run();
+    let report = output.json();
+    let lspc_rows = json_diagnostics(&report);
+    let shellcheck = TestCommand::new("shellcheck")
+        .current_dir(&workspace.root)
+        .args([
+            "--external-sources",
+            "--source-path=SCRIPTDIR",
+            "-f",
+            "json1",
+        ])
+        .args(&names)
+        .run();
+    let comments: Value = serde_json::from_str(&shellcheck.stdout).expect("shellcheck json1");
+    let severity = |level: &str| match level {
+        "error" => "error",
+        "warning" => "warning",
+        "info" => "info",
+        _ => "hint",
+    };
+    let mut expected: Vec<String> = comments["comments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|comment| {
+            format!(
+                "{}:{}:{}-{}:{} {} [shellcheck SC{}] {}",
+                comment["file"].as_str().unwrap(),
+                comment["line"],
+                comment["column"],
+                comment["endLine"],
+                comment["endColumn"],
+                severity(comment["level"].as_str().unwrap()),
+                comment["code"],
+                comment["message"].as_str().unwrap()
+            )
+        })
+        .collect();
+    let mut got = lspc_rows.clone();
+    expected.sort();
+    got.sort();
+    assert_eq!(got, expected, "{}", output.story());
+    let files_with_findings: std::collections::BTreeSet<&str> = got
+        .iter()
+        .map(|row| row.split(':').next().unwrap())
+        .collect();
+    assert_eq!(files_with_findings.len(), 6, "{got:?}");
+    assert_eq!(report["summary"]["timedOut"], 0, "{}", output.story());
+}
+
+/// The time (`t_ms`) of the first transcript entry `matches` selects.
+fn first_at(transcript: &[Value], matches: impl Fn(&Value) -> bool) -> Option<u64> {
+    transcript
+        .iter()
+        .find(|entry| matches(&entry["message"]))
+        .and_then(|entry| entry["t_ms"].as_u64())
+}
+
+/// The configuration hold with delays, on a fixture server named "bash-language-server" by its
+/// `serverInfo.name`: it asks for `workspace/configuration` 400 ms after `initialized`, and no
+/// `didOpen` reaches it before lspc's answer; a server of that name that never asks gets its
+/// documents once the 2 s bound passes, and a server under another name is not held at all.
+#[test]
+fn configuration_hold_keeps_opens_until_the_first_configuration_answer() {
+    let asks_late = json!({
+        "initializeResultExtra": {"serverInfo": {"name": "bash-language-server"}},
+        "afterInitialized": [{"after": 400, "actions": [{"request": {
+            "method": "workspace/configuration", "id": "cfg-late",
+            "params": {"items": [{"section": "bashIde"}]}}}]}]
+    });
+    let never_asks =
+        json!({"initializeResultExtra": {"serverInfo": {"name": "bash-language-server"}}});
+    let other_name = json!({"initializeResultExtra": {"serverInfo": {"name": "lspc-fixture"}}});
+    let mut gaps = Vec::new();
+    for (name, scenario) in [
+        ("asks", asks_late),
+        ("never", never_asks),
+        ("other", other_name),
+    ] {
+        let (workspace, mut session) =
+            fixture_session(&format!("hold-{name}"), scenario, "ERROR: real\n", 10);
+        let answer = complete_rows(&session.ask(diagnostics(1, "a.py")));
+        assert_eq!(answer, [row(1, 1, "error", "real")], "{name}");
+        let (status, stderr) = session.finish();
+        assert_eq!(status, Some(0), "{stderr}");
+        let transcript = workspace.transcript("fx");
+        let initialized = first_at(&transcript, |m| m["method"] == "initialized").unwrap();
+        let opened = first_at(&transcript, |m| m["method"] == "textDocument/didOpen").unwrap();
+        if name == "asks" {
+            let answered = first_at(&transcript, |m| m["id"] == "cfg-late").unwrap();
+            let order = |wanted: &dyn Fn(&Value) -> bool| {
+                transcript
+                    .iter()
+                    .position(|e| wanted(&e["message"]))
+                    .unwrap()
+            };
+            assert!(
+                order(&|m| m["id"] == "cfg-late")
+                    < order(&|m| m["method"] == "textDocument/didOpen"),
+                "{transcript:?}"
+            );
+            assert!(answered >= initialized + 400, "{transcript:?}");
+            assert!(opened >= answered, "{transcript:?}");
+        }
+        gaps.push(opened - initialized);
+    }
+    assert!(
+        gaps[1] >= 1900,
+        "never asks: opened {} ms after initialized",
+        gaps[1]
+    );
+    assert!(
+        gaps[2] < 1000,
+        "not held: opened {} ms after initialized",
+        gaps[2]
+    );
+}
+
+/// A pull server that also publishes a check pass for the same file, modelled on rust-analyzer
+/// (native diagnostics pulled; `cargo check`'s pushed with the version, under `$/progress`
+/// "rust-analyzer/flycheck/0", at start-up and on save), with delays: the pull answers at once
+/// with the markers; the check pass begins its progress at the open and at each save, publishes
+/// 300 ms (open) or 400 ms (save) later, then ends its progress. Rule `pull-and-publish` keeps
+/// both sets and reports their union: the answer holds the pushed set although the pull
+/// answered first, a save's pushed set replaces the old one (not the pulled set), and every
+/// answer equals the one after a long wait. Under another name the rule is learned from the
+/// first publish. Before, the later of the two replaced the other.
+#[test]
+fn pull_and_publish_reports_the_union_and_waits_for_the_check_pass() {
+    let check_pass = |delay: u64, message: &str| {
+        let progress = |kind: &str| json!({"notify": {"method": "$/progress", "params": {"token": "rust-analyzer/flycheck/0", "value": {"kind": kind, "title": "cargo check"}}}});
+        json!([progress("begin"), {"after": delay, "actions": [
+            {"publish": {"version": "$VERSION", "diagnostics": [
+                {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 2}},
+                 "severity": 2, "source": "check", "message": message}]}},
+            progress("end")
+        ]}])
+    };
+    for server_name in ["rust-analyzer", "lspc-fixture"] {
+        let scenario = json!({
+            "initializeResultExtra": {"serverInfo": {"name": server_name}},
+            "capabilities": {
+                "textDocumentSync": {"openClose": true, "change": 1, "save": {"includeText": false}},
+                "diagnosticProvider": {"interFileDependencies": false, "workspaceDiagnostics": false}
+            },
+            "rules": [
+                {"method": "textDocument/didOpen", "actions": check_pass(300, "check: open")},
+                {"method": "textDocument/didSave", "actions": check_pass(400, "check: saved")}
+            ]
+        });
+        let (workspace, mut session) = fixture_session(
+            &format!("pull-push-{server_name}"),
+            scenario,
+            "ERROR: first\n",
+            10,
+        );
+        let first = complete_rows(&session.ask(diagnostics(1, "a.py")));
+        assert_eq!(
+            first,
+            [
+                row(1, 1, "error", "first"),
+                row(1, 1, "warning", "check: open")
+            ],
+            "{server_name}"
+        );
+        workspace.file("a.py", "ERROR: second\n");
+        let second = complete_rows(&session.ask(diagnostics(2, "a.py")));
+        let expected = [
+            row(1, 1, "error", "second"),
+            row(1, 1, "warning", "check: saved"),
+        ];
+        assert_eq!(second, expected, "{server_name}");
+        std::thread::sleep(LONG_WAIT);
+        let later = complete_rows(&session.ask(diagnostics(3, "a.py")));
+        assert_eq!(later, expected, "{server_name}: after a long wait");
+        let (status, stderr) = session.finish();
+        assert_eq!(status, Some(0), "{stderr}");
+        for version in 1..=2 {
+            let line = format!("a.py v{version} settled by rule pull-and-publish");
+            assert!(stderr.contains(&line), "no {line:?} in {stderr}");
+        }
+    }
+}
+
+/// `tsc --noEmit -p . --pretty false` in `workspace`, as `(file, line, column, message)` rows
+/// for `file` (tsc's columns are UTF-16; these files are ASCII).
+fn tsc_rows(workspace: &Workspace, file: &str) -> Vec<(u64, u64, String, String)> {
+    let output = TestCommand::new("tsc")
+        .current_dir(&workspace.root)
+        .args(["--noEmit", "-p", ".", "--pretty", "false"])
+        .timeout(Duration::from_secs(120))
+        .run();
+    let prefix = format!("{file}(");
+    let mut rows: Vec<_> = output
+        .stdout
+        .lines()
+        .filter_map(|line| line.strip_prefix(&prefix))
+        .map(|rest| {
+            let (position, rest) = rest.split_once("): error TS").unwrap();
+            let (line, column) = position.split_once(',').unwrap();
+            let (_, message) = rest.split_once(": ").unwrap();
+            row(
+                line.parse().unwrap(),
+                column.parse().unwrap(),
+                "error",
+                message,
+            )
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+/// typescript-language-server 5.3.0 (TypeScript 6), rule `unversioned-publish-confirmed`: each
+/// file settles as soon as its publish equals tsserver's own three diagnostics sets (asked with
+/// `typescript.tsserverRequest`), never on the empty syntactic set published first for a file
+/// with a type error. Files: a type error (`app.ts`), a clean file (`shapes.ts`), an error in
+/// an imported file (`broken.ts`) and the error it causes in its importer (`uses.ts`); then
+/// `app.ts` fixed. Every answer equals the one after a long wait and tsc's.
+#[test]
+fn typescript_publish_confirmed_by_tsserver_settles_at_once_and_matches_tsc() {
+    require_program!("typescript-language-server");
+    require_program!("tsc");
+    let workspace = Workspace::copy_of("typescript");
+    workspace.file("src/broken.ts", "export const n: number = \"x\";\n");
+    workspace.file(
+        "src/uses.ts",
+        "import { n } from \"./broken\";\nexport const m: string = n;\n",
+    );
+    let config = workspace.config(json!({ "typescript-language-server": typescript_entry() }));
+    let mut session = BatchSession::start(&workspace, &config, 90);
+    let files = [
+        "src/app.ts",
+        "src/shapes.ts",
+        "src/uses.ts",
+        "src/broken.ts",
+    ];
+    let mut id = 0;
+    let mut ask = |session: &mut BatchSession, file: &str| {
+        id += 1;
+        let mut rows = complete_rows(&session.ask(diagnostics(id, file)));
+        rows.sort();
+        rows
+    };
+    let fast: Vec<_> = files.iter().map(|file| ask(&mut session, file)).collect();
+    assert_eq!(
+        fast[0],
+        [row(
+            2,
+            7,
+            "error",
+            "Type 'string' is not assignable to type 'number'."
+        )]
+    );
+    assert_eq!(fast[1], []);
+    assert_eq!(
+        fast[2],
+        [row(
+            2,
+            14,
+            "error",
+            "Type 'number' is not assignable to type 'string'."
+        )]
+    );
+    for (file, rows) in files.iter().zip(&fast) {
+        assert_eq!(rows, &tsc_rows(&workspace, file), "{file} against tsc");
+    }
+    std::thread::sleep(LONG_WAIT);
+    let later: Vec<_> = files.iter().map(|file| ask(&mut session, file)).collect();
+    assert_eq!(later, fast, "after a long wait");
+    workspace.file("src/app.ts", "export const total: number = 2;\n");
+    assert_eq!(ask(&mut session, "src/app.ts"), []);
+    assert_eq!(tsc_rows(&workspace, "src/app.ts"), []);
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    // The fast path: every file's answer was confirmed, not left to the quiet period.
+    for file in files {
+        let line = format!("{file} v1 confirmed by tsserver");
+        assert!(stderr.contains(&line), "no {line:?} in {stderr}");
+    }
+    assert!(
+        stderr.contains("src/app.ts v2 confirmed by tsserver"),
+        "{stderr}"
+    );
+}
+
+/// Rule `unversioned-publish-confirmed` on a fixture server named typescript-language-server,
+/// with delays: it publishes an empty (syntactic) set at the open and the real set 600 ms later,
+/// without versions, and answers `typescript.tsserverRequest` with tsserver-shaped sets. The
+/// empty publish does not match tsserver's sets, so it never settles the file; the later one does
+/// at once (before the 1.5 s quiet period could). When the answers never match, the quiet period
+/// applies as before and the answer is the same.
+#[test]
+fn confirmed_unversioned_publish_through_delays_and_its_fallback() {
+    let marker = json!({"start": {"line": 1, "offset": 1}, "end": {"line": 1, "offset": 12}, "code": "FX1", "category": "error", "text": "real"});
+    let other = json!({"start": {"line": 1, "offset": 1}, "end": {"line": 1, "offset": 12}, "code": 1, "category": "error", "text": "real"});
+    for (name, semantic) in [("matches", marker), ("differs", other)] {
+        let reply = |body: Value| json!([{"reply": {"seq": 0, "type": "response", "success": true, "body": body}}]);
+        let scenario = json!({
+            "initializeResultExtra": {"serverInfo": {"name": "typescript-language-server"}},
+            "capabilities": {"textDocumentSync": {"openClose": true, "change": 1},
+                             "executeCommandProvider": {"commands": ["typescript.tsserverRequest"]}},
+            "publishOnChange": false,
+            "rules": [
+                {"method": "textDocument/didOpen", "actions": [
+                    {"publish": {"version": "omit", "diagnostics": []}},
+                    {"after": 600, "actions": [{"publish": {"version": "omit", "diagnostics": "markers"}}]}
+                ]},
+                {"method": "workspace/executeCommand", "nth": 2, "actions": reply(json!([semantic]))},
+                {"method": "workspace/executeCommand", "nth": 5, "actions": reply(json!([semantic]))},
+                {"method": "workspace/executeCommand", "actions": reply(json!([]))}
+            ]
+        });
+        let mut workspace = Workspace::new(&format!("confirm-{name}"));
+        workspace.file("a.ts", "ERROR: real\n");
+        let config =
+            workspace.fixture_config(&[("typescript-language-server", &[".ts"], scenario)]);
+        let mut session = BatchSession::start(&workspace, &config, 10);
+        let started = std::time::Instant::now();
+        let answer = complete_rows(&session.ask(diagnostics(1, "a.ts")));
+        let elapsed = started.elapsed();
+        assert_eq!(answer, [row(1, 1, "error", "real")], "{name}");
+        std::thread::sleep(LONG_WAIT);
+        let later = complete_rows(&session.ask(diagnostics(2, "a.ts")));
+        assert_eq!(later, answer, "{name}: after a long wait");
+        let (status, stderr) = session.finish();
+        assert_eq!(status, Some(0), "{stderr}");
+        let confirmed = stderr.contains("a.ts v1 confirmed by tsserver");
+        assert_eq!(confirmed, name == "matches", "{name}: {stderr}");
+        if name == "differs" {
+            // Settled by the quiet period after the 600 ms publish.
+            assert!(elapsed >= Duration::from_millis(2000), "{elapsed:?}");
+        }
+        let probes = workspace
+            .transcript("typescript-language-server")
+            .iter()
+            .filter(|entry| entry["message"]["method"] == "workspace/executeCommand")
+            .count();
+        assert_eq!(probes, 6, "{name}: two publishes, three requests each");
+    }
+}
