@@ -305,6 +305,21 @@ fn run_proxy(connected: Connected, op_receiver: Receiver<Op>, signals: ProxySign
     let mut next_id: u64 = 1;
     let mut lost = false;
     let message = lost_message(&hello);
+    // First line: this command's log filter, so the session forwards the engine records an
+    // in-process run would have printed on this process's stderr.
+    WireState {
+        stream: &mut stream,
+        pending: &mut pending,
+        next_id: &mut next_id,
+        lost: &mut lost,
+        message: &message,
+    }
+    .send(
+        WireOp::Logs {
+            filter: super::logs::client_filter().to_owned(),
+        },
+        ReplySlot::None,
+    );
     loop {
         select! {
             recv(op_receiver) -> op => {
@@ -484,10 +499,17 @@ fn fail_all(pending: &mut HashMap<u64, ReplySlot>, message: &str) {
 /// Routes one reply line to its slot: `result` answers (and retires) it, `event` feeds a
 /// subscription, `error` drops the slot (the frontend reads "engine gone").
 fn dispatch(line: &str, pending: &mut HashMap<u64, ReplySlot>) {
-    let Ok(value) = serde_json::from_str::<Value>(line) else {
+    let Ok(mut value) = serde_json::from_str::<Value>(line) else {
         log::warn!("session sent a line that is not JSON");
         return;
     };
+    if let Some(log) = value.get_mut("log") {
+        match serde_json::from_value::<super::logs::WireLog>(log.take()) {
+            Ok(log) => super::logs::replay(&log),
+            Err(error) => log::warn!("session sent a malformed log line: {error}"),
+        }
+        return;
+    }
     let Some(id) = value.get("id").and_then(Value::as_u64) else {
         if let Some(error) = value.get("error") {
             log::warn!("session error: {error}");

@@ -21,6 +21,7 @@
 
 pub mod client;
 pub mod commands;
+pub mod logs;
 pub mod paths;
 pub mod server;
 pub mod watch;

@@ -576,7 +576,7 @@ print(hello["lspc"], hello["protocol"])
     let status: Value = serde_json::from_str(lines[3]).unwrap();
     assert_eq!(status["id"], 8);
     assert_eq!(status["result"][0]["name"], "fx");
-    assert_eq!(lines[4], "lspc-session 1");
+    assert_eq!(lines[4], "lspc-session 2");
 }
 
 /// A minimal MCP client over `lspc mcp --session always` (stdio, newline-delimited JSON-RPC).
@@ -784,4 +784,41 @@ fn files_changed_behind_the_session_reach_the_server_as_watched_file_changes() {
             entry["message"]["params"]["changes"][0] == json!({"uri": uri("new.py"), "type": 3})
         })
     });
+}
+
+/// Engine log records reach each client at its own level, in the in-process format (README
+/// "Session logs"): with `RUST_LOG=lspc=debug` the warm hover prints the lines the in-process
+/// hover prints for the server's start and its answer; a client at `warn` gets none of them; the
+/// session's own log keeps the level of the command that started it (`warn` here).
+#[test]
+fn engine_logs_reach_each_client_at_its_own_level() {
+    let ws = SessionWorkspace::new("logs", json!({}));
+    ws.lspc(&["session", "start"])
+        .env("RUST_LOG", "warn")
+        .run()
+        .status(0);
+    let warm = ws.lspc(&["hover", "a.py:5:5"]).run();
+    warm.status(0).stdout_is("alpha at 4:4\n");
+    let cold = ws.lspc(&["--session", "never", "hover", "a.py:5:5"]).run();
+    cold.status(0).stdout_is("alpha at 4:4\n");
+    let answered = r#"lspc: debug: fx: textDocument/hover answered {"contents":{"kind":"markdown","value":"**alpha** at 4:4"}}"#;
+    for line in ["lspc: debug: fx: spawned pid ", answered] {
+        warm.stderr_contains(line);
+        cold.stderr_contains(line);
+    }
+    let quiet = ws
+        .lspc(&["hover", "a.py:5:5"])
+        .env("RUST_LOG", "warn")
+        .run();
+    quiet.status(0).stdout_is("alpha at 4:4\n");
+    assert_eq!(quiet.stderr, "", "{}", quiet.story());
+    let status = ws.lspc(&["session", "status"]).run();
+    let log = status
+        .stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("  log     "))
+        .unwrap_or_else(|| status.fail("no log line"));
+    let log = std::fs::read_to_string(log).unwrap();
+    assert!(!log.contains("lspc: debug:"), "{log}");
+    assert!(log.contains("serving "), "{log}");
 }
