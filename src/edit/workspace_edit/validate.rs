@@ -207,6 +207,7 @@ pub(super) fn plan(edit: &Value, context: &EditContext<'_>) -> Result<Plan, Edit
         root: uri::canonical(context.root),
         slots: BTreeMap::new(),
     };
+    planner.check_versions(&raw_operations)?;
     let mut operations = Vec::new();
     for raw in raw_operations {
         operations.push(planner.play(raw)?);
@@ -409,6 +410,36 @@ impl Planner<'_, '_> {
                 Ok(Operation::Delete { path })
             }
         }
+    }
+
+    /// Refuses the edit when a versioned text edit names a version lspc did not send, checking
+    /// the files in path order: a server that sends several stale files (ccls, gopls) lists them
+    /// in an order of its own, which depends on its index, so the one named is the first path.
+    /// A URI that does not resolve is left to [`Planner::play`], which says why.
+    fn check_versions(&self, raw_operations: &[RawOperation]) -> Result<(), EditError> {
+        let mut versioned: Vec<(PathBuf, i32)> = raw_operations
+            .iter()
+            .filter_map(|raw| match raw {
+                RawOperation::Text {
+                    uri,
+                    version: Some(version),
+                    ..
+                } => Some((self.resolve(uri).ok()?, *version)),
+                _ => None,
+            })
+            .collect();
+        versioned.sort();
+        for (path, version) in versioned {
+            let sent = (self.context.documents)(&path).map(|sent| sent.version);
+            if sent != Some(version) {
+                return Err(EditError::StaleVersion {
+                    path,
+                    version,
+                    sent,
+                });
+            }
+        }
+        Ok(())
     }
 
     pub(super) fn play_text(
