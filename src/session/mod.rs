@@ -102,6 +102,17 @@ pub fn start_engine(options: EngineOptions) -> EngineHandle {
     }
 }
 
+/// In the session process ([`SessionMode::Serve`]): serves the session and exits, before the
+/// calling command does anything else. Commands whose frontend has side effects before it starts
+/// its engine (`mcp --http` binds a port, `ide` binds one and installs signal handlers) call this
+/// first, so the session process, which re-runs their command line, never repeats them. In any
+/// other mode it returns at once.
+pub fn serve_if_session_process(options: &EngineOptions) {
+    if options.session == SessionMode::Serve {
+        start_engine(options.clone());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
