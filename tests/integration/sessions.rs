@@ -822,3 +822,27 @@ fn engine_logs_reach_each_client_at_its_own_level() {
     assert!(!log.contains("lspc: debug:"), "{log}");
     assert!(log.contains("serving "), "{log}");
 }
+
+/// The session key includes the environment the servers inherit: a command with another value of
+/// a variable the server could read gets a session (and server) of its own, and the first
+/// environment's next command finds its own session again; `RUST_LOG` (a per-command setting)
+/// does not split sessions.
+#[test]
+fn commands_with_another_environment_get_their_own_session() {
+    let ws = SessionWorkspace::new("environment", json!({}));
+    let hover = |mark: &str, rust_log: &str| {
+        ws.lspc(&["--session", "always", "hover", "a.py:5:5"])
+            .env("LSPC_TEST_ENVIRONMENT_MARK", mark)
+            .env("RUST_LOG", rust_log)
+            .run()
+            .status(0)
+            .stdout_is("alpha at 4:4\n");
+    };
+    hover("a", "lspc=debug");
+    assert_eq!(ws.initializes(), 1);
+    hover("b", "lspc=debug");
+    assert_eq!(ws.initializes(), 2, "another environment, another server");
+    hover("a", "warn");
+    assert_eq!(ws.initializes(), 2, "the first environment's session again");
+    assert_eq!(ws.session_pids().len(), 2);
+}
