@@ -509,17 +509,6 @@ fn run_rename(workspace: &Workspace, server_args: &[String], spec: &str) -> Vec<
 }
 
 /// Run one case; returns the failures (empty when all blocks matched).
-/// Steps whose answer depends on which documents the engine holds open: in session mode the
-/// rename command runs on the session the case's batch client shares, so the files the batch
-/// opened are open for it too. `(case, request, why)`; such a step is run, its answer printed
-/// and not compared.
-const DIFFERS_IN_SESSION_MODE: &[(&str, &str, &str)] = &[(
-    "gopls",
-    "rename main.go:6 --symbol Total Sum",
-    "gopls sends a rename's edit for a file it was never sent with version 0 (refused as \
-     stale) but with the real version for a file the session has open, so the rename applies",
-)];
-
 fn run_case(case: &ServerCase) -> Vec<String> {
     let workspace = Workspace::copy_of(case.workspace);
     let args = server_args(case, &workspace);
@@ -555,17 +544,7 @@ fn run_case(case: &ServerCase) -> Vec<String> {
             .iter()
             .map(|row| row.replace(&root, "$ROOT"))
             .collect();
-        let differs = DIFFERS_IN_SESSION_MODE
-            .iter()
-            .find(|(name, request, _)| *name == case.name && *request == block.request);
-        if let (Some((_, _, why)), true) = (differs, crate::support::session_mode()) {
-            eprintln!(
-                "skipped in session mode: {}: > {}: {why}; the answer:\n    {}",
-                case.name,
-                block.request,
-                actual.join("\n    ")
-            );
-        } else if actual != block.expected {
+        if actual != block.expected {
             failures.push(format!(
                 "{}: > {}\n  expected:\n    {}\n  actual:\n    {}",
                 case.name,
