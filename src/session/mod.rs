@@ -18,6 +18,7 @@
 //!   session refuses a peer whose uid differs (`SO_PEERCRED`). There is no TCP listener.
 //! - A frontend's `Shutdown` ends only its own connection; a disconnect cancels only that
 //!   connection's in-flight requests.
+//! - Engine log records reach each client at its own level and print as in process ([`logs`]).
 
 pub mod client;
 pub mod commands;
