@@ -269,10 +269,20 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         Some(_) => (Vec::new(), Vec::new()),
         // What servers published for files lspc did not open (tsconfig.json's TS6053), inside
         // the checked folders.
-        None => (
-            crate::engine::current_diagnostics(&engine.op_sender()),
-            engine.status(),
-        ),
+        None => {
+            // In a session the engine also holds files other commands opened: those are source
+            // files some other run checks, not files no one opened (in process, every open file
+            // is this run's own and already reported).
+            let open: std::collections::HashSet<PathBuf> =
+                crate::engine::open_documents(&engine.op_sender())
+                    .into_iter()
+                    .collect();
+            let unrequested = crate::engine::current_diagnostics(&engine.op_sender())
+                .into_iter()
+                .filter(|(path, _)| !open.contains(path))
+                .collect();
+            (unrequested, engine.status())
+        }
     };
     engine.shutdown();
 

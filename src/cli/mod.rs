@@ -221,8 +221,14 @@ fn init_logging(verbose: u8, quiet: bool) {
         (false, 2) => "debug",
         _ => "trace",
     };
-    let env = env_logger::Env::default().default_filter_or(default);
-    let _ = env_logger::Builder::from_env(env)
+    // The effective filter, also sent to a session so it forwards the same records.
+    let spec = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|spec| !spec.is_empty())
+        .unwrap_or_else(|| default.to_owned());
+    crate::session::logs::set_client_filter(spec.clone());
+    let logger = env_logger::Builder::new()
+        .parse_filters(&spec)
         .format(|out, record| {
             let level = match record.level() {
                 log::Level::Error => "error",
@@ -233,7 +239,16 @@ fn init_logging(verbose: u8, quiet: bool) {
             };
             writeln!(out, "lspc: {level}: {}", record.args())
         })
-        .try_init();
+        .build();
+    // The session process forwards records to its clients as well as to its log file.
+    if std::env::var("LSPC_SESSION").as_deref() == Ok("serve") {
+        let _ = crate::session::logs::install_session_logger(logger);
+    } else {
+        let level = logger.filter();
+        if log::set_boxed_logger(Box::new(logger)).is_ok() {
+            log::set_max_level(level);
+        }
+    }
 }
 
 /// Reject a `--root` that names a file (or nothing) at once, as a usage error: otherwise the

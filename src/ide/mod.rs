@@ -36,7 +36,7 @@ use std::time::Duration;
 use crossbeam_channel::{never, select, unbounded, Receiver, Sender};
 use serde_json::{json, Value};
 
-use crate::engine::{EngineHandle, EngineOptions};
+use crate::engine::EngineOptions;
 use crate::exit::{EXIT_FOUND, EXIT_OK, EXIT_SERVER, EXIT_USAGE};
 use crate::mcp::protocol::{
     self, error_response, success_response, Incoming, INVALID_PARAMS, INVALID_REQUEST,
@@ -82,6 +82,7 @@ struct Ide {
 
 /// Run `lspc ide` until a signal (or the child command) ends it; returns the exit status.
 pub fn run(options: IdeOptions) -> i32 {
+    crate::session::serve_if_session_process(&options.engine);
     let root = options.engine.config.root.clone();
     let root = root.canonicalize().unwrap_or(root);
     let Some(lock_dir) = lock::lock_dir() else {
@@ -123,7 +124,7 @@ pub fn run(options: IdeOptions) -> i32 {
     let config = Arc::new(options.engine.config.clone());
     let mut engine_options = options.engine.clone();
     engine_options.handle_signals = false;
-    let engine = EngineHandle::start(engine_options);
+    let engine = crate::session::start_engine(engine_options);
     let record = lock::LockRecord {
         pid: std::process::id(),
         workspace_folders: vec![root.display().to_string()],

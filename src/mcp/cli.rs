@@ -241,6 +241,7 @@ pub fn run(global: &GlobalOptions, options: McpCliOptions) -> i32 {
     if let Some(timeout) = options.timeout {
         mcp.timeout = timeout;
     }
+    crate::session::serve_if_session_process(&mcp.engine);
     let Some(http) = http else {
         return super::serve_stdio(mcp);
     };

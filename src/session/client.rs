@@ -29,6 +29,10 @@ use super::paths::{self, SessionPaths, StartLock};
 use super::wire::{self, Hello, Line, ReplySlot, Split, WireOp, WireRequest};
 use crate::engine::{EngineHandle, EngineOptions, Op};
 
+/// How long a command asking for info or debug logs waits at its end for the engine's last log
+/// lines (one loop round trip).
+const LOG_FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// How long a started session may take to accept connections.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -399,6 +403,23 @@ fn run_proxy(connected: Connected, op_receiver: Receiver<Op>, signals: ProxySign
     let mut next_id: u64 = 1;
     let mut lost = false;
     let message = lost_message(&hello);
+    let verbose_logs =
+        super::logs::parse_filter(super::logs::client_filter()).filter() > log::LevelFilter::Warn;
+    // First line: this command's log filter, so the session forwards the engine records an
+    // in-process run would have printed on this process's stderr.
+    WireState {
+        stream: &mut stream,
+        pending: &mut pending,
+        next_id: &mut next_id,
+        lost: &mut lost,
+        message: &message,
+    }
+    .send(
+        WireOp::Logs {
+            filter: super::logs::client_filter().to_owned(),
+        },
+        ReplySlot::None,
+    );
     loop {
         select! {
             recv(op_receiver) -> op => {
@@ -408,6 +429,33 @@ fn run_proxy(connected: Connected, op_receiver: Receiver<Op>, signals: ProxySign
                 };
                 match wire::split(op) {
                     Split::Local(Op::Shutdown { reply }) => {
+                        if verbose_logs {
+                            // The engine may log after its last reply (an answer's debug line, a
+                            // late publish dropped): one more loop round trip delivers those
+                            // lines before this command exits, as in process.
+                            let (barrier, done) = crossbeam_channel::bounded(1);
+                            let mut wire_state = WireState {
+                                stream: &mut stream,
+                                pending: &mut pending,
+                                next_id: &mut next_id,
+                                lost: &mut lost,
+                                message: &message,
+                            };
+                            wire_state.send(WireOp::OpenDocuments, ReplySlot::OpenDocuments(barrier));
+                            let deadline = crossbeam_channel::after(LOG_FLUSH_TIMEOUT);
+                            loop {
+                                select! {
+                                    recv(done) -> _ => break,
+                                    recv(line_receiver) -> line => {
+                                        wire_state.receive(line);
+                                        if *wire_state.lost {
+                                            break;
+                                        }
+                                    }
+                                    recv(deadline) -> _ => break,
+                                }
+                            }
+                        }
                         let _ = stream.shutdown(std::net::Shutdown::Both);
                         fail_all(&mut pending, &message);
                         let _ = reply.send(());
@@ -574,10 +622,17 @@ fn fail_all(pending: &mut HashMap<u64, ReplySlot>, message: &str) {
 /// Routes one reply line to its slot: `result` answers (and retires) it, `event` feeds a
 /// subscription, `error` drops the slot (the frontend reads "engine gone").
 fn dispatch(line: &str, pending: &mut HashMap<u64, ReplySlot>) {
-    let Ok(value) = serde_json::from_str::<Value>(line) else {
+    let Ok(mut value) = serde_json::from_str::<Value>(line) else {
         log::warn!("session sent a line that is not JSON");
         return;
     };
+    if let Some(log) = value.get_mut("log") {
+        match serde_json::from_value::<super::logs::WireLog>(log.take()) {
+            Ok(log) => super::logs::replay(&log),
+            Err(error) => log::warn!("session sent a malformed log line: {error}"),
+        }
+        return;
+    }
     let Some(id) = value.get("id").and_then(Value::as_u64) else {
         if let Some(error) = value.get("error") {
             log::warn!("session error: {error}");

@@ -20,10 +20,12 @@
 //!   session refuses a peer whose uid differs (`SO_PEERCRED`). There is no TCP listener.
 //! - A frontend's `Shutdown` ends only its own connection; a disconnect cancels only that
 //!   connection's in-flight requests.
+//! - Engine log records reach each client at its own level and print as in process ([`logs`]).
 
 pub mod client;
 pub mod commands;
 pub mod hash;
+pub mod logs;
 pub mod paths;
 pub mod reload;
 pub mod server;
@@ -112,6 +114,17 @@ pub fn start_engine(options: EngineOptions) -> EngineHandle {
                 }
             }
         }
+    }
+}
+
+/// In the session process ([`SessionMode::Serve`]): serves the session and exits, before the
+/// calling command does anything else. Commands whose frontend has side effects before it starts
+/// its engine (`mcp --http` binds a port, `ide` binds one and installs signal handlers) call this
+/// first, so the session process, which re-runs their command line, never repeats them. In any
+/// other mode it returns at once.
+pub fn serve_if_session_process(options: &EngineOptions) {
+    if options.session == SessionMode::Serve {
+        start_engine(options.clone());
     }
 }
 

@@ -9,6 +9,7 @@
 //! - A session's files are `<key>.sock` (mode 0600), `<key>.lock` and `<key>.log` in that
 //!   directory; the key is 16 lowercase hex digits.
 
+use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
@@ -148,9 +149,79 @@ fn is_key(key: &str) -> bool {
     key.len() == 16 && key.bytes().all(|byte| byte.is_ascii_hexdigit())
 }
 
+/// Environment variables left out of the session key: they describe one terminal, shell or
+/// invocation (or only this command's frontend: its log level, its session mode) and do not
+/// change what a language server computes, so commands from two terminals share a session.
+const ENVIRONMENT_NOT_IN_KEY: &[&str] = &[
+    "_",
+    "COLORTERM",
+    "COLUMNS",
+    "GPG_TTY",
+    "INSIDE_EMACS",
+    "LC_TERMINAL",
+    "LC_TERMINAL_VERSION",
+    "LINES",
+    "LSPC_MCP_TOKEN",
+    "LSPC_NO_HINTS",
+    "OLDPWD",
+    "PWD",
+    "RUST_BACKTRACE",
+    "RUST_LOG",
+    "RUST_LOG_STYLE",
+    "SHLVL",
+    "SSH_AUTH_SOCK",
+    "SSH_CLIENT",
+    "SSH_CONNECTION",
+    "SSH_TTY",
+    "STY",
+    "TERM",
+    "TMUX",
+    "TMUX_PANE",
+    "VTE_VERSION",
+    "WINDOW",
+    "WINDOWID",
+    "XDG_RUNTIME_DIR",
+    "XDG_SESSION_ID",
+];
+
+/// Prefixes of such variables (terminal emulators' per-window ones, lspc's session settings).
+const ENVIRONMENT_PREFIXES_NOT_IN_KEY: &[&str] = &[
+    "ALACRITTY_",
+    "GNOME_TERMINAL_",
+    "ITERM_",
+    "KITTY_",
+    "KONSOLE_",
+    "LSPC_SESSION",
+    "TERM_",
+    "VSCODE_",
+    "WEZTERM_",
+    "WT_",
+];
+
+/// The environment a session's servers inherit, as part of its key: every variable except the
+/// per-terminal ones above, sorted, one `NAME=value` per line. A session runs with the
+/// environment of the command that started it, so two commands whose `PATH` (which program a
+/// server command names), `HOME`, locale or a server's own variables differ must not share one.
+pub fn environment_identity(vars: impl Iterator<Item = (OsString, OsString)>) -> String {
+    let mut lines: Vec<String> = vars
+        .filter(|(name, _)| {
+            let name = name.to_string_lossy();
+            !ENVIRONMENT_NOT_IN_KEY.contains(&name.as_ref())
+                && !ENVIRONMENT_PREFIXES_NOT_IN_KEY
+                    .iter()
+                    .any(|prefix| name.starts_with(prefix))
+        })
+        .map(|(name, value)| format!("{}={}", name.to_string_lossy(), value.to_string_lossy()))
+        .collect();
+    lines.sort();
+    lines.join("\n")
+}
+
 /// The session key of `options`: a hash of the wire protocol and lspc version, the canonical
 /// workspace root, where the configuration comes from and the engine tuning (restart policy,
-/// file-size and open-document limits, timeouts).
+/// file-size and open-document limits, timeouts), and this process's environment
+/// ([`environment_identity`]: a session's servers inherit the environment of the command that
+/// started it).
 ///
 /// "Where the configuration comes from" is [`EngineOptions::config_sources`] when set: each
 /// `--config` file and `--plugin-dir` folder (absolute, canonical when it exists), the user config
@@ -165,7 +236,7 @@ pub fn session_key(options: &EngineOptions) -> String {
         None => format!("servers {:?}", options.config.servers),
     };
     let identity = format!(
-        "lspc {} protocol {}\nroot {}\n{configuration}\nrestart {:?}\nmax_file_size {}\nmax_open_documents {}\nstartup {:?}\nshutdown {:?}\nsettle {:?} {:?}",
+        "lspc {} protocol {}\nroot {}\n{configuration}\nrestart {:?}\nmax_file_size {}\nmax_open_documents {}\nstartup {:?}\nshutdown {:?}\nsettle {:?} {:?}\nenvironment\n{}",
         env!("CARGO_PKG_VERSION"),
         super::wire::PROTOCOL_VERSION,
         root.display(),
@@ -176,6 +247,7 @@ pub fn session_key(options: &EngineOptions) -> String {
         options.shutdown_timeout,
         options.settle_quiet,
         options.settle_quiet_unversioned,
+        environment_identity(std::env::vars_os()),
     );
     super::hash::hex_digest(&identity)
 }
@@ -338,6 +410,39 @@ mod tests {
             one,
             session_key(&sourced(Vec::new(), &["/nonexistent/two.json"])),
             "another --config file is another session"
+        );
+    }
+
+    #[test]
+    fn the_environment_is_part_of_the_key_except_per_terminal_variables() {
+        let identity = |vars: &[(&str, &str)]| {
+            environment_identity(
+                vars.iter()
+                    .map(|(name, value)| (OsString::from(name), OsString::from(value))),
+            )
+        };
+        let base = identity(&[("PATH", "/usr/bin"), ("HOME", "/home/a")]);
+        assert_eq!(base, "HOME=/home/a\nPATH=/usr/bin");
+        assert_eq!(
+            base,
+            identity(&[
+                ("HOME", "/home/a"),
+                ("PWD", "/tmp"),
+                ("RUST_LOG", "debug"),
+                ("LSPC_SESSION", "always"),
+                ("LSPC_SESSION_IDLE", "20s"),
+                ("TERM_SESSION_ID", "w1"),
+                ("PATH", "/usr/bin"),
+            ])
+        );
+        assert_ne!(base, identity(&[("PATH", "/opt/bin"), ("HOME", "/home/a")]));
+        assert_ne!(
+            base,
+            identity(&[
+                ("PATH", "/usr/bin"),
+                ("HOME", "/home/a"),
+                ("FIXTURE_MODE", "x")
+            ])
         );
     }
 

@@ -371,6 +371,8 @@ struct Connection {
     own_consumer: String,
     /// Further queues the client opened (engine names).
     consumers: std::collections::BTreeSet<String>,
+    /// Engine records for this client, once it sent its `logs` filter ([`super::logs`]).
+    logs: Option<super::logs::ClientLogs>,
     /// The reload generation this client was last told about (a `reload` reply carries the
     /// latest report once per client).
     seen_generation: u64,
@@ -419,6 +421,7 @@ fn run_connection(
         next_tag: 0,
         own_consumer,
         consumers: Default::default(),
+        logs: None,
         seen_generation: 0,
         broken: false,
     };
@@ -431,6 +434,7 @@ fn run_connection(
     let hello = serde_json::to_string(&hello).unwrap_or_default();
     connection.write_line(&hello);
     connection.run(&line_receiver);
+    super::logs::unregister(connection_id);
     connection.cancel_in_flight();
     let _ = connection.writer.shutdown(std::net::Shutdown::Both);
     drop(line_receiver);
@@ -445,6 +449,7 @@ enum Ready {
     Pending(usize),
     Subscription(usize),
     Progress(usize),
+    Logs,
 }
 
 impl Connection {
@@ -466,6 +471,10 @@ impl Connection {
                     select.recv(receiver);
                     kinds.push(Ready::Progress(index));
                 }
+                if let Some(logs) = &self.logs {
+                    select.recv(&logs.records);
+                    kinds.push(Ready::Logs);
+                }
                 let index = select.ready();
                 kinds.swap_remove(index)
             };
@@ -476,6 +485,7 @@ impl Connection {
                     Err(TryRecvError::Empty) => {}
                 },
                 Ready::Pending(index) => self.complete(index),
+                Ready::Logs => self.flush_logs(),
                 Ready::Progress(index) => {
                     let id = self.progress[index].0;
                     match poll(&self.progress[index].1) {
@@ -504,7 +514,38 @@ impl Connection {
         }
     }
 
+    /// Writes one reply or event line, after the log records emitted before it (so a client
+    /// prints an op's log lines before acting on its reply, as in process).
     fn write_line(&mut self, line: &str) {
+        self.flush_logs();
+        self.write_raw(line);
+    }
+
+    /// Writes the log records waiting for this client, and a warning when some were dropped.
+    fn flush_logs(&mut self) {
+        let Some(logs) = &self.logs else {
+            return;
+        };
+        let dropped = logs.take_dropped();
+        let mut lines: Vec<String> = logs
+            .records
+            .try_iter()
+            .map(|log| json!({ "log": log }).to_string())
+            .collect();
+        if dropped > 0 {
+            let warning = super::logs::WireLog {
+                level: "warn".to_owned(),
+                target: "lspc::session".to_owned(),
+                message: format!("the session dropped {dropped} log records for this client"),
+            };
+            lines.push(json!({ "log": warning }).to_string());
+        }
+        for line in lines {
+            self.write_raw(&line);
+        }
+    }
+
+    fn write_raw(&mut self, line: &str) {
         if self.broken {
             return;
         }
@@ -743,6 +784,10 @@ impl Connection {
                 let (reply, receiver) = bounded(1);
                 self.send_op(Op::Status { reply });
                 Pending::Info(receiver)
+            }
+            WireOp::Logs { filter } => {
+                self.logs = super::logs::register(self.connection_id, &filter);
+                return;
             }
             WireOp::Stop => {
                 let _ = self.stop_sender.send(());

@@ -14,6 +14,9 @@
 //!   could not be read or the engine is gone. `subscribeEvents` is answered by any number of
 //!   `{"id": N, "event": E}` lines instead. A line that is not JSON, not UTF-8 or longer than
 //!   [`MAX_LINE_BYTES`] gets `{"id": null, "error": "..."}`; the connection goes on.
+//! - After a client's `logs` line, the session also writes `{"log": {"level", "target",
+//!   "message"}}` lines ([`super::logs::WireLog`]): engine records at the client's level, each
+//!   written before any reply line that follows it in time.
 
 use std::io::{self, BufRead};
 use std::path::PathBuf;
@@ -28,7 +31,7 @@ use crate::process::ServerId;
 use crate::text::PositionEncoding;
 
 /// Bumped whenever a request or reply shape changes; part of the session key too.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// The longest line either side accepts (64 MiB: a sync reply carries a whole file's text, up to
 /// the 10 MiB default size limit, JSON-escaped).
@@ -122,6 +125,12 @@ pub enum WireOp {
     ServerDetails,
     OpenDocuments,
     RunningServers,
+    /// The client's log filter (`RUST_LOG` syntax), sent as a client's first line: from then on
+    /// the session writes `{"log": WireLog}` lines ([`super::logs`]) for the records it accepts,
+    /// each before the reply lines that follow it. No reply.
+    Logs {
+        filter: String,
+    },
     /// Check the configuration files now and reload them if they changed (or if `config_hash`, the
     /// client's own hash, differs from the session's): answered with a [`ReloadReply`] once done.
     Reload {

@@ -630,11 +630,6 @@ fn row(line: u64, column: u64, severity: &str, message: &str) -> (u64, u64, Stri
 /// publish is dropped: v2's empty set stands, also after the late publish arrived.
 #[test]
 fn late_publish_for_an_old_version_is_discarded() {
-    if skip_in_session_mode(
-        "it reads the engine's debug log on stderr, which a session writes to its log file",
-    ) {
-        return;
-    }
     // Without `save` in its sync options, so the 250 ms quiet period applies (not the longer
     // one after a `didSave`) and the second answer comes before the late publish.
     let mut late = scenario("late_old_version");

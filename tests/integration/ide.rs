@@ -44,7 +44,9 @@ impl IdeRun {
         );
         let stderr_path = scratch.join(format!("ide-{unique}.stderr"));
         let stdout_path = scratch.join(format!("ide-{unique}.stdout"));
-        let child = Command::new(lspc_bin())
+        let mut command = Command::new(lspc_bin());
+        crate::support::session_env(&mut command);
+        let child = command
             .arg("ide")
             .args(args)
             .current_dir(&workspace.root)

@@ -288,7 +288,9 @@ fn official_python_sdk_client() {
         return;
     }
     for mode in ["auto", "legacy"] {
-        let mut child = Command::new("python3")
+        let mut command = Command::new("python3");
+        crate::support::session_env(&mut command);
+        let mut child = command
             .arg(&script)
             .arg(env!("CARGO_BIN_EXE_lspc"))
             .arg(mode)

@@ -27,7 +27,9 @@ struct HttpServer {
 
 impl HttpServer {
     fn start(root: &Path, args: &[&str]) -> HttpServer {
-        let mut child = Command::new(lspc_bin())
+        let mut command = Command::new(lspc_bin());
+        crate::support::session_env(&mut command);
+        let mut child = command
             .arg("--root")
             .arg(root)
             .args(args)
@@ -280,7 +282,9 @@ fn http_official_python_sdk_client() {
     }
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp/sdk_client.py");
     for mode in ["legacy", "auto"] {
-        let mut child = Command::new("python3")
+        let mut command = Command::new("python3");
+        crate::support::session_env(&mut command);
+        let mut child = command
             .arg(&script)
             .arg(lspc_bin())
             .arg(mode)
@@ -750,7 +754,9 @@ fn http_official_typescript_sdk_client() {
         }
     }
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp/ts_sdk_client.mjs");
-    let mut child = Command::new("node")
+    let mut command = Command::new("node");
+    crate::support::session_env(&mut command);
+    let mut child = command
         .arg(&script)
         .arg(&tools)
         .arg(lspc_bin())

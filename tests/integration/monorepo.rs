@@ -509,7 +509,9 @@ fn twenty_thousand_files_under_ulimit_256_keep_fds_flat_and_the_lru_bound() {
     }
     let config = workspace.fixture_config(&[("fx", &[".py"], json!({}))]);
     let lspc = lspc_bin();
-    let mut child = Command::new("sh")
+    let mut command = Command::new("sh");
+    crate::support::session_env(&mut command);
+    let mut child = command
         .arg("-c")
         .arg("ulimit -n 256 && exec \"$0\" \"$@\"")
         .arg(&lspc)

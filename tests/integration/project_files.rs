@@ -635,7 +635,9 @@ fn ctrl_c_reports_what_was_complete() {
     ]});
     let config =
         workspace.fixture_config(&[("quick", &[".py"], json!({})), ("stuck", &[".txt"], stuck)]);
-    let child = Command::new(lspc_bin())
+    let mut command = Command::new(lspc_bin());
+    crate::support::session_env(&mut command);
+    let child = command
         .args([
             "check",
             "--no-builtin",

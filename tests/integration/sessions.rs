@@ -579,7 +579,7 @@ print(hello["lspc"], hello["protocol"])
     let status: Value = serde_json::from_str(lines[3]).unwrap();
     assert_eq!(status["id"], 8);
     assert_eq!(status["result"][0]["name"], "fx");
-    assert_eq!(lines[4], "lspc-session 2");
+    assert_eq!(lines[4], "lspc-session 3");
 }
 
 /// A minimal MCP client over `lspc mcp --session always` (stdio, newline-delimited JSON-RPC).
@@ -787,4 +787,65 @@ fn files_changed_behind_the_session_reach_the_server_as_watched_file_changes() {
             entry["message"]["params"]["changes"][0] == json!({"uri": uri("new.py"), "type": 3})
         })
     });
+}
+
+/// Engine log records reach each client at its own level, in the in-process format (README
+/// "Session logs"): with `RUST_LOG=lspc=debug` the warm hover prints the lines the in-process
+/// hover prints for the server's start and its answer; a client at `warn` gets none of them; the
+/// session's own log keeps the level of the command that started it (`warn` here).
+#[test]
+fn engine_logs_reach_each_client_at_its_own_level() {
+    let ws = SessionWorkspace::new("logs", json!({}));
+    ws.lspc(&["session", "start"])
+        .env("RUST_LOG", "warn")
+        .run()
+        .status(0);
+    let warm = ws.lspc(&["hover", "a.py:5:5"]).run();
+    warm.status(0).stdout_is("alpha at 4:4\n");
+    let cold = ws.lspc(&["--session", "never", "hover", "a.py:5:5"]).run();
+    cold.status(0).stdout_is("alpha at 4:4\n");
+    let answered = r#"lspc: debug: fx: textDocument/hover answered {"contents":{"kind":"markdown","value":"**alpha** at 4:4"}}"#;
+    for line in ["lspc: debug: fx: spawned pid ", answered] {
+        warm.stderr_contains(line);
+        cold.stderr_contains(line);
+    }
+    let quiet = ws
+        .lspc(&["hover", "a.py:5:5"])
+        .env("RUST_LOG", "warn")
+        .run();
+    quiet.status(0).stdout_is("alpha at 4:4\n");
+    assert_eq!(quiet.stderr, "", "{}", quiet.story());
+    let status = ws.lspc(&["session", "status"]).run();
+    let log = status
+        .stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("  log     "))
+        .unwrap_or_else(|| status.fail("no log line"));
+    let log = std::fs::read_to_string(log).unwrap();
+    assert!(!log.contains("lspc: debug:"), "{log}");
+    assert!(log.contains("serving "), "{log}");
+}
+
+/// The session key includes the environment the servers inherit: a command with another value of
+/// a variable the server could read gets a session (and server) of its own, and the first
+/// environment's next command finds its own session again; `RUST_LOG` (a per-command setting)
+/// does not split sessions.
+#[test]
+fn commands_with_another_environment_get_their_own_session() {
+    let ws = SessionWorkspace::new("environment", json!({}));
+    let hover = |mark: &str, rust_log: &str| {
+        ws.lspc(&["--session", "always", "hover", "a.py:5:5"])
+            .env("LSPC_TEST_ENVIRONMENT_MARK", mark)
+            .env("RUST_LOG", rust_log)
+            .run()
+            .status(0)
+            .stdout_is("alpha at 4:4\n");
+    };
+    hover("a", "lspc=debug");
+    assert_eq!(ws.initializes(), 1);
+    hover("b", "lspc=debug");
+    assert_eq!(ws.initializes(), 2, "another environment, another server");
+    hover("a", "warn");
+    assert_eq!(ws.initializes(), 2, "the first environment's session again");
+    assert_eq!(ws.session_pids().len(), 2);
 }

@@ -207,6 +207,7 @@ pub(super) fn plan(edit: &Value, context: &EditContext<'_>) -> Result<Plan, Edit
         root: uri::canonical(context.root),
         slots: BTreeMap::new(),
     };
+    planner.check_versions(&raw_operations)?;
     let mut operations = Vec::new();
     for raw in raw_operations {
         operations.push(planner.play(raw)?);
@@ -411,6 +412,48 @@ impl Planner<'_, '_> {
         }
     }
 
+    /// Refuses the edit when a versioned text edit names a version lspc did not send, checking
+    /// the files in path order: a server that sends several stale files (ccls, gopls) lists them
+    /// in an order of its own, which depends on its index, so the one named is the first path.
+    /// A URI that does not resolve is left to [`Planner::play`], which says why.
+    fn check_versions(&self, raw_operations: &[RawOperation]) -> Result<(), EditError> {
+        let mut versioned: Vec<(PathBuf, i32)> = raw_operations
+            .iter()
+            .filter_map(|raw| match raw {
+                RawOperation::Text {
+                    uri,
+                    version: Some(version),
+                    ..
+                } => Some((self.resolve(uri).ok()?, *version)),
+                _ => None,
+            })
+            .collect();
+        versioned.sort();
+        for (path, version) in versioned {
+            self.check_version(&path, Some(version))?;
+        }
+        Ok(())
+    }
+
+    /// Refuses a text edit of `path` for a `version` lspc did not send.
+    fn check_version(&self, path: &Path, version: Option<i32>) -> Result<(), EditError> {
+        let sent = (self.context.documents)(path).map(|sent| sent.version);
+        // Version 0 from a server that does not track versions (gopls 0.5 for files it was never
+        // sent, ccls for every file) means "whatever you gave me": lspc's documents start at
+        // version 1, so a 0 can only name the disk text (never sent) or the one text lspc sent
+        // (version 1, nothing after it). Neovim reads 0 the same way. The disk check in
+        // `play_text` still refuses an edit of a file that changed since.
+        let version = version.filter(|&version| version != 0 || sent.is_some_and(|sent| sent != 1));
+        match version {
+            Some(version) if sent != Some(version) => Err(EditError::StaleVersion {
+                path: path.to_path_buf(),
+                version,
+                sent,
+            }),
+            _ => Ok(()),
+        }
+    }
+
     pub(super) fn play_text(
         &mut self,
         path: &Path,
@@ -419,22 +462,7 @@ impl Planner<'_, '_> {
     ) -> Result<(), EditError> {
         let sent = (self.context.documents)(path);
         let encoding = self.context.encoding;
-        // Version 0 from a server that does not track versions (gopls 0.5 for files it was never
-        // sent, ccls for every file) means "whatever you gave me": lspc's documents start at
-        // version 1, so a 0 can only name the disk text (never sent) or the one text lspc sent
-        // (version 1, nothing after it). Neovim reads 0 the same way. The disk check below still
-        // refuses an edit of a file that changed since.
-        let version = version
-            .filter(|&version| version != 0 || sent.as_ref().is_some_and(|sent| sent.version != 1));
-        if let Some(version) = version {
-            if sent.as_ref().map(|sent| sent.version) != Some(version) {
-                return Err(EditError::StaleVersion {
-                    path: path.to_path_buf(),
-                    version,
-                    sent: sent.map(|sent| sent.version),
-                });
-            }
-        }
+        self.check_version(path, version)?;
         let slot = self.slot(path)?;
         if slot.is_folder {
             return Err(EditError::Folder {
