@@ -1,0 +1,142 @@
+//! Regressions found by using lspc as a new user would, on public repositories (psf/requests,
+//! DaveGamble/cJSON, sindresorhus/ky), warm and cold. Each test names what broke and how it
+//! was found; each runs the real servers it names and asserts exact values.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::{json, Value};
+
+use crate::require_program;
+use crate::support::*;
+
+/// A private session directory next to `workspace` (mode 0700), so the test's sessions meet
+/// no other test's.
+fn private_runtime(workspace: &Workspace) -> PathBuf {
+    use std::os::unix::fs::DirBuilderExt;
+    let runtime = workspace.root.parent().unwrap().join("runtime");
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(&runtime);
+    runtime
+}
+
+/// Stops every session of `runtime` when dropped, so a failing assert leaves nothing running.
+struct StopSessions(PathBuf);
+
+impl Drop for StopSessions {
+    fn drop(&mut self) {
+        let _ = Command::new(lspc_bin())
+            .env("XDG_RUNTIME_DIR", &self.0)
+            .args(["session", "stop", "--all"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// `(path, server, line, column, code)` of every diagnostic in a `--format json` report.
+fn rows(report: &Value) -> Vec<(String, String, u64, u64, String)> {
+    let mut rows = Vec::new();
+    for file in report["files"].as_array().unwrap() {
+        for diagnostic in file["diagnostics"].as_array().unwrap() {
+            rows.push((
+                file["path"].as_str().unwrap().to_owned(),
+                diagnostic["server"].as_str().unwrap().to_owned(),
+                diagnostic["line"].as_u64().unwrap(),
+                diagnostic["column"].as_u64().unwrap(),
+                diagnostic["code"].as_str().unwrap_or("").to_owned(),
+            ));
+        }
+    }
+    rows
+}
+
+fn check_json(workspace: &Workspace, config: &Path, runtime: &Path, args: &[&str]) -> Output {
+    workspace
+        .lspc()
+        .env("XDG_RUNTIME_DIR", runtime)
+        .env("LSPC_SESSION_IDLE", "60s")
+        .args(["--no-builtin", "--config"])
+        .arg(config)
+        .args(["check", "--format", "json", "--timeout", "120"])
+        .args(args)
+        .timeout(std::time::Duration::from_secs(180))
+        .run()
+}
+
+/// Found on psf/requests (`[tool.pyright] include = ["src/requests"]`, strict): with a session,
+/// the first `lspc check` reported pyright's 12 errors, as `pyright --outputjson` does, and the
+/// second reported 2,002, pyright's findings in `tests/`, which its `include` leaves out. Any
+/// earlier command that had `tests/` files open on pyright (a named file, a query, a previous
+/// walk while pyright was running) left pyright's diagnostics in the session's store, and the
+/// settled result of a file took every server's stored set, not only the servers asked.
+/// pyright 1.1.414, ruff 0.17.6, on the `python-project` fixture.
+#[test]
+fn a_warm_check_leaves_out_what_the_project_leaves_out_after_a_file_was_named() {
+    require_program!("pyright-langserver");
+    require_program!("ruff");
+    let workspace = Workspace::copy_of("python-project");
+    let config = workspace.config(json!({ "pyright": pyright_entry(), "ruff": ruff_entry() }));
+    let runtime = private_runtime(&workspace);
+    let _stop = StopSessions(runtime.clone());
+    let expected = vec![
+        (
+            "src/shop/cart.py".to_owned(),
+            "pyright".to_owned(),
+            5,
+            18,
+            "reportAssignmentType".to_owned(),
+        ),
+        (
+            "src/shop/cart.py".to_owned(),
+            "pyright".to_owned(),
+            10,
+            23,
+            "reportCallIssue".to_owned(),
+        ),
+        (
+            "src/shop/cart.py".to_owned(),
+            "ruff".to_owned(),
+            1,
+            8,
+            "F401".to_owned(),
+        ),
+        (
+            "tests/test_cart.py".to_owned(),
+            "ruff".to_owned(),
+            1,
+            8,
+            "F401".to_owned(),
+        ),
+    ];
+    let cold = check_json(&workspace, &config, &runtime, &["--session", "never"]);
+    cold.status(1);
+    assert_eq!(rows(&cold.json()), expected, "{}", cold.story());
+
+    // Named on the command line, tests/test_cart.py is checked by every server: pyright's
+    // reportAssignmentType at 7:18 is in the answer, and the session keeps the file open there.
+    let named = check_json(
+        &workspace,
+        &config,
+        &runtime,
+        &["--session", "always", "tests/test_cart.py"],
+    );
+    named.status(1);
+    assert!(
+        rows(&named.json())
+            .iter()
+            .any(|row| row.1 == "pyright" && (row.2, row.3) == (7, 18)),
+        "{}",
+        named.story()
+    );
+    // The walk that follows gives the in-process verdict: pyright stays out of tests/.
+    for round in 0..2 {
+        let warm = check_json(&workspace, &config, &runtime, &["--session", "always"]);
+        warm.status(1);
+        assert_eq!(
+            rows(&warm.json()),
+            expected,
+            "round {round}: {}",
+            warm.story()
+        );
+    }
+}
