@@ -214,6 +214,16 @@ impl State {
     // ----- ops -------------------------------------------------------------------------------
 
     fn handle_op(&mut self, op: Op) {
+        if matches!(
+            op,
+            Op::Diagnostics { .. }
+                | Op::DiagnosticsLeavingOut { .. }
+                | Op::AnalysisWait { .. }
+                | Op::Sync { .. }
+                | Op::SyncRequest { .. }
+        ) {
+            self.resync_changed_documents();
+        }
         match op {
             Op::Diagnostics {
                 paths,

@@ -140,3 +140,73 @@ fn a_warm_check_leaves_out_what_the_project_leaves_out_after_a_file_was_named() 
         );
     }
 }
+
+/// Found on DaveGamble/cJSON with a session: after `cJSON.c` (open in the session since an
+/// earlier command) gained two lines at the top, `lspc definition
+/// tests/parse_with_opts.c:32:cJSON_ParseWithOpts` kept answering `cJSON.c:1126:2  }` (the old
+/// line, shown with the new text) instead of `cJSON.c:1128:23`, and a warm `lspc check a.py`
+/// stayed clean after the `b.py` it imports changed its return type, where `--session never`
+/// reports the error. Only the request's own file was re-read; other open documents kept the
+/// text the servers had, and a file whose dependency changed kept its old settled diagnostics.
+/// pyright 1.1.414.
+#[test]
+fn a_warm_session_sees_open_files_changed_on_disk_by_another_tool() {
+    require_program!("pyright-langserver");
+    let workspace = Workspace::new("changed-behind-the-session");
+    workspace
+        .file("a.py", "from b import total\n\nx: int = total()\n")
+        .file("b.py", "def total() -> int:\n    return 1\n");
+    let config = workspace.config(json!({ "pyright": pyright_entry() }));
+    let runtime = private_runtime(&workspace);
+    let _stop = StopSessions(runtime.clone());
+    let lspc = |args: &[&str]| {
+        workspace
+            .lspc()
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .env("LSPC_SESSION_IDLE", "60s")
+            .args(["--no-builtin", "--config"])
+            .arg(&config)
+            .args(args)
+            .timeout(std::time::Duration::from_secs(120))
+            .run()
+    };
+    // Both files open on pyright in the session, both clean.
+    let first = lspc(&["--session", "always", "check", "--format", "json"]);
+    first.status(0);
+    assert_eq!(rows(&first.json()), Vec::new(), "{}", first.story());
+
+    // Another tool rewrites b.py: two lines more at the top, and a `str` return.
+    std::fs::write(
+        workspace.path("b.py"),
+        "# generated\n\ndef total() -> str:\n    return \"1\"\n",
+    )
+    .unwrap();
+    let expected_definition = "b.py:3:5  def total() -> str:\n";
+    for session in ["always", "never"] {
+        let definition = lspc(&["--session", session, "definition", "a.py:1:total"]);
+        definition.status(0);
+        assert_eq!(
+            definition.stdout,
+            expected_definition,
+            "--session {session}: {}",
+            definition.story()
+        );
+    }
+    let expected_rows = vec![(
+        "a.py".to_owned(),
+        "pyright".to_owned(),
+        3,
+        10,
+        "reportAssignmentType".to_owned(),
+    )];
+    for session in ["always", "never"] {
+        let check = lspc(&["--session", session, "check", "a.py", "--format", "json"]);
+        check.status(1);
+        assert_eq!(
+            rows(&check.json()),
+            expected_rows,
+            "--session {session}: {}",
+            check.story()
+        );
+    }
+}
