@@ -210,3 +210,75 @@ fn a_warm_session_sees_open_files_changed_on_disk_by_another_tool() {
         );
     }
 }
+
+/// Found on sindresorhus/ky (`"extends": "@sindresorhus/tsconfig"`, not installed): `tsc -p .`
+/// fails with `tsconfig.json(2,13): error TS6053`, but `lspc check` reported `tsconfig.json`
+/// clean, because the built-in vscode-json-language-server checks `tsconfig.json` too and a
+/// file some server checked never got lspc's own project-configuration finding. On a project
+/// with no other error that is a green check where tsc fails. typescript-language-server 5.3.0
+/// with typescript 6, vscode-json-language-server 4.10.0, on the `typescript-project` fixture.
+#[test]
+fn a_tsconfig_error_is_reported_when_a_json_server_also_checks_tsconfig() {
+    require_program!("typescript-language-server");
+    require_program!("vscode-json-language-server");
+    let workspace = Workspace::copy_of("typescript-project");
+    let config = workspace.config(json!({
+        "typescript": typescript_entry(),
+        "json": {"command": "vscode-json-language-server", "args": ["--stdio"],
+                 "extensionToLanguage": {".json": "json"}},
+    }));
+    let output = workspace
+        .lspc()
+        .args(["check", "--no-builtin", "--format", "json", "--config"])
+        .arg(&config)
+        .timeout(std::time::Duration::from_secs(120))
+        .run();
+    output.status(1);
+    let report = output.json();
+    let tsconfig: Vec<(String, u64, u64, String, String)> = report["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|file| file["path"] == "tsconfig.json")
+        .flat_map(|file| {
+            let state = file["state"].as_str().unwrap().to_owned();
+            file["diagnostics"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(move |diagnostic| {
+                    (
+                        state.clone(),
+                        diagnostic["line"].as_u64().unwrap(),
+                        diagnostic["column"].as_u64().unwrap(),
+                        diagnostic["code"].as_str().unwrap().to_owned(),
+                        diagnostic["message"].as_str().unwrap().to_owned(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(
+        tsconfig,
+        [(
+            "diagnostics".to_owned(),
+            2,
+            13,
+            "TS6053".to_owned(),
+            "File '@lspc-fixture/tsconfig' not found.".to_owned()
+        )],
+        "{}",
+        output.story()
+    );
+    assert_eq!(
+        report["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|file| file["path"] == "tsconfig.json")
+            .count(),
+        1,
+        "{}",
+        output.story()
+    );
+}
