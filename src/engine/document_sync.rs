@@ -209,9 +209,9 @@ impl State {
         let mut still_waiting = Vec::new();
         for sync in std::mem::take(&mut self.syncs) {
             let indexes = self.slots_for_path(&sync.path);
-            let starting = indexes
-                .iter()
-                .any(|&index| self.servers[index].is_starting());
+            let starting = indexes.iter().any(|&index| {
+                self.servers[index].is_starting() || self.servers[index].is_restart_pending()
+            });
             if starting && now < sync.deadline {
                 still_waiting.push(sync);
                 continue;

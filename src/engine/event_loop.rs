@@ -281,11 +281,11 @@ impl State {
                     }
                 };
                 let deadline = Instant::now() + timeout;
-                // Running servers: sync and send now, in this turn (the common case).
-                if servers
-                    .iter()
-                    .any(|&index| self.servers[index].is_starting())
-                {
+                // Running servers: sync and send now, in this turn (the common case). A server
+                // starting, or restarting after a crash (500 ms and more), is waited for.
+                if servers.iter().any(|&index| {
+                    self.servers[index].is_starting() || self.servers[index].is_restart_pending()
+                }) {
                     self.syncs.push(PendingSync {
                         path,
                         deadline,

@@ -282,3 +282,57 @@ fn a_tsconfig_error_is_reported_when_a_json_server_also_checks_tsconfig() {
         output.story()
     );
 }
+
+/// Found by `kill -9` of the session's pyright (as the OOM killer would): the next one-shot
+/// `lspc hover`, sent within the 500 ms before the restart, failed at once with `server pyright
+/// crashed (signal 9)` (exit 3), though the server was about to come back and the README
+/// promises a restart. A request meeting a restart that is pending now waits for it, within its
+/// timeout. pyright 1.1.414.
+#[test]
+fn a_query_right_after_a_server_crash_waits_for_the_restart() {
+    require_program!("pyright-langserver");
+    let workspace = Workspace::new("query-after-crash");
+    workspace.file("a.py", "def total() -> int:\n    return 1\n\nx = total()\n");
+    let config = workspace.config(json!({ "pyright": pyright_entry() }));
+    let runtime = private_runtime(&workspace);
+    let _stop = StopSessions(runtime.clone());
+    let lspc = |args: &[&str]| {
+        workspace
+            .lspc()
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .env("LSPC_SESSION_IDLE", "60s")
+            .args(["--no-builtin", "--config"])
+            .arg(&config)
+            .args(args)
+            .timeout(std::time::Duration::from_secs(120))
+            .run()
+    };
+    let hover = ["--session", "always", "hover", "a.py:4:total"];
+    let expected = "(function) def total() -> int\n";
+    let first = lspc(&hover);
+    first.status(0);
+    assert_eq!(first.stdout, expected, "{}", first.story());
+    let status = lspc(&["session", "status"]);
+    let pid: i32 = status
+        .stdout
+        .lines()
+        .find(|line| line.trim_start().starts_with("server  pyright"))
+        .and_then(|line| line.split("pid ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| status.fail("no pyright pid in session status"));
+    // SAFETY: kill has no memory preconditions; `pid` is the session's pyright.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    // Ask while the session knows of the crash and its restart is pending (500 ms).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !lspc(&["session", "status"]).stdout.contains("restarting") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the session never noticed the crash"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let again = lspc(&hover);
+    again.status(0);
+    assert_eq!(again.stdout, expected, "{}", again.story());
+}
