@@ -336,3 +336,36 @@ fn a_query_right_after_a_server_crash_waits_for_the_restart() {
     again.status(0);
     assert_eq!(again.stdout, expected, "{}", again.story());
 }
+
+/// Found looking into the session directory during this test: `/tmp/lspc-0/` held 4,970 files,
+/// one duplicate-server registry file per (workspace, server) any lspc had ever run, each left
+/// behind when its lspc exited (the directory `lspc session status` reads). A clean exit now
+/// takes its own entry out and removes a file left empty. Fixture server.
+#[test]
+fn a_clean_exit_leaves_no_duplicate_server_registry_file() {
+    if skip_in_session_mode("the session, not this command, owns the servers") {
+        return;
+    }
+    let mut workspace = Workspace::new("registry-cleanup");
+    workspace.file("a.py", "x = 1\n");
+    let config = workspace.fixture_config(&[("fx", &[".py"], json!({}))]);
+    let runtime = private_runtime(&workspace);
+    let output = workspace
+        .lspc()
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .env("LSPC_SESSION", "never")
+        .args(["--no-builtin", "--config"])
+        .arg(&config)
+        .args(["check", "a.py"])
+        .run();
+    output.status(0);
+    let left: Vec<String> = std::fs::read_dir(runtime.join("lspc"))
+        .map(|entries| {
+            entries
+                .filter_map(|entry| entry.ok())
+                .map(|entry| entry.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(left, Vec::<String>::new(), "{}", output.story());
+}
