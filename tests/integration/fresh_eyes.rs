@@ -369,3 +369,72 @@ fn a_clean_exit_leaves_no_duplicate_server_registry_file() {
         .unwrap_or_default();
     assert_eq!(left, Vec::<String>::new(), "{}", output.story());
 }
+
+/// Found on psf/requests: after `git checkout` of an older revision under a running session,
+/// a warm `lspc check` reported 349 errors and a cold one 223, in other files. The checkout
+/// rewrote `pyproject.toml` (`[tool.pyright]`, `[tool.ruff]`), but the session announced a
+/// changed file only to the servers claiming its extension, so pyright never heard that its
+/// configuration changed and kept checking by the old one. pyright 1.1.414.
+#[test]
+fn a_warm_check_follows_a_pyproject_changed_behind_the_session() {
+    require_program!("pyright-langserver");
+    let workspace = Workspace::new("pyproject-behind-the-session");
+    workspace
+        .file(
+            "pyproject.toml",
+            "[tool.pyright]\ntypeCheckingMode = \"basic\"\n",
+        )
+        .file("a.py", "def f(x):\n    return x\n");
+    let config = workspace.config(json!({ "pyright": pyright_entry() }));
+    let runtime = private_runtime(&workspace);
+    let _stop = StopSessions(runtime.clone());
+    let check = |session: &str| {
+        workspace
+            .lspc()
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .env("LSPC_SESSION_IDLE", "60s")
+            .args(["--no-builtin", "--config"])
+            .arg(&config)
+            .args(["--session", session, "check", "--format", "json"])
+            .timeout(std::time::Duration::from_secs(120))
+            .run()
+    };
+    let basic = check("always");
+    basic.status(0);
+    std::fs::write(
+        workspace.path("pyproject.toml"),
+        "[tool.pyright]\ntypeCheckingMode = \"strict\"\n",
+    )
+    .unwrap();
+    let cold = check("never");
+    cold.status(1);
+    let expected = rows(&cold.json());
+    assert_eq!(
+        expected
+            .iter()
+            .map(|row| row.4.as_str())
+            .collect::<Vec<_>>(),
+        [
+            "reportUnknownParameterType",
+            "reportMissingParameterType",
+            "reportUnknownParameterType",
+            "reportUnknownVariableType"
+        ],
+        "{}",
+        cold.story()
+    );
+    // The session's scan runs every 2 s; its announcement must reach pyright.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let warm = check("always");
+        if rows(&warm.json()) == expected {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the warm check never followed the new pyproject.toml: {}",
+            warm.story()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+}
