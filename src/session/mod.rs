@@ -11,9 +11,11 @@
 //! whichever way the engine runs.
 //!
 //! Invariants:
-//! - A session is found by its key ([`paths::session_key`]: canonical root plus a hash of the
-//!   resolved configuration and engine tuning), so a command never talks to the session of
-//!   another root or configuration.
+//! - A session is found by its key ([`paths::session_key`]: canonical root plus a hash of where
+//!   the configuration comes from and the engine tuning) and used only when it serves the
+//!   configuration the command loaded ([`hash::config_hash`], checked on connect; the session
+//!   reloads edited files first, [`reload`]), so a command never talks to the session of another
+//!   root or configuration.
 //! - The socket lives in a directory only the user can enter ([`paths::runtime_dir`]); the
 //!   session refuses a peer whose uid differs (`SO_PEERCRED`). There is no TCP listener.
 //! - A frontend's `Shutdown` ends only its own connection; a disconnect cancels only that
@@ -21,7 +23,9 @@
 
 pub mod client;
 pub mod commands;
+pub mod hash;
 pub mod paths;
+pub mod reload;
 pub mod server;
 pub mod watch;
 pub mod wire;
@@ -92,6 +96,16 @@ pub fn start_engine(options: EngineOptions) -> EngineHandle {
             match client::attach(&options, mode == SessionMode::Always) {
                 Ok(handle) => handle,
                 Err(client::AttachError::NotRunning) => EngineHandle::start(options),
+                // A broken configuration file: the command reports its errors as in process;
+                // with `always` it also says why the warm session is not used.
+                Err(client::AttachError::ConfigNotApplied(message)) => {
+                    if mode == SessionMode::Always {
+                        eprintln!("lspc: warning: {message}; running without a session");
+                    } else {
+                        log::info!("{message}; running without a session");
+                    }
+                    EngineHandle::start(options)
+                }
                 Err(client::AttachError::Failed(error)) => {
                     eprintln!("lspc: warning: {error}; running without a session");
                     EngineHandle::start(options)

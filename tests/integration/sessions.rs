@@ -16,6 +16,9 @@ use wait_timeout::ChildExt;
 
 use crate::support::*;
 
+#[path = "sessions_reload.rs"]
+mod reload;
+
 /// A fixture workspace whose commands share a private session directory.
 struct SessionWorkspace {
     workspace: Workspace,
@@ -576,7 +579,7 @@ print(hello["lspc"], hello["protocol"])
     let status: Value = serde_json::from_str(lines[3]).unwrap();
     assert_eq!(status["id"], 8);
     assert_eq!(status["result"][0]["name"], "fx");
-    assert_eq!(lines[4], "lspc-session 1");
+    assert_eq!(lines[4], "lspc-session 2");
 }
 
 /// A minimal MCP client over `lspc mcp --session always` (stdio, newline-delimited JSON-RPC).
