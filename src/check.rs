@@ -344,7 +344,22 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
     let mut extra: Vec<(PathBuf, Vec<diagnostics::Diagnostic>)> = unrequested;
     // Problems in the project configuration, as the project's CLI reports them (tsc -p: TS6053
     // for a missing `extends`), belong to that configuration file.
+    // A configuration file some server checked (vscode-json-language-server on tsconfig.json)
+    // gets them added to what that server found.
     for diagnostic in config_diagnostics {
+        if let Some(file) = report
+            .files
+            .iter_mut()
+            .find(|file| file.path == diagnostic.path)
+        {
+            add_config_diagnostic(
+                file,
+                &mut report.n_below_severity,
+                options.severity,
+                diagnostic,
+            );
+            continue;
+        }
         match extra.iter_mut().find(|(path, _)| *path == diagnostic.path) {
             Some((_, found)) => found.push(diagnostic),
             None => extra.push((diagnostic.path.clone(), vec![diagnostic])),
@@ -628,6 +643,26 @@ fn push_file(
         diagnostics: found,
         n_omitted: 0,
     });
+}
+
+/// Adds lspc's own finding about a project configuration (TS6053) to the report of a file a
+/// server checked too, as [`push_file`] would have: below `severity` it is only counted; a clean
+/// file becomes one with diagnostics (a timed-out or failed one keeps its state).
+fn add_config_diagnostic(
+    file: &mut FileReport,
+    n_below_severity: &mut usize,
+    severity: Severity,
+    diagnostic: diagnostics::Diagnostic,
+) {
+    if diagnostic.severity > severity {
+        *n_below_severity += 1;
+        return;
+    }
+    file.diagnostics.push(diagnostic);
+    diagnostics::sort(&mut file.diagnostics);
+    if file.state == FileState::Clean {
+        file.state = FileState::Diagnostics;
+    }
 }
 
 /// The servers that were asked about `path` and settled: every server with diagnostics for it,

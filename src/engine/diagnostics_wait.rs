@@ -345,7 +345,12 @@ impl State {
             .iter()
             .map(|id| self.servers[id.0 as usize].config.name.as_str())
             .collect();
-        let merged = self.store.merged(&wait.path, &names);
+        // Only the servers asked about the file count: a server left out by its project
+        // (pyright's `include`) may still hold diagnostics for it from an earlier command that
+        // opened it there (a named file, a query), and a warm session keeps those. `merged`
+        // visits `names` first, so dropping the rest keeps each duplicate's asked-server copy.
+        let mut merged = self.store.merged(&wait.path, &names);
+        merged.retain(|diagnostic| names.contains(&diagnostic.server.as_str()));
         if wait.done.len() == wait.servers.len() {
             let failures: Vec<String> = wait
                 .done

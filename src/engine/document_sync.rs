@@ -74,6 +74,11 @@ impl State {
                 self.store.clear_file(path);
             }
         }
+        if self.documents.take_stale_analysis(path) {
+            // A file this one may depend on changed behind lspc's back: what the servers
+            // settled for this version describes the old project.
+            self.store.clear_file(path);
+        }
         // Make room before opening, so the LRU bound holds at every moment and not only at the
         // end of a turn: a diagnostics job opens up to `FILES_IN_FLIGHT` files in one turn, which
         // held 50 + 32 documents open on a 2,000-file check (issue 17's scale test).
@@ -92,6 +97,48 @@ impl State {
             self.open_on_server(server_id, path);
         }
         Ok(())
+    }
+
+    /// Re-reads every open document whose file changed on disk behind lspc's back (another tool,
+    /// a `git checkout`), before an op that syncs a file: a server answers a cross-file question
+    /// (a definition in that file, references listed from it, the diagnostics of a file that
+    /// imports it) from the text it was sent, so that text must be the disk's. A changed file
+    /// gets `didChange`; a file that is gone or can no longer be sent gets `didClose` (unless a
+    /// wait has it pinned). Every other document open on the same servers is then marked
+    /// [`Document::stale_analysis`](super::documents::Document::stale_analysis). Costs one
+    /// `stat` per open document (at most 50).
+    pub(super) fn resync_changed_documents(&mut self) {
+        for path in self.documents.changed_on_disk() {
+            let Some(doc) = self.documents.get(&path) else {
+                continue;
+            };
+            let version = doc.version;
+            let servers: Vec<ServerId> = doc.open_on.keys().copied().collect();
+            match self.sync_document(&path) {
+                Ok(()) => {
+                    if self.documents.get(&path).map(|doc| doc.version) == Some(version) {
+                        continue;
+                    }
+                    log::debug!("{} changed on disk; re-sent", path.display());
+                }
+                Err(error) => {
+                    if self.documents.get(&path).is_some_and(|doc| doc.pins > 0) {
+                        continue;
+                    }
+                    log::debug!("closing {}: {error}", path.display());
+                    if let Some(doc) = self.documents.forget(&path) {
+                        for server_id in doc.open_on.keys() {
+                            self.servers[server_id.0 as usize].notify(
+                                "textDocument/didClose",
+                                json!({ "textDocument": { "uri": doc.uri } }),
+                            );
+                        }
+                    }
+                    self.store.clear_file(&path);
+                }
+            }
+            self.documents.mark_stale_analysis(&servers, &path);
+        }
     }
 
     pub(super) fn open_on_server(&mut self, server_id: ServerId, path: &Path) {
@@ -169,9 +216,9 @@ impl State {
         let mut still_waiting = Vec::new();
         for sync in std::mem::take(&mut self.syncs) {
             let indexes = self.slots_for_path(&sync.path);
-            let starting = indexes
-                .iter()
-                .any(|&index| self.servers[index].is_starting());
+            let starting = indexes.iter().any(|&index| {
+                self.servers[index].is_starting() || self.servers[index].is_restart_pending()
+            });
             if starting && now < sync.deadline {
                 still_waiting.push(sync);
                 continue;

@@ -2,7 +2,9 @@
 //! LRU bound (seed 000: at most 50 open documents; eviction sends `didClose`).
 //!
 //! Invariants: a document's version starts at 1 and only grows; a new version is made only when
-//! the text on disk differs from the text last sent. Paths are canonical absolute paths.
+//! the text on disk differs from the text last sent, or when another file open on one of its
+//! servers changed on disk behind lspc's back (`stale_analysis`: the server must analyse it
+//! again before its diagnostics are settled). Paths are canonical absolute paths.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::Metadata;
@@ -30,6 +32,11 @@ pub(crate) struct Document {
     pub pins: u32,
     /// What the disk said when `text` was read, to skip re-reading an unchanged file.
     pub stamp: Option<DiskStamp>,
+    /// Another document open on one of this one's servers changed on disk behind lspc's back
+    /// (another tool, a `git checkout`) since this text was sent: the servers' answers and
+    /// settled diagnostics for it may describe the old project, so its next sync sends it again
+    /// under a new version ([`Documents::take_stale_analysis`]).
+    pub stale_analysis: bool,
 }
 
 /// A file's size, modification time and inode when lspc read it, and when it read it.
@@ -184,6 +191,7 @@ impl Documents {
                 doc.line_index = Arc::new(LineIndex::new(&text));
                 doc.text = Arc::from(text);
                 doc.version += 1;
+                doc.stale_analysis = false;
                 Refresh::Changed
             }
             None => {
@@ -199,6 +207,7 @@ impl Documents {
                         last_used: clock,
                         pins: 0,
                         stamp: None,
+                        stale_analysis: false,
                     },
                 );
                 Refresh::New
@@ -224,6 +233,48 @@ impl Documents {
             .take(excess)
             .map(|(path, _)| path.clone())
             .collect()
+    }
+
+    /// Open documents whose file changed on disk since lspc read it (size, modification time or
+    /// inode, [`DiskStamp::unchanged`]) or is gone; one `stat` per open document, no LRU touch.
+    pub fn changed_on_disk(&self) -> Vec<PathBuf> {
+        let mut changed: Vec<PathBuf> = self
+            .docs
+            .iter()
+            .filter(|(_, doc)| !doc.open_on.is_empty())
+            .filter(|(path, doc)| match std::fs::metadata(path) {
+                Ok(metadata) => !doc.stamp.is_some_and(|stamp| stamp.unchanged(&metadata)),
+                Err(_) => true,
+            })
+            .map(|(path, _)| path.clone())
+            .collect();
+        changed.sort();
+        changed
+    }
+
+    /// Marks every document open on one of `servers`, other than `changed`, as analysed against
+    /// an older project ([`Document::stale_analysis`]).
+    pub fn mark_stale_analysis(&mut self, servers: &[ServerId], changed: &Path) {
+        for (path, doc) in &mut self.docs {
+            if path != changed && servers.iter().any(|id| doc.open_on.contains_key(id)) {
+                doc.stale_analysis = true;
+            }
+        }
+    }
+
+    /// When the document is marked [`Document::stale_analysis`], clears the mark and gives its
+    /// unchanged text a new version (so each server gets `didChange` and analyses it again);
+    /// returns whether it did.
+    pub fn take_stale_analysis(&mut self, path: &Path) -> bool {
+        let Some(doc) = self.docs.get_mut(path) else {
+            return false;
+        };
+        if !doc.stale_analysis {
+            return false;
+        }
+        doc.stale_analysis = false;
+        doc.version += 1;
+        true
     }
 
     /// Drop a document (after `didClose` went to every server holding it).
@@ -273,6 +324,38 @@ mod tests {
         );
         assert_eq!(documents.get(path).unwrap().version, 2);
         assert_eq!(&*documents.get(path).unwrap().text, "x = 2\n");
+    }
+
+    #[test]
+    fn a_file_changed_behind_lspc_marks_the_other_documents_of_its_servers() {
+        let mut documents = Documents::default();
+        for name in ["a", "b", "c"] {
+            open(&mut documents, name);
+        }
+        // `c` is open on another server only.
+        let c = documents.get_mut(Path::new("/w/c")).unwrap();
+        c.open_on.clear();
+        c.open_on.insert(ServerId(1), (1, Instant::now()));
+        documents.mark_stale_analysis(&[ServerId(0)], Path::new("/w/b"));
+        let stale = |documents: &Documents, name: &str| {
+            documents
+                .get(Path::new(&format!("/w/{name}")))
+                .unwrap()
+                .stale_analysis
+        };
+        assert_eq!(
+            ["a", "b", "c"].map(|name| stale(&documents, name)),
+            [true, false, false]
+        );
+        assert!(documents.take_stale_analysis(Path::new("/w/a")));
+        assert_eq!(documents.get(Path::new("/w/a")).unwrap().version, 2);
+        assert!(!documents.take_stale_analysis(Path::new("/w/a")));
+        assert_eq!(documents.get(Path::new("/w/a")).unwrap().version, 2);
+        // Nothing on disk under /w: every open document counts as changed (gone).
+        assert_eq!(
+            documents.changed_on_disk(),
+            ["/w/a", "/w/b", "/w/c"].map(PathBuf::from)
+        );
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! Mechanism: one registry file per (workspace folder, server name) in the runtime directory
 //! (`$XDG_RUNTIME_DIR/lspc/`, else `/tmp/lspc-<uid>/`), one line `<lspc pid> <server pid>` per
 //! live registration. Lines whose lspc process is gone (no `/proc/<pid>`) are dropped when the
-//! file is rewritten, so stale entries from a SIGKILLed lspc do not warn forever.
+//! file is rewritten, so stale entries from a SIGKILLed lspc do not warn forever; a clean exit
+//! takes its own entries out and removes a file left empty.
 //!
 //! Invariants: best effort only. Every I/O error is logged at debug level and ignored; nothing
 //! here can fail a server start. Linux only (reads `/proc`); elsewhere it does nothing.
@@ -134,6 +135,48 @@ pub(super) fn register(server_name: &str, workspace_folder: &Path, server_pid: u
     }
 }
 
+/// The registry text left once `own_pid` is gone: the lines of other processes `alive` says
+/// still run, `None` when there are none (the file is then removed).
+fn without_own_entries(text: &str, own_pid: u32, alive: impl Fn(u32) -> bool) -> Option<String> {
+    let kept: String = parse_registry(text)
+        .into_iter()
+        .filter(|&(lspc_pid, _)| lspc_pid != own_pid && alive(lspc_pid))
+        .map(|(lspc_pid, server_pid)| format!("{lspc_pid} {server_pid}\n"))
+        .collect();
+    (!kept.is_empty()).then_some(kept)
+}
+
+/// Takes this lspc's entry for (`server_name`, `workspace_folder`) out of the registry as it
+/// exits, and removes the file when no live entry is left: without this, every workspace a
+/// server ever ran in left a file behind (thousands in the runtime directory of a test run).
+/// Best effort, like [`register`].
+pub(super) fn unregister(server_name: &str, workspace_folder: &Path) {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let Some(dir) = registry_dir() else {
+        return;
+    };
+    let name = registry_name(server_name, workspace_folder);
+    let file = dir.join(&name);
+    let Ok(existing) = fs::read_to_string(&file) else {
+        return;
+    };
+    let own_pid = std::process::id();
+    let written = match without_own_entries(&existing, own_pid, is_alive) {
+        None => fs::remove_file(&file),
+        Some(text) => {
+            let temporary = dir.join(format!(".{name}.{own_pid}"));
+            fs::File::create(&temporary)
+                .and_then(|mut handle| handle.write_all(text.as_bytes()))
+                .and_then(|()| fs::rename(&temporary, &file))
+        }
+    };
+    if let Err(error) = written {
+        log::debug!("duplicate-server registry {}: {error}", file.display());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,6 +189,23 @@ mod tests {
         check("", &[]);
         check("12 34\n56 78\n", &[(12, 34), (56, 78)]);
         check("12 34\ngarbage\n9\n-1 2\n5 6 extra\n", &[(12, 34), (5, 6)]);
+    }
+
+    #[test]
+    fn unregistering_keeps_only_other_live_entries() {
+        let alive = |pid: u32| pid != 30;
+        let check = |text: &str, expected: Option<&str>| {
+            assert_eq!(
+                without_own_entries(text, 10, alive).as_deref(),
+                expected,
+                "{text:?}"
+            );
+        };
+        check("10 11\n", None);
+        check("", None);
+        check("10 11\n20 21\n", Some("20 21\n"));
+        check("30 31\n10 11\n", None);
+        check("20 21\njunk\n10 12\n", Some("20 21\n"));
     }
 
     #[test]

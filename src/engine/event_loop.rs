@@ -218,6 +218,16 @@ impl State {
     // ----- ops -------------------------------------------------------------------------------
 
     fn handle_op(&mut self, op: Op) {
+        if matches!(
+            op,
+            Op::Diagnostics { .. }
+                | Op::DiagnosticsLeavingOut { .. }
+                | Op::AnalysisWait { .. }
+                | Op::Sync { .. }
+                | Op::SyncRequest { .. }
+        ) {
+            self.resync_changed_documents();
+        }
         match op {
             Op::Diagnostics {
                 paths,
@@ -275,11 +285,11 @@ impl State {
                     }
                 };
                 let deadline = Instant::now() + timeout;
-                // Running servers: sync and send now, in this turn (the common case).
-                if servers
-                    .iter()
-                    .any(|&index| self.servers[index].is_starting())
-                {
+                // Running servers: sync and send now, in this turn (the common case). A server
+                // starting, or restarting after a crash (500 ms and more), is waited for.
+                if servers.iter().any(|&index| {
+                    self.servers[index].is_starting() || self.servers[index].is_restart_pending()
+                }) {
                     self.syncs.push(PendingSync {
                         path,
                         deadline,

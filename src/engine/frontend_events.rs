@@ -81,8 +81,13 @@ impl FrontendHub {
 
 impl State {
     /// Sends each running server `workspace/didChangeWatchedFiles` for the changed files it
-    /// claims and does not have open (an open document is re-synced when next used).
+    /// claims or that are one of its project files (its root markers: `pyproject.toml`,
+    /// `tsconfig.json`, `compile_commands.json`, …, which a `git checkout` rewrites and the
+    /// server reads its configuration from), and does not have open (an open document is
+    /// re-synced when next used). The documents open on a server that heard of a change are
+    /// sent again under a new version when next used, so their diagnostics are settled anew.
     fn announce_watched_changes(&mut self, changes: &[(PathBuf, crate::engine::WatchedChange)]) {
+        let mut told = Vec::new();
         for server in &self.servers {
             if !server.is_running() {
                 continue;
@@ -90,9 +95,21 @@ impl State {
             // Every instance of the server hears of the change: a file in one project may be
             // imported by another (as for edits, see edit_sync.rs).
             let index = server.config_index;
+            let project_file = |path: &PathBuf| {
+                path.file_name().is_some_and(|name| {
+                    server
+                        .config
+                        .root_markers
+                        .iter()
+                        .any(|marker| name == marker.as_str())
+                })
+            };
             let events: Vec<Value> = changes
                 .iter()
-                .filter(|(path, _)| self.options.config.servers_for_path(path).contains(&index))
+                .filter(|(path, _)| {
+                    self.options.config.servers_for_path(path).contains(&index)
+                        || project_file(path)
+                })
                 .filter(|(path, _)| {
                     !self
                         .documents
@@ -109,7 +126,12 @@ impl State {
                     "workspace/didChangeWatchedFiles",
                     serde_json::json!({ "changes": events }),
                 );
+                told.push(server.server_id);
             }
+        }
+        if !told.is_empty() {
+            self.documents
+                .mark_stale_analysis(&told, std::path::Path::new(""));
         }
     }
 

@@ -48,6 +48,11 @@ impl State {
             .map(|index| ServerId(index as u32))
             .collect();
         self.stop_servers(&ids, event_receiver, "as lspc shuts down");
+        if self.options.warn_duplicates {
+            for server in &self.servers {
+                super::super::duplicates::unregister(&server.config.name, &server.workspace_folder);
+            }
+        }
     }
 
     /// The graceful stop of the servers `ids` (LSP 3.17 §`shutdown`/§`exit`), shared by the

@@ -13,6 +13,7 @@ mod check;
 mod doctor;
 mod edits;
 mod faults;
+mod fresh_eyes;
 mod ide;
 mod mcp;
 mod mcp_http;

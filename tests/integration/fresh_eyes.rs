@@ -1,0 +1,440 @@
+//! Regressions found by using lspc as a new user would, on public repositories (psf/requests,
+//! DaveGamble/cJSON, sindresorhus/ky), warm and cold. Each test names what broke and how it
+//! was found; each runs the real servers it names and asserts exact values.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::{json, Value};
+
+use crate::require_program;
+use crate::support::*;
+
+/// A private session directory next to `workspace` (mode 0700), so the test's sessions meet
+/// no other test's.
+fn private_runtime(workspace: &Workspace) -> PathBuf {
+    use std::os::unix::fs::DirBuilderExt;
+    let runtime = workspace.root.parent().unwrap().join("runtime");
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(&runtime);
+    runtime
+}
+
+/// Stops every session of `runtime` when dropped, so a failing assert leaves nothing running.
+struct StopSessions(PathBuf);
+
+impl Drop for StopSessions {
+    fn drop(&mut self) {
+        let _ = Command::new(lspc_bin())
+            .env("XDG_RUNTIME_DIR", &self.0)
+            .args(["session", "stop", "--all"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// `(path, server, line, column, code)` of every diagnostic in a `--format json` report.
+fn rows(report: &Value) -> Vec<(String, String, u64, u64, String)> {
+    let mut rows = Vec::new();
+    for file in report["files"].as_array().unwrap() {
+        for diagnostic in file["diagnostics"].as_array().unwrap() {
+            rows.push((
+                file["path"].as_str().unwrap().to_owned(),
+                diagnostic["server"].as_str().unwrap().to_owned(),
+                diagnostic["line"].as_u64().unwrap(),
+                diagnostic["column"].as_u64().unwrap(),
+                diagnostic["code"].as_str().unwrap_or("").to_owned(),
+            ));
+        }
+    }
+    rows
+}
+
+fn check_json(workspace: &Workspace, config: &Path, runtime: &Path, args: &[&str]) -> Output {
+    workspace
+        .lspc()
+        .env("XDG_RUNTIME_DIR", runtime)
+        .env("LSPC_SESSION_IDLE", "60s")
+        .args(["--no-builtin", "--config"])
+        .arg(config)
+        .args(["check", "--format", "json", "--timeout", "120"])
+        .args(args)
+        .timeout(std::time::Duration::from_secs(180))
+        .run()
+}
+
+/// Found on psf/requests (`[tool.pyright] include = ["src/requests"]`, strict): with a session,
+/// the first `lspc check` reported pyright's 12 errors, as `pyright --outputjson` does, and the
+/// second reported 2,002, pyright's findings in `tests/`, which its `include` leaves out. Any
+/// earlier command that had `tests/` files open on pyright (a named file, a query, a previous
+/// walk while pyright was running) left pyright's diagnostics in the session's store, and the
+/// settled result of a file took every server's stored set, not only the servers asked.
+/// pyright 1.1.414, ruff 0.17.6, on the `python-project` fixture.
+#[test]
+fn a_warm_check_leaves_out_what_the_project_leaves_out_after_a_file_was_named() {
+    require_program!("pyright-langserver");
+    require_program!("ruff");
+    let workspace = Workspace::copy_of("python-project");
+    let config = workspace.config(json!({ "pyright": pyright_entry(), "ruff": ruff_entry() }));
+    let runtime = private_runtime(&workspace);
+    let _stop = StopSessions(runtime.clone());
+    let expected = vec![
+        (
+            "src/shop/cart.py".to_owned(),
+            "pyright".to_owned(),
+            5,
+            18,
+            "reportAssignmentType".to_owned(),
+        ),
+        (
+            "src/shop/cart.py".to_owned(),
+            "pyright".to_owned(),
+            10,
+            23,
+            "reportCallIssue".to_owned(),
+        ),
+        (
+            "src/shop/cart.py".to_owned(),
+            "ruff".to_owned(),
+            1,
+            8,
+            "F401".to_owned(),
+        ),
+        (
+            "tests/test_cart.py".to_owned(),
+            "ruff".to_owned(),
+            1,
+            8,
+            "F401".to_owned(),
+        ),
+    ];
+    let cold = check_json(&workspace, &config, &runtime, &["--session", "never"]);
+    cold.status(1);
+    assert_eq!(rows(&cold.json()), expected, "{}", cold.story());
+
+    // Named on the command line, tests/test_cart.py is checked by every server: pyright's
+    // reportAssignmentType at 7:18 is in the answer, and the session keeps the file open there.
+    let named = check_json(
+        &workspace,
+        &config,
+        &runtime,
+        &["--session", "always", "tests/test_cart.py"],
+    );
+    named.status(1);
+    assert!(
+        rows(&named.json())
+            .iter()
+            .any(|row| row.1 == "pyright" && (row.2, row.3) == (7, 18)),
+        "{}",
+        named.story()
+    );
+    // The walk that follows gives the in-process verdict: pyright stays out of tests/.
+    for round in 0..2 {
+        let warm = check_json(&workspace, &config, &runtime, &["--session", "always"]);
+        warm.status(1);
+        assert_eq!(
+            rows(&warm.json()),
+            expected,
+            "round {round}: {}",
+            warm.story()
+        );
+    }
+}
+
+/// Found on DaveGamble/cJSON with a session: after `cJSON.c` (open in the session since an
+/// earlier command) gained two lines at the top, `lspc definition
+/// tests/parse_with_opts.c:32:cJSON_ParseWithOpts` kept answering `cJSON.c:1126:2  }` (the old
+/// line, shown with the new text) instead of `cJSON.c:1128:23`, and a warm `lspc check a.py`
+/// stayed clean after the `b.py` it imports changed its return type, where `--session never`
+/// reports the error. Only the request's own file was re-read; other open documents kept the
+/// text the servers had, and a file whose dependency changed kept its old settled diagnostics.
+/// pyright 1.1.414.
+#[test]
+fn a_warm_session_sees_open_files_changed_on_disk_by_another_tool() {
+    require_program!("pyright-langserver");
+    let workspace = Workspace::new("changed-behind-the-session");
+    workspace
+        .file("a.py", "from b import total\n\nx: int = total()\n")
+        .file("b.py", "def total() -> int:\n    return 1\n");
+    let config = workspace.config(json!({ "pyright": pyright_entry() }));
+    let runtime = private_runtime(&workspace);
+    let _stop = StopSessions(runtime.clone());
+    let lspc = |args: &[&str]| {
+        workspace
+            .lspc()
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .env("LSPC_SESSION_IDLE", "60s")
+            .args(["--no-builtin", "--config"])
+            .arg(&config)
+            .args(args)
+            .timeout(std::time::Duration::from_secs(120))
+            .run()
+    };
+    // Both files open on pyright in the session, both clean.
+    let first = lspc(&["--session", "always", "check", "--format", "json"]);
+    first.status(0);
+    assert_eq!(rows(&first.json()), Vec::new(), "{}", first.story());
+
+    // Another tool rewrites b.py: two lines more at the top, and a `str` return.
+    std::fs::write(
+        workspace.path("b.py"),
+        "# generated\n\ndef total() -> str:\n    return \"1\"\n",
+    )
+    .unwrap();
+    let expected_definition = "b.py:3:5  def total() -> str:\n";
+    for session in ["always", "never"] {
+        let definition = lspc(&["--session", session, "definition", "a.py:1:total"]);
+        definition.status(0);
+        assert_eq!(
+            definition.stdout,
+            expected_definition,
+            "--session {session}: {}",
+            definition.story()
+        );
+    }
+    let expected_rows = vec![(
+        "a.py".to_owned(),
+        "pyright".to_owned(),
+        3,
+        10,
+        "reportAssignmentType".to_owned(),
+    )];
+    for session in ["always", "never"] {
+        let check = lspc(&["--session", session, "check", "a.py", "--format", "json"]);
+        check.status(1);
+        assert_eq!(
+            rows(&check.json()),
+            expected_rows,
+            "--session {session}: {}",
+            check.story()
+        );
+    }
+}
+
+/// Found on sindresorhus/ky (`"extends": "@sindresorhus/tsconfig"`, not installed): `tsc -p .`
+/// fails with `tsconfig.json(2,13): error TS6053`, but `lspc check` reported `tsconfig.json`
+/// clean, because the built-in vscode-json-language-server checks `tsconfig.json` too and a
+/// file some server checked never got lspc's own project-configuration finding. On a project
+/// with no other error that is a green check where tsc fails. typescript-language-server 5.3.0
+/// with typescript 6, vscode-json-language-server 4.10.0, on the `typescript-project` fixture.
+#[test]
+fn a_tsconfig_error_is_reported_when_a_json_server_also_checks_tsconfig() {
+    require_program!("typescript-language-server");
+    require_program!("vscode-json-language-server");
+    let workspace = Workspace::copy_of("typescript-project");
+    let config = workspace.config(json!({
+        "typescript": typescript_entry(),
+        "json": {"command": "vscode-json-language-server", "args": ["--stdio"],
+                 "extensionToLanguage": {".json": "json"}},
+    }));
+    let output = workspace
+        .lspc()
+        .args(["check", "--no-builtin", "--format", "json", "--config"])
+        .arg(&config)
+        .timeout(std::time::Duration::from_secs(120))
+        .run();
+    output.status(1);
+    let report = output.json();
+    let tsconfig: Vec<(String, u64, u64, String, String)> = report["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|file| file["path"] == "tsconfig.json")
+        .flat_map(|file| {
+            let state = file["state"].as_str().unwrap().to_owned();
+            file["diagnostics"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(move |diagnostic| {
+                    (
+                        state.clone(),
+                        diagnostic["line"].as_u64().unwrap(),
+                        diagnostic["column"].as_u64().unwrap(),
+                        diagnostic["code"].as_str().unwrap().to_owned(),
+                        diagnostic["message"].as_str().unwrap().to_owned(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(
+        tsconfig,
+        [(
+            "diagnostics".to_owned(),
+            2,
+            13,
+            "TS6053".to_owned(),
+            "File '@lspc-fixture/tsconfig' not found.".to_owned()
+        )],
+        "{}",
+        output.story()
+    );
+    assert_eq!(
+        report["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|file| file["path"] == "tsconfig.json")
+            .count(),
+        1,
+        "{}",
+        output.story()
+    );
+}
+
+/// Found by `kill -9` of the session's pyright (as the OOM killer would): the next one-shot
+/// `lspc hover`, sent within the 500 ms before the restart, failed at once with `server pyright
+/// crashed (signal 9)` (exit 3), though the server was about to come back and the README
+/// promises a restart. A request meeting a restart that is pending now waits for it, within its
+/// timeout. pyright 1.1.414.
+#[test]
+fn a_query_right_after_a_server_crash_waits_for_the_restart() {
+    require_program!("pyright-langserver");
+    let workspace = Workspace::new("query-after-crash");
+    workspace.file("a.py", "def total() -> int:\n    return 1\n\nx = total()\n");
+    let config = workspace.config(json!({ "pyright": pyright_entry() }));
+    let runtime = private_runtime(&workspace);
+    let _stop = StopSessions(runtime.clone());
+    let lspc = |args: &[&str]| {
+        workspace
+            .lspc()
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .env("LSPC_SESSION_IDLE", "60s")
+            .args(["--no-builtin", "--config"])
+            .arg(&config)
+            .args(args)
+            .timeout(std::time::Duration::from_secs(120))
+            .run()
+    };
+    let hover = ["--session", "always", "hover", "a.py:4:total"];
+    let expected = "(function) def total() -> int\n";
+    let first = lspc(&hover);
+    first.status(0);
+    assert_eq!(first.stdout, expected, "{}", first.story());
+    let status = lspc(&["session", "status"]);
+    let pid: i32 = status
+        .stdout
+        .lines()
+        .find(|line| line.trim_start().starts_with("server  pyright"))
+        .and_then(|line| line.split("pid ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| status.fail("no pyright pid in session status"));
+    // SAFETY: kill has no memory preconditions; `pid` is the session's pyright.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    // Ask while the session knows of the crash and its restart is pending (500 ms).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !lspc(&["session", "status"]).stdout.contains("restarting") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the session never noticed the crash"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let again = lspc(&hover);
+    again.status(0);
+    assert_eq!(again.stdout, expected, "{}", again.story());
+}
+
+/// Found looking into the session directory during this test: `/tmp/lspc-0/` held 4,970 files,
+/// one duplicate-server registry file per (workspace, server) any lspc had ever run, each left
+/// behind when its lspc exited (the directory `lspc session status` reads). A clean exit now
+/// takes its own entry out and removes a file left empty. Fixture server.
+#[test]
+fn a_clean_exit_leaves_no_duplicate_server_registry_file() {
+    if skip_in_session_mode("the session, not this command, owns the servers") {
+        return;
+    }
+    let mut workspace = Workspace::new("registry-cleanup");
+    workspace.file("a.py", "x = 1\n");
+    let config = workspace.fixture_config(&[("fx", &[".py"], json!({}))]);
+    let runtime = private_runtime(&workspace);
+    let output = workspace
+        .lspc()
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .env("LSPC_SESSION", "never")
+        .args(["--no-builtin", "--config"])
+        .arg(&config)
+        .args(["check", "a.py"])
+        .run();
+    output.status(0);
+    let left: Vec<String> = std::fs::read_dir(runtime.join("lspc"))
+        .map(|entries| {
+            entries
+                .filter_map(|entry| entry.ok())
+                .map(|entry| entry.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(left, Vec::<String>::new(), "{}", output.story());
+}
+
+/// Found on psf/requests: after `git checkout` of an older revision under a running session,
+/// a warm `lspc check` reported 349 errors and a cold one 223, in other files. The checkout
+/// rewrote `pyproject.toml` (`[tool.pyright]`, `[tool.ruff]`), but the session announced a
+/// changed file only to the servers claiming its extension, so pyright never heard that its
+/// configuration changed and kept checking by the old one. pyright 1.1.414.
+#[test]
+fn a_warm_check_follows_a_pyproject_changed_behind_the_session() {
+    require_program!("pyright-langserver");
+    let workspace = Workspace::new("pyproject-behind-the-session");
+    workspace
+        .file(
+            "pyproject.toml",
+            "[tool.pyright]\ntypeCheckingMode = \"basic\"\n",
+        )
+        .file("a.py", "def f(x):\n    return x\n");
+    let config = workspace.config(json!({ "pyright": pyright_entry() }));
+    let runtime = private_runtime(&workspace);
+    let _stop = StopSessions(runtime.clone());
+    let check = |session: &str| {
+        workspace
+            .lspc()
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .env("LSPC_SESSION_IDLE", "60s")
+            .args(["--no-builtin", "--config"])
+            .arg(&config)
+            .args(["--session", session, "check", "--format", "json"])
+            .timeout(std::time::Duration::from_secs(120))
+            .run()
+    };
+    let basic = check("always");
+    basic.status(0);
+    std::fs::write(
+        workspace.path("pyproject.toml"),
+        "[tool.pyright]\ntypeCheckingMode = \"strict\"\n",
+    )
+    .unwrap();
+    let cold = check("never");
+    cold.status(1);
+    let expected = rows(&cold.json());
+    assert_eq!(
+        expected
+            .iter()
+            .map(|row| row.4.as_str())
+            .collect::<Vec<_>>(),
+        [
+            "reportUnknownParameterType",
+            "reportMissingParameterType",
+            "reportUnknownParameterType",
+            "reportUnknownVariableType"
+        ],
+        "{}",
+        cold.story()
+    );
+    // The session's scan runs every 2 s; its announcement must reach pyright.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let warm = check("always");
+        if rows(&warm.json()) == expected {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the warm check never followed the new pyproject.toml: {}",
+            warm.story()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+}
