@@ -19,8 +19,13 @@ use super::{
 use crate::engine::EngineOptions;
 use crate::exit::{EXIT_FOUND, EXIT_OK, EXIT_SERVER};
 
-/// One query, with its arguments already parsed.
-#[derive(Debug, Clone, PartialEq)]
+/// One query, with its arguments already parsed (serialisable: the session wire's `query` op).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(
+    tag = "type",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
 pub enum QueryRequest {
     Definition {
         at: TextPosition,
@@ -68,6 +73,27 @@ impl QueryRequest {
         }
     }
 
+    /// The same query with its file canonical ([`crate::uri::canonical`]: a relative path is
+    /// taken against the current directory), as a session in another directory must get it.
+    pub fn canonical(&self) -> QueryRequest {
+        let mut request = self.clone();
+        match &mut request {
+            QueryRequest::Definition { at, .. }
+            | QueryRequest::References { at, .. }
+            | QueryRequest::Hover { at }
+            | QueryRequest::CallHierarchy { at, .. }
+            | QueryRequest::TypeHierarchy { at, .. }
+            | QueryRequest::SignatureHelp { at } => at.file = crate::uri::canonical(&at.file),
+            QueryRequest::Symbols { file } => *file = crate::uri::canonical(file),
+            QueryRequest::WorkspaceSymbols { file, .. } => {
+                if let Some(file) = file {
+                    *file = crate::uri::canonical(file);
+                }
+            }
+        }
+        request
+    }
+
     /// What "nothing found" says for this query: `"no definition found"`, ...
     pub fn nothing_found(&self) -> String {
         let what = match self {
@@ -101,8 +127,8 @@ impl QueryRequest {
     }
 }
 
-/// A query's outcome in both renderings.
-#[derive(Debug, Clone, PartialEq)]
+/// A query's outcome in both renderings (serialisable: the session wire's `query` reply).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct QueryAnswer {
     /// The result object (paths relative to the root), `null` for an absent hover/signature.
     pub json: Value,
@@ -252,12 +278,23 @@ pub struct QueryOptions {
 }
 
 /// Run one query command; returns the exit status.
-pub fn run(engine_options: EngineOptions, options: &QueryOptions) -> i32 {
-    let root = engine_options.config.root.clone();
-    let engine = crate::session::start_engine(engine_options);
-    let queries = Queries::new(engine.op_sender(), root, options.timeout);
-    let outcome = execute(&queries, &options.request);
-    engine.shutdown();
+pub fn run(mut engine_options: EngineOptions, options: &QueryOptions) -> i32 {
+    let remote = crate::session::query(
+        &mut engine_options,
+        &options.request.canonical(),
+        options.timeout,
+    );
+    let outcome = match remote {
+        Some(outcome) => outcome,
+        None => {
+            let root = engine_options.config.root.clone();
+            let engine = crate::session::start_engine(engine_options);
+            let queries = Queries::new(engine.op_sender(), root, options.timeout);
+            let outcome = execute(&queries, &options.request);
+            engine.shutdown();
+            outcome
+        }
+    };
     let answer = match outcome {
         Ok(answer) => answer,
         Err(error) => {

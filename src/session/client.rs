@@ -1,6 +1,7 @@
 //! The client side of a session: finding the workspace's session (removing a stale socket),
-//! starting one detached under the start lock, and the proxy that makes the session look like a
-//! local [`EngineHandle`].
+//! starting one detached under the start lock, the proxy that makes the session look like a
+//! local [`EngineHandle`], and [`query`], a one-shot query command's whole exchange (one line
+//! out, one line back) on the calling thread.
 //!
 //! The proxy is one thread (`"lspc-session-proxy"`) that owns the socket's write half and every
 //! reply slot, selecting over the frontends' ops and the lines a reader thread
@@ -26,7 +27,9 @@ use serde_json::{json, Value};
 
 use super::paths::{self, SessionPaths, StartLock};
 use super::wire::{self, Hello, Line, ReplySlot, Split, WireOp, WireRequest};
-use crate::engine::{EngineHandle, EngineOptions, Op};
+use crate::engine::{EngineError, EngineHandle, EngineOptions, Op};
+use crate::query::command::{QueryAnswer, QueryRequest};
+use crate::query::QueryError;
 
 /// How long a started session may take to accept connections.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -80,7 +83,18 @@ pub fn connect_or_clean(paths: &SessionPaths) -> Result<Connected, ConnectError>
 
 /// Connects to the session at `paths` and reads its hello.
 pub fn connect(paths: &SessionPaths) -> Result<Connected, ConnectError> {
-    let stream = match UnixStream::connect(&paths.socket) {
+    connect_sending(paths, None)
+}
+
+/// [`connect`], writing `first_line` (a whole line, newline included) as soon as the socket is
+/// connected, before the hello is read: the session reads it after its hello, so the two cross
+/// on the wire instead of costing a round trip each. Only an op that carries the client's key
+/// (`query`) may be sent this way: the session refuses it unless the key is its own.
+fn connect_sending(
+    paths: &SessionPaths,
+    first_line: Option<&[u8]>,
+) -> Result<Connected, ConnectError> {
+    let mut stream = match UnixStream::connect(&paths.socket) {
         Ok(stream) => stream,
         Err(error) => {
             return match error.kind() {
@@ -94,6 +108,11 @@ pub fn connect(paths: &SessionPaths) -> Result<Connected, ConnectError> {
         }
     };
     let unusable = |message: String| ConnectError::Unusable(message);
+    if let Some(line) = first_line {
+        stream
+            .write_all(line)
+            .map_err(|error| unusable(format!("cannot talk to the session: {error}")))?;
+    }
     let read_half = stream
         .try_clone()
         .map_err(|error| unusable(format!("session socket: {error}")))?;
@@ -154,6 +173,84 @@ pub fn attach(options: &EngineOptions, start: bool) -> Result<EngineHandle, Atta
     Ok(proxy(connected, signals))
 }
 
+/// Runs one query command in the session for `options`, started first when `start` is set: the
+/// query goes out as one `query` line written as soon as the socket connects, and the one reply
+/// line comes back, all on the calling thread (a one-shot command needs no proxy thread, no
+/// signal handler and no reader thread). Every path in `request` must be canonical.
+///
+/// Errors: [`AttachError`] when no session serves the workspace (the caller runs in process);
+/// a session lost mid-query is `Ok(Err(QueryError::Engine(EngineError::SessionLost)))`, as the
+/// proxy reports it.
+pub fn query(
+    options: &EngineOptions,
+    start: bool,
+    request: &QueryRequest,
+    timeout: Duration,
+) -> Result<Result<QueryAnswer, QueryError>, AttachError> {
+    let line = |key: &str| {
+        let op = WireOp::Query {
+            key: key.to_owned(),
+            request: request.clone(),
+            timeout_ms: wire::millis(timeout),
+        };
+        let mut line = serde_json::to_vec(&WireRequest { id: 1, op }).unwrap_or_default();
+        line.push(b'\n');
+        line
+    };
+    let (connected, sent) = find_or_start_sending(options, start, Some(&line))?;
+    let Connected {
+        mut stream,
+        mut reader,
+        hello,
+    } = connected;
+    let lost = || QueryError::Engine(EngineError::SessionLost(lost_message(&hello)));
+    if !sent && stream.write_all(&line(&hello.key)).is_err() {
+        return Ok(Err(lost()));
+    }
+    loop {
+        let line = match wire::read_line(&mut reader, wire::MAX_LINE_BYTES) {
+            Ok(Some(Line::Text(line))) => line,
+            Ok(Some(_)) => {
+                log::warn!("session sent an unreadable line");
+                continue;
+            }
+            Ok(None) | Err(_) => return Ok(Err(lost())),
+        };
+        let reply: QueryReply = match serde_json::from_str(&line) {
+            Ok(reply) => reply,
+            Err(error) => {
+                log::warn!("session sent a malformed reply: {error}");
+                continue;
+            }
+        };
+        if reply.id != Some(1) {
+            if let Some(error) = reply.error {
+                log::warn!("session error: {error}");
+            }
+            continue;
+        }
+        let _ = stream.shutdown(std::net::Shutdown::Both);
+        return Ok(match (reply.result, reply.error) {
+            (Some(outcome), _) => outcome,
+            (None, error) => Err(QueryError::Engine(EngineError::SessionLost(format!(
+                "the lspc session for {} (pid {}) refused the query: {}; see its log {}",
+                hello.root.display(),
+                hello.pid,
+                error.unwrap_or_default(),
+                hello.log.display()
+            )))),
+        });
+    }
+}
+
+/// A reply line to a `query` (its `result` typed; `error` when the session refused it).
+#[derive(serde::Deserialize)]
+struct QueryReply {
+    id: Option<u64>,
+    result: Option<Result<QueryAnswer, QueryError>>,
+    error: Option<String>,
+}
+
 /// What the proxy does on SIGINT/SIGTERM/SIGHUP, as the in-process loop would
 /// ([`EngineOptions::handle_signals`], [`EngineOptions::interrupted_sender`]): close the
 /// connection (the session cancels this client's requests), then tell the frontend or exit with
@@ -165,15 +262,30 @@ pub struct ProxySignals {
 
 /// Connects to the session for `options`, starting it first when `start` is set.
 pub fn find_or_start(options: &EngineOptions, start: bool) -> Result<Connected, AttachError> {
+    find_or_start_sending(options, start, None).map(|(connected, _)| connected)
+}
+
+/// Builds the line [`find_or_start_sending`] writes first, from the session key.
+type FirstLine<'a> = dyn Fn(&str) -> Vec<u8> + 'a;
+
+/// [`find_or_start`]; `first_line` (built from the session key) is written on the first
+/// connection attempt, before its hello is read ([`connect_sending`]). The flag says whether it
+/// was sent: when the first attempt found no live session, the caller sends it itself.
+fn find_or_start_sending(
+    options: &EngineOptions,
+    start: bool,
+    first_line: Option<&FirstLine<'_>>,
+) -> Result<(Connected, bool), AttachError> {
     let dir = paths::runtime_dir(start)
         .map_err(|error| AttachError::Failed(error.to_string()))?
         .ok_or(AttachError::NotRunning)?;
     let paths = SessionPaths::new(&dir, &paths::session_key(options));
-    match connect(&paths) {
-        Ok(connected) => return Ok(connected),
+    let line = first_line.map(|build| build(&paths.key));
+    match connect_sending(&paths, line.as_deref()) {
+        Ok(connected) => return Ok((connected, line.is_some())),
         Err(ConnectError::Stale) if !start => {
             return match connect_or_clean(&paths) {
-                Ok(connected) => Ok(connected),
+                Ok(connected) => Ok((connected, false)),
                 Err(ConnectError::Unusable(message)) => Err(AttachError::Failed(message)),
                 Err(_) => Err(AttachError::NotRunning),
             }
@@ -187,7 +299,7 @@ pub fn find_or_start(options: &EngineOptions, start: bool) -> Result<Connected, 
     // Whoever held the lock before us may have started it; a socket still refused now is stale
     // (no session starts without this lock).
     match connect(&paths) {
-        Ok(connected) => return Ok(connected),
+        Ok(connected) => return Ok((connected, false)),
         Err(ConnectError::NotRunning) => {}
         Err(ConnectError::Stale) => {
             log::info!("removing stale session socket {}", paths.socket.display());
@@ -199,7 +311,7 @@ pub fn find_or_start(options: &EngineOptions, start: bool) -> Result<Connected, 
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
         match connect(&paths) {
-            Ok(connected) => return Ok(connected),
+            Ok(connected) => return Ok((connected, false)),
             Err(ConnectError::Unusable(message)) => return Err(AttachError::Failed(message)),
             // Refused: the session is between `bind` and `listen`.
             Err(ConnectError::NotRunning | ConnectError::Stale) if Instant::now() < deadline => {

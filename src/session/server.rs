@@ -150,6 +150,7 @@ pub fn serve(mut options: EngineOptions, idle: Duration) -> i32 {
         hello,
         started: Instant::now(),
         clients: AtomicUsize::new(0),
+        analysed: crate::query::AnalysedFiles::default(),
     });
     let (stop_sender, stop_receiver) = unbounded::<()>();
     let (watch_stop, watch_stop_receiver) = unbounded::<()>();
@@ -205,6 +206,9 @@ struct Shared {
     hello: Hello,
     started: Instant,
     clients: AtomicUsize,
+    /// The files whose first-question analysis wait the session has done, for every `query` of
+    /// every connection (as one `lspc mcp` process shares it across its tool calls).
+    analysed: crate::query::AnalysedFiles,
 }
 
 fn accept_loop(
@@ -273,7 +277,16 @@ enum Pending {
     OpenDocuments(Receiver<Vec<PathBuf>>),
     RunningServers(Receiver<Vec<crate::engine::ServerInfo>>),
     Info(Receiver<Vec<crate::engine::ServerStatus>>),
+    /// A `query` running on its own thread (`"lspc-session-query-N"`), joined when it answers;
+    /// `tag` is the session-unique tag of its LSP requests.
+    Query {
+        receiver: Receiver<QueryOutcome>,
+        tag: u64,
+        thread: Option<thread::JoinHandle<()>>,
+    },
 }
+
+type QueryOutcome = Result<crate::query::command::QueryAnswer, crate::query::QueryError>;
 
 /// What polling a pending reply found.
 enum Poll<T> {
@@ -315,6 +328,7 @@ impl Pending {
             Pending::ServerDetails(receiver) => select.recv(receiver),
             Pending::OpenDocuments(receiver) => select.recv(receiver),
             Pending::RunningServers(receiver) => select.recv(receiver),
+            Pending::Query { receiver, .. } => select.recv(receiver),
         }
     }
 }
@@ -388,6 +402,7 @@ fn run_connection(
     connection.write_line(&hello);
     connection.run(&line_receiver);
     connection.cancel_in_flight();
+    connection.join_queries();
     let _ = connection.writer.shutdown(std::net::Shutdown::Both);
     drop(line_receiver);
     if let Some(reader) = reader {
@@ -586,9 +601,7 @@ impl Connection {
                 retry,
                 tag: client_tag,
             } => {
-                self.next_tag += 1;
-                // Unique across connections: the connection id in the high bits.
-                let tag = (self.connection_id << 32) | self.next_tag;
+                let tag = self.session_tag();
                 if let Some(client_tag) = client_tag {
                     self.client_tags.insert(client_tag, tag);
                 }
@@ -690,6 +703,24 @@ impl Connection {
                 self.send_op(Op::Status { reply });
                 Pending::Info(receiver)
             }
+            WireOp::Query {
+                key,
+                request,
+                timeout_ms,
+            } => {
+                if key != self.shared.hello.key {
+                    let message = format!(
+                        "this session's key is {}, not {key}: query refused",
+                        self.shared.hello.key
+                    );
+                    return self.write_error(Some(id), &message);
+                }
+                let tag = self.session_tag();
+                match self.start_query(request, timeout(timeout_ms), tag) {
+                    Ok(pending) => pending,
+                    Err(message) => return self.write_error(Some(id), &message),
+                }
+            }
             WireOp::Stop => {
                 let _ = self.stop_sender.send(());
                 let line = json!({"id": id, "result": null});
@@ -697,6 +728,41 @@ impl Connection {
             }
         };
         self.pending.push((id, pending));
+    }
+
+    /// A request tag unique across connections: the connection id in the high bits.
+    fn session_tag(&mut self) -> u64 {
+        self.next_tag += 1;
+        (self.connection_id << 32) | self.next_tag
+    }
+
+    /// Runs `request` on a thread of its own against the session's engine, with the session's
+    /// record of analysed files; its LSP requests carry `tag` (cancelled when the client goes).
+    fn start_query(
+        &mut self,
+        request: crate::query::command::QueryRequest,
+        timeout: Duration,
+        tag: u64,
+    ) -> Result<Pending, String> {
+        let queries = crate::query::Queries::new(
+            self.op_sender.clone(),
+            self.shared.hello.root.clone(),
+            timeout,
+        )
+        .with_analysed_files(self.shared.analysed.clone())
+        .with_tag(Some(tag));
+        let (reply, receiver) = bounded(1);
+        let thread = thread::Builder::new()
+            .name(format!("lspc-session-query-{}", self.connection_id))
+            .spawn(move || {
+                let _ = reply.send(crate::query::command::execute(&queries, &request));
+            })
+            .map_err(|error| format!("cannot start a thread for the query: {error}"))?;
+        Ok(Pending::Query {
+            receiver,
+            tag,
+            thread: Some(thread),
+        })
     }
 
     /// A pending reply is ready (or its sender is gone): write its line and retire it.
@@ -718,6 +784,7 @@ impl Connection {
             Pending::OpenDocuments(receiver) => poll_value(receiver),
             Pending::RunningServers(receiver) => poll_value(receiver),
             Pending::DrainPassive(receiver) => poll_value(receiver),
+            Pending::Query { receiver, .. } => poll_value(receiver),
             Pending::Info(receiver) => match poll(receiver) {
                 Poll::Ready(statuses) => Poll::Ready(self.info(statuses)),
                 Poll::Empty => Poll::Empty,
@@ -729,7 +796,13 @@ impl Connection {
             Poll::Ready(result) => json!({"id": id, "result": result}),
             Poll::Gone => json!({"id": id, "error": "the engine has shut down"}),
         };
-        let (_, pending) = self.pending.remove(index);
+        let (_, mut pending) = self.pending.remove(index);
+        if let Pending::Query { thread, .. } = &mut pending {
+            // It has sent its answer, so it is ending.
+            if let Some(thread) = thread.take() {
+                let _ = thread.join();
+            }
+        }
         if matches!(pending, Pending::DiagnosticsLeavingOut(_)) {
             self.flush_progress(id);
         }
@@ -775,6 +848,18 @@ impl Connection {
         }
     }
 
+    /// Waits for the queries still running for a client that is gone (their requests were
+    /// cancelled; each ends within its own timeout), so no thread outlives its connection.
+    fn join_queries(&mut self) {
+        for (_, pending) in &mut self.pending {
+            if let Pending::Query { thread, .. } = pending {
+                if let Some(thread) = thread.take() {
+                    let _ = thread.join();
+                }
+            }
+        }
+    }
+
     /// The client is gone: `$/cancelRequest` for each of its requests still in flight, and its
     /// passive queues closed.
     fn cancel_in_flight(&mut self) {
@@ -786,7 +871,7 @@ impl Connection {
             .pending
             .iter()
             .filter_map(|(_, pending)| match pending {
-                Pending::Request { tag, .. } => Some(*tag),
+                Pending::Request { tag, .. } | Pending::Query { tag, .. } => Some(*tag),
                 _ => None,
             })
             .collect();

@@ -12,6 +12,9 @@
 //!   could not be read or the engine is gone. `subscribeEvents` is answered by any number of
 //!   `{"id": N, "event": E}` lines instead. A line that is not JSON, not UTF-8 or longer than
 //!   [`MAX_LINE_BYTES`] gets `{"id": null, "error": "..."}`; the connection goes on.
+//! - A `query` carries the key the client computed, and the session refuses one whose key is not
+//!   its own, so a client may write it right after connecting, before the hello has arrived (it
+//!   still checks the hello before reading the reply).
 
 use std::io::{self, BufRead};
 use std::path::PathBuf;
@@ -25,8 +28,8 @@ use crate::engine::Op;
 use crate::process::ServerId;
 use crate::text::PositionEncoding;
 
-/// Bumped whenever a request or reply shape changes; part of the session key too.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// Bumped whenever a request or reply shape changes; part of the session key too (2: `query`).
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// The longest line either side accepts (64 MiB: a sync reply carries a whole file's text, up to
 /// the 10 MiB default size limit, JSON-escaped).
@@ -118,6 +121,18 @@ pub enum WireOp {
     ServerDetails,
     OpenDocuments,
     RunningServers,
+    /// One whole query command run in the session ([`crate::query::command::execute`] with the
+    /// session's engine): the sync, the readiness waits and the requests cost no socket round
+    /// trip each, and a file's first-question analysis wait is done once per session, not once
+    /// per one-shot command. Every path in `request` is canonical (the client resolves it
+    /// against its own current directory). Answered by `{"Ok": QueryAnswer}` or
+    /// `{"Err": QueryError}`; the client prints it exactly as an in-process run would. `key`
+    /// is the session key the client computed: another key is refused with an error line.
+    Query {
+        key: String,
+        request: crate::query::command::QueryRequest,
+        timeout_ms: u64,
+    },
     /// The session's state: [`SessionInfo`].
     Info,
     /// Stop the session: servers shut down by the normal sequence, then the process exits.
