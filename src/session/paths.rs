@@ -9,6 +9,7 @@
 //! - A session's files are `<key>.sock` (mode 0600), `<key>.lock` and `<key>.log` in that
 //!   directory; the key is 16 lowercase hex digits.
 
+use std::fmt::Write as _;
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
@@ -163,7 +164,11 @@ fn fnv1a(bytes: &[u8], mut hash: u64) -> u64 {
 /// limits, timeouts). Two commands share a session exactly when these agree.
 pub fn session_key(options: &EngineOptions) -> String {
     let root = crate::uri::canonical(&options.config.root);
-    let identity = format!(
+    // Hashed as it is formatted: the identity text (about 1 KiB per configured server) is
+    // never built as a string.
+    let mut hasher = Fnv1aWriter(0xcbf2_9ce4_8422_2325);
+    let _ = write!(
+        hasher,
         "lspc {} protocol {}\nroot {}\nservers {:?}\nrestart {:?}\nmax_file_size {}\nmax_open_documents {}\nstartup {:?}\nshutdown {:?}\nsettle {:?} {:?}",
         env!("CARGO_PKG_VERSION"),
         super::wire::PROTOCOL_VERSION,
@@ -177,7 +182,17 @@ pub fn session_key(options: &EngineOptions) -> String {
         options.settle_quiet,
         options.settle_quiet_unversioned,
     );
-    format!("{:016x}", fnv1a(identity.as_bytes(), 0xcbf2_9ce4_8422_2325))
+    format!("{:016x}", hasher.0)
+}
+
+/// [`fnv1a`] over everything written to it.
+struct Fnv1aWriter(u64);
+
+impl std::fmt::Write for Fnv1aWriter {
+    fn write_str(&mut self, text: &str) -> std::fmt::Result {
+        self.0 = fnv1a(text.as_bytes(), self.0);
+        Ok(())
+    }
 }
 
 /// An exclusive `flock` on a session's lock file, held until dropped. Two lspc processes racing
@@ -278,6 +293,17 @@ mod tests {
         let mut tuned = EngineOptions::new(config("/nonexistent/a"));
         tuned.max_file_size = 1;
         assert_ne!(a, session_key(&tuned));
+    }
+
+    #[test]
+    fn the_streaming_hash_equals_the_hash_of_the_whole_text() {
+        let (root, servers) = (Path::new("/a b"), ["x", "é\"q"]);
+        let mut hasher = Fnv1aWriter(0xcbf2_9ce4_8422_2325);
+        let _ = write!(hasher, "root {}\nservers {servers:?}", root.display());
+        let text = format!("root {}\nservers {servers:?}", root.display());
+        assert_eq!(hasher.0, fnv1a(text.as_bytes(), 0xcbf2_9ce4_8422_2325));
+        // The FNV-1a test vector for "a".
+        assert_eq!(fnv1a(b"a", 0xcbf2_9ce4_8422_2325), 0xaf63_dc4c_8601_ec8c);
     }
 
     #[test]
