@@ -647,6 +647,25 @@ mod tests {
     }
 
     #[test]
+    fn version_zero_means_the_only_text_the_server_had() {
+        // gopls 0.5 for a file lspc never sent, ccls for one lspc opened at version 1.
+        let mut workspace = Workspace::new(&[("a.go", "x := 1\n"), ("b.go", "y := x\n")]);
+        workspace.send("a.go", 1);
+        let edit = json!({ "documentChanges": [
+            { "textDocument": { "uri": workspace.uri("a.go"), "version": 0 },
+              "edits": [edit(0, 0, 0, 1, "z")] },
+            { "textDocument": { "uri": workspace.uri("b.go"), "version": 0 },
+              "edits": [edit(0, 5, 0, 6, "z")] }
+        ]});
+        workspace.run(edit, ApplyMode::Write).unwrap();
+        assert_eq!(
+            workspace.files(),
+            owned(&[("a.go", "z := 1\n"), ("b.go", "y := z\n")])
+        );
+        workspace.sent.clear();
+    }
+
+    #[test]
     fn create_and_rename_options() {
         check(
             &[("a.py", "x\n"), ("b.py", "y\n")],
@@ -691,6 +710,14 @@ mod tests {
                 { "textDocument": { "uri": b, "version": 4 }, "edits": [] }
             ]})),
             "<root>/b.py: the edit is for version 4 but lspc never sent that document"
+        );
+        // Version 0 names no version lspc sent, except "the only text there was" (gopls, ccls):
+        // refused once lspc sent a second version of the document.
+        assert_eq!(
+            workspace.error(json!({ "documentChanges": [
+                { "textDocument": { "uri": a, "version": 0 }, "edits": [edit(0, 0, 0, 1, "q")] }
+            ]})),
+            "<root>/a.py: the edit is for version 0 but lspc sent version 2"
         );
         assert_eq!(
             workspace.error(json!({ "changes": { a.clone(): [

@@ -419,6 +419,13 @@ impl Planner<'_, '_> {
     ) -> Result<(), EditError> {
         let sent = (self.context.documents)(path);
         let encoding = self.context.encoding;
+        // Version 0 from a server that does not track versions (gopls 0.5 for files it was never
+        // sent, ccls for every file) means "whatever you gave me": lspc's documents start at
+        // version 1, so a 0 can only name the disk text (never sent) or the one text lspc sent
+        // (version 1, nothing after it). Neovim reads 0 the same way. The disk check below still
+        // refuses an edit of a file that changed since.
+        let version = version
+            .filter(|&version| version != 0 || sent.as_ref().is_some_and(|sent| sent.version != 1));
         if let Some(version) = version {
             if sent.as_ref().map(|sent| sent.version) != Some(version) {
                 return Err(EditError::StaleVersion {
