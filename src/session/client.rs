@@ -108,11 +108,9 @@ fn connect_sending(
         }
     };
     let unusable = |message: String| ConnectError::Unusable(message);
-    if let Some(line) = first_line {
-        stream
-            .write_all(line)
-            .map_err(|error| unusable(format!("cannot talk to the session: {error}")))?;
-    }
+    // A write the session cut short is reported after the hello, which says why when the
+    // session refused this peer.
+    let write_error = first_line.and_then(|line| stream.write_all(line).err());
     let read_half = stream
         .try_clone()
         .map_err(|error| unusable(format!("session socket: {error}")))?;
@@ -153,6 +151,9 @@ fn connect_sending(
             wire::PROTOCOL_VERSION,
             paths.key
         )));
+    }
+    if let Some(error) = write_error {
+        return Err(unusable(format!("cannot talk to the session: {error}")));
     }
     let _ = reader.get_ref().set_read_timeout(None);
     Ok(Connected {
