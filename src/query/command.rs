@@ -1,8 +1,9 @@
 //! The query commands (`lspc definition`, `references`, `hover`, ...): one [`QueryRequest`] run
 //! through [`Queries`] and rendered as human text or one JSON object, with the exit status.
 //!
-//! [`execute`] is shared with `lspc batch`, so a batch answer's `result` is exactly what
-//! `lspc <command> --format json` prints. JSON paths are relative to the root; positions are
+//! [`execute`] is shared with `lspc batch` and with a session's `query` op, so a batch answer's
+//! `result` is exactly what `lspc <command> --format json` prints, and a warm one-shot prints
+//! what an in-process one does ([`report`]). JSON paths are relative to the root; positions are
 //! 1-based lines and 1-based character columns. Exit statuses: 0 found, 1 nothing found, 2 usage
 //! error, 3 server failure (see [`crate::exit`]).
 
@@ -16,7 +17,6 @@ use super::{
     render, CallDirection, DefinitionKind, Queries, QueryError, RelativePaths, TextPosition,
     TypeDirection,
 };
-use crate::engine::EngineOptions;
 use crate::exit::{EXIT_FOUND, EXIT_OK, EXIT_SERVER};
 
 /// One query, with its arguments already parsed (serialisable: the session wire's `query` op).
@@ -277,24 +277,11 @@ pub struct QueryOptions {
     pub timeout: Duration,
 }
 
-/// Run one query command; returns the exit status.
-pub fn run(mut engine_options: EngineOptions, options: &QueryOptions) -> i32 {
-    let remote = crate::session::query(
-        &mut engine_options,
-        &options.request.canonical(),
-        options.timeout,
-    );
-    let outcome = match remote {
-        Some(outcome) => outcome,
-        None => {
-            let root = engine_options.config.root.clone();
-            let engine = crate::session::start_engine(engine_options);
-            let queries = Queries::new(engine.op_sender(), root, options.timeout);
-            let outcome = execute(&queries, &options.request);
-            engine.shutdown();
-            outcome
-        }
-    };
+/// Prints one query command's `outcome` (human text or the JSON object on stdout; the error, the
+/// "incomplete" note and "no ... found" on stderr) and returns the exit status. The outcome comes
+/// from an engine of the command's own or from the workspace's session (`cli` chooses), and
+/// prints the same either way.
+pub fn report(outcome: Result<QueryAnswer, QueryError>, options: &QueryOptions) -> i32 {
     let answer = match outcome {
         Ok(answer) => answer,
         Err(error) => {

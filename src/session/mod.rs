@@ -29,6 +29,7 @@
 pub mod client;
 pub mod commands;
 pub mod paths;
+pub mod query_workers;
 pub mod server;
 pub mod watch;
 pub mod wire;

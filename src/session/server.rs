@@ -5,7 +5,8 @@
 //! connections; per connection a reader (`"lspc-session-in-N"`, lines to a channel) and a
 //! connection thread (`"lspc-session-conn-N"`) that turns lines into [`Op`]s with local reply
 //! channels, selects over every reply in flight and writes each reply line as it completes; the
-//! main thread watches for idleness, a vanished root and `stop`.
+//! query threads ([`super::query_workers`]) that run `query` ops, kept between queries; the main
+//! thread watches for idleness, a vanished root and `stop`.
 //!
 //! Invariants:
 //! - A peer with another uid gets one error line and is closed (`SO_PEERCRED`).
@@ -151,6 +152,7 @@ pub fn serve(mut options: EngineOptions, idle: Duration) -> i32 {
         started: Instant::now(),
         clients: AtomicUsize::new(0),
         analysed: crate::query::AnalysedFiles::default(),
+        query_workers: super::query_workers::QueryWorkers::default(),
     });
     let (stop_sender, stop_receiver) = unbounded::<()>();
     let (watch_stop, watch_stop_receiver) = unbounded::<()>();
@@ -197,6 +199,7 @@ pub fn serve(mut options: EngineOptions, idle: Duration) -> i32 {
         let _ = watcher.join();
     }
     engine.shutdown();
+    shared.query_workers.shutdown();
     eprintln!("lspc session {key}: stopped");
     crate::exit::EXIT_OK
 }
@@ -209,6 +212,8 @@ struct Shared {
     /// The files whose first-question analysis wait the session has done, for every `query` of
     /// every connection (as one `lspc mcp` process shares it across its tool calls).
     analysed: crate::query::AnalysedFiles,
+    /// The threads that run `query` ops, kept between queries.
+    query_workers: super::query_workers::QueryWorkers,
 }
 
 fn accept_loop(
@@ -277,12 +282,11 @@ enum Pending {
     OpenDocuments(Receiver<Vec<PathBuf>>),
     RunningServers(Receiver<Vec<crate::engine::ServerInfo>>),
     Info(Receiver<Vec<crate::engine::ServerStatus>>),
-    /// A `query` running on its own thread (`"lspc-session-query-N"`), joined when it answers;
-    /// `tag` is the session-unique tag of its LSP requests.
+    /// A `query` running on one of the session's query threads; `tag` is the session-unique tag
+    /// of its LSP requests.
     Query {
         receiver: Receiver<QueryOutcome>,
         tag: u64,
-        thread: Option<thread::JoinHandle<()>>,
     },
 }
 
@@ -402,7 +406,6 @@ fn run_connection(
     connection.write_line(&hello);
     connection.run(&line_receiver);
     connection.cancel_in_flight();
-    connection.join_queries();
     let _ = connection.writer.shutdown(std::net::Shutdown::Both);
     drop(line_receiver);
     if let Some(reader) = reader {
@@ -736,8 +739,9 @@ impl Connection {
         (self.connection_id << 32) | self.next_tag
     }
 
-    /// Runs `request` on a thread of its own against the session's engine, with the session's
-    /// record of analysed files; its LSP requests carry `tag` (cancelled when the client goes).
+    /// Runs `request` on one of the session's query threads against the session's engine, with
+    /// the session's record of analysed files; its LSP requests carry `tag` (cancelled when the
+    /// client goes).
     fn start_query(
         &mut self,
         request: crate::query::command::QueryRequest,
@@ -752,17 +756,10 @@ impl Connection {
         .with_analysed_files(self.shared.analysed.clone())
         .with_tag(Some(tag));
         let (reply, receiver) = bounded(1);
-        let thread = thread::Builder::new()
-            .name(format!("lspc-session-query-{}", self.connection_id))
-            .spawn(move || {
-                let _ = reply.send(crate::query::command::execute(&queries, &request));
-            })
-            .map_err(|error| format!("cannot start a thread for the query: {error}"))?;
-        Ok(Pending::Query {
-            receiver,
-            tag,
-            thread: Some(thread),
-        })
+        self.shared.query_workers.run(Box::new(move || {
+            let _ = reply.send(crate::query::command::execute(&queries, &request));
+        }))?;
+        Ok(Pending::Query { receiver, tag })
     }
 
     /// A pending reply is ready (or its sender is gone): write its line and retire it.
@@ -796,13 +793,7 @@ impl Connection {
             Poll::Ready(result) => json!({"id": id, "result": result}),
             Poll::Gone => json!({"id": id, "error": "the engine has shut down"}),
         };
-        let (_, mut pending) = self.pending.remove(index);
-        if let Pending::Query { thread, .. } = &mut pending {
-            // It has sent its answer, so it is ending.
-            if let Some(thread) = thread.take() {
-                let _ = thread.join();
-            }
-        }
+        let (_, pending) = self.pending.remove(index);
         if matches!(pending, Pending::DiagnosticsLeavingOut(_)) {
             self.flush_progress(id);
         }
@@ -845,18 +836,6 @@ impl Connection {
         match consumer {
             None => self.own_consumer.clone(),
             Some(name) => format!("{}/{name}", self.own_consumer),
-        }
-    }
-
-    /// Waits for the queries still running for a client that is gone (their requests were
-    /// cancelled; each ends within its own timeout), so no thread outlives its connection.
-    fn join_queries(&mut self) {
-        for (_, pending) in &mut self.pending {
-            if let Pending::Query { thread, .. } = pending {
-                if let Some(thread) = thread.take() {
-                    let _ = thread.join();
-                }
-            }
         }
     }
 
