@@ -48,10 +48,12 @@ impl From<lexopt::Error> for UsageError {
     }
 }
 
-/// The engine options for `config` with the global flags applied ([`tune_engine`]).
+/// The engine options for `config` (loaded by [`load_config`] for the same `global`) with the
+/// global flags applied ([`tune_engine`]) and the configuration's sources recorded.
 pub fn engine_options(config: config::Config, global: &GlobalOptions) -> EngineOptions {
     let mut options = EngineOptions::new(config);
     tune_engine(global, &mut options);
+    options.config_sources = Some(config_options(global));
     options
 }
 

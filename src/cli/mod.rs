@@ -72,7 +72,9 @@ Commands:
                       start the workspace's warm session (servers stay running between
                       commands); prints its socket path. --idle: exit after DURATION
                       (90s, 15m, 2h) with no client (default: LSPC_SESSION_IDLE, else 15m)
-  session status      list this user's sessions: root, pid, uptime, clients, servers, log
+  session status [--format json]
+                      list this user's sessions: root, pid, uptime, clients, log, config
+                      sources and last reload, each server instance with state, pid, RSS
   session stop [--all]
                       stop the workspace's session (or every session of this user)
 

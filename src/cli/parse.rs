@@ -324,7 +324,18 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
                 };
                 Command::Session(match action.as_str() {
                     "start" => SessionCommand::Start { idle: session_idle },
-                    "status" => SessionCommand::Status,
+                    "status" => SessionCommand::Status {
+                        json: match check.format {
+                            Format::Human => false,
+                            Format::Json => true,
+                            other => {
+                                return Err(UsageError(format!(
+                                    "session status: --format {} is not available (expected human or json)",
+                                    other.as_str()
+                                )))
+                            }
+                        },
+                    },
                     "stop" => SessionCommand::Stop { all: session_all },
                     other => {
                         return Err(UsageError(format!(

@@ -109,6 +109,11 @@ pub struct EngineOptions {
     /// Where the engine runs: in this process, or in the workspace's warm session
     /// (`crate::session`; `--session`, `LSPC_SESSION`). [`EngineOptions::new`] runs in process.
     pub session: SessionMode,
+    /// What `config` was loaded from, when it came from [`crate::config::load`] unchanged (every
+    /// command's [`crate::options::engine_options`]); `None` for a configuration built another
+    /// way (`lspc mcp --server-command`, tests). A session is keyed by these sources rather than
+    /// by the loaded servers, and reloads when the files change (`crate::session::reload`).
+    pub config_sources: Option<crate::config::ConfigOptions>,
 }
 
 impl EngineOptions {
@@ -127,6 +132,7 @@ impl EngineOptions {
             warn_duplicates: true,
             handle_signals: true,
             session: SessionMode::Never,
+            config_sources: None,
         }
     }
 }

@@ -24,8 +24,9 @@ use crate::config::{Config, ServerConfig};
 use crate::engine::EngineError;
 use crate::process::{ServerEvent, ServerId};
 
-/// What a reload did, by server name (each list in slot order).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What a reload did, by server name (each list in slot order). Serialisable: the session wire
+/// carries it (`reload` op).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ReloadReport {
     /// Same configuration: still running (or still not started).
     pub unchanged: Vec<String>,

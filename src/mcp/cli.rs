@@ -213,6 +213,10 @@ pub fn run(global: &GlobalOptions, options: McpCliOptions) -> i32 {
         config
     };
     let mut engine = crate::options::engine_options(config, global);
+    if options.server_command.is_some() {
+        // Not what the sources load: a session must be keyed by the servers themselves.
+        engine.config_sources = None;
+    }
     if let Some(limit) = options.open_documents {
         engine.max_open_documents = limit.max(1);
     }

@@ -9,9 +9,10 @@
 //! - Every op a frontend sends is answered exactly once (a subscription: until the session ends),
 //!   also when the session dies: then with [`crate::engine::EngineError::SessionLost`] naming the session and
 //!   its log, and every later op the same way.
-//! - `Shutdown` closes this connection only (the session serves others); `Reload` is answered
-//!   locally with an empty report (the session keeps the configuration it was started with: a
-//!   changed configuration has another key, so the next command finds or starts another session).
+//! - `Shutdown` closes this connection only (the session serves others); `Reload` becomes the
+//!   wire's `reload`: the session loads its configuration files again (`super::reload`).
+//! - A connection is used only when the session serves the configuration this command loaded
+//!   (the hello's `configHash`, after a `reload` when it differs); see [`find_or_start`].
 
 use std::collections::HashMap;
 use std::io::{BufReader, Write};
@@ -41,6 +42,10 @@ pub enum AttachError {
     NotRunning,
     /// A session could not be used or started; the message says why.
     Failed(String),
+    /// The workspace's session keeps a previous configuration because the files are broken now
+    /// (the message names the error): this command runs without it rather than with stale
+    /// servers or a second session.
+    ConfigNotApplied(String),
 }
 
 /// A connection whose hello was checked.
@@ -83,18 +88,7 @@ pub fn connect_or_clean(paths: &SessionPaths) -> Result<Connected, ConnectError>
 
 /// Connects to the session at `paths` and reads its hello.
 pub fn connect(paths: &SessionPaths) -> Result<Connected, ConnectError> {
-    connect_sending(paths, None)
-}
-
-/// [`connect`], writing `first_line` (a whole line, newline included) as soon as the socket is
-/// connected, before the hello is read: the session reads it after its hello, so the two cross
-/// on the wire instead of costing a round trip each. Only an op that carries the client's key
-/// (`query`) may be sent this way: the session refuses it unless the key is its own.
-fn connect_sending(
-    paths: &SessionPaths,
-    first_line: Option<&[u8]>,
-) -> Result<Connected, ConnectError> {
-    let mut stream = match UnixStream::connect(&paths.socket) {
+    let stream = match UnixStream::connect(&paths.socket) {
         Ok(stream) => stream,
         Err(error) => {
             return match error.kind() {
@@ -108,9 +102,6 @@ fn connect_sending(
         }
     };
     let unusable = |message: String| ConnectError::Unusable(message);
-    // A write the session cut short is reported after the hello, which says why when the
-    // session refused this peer.
-    let write_error = first_line.and_then(|line| stream.write_all(line).err());
     let read_half = stream
         .try_clone()
         .map_err(|error| unusable(format!("session socket: {error}")))?;
@@ -152,9 +143,6 @@ fn connect_sending(
             paths.key
         )));
     }
-    if let Some(error) = write_error {
-        return Err(unusable(format!("cannot talk to the session: {error}")));
-    }
     let _ = reader.get_ref().set_read_timeout(None);
     Ok(Connected {
         stream,
@@ -174,10 +162,11 @@ pub fn attach(options: &EngineOptions, start: bool) -> Result<EngineHandle, Atta
     Ok(proxy(connected, signals))
 }
 
-/// Runs one query command in the session for `options`, started first when `start` is set: the
-/// query goes out as one `query` line written as soon as the socket connects, and the one reply
-/// line comes back, all on the calling thread (a one-shot command needs no proxy thread, no
-/// signal handler and no reader thread). Every path in `request` must be canonical.
+/// Runs one query command in the session for `options`, started first when `start` is set
+/// ([`find_or_start`]: the same key and configuration checks as every command): the query goes
+/// out as one `query` line and the one reply line comes back, all on the calling thread (a
+/// one-shot command needs no proxy thread, no signal handler and no reader thread). Every path
+/// in `request` must be canonical.
 ///
 /// Errors: [`AttachError`] when no session serves the workspace (the caller runs in process);
 /// a session lost mid-query is `Ok(Err(QueryError::Engine(EngineError::SessionLost)))`, as the
@@ -188,24 +177,20 @@ pub fn query(
     request: &QueryRequest,
     timeout: Duration,
 ) -> Result<Result<QueryAnswer, QueryError>, AttachError> {
-    let line = |key: &str| {
-        let op = WireOp::Query {
-            key: key.to_owned(),
-            request: request.clone(),
-            timeout_ms: wire::millis(timeout),
-        };
-        let mut line = serde_json::to_vec(&WireRequest { id: 1, op }).unwrap_or_default();
-        line.push(b'\n');
-        line
-    };
-    let (connected, sent) = find_or_start_sending(options, start, Some(&line))?;
     let Connected {
         mut stream,
         mut reader,
         hello,
-    } = connected;
+    } = find_or_start(options, start)?;
     let lost = || QueryError::Engine(EngineError::SessionLost(lost_message(&hello)));
-    if !sent && stream.write_all(&line(&hello.key)).is_err() {
+    let op = WireOp::Query {
+        key: hello.key.clone(),
+        request: request.clone(),
+        timeout_ms: wire::millis(timeout),
+    };
+    let mut line = serde_json::to_vec(&WireRequest { id: 1, op }).unwrap_or_default();
+    line.push(b'\n');
+    if stream.write_all(&line).is_err() {
         return Ok(Err(lost()));
     }
     loop {
@@ -261,32 +246,101 @@ pub struct ProxySignals {
     pub interrupted_sender: Option<Sender<i32>>,
 }
 
-/// Connects to the session for `options`, starting it first when `start` is set.
+/// Connects to the session for `options`, starting it first when `start` is set, and makes sure
+/// it serves the configuration `options` holds (the race-free rule for a configuration edited
+/// while a session runs):
+/// - The hello's `configHash` equals this command's [`super::hash::config_hash`]: use it.
+/// - Else ask the session to `reload` on this connection; it loads its files again before
+///   answering, so a command that read the edited files never meets the servers of the old ones,
+///   and no second session starts for the same files.
+/// - The session cannot apply the files (they have errors): [`AttachError::ConfigNotApplied`].
+/// - It applied them and still serves another hash: this command resolves the same files
+///   differently (another `PATH` or environment). It then uses (or with `start` starts) a
+///   session keyed by its servers themselves, as a configuration built in code is.
 pub fn find_or_start(options: &EngineOptions, start: bool) -> Result<Connected, AttachError> {
-    find_or_start_sending(options, start, None).map(|(connected, _)| connected)
+    let connected = find_or_start_by_key(options, start)?;
+    let wanted = super::hash::config_hash(&options.config);
+    if connected.hello.config_hash == wanted {
+        return Ok(connected);
+    }
+    let (connected, reply) = ask_reload(connected, &wanted).map_err(AttachError::Failed)?;
+    if reply.config_hash == wanted {
+        return Ok(connected);
+    }
+    if let Some(error) = reply.error {
+        return Err(AttachError::ConfigNotApplied(format!(
+            "the session for {} (pid {}) keeps its previous configuration: {error}",
+            connected.hello.root.display(),
+            connected.hello.pid
+        )));
+    }
+    if options.config_sources.is_none() {
+        // Keyed by these very servers already: the session cannot disagree unless it is broken.
+        return Err(AttachError::Failed(format!(
+            "the session at key {} serves another configuration",
+            connected.hello.key
+        )));
+    }
+    drop(connected);
+    log::info!("this command resolves the configuration differently from the workspace's session; using a session keyed by its servers");
+    let mut exact = options.clone();
+    exact.config_sources = None;
+    find_or_start(&exact, start)
 }
 
-/// Builds the line [`find_or_start_sending`] writes first, from the session key.
-type FirstLine<'a> = dyn Fn(&str) -> Vec<u8> + 'a;
+/// Sends `reload` with this command's hash on the connection and reads the reply (before any
+/// other request, so the next line is its answer).
+fn ask_reload(
+    connected: Connected,
+    config_hash: &str,
+) -> Result<(Connected, wire::ReloadReply), String> {
+    let Connected {
+        mut stream,
+        mut reader,
+        hello,
+    } = connected;
+    let op = WireOp::Reload {
+        config_hash: config_hash.to_owned(),
+    };
+    let mut line = serde_json::to_string(&WireRequest { id: 0, op }).unwrap_or_default();
+    line.push('\n');
+    stream
+        .write_all(line.as_bytes())
+        .map_err(|error| format!("cannot talk to the session: {error}"))?;
+    // A reload stops changed servers: bounded by their shutdown timeouts.
+    let _ = reader
+        .get_ref()
+        .set_read_timeout(Some(Duration::from_secs(120)));
+    let reply = match wire::read_line(&mut reader, wire::MAX_LINE_BYTES) {
+        Ok(Some(Line::Text(line))) => serde_json::from_str::<Value>(&line)
+            .ok()
+            .and_then(|value| value.get("result").cloned())
+            .and_then(|result| serde_json::from_value::<wire::ReloadReply>(result).ok())
+            .ok_or_else(|| format!("the session answered reload with {line}"))?,
+        _ => return Err(lost_message(&hello)),
+    };
+    let _ = reader.get_ref().set_read_timeout(None);
+    Ok((
+        Connected {
+            stream,
+            reader,
+            hello,
+        },
+        reply,
+    ))
+}
 
-/// [`find_or_start`]; `first_line` (built from the session key) is written on the first
-/// connection attempt, before its hello is read ([`connect_sending`]). The flag says whether it
-/// was sent: when the first attempt found no live session, the caller sends it itself.
-fn find_or_start_sending(
-    options: &EngineOptions,
-    start: bool,
-    first_line: Option<&FirstLine<'_>>,
-) -> Result<(Connected, bool), AttachError> {
+/// [`find_or_start`] without the configuration check: the session at `options`' key.
+fn find_or_start_by_key(options: &EngineOptions, start: bool) -> Result<Connected, AttachError> {
     let dir = paths::runtime_dir(start)
         .map_err(|error| AttachError::Failed(error.to_string()))?
         .ok_or(AttachError::NotRunning)?;
     let paths = SessionPaths::new(&dir, &paths::session_key(options));
-    let line = first_line.map(|build| build(&paths.key));
-    match connect_sending(&paths, line.as_deref()) {
-        Ok(connected) => return Ok((connected, line.is_some())),
+    match connect(&paths) {
+        Ok(connected) => return Ok(connected),
         Err(ConnectError::Stale) if !start => {
             return match connect_or_clean(&paths) {
-                Ok(connected) => Ok((connected, false)),
+                Ok(connected) => Ok(connected),
                 Err(ConnectError::Unusable(message)) => Err(AttachError::Failed(message)),
                 Err(_) => Err(AttachError::NotRunning),
             }
@@ -300,7 +354,7 @@ fn find_or_start_sending(
     // Whoever held the lock before us may have started it; a socket still refused now is stale
     // (no session starts without this lock).
     match connect(&paths) {
-        Ok(connected) => return Ok((connected, false)),
+        Ok(connected) => return Ok(connected),
         Err(ConnectError::NotRunning) => {}
         Err(ConnectError::Stale) => {
             log::info!("removing stale session socket {}", paths.socket.display());
@@ -308,11 +362,11 @@ fn find_or_start_sending(
         }
         Err(ConnectError::Unusable(message)) => return Err(AttachError::Failed(message)),
     }
-    spawn_session(&paths).map_err(AttachError::Failed)?;
+    spawn_session(&paths, options.config_sources.is_none()).map_err(AttachError::Failed)?;
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
         match connect(&paths) {
-            Ok(connected) => return Ok((connected, false)),
+            Ok(connected) => return Ok(connected),
             Err(ConnectError::Unusable(message)) => return Err(AttachError::Failed(message)),
             // Refused: the session is between `bind` and `listen`.
             Err(ConnectError::NotRunning | ConnectError::Stale) if Instant::now() < deadline => {
@@ -333,7 +387,8 @@ fn find_or_start_sending(
 /// root and configuration are resolved exactly as this command resolved them. The process is
 /// detached: forked twice (so it is nobody's child), `setsid` (no controlling terminal), stdin
 /// from `/dev/null`, stdout and stderr to its log file, and it never holds the caller's pipes.
-fn spawn_session(paths: &SessionPaths) -> Result<(), String> {
+/// `exact`: the session is keyed by its servers ([`super::server::EXACT_ENV`]).
+fn spawn_session(paths: &SessionPaths, exact: bool) -> Result<(), String> {
     let exe = std::env::current_exe()
         .map_err(|error| format!("cannot find the lspc executable to start a session: {error}"))?;
     let log = std::fs::OpenOptions::new()
@@ -350,6 +405,7 @@ fn spawn_session(paths: &SessionPaths) -> Result<(), String> {
     command
         .args(std::env::args_os().skip(1))
         .env("LSPC_SESSION", "serve")
+        .env_remove(super::server::EXACT_ENV)
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(log_err);
@@ -366,6 +422,9 @@ fn spawn_session(paths: &SessionPaths) -> Result<(), String> {
             }
             Ok(())
         });
+    }
+    if exact {
+        command.env(super::server::EXACT_ENV, "1");
     }
     let mut child = command
         .spawn()
@@ -431,10 +490,6 @@ fn run_proxy(connected: Connected, op_receiver: Receiver<Op>, signals: ProxySign
                         fail_all(&mut pending, &message);
                         let _ = reply.send(());
                         break;
-                    }
-                    Split::Local(Op::Reload { reply, .. }) => {
-                        log::info!("configuration reload is not forwarded to the session");
-                        let _ = reply.send(Default::default());
                     }
                     Split::Local(Op::SyncRequest {
                         path,

@@ -18,14 +18,12 @@ use crate::exit::{EXIT_FOUND, EXIT_OK, EXIT_SERVER};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SessionCommand {
     /// `start [--idle DURATION]`: `None` is `LSPC_SESSION_IDLE` or 15 minutes.
-    Start {
-        idle: Option<Duration>,
-    },
-    Status,
+    Start { idle: Option<Duration> },
+    /// `status [--format json]`: with `json`, one JSON array of [`SessionInfo`] objects, each
+    /// with its `socket`.
+    Status { json: bool },
     /// `stop [--all]`.
-    Stop {
-        all: bool,
-    },
+    Stop { all: bool },
 }
 
 /// How long `stop` waits for a session process to exit after it said it is stopping.
@@ -38,7 +36,7 @@ pub fn run(options: EngineOptions, command: &SessionCommand) -> i32 {
             super::server::serve(options, idle.unwrap_or_else(super::idle_from_env))
         }
         SessionCommand::Start { .. } => start(&options),
-        SessionCommand::Status => status(),
+        SessionCommand::Status { json } => status(*json),
         SessionCommand::Stop { all } => stop(&options, *all),
     }
 }
@@ -61,7 +59,7 @@ fn start(options: &EngineOptions) -> i32 {
             EXIT_OK
         }
         Err(AttachError::NotRunning) => EXIT_SERVER,
-        Err(AttachError::Failed(message)) => {
+        Err(AttachError::Failed(message) | AttachError::ConfigNotApplied(message)) => {
             eprintln!("lspc: cannot start the session: {message}");
             EXIT_SERVER
         }
@@ -79,6 +77,63 @@ fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// A server instance's label: its name, and its project root for a per-project instance.
+fn instance_label(server: &super::wire::SessionServer) -> String {
+    match &server.project {
+        Some(project) => format!("{} [{project}]", server.name),
+        None => server.name.clone(),
+    }
+}
+
+/// `12 s ago`, `3 min ago`, `2 h ago` for a time in milliseconds since the Unix epoch.
+fn ago(unix_ms: u64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_millis() as u64)
+        .unwrap_or(unix_ms);
+    let seconds = now.saturating_sub(unix_ms) / 1000;
+    match seconds {
+        0..=119 => format!("{seconds} s ago"),
+        120..=7199 => format!("{} min ago", seconds / 60),
+        _ => format!("{} h ago", seconds / 3600),
+    }
+}
+
+/// The `config` and `reload` lines of one session's `info`.
+fn render_config(config: &super::wire::ConfigState) -> String {
+    let mut text = String::new();
+    if config.sources.is_empty() {
+        text.push_str("  config  (not from files: never reloaded)\n");
+    }
+    for source in &config.sources {
+        text.push_str(&format!("  config  {}\n", source.display()));
+    }
+    let Some(last) = &config.last_reload else {
+        return text;
+    };
+    let line = match &last.error {
+        Some(error) => format!(
+            "failed {}, serving the previous configuration: {error}",
+            ago(last.unix_ms)
+        ),
+        None => {
+            let names = |names: &[String]| match names {
+                [] => "none".to_owned(),
+                names => names.join(", "),
+            };
+            format!(
+                "{}: restarted {}; removed {}; added {}",
+                ago(last.unix_ms),
+                names(&last.restarted),
+                names(&last.removed),
+                names(&last.added)
+            )
+        }
+    };
+    text.push_str(&format!("  reload  {line}\n"));
+    text
+}
+
 /// The human form of one session's `info`.
 fn render_info(paths: &SessionPaths, info: &SessionInfo) -> String {
     let mut text = format!(
@@ -92,10 +147,11 @@ fn render_info(paths: &SessionPaths, info: &SessionInfo) -> String {
     text.push_str(&format!("  socket  {}\n", paths.socket.display()));
     text.push_str(&format!("  log     {}\n", info.log.display()));
     text.push_str(&format!("  memory  {} (lspc)\n", mib(info.rss_kib)));
+    text.push_str(&render_config(&info.config));
     let width = info
         .servers
         .iter()
-        .map(|server| server.name.len())
+        .map(|server| instance_label(server).len())
         .max()
         .unwrap_or(0);
     for server in &info.servers {
@@ -105,17 +161,18 @@ fn render_info(paths: &SessionPaths, info: &SessionInfo) -> String {
             .unwrap_or_default();
         text.push_str(&format!(
             "  server  {:width$}  {}{pid}\n",
-            server.name, server.state
+            instance_label(server),
+            server.state
         ));
     }
     text
 }
 
-fn status() -> i32 {
+fn status(json: bool) -> i32 {
     let dir = match paths::runtime_dir(false) {
         Ok(Some(dir)) => dir,
         Ok(None) => {
-            print("no sessions\n");
+            print(if json { "[]\n" } else { "no sessions\n" });
             return EXIT_OK;
         }
         Err(error) => {
@@ -124,6 +181,7 @@ fn status() -> i32 {
         }
     };
     let mut text = String::new();
+    let mut infos: Vec<serde_json::Value> = Vec::new();
     let mut status = EXIT_OK;
     for paths in SessionPaths::list(&dir) {
         let connected = match client::connect_or_clean(&paths) {
@@ -138,12 +196,23 @@ fn status() -> i32 {
         match client::session_request(connected, WireOp::Info)
             .and_then(|value| serde_json::from_value(value).map_err(|error| error.to_string()))
         {
-            Ok(info) => text.push_str(&render_info(&paths, &info)),
+            Ok(info) => {
+                text.push_str(&render_info(&paths, &info));
+                let mut value = serde_json::to_value(&info).unwrap_or_default();
+                if let serde_json::Value::Object(object) = &mut value {
+                    object.insert("socket".to_owned(), serde_json::json!(paths.socket));
+                }
+                infos.push(value);
+            }
             Err(message) => {
                 eprintln!("lspc: {message}");
                 status = EXIT_SERVER;
             }
         }
+    }
+    if json {
+        print(&format!("{}\n", serde_json::Value::Array(infos)));
+        return status;
     }
     if text.is_empty() {
         text.push_str("no sessions\n");
@@ -197,7 +266,15 @@ fn stop(options: &EngineOptions, all: bool) -> i32 {
     let targets = if all {
         SessionPaths::list(&dir)
     } else {
-        vec![SessionPaths::new(&dir, &paths::session_key(options))]
+        // The workspace's session, and the one keyed by this command's servers if its
+        // configuration resolves differently here (`client::find_or_start`).
+        let mut exact = options.clone();
+        exact.config_sources = None;
+        let mut keys = vec![paths::session_key(options), paths::session_key(&exact)];
+        keys.dedup();
+        keys.iter()
+            .map(|key| SessionPaths::new(&dir, key))
+            .collect()
     };
     let mut text = String::new();
     let mut status = EXIT_OK;

@@ -11,16 +11,17 @@
 //! way the engine runs.
 //!
 //! A one-shot query command (`lspc hover`, `definition`, ...) is thinner still ([`query`]): it
-//! sends the whole query as one `query` line, written as soon as the socket connects, and the
-//! session runs it ([`crate::query::command::execute`], the code an in-process run uses) and
+//! sends the whole query as one `query` line once the hello is checked, and the session runs it ([`crate::query::command::execute`], the code an in-process run uses) and
 //! answers with the rendered outcome. So a warm one-shot costs one connect and one round trip,
 //! starts no thread in the client, and the first-question analysis wait of a file is done once
 //! per session rather than once per command.
 //!
 //! Invariants:
-//! - A session is found by its key ([`paths::session_key`]: canonical root plus a hash of the
-//!   resolved configuration and engine tuning), so a command never talks to the session of
-//!   another root or configuration.
+//! - A session is found by its key ([`paths::session_key`]: canonical root plus a hash of where
+//!   the configuration comes from and the engine tuning) and used only when it serves the
+//!   configuration the command loaded ([`hash::config_hash`], checked on connect; the session
+//!   reloads edited files first, [`reload`]), so a command never talks to the session of another
+//!   root or configuration.
 //! - The socket lives in a directory only the user can enter ([`paths::runtime_dir`]); the
 //!   session refuses a peer whose uid differs (`SO_PEERCRED`). There is no TCP listener.
 //! - A frontend's `Shutdown` ends only its own connection; a disconnect cancels only that
@@ -28,8 +29,10 @@
 
 pub mod client;
 pub mod commands;
+pub mod hash;
 pub mod paths;
 pub mod query_workers;
+pub mod reload;
 pub mod server;
 pub mod watch;
 pub mod wire;
@@ -100,6 +103,16 @@ pub fn start_engine(options: EngineOptions) -> EngineHandle {
             match client::attach(&options, mode == SessionMode::Always) {
                 Ok(handle) => handle,
                 Err(client::AttachError::NotRunning) => EngineHandle::start(options),
+                // A broken configuration file: the command reports its errors as in process;
+                // with `always` it also says why the warm session is not used.
+                Err(client::AttachError::ConfigNotApplied(message)) => {
+                    if mode == SessionMode::Always {
+                        eprintln!("lspc: warning: {message}; running without a session");
+                    } else {
+                        log::info!("{message}; running without a session");
+                    }
+                    EngineHandle::start(options)
+                }
                 Err(client::AttachError::Failed(error)) => {
                     eprintln!("lspc: warning: {error}; running without a session");
                     EngineHandle::start(options)
@@ -128,6 +141,15 @@ pub fn query(
     match client::query(options, mode == SessionMode::Always, request, timeout) {
         Ok(outcome) => Some(outcome),
         Err(client::AttachError::NotRunning) => None,
+        Err(client::AttachError::ConfigNotApplied(message)) => {
+            if mode == SessionMode::Always {
+                eprintln!("lspc: warning: {message}; running without a session");
+            } else {
+                log::info!("{message}; running without a session");
+            }
+            options.session = SessionMode::Never;
+            None
+        }
         Err(client::AttachError::Failed(error)) => {
             eprintln!("lspc: warning: {error}; running without a session");
             options.session = SessionMode::Never;

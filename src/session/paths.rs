@@ -9,7 +9,6 @@
 //! - A session's files are `<key>.sock` (mode 0600), `<key>.lock` and `<key>.log` in that
 //!   directory; the key is 16 lowercase hex digits.
 
-use std::fmt::Write as _;
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
@@ -149,31 +148,27 @@ fn is_key(key: &str) -> bool {
     key.len() == 16 && key.bytes().all(|byte| byte.is_ascii_hexdigit())
 }
 
-/// 64-bit FNV-1a: stable across builds and platforms (std's hasher makes no such promise).
-fn fnv1a(bytes: &[u8], mut hash: u64) -> u64 {
-    for byte in bytes {
-        hash ^= u64::from(*byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    hash
-}
-
 /// The session key of `options`: a hash of the wire protocol and lspc version, the canonical
-/// workspace root, every configured server as resolved (command, arguments, environment,
-/// settings, extensions...) and the engine tuning (restart policy, file-size and open-document
-/// limits, timeouts). Two commands share a session exactly when these agree.
+/// workspace root, where the configuration comes from and the engine tuning (restart policy,
+/// file-size and open-document limits, timeouts).
+///
+/// "Where the configuration comes from" is [`EngineOptions::config_sources`] when set: each
+/// `--config` file and `--plugin-dir` folder (absolute, canonical when it exists), the user config
+/// path, `--trust` and `--no-builtin`; not what those files say. So editing a file keeps the key,
+/// and the session reloads it (the client's hello check, [`super::hash::config_hash`]); a command with other
+/// flags (another `--config` file) has another key and never reloads this session. Without
+/// sources (a configuration built in code) the resolved servers themselves are hashed.
 pub fn session_key(options: &EngineOptions) -> String {
     let root = crate::uri::canonical(&options.config.root);
-    // Hashed as it is formatted: the identity text (about 1 KiB per configured server) is
-    // never built as a string.
-    let mut hasher = Fnv1aWriter(0xcbf2_9ce4_8422_2325);
-    let _ = write!(
-        hasher,
-        "lspc {} protocol {}\nroot {}\nservers {:?}\nrestart {:?}\nmax_file_size {}\nmax_open_documents {}\nstartup {:?}\nshutdown {:?}\nsettle {:?} {:?}",
+    let configuration = match &options.config_sources {
+        Some(sources) => sources_identity(sources),
+        None => format!("servers {:?}", options.config.servers),
+    };
+    let identity = format!(
+        "lspc {} protocol {}\nroot {}\n{configuration}\nrestart {:?}\nmax_file_size {}\nmax_open_documents {}\nstartup {:?}\nshutdown {:?}\nsettle {:?} {:?}",
         env!("CARGO_PKG_VERSION"),
         super::wire::PROTOCOL_VERSION,
         root.display(),
-        options.config.servers,
         options.restart,
         options.max_file_size,
         options.max_open_documents,
@@ -182,17 +177,24 @@ pub fn session_key(options: &EngineOptions) -> String {
         options.settle_quiet,
         options.settle_quiet_unversioned,
     );
-    format!("{:016x}", hasher.0)
+    super::hash::hex_digest(&identity)
 }
 
-/// [`fnv1a`] over everything written to it.
-struct Fnv1aWriter(u64);
-
-impl std::fmt::Write for Fnv1aWriter {
-    fn write_str(&mut self, text: &str) -> std::fmt::Result {
-        self.0 = fnv1a(text.as_bytes(), self.0);
-        Ok(())
-    }
+/// The configuration sources as the key sees them: paths made absolute against the current
+/// directory and canonical when they exist, so two commands naming one file from different
+/// folders agree.
+fn sources_identity(sources: &crate::config::ConfigOptions) -> String {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let absolute = |path: &Path| -> PathBuf {
+        let joined = cwd.join(path);
+        joined.canonicalize().unwrap_or(joined)
+    };
+    let config_files: Vec<PathBuf> = sources.config_files.iter().map(|p| absolute(p)).collect();
+    let plugin_dirs: Vec<PathBuf> = sources.plugin_dirs.iter().map(|p| absolute(p)).collect();
+    format!(
+        "config_files {config_files:?}\nplugin_dirs {plugin_dirs:?}\nuser_config {:?}\ntrust {}\nbuiltin {}",
+        sources.user_config, sources.trust_workspace, sources.builtin
+    )
 }
 
 /// An exclusive `flock` on a session's lock file, held until dropped. Two lspc processes racing
@@ -293,17 +295,50 @@ mod tests {
         let mut tuned = EngineOptions::new(config("/nonexistent/a"));
         tuned.max_file_size = 1;
         assert_ne!(a, session_key(&tuned));
-    }
-
-    #[test]
-    fn the_streaming_hash_equals_the_hash_of_the_whole_text() {
-        let (root, servers) = (Path::new("/a b"), ["x", "é\"q"]);
-        let mut hasher = Fnv1aWriter(0xcbf2_9ce4_8422_2325);
-        let _ = write!(hasher, "root {}\nservers {servers:?}", root.display());
-        let text = format!("root {}\nservers {servers:?}", root.display());
-        assert_eq!(hasher.0, fnv1a(text.as_bytes(), 0xcbf2_9ce4_8422_2325));
-        // The FNV-1a test vector for "a".
-        assert_eq!(fnv1a(b"a", 0xcbf2_9ce4_8422_2325), 0xaf63_dc4c_8601_ec8c);
+        // With sources, the key follows the sources (flags), not what they load.
+        let sourced = |servers: Vec<crate::config::ServerConfig>, files: &[&str]| {
+            let mut options = EngineOptions::new(crate::config::Config {
+                servers,
+                ..config("/nonexistent/a")
+            });
+            let mut sources = crate::config::ConfigOptions::new(PathBuf::from("/nonexistent/a"));
+            sources.config_files = files.iter().map(PathBuf::from).collect();
+            options.config_sources = Some(sources);
+            options
+        };
+        let file = std::env::temp_dir().join(format!("lspc-key-{}.json", std::process::id()));
+        fs::write(
+            &file,
+            r#"{"x": {"command": "sh", "extensionToLanguage": {".x": "x"}}}"#,
+        )
+        .unwrap();
+        let mut file_options = crate::config::ConfigOptions::new(PathBuf::from("/nonexistent/a"));
+        file_options.config_files = vec![file.clone()];
+        file_options.builtin = false;
+        let loaded = crate::config::load(&file_options);
+        fs::remove_file(&file).unwrap();
+        assert_eq!(loaded.servers.len(), 1, "{:?}", loaded.errors);
+        let empty = crate::config::Config {
+            servers: Vec::new(),
+            ..config("/nonexistent/a")
+        };
+        assert_ne!(
+            crate::session::hash::config_hash(&loaded),
+            crate::session::hash::config_hash(&empty)
+        );
+        assert_eq!(crate::session::hash::config_hash(&empty).len(), 16);
+        let loaded = loaded.servers;
+        let one = session_key(&sourced(Vec::new(), &["/nonexistent/one.json"]));
+        assert_eq!(
+            one,
+            session_key(&sourced(loaded, &["/nonexistent/one.json"])),
+            "an edited file keeps the key"
+        );
+        assert_ne!(
+            one,
+            session_key(&sourced(Vec::new(), &["/nonexistent/two.json"])),
+            "another --config file is another session"
+        );
     }
 
     #[test]

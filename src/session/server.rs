@@ -5,8 +5,9 @@
 //! connections; per connection a reader (`"lspc-session-in-N"`, lines to a channel) and a
 //! connection thread (`"lspc-session-conn-N"`) that turns lines into [`Op`]s with local reply
 //! channels, selects over every reply in flight and writes each reply line as it completes; the
-//! query threads ([`super::query_workers`]) that run `query` ops, kept between queries; the main
-//! thread watches for idleness, a vanished root and `stop`.
+//! query threads ([`super::query_workers`]) that run `query` ops, kept between queries; the
+//! main thread watches for idleness, a vanished root and `stop`, and owns the configuration
+//! [`Reloader`] (its periodic check and the clients' `reload` requests).
 //!
 //! Invariants:
 //! - A peer with another uid gets one error line and is closed (`SO_PEERCRED`).
@@ -34,7 +35,10 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::paths::{self, SessionPaths};
-use super::wire::{self, Hello, Line, SessionInfo, SessionServer, WireOp, WireRequest};
+use super::reload::{ReloadOutcome, ReloadRequest, Reloader, SharedConfigState};
+use super::wire::{
+    self, Hello, Line, ReloadReply, SessionInfo, SessionServer, WireOp, WireRequest,
+};
 use crate::engine::{EngineHandle, EngineOptions, FrontendEvent, Op};
 use crate::session::SessionMode;
 
@@ -92,11 +96,21 @@ fn bind(paths: &SessionPaths) -> Result<Option<UnixListener>, String> {
     ))
 }
 
+/// Set (to `1`) in the environment of a session keyed by its servers rather than by its
+/// configuration's sources (see [`paths::session_key`]).
+pub const EXACT_ENV: &str = "LSPC_SESSION_EXACT";
+
 /// Runs the session for `options` until it ends (see the module doc); returns the exit status.
 /// Called in the process lspc started with `LSPC_SESSION=serve`.
 pub fn serve(mut options: EngineOptions, idle: Duration) -> i32 {
     // Servers and their children must not think they are session processes.
     std::env::remove_var("LSPC_SESSION");
+    // A session started for a client whose servers resolve differently from what the files give
+    // the workspace's session (`client::find_or_start`) is keyed by its servers and never reloads.
+    if std::env::var_os(EXACT_ENV).is_some() {
+        std::env::remove_var(EXACT_ENV);
+        options.config_sources = None;
+    }
     let key = paths::session_key(&options);
     options.session = SessionMode::Never;
     // The session handles signals itself whichever command line started it: a signal stops
@@ -138,7 +152,10 @@ pub fn serve(mut options: EngineOptions, idle: Duration) -> i32 {
         root: root.clone(),
         pid: std::process::id(),
         log: paths.log.clone(),
+        config_hash: super::hash::config_hash(&options.config),
     };
+    let initial_config = options.config.clone();
+    let config_sources = options.config_sources.clone();
     eprintln!(
         "lspc session {key}: serving {} on {} (pid {}, idle exit after {} s)",
         root.display(),
@@ -147,12 +164,17 @@ pub fn serve(mut options: EngineOptions, idle: Duration) -> i32 {
         idle.as_secs()
     );
     let engine = EngineHandle::start(options);
+    let mut reloader = Reloader::new(&initial_config, config_sources, engine.op_sender());
+    drop(initial_config);
+    let (reload_sender, reload_receiver) = unbounded::<ReloadRequest>();
     let shared = Arc::new(Shared {
         hello,
         started: Instant::now(),
         clients: AtomicUsize::new(0),
         analysed: crate::query::AnalysedFiles::default(),
         query_workers: super::query_workers::QueryWorkers::default(),
+        config: reloader.state(),
+        reload_sender,
     });
     let (stop_sender, stop_receiver) = unbounded::<()>();
     let (watch_stop, watch_stop_receiver) = unbounded::<()>();
@@ -177,7 +199,12 @@ pub fn serve(mut options: EngineOptions, idle: Duration) -> i32 {
     let reason = loop {
         select! {
             recv(stop_receiver) -> _ => break "stop requested".to_owned(),
-            default(Duration::from_millis(250)) => {}
+            recv(reload_receiver) -> request => {
+                if let Ok(request) = request {
+                    reloader.handle(request);
+                }
+            }
+            default(Duration::from_millis(250)) => reloader.tick(),
         }
         if shared.clients.load(Ordering::SeqCst) > 0 {
             idle_since = None;
@@ -206,6 +233,7 @@ pub fn serve(mut options: EngineOptions, idle: Duration) -> i32 {
 
 /// What every connection thread reads.
 struct Shared {
+    /// The hello as of the session's start; `configHash` is taken from `config` when sent.
     hello: Hello,
     started: Instant,
     clients: AtomicUsize,
@@ -214,6 +242,10 @@ struct Shared {
     analysed: crate::query::AnalysedFiles,
     /// The threads that run `query` ops, kept between queries.
     query_workers: super::query_workers::QueryWorkers,
+    /// The reloader's published state.
+    config: SharedConfigState,
+    /// To the main thread's reloader.
+    reload_sender: Sender<ReloadRequest>,
 }
 
 fn accept_loop(
@@ -288,6 +320,7 @@ enum Pending {
         receiver: Receiver<QueryOutcome>,
         tag: u64,
     },
+    Reload(Receiver<ReloadOutcome>),
 }
 
 type QueryOutcome = Result<crate::query::command::QueryAnswer, crate::query::QueryError>;
@@ -333,6 +366,7 @@ impl Pending {
             Pending::OpenDocuments(receiver) => select.recv(receiver),
             Pending::RunningServers(receiver) => select.recv(receiver),
             Pending::Query { receiver, .. } => select.recv(receiver),
+            Pending::Reload(receiver) => select.recv(receiver),
         }
     }
 }
@@ -355,6 +389,9 @@ struct Connection {
     own_consumer: String,
     /// Further queues the client opened (engine names).
     consumers: std::collections::BTreeSet<String>,
+    /// The reload generation this client was last told about (a `reload` reply carries the
+    /// latest report once per client).
+    seen_generation: u64,
     /// Set when writing to the client failed: the connection ends.
     broken: bool,
 }
@@ -400,9 +437,16 @@ fn run_connection(
         next_tag: 0,
         own_consumer,
         consumers: Default::default(),
+        seen_generation: 0,
         broken: false,
     };
-    let hello = serde_json::to_string(&connection.shared.hello).unwrap_or_default();
+    let config = super::reload::snapshot(&connection.shared.config);
+    connection.seen_generation = config.generation;
+    let hello = Hello {
+        config_hash: config.config_hash,
+        ..connection.shared.hello.clone()
+    };
+    let hello = serde_json::to_string(&hello).unwrap_or_default();
     connection.write_line(&hello);
     connection.run(&line_receiver);
     connection.cancel_in_flight();
@@ -701,6 +745,16 @@ impl Connection {
                 self.send_op(Op::RunningServers { reply });
                 Pending::RunningServers(receiver)
             }
+            WireOp::Reload { config_hash } => {
+                let (reply, receiver) = bounded(1);
+                let request = ReloadRequest {
+                    client_hash: config_hash,
+                    reply,
+                };
+                // The main thread is gone only while the session stops: the reply is then "gone".
+                let _ = self.shared.reload_sender.send(request);
+                Pending::Reload(receiver)
+            }
             WireOp::Info => {
                 let (reply, receiver) = bounded(1);
                 self.send_op(Op::Status { reply });
@@ -787,6 +841,11 @@ impl Connection {
                 Poll::Empty => Poll::Empty,
                 Poll::Gone => Poll::Gone,
             },
+            Pending::Reload(receiver) => match poll(receiver) {
+                Poll::Ready(outcome) => Poll::Ready(self.reload_reply(outcome)),
+                Poll::Empty => Poll::Empty,
+                Poll::Gone => Poll::Gone,
+            },
         };
         let line = match polled {
             Poll::Empty => return,
@@ -822,12 +881,30 @@ impl Connection {
                 .map(|status| SessionServer {
                     rss_kib: status.pid.and_then(paths::rss_kib),
                     name: status.name,
+                    project: status.project,
                     state: status.state,
                     pid: status.pid,
                 })
                 .collect(),
+            config: super::reload::snapshot(&self.shared.config),
         };
         serde_json::to_value(info).unwrap_or_default()
+    }
+
+    /// A `reload` reply: the latest reload's report once per client (see `seen_generation`).
+    fn reload_reply(&mut self, outcome: ReloadOutcome) -> Value {
+        let report = if outcome.generation > self.seen_generation {
+            self.seen_generation = outcome.generation;
+            outcome.report
+        } else {
+            Default::default()
+        };
+        let reply = ReloadReply {
+            config_hash: outcome.config_hash,
+            report,
+            error: outcome.error,
+        };
+        serde_json::to_value(reply).unwrap_or_default()
     }
 
     /// The engine's name for a client's passive queue: the client's `None` (its frontend's shared

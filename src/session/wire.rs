@@ -2,8 +2,10 @@
 //! It is the engine's [`Op`] vocabulary made serialisable (README "Session wire").
 //!
 //! - On connect the session writes a [`Hello`] line (or `{"error": "..."}` and closes, for a
-//!   refused peer). A client checks `protocol` against [`PROTOCOL_VERSION`] and `key` against the
-//!   key it computed.
+//!   refused peer). A client checks `protocol` against [`PROTOCOL_VERSION`], `key` against the
+//!   key it computed and `configHash` against the hash of the configuration it loaded; when the
+//!   hashes differ it sends `reload` first (the session loads its configuration files again) and
+//!   uses the session only when the hashes then agree.
 //! - A client writes [`WireRequest`] lines: `{"id": N, "op": "sync", "path": ..., "timeoutMs": ...}`.
 //!   Ids are the client's (any u64, unique among its requests in flight); several may be in
 //!   flight; replies come in completion order.
@@ -13,8 +15,7 @@
 //!   `{"id": N, "event": E}` lines instead. A line that is not JSON, not UTF-8 or longer than
 //!   [`MAX_LINE_BYTES`] gets `{"id": null, "error": "..."}`; the connection goes on.
 //! - A `query` carries the key the client computed, and the session refuses one whose key is not
-//!   its own, so a client may write it right after connecting, before the hello has arrived (it
-//!   still checks the hello before reading the reply).
+//!   its own.
 
 use std::io::{self, BufRead};
 use std::path::PathBuf;
@@ -28,8 +29,9 @@ use crate::engine::Op;
 use crate::process::ServerId;
 use crate::text::PositionEncoding;
 
-/// Bumped whenever a request or reply shape changes; part of the session key too (2: `query`).
-pub const PROTOCOL_VERSION: u32 = 2;
+/// Bumped whenever a request or reply shape changes; part of the session key too (2: `reload`
+/// and `configHash`; 3: `query`).
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// The longest line either side accepts (64 MiB: a sync reply carries a whole file's text, up to
 /// the 10 MiB default size limit, JSON-escaped).
@@ -49,6 +51,8 @@ pub struct Hello {
     pub root: PathBuf,
     pub pid: u32,
     pub log: PathBuf,
+    /// [`super::hash::config_hash`] of the configuration the session serves right now.
+    pub config_hash: String,
 }
 
 /// One client line: a request id and the op.
@@ -133,6 +137,11 @@ pub enum WireOp {
         request: crate::query::command::QueryRequest,
         timeout_ms: u64,
     },
+    /// Check the configuration files now and reload them if they changed (or if `config_hash`, the
+    /// client's own hash, differs from the session's): answered with a [`ReloadReply`] once done.
+    Reload {
+        config_hash: String,
+    },
     /// The session's state: [`SessionInfo`].
     Info,
     /// Stop the session: servers shut down by the normal sequence, then the process exits.
@@ -153,14 +162,60 @@ pub struct SessionInfo {
     pub open_documents: usize,
     /// Resident memory of the session process itself, KiB.
     pub rss_kib: Option<u64>,
+    /// One entry per server instance, in slot order.
     pub servers: Vec<SessionServer>,
+    /// Where the configuration comes from and its last reload.
+    pub config: ConfigState,
 }
 
-/// One configured server of a session.
+/// What `reload` answers.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReloadReply {
+    /// The hash of the configuration the session serves now.
+    pub config_hash: String,
+    /// What the last reload changed, when this connection has not been told yet (else empty).
+    pub report: crate::engine::ReloadReport,
+    /// Why the configuration files could not be applied (the session keeps the previous one).
+    pub error: Option<String>,
+}
+
+/// A session's configuration: its sources, the hash it serves, its last reload.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigState {
+    /// The files and folders the configuration is loaded from (watched for changes); empty for a
+    /// configuration that does not come from files (it never reloads).
+    pub sources: Vec<PathBuf>,
+    pub config_hash: String,
+    /// Counts the reloads that changed something (0: none yet).
+    pub generation: u64,
+    pub last_reload: Option<LastReload>,
+}
+
+/// One configuration reload that changed something or failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LastReload {
+    /// When, in milliseconds since the Unix epoch.
+    pub unix_ms: u64,
+    pub restarted: Vec<String>,
+    pub removed: Vec<String>,
+    pub added: Vec<String>,
+    /// Why the new configuration was not applied (`None`: it was).
+    pub error: Option<String>,
+}
+
+/// One server instance of a session (a configured server at the workspace root, or one of its
+/// per-project instances).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionServer {
     pub name: String,
+    /// The project root this instance serves, relative to the workspace root; `None` for the
+    /// workspace-root instance.
+    #[serde(default)]
+    pub project: Option<String>,
     pub state: String,
     pub pid: Option<u32>,
     /// Resident memory of the server process, KiB.
@@ -172,7 +227,7 @@ pub(crate) fn millis(duration: Duration) -> u64 {
 }
 
 /// An [`Op`]'s wire form and its reply channel, split apart (the client proxy keeps the channel).
-/// `Shutdown`, `Reload` and `FilesChanged` have no wire form: the proxy handles them (the
+/// `Shutdown` and `FilesChanged` have no wire form: the proxy handles them (the
 /// session scans the disk itself).
 pub enum Split {
     Wire(WireOp, ReplySlot),
@@ -210,6 +265,8 @@ pub enum ReplySlot {
     ServerDetails(crossbeam_channel::Sender<Vec<crate::engine::ServerDetails>>),
     OpenDocuments(crossbeam_channel::Sender<Vec<PathBuf>>),
     RunningServers(crossbeam_channel::Sender<Vec<crate::engine::ServerInfo>>),
+    /// `reload`: the frontend gets the [`ReloadReply`]'s report.
+    Reload(crossbeam_channel::Sender<crate::engine::ReloadReport>),
     /// No reply (`cancel`).
     None,
 }
@@ -336,11 +393,18 @@ pub fn split(op: Op) -> Split {
         Op::RunningServers { reply } => {
             Split::Wire(WireOp::RunningServers, ReplySlot::RunningServers(reply))
         }
+        // A frontend that noticed its configuration files change (`lspc mcp`) asks the session to
+        // reload them; the session loads them itself, so only the frontend's hash crosses.
+        Op::Reload { config, reply } => Split::Wire(
+            WireOp::Reload {
+                config_hash: super::hash::config_hash(&config),
+            },
+            ReplySlot::Reload(reply),
+        ),
         // `SyncRequest` carries a closure: the proxy runs it as a `Sync` and then a `Request`.
-        op @ (Op::Shutdown { .. }
-        | Op::Reload { .. }
-        | Op::FilesChanged { .. }
-        | Op::SyncRequest { .. }) => Split::Local(op),
+        op @ (Op::Shutdown { .. } | Op::FilesChanged { .. } | Op::SyncRequest { .. }) => {
+            Split::Local(op)
+        }
     }
 }
 
@@ -375,6 +439,15 @@ impl ReplySlot {
             ReplySlot::ServerDetails(sender) => send(sender, result),
             ReplySlot::OpenDocuments(sender) => send(sender, result),
             ReplySlot::RunningServers(sender) => send(sender, result),
+            ReplySlot::Reload(sender) => {
+                let reply: ReloadReply = serde_json::from_value(result)
+                    .map_err(|error| DecodeError(error.to_string()))?;
+                if let Some(error) = &reply.error {
+                    log::warn!("the session keeps its previous configuration: {error}");
+                }
+                let _ = sender.send(reply.report);
+                Ok(())
+            }
             ReplySlot::None => Ok(()),
         }
     }

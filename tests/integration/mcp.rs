@@ -553,14 +553,9 @@ fn b17_passive_drain_merges_dedupes_and_caps() {
 
 /// Issue 4: editing the `--config` file between calls reloads it: the changed server's old
 /// process is shut down and the new configuration serves the next call; the unchanged server
-/// keeps its process.
+/// keeps its process. In session mode the session reloads (issue 13).
 #[test]
 fn config_reload_restarts_changed_servers_only() {
-    if crate::support::skip_in_session_mode(
-        "a session keeps the configuration it started with; a changed one is another session",
-    ) {
-        return;
-    }
     let mut workspace = Workspace::new("mcp-reload");
     workspace.file("a.py", "def greet():\n    pass\n");
     workspace.file("b.c", "int add(void);\n");

@@ -16,6 +16,9 @@ use wait_timeout::ChildExt;
 
 use crate::support::*;
 
+#[path = "sessions_reload.rs"]
+mod reload;
+
 /// A fixture workspace whose commands share a private session directory.
 struct SessionWorkspace {
     workspace: Workspace,
@@ -576,11 +579,11 @@ print(hello["lspc"], hello["protocol"])
     let status: Value = serde_json::from_str(lines[3]).unwrap();
     assert_eq!(status["id"], 8);
     assert_eq!(status["result"][0]["name"], "fx");
-    assert_eq!(lines[4], "lspc-session 2");
+    assert_eq!(lines[4], "lspc-session 3");
 }
 
-/// The one-shot query op (`query`): written before the hello is read, it is answered once with
-/// the whole query's outcome (the same JSON and human text as `lspc hover` prints, a bad position
+/// The one-shot query op (`query`), here even written before the hello is read: it is answered
+/// once with the whole query's outcome (the same JSON and human text as `lspc hover` prints, a bad position
 /// as the same error); a `query` carrying another session's key is refused with an error line
 /// and the connection goes on.
 #[test]
