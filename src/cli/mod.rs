@@ -392,7 +392,7 @@ fn run_operation(
             format,
             timeout,
         };
-        return crate::query::command::run(engine_options, &options);
+        return crate::query::command::report(run_query(engine_options, &options), &options);
     }
     let root = engine_options.config.root.clone();
     let config = engine_options.config.clone();
@@ -430,6 +430,24 @@ fn run_operation(
             failure.exit_status()
         }
     }
+}
+
+/// One query command's outcome: from the workspace's session in one round trip when one serves
+/// it ([`crate::session::query`]), else from an engine of its own.
+fn run_query(
+    mut engine_options: EngineOptions,
+    options: &QueryOptions,
+) -> Result<crate::query::command::QueryAnswer, crate::query::QueryError> {
+    let canonical = options.request.canonical();
+    if let Some(outcome) = crate::session::query(&mut engine_options, &canonical, options.timeout) {
+        return outcome;
+    }
+    let root = engine_options.config.root.clone();
+    let engine = crate::session::start_engine(engine_options);
+    let queries = crate::query::Queries::new(engine.op_sender(), root, options.timeout);
+    let outcome = crate::query::command::execute(&queries, &options.request);
+    engine.shutdown();
+    outcome
 }
 
 /// `lspc COMMAND --help`: the command's options with examples, from its definition.

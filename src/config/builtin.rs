@@ -11,7 +11,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::{find_in_path, ConfigOrigin, ServerConfig, SkippedServer, Transport};
+use super::resolve::PathSearch;
+use super::{ConfigOrigin, ServerConfig, SkippedServer, Transport};
 
 /// One row of the built-in table.
 struct BuiltIn {
@@ -307,6 +308,7 @@ pub(crate) fn builtin_servers(
 ) -> (Vec<ServerConfig>, Vec<SkippedServer>) {
     let mut servers = Vec::new();
     let mut skipped = Vec::new();
+    let path_search = PathSearch::new(path_var);
     // A configured server running a Python type checker takes the one type-checker slot.
     let mut python_type_checker: Option<&str> = configured
         .iter()
@@ -331,7 +333,7 @@ pub(crate) fn builtin_servers(
         let mut server = ServerConfig {
             name: builtin.name.to_string(),
             command: builtin.command.to_string(),
-            resolved_command: find_in_path(builtin.command, path_var),
+            resolved_command: path_search.find(builtin.command),
             args: builtin.args.iter().map(|a| a.to_string()).collect(),
             env: BTreeMap::from([("CLAUDE_PROJECT_DIR".to_string(), root.display().to_string())]),
             extension_to_language: builtin

@@ -1427,14 +1427,22 @@ mod tests {
         dir.write("a/plain", "");
         std::fs::create_dir_all(dir.path("a/folder")).unwrap();
         let path_var = format!("{}:{}", dir.path("a").display(), dir.path("b").display());
+        // Also through a missing entry, an empty one and a file named as an entry.
+        let searched = format!("{}/missing::{}:{path_var}", dir.0.display(), a.display());
+        let search = resolve::PathSearch::new(Some(&searched));
         let check = |program: &str, expected: Option<&Path>| {
             assert_eq!(
                 find_in_path(program, Some(&path_var)).as_deref(),
                 expected,
                 "{program}"
             );
+            assert_eq!(search.find(program).as_deref(), expected, "{program}");
         };
+        std::os::unix::fs::symlink(&a, dir.path("b/link")).unwrap();
+        std::os::unix::fs::symlink(dir.path("b/nothing"), dir.path("b/dangling")).unwrap();
         check("tool", Some(&a));
+        check("link", Some(&dir.path("b/link")));
+        check("dangling", None);
         check("plain", None);
         check("folder", None);
         check("absent", None);

@@ -1,8 +1,9 @@
 //! The query commands (`lspc definition`, `references`, `hover`, ...): one [`QueryRequest`] run
 //! through [`Queries`] and rendered as human text or one JSON object, with the exit status.
 //!
-//! [`execute`] is shared with `lspc batch`, so a batch answer's `result` is exactly what
-//! `lspc <command> --format json` prints. JSON paths are relative to the root; positions are
+//! [`execute`] is shared with `lspc batch` and with a session's `query` op, so a batch answer's
+//! `result` is exactly what `lspc <command> --format json` prints, and a warm one-shot prints
+//! what an in-process one does ([`report`]). JSON paths are relative to the root; positions are
 //! 1-based lines and 1-based character columns. Exit statuses: 0 found, 1 nothing found, 2 usage
 //! error, 3 server failure (see [`crate::exit`]).
 
@@ -16,11 +17,15 @@ use super::{
     render, CallDirection, DefinitionKind, Queries, QueryError, RelativePaths, TextPosition,
     TypeDirection,
 };
-use crate::engine::EngineOptions;
 use crate::exit::{EXIT_FOUND, EXIT_OK, EXIT_SERVER};
 
-/// One query, with its arguments already parsed.
-#[derive(Debug, Clone, PartialEq)]
+/// One query, with its arguments already parsed (serialisable: the session wire's `query` op).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(
+    tag = "type",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
 pub enum QueryRequest {
     Definition {
         at: TextPosition,
@@ -68,6 +73,27 @@ impl QueryRequest {
         }
     }
 
+    /// The same query with its file canonical ([`crate::uri::canonical`]: a relative path is
+    /// taken against the current directory), as a session in another directory must get it.
+    pub fn canonical(&self) -> QueryRequest {
+        let mut request = self.clone();
+        match &mut request {
+            QueryRequest::Definition { at, .. }
+            | QueryRequest::References { at, .. }
+            | QueryRequest::Hover { at }
+            | QueryRequest::CallHierarchy { at, .. }
+            | QueryRequest::TypeHierarchy { at, .. }
+            | QueryRequest::SignatureHelp { at } => at.file = crate::uri::canonical(&at.file),
+            QueryRequest::Symbols { file } => *file = crate::uri::canonical(file),
+            QueryRequest::WorkspaceSymbols { file, .. } => {
+                if let Some(file) = file {
+                    *file = crate::uri::canonical(file);
+                }
+            }
+        }
+        request
+    }
+
     /// What "nothing found" says for this query: `"no definition found"`, ...
     pub fn nothing_found(&self) -> String {
         let what = match self {
@@ -101,8 +127,8 @@ impl QueryRequest {
     }
 }
 
-/// A query's outcome in both renderings.
-#[derive(Debug, Clone, PartialEq)]
+/// A query's outcome in both renderings (serialisable: the session wire's `query` reply).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct QueryAnswer {
     /// The result object (paths relative to the root), `null` for an absent hover/signature.
     pub json: Value,
@@ -251,13 +277,11 @@ pub struct QueryOptions {
     pub timeout: Duration,
 }
 
-/// Run one query command; returns the exit status.
-pub fn run(engine_options: EngineOptions, options: &QueryOptions) -> i32 {
-    let root = engine_options.config.root.clone();
-    let engine = crate::session::start_engine(engine_options);
-    let queries = Queries::new(engine.op_sender(), root, options.timeout);
-    let outcome = execute(&queries, &options.request);
-    engine.shutdown();
+/// Prints one query command's `outcome` (human text or the JSON object on stdout; the error, the
+/// "incomplete" note and "no ... found" on stderr) and returns the exit status. The outcome comes
+/// from an engine of the command's own or from the workspace's session (`cli` chooses), and
+/// prints the same either way.
+pub fn report(outcome: Result<QueryAnswer, QueryError>, options: &QueryOptions) -> i32 {
     let answer = match outcome {
         Ok(answer) => answer,
         Err(error) => {

@@ -5,13 +5,13 @@
 
 use std::path::PathBuf;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::engine::EngineError;
 
 /// A position the user gave: `line` is 1-based; the column is given directly or found by symbol.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TextPosition {
     /// The file, absolute or relative to the current directory.
     pub file: PathBuf,
@@ -21,7 +21,7 @@ pub struct TextPosition {
 }
 
 /// The column of a [`TextPosition`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ColumnOrSymbol {
     /// 1-based column in Unicode characters; one past the last character is allowed (end of line).
     Column(u32),
@@ -31,7 +31,7 @@ pub enum ColumnOrSymbol {
 }
 
 /// Which definition-like request to send.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum DefinitionKind {
     Definition,
     Declaration,
@@ -72,7 +72,7 @@ impl DefinitionKind {
 }
 
 /// Direction of a call hierarchy query (LSP 3.17 §`callHierarchy_incomingCalls`/`outgoingCalls`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum CallDirection {
     Incoming,
@@ -80,7 +80,7 @@ pub enum CallDirection {
 }
 
 /// Direction of a type hierarchy query (LSP 3.17 §`typeHierarchy_supertypes`/`subtypes`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum TypeDirection {
     Supertypes,
@@ -240,7 +240,7 @@ pub struct SignatureHelpResult {
 }
 
 /// Why a query failed. Exit statuses: see [`QueryError::exit_status`].
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum QueryError {
     /// The engine or the server failed (crash, timeout, JSON-RPC error, ...).
     Engine(EngineError),

@@ -1,6 +1,7 @@
 //! The client side of a session: finding the workspace's session (removing a stale socket),
-//! starting one detached under the start lock, and the proxy that makes the session look like a
-//! local [`EngineHandle`].
+//! starting one detached under the start lock, the proxy that makes the session look like a
+//! local [`EngineHandle`], and [`query`], a one-shot query command's whole exchange (one line
+//! out, one line back) on the calling thread.
 //!
 //! The proxy is one thread (`"lspc-session-proxy"`) that owns the socket's write half and every
 //! reply slot, selecting over the frontends' ops and the lines a reader thread
@@ -27,7 +28,9 @@ use serde_json::{json, Value};
 
 use super::paths::{self, SessionPaths, StartLock};
 use super::wire::{self, Hello, Line, ReplySlot, Split, WireOp, WireRequest};
-use crate::engine::{EngineHandle, EngineOptions, Op};
+use crate::engine::{EngineError, EngineHandle, EngineOptions, Op};
+use crate::query::command::{QueryAnswer, QueryRequest};
+use crate::query::QueryError;
 
 /// How long a command asking for info or debug logs waits at its end for the engine's last log
 /// lines (one loop round trip).
@@ -161,6 +164,133 @@ pub fn attach(options: &EngineOptions, start: bool) -> Result<EngineHandle, Atta
         interrupted_sender: options.interrupted_sender.clone(),
     };
     Ok(proxy(connected, signals))
+}
+
+/// Runs one query command in the session for `options`, started first when `start` is set
+/// ([`find_or_start`]: the same key and configuration checks as every command): the query goes
+/// out as one `query` line and the one reply line comes back, all on the calling thread (a
+/// one-shot command needs no proxy thread, no signal handler and no reader thread). Every path
+/// in `request` must be canonical.
+///
+/// Errors: [`AttachError`] when no session serves the workspace (the caller runs in process);
+/// a session lost mid-query is `Ok(Err(QueryError::Engine(EngineError::SessionLost)))`, as the
+/// proxy reports it.
+pub fn query(
+    options: &EngineOptions,
+    start: bool,
+    request: &QueryRequest,
+    timeout: Duration,
+) -> Result<Result<QueryAnswer, QueryError>, AttachError> {
+    let Connected {
+        mut stream,
+        mut reader,
+        hello,
+    } = find_or_start(options, start)?;
+    let lost = || QueryError::Engine(EngineError::SessionLost(lost_message(&hello)));
+    let op = WireOp::Query {
+        key: hello.key.clone(),
+        request: request.clone(),
+        timeout_ms: wire::millis(timeout),
+    };
+    // The log filter goes first (as the proxy sends it), so the engine records of this query
+    // reach this process's stderr as in process; at warn and below nothing extra is asked for.
+    let verbose_logs =
+        super::logs::parse_filter(super::logs::client_filter()).filter() > log::LevelFilter::Warn;
+    let mut lines = Vec::new();
+    let mut next_id = 0;
+    let mut push = |op: WireOp| {
+        next_id += 1;
+        lines.extend(serde_json::to_vec(&WireRequest { id: next_id, op }).unwrap_or_default());
+        lines.push(b'\n');
+    };
+    push(WireOp::Logs {
+        filter: super::logs::client_filter().to_owned(),
+    });
+    push(op);
+    let query_id = next_id;
+    if stream.write_all(&lines).is_err() {
+        return Ok(Err(lost()));
+    }
+    let mut answer = None;
+    loop {
+        let line = match wire::read_line(&mut reader, wire::MAX_LINE_BYTES) {
+            Ok(Some(Line::Text(line))) => line,
+            Ok(Some(_)) => {
+                log::warn!("session sent an unreadable line");
+                continue;
+            }
+            Ok(None) | Err(_) if answer.is_some() => break,
+            Ok(None) | Err(_) => return Ok(Err(lost())),
+        };
+        if line.starts_with("{\"log\"") {
+            match serde_json::from_str::<LogLine>(&line) {
+                Ok(LogLine { log }) => super::logs::replay(&log),
+                Err(error) => log::warn!("session sent a malformed log line: {error}"),
+            }
+            continue;
+        }
+        if answer.is_some() {
+            // The barrier's reply: every record logged before it has been replayed.
+            if serde_json::from_str::<QueryReply>(&line).is_ok_and(|reply| reply.id.is_some()) {
+                break;
+            }
+            continue;
+        }
+        let reply: QueryReply = match serde_json::from_str(&line) {
+            Ok(reply) => reply,
+            Err(error) => {
+                log::warn!("session sent a malformed reply: {error}");
+                continue;
+            }
+        };
+        if reply.id != Some(query_id) {
+            if let Some(error) = reply.error {
+                log::warn!("session error: {error}");
+            }
+            continue;
+        }
+        answer = Some(match (reply.result, reply.error) {
+            (Some(outcome), _) => outcome,
+            (None, error) => Err(QueryError::Engine(EngineError::SessionLost(format!(
+                "the lspc session for {} (pid {}) refused the query: {}; see its log {}",
+                hello.root.display(),
+                hello.pid,
+                error.unwrap_or_default(),
+                hello.log.display()
+            )))),
+        });
+        if !verbose_logs {
+            break;
+        }
+        // The engine may log after the answer (a request's "answered" line): one more loop
+        // round trip delivers those lines before this command exits, as the proxy does.
+        let mut barrier = serde_json::to_vec(&WireRequest {
+            id: query_id + 1,
+            op: WireOp::OpenDocuments,
+        })
+        .unwrap_or_default();
+        barrier.push(b'\n');
+        let _ = stream.set_read_timeout(Some(LOG_FLUSH_TIMEOUT));
+        if stream.write_all(&barrier).is_err() {
+            break;
+        }
+    }
+    let _ = stream.shutdown(std::net::Shutdown::Both);
+    Ok(answer.expect("the loop ends with an answer or returns"))
+}
+
+/// A `{"log": …}` line the session forwards ([`super::logs`]).
+#[derive(serde::Deserialize)]
+struct LogLine {
+    log: super::logs::WireLog,
+}
+
+/// A reply line to a `query` (its `result` typed; `error` when the session refused it).
+#[derive(serde::Deserialize)]
+struct QueryReply {
+    id: Option<u64>,
+    result: Option<Result<QueryAnswer, QueryError>>,
+    error: Option<String>,
 }
 
 /// What the proxy does on SIGINT/SIGTERM/SIGHUP, as the in-process loop would

@@ -6,9 +6,15 @@
 //! session serves the workspace, the handle's ops go to a proxy thread ([`client`]) that writes
 //! each op (minus its reply channel) as one JSON line ([`wire`]) and turns the reply line back into
 //! the reply value; the session process ([`server`]) runs one ordinary engine loop and a thread
-//! per connection that turns lines back into ops. So check, queries, batch, edits and MCP run
-//! unchanged in the client process, and their output, exit statuses and messages are the same
-//! whichever way the engine runs.
+//! per connection that turns lines back into ops. So check, batch, edits and MCP run unchanged
+//! in the client process, and their output, exit statuses and messages are the same whichever
+//! way the engine runs.
+//!
+//! A one-shot query command (`lspc hover`, `definition`, ...) is thinner still ([`query`]): it
+//! sends the whole query as one `query` line once the hello is checked, and the session runs it ([`crate::query::command::execute`], the code an in-process run uses) and
+//! answers with the rendered outcome. So a warm one-shot costs one connect and one round trip,
+//! starts no thread in the client, and the first-question analysis wait of a file is done once
+//! per session rather than once per command.
 //!
 //! Invariants:
 //! - A session is found by its key ([`paths::session_key`]: canonical root plus a hash of where
@@ -27,6 +33,7 @@ pub mod commands;
 pub mod hash;
 pub mod logs;
 pub mod paths;
+pub mod query_workers;
 pub mod reload;
 pub mod server;
 pub mod watch;
@@ -125,6 +132,42 @@ pub fn start_engine(options: EngineOptions) -> EngineHandle {
 pub fn serve_if_session_process(options: &EngineOptions) {
     if options.session == SessionMode::Serve {
         start_engine(options.clone());
+    }
+}
+
+/// Runs one query command in the workspace's session when `options.session` asks for one and a
+/// session serves (or, for `always`, was started): [`client::query`], one line each way with no
+/// proxy thread. `None` leaves the command to run in process with `options`: no session runs,
+/// the mode is `never`, or this is the session process itself ([`start_engine`] serves it). A
+/// session that cannot be used is reported on stderr once, as [`start_engine`] does (and
+/// `options.session` becomes `never`, so it is not tried again). Every path in `request` must be
+/// canonical.
+pub fn query(
+    options: &mut EngineOptions,
+    request: &crate::query::command::QueryRequest,
+    timeout: Duration,
+) -> Option<Result<crate::query::command::QueryAnswer, crate::query::QueryError>> {
+    let mode = options.session;
+    if !matches!(mode, SessionMode::Auto | SessionMode::Always) {
+        return None;
+    }
+    match client::query(options, mode == SessionMode::Always, request, timeout) {
+        Ok(outcome) => Some(outcome),
+        Err(client::AttachError::NotRunning) => None,
+        Err(client::AttachError::ConfigNotApplied(message)) => {
+            if mode == SessionMode::Always {
+                eprintln!("lspc: warning: {message}; running without a session");
+            } else {
+                log::info!("{message}; running without a session");
+            }
+            options.session = SessionMode::Never;
+            None
+        }
+        Err(client::AttachError::Failed(error)) => {
+            eprintln!("lspc: warning: {error}; running without a session");
+            options.session = SessionMode::Never;
+            None
+        }
     }
 }
 

@@ -5,6 +5,7 @@
 //! connections; per connection a reader (`"lspc-session-in-N"`, lines to a channel) and a
 //! connection thread (`"lspc-session-conn-N"`) that turns lines into [`Op`]s with local reply
 //! channels, selects over every reply in flight and writes each reply line as it completes; the
+//! query threads ([`super::query_workers`]) that run `query` ops, kept between queries; the
 //! main thread watches for idleness, a vanished root and `stop`, and owns the configuration
 //! [`Reloader`] (its periodic check and the clients' `reload` requests).
 //!
@@ -170,6 +171,8 @@ pub fn serve(mut options: EngineOptions, idle: Duration) -> i32 {
         hello,
         started: Instant::now(),
         clients: AtomicUsize::new(0),
+        analysed: crate::query::AnalysedFiles::default(),
+        query_workers: super::query_workers::QueryWorkers::default(),
         config: reloader.state(),
         reload_sender,
     });
@@ -223,6 +226,7 @@ pub fn serve(mut options: EngineOptions, idle: Duration) -> i32 {
         let _ = watcher.join();
     }
     engine.shutdown();
+    shared.query_workers.shutdown();
     eprintln!("lspc session {key}: stopped");
     crate::exit::EXIT_OK
 }
@@ -233,6 +237,11 @@ struct Shared {
     hello: Hello,
     started: Instant,
     clients: AtomicUsize,
+    /// The files whose first-question analysis wait the session has done, for every `query` of
+    /// every connection (as one `lspc mcp` process shares it across its tool calls).
+    analysed: crate::query::AnalysedFiles,
+    /// The threads that run `query` ops, kept between queries.
+    query_workers: super::query_workers::QueryWorkers,
     /// The reloader's published state.
     config: SharedConfigState,
     /// To the main thread's reloader.
@@ -305,8 +314,16 @@ enum Pending {
     OpenDocuments(Receiver<Vec<PathBuf>>),
     RunningServers(Receiver<Vec<crate::engine::ServerInfo>>),
     Info(Receiver<Vec<crate::engine::ServerStatus>>),
+    /// A `query` running on one of the session's query threads; `tag` is the session-unique tag
+    /// of its LSP requests.
+    Query {
+        receiver: Receiver<QueryOutcome>,
+        tag: u64,
+    },
     Reload(Receiver<ReloadOutcome>),
 }
+
+type QueryOutcome = Result<crate::query::command::QueryAnswer, crate::query::QueryError>;
 
 /// What polling a pending reply found.
 enum Poll<T> {
@@ -348,6 +365,7 @@ impl Pending {
             Pending::ServerDetails(receiver) => select.recv(receiver),
             Pending::OpenDocuments(receiver) => select.recv(receiver),
             Pending::RunningServers(receiver) => select.recv(receiver),
+            Pending::Query { receiver, .. } => select.recv(receiver),
             Pending::Reload(receiver) => select.recv(receiver),
         }
     }
@@ -671,9 +689,7 @@ impl Connection {
                 retry,
                 tag: client_tag,
             } => {
-                self.next_tag += 1;
-                // Unique across connections: the connection id in the high bits.
-                let tag = (self.connection_id << 32) | self.next_tag;
+                let tag = self.session_tag();
                 if let Some(client_tag) = client_tag {
                     self.client_tags.insert(client_tag, tag);
                 }
@@ -789,6 +805,24 @@ impl Connection {
                 self.logs = super::logs::register(self.connection_id, &filter);
                 return;
             }
+            WireOp::Query {
+                key,
+                request,
+                timeout_ms,
+            } => {
+                if key != self.shared.hello.key {
+                    let message = format!(
+                        "this session's key is {}, not {key}: query refused",
+                        self.shared.hello.key
+                    );
+                    return self.write_error(Some(id), &message);
+                }
+                let tag = self.session_tag();
+                match self.start_query(request, timeout(timeout_ms), tag) {
+                    Ok(pending) => pending,
+                    Err(message) => return self.write_error(Some(id), &message),
+                }
+            }
             WireOp::Stop => {
                 let _ = self.stop_sender.send(());
                 let line = json!({"id": id, "result": null});
@@ -796,6 +830,35 @@ impl Connection {
             }
         };
         self.pending.push((id, pending));
+    }
+
+    /// A request tag unique across connections: the connection id in the high bits.
+    fn session_tag(&mut self) -> u64 {
+        self.next_tag += 1;
+        (self.connection_id << 32) | self.next_tag
+    }
+
+    /// Runs `request` on one of the session's query threads against the session's engine, with
+    /// the session's record of analysed files; its LSP requests carry `tag` (cancelled when the
+    /// client goes).
+    fn start_query(
+        &mut self,
+        request: crate::query::command::QueryRequest,
+        timeout: Duration,
+        tag: u64,
+    ) -> Result<Pending, String> {
+        let queries = crate::query::Queries::new(
+            self.op_sender.clone(),
+            self.shared.hello.root.clone(),
+            timeout,
+        )
+        .with_analysed_files(self.shared.analysed.clone())
+        .with_tag(Some(tag));
+        let (reply, receiver) = bounded(1);
+        self.shared.query_workers.run(Box::new(move || {
+            let _ = reply.send(crate::query::command::execute(&queries, &request));
+        }))?;
+        Ok(Pending::Query { receiver, tag })
     }
 
     /// A pending reply is ready (or its sender is gone): write its line and retire it.
@@ -817,6 +880,7 @@ impl Connection {
             Pending::OpenDocuments(receiver) => poll_value(receiver),
             Pending::RunningServers(receiver) => poll_value(receiver),
             Pending::DrainPassive(receiver) => poll_value(receiver),
+            Pending::Query { receiver, .. } => poll_value(receiver),
             Pending::Info(receiver) => match poll(receiver) {
                 Poll::Ready(statuses) => Poll::Ready(self.info(statuses)),
                 Poll::Empty => Poll::Empty,
@@ -908,7 +972,7 @@ impl Connection {
             .pending
             .iter()
             .filter_map(|(_, pending)| match pending {
-                Pending::Request { tag, .. } => Some(*tag),
+                Pending::Request { tag, .. } | Pending::Query { tag, .. } => Some(*tag),
                 _ => None,
             })
             .collect();

@@ -17,6 +17,8 @@
 //! - After a client's `logs` line, the session also writes `{"log": {"level", "target",
 //!   "message"}}` lines ([`super::logs::WireLog`]): engine records at the client's level, each
 //!   written before any reply line that follows it in time.
+//! - A `query` carries the key the client computed, and the session refuses one whose key is not
+//!   its own.
 
 use std::io::{self, BufRead};
 use std::path::PathBuf;
@@ -30,8 +32,9 @@ use crate::engine::Op;
 use crate::process::ServerId;
 use crate::text::PositionEncoding;
 
-/// Bumped whenever a request or reply shape changes; part of the session key too.
-pub const PROTOCOL_VERSION: u32 = 3;
+/// Bumped whenever a request or reply shape changes; part of the session key too (2: `reload`
+/// and `configHash`; 3: `logs`; 4: `query`).
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// The longest line either side accepts (64 MiB: a sync reply carries a whole file's text, up to
 /// the 10 MiB default size limit, JSON-escaped).
@@ -130,6 +133,18 @@ pub enum WireOp {
     /// each before the reply lines that follow it. No reply.
     Logs {
         filter: String,
+    },
+    /// One whole query command run in the session ([`crate::query::command::execute`] with the
+    /// session's engine): the sync, the readiness waits and the requests cost no socket round
+    /// trip each, and a file's first-question analysis wait is done once per session, not once
+    /// per one-shot command. Every path in `request` is canonical (the client resolves it
+    /// against its own current directory). Answered by `{"Ok": QueryAnswer}` or
+    /// `{"Err": QueryError}`; the client prints it exactly as an in-process run would. `key`
+    /// is the session key the client computed: another key is refused with an error line.
+    Query {
+        key: String,
+        request: crate::query::command::QueryRequest,
+        timeout_ms: u64,
     },
     /// Check the configuration files now and reload them if they changed (or if `config_hash`, the
     /// client's own hash, differs from the session's): answered with a [`ReloadReply`] once done.

@@ -579,7 +579,93 @@ print(hello["lspc"], hello["protocol"])
     let status: Value = serde_json::from_str(lines[3]).unwrap();
     assert_eq!(status["id"], 8);
     assert_eq!(status["result"][0]["name"], "fx");
-    assert_eq!(lines[4], "lspc-session 3");
+    assert_eq!(lines[4], "lspc-session 4");
+}
+
+/// The one-shot query op (`query`), here even written before the hello is read: it is answered
+/// once with the whole query's outcome (the same JSON and human text as `lspc hover` prints, a bad position
+/// as the same error); a `query` carrying another session's key is refused with an error line
+/// and the connection goes on.
+#[test]
+fn a_query_line_sent_before_the_hello_is_answered_and_another_key_is_refused() {
+    let ws = SessionWorkspace::new("query-op", json!({}));
+    let started = ws.lspc(&["session", "start"]).run();
+    let socket = started.stdout.trim_end().to_owned();
+    let file = ws.workspace.root.join("a.py").display().to_string();
+    let script = r#"
+import socket, sys, json, os
+path, file = sys.argv[1], sys.argv[2]
+key = os.path.basename(path)[:-len(".sock")]
+def query(id, key, line):
+    request = {"type": "hover", "at": {"file": file, "line": line, "target": {"Column": 5}}}
+    return (json.dumps({"id": id, "op": "query", "key": key, "request": request, "timeoutMs": 30000}) + "\n").encode()
+s = socket.socket(socket.AF_UNIX)
+s.connect(path)
+f = s.makefile('rwb')
+f.write(query(1, key, 5)); f.flush()
+hello = json.loads(f.readline())
+print(hello["key"] == key)
+print(f.readline().decode().strip())
+for line in [query(2, key, 40), query(3, "0000000000000000", 5), b'{"id": 4, "op": "status"}\n']:
+    f.write(line); f.flush()
+    print(f.readline().decode().strip())
+"#;
+    let output = TestCommand::new("python3")
+        .args(["-c", script, &socket, &file])
+        .run();
+    output.status(0);
+    let lines: Vec<&str> = output.stdout.lines().collect();
+    assert_eq!(lines.len(), 5, "{}", output.story());
+    assert_eq!(lines[0], "True");
+    let answer: Value = serde_json::from_str(lines[1]).unwrap();
+    assert_eq!(answer["id"], 1);
+    let in_process = ws
+        .lspc(&[
+            "--session",
+            "never",
+            "hover",
+            "a.py:5:5",
+            "--format",
+            "json",
+        ])
+        .run();
+    in_process.status(0);
+    let expected_json: Value = serde_json::from_str(&in_process.stdout).unwrap();
+    assert_eq!(
+        answer["result"],
+        json!({"Ok": {"json": expected_json, "human": "alpha at 4:4\n", "found": true, "incomplete": null}})
+    );
+    let bad: Value = serde_json::from_str(lines[2]).unwrap();
+    let bad_in_process = ws
+        .lspc(&["--session", "never", "hover", "a.py:40:5"])
+        .env("RUST_LOG", "off")
+        .run();
+    bad_in_process.status(2);
+    let message = bad["result"]["Err"]["InvalidPosition"].as_str().unwrap();
+    assert_eq!(bad_in_process.stderr, format!("lspc: {message}\n"));
+    let key = Path::new(&socket)
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert_eq!(
+        lines[3],
+        json!({"error": format!("this session's key is {key}, not 0000000000000000: query refused"), "id": 3})
+            .to_string()
+    );
+    let status: Value = serde_json::from_str(lines[4]).unwrap();
+    assert_eq!(status["id"], 4);
+    assert_eq!(status["result"][0]["name"], "fx");
+    // The warm one-shot command says the same as the session's answer.
+    ws.lspc(&["hover", "a.py:5:5"])
+        .run()
+        .status(0)
+        .stdout_is("alpha at 4:4\n");
+    assert_eq!(
+        ws.initializes(),
+        3,
+        "the session's server and two in-process runs"
+    );
 }
 
 /// A minimal MCP client over `lspc mcp --session always` (stdio, newline-delimited JSON-RPC).
