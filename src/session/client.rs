@@ -212,6 +212,7 @@ pub fn query(
         return Ok(Err(lost()));
     }
     let mut answer = None;
+    let mut flush_deadline: Option<Instant> = None;
     loop {
         let line = match wire::read_line(&mut reader, wire::MAX_LINE_BYTES) {
             Ok(Some(Line::Text(line))) => line,
@@ -230,8 +231,11 @@ pub fn query(
             continue;
         }
         if answer.is_some() {
-            // The barrier's reply: every record logged before it has been replayed.
-            if serde_json::from_str::<QueryReply>(&line).is_ok_and(|reply| reply.id.is_some()) {
+            // The barrier's reply: every record logged before it has been replayed. Log lines
+            // keep coming while others work (the watched-files scan), so the wait is bounded.
+            let barrier_reply = serde_json::from_str::<Value>(&line)
+                .is_ok_and(|reply| reply.get("id").and_then(Value::as_u64) == Some(query_id + 1));
+            if barrier_reply || flush_deadline.is_some_and(|deadline| Instant::now() >= deadline) {
                 break;
             }
             continue;
@@ -271,6 +275,7 @@ pub fn query(
         .unwrap_or_default();
         barrier.push(b'\n');
         let _ = stream.set_read_timeout(Some(LOG_FLUSH_TIMEOUT));
+        flush_deadline = Some(Instant::now() + LOG_FLUSH_TIMEOUT);
         if stream.write_all(&barrier).is_err() {
             break;
         }
