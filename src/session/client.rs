@@ -193,9 +193,9 @@ pub fn query(
         timeout_ms: wire::millis(timeout),
     };
     // The log filter goes first (as the proxy sends it), so the engine records of this query
-    // reach this process's stderr as in process; at warn and below nothing extra is asked for.
-    let verbose_logs =
-        super::logs::parse_filter(super::logs::client_filter()).filter() > log::LevelFilter::Warn;
+    // reach this process's stderr as in process. This process's logger was set up from the same
+    // filter, so its max level says whether the answer needs the late-lines barrier below.
+    let verbose_logs = log::max_level() > log::LevelFilter::Warn;
     let mut lines = Vec::new();
     let mut next_id = 0;
     let mut push = |op: WireOp| {
