@@ -538,8 +538,8 @@ fn run_proxy(connected: Connected, op_receiver: Receiver<Op>, signals: ProxySign
     let mut next_id: u64 = 1;
     let mut lost = false;
     let message = lost_message(&hello);
-    let verbose_logs =
-        super::logs::parse_filter(super::logs::client_filter()).filter() > log::LevelFilter::Warn;
+    // This process's logger was set up from the same filter (see `query`).
+    let verbose_logs = log::max_level() > log::LevelFilter::Warn;
     // First line: this command's log filter, so the session forwards the engine records an
     // in-process run would have printed on this process's stderr.
     WireState {
