@@ -464,7 +464,7 @@ pub const CHECK_OPTIONS: &[(&str, &str)] = &[
     ),
     (
         "--severity LEVEL",
-        "report only diagnostics at or above LEVEL: error, warning, info, hint (default)",
+        "report only diagnostics at or above LEVEL: error, warning, info (default), hint",
     ),
     (
         "--fail-on LEVEL",
