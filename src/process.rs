@@ -284,7 +284,29 @@ impl fmt::Debug for ServerProcess {
     }
 }
 
-/// Starts a server as described by `spec`; its events go to `event_sender`.
+/// Where a server's I/O threads report (fan-in: every server shares both channels).
+#[derive(Clone, Debug)]
+pub struct EventSenders {
+    /// The loop's event channel: each event wakes the loop.
+    pub events: Sender<ServerEvent>,
+    /// [`ServerEvent::Delivered`] only. The loop drains it before it handles anything else and
+    /// is never woken by it (issue 15: the caller already has its answer, only bookkeeping is
+    /// left, so a wake-up per request would buy nothing). A reader sends an answer's
+    /// `Delivered` before any later event on `events`, so draining first keeps their order.
+    pub delivered: Sender<ServerEvent>,
+}
+
+impl From<Sender<ServerEvent>> for EventSenders {
+    /// Both kinds on one channel (tests that read every event in order).
+    fn from(events: Sender<ServerEvent>) -> EventSenders {
+        EventSenders {
+            delivered: events.clone(),
+            events,
+        }
+    }
+}
+
+/// Starts a server as described by `spec`; its events go to `senders`.
 ///
 /// The child runs in a new process group (pgid = pid) so the whole tree can be signalled, with
 /// `PR_SET_PDEATHSIG = SIGKILL` on Linux. Call this from a long-lived thread: the parent-death
@@ -292,10 +314,8 @@ impl fmt::Debug for ServerProcess {
 ///
 /// Errors: [`SpawnError::NotFound`] (ENOENT), [`SpawnError::PermissionDenied`] (EACCES),
 /// [`SpawnError::Io`] otherwise (including a missing `cwd`).
-pub fn spawn(
-    spec: SpawnSpec,
-    event_sender: Sender<ServerEvent>,
-) -> Result<ServerProcess, SpawnError> {
+pub fn spawn(spec: SpawnSpec, senders: EventSenders) -> Result<ServerProcess, SpawnError> {
+    let event_sender = senders.events.clone();
     let SpawnSpec {
         server_id,
         generation,
@@ -417,7 +437,7 @@ pub fn spawn(
                             server_id,
                             generation,
                             stdout,
-                            (event_sender, expected_receiver),
+                            (senders, expected_receiver),
                             reader_done,
                         )
                     }),
@@ -463,7 +483,7 @@ pub fn spawn(
                                 server_id,
                                 generation,
                                 stream,
-                                (event_sender, expected_receiver),
+                                (senders, expected_receiver),
                                 reader_done,
                             ),
                             Err(error) => {
@@ -652,7 +672,7 @@ fn run_reader(
     server_id: ServerId,
     generation: u32,
     stdout: impl Read,
-    (event_sender, expected_receiver): (Sender<ServerEvent>, Receiver<(i32, DirectReply)>),
+    (senders, expected_receiver): (EventSenders, Receiver<(i32, DirectReply)>),
     _done: Sender<()>,
 ) {
     let mut expected: std::collections::HashMap<i32, DirectReply> =
@@ -680,11 +700,12 @@ fn run_reader(
                 let event = match (deliver, result, id) {
                     (Some(deliver), Ok(value), Some(id)) => {
                         deliver(value);
-                        ServerEvent::Delivered {
+                        let _ = senders.delivered.send(ServerEvent::Delivered {
                             server_id,
                             generation,
                             id,
-                        }
+                        });
+                        continue;
                     }
                     // An error answer goes through the loop (retries); its registration is
                     // forgotten.
@@ -697,10 +718,10 @@ fn run_reader(
                         },
                     },
                 };
-                let _ = event_sender.send(event);
+                let _ = senders.events.send(event);
             }
             Ok(message) => {
-                let _ = event_sender.send(ServerEvent::Message {
+                let _ = senders.events.send(ServerEvent::Message {
                     server_id,
                     generation,
                     message,
@@ -716,7 +737,7 @@ fn run_reader(
         }
     };
     log::debug!("server {name} output closed: {reason}");
-    let _ = event_sender.send(ServerEvent::Closed {
+    let _ = senders.events.send(ServerEvent::Closed {
         server_id,
         generation,
         reason,
@@ -1064,7 +1085,10 @@ mod tests {
             cwd: std::env::temp_dir(),
             transport: Transport::Stdio,
         };
-        (spawn(spec, event_sender).expect("spawn sh"), event_receiver)
+        (
+            spawn(spec, event_sender.into()).expect("spawn sh"),
+            event_receiver,
+        )
     }
 
     /// Every event until `Closed` (inclusive), rendered as short strings.
@@ -1399,7 +1423,7 @@ mod tests {
             cwd: std::env::temp_dir(),
             transport: Transport::Stdio,
         };
-        let error = spawn(spec, event_sender).expect_err("spawn should fail");
+        let error = spawn(spec, event_sender.into()).expect_err("spawn should fail");
         assert_eq!(error.to_string(), expected);
     }
 
