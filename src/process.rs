@@ -44,6 +44,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
+use serde_json::Value;
 use wait_timeout::ChildExt;
 
 pub use crate::config::Transport;
@@ -889,7 +890,7 @@ impl ServerProcess {
         let gone = || ServerGone {
             server_name: self.name.clone(),
         };
-        let sender = self.outgoing_sender.as_ref().ok_or_else(gone)?;
+        self.outgoing_sender.as_ref().ok_or_else(gone)?;
         let mut bytes = Vec::with_capacity(256);
         if let Err(error) = write_outgoing(&mut bytes, &msg) {
             log::warn!(
@@ -898,6 +899,32 @@ impl ServerProcess {
             );
             return Ok(());
         }
+        self.send_bytes(bytes)
+    }
+
+    /// [`ServerProcess::send`] for request `id`, serialised from borrowed parts (no copy of
+    /// `params`).
+    ///
+    /// Errors: [`ServerGone`], as for `send`.
+    pub fn send_request(&self, id: i32, method: &str, params: &Value) -> Result<(), ServerGone> {
+        let mut bytes = Vec::with_capacity(256);
+        let id = lsp_server::RequestId::from(id);
+        if let Err(error) = crate::transport::write_request(&mut bytes, &id, method, params) {
+            log::warn!(
+                "cannot serialise {method} for server {}: {error}",
+                self.name
+            );
+            return Ok(());
+        }
+        self.send_bytes(bytes)
+    }
+
+    /// Writes one framed message: directly while the writer's queue is empty, else through it.
+    fn send_bytes(&self, mut bytes: Vec<u8>) -> Result<(), ServerGone> {
+        let gone = || ServerGone {
+            server_name: self.name.clone(),
+        };
+        let sender = self.outgoing_sender.as_ref().ok_or_else(gone)?;
         if let Some(direct) = &self.direct_stdin {
             if direct.queued.load(Ordering::Acquire) == 0 {
                 let written = write_now(&direct.stdin, &bytes);

@@ -128,8 +128,8 @@ fn by_most_common_extension(files: Vec<PathBuf>) -> Vec<PathBuf> {
 }
 
 fn document_uri(path: &Path) -> String {
-    match uri::path_to_uri(path) {
-        Ok(uri) => uri.as_str().to_owned(),
+    match uri::path_to_uri_string(path) {
+        Ok(uri) => uri,
         // Synced paths are canonical, hence absolute; this cannot happen in practice.
         Err(_) => format!("file://{}", path.display()),
     }
