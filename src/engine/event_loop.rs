@@ -86,6 +86,7 @@ pub(super) fn run(options: EngineOptions, op_receiver: Receiver<Op>) {
     loop {
         // Before the deadlines: a delivered request has none left.
         state.drain_delivered();
+        state.documents.next_turn();
         let timeout = state
             .next_deadline()
             .map(|deadline| deadline.saturating_duration_since(Instant::now()))
