@@ -235,7 +235,8 @@ impl WorkerPool {
                 thread::Builder::new()
                     .name(format!("lspc-mcp-worker-{index}"))
                     .spawn(move || {
-                        for job in receiver {
+                        // Parked at once between jobs, without crossbeam's yields (issue 15).
+                        while let Ok(job) = engine::recv_parked(&receiver) {
                             job();
                         }
                     })

@@ -612,7 +612,7 @@ impl Queries {
             .map_err(|_| QueryError::Engine(EngineError::Gone))?;
         // Wait for the answer first: the target is already queued when it comes, so the caller
         // wakes once per request, not once for the target and again for the answer.
-        let answer = answer_receiver.recv();
+        let answer = crate::engine::recv_parked(&answer_receiver);
         let mut target = target_receiver
             .recv()
             .map_err(|_| QueryError::Engine(EngineError::Gone))??;
