@@ -9,9 +9,10 @@
 //! client; each HTTP session (and each stateless 2026-07-28 HTTP request) is another; issue 13's
 //! warm sessions add socket clients the same way.
 //!
-//! Threads: the stdio frontend has a reader thread turning stdin into [`HubInput`]s and one writer
-//! thread owning stdout (every message goes through its channel, so lines never interleave and
-//! nothing else reaches stdout); a bounded pool of worker threads runs tool calls and resource
+//! Threads: the stdio frontend has a reader thread turning stdin into [`HubInput`]s and writes
+//! stdout through [`stdout::StdoutSink`]: the thread that has a message (the hub, a worker) writes
+//! the line itself when that cannot block, else a writer thread does, in order (lines never
+//! interleave and nothing else reaches stdout); a bounded pool of worker threads runs tool calls and resource
 //! reads, which block on the engine; the hub loop dispatches, answers cheap requests itself,
 //! relays engine events as notifications to every client and sends progress while calls wait.
 //!
