@@ -84,6 +84,7 @@ pub fn run_with(
         edits: &edits,
         timeout,
         claims: &claims,
+        rendering: crate::query::command::Rendering::JsonOnly,
     };
     let resolve = against_root(&root);
     let mut buffer = Vec::new();

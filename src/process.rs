@@ -2,10 +2,16 @@
 //!
 //! [`spawn`] starts the server with piped stdio in a new process group (pgid = its pid) and starts
 //! three named threads that only move bytes (the event loop owns all state):
-//! - `"<name>-writer"` takes [`Outgoing`] messages from an unbounded channel and writes them to
-//!   stdin. Unbounded on purpose: a bounded channel can deadlock (loop waits on writer, writer on
-//!   the server's full stdin, server on its full stdout, reader on the loop). A write error (EPIPE)
-//!   is logged and stops the writer; the reader then sees EOF.
+//! - `"<name>-writer"` takes framed messages from an unbounded channel and writes them to stdin.
+//!   Unbounded on purpose: a bounded channel can deadlock (loop waits on writer, writer on the
+//!   server's full stdin, server on its full stdout, reader on the loop). A write error (EPIPE) is
+//!   logged and stops the writer; the reader then sees EOF. For a stdio server the writer only
+//!   takes over when the pipe is full: [`ServerProcess::send`] frames the message once and writes
+//!   it to the non-blocking pipe itself while nothing waits in the writer's queue (issue 15: one
+//!   thread hand-off less per request; order is kept because the direct path is taken only when
+//!   the queue is empty, and only the owner of the `ServerProcess` sends). Whatever the pipe does
+//!   not take at once goes to the writer, which waits with `poll(2)` for room, so the loop never
+//!   blocks on a server that does not read.
 //! - `"<name>-reader"` splits stdout into frames ([`FrameReader`]), decodes them and sends
 //!   [`ServerEvent::Message`] into the loop's one fan-in channel. A bad body costs one message.
 //!   Its LAST event is always exactly one [`ServerEvent::Closed`].
@@ -26,16 +32,19 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::io::{self, BufReader, Read, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
+use std::process::ChildStdin;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
+use serde_json::Value;
 use wait_timeout::ChildExt;
 
 pub use crate::config::Transport;
@@ -249,8 +258,11 @@ pub struct ServerProcess {
     name: String,
     child: Child,
     pid: u32,
-    /// `None` once stdin is being closed.
-    outgoing_sender: Option<Sender<Outgoing>>,
+    /// Framed messages for the writer thread; `None` once stdin is being closed.
+    outgoing_sender: Option<Sender<Vec<u8>>>,
+    /// The stdio transport's direct path to stdin ([`ServerProcess::send`]); `None` for the
+    /// socket transport and once stdin is being closed.
+    direct_stdin: Option<DirectStdin>,
     /// Registrations of [`ServerProcess::expect_reply`] for the reader thread.
     expected_sender: Sender<(i32, DirectReply)>,
     /// Disconnects when all three I/O threads have ended (each holds a sender clone).
@@ -273,7 +285,29 @@ impl fmt::Debug for ServerProcess {
     }
 }
 
-/// Starts a server as described by `spec`; its events go to `event_sender`.
+/// Where a server's I/O threads report (fan-in: every server shares both channels).
+#[derive(Clone, Debug)]
+pub struct EventSenders {
+    /// The loop's event channel: each event wakes the loop.
+    pub events: Sender<ServerEvent>,
+    /// [`ServerEvent::Delivered`] only. The loop drains it before it handles anything else and
+    /// is never woken by it (issue 15: the caller already has its answer, only bookkeeping is
+    /// left, so a wake-up per request would buy nothing). A reader sends an answer's
+    /// `Delivered` before any later event on `events`, so draining first keeps their order.
+    pub delivered: Sender<ServerEvent>,
+}
+
+impl From<Sender<ServerEvent>> for EventSenders {
+    /// Both kinds on one channel (tests that read every event in order).
+    fn from(events: Sender<ServerEvent>) -> EventSenders {
+        EventSenders {
+            delivered: events.clone(),
+            events,
+        }
+    }
+}
+
+/// Starts a server as described by `spec`; its events go to `senders`.
 ///
 /// The child runs in a new process group (pgid = pid) so the whole tree can be signalled, with
 /// `PR_SET_PDEATHSIG = SIGKILL` on Linux. Call this from a long-lived thread: the parent-death
@@ -281,10 +315,8 @@ impl fmt::Debug for ServerProcess {
 ///
 /// Errors: [`SpawnError::NotFound`] (ENOENT), [`SpawnError::PermissionDenied`] (EACCES),
 /// [`SpawnError::Io`] otherwise (including a missing `cwd`).
-pub fn spawn(
-    spec: SpawnSpec,
-    event_sender: Sender<ServerEvent>,
-) -> Result<ServerProcess, SpawnError> {
+pub fn spawn(spec: SpawnSpec, senders: EventSenders) -> Result<ServerProcess, SpawnError> {
+    let event_sender = senders.events.clone();
     let SpawnSpec {
         server_id,
         generation,
@@ -360,6 +392,14 @@ pub fn spawn(
     };
 
     let (outgoing_sender, outgoing_receiver) = crossbeam_channel::unbounded();
+    let stdin = stdin.map(|stdin| DirectStdin {
+        stdin: Arc::new(stdin),
+        queued: Arc::new(AtomicUsize::new(0)),
+    });
+    let direct_stdin = match &stdin {
+        Some(direct) if set_non_blocking(&direct.stdin) => Some(direct.clone()),
+        _ => None,
+    };
     let (expected_sender, expected_receiver) = crossbeam_channel::unbounded();
     let (threads_done_sender, threads_done_receiver) = crossbeam_channel::bounded::<()>(0);
     let stderr_tail = Arc::new(Mutex::new(StderrTail::default()));
@@ -387,7 +427,7 @@ pub fn spawn(
                 threads.push(spawn_thread(
                     "writer",
                     Box::new(move || {
-                        run_writer(&writer_name, stdin, outgoing_receiver, writer_done)
+                        run_pipe_writer(&writer_name, stdin, outgoing_receiver, writer_done)
                     }),
                 )?);
                 threads.push(spawn_thread(
@@ -398,7 +438,7 @@ pub fn spawn(
                             server_id,
                             generation,
                             stdout,
-                            (event_sender, expected_receiver),
+                            (senders, expected_receiver),
                             reader_done,
                         )
                     }),
@@ -444,7 +484,7 @@ pub fn spawn(
                                 server_id,
                                 generation,
                                 stream,
-                                (event_sender, expected_receiver),
+                                (senders, expected_receiver),
                                 reader_done,
                             ),
                             Err(error) => {
@@ -474,6 +514,7 @@ pub fn spawn(
         child,
         pid,
         outgoing_sender: Some(outgoing_sender),
+        direct_stdin,
         expected_sender,
         threads_done_receiver,
         threads,
@@ -517,15 +558,104 @@ fn set_parent_death_signal(command: &mut Command) {
 #[cfg(not(target_os = "linux"))]
 fn set_parent_death_signal(_command: &mut Command) {}
 
+/// A stdio server's stdin, shared by the loop's direct path and the writer thread.
+#[derive(Clone)]
+struct DirectStdin {
+    /// Non-blocking (`O_NONBLOCK` on lspc's end of the pipe only; the server's end is another
+    /// open file description).
+    stdin: Arc<ChildStdin>,
+    /// Messages handed to the writer thread and not yet written whole. The direct path is taken
+    /// only at 0, so a message never overtakes one queued before it.
+    queued: Arc<AtomicUsize>,
+}
+
+/// Sets `O_NONBLOCK` on lspc's end of the pipe; `false` (and the writer does every write) when
+/// `fcntl(2)` fails.
+fn set_non_blocking(stdin: &ChildStdin) -> bool {
+    let fd = stdin.as_raw_fd();
+    // SAFETY: `fd` is an open descriptor owned by `stdin` for the duration of both calls.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        flags >= 0 && libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) == 0
+    }
+}
+
+/// Writes as much of `bytes` as the non-blocking pipe takes now; returns how many bytes that
+/// was. Stops at `EAGAIN` and at any error (the writer thread meets the error again on the rest
+/// and reports it).
+fn write_now(mut stdin: &ChildStdin, bytes: &[u8]) -> usize {
+    let mut written = 0;
+    while written < bytes.len() {
+        match stdin.write(&bytes[written..]) {
+            Ok(0) => break,
+            Ok(n) => written += n,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    written
+}
+
+/// Writes all of `bytes` to the non-blocking pipe, waiting in `poll(2)` while it is full.
+///
+/// Errors: the write error (EPIPE once the server closed its stdin or died).
+fn write_all_waiting(mut stdin: &ChildStdin, mut bytes: &[u8]) -> io::Result<()> {
+    while !bytes.is_empty() {
+        match stdin.write(bytes) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                let mut poll_fd = libc::pollfd {
+                    fd: stdin.as_raw_fd(),
+                    events: libc::POLLOUT,
+                    revents: 0,
+                };
+                // SAFETY: one valid `pollfd` for an open descriptor; -1 waits without a timeout
+                // (POLLERR/POLLHUP end the wait when the server goes, and the write then fails).
+                if unsafe { libc::poll(&mut poll_fd, 1, -1) } < 0 {
+                    let error = io::Error::last_os_error();
+                    if error.kind() != io::ErrorKind::Interrupted {
+                        return Err(error);
+                    }
+                }
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(())
+}
+
+/// The stdio writer: writes what [`ServerProcess::send`] could not write at once, in order.
+fn run_pipe_writer(
+    name: &str,
+    stdin: DirectStdin,
+    outgoing_receiver: Receiver<Vec<u8>>,
+    _done: Sender<()>,
+) {
+    for bytes in outgoing_receiver {
+        if let Err(error) = write_all_waiting(&stdin.stdin, &bytes) {
+            // EPIPE and friends: the server closed stdin or died. The reader will see EOF. The
+            // queue count stays above 0, so every later message comes here and finds the
+            // channel closed.
+            log::info!("writing to server {name} failed, closing its input: {error}");
+            return;
+        }
+        stdin.queued.fetch_sub(1, Ordering::AcqRel);
+    }
+    // The channel closed: dropping the last `stdin` here is how the server sees EOF.
+}
+
+/// The socket transport's writer (a blocking stream; every message goes through it).
 fn run_writer(
     name: &str,
     stdin: impl Write,
-    outgoing_receiver: Receiver<Outgoing>,
+    outgoing_receiver: Receiver<Vec<u8>>,
     _done: Sender<()>,
 ) {
-    let mut stdin = BufWriter::new(stdin);
-    for message in outgoing_receiver {
-        if let Err(error) = write_outgoing(&mut stdin, &message) {
+    let mut stdin = stdin;
+    for bytes in outgoing_receiver {
+        if let Err(error) = stdin.write_all(&bytes).and_then(|()| stdin.flush()) {
             // EPIPE and friends: the server closed stdin or died. The reader will see EOF.
             log::info!("writing to server {name} failed, closing its input: {error}");
             return;
@@ -543,7 +673,7 @@ fn run_reader(
     server_id: ServerId,
     generation: u32,
     stdout: impl Read,
-    (event_sender, expected_receiver): (Sender<ServerEvent>, Receiver<(i32, DirectReply)>),
+    (senders, expected_receiver): (EventSenders, Receiver<(i32, DirectReply)>),
     _done: Sender<()>,
 ) {
     let mut expected: std::collections::HashMap<i32, DirectReply> =
@@ -571,11 +701,12 @@ fn run_reader(
                 let event = match (deliver, result, id) {
                     (Some(deliver), Ok(value), Some(id)) => {
                         deliver(value);
-                        ServerEvent::Delivered {
+                        let _ = senders.delivered.send(ServerEvent::Delivered {
                             server_id,
                             generation,
                             id,
-                        }
+                        });
+                        continue;
                     }
                     // An error answer goes through the loop (retries); its registration is
                     // forgotten.
@@ -588,10 +719,10 @@ fn run_reader(
                         },
                     },
                 };
-                let _ = event_sender.send(event);
+                let _ = senders.events.send(event);
             }
             Ok(message) => {
-                let _ = event_sender.send(ServerEvent::Message {
+                let _ = senders.events.send(ServerEvent::Message {
                     server_id,
                     generation,
                     message,
@@ -607,7 +738,7 @@ fn run_reader(
         }
     };
     log::debug!("server {name} output closed: {reason}");
-    let _ = event_sender.send(ServerEvent::Closed {
+    let _ = senders.events.send(ServerEvent::Closed {
         server_id,
         generation,
         reason,
@@ -750,15 +881,61 @@ impl ServerProcess {
         let _ = self.expected_sender.send((id, deliver));
     }
 
-    /// Queues `msg` for the writer thread (never blocks).
+    /// Frames `msg` once and writes it (never blocks): straight to a stdio server's pipe while
+    /// the writer thread has nothing queued, through the writer thread otherwise (the socket
+    /// transport, a full pipe, the rest of a partial write).
     ///
     /// Errors: [`ServerGone`] once the writer has stopped (broken stdin) or `terminate` began.
     pub fn send(&self, msg: Outgoing) -> Result<(), ServerGone> {
         let gone = || ServerGone {
             server_name: self.name.clone(),
         };
+        self.outgoing_sender.as_ref().ok_or_else(gone)?;
+        let mut bytes = Vec::with_capacity(256);
+        if let Err(error) = write_outgoing(&mut bytes, &msg) {
+            log::warn!(
+                "cannot serialise a message for server {}: {error}",
+                self.name
+            );
+            return Ok(());
+        }
+        self.send_bytes(bytes)
+    }
+
+    /// [`ServerProcess::send`] for request `id`, serialised from borrowed parts (no copy of
+    /// `params`).
+    ///
+    /// Errors: [`ServerGone`], as for `send`.
+    pub fn send_request(&self, id: i32, method: &str, params: &Value) -> Result<(), ServerGone> {
+        let mut bytes = Vec::with_capacity(256);
+        let id = lsp_server::RequestId::from(id);
+        if let Err(error) = crate::transport::write_request(&mut bytes, &id, method, params) {
+            log::warn!(
+                "cannot serialise {method} for server {}: {error}",
+                self.name
+            );
+            return Ok(());
+        }
+        self.send_bytes(bytes)
+    }
+
+    /// Writes one framed message: directly while the writer's queue is empty, else through it.
+    fn send_bytes(&self, mut bytes: Vec<u8>) -> Result<(), ServerGone> {
+        let gone = || ServerGone {
+            server_name: self.name.clone(),
+        };
         let sender = self.outgoing_sender.as_ref().ok_or_else(gone)?;
-        sender.send(msg).map_err(|_| gone())
+        if let Some(direct) = &self.direct_stdin {
+            if direct.queued.load(Ordering::Acquire) == 0 {
+                let written = write_now(&direct.stdin, &bytes);
+                if written == bytes.len() {
+                    return Ok(());
+                }
+                bytes.drain(..written);
+            }
+            direct.queued.fetch_add(1, Ordering::AcqRel);
+        }
+        sender.send(bytes).map_err(|_| gone())
     }
 
     /// The last 64 KiB of the server's stderr, lossy UTF-8.
@@ -799,6 +976,7 @@ impl ServerProcess {
             return exit_info;
         }
         self.outgoing_sender = None;
+        self.direct_stdin = None;
         let mut killed = false;
         let mut status = self.wait_for(grace);
         if status.is_none() {
@@ -828,6 +1006,7 @@ impl ServerProcess {
             return;
         }
         self.outgoing_sender = None;
+        self.direct_stdin = None;
         let already_exited = self.child.try_wait().ok().flatten();
         signal_group(self.pid, libc::SIGKILL);
         let status = match already_exited {
@@ -933,7 +1112,10 @@ mod tests {
             cwd: std::env::temp_dir(),
             transport: Transport::Stdio,
         };
-        (spawn(spec, event_sender).expect("spawn sh"), event_receiver)
+        (
+            spawn(spec, event_sender.into()).expect("spawn sh"),
+            event_receiver,
+        )
     }
 
     /// Every event until `Closed` (inclusive), rendered as short strings.
@@ -1168,6 +1350,44 @@ mod tests {
         );
     }
 
+    /// Issue 15: `send` writes to the pipe itself and hands the writer only what a full pipe
+    /// does not take. A server that reads nothing for 300 ms gets 8 messages of 40 KB (more than
+    /// the 64 KiB pipe), `send` never blocks, and `cat` echoes every message back whole and in
+    /// order once it starts reading.
+    #[test]
+    fn a_full_pipe_moves_the_rest_to_the_writer_in_order() {
+        let (mut process, event_receiver) = spawn_sh("slow", "sleep 0.3; exec cat", "");
+        let started = Instant::now();
+        for index in 0..8 {
+            let params = json!({"index": index, "text": "x".repeat(40_000)});
+            let notification = lsp_server::Notification::new(format!("n{index}"), params);
+            process
+                .send(Outgoing::Message(notification.into()))
+                .expect("send");
+        }
+        assert!(
+            started.elapsed() < Duration::from_millis(250),
+            "send blocked for {:?}",
+            started.elapsed()
+        );
+        for index in 0..8 {
+            let event = event_receiver
+                .recv_timeout(EVENT_TIMEOUT)
+                .expect("an echoed message");
+            let ServerEvent::Message {
+                message: IncomingMessage::Notification { method, params },
+                ..
+            } = event
+            else {
+                panic!("not a notification: {event:?}");
+            };
+            assert_eq!(method, format!("n{index}"));
+            assert_eq!(params["index"], json!(index));
+            assert_eq!(params["text"].as_str().map(str::len), Some(40_000));
+        }
+        process.kill_group_now();
+    }
+
     /// Issue 15: a successful answer to a registered request goes straight to its caller (the
     /// loop only hears `Delivered`); an error answer to a registered request, and an answer to
     /// an unregistered one, still come as messages.
@@ -1230,7 +1450,7 @@ mod tests {
             cwd: std::env::temp_dir(),
             transport: Transport::Stdio,
         };
-        let error = spawn(spec, event_sender).expect_err("spawn should fail");
+        let error = spawn(spec, event_sender.into()).expect_err("spawn should fail");
         assert_eq!(error.to_string(), expected);
     }
 

@@ -500,11 +500,18 @@ fn json_kind(value: &Value) -> &'static str {
 
 /// Writes one framed message (`Content-Length: N\r\n\r\n` + UTF-8 JSON) and flushes.
 ///
-/// `Outgoing::Message` goes through `lsp_server::Message::write`, which omits `null` params.
-/// `Outgoing::Response` does too when its id is an `i32` or a string; other ids (large integers,
+/// Requests and notifications are written by [`write_request`] and [`write_notification`], which
+/// omit `null` params as `lsp_server::Message::write` does. `Outgoing::Response` goes through
+/// `lsp_server::Message::write` when its id is an `i32` or a string; other ids (large integers,
 /// `null`) are written by hand with the same framing so they are echoed exactly.
 pub fn write_outgoing(w: &mut impl Write, msg: &Outgoing) -> io::Result<()> {
     match msg {
+        Outgoing::Message(lsp_server::Message::Request(request)) => {
+            write_request(w, &request.id, &request.method, &request.params)
+        }
+        Outgoing::Message(lsp_server::Message::Notification(notification)) => {
+            write_notification(w, &notification.method, &notification.params)
+        }
         Outgoing::Message(message) => message.write(w),
         Outgoing::Response { id, result } => {
             if let Some(request_id) = lsp_request_id(id) {
@@ -524,13 +531,62 @@ pub fn write_outgoing(w: &mut impl Write, msg: &Outgoing) -> io::Result<()> {
                 result,
                 error,
             };
-            let text = serde_json::to_string(&body)?;
-            log::debug!("> {text}");
-            write!(w, "Content-Length: {}\r\n\r\n", text.len())?;
-            w.write_all(text.as_bytes())?;
-            w.flush()
+            write_framed(w, &serde_json::to_vec(&body)?)
         }
     }
+}
+
+/// Writes request `id` framed, from borrowed parts (issue 15: the loop serialises a request
+/// once, straight from what it keeps for retries, with no `lsp_server::Request` copy and no
+/// `serde(flatten)` pass). Field order and the omitted `null` params are those of
+/// `lsp_server::Message::write`.
+pub fn write_request(
+    w: &mut impl Write,
+    id: &RequestId,
+    method: &str,
+    params: &Value,
+) -> io::Result<()> {
+    let body = WireRequest {
+        jsonrpc: "2.0",
+        id: Some(id),
+        method,
+        params,
+    };
+    write_framed(w, &serde_json::to_vec(&body)?)
+}
+
+/// Writes a notification framed, from borrowed parts (see [`write_request`]).
+pub fn write_notification(w: &mut impl Write, method: &str, params: &Value) -> io::Result<()> {
+    let body = WireRequest {
+        jsonrpc: "2.0",
+        id: None,
+        method,
+        params,
+    };
+    write_framed(w, &serde_json::to_vec(&body)?)
+}
+
+/// `Content-Length: N\r\n\r\n` and `body` in one write, then a flush.
+fn write_framed(w: &mut impl Write, body: &[u8]) -> io::Result<()> {
+    if log::log_enabled!(log::Level::Debug) {
+        log::debug!("> {}", String::from_utf8_lossy(body));
+    }
+    let mut framed = Vec::with_capacity(body.len() + 32);
+    write!(framed, "Content-Length: {}\r\n\r\n", body.len())?;
+    framed.extend_from_slice(body);
+    w.write_all(&framed)?;
+    w.flush()
+}
+
+/// A request or notification in JSON-RPC field order.
+#[derive(serde::Serialize)]
+struct WireRequest<'a> {
+    jsonrpc: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a RequestId>,
+    method: &'a str,
+    #[serde(skip_serializing_if = "Value::is_null")]
+    params: &'a Value,
 }
 
 /// A response with an id `lsp_server::RequestId` cannot hold, in JSON-RPC field order.

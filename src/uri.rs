@@ -110,6 +110,19 @@ fn path_bytes_for_uri(path: &Path) -> Vec<u8> {
 ///
 /// Errors: [`UriError::RelativePath`] when `path` is not absolute.
 pub fn path_to_uri(path: &Path) -> Result<lsp_types::Uri, UriError> {
+    let uri = path_to_uri_string(path)?;
+    lsp_types::Uri::from_str(&uri).map_err(|error| UriError::InvalidUri {
+        reason: error.to_string(),
+        uri,
+    })
+}
+
+/// The text of [`path_to_uri`] without parsing it back into an `lsp_types::Uri` (issue 15: what
+/// request params need, once per request). Percent-encoding leaves only characters a URI path
+/// allows, so the text is the one `path_to_uri` would give.
+///
+/// Errors: [`UriError::RelativePath`] when `path` is not absolute.
+pub fn path_to_uri_string(path: &Path) -> Result<String, UriError> {
     if !path.is_absolute() {
         return Err(UriError::RelativePath {
             path: path.to_path_buf(),
@@ -134,10 +147,7 @@ pub fn path_to_uri(path: &Path) -> Result<lsp_types::Uri, UriError> {
     }
     #[cfg(unix)]
     percent_encode_path(&bytes, &mut uri);
-    lsp_types::Uri::from_str(&uri).map_err(|error| UriError::InvalidUri {
-        reason: error.to_string(),
-        uri,
-    })
+    Ok(uri)
 }
 
 /// Value of one ASCII hex digit.
@@ -332,6 +342,11 @@ mod tests {
     fn check_round_trip(path: &str, expected_uri: &str) {
         let uri = path_to_uri(Path::new(path)).expect("absolute path converts");
         assert_eq!(uri.as_str(), expected_uri, "uri of {path}");
+        assert_eq!(
+            path_to_uri_string(Path::new(path)).as_deref(),
+            Ok(expected_uri),
+            "uri text of {path}"
+        );
         assert_eq!(
             uri_to_path_lsp(&uri),
             Ok(PathBuf::from(path)),

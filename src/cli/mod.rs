@@ -407,6 +407,7 @@ fn run_operation(
         edits: &edits,
         timeout,
         claims: &claims,
+        rendering: crate::query::command::Rendering::Both,
     };
     let result = execute(&context, &operation);
     engine.shutdown();

@@ -360,7 +360,13 @@ pub fn extension_key(path: &Path) -> Option<String> {
     path.extension()
         .and_then(|e| e.to_str())
         .filter(|e| !e.is_empty())
-        .map(|e| format!(".{}", e.to_lowercase()))
+        .map(|e| {
+            // One allocation: this runs for every request (issue 15).
+            let mut key = String::with_capacity(e.len() + 1);
+            key.push('.');
+            key.extend(e.chars().flat_map(char::to_lowercase));
+            key
+        })
 }
 
 /// How `lspc servers` names an origin: `--config ./x.json`, `plugin foo`, `workspace`,

@@ -54,6 +54,17 @@ impl State {
 
     /// [`State::sync_document`] when the file's server slots (`slots_for_path`) are known.
     fn sync_document_on(&mut self, path: &Path, slots: &[usize]) -> Result<(), EngineError> {
+        // The `stat` of `resync_changed_documents` earlier in this turn stands when it found the
+        // file unchanged (issue 15: one `stat` per query, not two).
+        if !self.documents.unchanged_this_turn(path) {
+            self.refresh_from_disk(path)?;
+        }
+        self.finish_document_sync(path, slots);
+        Ok(())
+    }
+
+    /// Re-reads `path` unless its disk stamp is unchanged (one `stat`).
+    fn refresh_from_disk(&mut self, path: &Path) -> Result<(), EngineError> {
         let cannot_read = |error: &dyn std::fmt::Display| {
             EngineError::InvalidInput(format!("cannot read {}: {error}", path.display()))
         };
@@ -74,6 +85,12 @@ impl State {
                 self.store.clear_file(path);
             }
         }
+        Ok(())
+    }
+
+    /// The rest of a sync once the text is current: a new version after a stale analysis, room
+    /// in the LRU bound, `didOpen`/`didChange` to each running server in `slots`.
+    fn finish_document_sync(&mut self, path: &Path, slots: &[usize]) {
         if self.documents.take_stale_analysis(path) {
             // A file this one may depend on changed behind lspc's back: what the servers
             // settled for this version describes the old project.
@@ -96,7 +113,6 @@ impl State {
             }
             self.open_on_server(server_id, path);
         }
-        Ok(())
     }
 
     /// Re-reads every open document whose file changed on disk behind lspc's back (another tool,

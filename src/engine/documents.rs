@@ -37,6 +37,9 @@ pub(crate) struct Document {
     /// settled diagnostics for it may describe the old project, so its next sync sends it again
     /// under a new version ([`Documents::take_stale_analysis`]).
     pub stale_analysis: bool,
+    /// The [`Documents::turn`] in which [`Documents::changed_on_disk`] found the file unchanged:
+    /// a sync in that same loop turn trusts that `stat` instead of taking another (issue 15).
+    verified_in_turn: u64,
 }
 
 /// A file's size, modification time and inode when lspc read it, and when it read it.
@@ -139,6 +142,8 @@ pub(crate) fn read_text_with(
 pub(crate) struct Documents {
     docs: HashMap<PathBuf, Document>,
     clock: u64,
+    /// The loop turn ([`Documents::next_turn`]); 0 before the first.
+    turn: u64,
 }
 
 impl Documents {
@@ -208,6 +213,7 @@ impl Documents {
                         pins: 0,
                         stamp: None,
                         stale_analysis: false,
+                        verified_in_turn: 0,
                     },
                 );
                 Refresh::New
@@ -237,19 +243,47 @@ impl Documents {
 
     /// Open documents whose file changed on disk since lspc read it (size, modification time or
     /// inode, [`DiskStamp::unchanged`]) or is gone; one `stat` per open document, no LRU touch.
-    pub fn changed_on_disk(&self) -> Vec<PathBuf> {
+    /// The ones found unchanged are marked verified for this turn
+    /// ([`Documents::unchanged_this_turn`]).
+    pub fn changed_on_disk(&mut self) -> Vec<PathBuf> {
+        let turn = self.turn;
         let mut changed: Vec<PathBuf> = self
             .docs
-            .iter()
+            .iter_mut()
             .filter(|(_, doc)| !doc.open_on.is_empty())
-            .filter(|(path, doc)| match std::fs::metadata(path) {
-                Ok(metadata) => !doc.stamp.is_some_and(|stamp| stamp.unchanged(&metadata)),
-                Err(_) => true,
+            .filter_map(|(path, doc)| {
+                let unchanged = std::fs::metadata(path).is_ok_and(|metadata| {
+                    doc.stamp.is_some_and(|stamp| stamp.unchanged(&metadata))
+                });
+                if unchanged {
+                    doc.verified_in_turn = turn;
+                    return None;
+                }
+                Some(path.clone())
             })
-            .map(|(path, _)| path.clone())
             .collect();
         changed.sort();
         changed
+    }
+
+    /// Starts a loop turn: verifications of earlier turns no longer count.
+    pub fn next_turn(&mut self) {
+        self.turn += 1;
+    }
+
+    /// Whether [`Documents::changed_on_disk`] found `path` unchanged in this turn (then its
+    /// `stat` stands for the sync's, microseconds later); touches the LRU clock as
+    /// [`Documents::unchanged_on_disk`] does.
+    pub fn unchanged_this_turn(&mut self, path: &Path) -> bool {
+        let Some(doc) = self.docs.get_mut(path) else {
+            return false;
+        };
+        if doc.verified_in_turn == 0 || doc.verified_in_turn != self.turn {
+            return false;
+        }
+        self.clock += 1;
+        doc.last_used = self.clock;
+        true
     }
 
     /// Marks every document open on one of `servers`, other than `changed`, as analysed against
@@ -397,6 +431,40 @@ mod tests {
         std::fs::write(&renamed, "x = 1\n").unwrap();
         std::fs::rename(&renamed, &path).unwrap();
         assert!(!stable.unchanged(&std::fs::metadata(&path).unwrap()));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Issue 15: a file `changed_on_disk` found unchanged needs no second `stat` in the same
+    /// turn, and only in that turn; a changed file is never vouched for.
+    #[test]
+    fn an_unchanged_stat_stands_for_the_rest_of_its_turn_only() {
+        let dir = std::env::temp_dir().join(format!("lspc-turn-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (same, edited) = (dir.join("same.py"), dir.join("edited.py"));
+        let mut documents = Documents::default();
+        for path in [&same, &edited] {
+            std::fs::write(path, "x = 1\n").unwrap();
+            let metadata = std::fs::metadata(path).unwrap();
+            documents.refresh(path, "u".into(), "x = 1\n".into());
+            let read_at = metadata.modified().unwrap() + Duration::from_millis(200);
+            documents.set_stamp(path, DiskStamp::of(&metadata, read_at));
+            documents
+                .get_mut(path)
+                .unwrap()
+                .open_on
+                .insert(ServerId(0), (1, Instant::now()));
+        }
+        std::fs::write(&edited, "x = 22\n").unwrap();
+        assert!(!documents.unchanged_this_turn(&same), "before any turn");
+        documents.next_turn();
+        assert_eq!(documents.changed_on_disk(), vec![edited.clone()]);
+        assert!(documents.unchanged_this_turn(&same));
+        assert!(!documents.unchanged_this_turn(&edited));
+        documents.next_turn();
+        assert!(
+            !documents.unchanged_this_turn(&same),
+            "a later turn stats again"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -110,6 +110,8 @@ impl State {
     }
 
     fn after_edit(&mut self, report: &EditReport) {
+        // lspc just wrote files: what a `stat` earlier in this turn said about them is old.
+        self.documents.next_turn();
         let mut created = Vec::new();
         let mut renamed = Vec::new();
         let mut deleted = Vec::new();

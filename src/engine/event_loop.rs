@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{never, select, Receiver, Sender};
+use crossbeam_channel::{never, select, Receiver};
 use serde_json::Value;
 
 use super::documents::Documents;
@@ -66,6 +66,12 @@ const SERVER_EVENT_CAPACITY: usize = 4096;
 
 pub(super) fn run(options: EngineOptions, op_receiver: Receiver<Op>) {
     let (event_sender, event_receiver) = crossbeam_channel::bounded(SERVER_EVENT_CAPACITY);
+    // Unbounded: each entry is a few words, and the frontend's next op drains them.
+    let (delivered_sender, delivered_receiver) = crossbeam_channel::unbounded();
+    let senders = crate::process::EventSenders {
+        events: event_sender,
+        delivered: delivered_sender,
+    };
     // A frontend that handles signals itself gets them all (each goes to one receiver).
     let signals = options.handle_signals.then(crate::signals::install);
     let signal_receiver = match signals {
@@ -76,8 +82,11 @@ pub(super) fn run(options: EngineOptions, op_receiver: Receiver<Op>) {
             never()
         }
     };
-    let mut state = State::new(options, event_sender);
+    let mut state = State::new(options, senders, delivered_receiver);
     loop {
+        // Before the deadlines: a delivered request has none left.
+        state.drain_delivered();
+        state.documents.next_turn();
         let timeout = state
             .next_deadline()
             .map(|deadline| deadline.saturating_duration_since(Instant::now()))
@@ -128,6 +137,7 @@ pub(super) fn run(options: EngineOptions, op_receiver: Receiver<Op>) {
                 Err(_) => break,
             }
         }
+        state.drain_delivered();
         state.flush_publishes();
         state.per_turn();
     }
@@ -139,7 +149,9 @@ fn libc_sigterm() -> i32 {
 
 struct State {
     options: EngineOptions,
-    event_sender: Sender<ServerEvent>,
+    event_sender: crate::process::EventSenders,
+    /// [`ServerEvent::Delivered`] of every server, drained by [`State::drain_delivered`].
+    delivered_receiver: Receiver<ServerEvent>,
     /// Slots: one per configured server (its workspace-root instance), then project instances
     /// ([`instances`]); a [`ServerId`] is an index here.
     servers: Vec<Server>,
@@ -179,7 +191,11 @@ struct State {
 }
 
 impl State {
-    fn new(options: EngineOptions, event_sender: Sender<ServerEvent>) -> State {
+    fn new(
+        options: EngineOptions,
+        event_sender: crate::process::EventSenders,
+        delivered_receiver: Receiver<ServerEvent>,
+    ) -> State {
         let servers = options
             .config
             .servers
@@ -192,6 +208,7 @@ impl State {
         State {
             options,
             event_sender,
+            delivered_receiver,
             servers,
             instances,
             workspace_root,
@@ -217,7 +234,17 @@ impl State {
 
     // ----- ops -------------------------------------------------------------------------------
 
+    /// The bookkeeping of answers the readers already handed to their callers: done before
+    /// anything else the loop handles (ops, server events, deadlines, shutdown), so it is
+    /// never out of date when it matters, without a wake-up per answer.
+    pub(super) fn drain_delivered(&mut self) {
+        while let Ok(event) = self.delivered_receiver.try_recv() {
+            self.handle_server_event(event);
+        }
+    }
+
     fn handle_op(&mut self, op: Op) {
+        self.drain_delivered();
         if matches!(
             op,
             Op::Diagnostics { .. }

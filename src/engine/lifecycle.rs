@@ -254,6 +254,19 @@ impl Server {
         }
     }
 
+    /// Request `id` from borrowed parts (no copy of `params`; see
+    /// [`crate::process::ServerProcess::send_request`]).
+    pub(super) fn send_request(&self, id: i32, method: &str, params: &Value) {
+        if let Some(process) = self.process() {
+            if process.send_request(id, method, params).is_err() {
+                log::debug!(
+                    "{}: writer gone; the reader will report the exit",
+                    self.config.name
+                );
+            }
+        }
+    }
+
     pub(super) fn notify(&self, method: &str, params: Value) {
         self.send(Message::Notification(Notification {
             method: method.to_owned(),

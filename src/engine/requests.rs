@@ -2,11 +2,12 @@
 //! routing each answer by its [`Purpose`], retries with backoff for ContentModified /
 //! ServerCancelled, per-request deadlines, and cancellation by tag.
 
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
-use lsp_server::{Message, Request, RequestId, ResponseError};
+use lsp_server::ResponseError;
 use serde_json::{json, Value};
 
 use super::super::{tsserver_probe, EngineError};
@@ -136,8 +137,9 @@ impl State {
             });
             return;
         }
-        let (method, params) = match &purpose {
-            Purpose::Frontend { method, params, .. } => (method.clone(), params.clone()),
+        // A frontend request is serialised straight from what retries keep (no copy).
+        let (method, params): (Cow<str>, Cow<Value>) = match &purpose {
+            Purpose::Frontend { method, params, .. } => (method.into(), Cow::Borrowed(params)),
             Purpose::Pull { path, .. } => {
                 let uri = self
                     .documents
@@ -145,11 +147,11 @@ impl State {
                     .map(|doc| doc.uri.clone())
                     .unwrap_or_default();
                 (
-                    "textDocument/diagnostic".to_owned(),
-                    json!({ "textDocument": { "uri": uri } }),
+                    "textDocument/diagnostic".into(),
+                    Cow::Owned(json!({ "textDocument": { "uri": uri } })),
                 )
             }
-            Purpose::Shutdown => ("shutdown".to_owned(), Value::Null),
+            Purpose::Shutdown => ("shutdown".into(), Cow::Owned(Value::Null)),
             Purpose::Probe { path, index, .. } => {
                 let uri = self
                     .documents
@@ -157,8 +159,11 @@ impl State {
                     .map(|doc| doc.uri.clone())
                     .unwrap_or_default();
                 (
-                    "workspace/executeCommand".to_owned(),
-                    tsserver_probe::params(tsserver_probe::REQUESTS[*index], &uri),
+                    "workspace/executeCommand".into(),
+                    Cow::Owned(tsserver_probe::params(
+                        tsserver_probe::REQUESTS[*index],
+                        &uri,
+                    )),
                 )
             }
         };
@@ -175,11 +180,8 @@ impl State {
                 }),
             );
         }
-        server.send(Message::Request(Request {
-            id: RequestId::from(id),
-            method,
-            params,
-        }));
+        server.send_request(id, &method, &params);
+        drop((method, params));
         if let Purpose::Pull { path, .. } = &purpose {
             self.pulls_in_flight.insert((server_id, path.clone()));
         }

@@ -42,6 +42,9 @@ fn raw_diagnostic_values(list: Option<&Value>) -> Vec<Value> {
 
 impl State {
     pub(super) fn handle_server_event(&mut self, event: ServerEvent) {
+        if !matches!(event, ServerEvent::Delivered { .. }) {
+            self.drain_delivered();
+        }
         match event {
             ServerEvent::Message {
                 server_id,

@@ -704,7 +704,7 @@ impl Exchange<'_> {
                 .send(HubInput::Message {
                     client,
                     incoming,
-                    stream,
+                    stream: stream.into(),
                 })
                 .is_err()
             {
@@ -800,7 +800,7 @@ impl Exchange<'_> {
             .send(HubInput::Message {
                 client: client.clone(),
                 incoming,
-                stream,
+                stream: stream.into(),
             })
             .is_err()
         {
@@ -932,7 +932,7 @@ impl Exchange<'_> {
             .inputs
             .send(HubInput::Attach {
                 client: client.clone(),
-                notify,
+                notify: notify.into(),
             })
             .is_err()
         {
@@ -943,7 +943,7 @@ impl Exchange<'_> {
         let _ = self.inputs.send(HubInput::Message {
             client,
             incoming: Incoming::Response,
-            stream: acknowledge,
+            stream: acknowledge.into(),
         });
         match acknowledged.recv_timeout(Duration::from_secs(10)) {
             Ok(Outbound::UnknownClient) => return self.unknown_session(),
@@ -995,7 +995,7 @@ impl Exchange<'_> {
             .inputs
             .send(HubInput::Close {
                 client: client.clone(),
-                stream: Some(stream),
+                stream: Some(stream.into()),
             })
             .is_err()
         {

@@ -9,9 +9,10 @@
 //! client; each HTTP session (and each stateless 2026-07-28 HTTP request) is another; issue 13's
 //! warm sessions add socket clients the same way.
 //!
-//! Threads: the stdio frontend has a reader thread turning stdin into [`HubInput`]s and one writer
-//! thread owning stdout (every message goes through its channel, so lines never interleave and
-//! nothing else reaches stdout); a bounded pool of worker threads runs tool calls and resource
+//! Threads: the stdio frontend has a reader thread turning stdin into [`HubInput`]s and writes
+//! stdout through [`stdout::StdoutSink`]: the thread that has a message (the hub, a worker) writes
+//! the line itself when that cannot block, else a writer thread does, in order (lines never
+//! interleave and nothing else reaches stdout); a bounded pool of worker threads runs tool calls and resource
 //! reads, which block on the engine; the hub loop dispatches, answers cheap requests itself,
 //! relays engine events as notifications to every client and sends progress while calls wait.
 //!
@@ -32,6 +33,7 @@ mod http_wire;
 pub mod protocol;
 pub mod reload;
 pub mod resources;
+mod stdout;
 pub mod tool_arguments;
 pub mod tools;
 pub mod updates;
@@ -105,10 +107,21 @@ fn server_capabilities() -> Value {
     })
 }
 
-/// Serve MCP on stdin/stdout until stdin ends; returns the exit status (0).
+/// Serve MCP on stdin/stdout until stdin ends; returns the exit status (0). Answers are written
+/// to stdout by the thread that has them ([`stdout::StdoutSink`]).
 pub fn serve_stdio(options: McpOptions) -> i32 {
     let input = Box::new(std::io::BufReader::new(std::io::stdin()));
-    run(options, input, std::io::stdout())
+    match stdout::StdoutSink::start() {
+        Ok(sink) => {
+            let status = run_on(options, input, OutboundStream::Stdout(sink.clone()));
+            sink.close();
+            status
+        }
+        Err(error) => {
+            log::warn!("cannot start the stdout writer: {error}");
+            run(options, input, std::io::stdout())
+        }
+    }
 }
 
 /// One MCP client of the shared engine: stdio's only client (`"stdio"`), an HTTP session (its
@@ -126,7 +139,36 @@ pub enum Outbound {
     UnknownClient,
 }
 
-/// What a frontend (stdio, HTTP) tells the hub. Streams are `Sender<Outbound>`; the hub drops a
+/// Where the hub and the workers send a request's answer, or a client's notifications: a channel
+/// a frontend reads (HTTP, tests), or stdio's stdout itself ([`stdout::StdoutSink`]: the thread
+/// that has the message writes it, issue 15).
+#[derive(Clone)]
+pub enum OutboundStream {
+    Channel(Sender<Outbound>),
+    Stdout(std::sync::Arc<stdout::StdoutSink>),
+}
+
+impl From<Sender<Outbound>> for OutboundStream {
+    fn from(sender: Sender<Outbound>) -> OutboundStream {
+        OutboundStream::Channel(sender)
+    }
+}
+
+impl OutboundStream {
+    /// Sends `outbound`; `Err` when the reader is gone (its request, or its client, is over).
+    /// Stdout has no unknown clients: `UnknownClient` is dropped there.
+    fn send(&self, outbound: Outbound) -> Result<(), ()> {
+        match (self, outbound) {
+            (OutboundStream::Channel(sender), outbound) => sender.send(outbound).map_err(drop),
+            (OutboundStream::Stdout(sink), Outbound::Message(message)) => {
+                sink.send(&message).map_err(drop)
+            }
+            (OutboundStream::Stdout(_), Outbound::UnknownClient) => Ok(()),
+        }
+    }
+}
+
+/// What a frontend (stdio, HTTP) tells the hub. Streams are [`OutboundStream`]s; the hub drops a
 /// request's stream once the request is over (answered, cancelled, or its client closed), so a
 /// frontend reading it sees the end of the exchange as a disconnect.
 pub enum HubInput {
@@ -136,7 +178,7 @@ pub enum HubInput {
     /// "Listening for Messages from the Server").
     Open {
         client: ClientId,
-        notify: Option<Sender<Outbound>>,
+        notify: Option<OutboundStream>,
         /// Whether the client gets a passive-diagnostics queue of its own (an HTTP session)
         /// rather than the engine's shared one (stdio, stateless requests).
         own_passive: bool,
@@ -145,14 +187,14 @@ pub enum HubInput {
     /// client does not exist.
     Attach {
         client: ClientId,
-        notify: Sender<Outbound>,
+        notify: OutboundStream,
     },
     /// One message from the client. The answer to a request, its progress and, for
     /// `subscriptions/listen`, its notifications go to `stream`.
     Message {
         client: ClientId,
         incoming: Incoming,
-        stream: Sender<Outbound>,
+        stream: OutboundStream,
     },
     /// The client dropped the stream of request `id`: cancel it (MCP 2026-07-28: closing the
     /// response stream is the cancellation).
@@ -161,7 +203,7 @@ pub enum HubInput {
     /// its state forgotten. `UnknownClient` is sent on `stream` when it did not exist.
     Close {
         client: ClientId,
-        stream: Option<Sender<Outbound>>,
+        stream: Option<OutboundStream>,
     },
 }
 
@@ -194,7 +236,8 @@ impl WorkerPool {
                 thread::Builder::new()
                     .name(format!("lspc-mcp-worker-{index}"))
                     .spawn(move || {
-                        for job in receiver {
+                        // Parked at once between jobs, without crossbeam's yields (issue 15).
+                        while let Ok(job) = engine::recv_parked(&receiver) {
                             job();
                         }
                     })
@@ -278,7 +321,7 @@ struct InFlight {
     last_progress: Instant,
     progress: u64,
     /// Where the answer and progress go; `None` once cancelled (nothing more is sent for it).
-    stream: Option<Sender<Outbound>>,
+    stream: Option<OutboundStream>,
     /// `tools/call NAME` or `resources/read URI`, for logs and progress messages.
     what: String,
 }
@@ -288,7 +331,7 @@ struct Listen {
     id: Value,
     tools: bool,
     resources: BTreeSet<String>,
-    stream: Sender<Outbound>,
+    stream: OutboundStream,
 }
 
 /// A worker finished a call (its answer, if any, is already on the request's stream).
@@ -306,7 +349,7 @@ struct ClientState {
     log_level: String,
     legacy_subscriptions: BTreeSet<String>,
     listens: Vec<Listen>,
-    notify: Option<Sender<Outbound>>,
+    notify: Option<OutboundStream>,
     own_passive: bool,
     /// When the client last sent something (the least recently active session is closed first
     /// when there are more than [`MAX_CLIENTS`]).
@@ -317,7 +360,7 @@ struct ClientState {
 pub const MAX_CLIENTS: usize = 256;
 
 impl ClientState {
-    fn new(notify: Option<Sender<Outbound>>, own_passive: bool) -> ClientState {
+    fn new(notify: Option<OutboundStream>, own_passive: bool) -> ClientState {
         ClientState {
             handshake: None,
             log_level: "info".to_owned(),
@@ -373,6 +416,16 @@ pub fn run(
         .name("lspc-mcp-writer".to_owned())
         .spawn(move || write_loop(out_receiver, output))
         .ok();
+    let status = run_on(options, input, out.into());
+    if let Some(writer) = writer {
+        let _ = writer.join();
+    }
+    status
+}
+
+/// The stdio client on `input`, its answers and notifications on `out`; returns once the hub
+/// is done (every clone of `out` the hub and workers held is dropped by then).
+fn run_on(options: McpOptions, input: Box<dyn BufRead + Send>, out: OutboundStream) -> i32 {
     let (input_sender, input_receiver) = bounded::<HubInput>(64);
     let client = ClientId(STDIO_CLIENT.to_owned());
     let _ = input_sender.send(HubInput::Open {
@@ -383,11 +436,7 @@ pub fn run(
     let _reader = thread::Builder::new()
         .name("lspc-mcp-reader".to_owned())
         .spawn(move || read_loop(input, client, out, input_sender));
-    let status = serve(options, input_receiver);
-    if let Some(writer) = writer {
-        let _ = writer.join();
-    }
-    status
+    serve(options, input_receiver)
 }
 
 /// Run the hub until every sender of `inputs` is gone: start the engine, serve the clients'
@@ -497,7 +546,7 @@ pub fn serve(options: McpOptions, inputs: Receiver<HubInput>) -> i32 {
 fn read_loop(
     mut input: Box<dyn BufRead + Send>,
     client: ClientId,
-    out: Sender<Outbound>,
+    out: OutboundStream,
     inputs: Sender<HubInput>,
 ) {
     let mut buffer = Vec::new();
@@ -557,7 +606,7 @@ const METHODS: &[&str] = &[
 ];
 
 /// Send on a request's stream (a reader that went away is not an error: its request is over).
-fn send_on(stream: &Sender<Outbound>, message: Value) {
+fn send_on(stream: &OutboundStream, message: Value) {
     let _ = stream.send(Outbound::Message(message));
 }
 
@@ -693,7 +742,7 @@ impl Hub {
         &mut self,
         client: &ClientId,
         state: &mut ClientState,
-        stream: &Sender<Outbound>,
+        stream: &OutboundStream,
         id: Value,
         method: &str,
         params: Value,
@@ -916,7 +965,7 @@ impl Hub {
     fn spawn(
         &mut self,
         client: &ClientId,
-        stream: &Sender<Outbound>,
+        stream: &OutboundStream,
         id: Value,
         params: &Value,
         what: String,

@@ -21,7 +21,7 @@ use crate::edit::commands::{
 use crate::edit::Operation as EditOperation;
 use crate::engine::{DiagnosticsOutcome, Op};
 use crate::exit::{EXIT_FOUND, EXIT_SERVER, EXIT_USAGE};
-use crate::query::command::execute as execute_query;
+use crate::query::command::execute_rendering as execute_query;
 use crate::query::Queries;
 use crate::uri;
 
@@ -34,6 +34,8 @@ pub struct Context<'a> {
     pub timeout: Duration,
     /// Which files some server serves (for `check` of a folder).
     pub claims: &'a dyn Fn(&Path) -> bool,
+    /// Whether the caller reads [`Answer::human`] (`lspc batch` does not: queries then skip it).
+    pub rendering: crate::query::command::Rendering,
 }
 
 /// An operation's outcome in both renderings.
@@ -88,7 +90,7 @@ pub fn execute(context: &Context<'_>, operation: &Operation) -> Result<Answer, F
     let root = context.queries.root().to_path_buf();
     match operation {
         Operation::Query(request) => {
-            let answer = execute_query(context.queries, request).map_err(|error| Failure {
+            let answer = execute_query(context.queries, request, context.rendering).map_err(|error| Failure {
                 message: error.to_string(),
                 exit_status: error.exit_status(),
             })?;

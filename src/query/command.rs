@@ -143,11 +143,15 @@ pub struct QueryAnswer {
 impl QueryAnswer {
     /// The answer of a query whose result may be absent (hover, signature help): `null`, empty
     /// and not found for `None`.
-    fn optional<T: serde::Serialize>(result: Option<T>, render: fn(&T) -> String) -> QueryAnswer {
+    fn optional<T: serde::Serialize>(
+        result: Option<T>,
+        render: fn(&T) -> String,
+        rendering: Rendering,
+    ) -> QueryAnswer {
         match result {
             Some(result) => QueryAnswer {
                 json: to_json(&result),
-                human: render(&result),
+                human: rendered(rendering, || render(&result)),
                 found: true,
                 incomplete: None,
             },
@@ -168,13 +172,40 @@ fn to_json<T: serde::Serialize>(value: &T) -> Value {
     })
 }
 
+/// Which renderings of an answer a caller reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rendering {
+    /// `json` and `human` (the CLI, MCP, the session wire).
+    Both,
+    /// `json` only, `human` left empty (`lspc batch`, issue 15: rendering text nobody reads cost
+    /// about a tenth of a definition's instructions).
+    JsonOnly,
+}
+
+/// `render()` when the caller reads the human rendering, else empty.
+fn rendered(rendering: Rendering, render: impl FnOnce() -> String) -> String {
+    match rendering {
+        Rendering::Both => render(),
+        Rendering::JsonOnly => String::new(),
+    }
+}
+
 /// Run `request` and render its answer.
 pub fn execute(queries: &Queries, request: &QueryRequest) -> Result<QueryAnswer, QueryError> {
+    execute_rendering(queries, request, Rendering::Both)
+}
+
+/// [`execute`] with only the renderings `rendering` names.
+pub fn execute_rendering(
+    queries: &Queries,
+    request: &QueryRequest,
+    rendering: Rendering,
+) -> Result<QueryAnswer, QueryError> {
     let root = queries.root().to_path_buf();
     let answer = match request {
         QueryRequest::Definition { at, kind } => {
             let mut result = queries.definition(at, *kind)?;
-            let human = render::locations(&result, &root);
+            let human = rendered(rendering, || render::locations(&result, &root));
             result.make_relative(&root);
             QueryAnswer {
                 json: to_json(&result),
@@ -188,7 +219,7 @@ pub fn execute(queries: &Queries, request: &QueryRequest) -> Result<QueryAnswer,
             include_declaration,
         } => {
             let mut result = queries.references(at, *include_declaration)?;
-            let human = render::locations(&result, &root);
+            let human = rendered(rendering, || render::locations(&result, &root));
             result.make_relative(&root);
             QueryAnswer {
                 json: to_json(&result),
@@ -197,10 +228,12 @@ pub fn execute(queries: &Queries, request: &QueryRequest) -> Result<QueryAnswer,
                 incomplete: result.incomplete,
             }
         }
-        QueryRequest::Hover { at } => QueryAnswer::optional(queries.hover(at)?, render::hover),
+        QueryRequest::Hover { at } => {
+            QueryAnswer::optional(queries.hover(at)?, render::hover, rendering)
+        }
         QueryRequest::Symbols { file } => {
             let mut symbols = queries.document_symbols(file)?;
-            let human = render::symbol_tree(&symbols);
+            let human = rendered(rendering, || render::symbol_tree(&symbols));
             symbols.make_relative(&root);
             QueryAnswer {
                 found: !symbols.is_empty(),
@@ -211,7 +244,9 @@ pub fn execute(queries: &Queries, request: &QueryRequest) -> Result<QueryAnswer,
         }
         QueryRequest::WorkspaceSymbols { query, file } => {
             let mut result = queries.workspace_symbols_result(query, file.as_deref())?;
-            let human = render::workspace_symbols(&result.symbols, &root);
+            let human = rendered(rendering, || {
+                render::workspace_symbols(&result.symbols, &root)
+            });
             result.make_relative(&root);
             QueryAnswer {
                 json: to_json(&result),
@@ -229,7 +264,7 @@ pub fn execute(queries: &Queries, request: &QueryRequest) -> Result<QueryAnswer,
             let human = if result.items.is_empty() {
                 String::new()
             } else {
-                render::call_hierarchy(&result, &root)
+                rendered(rendering, || render::call_hierarchy(&result, &root))
             };
             result.make_relative(&root);
             QueryAnswer {
@@ -244,7 +279,7 @@ pub fn execute(queries: &Queries, request: &QueryRequest) -> Result<QueryAnswer,
             let human = if result.items.is_empty() {
                 String::new()
             } else {
-                render::type_hierarchy(&result, &root)
+                rendered(rendering, || render::type_hierarchy(&result, &root))
             };
             result.make_relative(&root);
             QueryAnswer {
@@ -254,9 +289,11 @@ pub fn execute(queries: &Queries, request: &QueryRequest) -> Result<QueryAnswer,
                 incomplete: result.incomplete,
             }
         }
-        QueryRequest::SignatureHelp { at } => {
-            QueryAnswer::optional(queries.signature_help(at)?, render::signature_help)
-        }
+        QueryRequest::SignatureHelp { at } => QueryAnswer::optional(
+            queries.signature_help(at)?,
+            render::signature_help,
+            rendering,
+        ),
     };
     Ok(answer)
 }

@@ -128,8 +128,8 @@ fn by_most_common_extension(files: Vec<PathBuf>) -> Vec<PathBuf> {
 }
 
 fn document_uri(path: &Path) -> String {
-    match uri::path_to_uri(path) {
-        Ok(uri) => uri.as_str().to_owned(),
+    match uri::path_to_uri_string(path) {
+        Ok(uri) => uri,
         // Synced paths are canonical, hence absolute; this cannot happen in practice.
         Err(_) => format!("file://{}", path.display()),
     }
@@ -612,7 +612,7 @@ impl Queries {
             .map_err(|_| QueryError::Engine(EngineError::Gone))?;
         // Wait for the answer first: the target is already queued when it comes, so the caller
         // wakes once per request, not once for the target and again for the answer.
-        let answer = answer_receiver.recv();
+        let answer = crate::engine::recv_parked(&answer_receiver);
         let mut target = target_receiver
             .recv()
             .map_err(|_| QueryError::Engine(EngineError::Gone))??;

@@ -1114,3 +1114,79 @@ fn monorepo_projects_through_mcp() {
     );
     assert_eq!(session.finish(60 * SECOND), Some(0));
 }
+
+/// Issue 15: answers are written to stdout by the thread that has them, and only while that
+/// cannot block. A client that writes 3,000 pings (about 120 KB of answers, more than a pipe or
+/// socket buffer holds) before reading anything is still read to the end: lspc keeps reading
+/// stdin while its stdout is full, and every answer comes once, in order. Once with stdout a
+/// pipe, once a socket (Node's `child_process` stdio).
+#[test]
+fn unread_stdout_does_not_stop_stdin_and_answers_keep_their_order() {
+    const PINGS: usize = 3000;
+    for socket in [false, true] {
+        let root = temp_workspace(if socket {
+            "unread-socket"
+        } else {
+            "unread-pipe"
+        });
+        let mut command = Command::new(env!("CARGO_BIN_EXE_lspc"));
+        crate::support::session_env(&mut command);
+        command
+            .arg("--root")
+            .arg(&root)
+            .args(["--no-builtin", "mcp"])
+            .env("XDG_CONFIG_HOME", root.join(".no-user-config"))
+            .stdin(Stdio::piped())
+            .stderr(Stdio::null());
+        let (mut child, stdout): (Child, Box<dyn std::io::Read + Send>) = if socket {
+            let (ours, theirs) = std::os::unix::net::UnixStream::pair().expect("socketpair");
+            command.stdout(Stdio::from(std::os::fd::OwnedFd::from(theirs)));
+            let child = command.spawn().expect("spawn lspc");
+            // The command holds our copy of lspc's end; stdout ends only once it is closed.
+            drop(command);
+            (child, Box::new(ours))
+        } else {
+            let mut child = command.stdout(Stdio::piped()).spawn().expect("spawn lspc");
+            let stdout = child.stdout.take().expect("stdout");
+            (child, Box::new(stdout))
+        };
+        let mut stdin = child.stdin.take().expect("stdin");
+        let (written_sender, written) = channel();
+        let writer = std::thread::spawn(move || {
+            let mut input = String::new();
+            for id in 1..=PINGS {
+                input.push_str(&format!(
+                    "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\",\"params\":{{}}}}\n"
+                ));
+            }
+            let result = stdin.write_all(input.as_bytes());
+            let _ = written_sender.send(result.is_ok());
+            // Dropping stdin ends the session once the answers are out.
+        });
+        let all_written = written.recv_timeout(30 * SECOND);
+        let (lines_sender, lines) = channel();
+        std::thread::spawn(move || {
+            let ids: Vec<Value> = BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+                .map(|line| serde_json::from_str::<Value>(&line).expect("JSON line")["id"].clone())
+                .collect();
+            let _ = lines_sender.send(ids);
+        });
+        let ids = lines.recv_timeout(60 * SECOND);
+        let _ = child.kill();
+        let _ = child.wait();
+        let _ = writer.join();
+        assert_eq!(
+            all_written,
+            Ok(true),
+            "socket {socket}: lspc stopped reading stdin while its stdout was full"
+        );
+        let expected: Vec<Value> = (1..=PINGS).map(|id| json!(id)).collect();
+        assert_eq!(
+            ids.unwrap_or_else(|_| panic!("socket {socket}: stdout did not end")),
+            expected,
+            "socket {socket}"
+        );
+    }
+}
