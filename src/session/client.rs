@@ -181,16 +181,63 @@ pub fn query(
     request: &QueryRequest,
     timeout: Duration,
 ) -> Result<Result<QueryAnswer, QueryError>, AttachError> {
+    let connected = find_or_start(options, start)?;
+    match exchange(connected, request, timeout, None) {
+        QueryExchange::Answered(outcome) => Ok(outcome),
+        // Only a query carrying a file's hash can be refused this way.
+        QueryExchange::ConfigMismatch => Err(AttachError::Failed(
+            "the session refused the query's configuration".to_owned(),
+        )),
+    }
+}
+
+/// What the session did with a one-shot `query`.
+pub enum QueryExchange {
+    /// It ran the query: the outcome, as an in-process run gives it.
+    Answered(Result<QueryAnswer, QueryError>),
+    /// It runs other servers for the request's file than the client loaded (`configMismatch`):
+    /// the query did not run.
+    ConfigMismatch,
+}
+
+/// [`query`] for a client that loaded only its file's servers
+/// ([`crate::config::load_for_extension`]): the session at `options`' key (started first when
+/// `start` is set) is asked without the hello's whole-configuration check; `config_hash` (that
+/// file's [`super::hash::config_hash_for_extension`]) goes with the query instead, and the session
+/// runs it only when it serves the same servers for that file. On
+/// [`QueryExchange::ConfigMismatch`] the caller loads its whole configuration and takes
+/// [`query`]'s route, which reloads the session first.
+pub fn query_for_file(
+    options: &EngineOptions,
+    start: bool,
+    request: &QueryRequest,
+    timeout: Duration,
+    config_hash: String,
+) -> Result<QueryExchange, AttachError> {
+    let connected = find_or_start_by_key(options, start)?;
+    Ok(exchange(connected, request, timeout, Some(config_hash)))
+}
+
+/// One `query` exchange on a checked connection: the log filter and the query out in one write,
+/// log lines replayed, the reply read (and at info or debug, one barrier round trip for the
+/// engine's late log lines).
+pub fn exchange(
+    connected: Connected,
+    request: &QueryRequest,
+    timeout: Duration,
+    config_hash: Option<String>,
+) -> QueryExchange {
     let Connected {
         mut stream,
         mut reader,
         hello,
-    } = find_or_start(options, start)?;
+    } = connected;
     let lost = || QueryError::Engine(EngineError::SessionLost(lost_message(&hello)));
     let op = WireOp::Query {
         key: hello.key.clone(),
         request: request.clone(),
         timeout_ms: wire::millis(timeout),
+        config_hash,
     };
     // The log filter goes first (as the proxy sends it), so the engine records of this query
     // reach this process's stderr as in process. This process's logger was set up from the same
@@ -209,7 +256,7 @@ pub fn query(
     push(op);
     let query_id = next_id;
     if stream.write_all(&lines).is_err() {
-        return Ok(Err(lost()));
+        return QueryExchange::Answered(Err(lost()));
     }
     let mut answer = None;
     let mut flush_deadline: Option<Instant> = None;
@@ -221,7 +268,7 @@ pub fn query(
                 continue;
             }
             Ok(None) | Err(_) if answer.is_some() => break,
-            Ok(None) | Err(_) => return Ok(Err(lost())),
+            Ok(None) | Err(_) => return QueryExchange::Answered(Err(lost())),
         };
         if line.starts_with("{\"log\"") {
             match serde_json::from_str::<LogLine>(&line) {
@@ -253,6 +300,14 @@ pub fn query(
             }
             continue;
         }
+        if reply.config_mismatch {
+            log::debug!(
+                "{}",
+                reply.error.as_deref().unwrap_or("configuration mismatch")
+            );
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+            return QueryExchange::ConfigMismatch;
+        }
         answer = Some(match (reply.result, reply.error) {
             (Some(outcome), _) => outcome,
             (None, error) => Err(QueryError::Engine(EngineError::SessionLost(format!(
@@ -281,7 +336,7 @@ pub fn query(
         }
     }
     let _ = stream.shutdown(std::net::Shutdown::Both);
-    Ok(answer.expect("the loop ends with an answer or returns"))
+    QueryExchange::Answered(answer.expect("the loop ends with an answer or returns"))
 }
 
 /// A `{"log": …}` line the session forwards ([`super::logs`]).
@@ -296,6 +351,9 @@ struct QueryReply {
     id: Option<u64>,
     result: Option<Result<QueryAnswer, QueryError>>,
     error: Option<String>,
+    /// Set on a refusal because the session runs other servers for the file.
+    #[serde(rename = "configMismatch", default)]
+    config_mismatch: bool,
 }
 
 /// What the proxy does on SIGINT/SIGTERM/SIGHUP, as the in-process loop would
@@ -392,7 +450,10 @@ fn ask_reload(
 }
 
 /// [`find_or_start`] without the configuration check: the session at `options`' key.
-fn find_or_start_by_key(options: &EngineOptions, start: bool) -> Result<Connected, AttachError> {
+pub fn find_or_start_by_key(
+    options: &EngineOptions,
+    start: bool,
+) -> Result<Connected, AttachError> {
     let dir = paths::runtime_dir(start)
         .map_err(|error| AttachError::Failed(error.to_string()))?
         .ok_or(AttachError::NotRunning)?;

@@ -203,18 +203,50 @@ const ENVIRONMENT_PREFIXES_NOT_IN_KEY: &[&str] = &[
 /// environment of the command that started it, so two commands whose `PATH` (which program a
 /// server command names), `HOME`, locale or a server's own variables differ must not share one.
 pub fn environment_identity(vars: impl Iterator<Item = (OsString, OsString)>) -> String {
-    let mut lines: Vec<String> = vars
+    let mut identity = String::new();
+    write_environment_identity(&mut identity, vars);
+    identity
+}
+
+/// [`environment_identity`] written into `out` (the session key hashes it as it is written).
+fn write_environment_identity(
+    out: &mut impl std::fmt::Write,
+    vars: impl Iterator<Item = (OsString, OsString)>,
+) {
+    let mut kept: Vec<(OsString, OsString)> = vars
         .filter(|(name, _)| {
-            let name = name.to_string_lossy();
-            !ENVIRONMENT_NOT_IN_KEY.contains(&name.as_ref())
+            let Some(name) = name.to_str() else {
+                return true;
+            };
+            !ENVIRONMENT_NOT_IN_KEY.contains(&name)
                 && !ENVIRONMENT_PREFIXES_NOT_IN_KEY
                     .iter()
                     .any(|prefix| name.starts_with(prefix))
         })
-        .map(|(name, value)| format!("{}={}", name.to_string_lossy(), value.to_string_lossy()))
         .collect();
-    lines.sort();
-    lines.join("\n")
+    // Sorted by the `NAME=value` line, as the lines themselves would sort.
+    kept.sort_unstable_by(|(a_name, a_value), (b_name, b_value)| {
+        let a = a_name
+            .as_encoded_bytes()
+            .iter()
+            .chain(b"=")
+            .chain(a_value.as_encoded_bytes());
+        let b = b_name
+            .as_encoded_bytes()
+            .iter()
+            .chain(b"=")
+            .chain(b_value.as_encoded_bytes());
+        a.cmp(b)
+    });
+    for (index, (name, value)) in kept.iter().enumerate() {
+        let separator = if index == 0 { "" } else { "\n" };
+        let _ = write!(
+            out,
+            "{separator}{}={}",
+            name.to_string_lossy(),
+            value.to_string_lossy()
+        );
+    }
 }
 
 /// The session key of `options`: a hash of the wire protocol and lspc version, the canonical
@@ -235,8 +267,13 @@ pub fn session_key(options: &EngineOptions) -> String {
         Some(sources) => sources_identity(sources),
         None => format!("servers {:?}", options.config.servers),
     };
-    let identity = format!(
-        "lspc {} protocol {}\nroot {}\n{configuration}\nrestart {:?}\nmax_file_size {}\nmax_open_documents {}\nstartup {:?}\nshutdown {:?}\nsettle {:?} {:?}\nenvironment\n{}",
+    // Hashed as it is written: the identity (a few KiB, most of it the environment) is never
+    // built as one string.
+    use std::fmt::Write;
+    let mut hasher = super::hash::Fnv1a::default();
+    let _ = write!(
+        hasher,
+        "lspc {} protocol {}\nroot {}\n{configuration}\nrestart {:?}\nmax_file_size {}\nmax_open_documents {}\nstartup {:?}\nshutdown {:?}\nsettle {:?} {:?}\nenvironment\n",
         env!("CARGO_PKG_VERSION"),
         super::wire::PROTOCOL_VERSION,
         root.display(),
@@ -247,9 +284,9 @@ pub fn session_key(options: &EngineOptions) -> String {
         options.shutdown_timeout,
         options.settle_quiet,
         options.settle_quiet_unversioned,
-        environment_identity(std::env::vars_os()),
     );
-    super::hash::hex_digest(&identity)
+    write_environment_identity(&mut hasher, std::env::vars_os());
+    hasher.hex()
 }
 
 /// The configuration sources as the key sees them: paths made absolute against the current

@@ -809,6 +809,7 @@ impl Connection {
                 key,
                 request,
                 timeout_ms,
+                config_hash,
             } => {
                 if key != self.shared.hello.key {
                     let message = format!(
@@ -816,6 +817,12 @@ impl Connection {
                         self.shared.hello.key
                     );
                     return self.write_error(Some(id), &message);
+                }
+                if let Some(client_hash) = config_hash {
+                    if let Some(message) = self.config_mismatch(&request, &client_hash) {
+                        let line = json!({"id": id, "error": message, "configMismatch": true});
+                        return self.write_line(&line.to_string());
+                    }
                 }
                 let tag = self.session_tag();
                 match self.start_query(request, timeout(timeout_ms), tag) {
@@ -830,6 +837,33 @@ impl Connection {
             }
         };
         self.pending.push((id, pending));
+    }
+
+    /// Why the servers this session runs for `request`'s file are not the ones the client loaded
+    /// (`client_hash`, see [`WireOp::Query`]); `None` when they are the same.
+    fn config_mismatch(
+        &self,
+        request: &crate::query::command::QueryRequest,
+        client_hash: &str,
+    ) -> Option<String> {
+        let extension = request.file().and_then(crate::config::extension_key);
+        let hashes = {
+            let state = match self.shared.config.lock() {
+                Ok(state) => state,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            Arc::clone(&state.extension_hashes)
+        };
+        let ours = extension
+            .as_ref()
+            .and_then(|extension| hashes.get(extension).cloned())
+            .unwrap_or_else(super::hash::empty_hash);
+        (ours != client_hash).then(|| {
+            format!(
+                "the session serves other servers for {} files",
+                extension.as_deref().unwrap_or("these")
+            )
+        })
     }
 
     /// A request tag unique across connections: the connection id in the high bits.
