@@ -396,6 +396,34 @@ struct Connection {
     seen_generation: u64,
     /// Set when writing to the client failed: the connection ends.
     broken: bool,
+    /// The query this thread runs itself, shared with the reader thread ([`InlineQuery`]).
+    inline_query: Arc<InlineQuery>,
+}
+
+/// A `query` the connection thread runs itself, for a client whose logs are at `warn` or quieter
+/// (a one-shot command): no query thread and no hand-off to one, so the answer crosses two fewer
+/// threads. While it runs the connection thread reads no line; the reader thread, which sees the
+/// client go, cancels the query's LSP requests instead. The two flags are set in opposite order
+/// on the two threads (tag then `gone` on one, `gone` then tag on the other), so a client that
+/// goes just as the query starts is seen by at least one of them.
+#[derive(Default)]
+struct InlineQuery {
+    /// The running query's session tag; 0 when none runs.
+    tag: std::sync::atomic::AtomicU64,
+    /// The client closed its end (or reading failed).
+    gone: std::sync::atomic::AtomicBool,
+}
+
+impl InlineQuery {
+    /// On the reader thread when the client's stream ends: cancels the running query, if any.
+    fn client_gone(&self, op_sender: &Sender<Op>) {
+        self.gone.store(true, Ordering::SeqCst);
+        let tag = self.tag.load(Ordering::SeqCst);
+        if tag != 0 {
+            log::info!("connection closed with its query in flight: cancelling it");
+            let _ = op_sender.send(Op::Cancel { tag });
+        }
+    }
 }
 
 fn run_connection(
@@ -409,19 +437,28 @@ fn run_connection(
         return;
     };
     let (line_sender, line_receiver) = bounded::<Option<Line>>(16);
-    let reader = thread::Builder::new()
-        .name(format!("lspc-session-in-{connection_id}"))
-        .spawn(move || {
-            let mut reader = BufReader::new(read_half);
-            loop {
-                let line = wire::read_line(&mut reader, wire::MAX_LINE_BYTES);
-                let end = !matches!(line, Ok(Some(_)));
-                if line_sender.send(line.ok().flatten()).is_err() || end {
-                    return;
+    let inline_query = Arc::new(InlineQuery::default());
+    let reader = {
+        let inline_query = Arc::clone(&inline_query);
+        let op_sender = op_sender.clone();
+        thread::Builder::new()
+            .name(format!("lspc-session-in-{connection_id}"))
+            .spawn(move || {
+                let mut reader = BufReader::new(read_half);
+                loop {
+                    let line = wire::read_line(&mut reader, wire::MAX_LINE_BYTES);
+                    let end = !matches!(line, Ok(Some(_)));
+                    if end {
+                        // The connection thread may be inside a query: it cannot see the end.
+                        inline_query.client_gone(&op_sender);
+                    }
+                    if line_sender.send(line.ok().flatten()).is_err() || end {
+                        return;
+                    }
                 }
-            }
-        })
-        .ok();
+            })
+            .ok()
+    };
     let own_consumer = format!("session-connection-{connection_id}");
     let _ = op_sender.send(Op::OpenPassive {
         consumer: own_consumer.clone(),
@@ -442,6 +479,7 @@ fn run_connection(
         logs: None,
         seen_generation: 0,
         broken: false,
+        inline_query,
     };
     let config = super::reload::snapshot(&connection.shared.config);
     connection.seen_generation = config.generation;
@@ -825,6 +863,13 @@ impl Connection {
                     }
                 }
                 let tag = self.session_tag();
+                let quiet = self
+                    .logs
+                    .as_ref()
+                    .is_none_or(|logs| logs.max_level <= log::LevelFilter::Warn);
+                if quiet && self.pending.is_empty() && self.subscriptions.is_empty() {
+                    return self.run_query_inline(id, request, timeout(timeout_ms), tag);
+                }
                 match self.start_query(request, timeout(timeout_ms), tag) {
                     Ok(pending) => pending,
                     Err(message) => return self.write_error(Some(id), &message),
@@ -872,6 +917,48 @@ impl Connection {
         (self.connection_id << 32) | self.next_tag
     }
 
+    /// Runs `request` on this thread ([`InlineQuery`]) and writes its answer line.
+    fn run_query_inline(
+        &mut self,
+        id: u64,
+        request: crate::query::command::QueryRequest,
+        timeout: Duration,
+        tag: u64,
+    ) {
+        self.inline_query.tag.store(tag, Ordering::SeqCst);
+        if self.inline_query.gone.load(Ordering::SeqCst) {
+            // Nobody to answer; the reader may have sent a cancel for a request never made.
+            self.inline_query.tag.store(0, Ordering::SeqCst);
+            return;
+        }
+        let queries = self.queries(timeout, tag);
+        let outcome = crate::query::command::execute(&queries, &request);
+        self.inline_query.tag.store(0, Ordering::SeqCst);
+        #[derive(Serialize)]
+        struct Reply<'a> {
+            id: u64,
+            result: &'a QueryOutcome,
+        }
+        let line = serde_json::to_string(&Reply {
+            id,
+            result: &outcome,
+        })
+        .unwrap_or_default();
+        self.write_line(&line);
+    }
+
+    /// A query runner on the session's engine with the session's record of analysed files, its
+    /// LSP requests tagged `tag`.
+    fn queries(&self, timeout: Duration, tag: u64) -> crate::query::Queries {
+        crate::query::Queries::new(
+            self.op_sender.clone(),
+            self.shared.hello.root.clone(),
+            timeout,
+        )
+        .with_analysed_files(self.shared.analysed.clone())
+        .with_tag(Some(tag))
+    }
+
     /// Runs `request` on one of the session's query threads against the session's engine, with
     /// the session's record of analysed files; its LSP requests carry `tag` (cancelled when the
     /// client goes).
@@ -881,13 +968,7 @@ impl Connection {
         timeout: Duration,
         tag: u64,
     ) -> Result<Pending, String> {
-        let queries = crate::query::Queries::new(
-            self.op_sender.clone(),
-            self.shared.hello.root.clone(),
-            timeout,
-        )
-        .with_analysed_files(self.shared.analysed.clone())
-        .with_tag(Some(tag));
+        let queries = self.queries(timeout, tag);
         let (reply, receiver) = bounded(1);
         self.shared.query_workers.run(Box::new(move || {
             let _ = reply.send(crate::query::command::execute(&queries, &request));
