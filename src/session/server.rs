@@ -173,6 +173,8 @@ pub fn serve(mut options: EngineOptions, idle: Duration) -> i32 {
         clients: AtomicUsize::new(0),
         analysed: crate::query::AnalysedFiles::default(),
         query_workers: super::query_workers::QueryWorkers::default(),
+        connection_threads: super::query_workers::QueryWorkers::named("lspc-session-conn"),
+        reader_threads: super::query_workers::QueryWorkers::named("lspc-session-in"),
         config: reloader.state(),
         reload_sender,
     });
@@ -242,6 +244,11 @@ struct Shared {
     analysed: crate::query::AnalysedFiles,
     /// The threads that run `query` ops, kept between queries.
     query_workers: super::query_workers::QueryWorkers,
+    /// The threads that run connections, and those that read their lines, kept between
+    /// connections. Not joined when the session ends: one may be blocked on a client, and the
+    /// process exits right after.
+    connection_threads: super::query_workers::QueryWorkers,
+    reader_threads: super::query_workers::QueryWorkers,
     /// The reloader's published state.
     config: SharedConfigState,
     /// To the main thread's reloader.
@@ -273,21 +280,41 @@ fn accept_loop(
                 continue;
             }
         }
+        // The hello goes out before this connection's threads are started: the client reads
+        // it and writes its request while they start, instead of waiting for them.
+        let config = super::reload::snapshot(&shared.config);
+        let hello = Hello {
+            config_hash: config.config_hash,
+            ..shared.hello.clone()
+        };
+        let mut hello = serde_json::to_vec(&hello).unwrap_or_default();
+        hello.push(b'\n');
+        if stream.write_all(&hello).is_err() {
+            continue;
+        }
+        let seen_generation = config.generation;
         n_connections += 1;
         let connection_id = n_connections;
         let op_sender = op_sender.clone();
         let shared = Arc::clone(&shared);
         let stop_sender = stop_sender.clone();
         shared.clients.fetch_add(1, Ordering::SeqCst);
-        let spawned = thread::Builder::new()
-            .name(format!("lspc-session-conn-{connection_id}"))
-            .spawn(move || {
-                let shared_for_count = Arc::clone(&shared);
-                run_connection(stream, connection_id, op_sender, shared, stop_sender);
-                shared_for_count.clients.fetch_sub(1, Ordering::SeqCst);
-            });
-        if spawned.is_err() {
-            log::warn!("cannot start a thread for connection {connection_id}");
+        let pool = Arc::clone(&shared);
+        let started = pool.connection_threads.run(Box::new(move || {
+            let shared_for_count = Arc::clone(&shared);
+            run_connection(
+                stream,
+                connection_id,
+                seen_generation,
+                op_sender,
+                shared,
+                stop_sender,
+            );
+            shared_for_count.clients.fetch_sub(1, Ordering::SeqCst);
+        }));
+        if let Err(error) = started {
+            log::warn!("connection {connection_id}: {error}");
+            pool.clients.fetch_sub(1, Ordering::SeqCst);
         }
     }
 }
@@ -426,9 +453,11 @@ impl InlineQuery {
     }
 }
 
+/// Serves one connection whose hello was written (with the configuration of `seen_generation`).
 fn run_connection(
     stream: UnixStream,
     connection_id: u64,
+    seen_generation: u64,
     op_sender: Sender<Op>,
     shared: Arc<Shared>,
     stop_sender: Sender<()>,
@@ -438,27 +467,28 @@ fn run_connection(
     };
     let (line_sender, line_receiver) = bounded::<Option<Line>>(16);
     let inline_query = Arc::new(InlineQuery::default());
-    let reader = {
+    let reader_started = {
         let inline_query = Arc::clone(&inline_query);
         let op_sender = op_sender.clone();
-        thread::Builder::new()
-            .name(format!("lspc-session-in-{connection_id}"))
-            .spawn(move || {
-                let mut reader = BufReader::new(read_half);
-                loop {
-                    let line = wire::read_line(&mut reader, wire::MAX_LINE_BYTES);
-                    let end = !matches!(line, Ok(Some(_)));
-                    if end {
-                        // The connection thread may be inside a query: it cannot see the end.
-                        inline_query.client_gone(&op_sender);
-                    }
-                    if line_sender.send(line.ok().flatten()).is_err() || end {
-                        return;
-                    }
+        shared.reader_threads.run(Box::new(move || {
+            let mut reader = BufReader::new(read_half);
+            loop {
+                let line = wire::read_line(&mut reader, wire::MAX_LINE_BYTES);
+                let end = !matches!(line, Ok(Some(_)));
+                if end {
+                    // The connection thread may be inside a query: it cannot see the end.
+                    inline_query.client_gone(&op_sender);
                 }
-            })
-            .ok()
+                if line_sender.send(line.ok().flatten()).is_err() || end {
+                    return;
+                }
+            }
+        }))
     };
+    if let Err(error) = reader_started {
+        log::warn!("connection {connection_id}: {error}");
+        return;
+    }
     let own_consumer = format!("session-connection-{connection_id}");
     let _ = op_sender.send(Op::OpenPassive {
         consumer: own_consumer.clone(),
@@ -477,26 +507,17 @@ fn run_connection(
         own_consumer,
         consumers: Default::default(),
         logs: None,
-        seen_generation: 0,
+        seen_generation,
         broken: false,
         inline_query,
     };
-    let config = super::reload::snapshot(&connection.shared.config);
-    connection.seen_generation = config.generation;
-    let hello = Hello {
-        config_hash: config.config_hash,
-        ..connection.shared.hello.clone()
-    };
-    let hello = serde_json::to_string(&hello).unwrap_or_default();
-    connection.write_line(&hello);
     connection.run(&line_receiver);
     super::logs::unregister(connection_id);
     connection.cancel_in_flight();
     let _ = connection.writer.shutdown(std::net::Shutdown::Both);
-    drop(line_receiver);
-    if let Some(reader) = reader {
-        let _ = reader.join();
-    }
+    // The reader sees the end now; its job is over (and its thread free for another connection)
+    // when its sender is dropped.
+    while line_receiver.recv().is_ok() {}
 }
 
 /// What the select in [`Connection::run`] found ready.
