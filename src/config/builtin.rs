@@ -326,6 +326,13 @@ pub(crate) fn builtin_servers(
         {
             continue;
         }
+        // For one extension's servers, a second Python type checker is skipped when found and
+        // runs nothing when not found, so it is not searched for (neither is in the session's
+        // configuration hash).
+        if only_extension.is_some() && builtin.python_type_checker && python_type_checker.is_some()
+        {
+            continue;
+        }
         if let Some(replacing) = configured
             .iter()
             .find(|s| s.name == builtin.name || runs_program(s, builtin.command))

@@ -25,6 +25,11 @@ impl Fnv1a {
         self.0 = hash;
     }
 
+    /// The digest of everything fed so far.
+    pub fn value(&self) -> u64 {
+        self.0
+    }
+
     /// The digest of everything fed so far: 16 lowercase hex digits.
     pub fn hex(&self) -> String {
         format!("{:016x}", self.0)
@@ -95,11 +100,17 @@ pub fn empty_hash() -> String {
 }
 
 /// Each server's `Debug` form (every field that decides what runs and how), written straight
-/// into the hasher.
+/// into the hasher. A built-in whose program is not on `PATH` is left out: it runs nothing and
+/// claims no file, and leaving it out lets a one-shot query's load skip searching for programs
+/// that could not serve it anyway ([`crate::config::load_for_extension`]). It still counts once
+/// found: then it is a server like any other.
 fn hash_servers<'a>(servers: impl Iterator<Item = &'a crate::config::ServerConfig>) -> String {
     use std::fmt::Write;
     let mut hasher = Fnv1a::default();
-    for server in servers {
+    let runs_something = |server: &&crate::config::ServerConfig| {
+        server.resolved_command.is_some() || server.origin != crate::config::ConfigOrigin::BuiltIn
+    };
+    for server in servers.filter(runs_something) {
         let _ = writeln!(hasher, "{server:?}");
     }
     hasher.hex()
