@@ -446,7 +446,8 @@ fn run_operation(
 /// always`, a started one), loading only the servers for that file
 /// ([`config::load_for_extension`]: the built-in table's other programs are not searched on
 /// `PATH`) and letting the session check that it runs the same servers for it
-/// ([`crate::session::client::query_for_file`]). `None` when no session is used this way
+/// (the query's lines carry that file's configuration hash, [`client::query_lines`], written
+/// before the hello is even read). `None` when no session is used this way
 /// (`never`, the session process itself, no session, a workspace-symbol query, a file without an
 /// extension, or a session that cannot be reached): the command then runs as every other one.
 ///
@@ -473,8 +474,12 @@ fn warm_query(global: &GlobalOptions, options: &QueryOptions) -> Option<i32> {
     let mut engine_options = EngineOptions::new(config);
     tune_engine(global, &mut engine_options);
     engine_options.config_sources = Some(sources);
+    let canonical = options.request.canonical();
+    let early = |key: &str| {
+        client::query_lines(key, &canonical, options.timeout, Some(config_hash.clone()))
+    };
     let connected =
-        client::find_or_start_by_key(&engine_options, mode == SessionMode::Always).ok()?;
+        client::find_or_start_sending(&engine_options, mode == SessionMode::Always, &early).ok()?;
     let config = &engine_options.config;
     for error in &config.errors {
         eprintln!("lspc: config error: {error}");
@@ -495,9 +500,7 @@ fn warm_query(global: &GlobalOptions, options: &QueryOptions) -> Option<i32> {
             eprintln!("lspc: hint: {}", hint.message());
         }
     }
-    let canonical = options.request.canonical();
-    let outcome = match client::exchange(connected, &canonical, options.timeout, Some(config_hash))
-    {
+    let outcome = match client::read_answer(connected) {
         client::QueryExchange::Answered(outcome) => outcome,
         client::QueryExchange::ConfigMismatch => {
             // The errors, notes and hints above are those of the whole configuration too.

@@ -414,6 +414,10 @@ struct Connection {
     next_tag: u64,
     /// This connection's own passive queue in the engine (its frontend's shared queue).
     own_consumer: String,
+    /// Whether `own_consumer` is open in the engine: from this connection's first op other than
+    /// `logs` and `query` (a one-shot query never drains passive diagnostics, so it costs the
+    /// loop no queue to open and close).
+    own_consumer_open: bool,
     /// Further queues the client opened (engine names).
     consumers: std::collections::BTreeSet<String>,
     /// Engine records for this client, once it sent its `logs` filter ([`super::logs`]).
@@ -490,9 +494,6 @@ fn run_connection(
         return;
     }
     let own_consumer = format!("session-connection-{connection_id}");
-    let _ = op_sender.send(Op::OpenPassive {
-        consumer: own_consumer.clone(),
-    });
     let mut connection = Connection {
         connection_id,
         writer: stream,
@@ -505,6 +506,7 @@ fn run_connection(
         client_tags: HashMap::new(),
         next_tag: 0,
         own_consumer,
+        own_consumer_open: false,
         consumers: Default::default(),
         logs: None,
         seen_generation,
@@ -690,6 +692,13 @@ impl Connection {
 
     fn handle_request(&mut self, request: WireRequest) {
         let id = request.id;
+        if !self.own_consumer_open
+            && !matches!(request.op, WireOp::Logs { .. } | WireOp::Query { .. })
+        {
+            self.own_consumer_open = true;
+            let consumer = self.own_consumer.clone();
+            self.send_op(Op::OpenPassive { consumer });
+        }
         let timeout = |ms: u64| Duration::from_millis(ms);
         let pending = match request.op {
             WireOp::Diagnostics { paths, timeout_ms } => {
@@ -1101,7 +1110,8 @@ impl Connection {
     /// passive queues closed.
     fn cancel_in_flight(&mut self) {
         let consumers = std::mem::take(&mut self.consumers);
-        for consumer in consumers.into_iter().chain([self.own_consumer.clone()]) {
+        let own = self.own_consumer_open.then(|| self.own_consumer.clone());
+        for consumer in consumers.into_iter().chain(own) {
             self.send_op(Op::ClosePassive { consumer });
         }
         let tags: Vec<u64> = self
