@@ -354,7 +354,9 @@ fn one_shot_queries_reuse_the_sessions_threads() {
     );
 }
 
-/// A file rewritten on disk between two one-shot queries: the second answers from the new text.
+/// A file rewritten on disk between two one-shot queries: the second answers from the new text
+/// (the first at debug, the second at the default log level: a query runs on another session
+/// thread at each).
 #[test]
 fn a_file_rewritten_between_two_one_shot_queries_is_seen() {
     let ws = SessionWorkspace::new("rewritten", json!({}));
@@ -366,7 +368,10 @@ fn a_file_rewritten_between_two_one_shot_queries_is_seen() {
     // Same size, so only the mtime and content tell the versions apart.
     ws.workspace
         .file("a.py", "\n\ndef alpha():\ndef beta():\n    alpha()\n");
+    // The first query ran at debug (on a session query thread), this one at the default level
+    // (on the connection's thread): both ways see the file as it is on disk.
     ws.lspc(&["definition", "a.py:5:5"])
+        .env("RUST_LOG", "warn")
         .run()
         .status(0)
         .stdout_is("a.py:3:5  def alpha():\n");
