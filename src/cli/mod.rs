@@ -350,6 +350,16 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             format,
             timeout,
         } => {
+            if let Operation::Query(request) = &operation {
+                let options = QueryOptions {
+                    request: request.clone(),
+                    format,
+                    timeout,
+                };
+                if let Some(status) = warm_query(&args.global, &options) {
+                    return status;
+                }
+            }
             let config = load_config(&args.global);
             if let Operation::Query(request) = &operation {
                 if crate::install_hints::hints_enabled(args.global.no_hints) {
@@ -431,6 +441,78 @@ fn run_operation(
             failure.exit_status()
         }
     }
+}
+
+/// A query command on one file through the workspace's running session (or, with `--session
+/// always`, a started one), loading only the servers for that file
+/// ([`config::load_for_extension`]: the built-in table's other programs are not searched on
+/// `PATH`) and letting the session check that it runs the same servers for it
+/// (the query's lines carry that file's configuration hash, [`client::query_lines`], written
+/// before the hello is even read). `None` when no session is used this way
+/// (`never`, the session process itself, no session, a workspace-symbol query, a file without an
+/// extension, or a session that cannot be reached): the command then runs as every other one.
+///
+/// Output and exit status are those of the in-process run: the configuration's errors and notes
+/// are the same (every configured source is read), and so are the install hints for the file.
+/// When the session runs other servers for the file (a configuration file edited since it
+/// loaded it, a server installed), the whole configuration is loaded and the query takes
+/// [`run_query`]'s route, whose hello check makes the session reload first.
+fn warm_query(global: &GlobalOptions, options: &QueryOptions) -> Option<i32> {
+    use crate::session::{client, SessionMode};
+    let mode = global.session.unwrap_or_default();
+    if !matches!(mode, SessionMode::Auto | SessionMode::Always)
+        || matches!(
+            options.request,
+            crate::query::command::QueryRequest::WorkspaceSymbols { .. }
+        )
+    {
+        return None;
+    }
+    let extension = config::extension_key(options.request.file()?)?;
+    let sources = config_options(global);
+    let config = config::load_for_extension(&sources, &extension);
+    let config_hash = crate::session::hash::config_hash_for_extension(&config, &extension);
+    let mut engine_options = EngineOptions::new(config);
+    tune_engine(global, &mut engine_options);
+    engine_options.config_sources = Some(sources);
+    let canonical = options.request.canonical();
+    let early = |key: &str| {
+        client::query_lines(key, &canonical, options.timeout, Some(config_hash.clone()))
+    };
+    let connected =
+        client::find_or_start_sending(&engine_options, mode == SessionMode::Always, &early).ok()?;
+    let config = &engine_options.config;
+    for error in &config.errors {
+        eprintln!("lspc: config error: {error}");
+    }
+    if !global.quiet {
+        for note in &config.notes {
+            eprintln!("lspc: {note}");
+        }
+    }
+    if crate::install_hints::hints_enabled(global.no_hints) {
+        let files: Vec<std::path::PathBuf> = options
+            .request
+            .file()
+            .map(std::path::PathBuf::from)
+            .into_iter()
+            .collect();
+        for hint in crate::install_hints::hints_for(config, &files) {
+            eprintln!("lspc: hint: {}", hint.message());
+        }
+    }
+    let outcome = match client::read_answer(connected) {
+        client::QueryExchange::Answered(outcome) => outcome,
+        client::QueryExchange::ConfigMismatch => {
+            // The errors, notes and hints above are those of the whole configuration too.
+            let sources = engine_options.config_sources.take()?;
+            let mut engine_options = EngineOptions::new(config::load(&sources));
+            tune_engine(global, &mut engine_options);
+            engine_options.config_sources = Some(sources);
+            run_query(engine_options, options)
+        }
+    };
+    Some(crate::query::command::report(outcome, options))
 }
 
 /// One query command's outcome: from the workspace's session in one round trip when one serves

@@ -300,11 +300,14 @@ pub fn default_root_markers(extensions: &BTreeMap<String, String>) -> Vec<String
 
 /// The built-in servers to append after `configured`: used ones (found, with at least one
 /// unclaimed extension) and unavailable ones (`resolved_command: None`) in table order, plus
-/// the found-but-unused ones with the reason. `path_var` is the PATH value to search.
+/// the found-but-unused ones with the reason. `path_var` is the PATH value to search. With
+/// `only_extension`, the built-ins that do not serve it are left out before their command is
+/// searched (`sources::load_for_extension`).
 pub(crate) fn builtin_servers(
     configured: &[ServerConfig],
     root: &Path,
     path_var: Option<&str>,
+    only_extension: Option<&str>,
 ) -> (Vec<ServerConfig>, Vec<SkippedServer>) {
     let mut servers = Vec::new();
     let mut skipped = Vec::new();
@@ -319,6 +322,17 @@ pub(crate) fn builtin_servers(
         })
         .map(|s| s.name.as_str());
     for builtin in TABLE {
+        if only_extension.is_some_and(|wanted| builtin.extensions.iter().all(|(e, _)| *e != wanted))
+        {
+            continue;
+        }
+        // For one extension's servers, a second Python type checker is skipped when found and
+        // runs nothing when not found, so it is not searched for (neither is in the session's
+        // configuration hash).
+        if only_extension.is_some() && builtin.python_type_checker && python_type_checker.is_some()
+        {
+            continue;
+        }
         if let Some(replacing) = configured
             .iter()
             .find(|s| s.name == builtin.name || runs_program(s, builtin.command))

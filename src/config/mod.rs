@@ -34,7 +34,7 @@ use serde_json::Value;
 use json::SyntaxError;
 pub use resolve::{find_in_path, resolve_command, workspace_root};
 use sources::merge_by_name;
-pub use sources::{load, load_with_env};
+pub use sources::{load, load_for_extension, load_with_env};
 
 /// One language server lspc may start, after loading, validation and `${VAR}` expansion.
 #[derive(Debug, Clone, PartialEq)]
@@ -1304,6 +1304,27 @@ mod tests {
             .map(|s| format!("{}: {}", s.server.name, s.reason))
             .collect();
         assert_eq!(skipped, expected_skipped);
+        // A one-shot query's load for one extension gives that extension's servers exactly as
+        // the whole load does (the session compares these hashes), and the same errors and notes.
+        let mut extensions: Vec<&String> = config
+            .servers
+            .iter()
+            .flat_map(|s| s.extension_to_language.keys())
+            .collect();
+        extensions.sort();
+        extensions.dedup();
+        assert!(extensions.len() > 3, "{extensions:?}");
+        for extension in extensions {
+            let one =
+                sources::load_sources(&options, &env_of(&[("PATH", &path_var)]), Some(extension));
+            assert_eq!(
+                crate::session::hash::config_hash_for_extension(&one, extension),
+                crate::session::hash::config_hash_for_extension(&config, extension),
+                "{extension}"
+            );
+            assert_eq!((&one.errors, &one.notes), (&config.errors, &config.notes));
+            assert!(one.servers.len() < config.servers.len(), "{extension}");
+        }
         // Unavailable built-ins are listed, unresolved.
         for server in &config.servers {
             if server.origin == ConfigOrigin::BuiltIn

@@ -19,6 +19,25 @@ pub fn load(options: &ConfigOptions) -> Config {
 
 /// [`load`] with an injected environment lookup (tests control `PATH` and variables).
 pub fn load_with_env(options: &ConfigOptions, env: &dyn Fn(&str) -> Option<String>) -> Config {
+    load_sources(options, env, None)
+}
+
+/// [`load`] for one file's servers: every configured source is read as by [`load`] (so the
+/// errors and notes are the same), but of the built-in table only the servers that serve
+/// `extension` (an [`extension_key`], such as `".py"`) are resolved on `PATH` and added. The
+/// servers that claim `extension` are then exactly those [`load`] gives for it, in the same
+/// order and resolved the same way (the one Python type-checker slot is decided among Python
+/// servers only), which is what a one-shot query on such a file needs; other files' servers
+/// are missing, so the result must not be used for anything else.
+pub fn load_for_extension(options: &ConfigOptions, extension: &str) -> Config {
+    load_sources(options, &|name| std::env::var(name).ok(), Some(extension))
+}
+
+pub(super) fn load_sources(
+    options: &ConfigOptions,
+    env: &dyn Fn(&str) -> Option<String>,
+    only_extension: Option<&str>,
+) -> Config {
     let mut loader = Loader {
         options,
         env,
@@ -64,7 +83,7 @@ pub fn load_with_env(options: &ConfigOptions, env: &dyn Fn(&str) -> Option<Strin
     if options.builtin {
         let path_var = env("PATH");
         let (builtins, unused) =
-            builtin::builtin_servers(&servers, &options.root, path_var.as_deref());
+            builtin::builtin_servers(&servers, &options.root, path_var.as_deref(), only_extension);
         servers.extend(builtins);
         skipped = unused;
     }

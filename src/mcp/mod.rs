@@ -222,37 +222,62 @@ impl std::fmt::Debug for HubInput {
 /// One unit of work for the pool.
 type Job = Box<dyn FnOnce() + Send>;
 
+/// The tool-call threads (`"lspc-mcp-worker-N"`), at most `size`, started on demand: a thread
+/// is started for a job only when none is idle, so a client that calls one tool at a time has one
+/// worker, and an idle `lspc mcp` (or one attached to a session) holds none. Only the hub submits.
 struct WorkerPool {
     sender: Option<Sender<Job>>,
+    receiver: Receiver<Job>,
+    size: usize,
+    /// Threads waiting for a job and not claimed by a submitted one. Once the pool is full it
+    /// can over-count (a job queued behind busy threads is not claimed), which only matters
+    /// while the pool could still grow.
+    idle: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     threads: Vec<thread::JoinHandle<()>>,
 }
 
 impl WorkerPool {
     fn new(size: usize) -> WorkerPool {
         let (sender, receiver) = unbounded::<Job>();
-        let threads = (0..size.max(1))
-            .filter_map(|index| {
-                let receiver = receiver.clone();
-                thread::Builder::new()
-                    .name(format!("lspc-mcp-worker-{index}"))
-                    .spawn(move || {
-                        // Parked at once between jobs, without crossbeam's yields (issue 15).
-                        while let Ok(job) = engine::recv_parked(&receiver) {
-                            job();
-                        }
-                    })
-                    .ok()
-            })
-            .collect();
         WorkerPool {
             sender: Some(sender),
-            threads,
+            receiver,
+            size: size.max(1),
+            idle: Default::default(),
+            threads: Vec::new(),
         }
     }
 
-    fn submit(&self, job: Job) {
-        if let Some(sender) = &self.sender {
-            let _ = sender.send(job);
+    fn submit(&mut self, job: Job) {
+        use std::sync::atomic::Ordering;
+        let Some(sender) = &self.sender else {
+            return;
+        };
+        let _ = sender.send(job);
+        let claimed = self
+            .idle
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |idle| {
+                idle.checked_sub(1)
+            })
+            .is_ok();
+        if claimed || self.threads.len() >= self.size {
+            return;
+        }
+        let receiver = self.receiver.clone();
+        let idle = std::sync::Arc::clone(&self.idle);
+        let spawned = thread::Builder::new()
+            .name(format!("lspc-mcp-worker-{}", self.threads.len()))
+            .spawn(move || {
+                // Parked at once between jobs, without crossbeam's yields (issue 15).
+                while let Ok(job) = engine::recv_parked(&receiver) {
+                    job();
+                    idle.fetch_add(1, Ordering::SeqCst);
+                }
+            });
+        match spawned {
+            Ok(thread) => self.threads.push(thread),
+            // The job waits for a running worker, if any.
+            Err(error) => log::warn!("cannot start an MCP worker thread: {error}"),
         }
     }
 

@@ -74,13 +74,21 @@ pub enum ConnectError {
 /// [`connect`], and a stale socket is removed: under the start lock, after checking again (a
 /// session being started holds its starter's lock from before `bind` until it listens).
 pub fn connect_or_clean(paths: &SessionPaths) -> Result<Connected, ConnectError> {
-    match connect(paths) {
+    connect_or_clean_sending(paths, &|_| Vec::new())
+}
+
+/// [`connect_or_clean`] with [`connect_sending`]'s early lines.
+fn connect_or_clean_sending(
+    paths: &SessionPaths,
+    early: &dyn Fn(&str) -> Vec<u8>,
+) -> Result<Connected, ConnectError> {
+    match connect_sending(paths, early) {
         Err(ConnectError::Stale) => {}
         other => return other,
     }
     let _lock = StartLock::acquire(&paths.lock)
         .map_err(|error| ConnectError::Unusable(error.to_string()))?;
-    match connect(paths) {
+    match connect_sending(paths, early) {
         Err(ConnectError::Stale) => {
             log::info!("removing stale session socket {}", paths.socket.display());
             let _ = std::fs::remove_file(&paths.socket);
@@ -92,7 +100,18 @@ pub fn connect_or_clean(paths: &SessionPaths) -> Result<Connected, ConnectError>
 
 /// Connects to the session at `paths` and reads its hello.
 pub fn connect(paths: &SessionPaths) -> Result<Connected, ConnectError> {
-    let stream = match UnixStream::connect(&paths.socket) {
+    connect_sending(paths, &|_| Vec::new())
+}
+
+/// [`connect`], writing `early(key)` right after the socket connects and before the hello is
+/// read, so the session finds those lines waiting when it starts reading (a one-shot query's
+/// lines carry the key the session checks them against; the hello is checked as always once
+/// read, and a session that does not match is not used, whatever it did with them).
+pub fn connect_sending(
+    paths: &SessionPaths,
+    early: &dyn Fn(&str) -> Vec<u8>,
+) -> Result<Connected, ConnectError> {
+    let mut stream = match UnixStream::connect(&paths.socket) {
         Ok(stream) => stream,
         Err(error) => {
             return match error.kind() {
@@ -105,6 +124,11 @@ pub fn connect(paths: &SessionPaths) -> Result<Connected, ConnectError> {
             }
         }
     };
+    let lines = early(&paths.key);
+    if !lines.is_empty() {
+        // A refusing session closes at once: its error line is read below all the same.
+        let _ = stream.write_all(&lines);
+    }
     let unusable = |message: String| ConnectError::Unusable(message);
     let read_half = stream
         .try_clone()
@@ -181,36 +205,91 @@ pub fn query(
     request: &QueryRequest,
     timeout: Duration,
 ) -> Result<Result<QueryAnswer, QueryError>, AttachError> {
+    let connected = find_or_start(options, start)?;
+    match exchange(connected, request, timeout, None) {
+        QueryExchange::Answered(outcome) => Ok(outcome),
+        // Only a query carrying a file's hash can be refused this way.
+        QueryExchange::ConfigMismatch => Err(AttachError::Failed(
+            "the session refused the query's configuration".to_owned(),
+        )),
+    }
+}
+
+/// What the session did with a one-shot `query`.
+pub enum QueryExchange {
+    /// It ran the query: the outcome, as an in-process run gives it.
+    Answered(Result<QueryAnswer, QueryError>),
+    /// It runs other servers for the request's file than the client loaded (`configMismatch`):
+    /// the query did not run.
+    ConfigMismatch,
+}
+
+/// One `query` exchange on a checked connection: [`query_lines`] out in one write, then
+/// [`read_answer`].
+pub fn exchange(
+    connected: Connected,
+    request: &QueryRequest,
+    timeout: Duration,
+    config_hash: Option<String>,
+) -> QueryExchange {
+    let lines = query_lines(&connected.hello.key, request, timeout, config_hash);
+    let mut connected = connected;
+    if connected.stream.write_all(&lines).is_err() {
+        return QueryExchange::Answered(Err(QueryError::Engine(EngineError::SessionLost(
+            lost_message(&connected.hello),
+        ))));
+    }
+    read_answer(connected)
+}
+
+/// The id of the `query` line in [`query_lines`] (its `logs` line is 1).
+const QUERY_ID: u64 = 2;
+
+/// The lines a one-shot query sends (one write): its log filter first (as the proxy sends it),
+/// so the engine records of this query reach this process's stderr as in process, then the
+/// `query` for the session at `key`.
+pub fn query_lines(
+    key: &str,
+    request: &QueryRequest,
+    timeout: Duration,
+    config_hash: Option<String>,
+) -> Vec<u8> {
+    let mut lines = Vec::new();
+    let mut push = |id: u64, op: WireOp| {
+        lines.extend(serde_json::to_vec(&WireRequest { id, op }).unwrap_or_default());
+        lines.push(b'\n');
+    };
+    push(
+        1,
+        WireOp::Logs {
+            filter: super::logs::client_filter().to_owned(),
+        },
+    );
+    push(
+        QUERY_ID,
+        WireOp::Query {
+            key: key.to_owned(),
+            request: request.clone(),
+            timeout_ms: wire::millis(timeout),
+            config_hash,
+        },
+    );
+    lines
+}
+
+/// Reads the answer to [`query_lines`] sent on `connected`: log lines replayed, the reply read
+/// (and at info or debug, one barrier round trip for the engine's late log lines).
+pub fn read_answer(connected: Connected) -> QueryExchange {
     let Connected {
         mut stream,
         mut reader,
         hello,
-    } = find_or_start(options, start)?;
+    } = connected;
     let lost = || QueryError::Engine(EngineError::SessionLost(lost_message(&hello)));
-    let op = WireOp::Query {
-        key: hello.key.clone(),
-        request: request.clone(),
-        timeout_ms: wire::millis(timeout),
-    };
-    // The log filter goes first (as the proxy sends it), so the engine records of this query
-    // reach this process's stderr as in process. This process's logger was set up from the same
-    // filter, so its max level says whether the answer needs the late-lines barrier below.
+    // This process's logger was set up from the client's filter, so its max level says whether
+    // the answer needs the late-lines barrier below.
     let verbose_logs = log::max_level() > log::LevelFilter::Warn;
-    let mut lines = Vec::new();
-    let mut next_id = 0;
-    let mut push = |op: WireOp| {
-        next_id += 1;
-        lines.extend(serde_json::to_vec(&WireRequest { id: next_id, op }).unwrap_or_default());
-        lines.push(b'\n');
-    };
-    push(WireOp::Logs {
-        filter: super::logs::client_filter().to_owned(),
-    });
-    push(op);
-    let query_id = next_id;
-    if stream.write_all(&lines).is_err() {
-        return Ok(Err(lost()));
-    }
+    let query_id = QUERY_ID;
     let mut answer = None;
     let mut flush_deadline: Option<Instant> = None;
     loop {
@@ -221,7 +300,7 @@ pub fn query(
                 continue;
             }
             Ok(None) | Err(_) if answer.is_some() => break,
-            Ok(None) | Err(_) => return Ok(Err(lost())),
+            Ok(None) | Err(_) => return QueryExchange::Answered(Err(lost())),
         };
         if line.starts_with("{\"log\"") {
             match serde_json::from_str::<LogLine>(&line) {
@@ -253,6 +332,14 @@ pub fn query(
             }
             continue;
         }
+        if reply.config_mismatch {
+            log::debug!(
+                "{}",
+                reply.error.as_deref().unwrap_or("configuration mismatch")
+            );
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+            return QueryExchange::ConfigMismatch;
+        }
         answer = Some(match (reply.result, reply.error) {
             (Some(outcome), _) => outcome,
             (None, error) => Err(QueryError::Engine(EngineError::SessionLost(format!(
@@ -281,7 +368,7 @@ pub fn query(
         }
     }
     let _ = stream.shutdown(std::net::Shutdown::Both);
-    Ok(answer.expect("the loop ends with an answer or returns"))
+    QueryExchange::Answered(answer.expect("the loop ends with an answer or returns"))
 }
 
 /// A `{"log": …}` line the session forwards ([`super::logs`]).
@@ -296,6 +383,9 @@ struct QueryReply {
     id: Option<u64>,
     result: Option<Result<QueryAnswer, QueryError>>,
     error: Option<String>,
+    /// Set on a refusal because the session runs other servers for the file.
+    #[serde(rename = "configMismatch", default)]
+    config_mismatch: bool,
 }
 
 /// What the proxy does on SIGINT/SIGTERM/SIGHUP, as the in-process loop would
@@ -392,15 +482,28 @@ fn ask_reload(
 }
 
 /// [`find_or_start`] without the configuration check: the session at `options`' key.
-fn find_or_start_by_key(options: &EngineOptions, start: bool) -> Result<Connected, AttachError> {
+pub fn find_or_start_by_key(
+    options: &EngineOptions,
+    start: bool,
+) -> Result<Connected, AttachError> {
+    find_or_start_sending(options, start, &|_| Vec::new())
+}
+
+/// [`find_or_start_by_key`], writing `early(key)` on the connection before its hello is read
+/// ([`connect_sending`]).
+pub fn find_or_start_sending(
+    options: &EngineOptions,
+    start: bool,
+    early: &dyn Fn(&str) -> Vec<u8>,
+) -> Result<Connected, AttachError> {
     let dir = paths::runtime_dir(start)
         .map_err(|error| AttachError::Failed(error.to_string()))?
         .ok_or(AttachError::NotRunning)?;
     let paths = SessionPaths::new(&dir, &paths::session_key(options));
-    match connect(&paths) {
+    match connect_sending(&paths, early) {
         Ok(connected) => return Ok(connected),
         Err(ConnectError::Stale) if !start => {
-            return match connect_or_clean(&paths) {
+            return match connect_or_clean_sending(&paths, early) {
                 Ok(connected) => Ok(connected),
                 Err(ConnectError::Unusable(message)) => Err(AttachError::Failed(message)),
                 Err(_) => Err(AttachError::NotRunning),
@@ -414,7 +517,7 @@ fn find_or_start_by_key(options: &EngineOptions, start: bool) -> Result<Connecte
         StartLock::acquire(&paths.lock).map_err(|error| AttachError::Failed(error.to_string()))?;
     // Whoever held the lock before us may have started it; a socket still refused now is stale
     // (no session starts without this lock).
-    match connect(&paths) {
+    match connect_sending(&paths, early) {
         Ok(connected) => return Ok(connected),
         Err(ConnectError::NotRunning) => {}
         Err(ConnectError::Stale) => {
@@ -426,7 +529,7 @@ fn find_or_start_by_key(options: &EngineOptions, start: bool) -> Result<Connecte
     spawn_session(&paths, options.config_sources.is_none()).map_err(AttachError::Failed)?;
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
-        match connect(&paths) {
+        match connect_sending(&paths, early) {
             Ok(connected) => return Ok(connected),
             Err(ConnectError::Unusable(message)) => return Err(AttachError::Failed(message)),
             // Refused: the session is between `bind` and `listen`.

@@ -100,6 +100,8 @@ static SESSION_LOGGER: OnceLock<SessionLogger> = OnceLock::new();
 pub struct ClientLogs {
     pub records: Receiver<WireLog>,
     pub dropped: std::sync::Arc<AtomicU64>,
+    /// The most verbose level the client's filter asks for.
+    pub max_level: LevelFilter,
 }
 
 impl ClientLogs {
@@ -130,6 +132,7 @@ pub fn register(connection_id: u64, spec: &str) -> Option<ClientLogs> {
     if filter.filter() == LevelFilter::Off {
         return None;
     }
+    let max_level = filter.filter();
     let (queue, records) = bounded(QUEUE_LIMIT);
     let dropped = std::sync::Arc::new(AtomicU64::new(0));
     let mut clients = logger.clients.lock().unwrap_or_else(|e| e.into_inner());
@@ -141,7 +144,11 @@ pub fn register(connection_id: u64, spec: &str) -> Option<ClientLogs> {
         dropped: std::sync::Arc::clone(&dropped),
     });
     logger.update_max_level(&clients);
-    Some(ClientLogs { records, dropped })
+    Some(ClientLogs {
+        records,
+        dropped,
+        max_level,
+    })
 }
 
 /// Stops forwarding records to connection `connection_id`.

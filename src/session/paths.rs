@@ -204,29 +204,53 @@ const ENVIRONMENT_PREFIXES_NOT_IN_KEY: &[&str] = &[
 /// server command names), `HOME`, locale or a server's own variables differ must not share one.
 pub fn environment_identity(vars: impl Iterator<Item = (OsString, OsString)>) -> String {
     let mut lines: Vec<String> = vars
-        .filter(|(name, _)| {
-            let name = name.to_string_lossy();
-            !ENVIRONMENT_NOT_IN_KEY.contains(&name.as_ref())
-                && !ENVIRONMENT_PREFIXES_NOT_IN_KEY
-                    .iter()
-                    .any(|prefix| name.starts_with(prefix))
-        })
+        .filter(|(name, _)| in_key(name))
         .map(|(name, value)| format!("{}={}", name.to_string_lossy(), value.to_string_lossy()))
         .collect();
     lines.sort();
     lines.join("\n")
 }
 
+/// Whether the variable `name` is part of the session key (see [`environment_identity`]).
+fn in_key(name: &std::ffi::OsStr) -> bool {
+    let Some(name) = name.to_str() else {
+        return true;
+    };
+    !ENVIRONMENT_NOT_IN_KEY.contains(&name)
+        && !ENVIRONMENT_PREFIXES_NOT_IN_KEY
+            .iter()
+            .any(|prefix| name.starts_with(prefix))
+}
+
+/// The digest of the variables [`environment_identity`] keeps, independent of their order: the
+/// wrapping sum of each `NAME=value`'s FNV-1a (names are unique, so no two terms cancel), with
+/// their count. Equal environments give equal digests without sorting or copying the
+/// environment, which a warm one-shot command would otherwise pay on every call.
+fn environment_digest(vars: impl Iterator<Item = (OsString, OsString)>) -> (u64, usize) {
+    let mut sum: u64 = 0;
+    let mut count = 0;
+    for (name, value) in vars.filter(|(name, _)| in_key(name)) {
+        let mut hasher = super::hash::Fnv1a::default();
+        hasher.write_bytes(name.as_encoded_bytes());
+        hasher.write_bytes(b"=");
+        hasher.write_bytes(value.as_encoded_bytes());
+        sum = sum.wrapping_add(hasher.value());
+        count += 1;
+    }
+    (sum, count)
+}
+
 /// The session key of `options`: a hash of the wire protocol and lspc version, the canonical
 /// workspace root, where the configuration comes from and the engine tuning (restart policy,
 /// file-size and open-document limits, timeouts), and this process's environment
-/// ([`environment_identity`]: a session's servers inherit the environment of the command that
-/// started it).
+/// (the variables [`environment_identity`] keeps, as an order-independent digest: a session's
+/// servers inherit the environment of the command that started it).
 ///
 /// "Where the configuration comes from" is [`EngineOptions::config_sources`] when set: each
 /// `--config` file and `--plugin-dir` folder (absolute, canonical when it exists), the user config
 /// path, `--trust` and `--no-builtin`; not what those files say. So editing a file keeps the key,
-/// and the session reloads it (the client's hello check, [`super::hash::config_hash`]); a command with other
+/// and the session reloads it (the client's hello check, [`super::hash::config_hash`], or for a
+/// one-shot query the session's check of [`super::hash::config_hash_for_extension`]); a command with other
 /// flags (another `--config` file) has another key and never reloads this session. Without
 /// sources (a configuration built in code) the resolved servers themselves are hashed.
 pub fn session_key(options: &EngineOptions) -> String {
@@ -235,8 +259,13 @@ pub fn session_key(options: &EngineOptions) -> String {
         Some(sources) => sources_identity(sources),
         None => format!("servers {:?}", options.config.servers),
     };
-    let identity = format!(
-        "lspc {} protocol {}\nroot {}\n{configuration}\nrestart {:?}\nmax_file_size {}\nmax_open_documents {}\nstartup {:?}\nshutdown {:?}\nsettle {:?} {:?}\nenvironment\n{}",
+    // Hashed as it is written, and the environment (most of the identity) as an
+    // order-independent digest: nothing is sorted or built as one string.
+    use std::fmt::Write;
+    let mut hasher = super::hash::Fnv1a::default();
+    let _ = write!(
+        hasher,
+        "lspc {} protocol {}\nroot {}\n{configuration}\nrestart {:?}\nmax_file_size {}\nmax_open_documents {}\nstartup {:?}\nshutdown {:?}\nsettle {:?} {:?}\nenvironment\n",
         env!("CARGO_PKG_VERSION"),
         super::wire::PROTOCOL_VERSION,
         root.display(),
@@ -247,9 +276,10 @@ pub fn session_key(options: &EngineOptions) -> String {
         options.shutdown_timeout,
         options.settle_quiet,
         options.settle_quiet_unversioned,
-        environment_identity(std::env::vars_os()),
     );
-    super::hash::hex_digest(&identity)
+    let (digest, count) = environment_digest(std::env::vars_os());
+    let _ = write!(hasher, "{count} variables, digest {digest:016x}");
+    hasher.hex()
 }
 
 /// The configuration sources as the key sees them: paths made absolute against the current
@@ -436,6 +466,33 @@ mod tests {
             ])
         );
         assert_ne!(base, identity(&[("PATH", "/opt/bin"), ("HOME", "/home/a")]));
+        // The key's digest of the same variables: order-independent, blind to per-terminal
+        // variables, and changed by any kept name or value.
+        let digest = |vars: &[(&str, &str)]| {
+            environment_digest(
+                vars.iter()
+                    .map(|(name, value)| (OsString::from(name), OsString::from(value))),
+            )
+        };
+        let base_digest = digest(&[("PATH", "/usr/bin"), ("HOME", "/home/a")]);
+        assert_eq!(base_digest.1, 2);
+        assert_eq!(
+            base_digest,
+            digest(&[("TERM", "xterm"), ("HOME", "/home/a"), ("PATH", "/usr/bin")])
+        );
+        assert_ne!(
+            base_digest,
+            digest(&[("PATH", "/opt/bin"), ("HOME", "/home/a")])
+        );
+        assert_ne!(
+            base_digest,
+            digest(&[("PATH", "/usr/bin"), ("HOME", "/home/b")])
+        );
+        assert_ne!(base_digest, digest(&[("PATH", "/usr/bin")]));
+        assert_ne!(
+            base_digest,
+            digest(&[("PATH", "/usr/bin"), ("HOME", "/home/a"), ("X", "")])
+        );
         assert_ne!(
             base,
             identity(&[

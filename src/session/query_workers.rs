@@ -1,6 +1,8 @@
-//! The session's query threads (`"lspc-session-query-N"`), kept between queries: a warm
-//! one-shot command's `query` runs on a thread that is already there instead of one started
-//! (and torn down) per command, which on a loaded machine costs more than the query itself.
+//! Kept threads for the session: query threads (`"lspc-session-query-N"`) and each
+//! connection's two threads (`"lspc-session-conn-N"`, `"lspc-session-in-N"`), kept between
+//! queries and connections: a warm one-shot command is served by threads that are already there
+//! instead of threads started (and torn down) per command, which on a loaded machine costs more
+//! than the query itself.
 //!
 //! Invariants:
 //! - A job never waits for a busy thread: when no thread is idle a new one is started for it,
@@ -31,21 +33,30 @@ pub struct QueryWorkers {
     /// Every thread started. The mutexes guard bookkeeping only (this list and the sender), not
     /// engine state: connection threads start workers concurrently.
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// The threads' name, before `-N`.
+    name: &'static str,
 }
 
 impl Default for QueryWorkers {
+    /// The query threads.
     fn default() -> QueryWorkers {
+        QueryWorkers::named("lspc-session-query")
+    }
+}
+
+impl QueryWorkers {
+    /// Kept threads named `name-N` (N from 1).
+    pub fn named(name: &'static str) -> QueryWorkers {
         let (job_sender, job_receiver) = unbounded();
         QueryWorkers {
             job_sender: Mutex::new(Some(job_sender)),
             job_receiver,
             idle: Arc::new(AtomicUsize::new(0)),
             threads: Mutex::new(Vec::new()),
+            name,
         }
     }
-}
 
-impl QueryWorkers {
     /// Runs `job` on an idle thread, or on a new one when none is idle.
     ///
     /// Errors: the message when the workers are shut down or no thread can be started.
@@ -72,7 +83,7 @@ impl QueryWorkers {
         let jobs = self.job_receiver.clone();
         let idle = Arc::clone(&self.idle);
         let thread = thread::Builder::new()
-            .name(format!("lspc-session-query-{}", threads.len() + 1))
+            .name(format!("{}-{}", self.name, threads.len() + 1))
             .spawn(move || {
                 job();
                 loop {
@@ -83,7 +94,7 @@ impl QueryWorkers {
                     }
                 }
             })
-            .map_err(|error| format!("cannot start a thread for the query: {error}"))?;
+            .map_err(|error| format!("cannot start a thread ({}): {error}", self.name))?;
         threads.push(thread);
         Ok(())
     }

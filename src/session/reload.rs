@@ -119,6 +119,7 @@ impl Reloader {
         let state = ConfigState {
             sources: sources_options.as_ref().map(sources).unwrap_or_default(),
             config_hash: super::hash::config_hash(config),
+            extension_hashes: std::sync::Arc::new(super::hash::config_hashes_by_extension(config)),
             generation: 0,
             last_reload: None,
         };
@@ -232,6 +233,7 @@ impl Reloader {
             self.accepted_errors = errors;
             return None;
         }
+        let extension_hashes = Arc::new(super::hash::config_hashes_by_extension(&config));
         let (reply, receiver) = bounded(1);
         if self.op_sender.send(Op::Reload { config, reply }).is_err() {
             return Some("the engine has shut down".to_owned());
@@ -262,6 +264,7 @@ impl Reloader {
         self.last_report = report;
         self.publish(|state| {
             state.config_hash = hash;
+            state.extension_hashes = extension_hashes;
             state.generation += 1;
             state.last_reload = Some(record);
         });

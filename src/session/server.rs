@@ -173,6 +173,8 @@ pub fn serve(mut options: EngineOptions, idle: Duration) -> i32 {
         clients: AtomicUsize::new(0),
         analysed: crate::query::AnalysedFiles::default(),
         query_workers: super::query_workers::QueryWorkers::default(),
+        connection_threads: super::query_workers::QueryWorkers::named("lspc-session-conn"),
+        reader_threads: super::query_workers::QueryWorkers::named("lspc-session-in"),
         config: reloader.state(),
         reload_sender,
     });
@@ -242,6 +244,11 @@ struct Shared {
     analysed: crate::query::AnalysedFiles,
     /// The threads that run `query` ops, kept between queries.
     query_workers: super::query_workers::QueryWorkers,
+    /// The threads that run connections, and those that read their lines, kept between
+    /// connections. Not joined when the session ends: one may be blocked on a client, and the
+    /// process exits right after.
+    connection_threads: super::query_workers::QueryWorkers,
+    reader_threads: super::query_workers::QueryWorkers,
     /// The reloader's published state.
     config: SharedConfigState,
     /// To the main thread's reloader.
@@ -273,21 +280,41 @@ fn accept_loop(
                 continue;
             }
         }
+        // The hello goes out before this connection's threads are started: the client reads
+        // it and writes its request while they start, instead of waiting for them.
+        let config = super::reload::snapshot(&shared.config);
+        let hello = Hello {
+            config_hash: config.config_hash,
+            ..shared.hello.clone()
+        };
+        let mut hello = serde_json::to_vec(&hello).unwrap_or_default();
+        hello.push(b'\n');
+        if stream.write_all(&hello).is_err() {
+            continue;
+        }
+        let seen_generation = config.generation;
         n_connections += 1;
         let connection_id = n_connections;
         let op_sender = op_sender.clone();
         let shared = Arc::clone(&shared);
         let stop_sender = stop_sender.clone();
         shared.clients.fetch_add(1, Ordering::SeqCst);
-        let spawned = thread::Builder::new()
-            .name(format!("lspc-session-conn-{connection_id}"))
-            .spawn(move || {
-                let shared_for_count = Arc::clone(&shared);
-                run_connection(stream, connection_id, op_sender, shared, stop_sender);
-                shared_for_count.clients.fetch_sub(1, Ordering::SeqCst);
-            });
-        if spawned.is_err() {
-            log::warn!("cannot start a thread for connection {connection_id}");
+        let pool = Arc::clone(&shared);
+        let started = pool.connection_threads.run(Box::new(move || {
+            let shared_for_count = Arc::clone(&shared);
+            run_connection(
+                stream,
+                connection_id,
+                seen_generation,
+                op_sender,
+                shared,
+                stop_sender,
+            );
+            shared_for_count.clients.fetch_sub(1, Ordering::SeqCst);
+        }));
+        if let Err(error) = started {
+            log::warn!("connection {connection_id}: {error}");
+            pool.clients.fetch_sub(1, Ordering::SeqCst);
         }
     }
 }
@@ -387,6 +414,10 @@ struct Connection {
     next_tag: u64,
     /// This connection's own passive queue in the engine (its frontend's shared queue).
     own_consumer: String,
+    /// Whether `own_consumer` is open in the engine: from this connection's first op other than
+    /// `logs` and `query` (a one-shot query never drains passive diagnostics, so it costs the
+    /// loop no queue to open and close).
+    own_consumer_open: bool,
     /// Further queues the client opened (engine names).
     consumers: std::collections::BTreeSet<String>,
     /// Engine records for this client, once it sent its `logs` filter ([`super::logs`]).
@@ -396,11 +427,41 @@ struct Connection {
     seen_generation: u64,
     /// Set when writing to the client failed: the connection ends.
     broken: bool,
+    /// The query this thread runs itself, shared with the reader thread ([`InlineQuery`]).
+    inline_query: Arc<InlineQuery>,
 }
 
+/// A `query` the connection thread runs itself, for a client whose logs are at `warn` or quieter
+/// (a one-shot command): no query thread and no hand-off to one, so the answer crosses two fewer
+/// threads. While it runs the connection thread reads no line; the reader thread, which sees the
+/// client go, cancels the query's LSP requests instead. The two flags are set in opposite order
+/// on the two threads (tag then `gone` on one, `gone` then tag on the other), so a client that
+/// goes just as the query starts is seen by at least one of them.
+#[derive(Default)]
+struct InlineQuery {
+    /// The running query's session tag; 0 when none runs.
+    tag: std::sync::atomic::AtomicU64,
+    /// The client closed its end (or reading failed).
+    gone: std::sync::atomic::AtomicBool,
+}
+
+impl InlineQuery {
+    /// On the reader thread when the client's stream ends: cancels the running query, if any.
+    fn client_gone(&self, op_sender: &Sender<Op>) {
+        self.gone.store(true, Ordering::SeqCst);
+        let tag = self.tag.load(Ordering::SeqCst);
+        if tag != 0 {
+            log::info!("connection closed with its query in flight: cancelling it");
+            let _ = op_sender.send(Op::Cancel { tag });
+        }
+    }
+}
+
+/// Serves one connection whose hello was written (with the configuration of `seen_generation`).
 fn run_connection(
     stream: UnixStream,
     connection_id: u64,
+    seen_generation: u64,
     op_sender: Sender<Op>,
     shared: Arc<Shared>,
     stop_sender: Sender<()>,
@@ -409,23 +470,30 @@ fn run_connection(
         return;
     };
     let (line_sender, line_receiver) = bounded::<Option<Line>>(16);
-    let reader = thread::Builder::new()
-        .name(format!("lspc-session-in-{connection_id}"))
-        .spawn(move || {
+    let inline_query = Arc::new(InlineQuery::default());
+    let reader_started = {
+        let inline_query = Arc::clone(&inline_query);
+        let op_sender = op_sender.clone();
+        shared.reader_threads.run(Box::new(move || {
             let mut reader = BufReader::new(read_half);
             loop {
                 let line = wire::read_line(&mut reader, wire::MAX_LINE_BYTES);
                 let end = !matches!(line, Ok(Some(_)));
+                if end {
+                    // The connection thread may be inside a query: it cannot see the end.
+                    inline_query.client_gone(&op_sender);
+                }
                 if line_sender.send(line.ok().flatten()).is_err() || end {
                     return;
                 }
             }
-        })
-        .ok();
+        }))
+    };
+    if let Err(error) = reader_started {
+        log::warn!("connection {connection_id}: {error}");
+        return;
+    }
     let own_consumer = format!("session-connection-{connection_id}");
-    let _ = op_sender.send(Op::OpenPassive {
-        consumer: own_consumer.clone(),
-    });
     let mut connection = Connection {
         connection_id,
         writer: stream,
@@ -438,27 +506,20 @@ fn run_connection(
         client_tags: HashMap::new(),
         next_tag: 0,
         own_consumer,
+        own_consumer_open: false,
         consumers: Default::default(),
         logs: None,
-        seen_generation: 0,
+        seen_generation,
         broken: false,
+        inline_query,
     };
-    let config = super::reload::snapshot(&connection.shared.config);
-    connection.seen_generation = config.generation;
-    let hello = Hello {
-        config_hash: config.config_hash,
-        ..connection.shared.hello.clone()
-    };
-    let hello = serde_json::to_string(&hello).unwrap_or_default();
-    connection.write_line(&hello);
     connection.run(&line_receiver);
     super::logs::unregister(connection_id);
     connection.cancel_in_flight();
     let _ = connection.writer.shutdown(std::net::Shutdown::Both);
-    drop(line_receiver);
-    if let Some(reader) = reader {
-        let _ = reader.join();
-    }
+    // The reader sees the end now; its job is over (and its thread free for another connection)
+    // when its sender is dropped.
+    while line_receiver.recv().is_ok() {}
 }
 
 /// What the select in [`Connection::run`] found ready.
@@ -631,6 +692,13 @@ impl Connection {
 
     fn handle_request(&mut self, request: WireRequest) {
         let id = request.id;
+        if !self.own_consumer_open
+            && !matches!(request.op, WireOp::Logs { .. } | WireOp::Query { .. })
+        {
+            self.own_consumer_open = true;
+            let consumer = self.own_consumer.clone();
+            self.send_op(Op::OpenPassive { consumer });
+        }
         let timeout = |ms: u64| Duration::from_millis(ms);
         let pending = match request.op {
             WireOp::Diagnostics { paths, timeout_ms } => {
@@ -809,6 +877,7 @@ impl Connection {
                 key,
                 request,
                 timeout_ms,
+                config_hash,
             } => {
                 if key != self.shared.hello.key {
                     let message = format!(
@@ -817,7 +886,20 @@ impl Connection {
                     );
                     return self.write_error(Some(id), &message);
                 }
+                if let Some(client_hash) = config_hash {
+                    if let Some(message) = self.config_mismatch(&request, &client_hash) {
+                        let line = json!({"id": id, "error": message, "configMismatch": true});
+                        return self.write_line(&line.to_string());
+                    }
+                }
                 let tag = self.session_tag();
+                let quiet = self
+                    .logs
+                    .as_ref()
+                    .is_none_or(|logs| logs.max_level <= log::LevelFilter::Warn);
+                if quiet && self.pending.is_empty() && self.subscriptions.is_empty() {
+                    return self.run_query_inline(id, request, timeout(timeout_ms), tag);
+                }
                 match self.start_query(request, timeout(timeout_ms), tag) {
                     Ok(pending) => pending,
                     Err(message) => return self.write_error(Some(id), &message),
@@ -832,10 +914,79 @@ impl Connection {
         self.pending.push((id, pending));
     }
 
+    /// Why the servers this session runs for `request`'s file are not the ones the client loaded
+    /// (`client_hash`, see [`WireOp::Query`]); `None` when they are the same.
+    fn config_mismatch(
+        &self,
+        request: &crate::query::command::QueryRequest,
+        client_hash: &str,
+    ) -> Option<String> {
+        let extension = request.file().and_then(crate::config::extension_key);
+        let hashes = {
+            let state = match self.shared.config.lock() {
+                Ok(state) => state,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            Arc::clone(&state.extension_hashes)
+        };
+        let ours = extension
+            .as_ref()
+            .and_then(|extension| hashes.get(extension).cloned())
+            .unwrap_or_else(super::hash::empty_hash);
+        (ours != client_hash).then(|| {
+            format!(
+                "the session serves other servers for {} files",
+                extension.as_deref().unwrap_or("these")
+            )
+        })
+    }
+
     /// A request tag unique across connections: the connection id in the high bits.
     fn session_tag(&mut self) -> u64 {
         self.next_tag += 1;
         (self.connection_id << 32) | self.next_tag
+    }
+
+    /// Runs `request` on this thread ([`InlineQuery`]) and writes its answer line.
+    fn run_query_inline(
+        &mut self,
+        id: u64,
+        request: crate::query::command::QueryRequest,
+        timeout: Duration,
+        tag: u64,
+    ) {
+        self.inline_query.tag.store(tag, Ordering::SeqCst);
+        if self.inline_query.gone.load(Ordering::SeqCst) {
+            // Nobody to answer; the reader may have sent a cancel for a request never made.
+            self.inline_query.tag.store(0, Ordering::SeqCst);
+            return;
+        }
+        let queries = self.queries(timeout, tag);
+        let outcome = crate::query::command::execute(&queries, &request);
+        self.inline_query.tag.store(0, Ordering::SeqCst);
+        #[derive(Serialize)]
+        struct Reply<'a> {
+            id: u64,
+            result: &'a QueryOutcome,
+        }
+        let line = serde_json::to_string(&Reply {
+            id,
+            result: &outcome,
+        })
+        .unwrap_or_default();
+        self.write_line(&line);
+    }
+
+    /// A query runner on the session's engine with the session's record of analysed files, its
+    /// LSP requests tagged `tag`.
+    fn queries(&self, timeout: Duration, tag: u64) -> crate::query::Queries {
+        crate::query::Queries::new(
+            self.op_sender.clone(),
+            self.shared.hello.root.clone(),
+            timeout,
+        )
+        .with_analysed_files(self.shared.analysed.clone())
+        .with_tag(Some(tag))
     }
 
     /// Runs `request` on one of the session's query threads against the session's engine, with
@@ -847,13 +998,7 @@ impl Connection {
         timeout: Duration,
         tag: u64,
     ) -> Result<Pending, String> {
-        let queries = crate::query::Queries::new(
-            self.op_sender.clone(),
-            self.shared.hello.root.clone(),
-            timeout,
-        )
-        .with_analysed_files(self.shared.analysed.clone())
-        .with_tag(Some(tag));
+        let queries = self.queries(timeout, tag);
         let (reply, receiver) = bounded(1);
         self.shared.query_workers.run(Box::new(move || {
             let _ = reply.send(crate::query::command::execute(&queries, &request));
@@ -965,7 +1110,8 @@ impl Connection {
     /// passive queues closed.
     fn cancel_in_flight(&mut self) {
         let consumers = std::mem::take(&mut self.consumers);
-        for consumer in consumers.into_iter().chain([self.own_consumer.clone()]) {
+        let own = self.own_consumer_open.then(|| self.own_consumer.clone());
+        for consumer in consumers.into_iter().chain(own) {
             self.send_op(Op::ClosePassive { consumer });
         }
         let tags: Vec<u64> = self

@@ -34,7 +34,7 @@ use crate::text::PositionEncoding;
 
 /// Bumped whenever a request or reply shape changes; part of the session key too (2: `reload`
 /// and `configHash`; 3: `logs`; 4: `query`).
-pub const PROTOCOL_VERSION: u32 = 4;
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// The longest line either side accepts (64 MiB: a sync reply carries a whole file's text, up to
 /// the 10 MiB default size limit, JSON-escaped).
@@ -141,10 +141,18 @@ pub enum WireOp {
     /// against its own current directory). Answered by `{"Ok": QueryAnswer}` or
     /// `{"Err": QueryError}`; the client prints it exactly as an in-process run would. `key`
     /// is the session key the client computed: another key is refused with an error line.
+    ///
+    /// `configHash`, when given, is [`super::hash::config_hash_for_extension`] of the servers the
+    /// client loaded for the request's file ([`crate::config::load_for_extension`]). The session
+    /// compares it with its own hash for that file's extension and answers a difference with an
+    /// error line carrying `"configMismatch": true` instead of running the query: the client then
+    /// loads its whole configuration and takes the hello's `configHash` route (a `reload` first).
     Query {
         key: String,
         request: crate::query::command::QueryRequest,
         timeout_ms: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        config_hash: Option<String>,
     },
     /// Check the configuration files now and reload them if they changed (or if `config_hash`, the
     /// client's own hash, differs from the session's): answered with a [`ReloadReply`] once done.
@@ -197,6 +205,10 @@ pub struct ConfigState {
     /// configuration that does not come from files (it never reloads).
     pub sources: Vec<PathBuf>,
     pub config_hash: String,
+    /// [`super::hash::config_hashes_by_extension`] of the configuration served: what a one-shot
+    /// `query`'s `configHash` is compared with. Not on the wire (`status` does not show it).
+    #[serde(skip)]
+    pub extension_hashes: std::sync::Arc<std::collections::BTreeMap<String, String>>,
     /// Counts the reloads that changed something (0: none yet).
     pub generation: u64,
     pub last_reload: Option<LastReload>,

@@ -284,7 +284,79 @@ fn eight_clients_with_two_hundred_mixed_queries_share_one_session() {
     assert_eq!(ws.initializes(), 2);
 }
 
-/// A file rewritten on disk between two one-shot queries: the second answers from the new text.
+/// The names of the session process's threads (`comm`, at most 15 bytes).
+fn thread_names(pid: u32) -> Vec<String> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("comm")).ok())
+        .map(|name| name.trim_end().to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Warm one-shots reuse the session's threads (issue 13, the one-shot overhead): five queries
+/// one after the other are served by kept connection and reader threads (not one each), and
+/// a query at the default log level runs on the connection thread (no query thread is started);
+/// one at debug still runs on a query thread, so its log lines stream as they come.
+#[test]
+fn one_shot_queries_reuse_the_sessions_threads() {
+    let ws = SessionWorkspace::new("kept-threads", json!({}));
+    ws.lspc(&["session", "start"]).run().status(0);
+    for _ in 0..5 {
+        // At the default level (the test harness asks every command for debug logs).
+        ws.lspc(&["hover", "a.py:5:5"])
+            .env("RUST_LOG", "warn")
+            .run()
+            .status(0)
+            .stdout_is("alpha at 4:4\n");
+    }
+    let session = ws.session_pids();
+    assert_eq!(session.len(), 1);
+    let count = |prefix: &str| {
+        thread_names(session[0])
+            .iter()
+            .filter(|name| name.starts_with(prefix))
+            .count()
+    };
+    // `comm` keeps 15 bytes: "lspc-session-co", "lspc-session-in", "lspc-session-qu". A
+    // client can connect before the previous connection's thread is idle again, so two are
+    // allowed; one per query is not.
+    assert!(
+        (1..=2).contains(&count("lspc-session-co")),
+        "{:?}",
+        thread_names(session[0])
+    );
+    assert!(
+        (1..=2).contains(&count("lspc-session-in")),
+        "{:?}",
+        thread_names(session[0])
+    );
+    assert_eq!(
+        count("lspc-session-qu"),
+        0,
+        "{:?}",
+        thread_names(session[0])
+    );
+    ws.lspc(&["hover", "a.py:5:5"])
+        .env("RUST_LOG", "lspc=debug")
+        .run()
+        .status(0)
+        .stdout_is("alpha at 4:4\n");
+    assert_eq!(
+        count("lspc-session-qu"),
+        1,
+        "{:?}",
+        thread_names(session[0])
+    );
+}
+
+/// A file rewritten on disk between two one-shot queries: the second answers from the new text
+/// (the first at debug, the second at the default log level: a query runs on another session
+/// thread at each).
 #[test]
 fn a_file_rewritten_between_two_one_shot_queries_is_seen() {
     let ws = SessionWorkspace::new("rewritten", json!({}));
@@ -296,7 +368,10 @@ fn a_file_rewritten_between_two_one_shot_queries_is_seen() {
     // Same size, so only the mtime and content tell the versions apart.
     ws.workspace
         .file("a.py", "\n\ndef alpha():\ndef beta():\n    alpha()\n");
+    // The first query ran at debug (on a session query thread), this one at the default level
+    // (on the connection's thread): both ways see the file as it is on disk.
     ws.lspc(&["definition", "a.py:5:5"])
+        .env("RUST_LOG", "warn")
         .run()
         .status(0)
         .stdout_is("a.py:3:5  def alpha():\n");
@@ -317,7 +392,13 @@ fn a_client_killed_mid_request_cancels_only_its_request() {
     ]});
     let ws = SessionWorkspace::new("killed-client", scenario);
     ws.lspc(&["session", "start"]).run().status(0);
-    let mut hung = ws.raw(&["hover", "a.py:5:5"]).spawn().unwrap();
+    // At the default log level the query runs on the session's connection thread, and the
+    // reader thread is the one that sees the client go.
+    let mut hung = ws
+        .raw(&["hover", "a.py:5:5"])
+        .env_remove("RUST_LOG")
+        .spawn()
+        .unwrap();
     wait_until(
         "the hover reaches the server",
         Duration::from_secs(20),
@@ -579,7 +660,7 @@ print(hello["lspc"], hello["protocol"])
     let status: Value = serde_json::from_str(lines[3]).unwrap();
     assert_eq!(status["id"], 8);
     assert_eq!(status["result"][0]["name"], "fx");
-    assert_eq!(lines[4], "lspc-session 4");
+    assert_eq!(lines[4], "lspc-session 5");
 }
 
 /// The one-shot query op (`query`), here even written before the hello is read: it is answered
