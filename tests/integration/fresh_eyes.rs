@@ -1,5 +1,5 @@
 //! Regressions found by using lspc as a new user would, on public repositories (psf/requests,
-//! DaveGamble/cJSON, sindresorhus/ky), warm and cold. Each test names what broke and how it
+//! DaveGamble/cJSON, sindresorhus/ky, python-attrs/attrs), warm and cold. Each test names what broke and how it
 //! was found; each runs the real servers it names and asserts exact values.
 
 use std::path::{Path, PathBuf};
@@ -437,4 +437,47 @@ fn a_warm_check_follows_a_pyproject_changed_behind_the_session() {
         );
         std::thread::sleep(std::time::Duration::from_millis(500));
     }
+}
+
+/// Found on python-attrs/attrs: with a session, `git checkout 25.3.0` and a second `lspc check`
+/// gave ruff's findings for `tests/test_make.py` by main's `[tool.ruff]` (no `CPY001`), while a
+/// cold check gave 25.3.0's. The first check had opened 56 files, so the LRU bound (50) closed
+/// some; a closed document opened again started at version 1 again, and ruff's pull answer for
+/// the old text's version 1 still stood, so the file settled at once with the old answer.
+/// Here: `a.py` is evicted by a check of 50 other files, rewritten on disk, and asked again.
+/// ruff 0.17.6.
+#[test]
+fn a_document_closed_by_the_lru_bound_and_opened_again_is_not_answered_from_its_old_version() {
+    require_program!("ruff");
+    let workspace = Workspace::new("lru-reopen-version");
+    workspace
+        .file("pyproject.toml", "[tool.ruff.lint]\nselect = [\"E741\"]\n")
+        .file("a.py", "l = 1\n");
+    for index in 1..=50 {
+        workspace.file(&format!("m{index:02}.py"), &format!("x{index:02} = 1\n"));
+    }
+    let config = workspace.config(json!({ "ruff": ruff_entry() }));
+    let mut batch = BatchSession::start(&workspace, &config, 60);
+    let first = batch.ask(json!({"id": 1, "op": "diagnostics", "file": "a.py"}));
+    assert_eq!(
+        batch_diagnostics(&first),
+        [(
+            1,
+            1,
+            "warning".to_owned(),
+            "Ambiguous variable name: `l`".to_owned()
+        )],
+        "{first}"
+    );
+    let check = batch.ask(json!({"id": 2, "op": "check", "paths": ["."]}));
+    assert_eq!(
+        check["result"]["files"].as_array().unwrap().len(),
+        51,
+        "{check}"
+    );
+    std::fs::write(workspace.path("a.py"), "x = 1\n").unwrap();
+    let again = batch.ask(json!({"id": 3, "op": "diagnostics", "file": "a.py"}));
+    let (status, stderr) = batch.finish();
+    assert_eq!(batch_diagnostics(&again), [], "{again}\n{stderr}");
+    assert_eq!(status, Some(0), "{stderr}");
 }
