@@ -481,3 +481,46 @@ fn a_document_closed_by_the_lru_bound_and_opened_again_is_not_answered_from_its_
     assert_eq!(batch_diagnostics(&again), [], "{again}\n{stderr}");
     assert_eq!(status, Some(0), "{stderr}");
 }
+
+/// Found on python-attrs/attrs: with a session, `git checkout 25.3.0` and back to main, then a
+/// warm `lspc check` listed `conftest.py` (which main deleted) with pyright's and ruff's
+/// findings from the check at 25.3.0; a cold check did not list it. The first check's 56 files
+/// exceeded the LRU bound, so `conftest.py` was closed, but the pull answers for it stayed in the
+/// session's store, and a check reports what is stored for files it did not open. A document
+/// closed by the bound now leaves no diagnostics behind (as servers that publish do on
+/// `didClose`). ruff 0.17.6.
+#[test]
+fn a_warm_check_does_not_report_a_deleted_file_from_an_earlier_check() {
+    require_program!("ruff");
+    let workspace = Workspace::new("deleted-after-eviction");
+    workspace
+        .file("pyproject.toml", "[tool.ruff.lint]\nselect = [\"E741\"]\n")
+        .file("gone.py", "l = 1\n");
+    for index in 1..=50 {
+        workspace.file(&format!("m{index:02}.py"), &format!("x{index:02} = 1\n"));
+    }
+    let config = workspace.config(json!({ "ruff": ruff_entry() }));
+    let runtime = private_runtime(&workspace);
+    let _stop = StopSessions(runtime.clone());
+    let first = check_json(&workspace, &config, &runtime, &["--session", "always"]);
+    first.status(0);
+    assert_eq!(
+        rows(&first.json()),
+        [(
+            "gone.py".to_owned(),
+            "ruff".to_owned(),
+            1,
+            1,
+            "E741".to_owned()
+        )],
+        "{}",
+        first.story()
+    );
+    std::fs::remove_file(workspace.path("gone.py")).unwrap();
+    let warm = check_json(&workspace, &config, &runtime, &["--session", "always"]);
+    let cold = check_json(&workspace, &config, &runtime, &["--session", "never"]);
+    cold.status(0);
+    assert_eq!(cold.json()["files"].as_array().unwrap().len(), 50);
+    assert_eq!(warm.stdout, cold.stdout, "{}", warm.story());
+    warm.status(0);
+}
