@@ -524,3 +524,57 @@ fn a_warm_check_does_not_report_a_deleted_file_from_an_earlier_check() {
     assert_eq!(warm.stdout, cold.stdout, "{}", warm.story());
     warm.status(0);
 }
+
+/// Found on python-attrs/attrs: with a session, `git checkout main` from 25.3.0 and a warm
+/// `lspc check` at once gave 139 findings where a cold check gave 1: ruff still linted by
+/// 25.3.0's `[tool.ruff]` (`CPY001`, `PLC0415`, which main ignores). The session announces
+/// files changed behind it from a scan every 2 s, and a check started within those 2 s reached
+/// ruff before the announcement of the rewritten `pyproject.toml`. A diagnostics request now
+/// has the session scan first. ruff 0.17.6.
+#[test]
+fn a_warm_check_right_after_the_ruff_configuration_changed_follows_it() {
+    require_program!("ruff");
+    let workspace = Workspace::new("ruff-config-right-before-check");
+    workspace
+        .file("pyproject.toml", "[tool.ruff.lint]\nselect = [\"E741\"]\n")
+        .file("a.py", "import os\nl = 1\n");
+    let config = workspace.config(json!({ "ruff": ruff_entry() }));
+    let runtime = private_runtime(&workspace);
+    let _stop = StopSessions(runtime.clone());
+    let first = check_json(&workspace, &config, &runtime, &["--session", "always"]);
+    first.status(0);
+    assert_eq!(
+        rows(&first.json()),
+        [(
+            "a.py".to_owned(),
+            "ruff".to_owned(),
+            2,
+            1,
+            "E741".to_owned()
+        )],
+        "{}",
+        first.story()
+    );
+    for (select, expected) in [("F401", (1, 8, "F401")), ("E741", (2, 1, "E741"))] {
+        std::fs::write(
+            workspace.path("pyproject.toml"),
+            format!("[tool.ruff.lint]\nselect = [\"{select}\"]\n"),
+        )
+        .unwrap();
+        let warm = check_json(&workspace, &config, &runtime, &["--session", "always"]);
+        assert_eq!(
+            rows(&warm.json()),
+            [(
+                "a.py".to_owned(),
+                "ruff".to_owned(),
+                expected.0,
+                expected.1,
+                expected.2.to_owned()
+            )],
+            "{}",
+            warm.story()
+        );
+        let cold = check_json(&workspace, &config, &runtime, &["--session", "never"]);
+        assert_eq!(warm.stdout, cold.stdout, "{}", cold.story());
+    }
+}
