@@ -578,3 +578,54 @@ fn a_warm_check_right_after_the_ruff_configuration_changed_follows_it() {
         assert_eq!(warm.stdout, cold.stdout, "{}", cold.story());
     }
 }
+
+/// Found with odd input: a file whose name is not UTF-8 (`caf\xE9.py`, Latin-1) vanished from
+/// `lspc check .` (neither checked nor skipped: the routing key needed a UTF-8 name), and named
+/// on the command line it was refused as having no extension. pyright and ruff take its URI
+/// (`caf%E9.py`) and check it; SARIF now names it by those bytes too. ruff 0.17.6 (its own
+/// `ruff check` fails on this name: "Failed to serialize cache data").
+#[test]
+fn a_file_whose_name_is_not_utf8_is_checked_by_its_extension() {
+    use std::os::unix::ffi::OsStrExt;
+    require_program!("ruff");
+    let workspace = Workspace::new("latin1-file-name");
+    workspace.file("pyproject.toml", "[tool.ruff.lint]\nselect = [\"F\"]\n");
+    let name = std::ffi::OsStr::from_bytes(b"caf\xe9.py");
+    std::fs::write(workspace.root.join(name), "x = undefined_name\n").unwrap();
+    let config = workspace.config(json!({ "ruff": ruff_entry() }));
+    let check = |target: &std::ffi::OsStr, format: &str| {
+        workspace
+            .lspc()
+            .args(["--no-builtin", "--config"])
+            .arg(&config)
+            .args(["check", "--format", format])
+            .arg(target)
+            .timeout(std::time::Duration::from_secs(60))
+            .run()
+    };
+    for target in [std::ffi::OsStr::new("."), name] {
+        let output = check(target, "json");
+        output.status(1);
+        assert_eq!(
+            rows(&output.json()),
+            [(
+                "caf\u{fffd}.py".to_owned(),
+                "ruff".to_owned(),
+                1,
+                5,
+                "F821".to_owned()
+            )],
+            "{}",
+            output.story()
+        );
+    }
+    let sarif = check(name, "sarif");
+    sarif.status(1);
+    assert_eq!(
+        sarif.json()["runs"][0]["results"][0]["locations"][0]["physicalLocation"]
+            ["artifactLocation"]["uri"],
+        "caf%E9.py",
+        "{}",
+        sarif.story()
+    );
+}
