@@ -733,7 +733,17 @@ impl WireState<'_> {
         let id = *self.next_id;
         *self.next_id += 1;
         let has_reply = !matches!(slot, ReplySlot::None);
-        let mut line = serde_json::to_string(&WireRequest { id, op }).unwrap_or_default();
+        let mut line = match serde_json::to_string(&WireRequest { id, op }) {
+            Ok(line) => line,
+            // The wire is JSON, which has no form for a path that is not UTF-8: the op cannot
+            // go out, so its slot is answered now (an empty line would leave it waiting).
+            Err(error) => {
+                slot.fail(&format!(
+                    "this request cannot be sent to the session ({error}); run it with --session never"
+                ));
+                return;
+            }
+        };
         line.push('\n');
         if has_reply {
             self.pending.insert(id, slot);

@@ -629,3 +629,53 @@ fn a_file_whose_name_is_not_utf8_is_checked_by_its_extension() {
         sarif.story()
     );
 }
+
+/// Found trying configurations as a shell user would: `lspc --config <(echo '{…}') check`
+/// (bash process substitution) and `--config /dev/stdin` said `file not found`, though the
+/// pipe was there to read: the path was canonicalised first, and a pipe's `/proc/self/fd/N`
+/// link names no file (`pipe:[…]`). A configuration that exists but has no canonical path is
+/// now read as named, in process: a session could not read the pipe again, so `--session
+/// always` says so at once and runs without one. ruff 0.17.6.
+#[test]
+fn a_configuration_given_as_a_pipe_is_read() {
+    require_program!("ruff");
+    let workspace = Workspace::new("config-from-a-pipe");
+    workspace.file("a.py", "x = undefined_name\n");
+    let runtime = private_runtime(&workspace);
+    let _stop = StopSessions(runtime.clone());
+    let config = json!({ "ruff": ruff_entry() }).to_string();
+    for session in ["auto", "always"] {
+        let output = workspace
+            .lspc()
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .args([
+                "--no-builtin",
+                "--config",
+                "/dev/stdin",
+                "--session",
+                session,
+            ])
+            .args(["check", "a.py"])
+            .stdin(config.clone())
+            .timeout(std::time::Duration::from_secs(20))
+            .run();
+        output.status(1);
+        assert_eq!(
+            output.stdout,
+            "a.py:1:5: error: Undefined name `undefined_name` [Ruff F821]\n",
+            "{}",
+            output.story()
+        );
+        if session == "always" {
+            output.stderr_contains(
+                "lspc: warning: the configuration /dev/stdin is not a regular file (a pipe?), which a session cannot read again; running without a session",
+            );
+        }
+    }
+    let status = Command::new(lspc_bin())
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .args(["session", "status"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&status.stdout), "no sessions\n");
+}
