@@ -226,6 +226,17 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
     let checked_files = selection.files.clone();
     let (interrupted_sender, interrupted_receiver) = crossbeam_channel::bounded(1);
     engine_options.interrupted_sender = Some(interrupted_sender);
+    // The session wire is JSON, which has no form for a path that is not UTF-8 (`caf\xE9.py`):
+    // such a check runs in process, with the same verdict.
+    if let Some(path) = checked_files.iter().find(|path| path.to_str().is_none()) {
+        if engine_options.session == crate::session::SessionMode::Always {
+            eprintln!(
+                "lspc: warning: {} has a name that is not UTF-8, which the session wire cannot carry; running without a session",
+                output::display_path(&root, path)
+            );
+        }
+        engine_options.session = crate::session::SessionMode::Never;
+    }
     let engine = crate::session::start_engine(engine_options);
     let leave_out = selection.leave_out.clone();
     // On a terminal, human output streams each file when it is settled (no caps: they need

@@ -589,11 +589,12 @@ fn render_jsonl(report: &CheckReport, out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-/// Percent-encodes a path for use in a URI (RFC 3986): every byte except unreserved characters
-/// and `/` becomes `%XX` (so spaces are `%20`, non-ASCII is encoded as its UTF-8 bytes).
-fn percent_encode_path(path: &str) -> String {
+/// Percent-encodes a path's bytes for use in a URI (RFC 3986): every byte except unreserved
+/// characters and `/` becomes `%XX` (so spaces are `%20`, non-ASCII is encoded as its UTF-8
+/// bytes, and a file name that is not UTF-8 keeps its own bytes: `caf%E9.py`).
+fn percent_encode_path(path: &[u8]) -> String {
     let mut encoded = String::with_capacity(path.len());
-    for byte in path.bytes() {
+    for &byte in path {
         if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~' | b'/') {
             encoded.push(byte as char);
         } else {
@@ -603,14 +604,28 @@ fn percent_encode_path(path: &str) -> String {
     encoded
 }
 
+/// A path's bytes as a URI path takes them: the raw bytes on Unix (a name need not be UTF-8),
+/// `/`-separated text elsewhere.
+fn uri_path_bytes(path: &Path) -> Vec<u8> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        path.as_os_str().as_bytes().to_vec()
+    }
+    #[cfg(not(unix))]
+    {
+        slash_path(path).into_bytes()
+    }
+}
+
 /// `file://` URI of an absolute path (RFC 8089), percent-encoded.
 fn file_uri(path: &Path) -> String {
-    let text = slash_path(path);
-    if text.starts_with('/') {
-        format!("file://{}", percent_encode_path(&text))
+    let bytes = uri_path_bytes(path);
+    if bytes.starts_with(b"/") {
+        format!("file://{}", percent_encode_path(&bytes))
     } else {
         // Windows drive paths (`C:/x`) need a `/` before the drive letter.
-        format!("file:///{}", percent_encode_path(&text))
+        format!("file:///{}", percent_encode_path(&bytes))
     }
 }
 
@@ -619,7 +634,7 @@ fn file_uri(path: &Path) -> String {
 fn sarif_artifact(root: &Path, path: &Path) -> serde_json::Value {
     match path.strip_prefix(root) {
         Ok(relative) if !relative.as_os_str().is_empty() => json!({
-            "uri": percent_encode_path(&slash_path(relative)),
+            "uri": percent_encode_path(&uri_path_bytes(relative)),
             "uriBaseId": "%SRCROOT%",
         }),
         _ => json!({ "uri": file_uri(path) }),
@@ -1073,8 +1088,9 @@ mod tests {
         check_path("/ws", "/wsx/a.py", "/wsx/a.py");
         check_path("/ws", "/ws", "/ws");
         fn check_encode(path: &str, expected: &str) {
-            assert_eq!(percent_encode_path(path), expected);
+            assert_eq!(percent_encode_path(path.as_bytes()), expected);
         }
+        assert_eq!(percent_encode_path(b"caf\xe9.py"), "caf%E9.py");
         check_encode("my dir/b c.py", "my%20dir/b%20c.py");
         check_encode("naïve #1%/a?.py", "na%C3%AFve%20%231%25/a%3F.py");
         check_encode("a-b_c.d~e/F9", "a-b_c.d~e/F9");

@@ -349,16 +349,17 @@ impl Config {
 /// The routing key of `path`: its last extension, lowercased, with a dot (`"a/B.PY"` →
 /// `".py"`); `None` without one (`Makefile`, `.bashrc`). Files whose language is given by their
 /// whole name route as that language's extension: `Dockerfile` and `Containerfile` as
-/// `.dockerfile`, `CMakeLists.txt` as `.cmake`.
+/// `.dockerfile`, `CMakeLists.txt` as `.cmake`. A name that is not UTF-8 (`caf\xE9.py`) routes by
+/// its extension all the same (the servers take its URI's percent-encoded bytes).
 pub fn extension_key(path: &Path) -> Option<String> {
-    let file_name = path.file_name().and_then(|name| name.to_str())?;
-    match file_name {
+    let file_name = path.file_name()?.to_string_lossy();
+    match &*file_name {
         "Dockerfile" | "Containerfile" | "dockerfile" => return Some(".dockerfile".to_owned()),
         "CMakeLists.txt" => return Some(".cmake".to_owned()),
         _ => {}
     }
     path.extension()
-        .and_then(|e| e.to_str())
+        .map(|e| e.to_string_lossy())
         .filter(|e| !e.is_empty())
         .map(|e| {
             // One allocation: this runs for every request (issue 15).
@@ -520,6 +521,13 @@ mod tests {
         check("sub/CMakeLists.txt", Some(".cmake"));
         check("notes.txt", Some(".txt"));
         check("cmakelists.txt", Some(".txt"));
+        // A file name that is not UTF-8 still routes by its extension.
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let latin1 = std::ffi::OsStr::from_bytes(b"caf\xe9.py");
+            assert_eq!(extension_key(Path::new(latin1)).as_deref(), Some(".py"));
+        }
     }
 
     /// A unique temp folder (canonical path), removed on drop.

@@ -169,6 +169,9 @@ impl Loader<'_> {
     fn read_json(&mut self, file: &Path, required: bool) -> Option<Json> {
         let canonical = match file.canonicalize() {
             Ok(canonical) => canonical,
+            // A pipe (`--config <(…)`, `/dev/stdin`) exists but has no canonical path: its
+            // `/proc/self/fd/N` link names `pipe:[…]`. Read it as named.
+            Err(_) if std::fs::metadata(file).is_ok() => file.to_path_buf(),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound && !required => return None,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
                 self.errors

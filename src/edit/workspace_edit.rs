@@ -42,6 +42,9 @@ use crate::text::PositionEncoding;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SentDocument {
     pub version: i32,
+    /// The version the document was opened with (1, or more when lspc closed it and opened it
+    /// again): `version` equals it while lspc has sent only that one text.
+    pub opened_version: i32,
     pub text: Arc<str>,
 }
 
@@ -406,6 +409,7 @@ mod tests {
                 path,
                 SentDocument {
                     version,
+                    opened_version: 1,
                     text: Arc::from(text),
                 },
             );

@@ -504,7 +504,7 @@ impl State {
             progress_active: server.busy(),
             last_progress_change: server.last_progress_change,
             // lspc sends `didSave` with every later version to servers that asked for saves.
-            saved: sent_version > 1 && server.save.is_some(),
+            saved: sent_version > doc.opened_version && server.save.is_some(),
             versioned_final: !readiness && server.settle_rule() == SettleRule::VersionedPublish,
         })
     }

@@ -223,11 +223,29 @@ impl State {
                     "textDocument/didClose",
                     json!({ "textDocument": { "uri": doc.uri } }),
                 );
+                self.forget_pulls(*server_id, &path);
             }
+            // A closed document's diagnostics are no one's current findings: servers that
+            // publish clear them on `didClose`, and a pull answer described the open text. Kept,
+            // a later check in the same session would report them for a file it did not open
+            // (one deleted or ignored since).
+            self.store.clear_file(&path);
             self.probes.retain(|(_, probed), _| probed != &path);
             log::debug!("closed {} (LRU bound)", path.display());
         }
     }
+    /// Forgets what was pulled from `server_id` for `path`, a document just closed on it: its
+    /// raw items and the pull bookkeeping (an answer still in flight is dropped on arrival).
+    fn forget_pulls(&mut self, server_id: ServerId, path: &Path) {
+        let key = (server_id, path.to_path_buf());
+        self.pulled.remove(&key);
+        self.provisional_pulls.remove(&key);
+        self.stale_pulls.remove(&key);
+        self.servers[server_id.0 as usize]
+            .raw_diagnostics
+            .remove(&(path.to_path_buf(), crate::diagnostics::Origin::Pulled));
+    }
+
     pub(super) fn advance_syncs(&mut self, now: Instant) {
         let mut still_waiting = Vec::new();
         for sync in std::mem::take(&mut self.syncs) {

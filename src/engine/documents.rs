@@ -1,7 +1,10 @@
 //! The documents lspc has sent to servers: text, version, which servers have them open, and the
 //! LRU bound (seed 000: at most 50 open documents; eviction sends `didClose`).
 //!
-//! Invariants: a document's version starts at 1 and only grows; a new version is made only when
+//! Invariants: a document's version starts at 1 and only grows, also across a close: a document
+//! closed (LRU bound, deletion) and opened again continues after the last version it had, so no
+//! answer or publish the servers gave for an older text can pass for the new one (pull answers and
+//! versioned publishes are matched by version); a new version is made only when
 //! the text on disk differs from the text last sent, or when another file open on one of its
 //! servers changed on disk behind lspc's back (`stale_analysis`: the server must analyse it
 //! again before its diagnostics are settled). Paths are canonical absolute paths.
@@ -24,6 +27,9 @@ pub(crate) struct Document {
     pub line_index: Arc<LineIndex>,
     /// The version of `text` (1-based, only grows).
     pub version: i32,
+    /// The version this document was opened with (1, or one more than the version it had when
+    /// it was last closed): `version` is greater once a later text was sent.
+    pub opened_version: i32,
     /// Servers that have the document open: the version they hold and when it was sent.
     pub open_on: BTreeMap<ServerId, (i32, Instant)>,
     /// LRU clock value of the last use.
@@ -141,6 +147,9 @@ pub(crate) fn read_text_with(
 #[derive(Debug, Default)]
 pub(crate) struct Documents {
     docs: HashMap<PathBuf, Document>,
+    /// The last version of each document that was closed and forgotten: opened again, it
+    /// continues from there (see the module invariants). One integer per file ever closed.
+    closed_versions: HashMap<PathBuf, i32>,
     clock: u64,
     /// The loop turn ([`Documents::next_turn`]); 0 before the first.
     turn: u64,
@@ -201,13 +210,18 @@ impl Documents {
             }
             None => {
                 let line_index = Arc::new(LineIndex::new(&text));
+                let version = self
+                    .closed_versions
+                    .remove(path)
+                    .map_or(1, |closed| closed.saturating_add(1));
                 self.docs.insert(
                     path.to_path_buf(),
                     Document {
                         uri,
                         text: Arc::from(text),
                         line_index,
-                        version: 1,
+                        version,
+                        opened_version: version,
                         open_on: BTreeMap::new(),
                         last_used: clock,
                         pins: 0,
@@ -311,9 +325,12 @@ impl Documents {
         true
     }
 
-    /// Drop a document (after `didClose` went to every server holding it).
+    /// Drop a document (after `didClose` went to every server holding it), remembering its
+    /// version so that opened again it continues after it.
     pub fn forget(&mut self, path: &Path) -> Option<Document> {
-        self.docs.remove(path)
+        let doc = self.docs.remove(path)?;
+        self.closed_versions.insert(path.to_path_buf(), doc.version);
+        Some(doc)
     }
 
     /// Every document open on `server_id` (for re-opening after a restart, or closing).
@@ -338,6 +355,21 @@ mod tests {
             .unwrap()
             .open_on
             .insert(ServerId(0), (1, Instant::now()));
+    }
+
+    #[test]
+    fn a_document_opened_again_after_a_close_continues_its_versions() {
+        let mut documents = Documents::default();
+        let path = Path::new("/w/a.py");
+        documents.refresh(path, "u".into(), "l = 1\n".into());
+        documents.refresh(path, "u".into(), "l = 2\n".into());
+        assert_eq!(documents.forget(path).unwrap().version, 2);
+        assert_eq!(
+            documents.refresh(path, "u".into(), "x = 1\n".into()),
+            Refresh::New
+        );
+        let doc = documents.get(path).unwrap();
+        assert_eq!((doc.version, doc.opened_version), (3, 3));
     }
 
     #[test]

@@ -72,6 +72,7 @@ impl State {
         let lookup = |path: &Path| {
             documents.get(path).map(|doc| SentDocument {
                 version: doc.version,
+                opened_version: doc.opened_version,
                 text: Arc::clone(&doc.text),
             })
         };

@@ -269,6 +269,19 @@ impl State {
                 attempts,
             } => {
                 self.pulls_in_flight.remove(&(server_id, path.clone()));
+                let still_open = self
+                    .documents
+                    .get(&path)
+                    .is_some_and(|doc| doc.open_on.contains_key(&server_id));
+                if !still_open {
+                    // Closed (LRU bound) while the pull was in flight: the answer describes a
+                    // text the server no longer holds.
+                    log::debug!(
+                        "{name}: dropping the pull answer for {}, closed since it was asked",
+                        path.display()
+                    );
+                    return;
+                }
                 if self.stale_pulls.remove(&(server_id, path.clone())) {
                     // Asked before the server's `workspace/diagnostic/refresh`: the answer in
                     // force is the next pull's.

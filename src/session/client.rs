@@ -409,6 +409,19 @@ pub struct ProxySignals {
 ///   differently (another `PATH` or environment). It then uses (or with `start` starts) a
 ///   session keyed by its servers themselves, as a configuration built in code is.
 pub fn find_or_start(options: &EngineOptions, start: bool) -> Result<Connected, AttachError> {
+    // A `--config` pipe (`<(…)`, `/dev/stdin`) is read once, by this process: a session process
+    // could not read it again, nor notice it change.
+    let piped = options
+        .config_sources
+        .iter()
+        .flat_map(|sources| &sources.config_files)
+        .find(|file| std::fs::metadata(file).is_ok_and(|metadata| !metadata.is_file()));
+    if let Some(piped) = piped {
+        return Err(AttachError::ConfigNotApplied(format!(
+            "the configuration {} is not a regular file (a pipe?), which a session cannot read again",
+            piped.display()
+        )));
+    }
     let connected = find_or_start_by_key(options, start)?;
     let wanted = super::hash::config_hash(&options.config);
     if connected.hello.config_hash == wanted {
@@ -823,7 +836,17 @@ impl WireState<'_> {
         let id = *self.next_id;
         *self.next_id += 1;
         let has_reply = !matches!(slot, ReplySlot::None);
-        let mut line = serde_json::to_string(&WireRequest { id, op }).unwrap_or_default();
+        let mut line = match serde_json::to_string(&WireRequest { id, op }) {
+            Ok(line) => line,
+            // The wire is JSON, which has no form for a path that is not UTF-8: the op cannot
+            // go out, so its slot is answered now (an empty line would leave it waiting).
+            Err(error) => {
+                slot.fail(&format!(
+                    "this request cannot be sent to the session ({error}); run it with --session never"
+                ));
+                return;
+            }
+        };
         line.push('\n');
         if has_reply {
             self.pending.insert(id, slot);

@@ -167,6 +167,7 @@ pub fn serve(mut options: EngineOptions, idle: Duration) -> i32 {
     let mut reloader = Reloader::new(&initial_config, config_sources, engine.op_sender());
     drop(initial_config);
     let (reload_sender, reload_receiver) = unbounded::<ReloadRequest>();
+    let (scan_requests, scan_request_receiver) = unbounded::<super::watch::ScanRequest>();
     let shared = Arc::new(Shared {
         hello,
         started: Instant::now(),
@@ -177,6 +178,7 @@ pub fn serve(mut options: EngineOptions, idle: Duration) -> i32 {
         reader_threads: super::query_workers::QueryWorkers::named("lspc-session-in"),
         config: reloader.state(),
         reload_sender,
+        scan_requests,
     });
     let (stop_sender, stop_receiver) = unbounded::<()>();
     let (watch_stop, watch_stop_receiver) = unbounded::<()>();
@@ -187,7 +189,15 @@ pub fn serve(mut options: EngineOptions, idle: Duration) -> i32 {
         let has_clients = move || shared.clients.load(Ordering::SeqCst) > 0;
         thread::Builder::new()
             .name("lspc-session-watch".to_owned())
-            .spawn(move || super::watch::run(root, op_sender, watch_stop_receiver, has_clients))
+            .spawn(move || {
+                super::watch::run(
+                    root,
+                    op_sender,
+                    watch_stop_receiver,
+                    scan_request_receiver,
+                    has_clients,
+                )
+            })
             .ok()
     };
     {
@@ -253,6 +263,8 @@ struct Shared {
     config: SharedConfigState,
     /// To the main thread's reloader.
     reload_sender: Sender<ReloadRequest>,
+    /// To the watch thread: a scan before each diagnostics request ([`super::watch::scan_now`]).
+    scan_requests: Sender<super::watch::ScanRequest>,
 }
 
 fn accept_loop(
@@ -702,6 +714,8 @@ impl Connection {
         let timeout = |ms: u64| Duration::from_millis(ms);
         let pending = match request.op {
             WireOp::Diagnostics { paths, timeout_ms } => {
+                // What changed on disk since the last scan reaches the servers first.
+                super::watch::scan_now(&self.shared.scan_requests);
                 let (reply, receiver) = bounded(1);
                 self.send_op(Op::Diagnostics {
                     paths,
@@ -725,6 +739,9 @@ impl Connection {
                 timeout_ms,
                 progress,
             } => {
+                // What changed on disk since the last scan (a `git checkout` just before the
+                // check) reaches the servers first.
+                super::watch::scan_now(&self.shared.scan_requests);
                 let (reply, receiver) = bounded(1);
                 let progress = progress.then(|| {
                     let (sender, receiver) = unbounded();

@@ -10,6 +10,10 @@
 //!   the rest are not announced, and the log says so once.
 //! - The first scan only records the snapshot: nothing changed before the session existed.
 //! - Files the request path touches are re-synced by the loop anyway; this only covers the rest.
+//! - A diagnostics request (a warm `lspc check`) asks for a scan first ([`ScanRequest`]) and is
+//!   sent to the loop only once that scan's changes are: a check right after a `git checkout`
+//!   must not wait for the next interval to have the servers hear of a rewritten
+//!   `pyproject.toml`.
 
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
@@ -95,18 +99,36 @@ impl Snapshot {
     }
 }
 
+/// A request for a scan now: the watch thread answers on the sender once the scan's changes
+/// (if any) are on the loop's op channel, so an op sent after the answer is handled after them.
+pub type ScanRequest = Sender<()>;
+
+/// How long a request waits for its scan (a scan of [`MAX_WATCHED_FILES`] takes about 85 ms).
+pub const SCAN_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Asks the watch thread for a scan now and waits (at most [`SCAN_REQUEST_TIMEOUT`]) until its
+/// changes are on the loop's op channel; returns at once when the watch thread is gone.
+pub fn scan_now(scan_requests: &Sender<ScanRequest>) {
+    let (done_sender, done_receiver) = crossbeam_channel::bounded(1);
+    if scan_requests.send(done_sender).is_ok() {
+        let _ = done_receiver.recv_timeout(SCAN_REQUEST_TIMEOUT);
+    }
+}
+
 /// The `"lspc-session-watch"` thread's loop: scan every [`SCAN_INTERVAL`] (every
-/// [`QUIET_SCAN_INTERVAL`] once `has_clients` has been false for [`QUIET_AFTER`]) until `stop`
-/// fires or the engine is gone.
+/// [`QUIET_SCAN_INTERVAL`] once `has_clients` has been false for [`QUIET_AFTER`]), and at once
+/// for each [`ScanRequest`], until `stop` fires or the engine is gone.
 pub fn run(
     root: PathBuf,
     op_sender: Sender<Op>,
     stop: Receiver<()>,
+    scan_requests: Receiver<ScanRequest>,
     has_clients: impl Fn() -> bool,
 ) {
     let mut snapshot = Snapshot::default();
     let mut last_client = std::time::Instant::now();
     let mut last_scan: Option<std::time::Instant> = None;
+    let mut scan_requests = scan_requests;
     loop {
         if has_clients() {
             last_client = std::time::Instant::now();
@@ -116,12 +138,20 @@ pub fn run(
         } else {
             QUIET_SCAN_INTERVAL
         };
+        let mut requested: Option<ScanRequest> = None;
         if last_scan.is_some_and(|scanned| scanned.elapsed() < interval) {
             select! {
                 recv(stop) -> _ => return,
+                recv(scan_requests) -> request => match request {
+                    Ok(done) => requested = Some(done),
+                    // Every requester is gone: keep scanning on the interval only.
+                    Err(_) => scan_requests = crossbeam_channel::never(),
+                },
                 default(Duration::from_millis(500)) => {}
             }
-            continue;
+            if requested.is_none() {
+                continue;
+            }
         }
         last_scan = Some(std::time::Instant::now());
         let changes = snapshot.scan(&root);
@@ -130,6 +160,9 @@ pub fn run(
             if op_sender.send(Op::FilesChanged { changes }).is_err() {
                 return;
             }
+        }
+        if let Some(done) = requested {
+            let _ = done.send(());
         }
     }
 }

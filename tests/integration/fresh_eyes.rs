@@ -1,5 +1,5 @@
 //! Regressions found by using lspc as a new user would, on public repositories (psf/requests,
-//! DaveGamble/cJSON, sindresorhus/ky), warm and cold. Each test names what broke and how it
+//! DaveGamble/cJSON, sindresorhus/ky, python-attrs/attrs), warm and cold. Each test names what broke and how it
 //! was found; each runs the real servers it names and asserts exact values.
 
 use std::path::{Path, PathBuf};
@@ -437,4 +437,245 @@ fn a_warm_check_follows_a_pyproject_changed_behind_the_session() {
         );
         std::thread::sleep(std::time::Duration::from_millis(500));
     }
+}
+
+/// Found on python-attrs/attrs: with a session, `git checkout 25.3.0` and a second `lspc check`
+/// gave ruff's findings for `tests/test_make.py` by main's `[tool.ruff]` (no `CPY001`), while a
+/// cold check gave 25.3.0's. The first check had opened 56 files, so the LRU bound (50) closed
+/// some; a closed document opened again started at version 1 again, and ruff's pull answer for
+/// the old text's version 1 still stood, so the file settled at once with the old answer.
+/// Here: `a.py` is evicted by a check of 50 other files, rewritten on disk, and asked again.
+/// ruff 0.17.6.
+#[test]
+fn a_document_closed_by_the_lru_bound_and_opened_again_is_not_answered_from_its_old_version() {
+    require_program!("ruff");
+    let workspace = Workspace::new("lru-reopen-version");
+    workspace
+        .file("pyproject.toml", "[tool.ruff.lint]\nselect = [\"E741\"]\n")
+        .file("a.py", "l = 1\n");
+    for index in 1..=50 {
+        workspace.file(&format!("m{index:02}.py"), &format!("x{index:02} = 1\n"));
+    }
+    let config = workspace.config(json!({ "ruff": ruff_entry() }));
+    let mut batch = BatchSession::start(&workspace, &config, 60);
+    let first = batch.ask(json!({"id": 1, "op": "diagnostics", "file": "a.py"}));
+    assert_eq!(
+        batch_diagnostics(&first),
+        [(
+            1,
+            1,
+            "warning".to_owned(),
+            "Ambiguous variable name: `l`".to_owned()
+        )],
+        "{first}"
+    );
+    let check = batch.ask(json!({"id": 2, "op": "check", "paths": ["."]}));
+    assert_eq!(
+        check["result"]["files"].as_array().unwrap().len(),
+        51,
+        "{check}"
+    );
+    std::fs::write(workspace.path("a.py"), "x = 1\n").unwrap();
+    let again = batch.ask(json!({"id": 3, "op": "diagnostics", "file": "a.py"}));
+    let (status, stderr) = batch.finish();
+    assert_eq!(batch_diagnostics(&again), [], "{again}\n{stderr}");
+    assert_eq!(status, Some(0), "{stderr}");
+}
+
+/// Found on python-attrs/attrs: with a session, `git checkout 25.3.0` and back to main, then a
+/// warm `lspc check` listed `conftest.py` (which main deleted) with pyright's and ruff's
+/// findings from the check at 25.3.0; a cold check did not list it. The first check's 56 files
+/// exceeded the LRU bound, so `conftest.py` was closed, but the pull answers for it stayed in the
+/// session's store, and a check reports what is stored for files it did not open. A document
+/// closed by the bound now leaves no diagnostics behind (as servers that publish do on
+/// `didClose`). ruff 0.17.6.
+#[test]
+fn a_warm_check_does_not_report_a_deleted_file_from_an_earlier_check() {
+    require_program!("ruff");
+    let workspace = Workspace::new("deleted-after-eviction");
+    workspace
+        .file("pyproject.toml", "[tool.ruff.lint]\nselect = [\"E741\"]\n")
+        .file("gone.py", "l = 1\n");
+    for index in 1..=50 {
+        workspace.file(&format!("m{index:02}.py"), &format!("x{index:02} = 1\n"));
+    }
+    let config = workspace.config(json!({ "ruff": ruff_entry() }));
+    let runtime = private_runtime(&workspace);
+    let _stop = StopSessions(runtime.clone());
+    let first = check_json(&workspace, &config, &runtime, &["--session", "always"]);
+    first.status(0);
+    assert_eq!(
+        rows(&first.json()),
+        [(
+            "gone.py".to_owned(),
+            "ruff".to_owned(),
+            1,
+            1,
+            "E741".to_owned()
+        )],
+        "{}",
+        first.story()
+    );
+    std::fs::remove_file(workspace.path("gone.py")).unwrap();
+    let warm = check_json(&workspace, &config, &runtime, &["--session", "always"]);
+    let cold = check_json(&workspace, &config, &runtime, &["--session", "never"]);
+    cold.status(0);
+    assert_eq!(cold.json()["files"].as_array().unwrap().len(), 50);
+    assert_eq!(warm.stdout, cold.stdout, "{}", warm.story());
+    warm.status(0);
+}
+
+/// Found on python-attrs/attrs: with a session, `git checkout main` from 25.3.0 and a warm
+/// `lspc check` at once gave 139 findings where a cold check gave 1: ruff still linted by
+/// 25.3.0's `[tool.ruff]` (`CPY001`, `PLC0415`, which main ignores). The session announces
+/// files changed behind it from a scan every 2 s, and a check started within those 2 s reached
+/// ruff before the announcement of the rewritten `pyproject.toml`. A diagnostics request now
+/// has the session scan first. ruff 0.17.6.
+#[test]
+fn a_warm_check_right_after_the_ruff_configuration_changed_follows_it() {
+    require_program!("ruff");
+    let workspace = Workspace::new("ruff-config-right-before-check");
+    workspace
+        .file("pyproject.toml", "[tool.ruff.lint]\nselect = [\"E741\"]\n")
+        .file("a.py", "import os\nl = 1\n");
+    let config = workspace.config(json!({ "ruff": ruff_entry() }));
+    let runtime = private_runtime(&workspace);
+    let _stop = StopSessions(runtime.clone());
+    let first = check_json(&workspace, &config, &runtime, &["--session", "always"]);
+    first.status(0);
+    assert_eq!(
+        rows(&first.json()),
+        [(
+            "a.py".to_owned(),
+            "ruff".to_owned(),
+            2,
+            1,
+            "E741".to_owned()
+        )],
+        "{}",
+        first.story()
+    );
+    for (select, expected) in [("F401", (1, 8, "F401")), ("E741", (2, 1, "E741"))] {
+        std::fs::write(
+            workspace.path("pyproject.toml"),
+            format!("[tool.ruff.lint]\nselect = [\"{select}\"]\n"),
+        )
+        .unwrap();
+        let warm = check_json(&workspace, &config, &runtime, &["--session", "always"]);
+        assert_eq!(
+            rows(&warm.json()),
+            [(
+                "a.py".to_owned(),
+                "ruff".to_owned(),
+                expected.0,
+                expected.1,
+                expected.2.to_owned()
+            )],
+            "{}",
+            warm.story()
+        );
+        let cold = check_json(&workspace, &config, &runtime, &["--session", "never"]);
+        assert_eq!(warm.stdout, cold.stdout, "{}", cold.story());
+    }
+}
+
+/// Found with odd input: a file whose name is not UTF-8 (`caf\xE9.py`, Latin-1) vanished from
+/// `lspc check .` (neither checked nor skipped: the routing key needed a UTF-8 name), and named
+/// on the command line it was refused as having no extension. pyright and ruff take its URI
+/// (`caf%E9.py`) and check it; SARIF now names it by those bytes too. ruff 0.17.6 (its own
+/// `ruff check` fails on this name: "Failed to serialize cache data").
+#[test]
+fn a_file_whose_name_is_not_utf8_is_checked_by_its_extension() {
+    use std::os::unix::ffi::OsStrExt;
+    require_program!("ruff");
+    let workspace = Workspace::new("latin1-file-name");
+    workspace.file("pyproject.toml", "[tool.ruff.lint]\nselect = [\"F\"]\n");
+    let name = std::ffi::OsStr::from_bytes(b"caf\xe9.py");
+    std::fs::write(workspace.root.join(name), "x = undefined_name\n").unwrap();
+    let config = workspace.config(json!({ "ruff": ruff_entry() }));
+    let check = |target: &std::ffi::OsStr, format: &str| {
+        workspace
+            .lspc()
+            .args(["--no-builtin", "--config"])
+            .arg(&config)
+            .args(["check", "--format", format])
+            .arg(target)
+            .timeout(std::time::Duration::from_secs(60))
+            .run()
+    };
+    for target in [std::ffi::OsStr::new("."), name] {
+        let output = check(target, "json");
+        output.status(1);
+        assert_eq!(
+            rows(&output.json()),
+            [(
+                "caf\u{fffd}.py".to_owned(),
+                "ruff".to_owned(),
+                1,
+                5,
+                "F821".to_owned()
+            )],
+            "{}",
+            output.story()
+        );
+    }
+    let sarif = check(name, "sarif");
+    sarif.status(1);
+    assert_eq!(
+        sarif.json()["runs"][0]["results"][0]["locations"][0]["physicalLocation"]
+            ["artifactLocation"]["uri"],
+        "caf%E9.py",
+        "{}",
+        sarif.story()
+    );
+}
+
+/// Found trying configurations as a shell user would: `lspc --config <(echo '{…}') check`
+/// (bash process substitution) and `--config /dev/stdin` said `file not found`, though the
+/// pipe was there to read: the path was canonicalised first, and a pipe's `/proc/self/fd/N`
+/// link names no file (`pipe:[…]`). A configuration that exists but has no canonical path is
+/// now read as named, in process: a session could not read the pipe again, so `--session
+/// always` says so at once and runs without one. ruff 0.17.6.
+#[test]
+fn a_configuration_given_as_a_pipe_is_read() {
+    require_program!("ruff");
+    let workspace = Workspace::new("config-from-a-pipe");
+    workspace.file("a.py", "x = undefined_name\n");
+    let runtime = private_runtime(&workspace);
+    let _stop = StopSessions(runtime.clone());
+    let config = json!({ "ruff": ruff_entry() }).to_string();
+    for session in ["auto", "always"] {
+        let output = workspace
+            .lspc()
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .args([
+                "--no-builtin",
+                "--config",
+                "/dev/stdin",
+                "--session",
+                session,
+            ])
+            .args(["check", "a.py"])
+            .stdin(config.clone())
+            .timeout(std::time::Duration::from_secs(20))
+            .run();
+        output.status(1);
+        assert_eq!(
+            output.stdout,
+            "a.py:1:5: error: Undefined name `undefined_name` [Ruff F821]\n",
+            "{}",
+            output.story()
+        );
+        if session == "always" {
+            output.stderr_contains(
+                "lspc: warning: the configuration /dev/stdin is not a regular file (a pipe?), which a session cannot read again; running without a session",
+            );
+        }
+    }
+    let status = Command::new(lspc_bin())
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .args(["session", "status"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&status.stdout), "no sessions\n");
 }

@@ -437,13 +437,19 @@ impl Planner<'_, '_> {
 
     /// Refuses a text edit of `path` for a `version` lspc did not send.
     fn check_version(&self, path: &Path, version: Option<i32>) -> Result<(), EditError> {
-        let sent = (self.context.documents)(path).map(|sent| sent.version);
+        let sent_document = (self.context.documents)(path);
+        let sent = sent_document.as_ref().map(|sent| sent.version);
         // Version 0 from a server that does not track versions (gopls 0.5 for files it was never
-        // sent, ccls for every file) means "whatever you gave me": lspc's documents start at
-        // version 1, so a 0 can only name the disk text (never sent) or the one text lspc sent
-        // (version 1, nothing after it). Neovim reads 0 the same way. The disk check in
-        // `play_text` still refuses an edit of a file that changed since.
-        let version = version.filter(|&version| version != 0 || sent.is_some_and(|sent| sent != 1));
+        // sent, ccls for every file) means "whatever you gave me": lspc's versions start at 1,
+        // so a 0 can only name the disk text (never sent) or the one text lspc sent since it
+        // opened the document (its opening version, nothing after it). Neovim reads 0 the same
+        // way. The disk check in `play_text` still refuses an edit of a file that changed since.
+        let version = version.filter(|&version| {
+            version != 0
+                || sent_document
+                    .as_ref()
+                    .is_some_and(|sent| sent.version != sent.opened_version)
+        });
         match version {
             Some(version) if sent != Some(version) => Err(EditError::StaleVersion {
                 path: path.to_path_buf(),
