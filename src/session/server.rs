@@ -7,7 +7,7 @@
 //! [`Op`]s with local reply channels, selects over every reply in flight and writes each reply
 //! line as it completes, both kept between connections ([`super::query_workers`]); the query
 //! threads that run `query` ops for clients that want info or debug logs, kept between queries
-//! (a quieter client's `query` runs on its connection thread, [`InlineQuery`]); the
+//! (a quieter client's `query` runs on its connection thread, see `InlineQuery`); the
 //! main thread watches for idleness, a vanished root and `stop`, and owns the configuration
 //! [`Reloader`] (its periodic check and the clients' `reload` requests).
 //!
