@@ -10,11 +10,13 @@
 //! in the client process, and their output, exit statuses and messages are the same whichever
 //! way the engine runs.
 //!
-//! A one-shot query command (`lspc hover`, `definition`, ...) is thinner still ([`query`]): it
-//! sends the whole query as one `query` line once the hello is checked, and the session runs it ([`crate::query::command::execute`], the code an in-process run uses) and
-//! answers with the rendered outcome. So a warm one-shot costs one connect and one round trip,
-//! starts no thread in the client, and the first-question analysis wait of a file is done once
-//! per session rather than once per command.
+//! A one-shot query command (`lspc hover`, `definition`, ...) is thinner still ([`query`], and
+//! the CLI's own route that loads only the file's servers, [`crate::config::load_for_extension`]):
+//! it writes the whole query as one `query` line right after connecting (the hello is checked
+//! when read), and the session runs it ([`crate::query::command::execute`], the code an
+//! in-process run uses) and answers with the rendered outcome. So a warm one-shot costs one
+//! connect and one round trip, starts no thread in the client, and the first-question analysis
+//! wait of a file is done once per session rather than once per command.
 //!
 //! Invariants:
 //! - A session is found by its key ([`paths::session_key`]: canonical root plus a hash of where

@@ -2,10 +2,12 @@
 //! number of clients over the session's Unix socket.
 //!
 //! Threads: the engine loop (as in any lspc process); `"lspc-session-listener"` accepting
-//! connections; per connection a reader (`"lspc-session-in-N"`, lines to a channel) and a
-//! connection thread (`"lspc-session-conn-N"`) that turns lines into [`Op`]s with local reply
-//! channels, selects over every reply in flight and writes each reply line as it completes; the
-//! query threads ([`super::query_workers`]) that run `query` ops, kept between queries; the
+//! connections and writing each one's hello; per connection a reader (`"lspc-session-in-N"`,
+//! lines to a channel) and a connection thread (`"lspc-session-conn-N"`) that turns lines into
+//! [`Op`]s with local reply channels, selects over every reply in flight and writes each reply
+//! line as it completes, both kept between connections ([`super::query_workers`]); the query
+//! threads that run `query` ops for clients that want info or debug logs, kept between queries
+//! (a quieter client's `query` runs on its connection thread, see `InlineQuery`); the
 //! main thread watches for idleness, a vanished root and `stop`, and owns the configuration
 //! [`Reloader`] (its periodic check and the clients' `reload` requests).
 //!
