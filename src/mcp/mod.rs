@@ -504,6 +504,12 @@ pub fn serve(options: McpOptions, inputs: Receiver<HubInput>) -> i32 {
     };
 
     loop {
+        // Calls the workers finished (issue 15: drained before anything else rather than
+        // selected, so an answered call does not wake the hub a second time; the worker already
+        // wrote its answer, and the gate keeps progress from following it).
+        while let Ok(done) = done_receiver.try_recv() {
+            hub.finish(done);
+        }
         let tick = hub
             .inflight
             .values()
@@ -520,13 +526,15 @@ pub fn serve(options: McpOptions, inputs: Receiver<HubInput>) -> i32 {
         };
         select! {
             recv(inputs) -> input => match input {
-                Ok(input) => hub.handle_input(input),
-                Err(_) => break,
-            },
-            recv(done_receiver) -> done => {
-                if let Ok(done) = done {
-                    hub.finish(done);
+                Ok(input) => {
+                    // A call answered while the hub slept is over before the next message (an
+                    // id may be used again once its call is answered).
+                    while let Ok(done) = done_receiver.try_recv() {
+                        hub.finish(done);
+                    }
+                    hub.handle_input(input)
                 }
+                Err(_) => break,
             },
             recv(event_receiver) -> event => {
                 if let Ok(event) = event {
