@@ -84,15 +84,20 @@ pub fn config_options(global: &GlobalOptions) -> ConfigOptions {
 /// Load the configuration for `global`, printing its errors and notes on stderr.
 pub fn load_config(global: &GlobalOptions) -> config::Config {
     let config = config::load(&config_options(global));
+    print_config_messages(&config, global.quiet);
+    config
+}
+
+/// Prints `config`'s errors on stderr (`lspc: config error: …`), and its notes unless `quiet`.
+pub fn print_config_messages(config: &config::Config, quiet: bool) {
     for error in &config.errors {
         eprintln!("lspc: config error: {error}");
     }
-    if !global.quiet {
+    if !quiet {
         for note in &config.notes {
             eprintln!("lspc: {note}");
         }
     }
-    config
 }
 
 /// Parse a size in bytes: a whole number with an optional `K`, `M` or `G` suffix (powers of

@@ -362,16 +362,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             }
             let config = load_config(&args.global);
             if let Operation::Query(request) = &operation {
-                if crate::install_hints::hints_enabled(args.global.no_hints) {
-                    let files: Vec<std::path::PathBuf> = request
-                        .file()
-                        .map(std::path::PathBuf::from)
-                        .into_iter()
-                        .collect();
-                    for hint in crate::install_hints::hints_for(&config, &files) {
-                        eprintln!("lspc: hint: {}", hint.message());
-                    }
-                }
+                print_query_hints(&args.global, &config, request);
             }
             run_operation(
                 engine_options(config, &args.global),
@@ -481,26 +472,8 @@ fn warm_query(global: &GlobalOptions, options: &QueryOptions) -> Option<i32> {
     };
     let connected =
         client::find_or_start_sending(&engine_options, mode == SessionMode::Always, &early).ok()?;
-    let config = &engine_options.config;
-    for error in &config.errors {
-        eprintln!("lspc: config error: {error}");
-    }
-    if !global.quiet {
-        for note in &config.notes {
-            eprintln!("lspc: {note}");
-        }
-    }
-    if crate::install_hints::hints_enabled(global.no_hints) {
-        let files: Vec<std::path::PathBuf> = options
-            .request
-            .file()
-            .map(std::path::PathBuf::from)
-            .into_iter()
-            .collect();
-        for hint in crate::install_hints::hints_for(config, &files) {
-            eprintln!("lspc: hint: {}", hint.message());
-        }
-    }
+    crate::options::print_config_messages(&engine_options.config, global.quiet);
+    print_query_hints(global, &engine_options.config, &options.request);
     let outcome = match client::read_answer(connected) {
         client::QueryExchange::Answered(outcome) => outcome,
         client::QueryExchange::ConfigMismatch => {
@@ -513,6 +486,25 @@ fn warm_query(global: &GlobalOptions, options: &QueryOptions) -> Option<i32> {
         }
     };
     Some(crate::query::command::report(outcome, options))
+}
+
+/// Prints the install hints for a query's file (`lspc: hint: …`), unless hints are off.
+fn print_query_hints(
+    global: &GlobalOptions,
+    config: &config::Config,
+    request: &crate::query::command::QueryRequest,
+) {
+    if !crate::install_hints::hints_enabled(global.no_hints) {
+        return;
+    }
+    let files: Vec<std::path::PathBuf> = request
+        .file()
+        .map(std::path::PathBuf::from)
+        .into_iter()
+        .collect();
+    for hint in crate::install_hints::hints_for(config, &files) {
+        eprintln!("lspc: hint: {}", hint.message());
+    }
 }
 
 /// One query command's outcome: from the workspace's session in one round trip when one serves
