@@ -16,6 +16,7 @@ use crate::engine::EngineOptions;
 use crate::mcp::cli::McpCliOptions;
 use crate::operation::Operation;
 use crate::query::command::{QueryFormat, QueryOptions};
+use crate::session::SessionMode;
 
 pub use crate::exit::{EXIT_FOUND, EXIT_OK, EXIT_SERVER, EXIT_USAGE};
 pub use crate::options::{
@@ -272,7 +273,7 @@ fn check_root(global: &GlobalOptions) -> Result<(), UsageError> {
 
 /// Parse, run, and return the exit status. `main` only calls this.
 pub fn main_with_args(args: Vec<OsString>) -> i32 {
-    let args = match parse(args) {
+    let mut args = match parse(args) {
         Ok(args) => args,
         Err(error) => {
             eprintln!("lspc: {error}");
@@ -356,8 +357,11 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
                     format,
                     timeout,
                 };
-                if let Some(status) = warm_query(&args.global, &options) {
-                    return status;
+                match warm_query(&args.global, &options) {
+                    Warm::Answered(status) => return status,
+                    Warm::NotUsed => {}
+                    // Reported once; the in-process run below does not try the session again.
+                    Warm::SessionFailed => args.global.session = Some(SessionMode::Never),
                 }
             }
             let config = load_config(&args.global);
@@ -439,17 +443,18 @@ fn run_operation(
 /// ([`config::load_for_extension`]: the built-in table's other programs are not searched on
 /// `PATH`) and letting the session check that it runs the same servers for it
 /// (the query's lines carry that file's configuration hash, [`client::query_lines`], written
-/// before the hello is even read). `None` when no session is used this way
+/// before the hello is even read). [`Warm::NotUsed`] when no session is used this way
 /// (`never`, the session process itself, no session, a workspace-symbol query, a file without an
-/// extension, or a session that cannot be reached): the command then runs as every other one.
+/// extension): the command then runs as every other one; [`Warm::SessionFailed`] when the
+/// session could not be reached or started (said once on stderr, and not tried again).
 ///
 /// Output and exit status are those of the in-process run: the configuration's errors and notes
 /// are the same (every configured source is read), and so are the install hints for the file.
 /// When the session runs other servers for the file (a configuration file edited since it
 /// loaded it, a server installed), the whole configuration is loaded and the query takes
 /// [`run_query`]'s route, whose hello check makes the session reload first.
-fn warm_query(global: &GlobalOptions, options: &QueryOptions) -> Option<i32> {
-    use crate::session::{client, SessionMode};
+fn warm_query(global: &GlobalOptions, options: &QueryOptions) -> Warm {
+    use crate::session::client;
     let mode = global.session.unwrap_or_default();
     if !matches!(mode, SessionMode::Auto | SessionMode::Always)
         || matches!(
@@ -457,9 +462,11 @@ fn warm_query(global: &GlobalOptions, options: &QueryOptions) -> Option<i32> {
             crate::query::command::QueryRequest::WorkspaceSymbols { .. }
         )
     {
-        return None;
+        return Warm::NotUsed;
     }
-    let extension = config::extension_key(options.request.file()?)?;
+    let Some(extension) = options.request.file().and_then(config::extension_key) else {
+        return Warm::NotUsed;
+    };
     let sources = config_options(global);
     let config = config::load_for_extension(&sources, &extension);
     let config_hash = crate::session::hash::config_hash_for_extension(&config, &extension);
@@ -471,21 +478,42 @@ fn warm_query(global: &GlobalOptions, options: &QueryOptions) -> Option<i32> {
         client::query_lines(key, &canonical, options.timeout, Some(config_hash.clone()))
     };
     let connected =
-        client::find_or_start_sending(&engine_options, mode == SessionMode::Always, &early).ok()?;
+        match client::find_or_start_sending(&engine_options, mode == SessionMode::Always, &early) {
+            Ok(connected) => connected,
+            Err(client::AttachError::Failed(error)) => {
+                eprintln!("lspc: warning: {error}; running without a session");
+                return Warm::SessionFailed;
+            }
+            Err(_) => return Warm::NotUsed,
+        };
     crate::options::print_config_messages(&engine_options.config, global.quiet);
     print_query_hints(global, &engine_options.config, &options.request);
     let outcome = match client::read_answer(connected) {
         client::QueryExchange::Answered(outcome) => outcome,
         client::QueryExchange::ConfigMismatch => {
             // The errors, notes and hints above are those of the whole configuration too.
-            let sources = engine_options.config_sources.take()?;
+            let Some(sources) = engine_options.config_sources.take() else {
+                return Warm::NotUsed;
+            };
             let mut engine_options = EngineOptions::new(config::load(&sources));
             tune_engine(global, &mut engine_options);
             engine_options.config_sources = Some(sources);
             run_query(engine_options, options)
         }
     };
-    Some(crate::query::command::report(outcome, options))
+    Warm::Answered(crate::query::command::report(outcome, options))
+}
+
+/// What [`warm_query`] did.
+enum Warm {
+    /// The query ran (in the session, or in process after a configuration mismatch): its exit
+    /// status.
+    Answered(i32),
+    /// No session route applies; the command runs as every other one.
+    NotUsed,
+    /// The session could not be reached or started (already reported on stderr): the command
+    /// runs in process without trying it again.
+    SessionFailed,
 }
 
 /// Prints the install hints for a query's file (`lspc: hint: …`), unless hints are off.

@@ -539,7 +539,8 @@ pub fn find_or_start_sending(
         }
         Err(ConnectError::Unusable(message)) => return Err(AttachError::Failed(message)),
     }
-    spawn_session(&paths, options.config_sources.is_none()).map_err(AttachError::Failed)?;
+    let mut ready =
+        Some(spawn_session(&paths, options.config_sources.is_none()).map_err(AttachError::Failed)?);
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
         match connect_sending(&paths, early) {
@@ -547,7 +548,16 @@ pub fn find_or_start_sending(
             Err(ConnectError::Unusable(message)) => return Err(AttachError::Failed(message)),
             // Refused: the session is between `bind` and `listen`.
             Err(ConnectError::NotRunning | ConnectError::Stale) if Instant::now() < deadline => {
-                thread::sleep(Duration::from_millis(10));
+                let wait = Duration::from_millis(10).min(deadline - Instant::now());
+                match ready.as_mut().map(|pipe| pipe.wait(wait)) {
+                    // Listening now (or another session serves the key): connect at once.
+                    Some(ReadyState::Ready) => ready = None,
+                    Some(ReadyState::Waiting) => {}
+                    Some(ReadyState::Exited) => {
+                        return Err(AttachError::Failed(exited_message(&paths)));
+                    }
+                    None => thread::sleep(wait),
+                }
             }
             Err(ConnectError::NotRunning | ConnectError::Stale) => {
                 return Err(AttachError::Failed(format!(
@@ -560,12 +570,107 @@ pub fn find_or_start_sending(
     }
 }
 
+/// The message for a session process that ended before it listened: its log's last line (the
+/// session's own error, e.g. `cannot listen on …`) and where the whole log is.
+fn exited_message(paths: &SessionPaths) -> String {
+    let log = std::fs::read_to_string(&paths.log).unwrap_or_default();
+    match log.lines().rev().find(|line| !line.trim().is_empty()) {
+        Some(last) => format!(
+            "the session exited before it served: {} (its log: {})",
+            last.trim(),
+            paths.log.display()
+        ),
+        None => format!(
+            "the session exited before it served (its log: {})",
+            paths.log.display()
+        ),
+    }
+}
+
+/// What a starting session's ready pipe says ([`ReadyPipe::wait`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReadyState {
+    /// The session wrote its byte: it listens (or found another session serving its key).
+    Ready,
+    /// Nothing yet.
+    Waiting,
+    /// End of file without the byte: every process holding the write end is gone, so the
+    /// session ended (or crashed) before it listened.
+    Exited,
+}
+
+/// The read end of the pipe a starting session reports on ([`READY_FD_ENV`]): the session writes
+/// one byte once it listens and the write end closes when it exits, so a session that fails at
+/// start is noticed at once instead of after [`START_TIMEOUT`].
+struct ReadyPipe(std::fs::File);
+
+impl ReadyPipe {
+    /// Waits up to `timeout` for the byte or the end of file.
+    fn wait(&mut self, timeout: Duration) -> ReadyState {
+        use std::io::Read;
+        use std::os::fd::AsRawFd;
+        let mut poll = libc::pollfd {
+            fd: self.0.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let millis = timeout.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: one valid pollfd for the call's duration.
+        let ready = unsafe { libc::poll(&mut poll, 1, millis) };
+        if ready <= 0 {
+            return ReadyState::Waiting;
+        }
+        let mut byte = [0u8; 1];
+        match self.0.read(&mut byte) {
+            Ok(1) => ReadyState::Ready,
+            Ok(_) => ReadyState::Exited,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => ReadyState::Waiting,
+            Err(_) => ReadyState::Exited,
+        }
+    }
+}
+
+/// The environment variable naming the ready pipe's write end in a starting session process
+/// (a file descriptor number); see [`ReadyPipe`] and `server::take_ready_pipe`.
+pub(super) const READY_FD_ENV: &str = "LSPC_SESSION_READY_FD";
+
+/// A close-on-exec pipe whose ends are both above stderr (so the child's stdio set-up cannot
+/// overwrite them): (read end, write end).
+fn ready_pipe() -> std::io::Result<(std::fs::File, std::os::fd::OwnedFd)> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } == -1 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: pipe2 just created both descriptors and nothing else owns them.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let above_stderr = |fd: OwnedFd| -> std::io::Result<OwnedFd> {
+        use std::os::fd::AsRawFd;
+        if fd.as_raw_fd() > 2 {
+            return Ok(fd);
+        }
+        // SAFETY: duplicating a descriptor we own; the copy is owned by the new OwnedFd.
+        let copy = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
+        if copy == -1 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: fcntl just created `copy`.
+        Ok(unsafe { OwnedFd::from_raw_fd(copy) })
+    };
+    Ok((
+        std::fs::File::from(above_stderr(read)?),
+        above_stderr(write)?,
+    ))
+}
+
 /// Starts this very command line again as the session process (`LSPC_SESSION=serve`), so the
 /// root and configuration are resolved exactly as this command resolved them. The process is
 /// detached: forked twice (so it is nobody's child), `setsid` (no controlling terminal), stdin
 /// from `/dev/null`, stdout and stderr to its log file, and it never holds the caller's pipes.
-/// `exact`: the session is keyed by its servers ([`super::server::EXACT_ENV`]).
-fn spawn_session(paths: &SessionPaths, exact: bool) -> Result<(), String> {
+/// `exact`: the session is keyed by its servers ([`super::server::EXACT_ENV`]). Returns the read
+/// end of the session's ready pipe ([`ReadyPipe`]).
+fn spawn_session(paths: &SessionPaths, exact: bool) -> Result<ReadyPipe, String> {
     let exe = std::env::current_exe()
         .map_err(|error| format!("cannot find the lspc executable to start a session: {error}"))?;
     let log = std::fs::OpenOptions::new()
@@ -578,23 +683,34 @@ fn spawn_session(paths: &SessionPaths, exact: bool) -> Result<(), String> {
     let log_err = log
         .try_clone()
         .map_err(|error| format!("session log: {error}"))?;
+    let (ready_read, ready_write) =
+        ready_pipe().map_err(|error| format!("cannot start the session: {error}"))?;
+    let ready_fd = {
+        use std::os::fd::AsRawFd;
+        ready_write.as_raw_fd()
+    };
     let mut command = Command::new(exe);
     command
         .args(std::env::args_os().skip(1))
         .env("LSPC_SESSION", "serve")
+        .env(READY_FD_ENV, ready_fd.to_string())
         .env_remove(super::server::EXACT_ENV)
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(log_err);
-    // SAFETY: only async-signal-safe calls (fork, _exit, setsid) run between fork and exec.
+    // SAFETY: only async-signal-safe calls (fork, _exit, setsid, fcntl) run between fork and exec.
     unsafe {
-        command.pre_exec(|| {
+        command.pre_exec(move || {
             match libc::fork() {
                 -1 => return Err(std::io::Error::last_os_error()),
                 0 => {}
                 _ => libc::_exit(0),
             }
             if libc::setsid() == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The session keeps the ready pipe's write end across exec (and only it).
+            if libc::fcntl(ready_fd, libc::F_SETFD, 0) == -1 {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())
@@ -608,7 +724,9 @@ fn spawn_session(paths: &SessionPaths, exact: bool) -> Result<(), String> {
         .map_err(|error| format!("cannot start the session: {error}"))?;
     // The intermediate process exits at once; reaping it leaves the session parented by init.
     let _ = child.wait();
-    Ok(())
+    // Only the session holds the write end now: its end of file means the session is gone.
+    drop(ready_write);
+    Ok(ReadyPipe(ready_read))
 }
 
 /// The message a frontend gets when the session dies under it.

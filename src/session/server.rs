@@ -98,6 +98,35 @@ fn bind(paths: &SessionPaths) -> Result<Option<UnixListener>, String> {
     ))
 }
 
+/// The write end of the ready pipe the client that started this session waits on
+/// ([`super::client::READY_FD_ENV`]), taken out of the environment and made close-on-exec so
+/// no server inherits it. `None` when this session was not started that way, or the variable
+/// does not name a pipe (it is then left alone).
+fn take_ready_pipe() -> Option<std::fs::File> {
+    use std::os::fd::FromRawFd;
+    let value = std::env::var(super::client::READY_FD_ENV).ok();
+    std::env::remove_var(super::client::READY_FD_ENV);
+    let fd: libc::c_int = value?.parse().ok().filter(|fd| *fd > 2)?;
+    // SAFETY: fstat writes into the zeroed struct; an invalid descriptor only makes it fail.
+    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd, &mut stat) } == -1 || stat.st_mode & libc::S_IFMT != libc::S_IFIFO {
+        return None;
+    }
+    // SAFETY: setting FD_CLOEXEC on a descriptor that fstat just found open.
+    unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    // SAFETY: the client passed this descriptor to this process for it alone; nothing else in
+    // the process refers to it.
+    Some(unsafe { std::fs::File::from_raw_fd(fd) })
+}
+
+/// Tells the starting client this session listens: one byte on the ready pipe, then closed.
+fn signal_ready(ready: Option<std::fs::File>) {
+    if let Some(mut pipe) = ready {
+        use std::io::Write;
+        let _ = pipe.write_all(b"1");
+    }
+}
+
 /// Set (to `1`) in the environment of a session keyed by its servers rather than by its
 /// configuration's sources (see [`paths::session_key`]).
 pub const EXACT_ENV: &str = "LSPC_SESSION_EXACT";
@@ -107,6 +136,7 @@ pub const EXACT_ENV: &str = "LSPC_SESSION_EXACT";
 pub fn serve(mut options: EngineOptions, idle: Duration) -> i32 {
     // Servers and their children must not think they are session processes.
     std::env::remove_var("LSPC_SESSION");
+    let ready = take_ready_pipe();
     // A session started for a client whose servers resolve differently from what the files give
     // the workspace's session (`client::find_or_start`) is keyed by its servers and never reloads.
     if std::env::var_os(EXACT_ENV).is_some() {
@@ -132,6 +162,7 @@ pub fn serve(mut options: EngineOptions, idle: Duration) -> i32 {
         Ok(Some(listener)) => listener,
         Ok(None) => {
             eprintln!("lspc session: another session already serves {key}");
+            signal_ready(ready);
             return crate::exit::EXIT_OK;
         }
         Err(error) => {
@@ -145,6 +176,8 @@ pub fn serve(mut options: EngineOptions, idle: Duration) -> i32 {
         // SAFETY: registering a plain extern "C" function with no captured state.
         unsafe { libc::atexit(remove_socket_at_exit) };
     }
+    // Listening: connections queue from here on, so the starting client may connect.
+    signal_ready(ready);
     let root = crate::uri::canonical(&options.config.root);
     let hello = Hello {
         lspc: "lspc-session".to_owned(),

@@ -1016,3 +1016,58 @@ fn commands_with_another_environment_get_their_own_session() {
     assert_eq!(ws.initializes(), 2, "the first environment's session again");
     assert_eq!(ws.session_pids().len(), 2);
 }
+
+/// A session that cannot start (here it cannot listen: a directory sits where its socket goes)
+/// is noticed as soon as its process exits, through the ready pipe, not after the 30 s start
+/// timeout; `--session always` then says why once, with the session's own error, and the query
+/// runs in process with the same answer, trying the session no second time. `session start`
+/// fails with the same message and exit 3.
+#[test]
+fn a_session_that_cannot_start_is_reported_at_once_and_tried_once() {
+    let ws = SessionWorkspace::new("cannot-start", json!({}));
+    let started = ws.lspc(&["session", "start"]).run();
+    started.status(0);
+    let socket = PathBuf::from(started.stdout.trim_end());
+    ws.lspc(&["session", "stop"]).run().status(0);
+    assert!(!socket.exists(), "stop removed the socket");
+    std::fs::create_dir(&socket).unwrap();
+    let before = ws.initializes();
+
+    let hover = ws
+        .lspc(&["--session", "always", "hover", "a.py:5:5"])
+        .timeout(Duration::from_secs(20))
+        .run();
+    hover.status(0).stdout_is("alpha at 4:4\n");
+    let expected = format!(
+        "lspc: warning: the session exited before it served: lspc session: cannot listen on {}: \
+         the address stays in use (its log: {}); running without a session\n",
+        socket.display(),
+        socket.with_extension("log").display()
+    );
+    assert_eq!(
+        hover
+            .stderr
+            .lines()
+            .filter(|line| line.starts_with("lspc: warning:"))
+            .map(|line| format!("{line}\n"))
+            .collect::<String>(),
+        expected,
+        "{}",
+        hover.story()
+    );
+    assert_eq!(
+        ws.initializes(),
+        before + 1,
+        "the query ran in process once"
+    );
+
+    let start = ws
+        .lspc(&["session", "start"])
+        .timeout(Duration::from_secs(20))
+        .run();
+    start.status(3).stderr_contains(&format!(
+        "the session exited before it served: lspc session: cannot listen on {}",
+        socket.display()
+    ));
+    std::fs::remove_dir(&socket).unwrap();
+}
