@@ -163,6 +163,30 @@ impl AnalysedFiles {
     }
 }
 
+/// Query files found to be canonical regular files ([`uri::canonical`] of the path is the path),
+/// shared by every clone of a [`Queries`] (issue 15: `canonicalize` costs one `readlink` per
+/// path component on every query). Only the instant route trusts it, and only as far as the
+/// loop's own `stat` and read of the file confirm it: a file that went away or became a
+/// directory fails its sync, and the query then takes the blocking route, which checks the path
+/// afresh (and forgets it here). A path given through a symlink is never recorded, so a
+/// retargeted link is always resolved again.
+#[derive(Debug, Clone, Default)]
+struct CanonicalFiles(Arc<Mutex<HashSet<PathBuf>>>);
+
+impl CanonicalFiles {
+    fn with<R>(&self, f: impl FnOnce(&mut HashSet<PathBuf>) -> R) -> R {
+        match self.0.lock() {
+            Ok(mut files) => f(&mut files),
+            // A panicked holder only loses the cache's consistency: start over.
+            Err(poisoned) => {
+                let mut files = poisoned.into_inner();
+                files.clear();
+                f(&mut files)
+            }
+        }
+    }
+}
+
 /// The query layer: one per frontend thread (cheap to clone via [`Queries::with_tag`]).
 #[derive(Debug, Clone)]
 pub struct Queries {
@@ -171,6 +195,7 @@ pub struct Queries {
     timeout: Duration,
     tag: Option<u64>,
     analysed: AnalysedFiles,
+    canonical_files: CanonicalFiles,
 }
 
 impl Queries {
@@ -184,6 +209,7 @@ impl Queries {
             timeout,
             tag: None,
             analysed: AnalysedFiles::default(),
+            canonical_files: CanonicalFiles::default(),
         }
     }
 
@@ -442,8 +468,13 @@ impl Queries {
         // One stat (the common case is a regular file).
         let metadata = std::fs::metadata(&path);
         if metadata.as_ref().is_ok_and(|metadata| metadata.is_file()) {
+            if path == file {
+                self.canonical_files
+                    .with(|files| files.insert(path.clone()));
+            }
             return Ok(path);
         }
+        self.canonical_files.with(|files| files.remove(file));
         if metadata.is_ok_and(|metadata| metadata.is_dir()) {
             return Err(QueryError::File(format!(
                 "cannot read {}: it is a directory (give a file)",
@@ -592,8 +623,13 @@ impl Queries {
             readiness,
             params,
         } = first;
-        let Ok(path) = self.checked_path(file) else {
-            return Err(payload);
+        let path = if self.canonical_files.with(|files| files.contains(file)) {
+            file.to_path_buf()
+        } else {
+            match self.checked_path(file) {
+                Ok(path) => path,
+                Err(_) => return Err(payload),
+            }
         };
         // `Some(payload)`: not sent, the payload comes back; `None`: the loop took the request.
         let (decision_sender, decision_receiver) = crossbeam_channel::bounded::<Option<T>>(1);
@@ -609,7 +645,16 @@ impl Queries {
                 Ok(target) if !readiness.wait_due(&analysed, &target.server, &target.doc.path) => {
                     target
                 }
-                _ => {
+                Ok(target) => {
+                    log::debug!(
+                        "{}: {method} not sent in its sync's turn: a readiness wait is due",
+                        target.server.name
+                    );
+                    let _ = decision_sender.send(Some(payload));
+                    return None;
+                }
+                Err(error) => {
+                    log::debug!("{method} not sent in its sync's turn: {error}");
                     let _ = decision_sender.send(Some(payload));
                     return None;
                 }
