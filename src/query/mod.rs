@@ -600,15 +600,16 @@ impl Queries {
         Ok((target, answer, incomplete))
     }
 
-    /// [`Queries::first_answer`] without blocking on the answer (issue 15): the loop's turn
-    /// decides, and this returns as soon as it has. When the request went out in the sync's
-    /// turn (no readiness wait due, the file synced, a server with the capability, the position
-    /// on the file), `Ok(())`: `on_answer` then runs exactly once with `payload`, the target and
-    /// the answer, on the server's reader thread for a successful answer and on the loop (or a
-    /// session's proxy) for an error, timeout, cancellation or crash, maybe before this returns.
-    /// Otherwise `Err(payload)`, nothing sent: the caller runs the blocking path, which reaches
-    /// the same outcome (the wait, or the same error). When the engine is gone `payload` is
-    /// dropped and `Ok(())` returned.
+    /// [`Queries::first_answer`] without blocking at all (issue 15): the loop's turn decides,
+    /// and `decided` hears it. When the request went out in the sync's turn (no readiness wait
+    /// due, the file synced, a server with the capability, the position on the file),
+    /// `decided.sent` runs in the loop once the request is written, and `on_answer` then runs
+    /// exactly once with `payload`, the target and the answer: on the server's reader thread for
+    /// a successful answer, on the loop (or a session's proxy) for an error, timeout,
+    /// cancellation or crash, maybe before `sent`. Otherwise `decided.not_sent(payload)` runs
+    /// (on this thread or the loop), nothing sent: the caller runs the blocking route, which
+    /// reaches the same outcome (the wait, or the same error). When the engine is gone,
+    /// `payload` is dropped.
     fn start_first_answer<T: Send + 'static>(
         &self,
         file: &Path,
@@ -616,7 +617,8 @@ impl Queries {
         first: FirstRequest,
         payload: T,
         on_answer: OnAnswer<T>,
-    ) -> Result<(), T> {
+        decided: Decided<T>,
+    ) {
         let FirstRequest {
             method,
             capability,
@@ -628,11 +630,10 @@ impl Queries {
         } else {
             match self.checked_path(file) {
                 Ok(path) => path,
-                Err(_) => return Err(payload),
+                Err(_) => return (decided.not_sent)(payload),
             }
         };
-        // `Some(payload)`: not sent, the payload comes back; `None`: the loop took the request.
-        let (decision_sender, decision_receiver) = crossbeam_channel::bounded::<Option<T>>(1);
+        let Decided { not_sent, sent } = decided;
         let analysed = self.analysed.clone();
         let root = self.root.clone();
         let at = at.cloned();
@@ -650,12 +651,12 @@ impl Queries {
                         "{}: {method} not sent in its sync's turn: a readiness wait is due",
                         target.server.name
                     );
-                    let _ = decision_sender.send(Some(payload));
+                    not_sent(payload);
                     return None;
                 }
                 Err(error) => {
                     log::debug!("{method} not sent in its sync's turn: {error}");
-                    let _ = decision_sender.send(Some(payload));
+                    not_sent(payload);
                     return None;
                 }
             };
@@ -684,28 +685,16 @@ impl Queries {
                 retry: true,
                 tag,
                 reply: ReplyTo::continuation(Box::new(continuation)),
-                on_sent: Some(Box::new(move || {
-                    let _ = decision_sender.send(None);
-                })),
+                on_sent: sent,
             })
         });
-        if self
-            .op_sender
-            .send(Op::SyncRequest {
-                path,
-                timeout: self.timeout,
-                build,
-                instant: true,
-            })
-            .is_err()
-        {
-            return Ok(());
-        }
-        match crate::engine::recv_parked(&decision_receiver) {
-            Ok(Some(payload)) => Err(payload),
-            // Taken, or the builder was dropped unrun with the payload (the engine went away).
-            Ok(None) | Err(_) => Ok(()),
-        }
+        // A closed loop drops the op, and the payload with it.
+        let _ = self.op_sender.send(Op::SyncRequest {
+            path,
+            timeout: self.timeout,
+            build,
+            instant: true,
+        });
     }
 
     /// Wait until the target's server is ready ([`wait_until_ready`]): on the file's first
@@ -826,6 +815,14 @@ impl FirstRequest {
 /// What an instant query does with its first answer (or the error that ended its request), run
 /// by the thread that has it: the server's reader, or the loop ([`Queries::start_first_answer`]).
 type OnAnswer<T> = Box<dyn FnOnce(T, Target, Result<Value, EngineError>) + Send>;
+
+/// How the caller of [`Queries::start_first_answer`] hears the loop's decision.
+struct Decided<T> {
+    /// Nothing was sent: the payload comes back.
+    not_sent: Box<dyn FnOnce(T) + Send>,
+    /// The loop took the request (run once it is written).
+    sent: Option<Box<dyn FnOnce() + Send>>,
+}
 
 /// A definition answer's locations, in the server's order without exact duplicates.
 fn definition_result(
