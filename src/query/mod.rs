@@ -139,27 +139,29 @@ fn document_uri(path: &Path) -> String {
 /// shared by every clone of a [`Queries`] (and by a frontend that builds one per request, such
 /// as MCP, through [`Queries::with_analysed_files`]). Keyed by server and canonical path.
 #[derive(Debug, Clone, Default)]
-pub struct AnalysedFiles(Arc<Mutex<HashSet<(crate::process::ServerId, PathBuf)>>>);
+pub struct AnalysedFiles(Arc<Mutex<HashMap<crate::process::ServerId, HashSet<PathBuf>>>>);
 
 impl AnalysedFiles {
-    /// Record `(server_id, path)`; `true` when it was not recorded before (the first request).
-    fn first_time(&self, server_id: crate::process::ServerId, path: &Path) -> bool {
+    fn with<R>(
+        &self,
+        f: impl FnOnce(&mut HashMap<crate::process::ServerId, HashSet<PathBuf>>) -> R,
+    ) -> R {
         match self.0.lock() {
-            Ok(mut files) => files.insert((server_id, path.to_path_buf())),
+            Ok(mut files) => f(&mut files),
             // A panicked holder only loses the cache: waiting again is safe.
-            Err(poisoned) => poisoned
-                .into_inner()
-                .insert((server_id, path.to_path_buf())),
+            Err(poisoned) => f(&mut poisoned.into_inner()),
         }
     }
 
-    /// Whether `(server_id, path)` had its first analysis wait already (no wait is due).
+    /// Record `(server_id, path)`; `true` when it was not recorded before (the first request).
+    fn first_time(&self, server_id: crate::process::ServerId, path: &Path) -> bool {
+        self.with(|files| files.entry(server_id).or_default().insert(path.to_path_buf()))
+    }
+
+    /// Whether `(server_id, path)` had its first analysis wait already (no wait is due). Looked
+    /// up by the borrowed path: no key is built (issue 15: this runs in every query's turn).
     fn contains(&self, server_id: crate::process::ServerId, path: &Path) -> bool {
-        let key = (server_id, path.to_path_buf());
-        match self.0.lock() {
-            Ok(files) => files.contains(&key),
-            Err(poisoned) => poisoned.into_inner().contains(&key),
-        }
+        self.with(|files| files.get(&server_id).is_some_and(|paths| paths.contains(path)))
     }
 }
 
