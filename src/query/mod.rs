@@ -155,13 +155,22 @@ impl AnalysedFiles {
 
     /// Record `(server_id, path)`; `true` when it was not recorded before (the first request).
     fn first_time(&self, server_id: crate::process::ServerId, path: &Path) -> bool {
-        self.with(|files| files.entry(server_id).or_default().insert(path.to_path_buf()))
+        self.with(|files| {
+            files
+                .entry(server_id)
+                .or_default()
+                .insert(path.to_path_buf())
+        })
     }
 
     /// Whether `(server_id, path)` had its first analysis wait already (no wait is due). Looked
     /// up by the borrowed path: no key is built (issue 15: this runs in every query's turn).
     fn contains(&self, server_id: crate::process::ServerId, path: &Path) -> bool {
-        self.with(|files| files.get(&server_id).is_some_and(|paths| paths.contains(path)))
+        self.with(|files| {
+            files
+                .get(&server_id)
+                .is_some_and(|paths| paths.contains(path))
+        })
     }
 }
 
