@@ -518,6 +518,11 @@ pub fn normalise_name(name: &str) -> String {
 
 /// The operation called `name` (its name, an alias or its MCP tool, in any spelling).
 pub fn find_operation(name: &str) -> Option<&'static OperationDef> {
+    // The common spelling, exactly an operation's name, needs no normalising (which allocates
+    // once per operation's MCP tool): names are unique and already in normal form.
+    if let Some(def) = OPERATIONS.iter().find(|def| def.name == name) {
+        return Some(def);
+    }
     let wanted = normalise_name(name);
     OPERATIONS.iter().find(|def| {
         def.name == wanted

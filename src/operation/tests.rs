@@ -252,3 +252,27 @@ fn readme_batch_reference_is_the_definitions() {
         "README's operation table is stale: run LSPC_BLESS=1 cargo test --lib readme_batch_reference"
     );
 }
+
+/// `find_operation`'s exact-name fast path agrees with the full lookup: no operation's name is
+/// another one's alias or MCP tool, in any spelling.
+#[test]
+fn operation_names_are_unique_in_every_spelling() {
+    use crate::operation::definitions::{normalise_name, OPERATIONS};
+    for def in OPERATIONS {
+        let others = OPERATIONS.iter().filter(|other| other.name != def.name);
+        for other in others {
+            let spellings = other
+                .aliases
+                .iter()
+                .map(|alias| alias.to_string())
+                .chain(other.mcp_tool.map(normalise_name));
+            for spelling in spellings {
+                assert_ne!(spelling, def.name, "{} vs {}", def.name, other.name);
+            }
+        }
+        assert_eq!(
+            crate::operation::definitions::find_operation(def.name).map(|found| found.name),
+            Some(def.name)
+        );
+    }
+}

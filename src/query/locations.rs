@@ -70,7 +70,8 @@ fn parse_one_location(value: &Value) -> Option<RawLocation> {
 
 /// An LSP `Range` from JSON; `None` when malformed.
 pub fn parse_range(value: &Value) -> Option<lsp_types::Range> {
-    serde_json::from_value(value.clone()).ok()
+    // Deserialised from the borrowed value (no copy of it).
+    serde::Deserialize::deserialize(value).ok()
 }
 
 /// A file's text and line index.
@@ -79,10 +80,23 @@ struct Source {
     index: Arc<LineIndex>,
 }
 
+/// Up to this many files are found by comparing paths; more get a hash index.
+const LINEAR_FILES: usize = 4;
+
 /// Texts of the files one query's results point into, for converting server positions.
+///
+/// A result usually points into one to three files, and each location asks for its file three
+/// times (start, end, line text): files are found by path comparison, the last one first, and
+/// hashed only past [`LINEAR_FILES`] (issue 15: hashing a `Path` costs hundreds of
+/// instructions).
 pub struct SourceFiles {
     encoding: PositionEncoding,
-    files: HashMap<PathBuf, Option<Source>>,
+    /// Each file once, in the order first asked for; `None` when it could not be read.
+    files: Vec<(PathBuf, Option<Source>)>,
+    /// Index into `files` by path, kept once there are more than [`LINEAR_FILES`].
+    index: HashMap<PathBuf, usize>,
+    /// The file found last.
+    last: Option<usize>,
 }
 
 impl SourceFiles {
@@ -90,7 +104,9 @@ impl SourceFiles {
     pub fn new(encoding: PositionEncoding) -> SourceFiles {
         SourceFiles {
             encoding,
-            files: HashMap::new(),
+            files: Vec::new(),
+            index: HashMap::new(),
+            last: None,
         }
     }
 
@@ -103,25 +119,65 @@ impl SourceFiles {
 
     /// [`SourceFiles::add_document`] with `text`'s line index already built.
     pub fn add_indexed_document(&mut self, path: &Path, text: Arc<str>, index: Arc<LineIndex>) {
-        self.files
-            .insert(path.to_path_buf(), Some(Source { text, index }));
+        let source = Some(Source { text, index });
+        let slot = match self.slot_of(path) {
+            Some(slot) => {
+                self.files[slot].1 = source;
+                slot
+            }
+            None => self.push(path, source),
+        };
+        self.last = Some(slot);
+    }
+
+    /// Where `path` is in `files`.
+    fn slot_of(&self, path: &Path) -> Option<usize> {
+        if let Some(last) = self.last {
+            if self.files[last].0 == path {
+                return Some(last);
+            }
+        }
+        if self.files.len() <= LINEAR_FILES {
+            self.files.iter().position(|(known, _)| known == path)
+        } else {
+            self.index.get(path).copied()
+        }
+    }
+
+    /// Add `path` (not yet known) and return its slot.
+    fn push(&mut self, path: &Path, source: Option<Source>) -> usize {
+        let slot = self.files.len();
+        self.files.push((path.to_path_buf(), source));
+        if self.files.len() == LINEAR_FILES + 1 {
+            for (known_slot, (known, _)) in self.files.iter().enumerate() {
+                self.index.insert(known.clone(), known_slot);
+            }
+        } else if self.files.len() > LINEAR_FILES + 1 {
+            self.index.insert(path.to_path_buf(), slot);
+        }
+        slot
     }
 
     fn source(&mut self, path: &Path) -> Option<&Source> {
-        self.files
-            .entry(path.to_path_buf())
-            .or_insert_with(|| match std::fs::read(path) {
-                Ok(bytes) => {
-                    let text: Arc<str> = String::from_utf8_lossy(&bytes).into();
-                    let index = Arc::new(LineIndex::new(&text));
-                    Some(Source { text, index })
-                }
-                Err(error) => {
-                    log::debug!("cannot read {} to convert columns: {error}", path.display());
-                    None
-                }
-            })
-            .as_ref()
+        let slot = match self.slot_of(path) {
+            Some(slot) => slot,
+            None => {
+                let source = match std::fs::read(path) {
+                    Ok(bytes) => {
+                        let text: Arc<str> = String::from_utf8_lossy(&bytes).into();
+                        let index = Arc::new(LineIndex::new(&text));
+                        Some(Source { text, index })
+                    }
+                    Err(error) => {
+                        log::debug!("cannot read {} to convert columns: {error}", path.display());
+                        None
+                    }
+                };
+                self.push(path, source)
+            }
+        };
+        self.last = Some(slot);
+        self.files[slot].1.as_ref()
     }
 
     /// 1-based (line, column in chars) of an LSP position in `path`.
@@ -313,5 +369,33 @@ mod tests {
             range: range(0, 0, 0, 0),
         };
         assert_eq!(files.resolve(&raw), None);
+    }
+
+    /// Past [`LINEAR_FILES`] files are found through the index; each keeps its own text, in
+    /// any order of asking, and a document's text replaces what was known for its path.
+    #[test]
+    fn many_files_each_keep_their_text() {
+        let mut files = SourceFiles::new(PositionEncoding::Utf16);
+        let paths: Vec<PathBuf> = (0..9)
+            .map(|n| PathBuf::from(format!("/nonexistent/f{n}.py")))
+            .collect();
+        for (n, path) in paths.iter().enumerate() {
+            files.add_document(path, format!("first\nline {n}\n").into());
+        }
+        for n in [8, 0, 4, 5, 1, 8, 7, 2, 6, 3, 0] {
+            assert_eq!(
+                files.line_text(&paths[n], 2).as_deref(),
+                Some(format!("line {n}").as_str())
+            );
+        }
+        files.add_document(&paths[6], "only\n".into());
+        assert_eq!(files.line_text(&paths[6], 1).as_deref(), Some("only"));
+        assert_eq!(files.line_text(&paths[5], 2).as_deref(), Some("line 5"));
+        assert_eq!(files.files.len(), 9);
+        // An unreadable file is remembered as such, not read again.
+        let missing = Path::new("/nonexistent/missing.py");
+        assert_eq!(files.line_text(missing, 1), None);
+        assert_eq!(files.line_text(missing, 1), None);
+        assert_eq!(files.files.len(), 10);
     }
 }
