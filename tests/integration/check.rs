@@ -860,3 +860,126 @@ fn rust_analyzer_type_error_is_reported_not_an_early_clean() {
         );
     }
 }
+
+/// Issue 15 (fifth round): `lspc check`'s output is byte-identical to what lspc printed before the
+/// start-up and shutdown cuts (the watchdog started off the event loop, every `exit` sent before
+/// the first wait, the duplicate registry cleared while the servers answer `shutdown`). The
+/// expected files in `fixtures/check-output/` are the output of main at 2e6cd77 on the Python
+/// workspace (ruff 0.17.6, pyright 1.1.414), the workspace root written as `@ROOT@`.
+#[test]
+fn check_output_is_byte_identical_to_the_recorded_json_and_sarif() {
+    require_program!("ruff");
+    let with_pyright = which("pyright-langserver").is_some();
+    if !with_pyright {
+        eprintln!("skipping the pyright + ruff half: pyright-langserver is not on PATH");
+    }
+    let workspace = Workspace::copy_of("python");
+    let expected_dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/check-output");
+    let ruff_only = workspace.config(json!({ "ruff": ruff_entry() }));
+    let both_path = workspace.root.parent().unwrap().join("both.lsp.json");
+    std::fs::write(
+        &both_path,
+        json!({ "pyright": pyright_entry(), "ruff": ruff_entry() }).to_string(),
+    )
+    .unwrap();
+    let mut cases = vec![(
+        "python-ruff",
+        &ruff_only,
+        "1 error, 2 warnings, 0 info, 0 hints in 1 of 3 files checked",
+    )];
+    if with_pyright {
+        cases.push((
+            "python-pyright-ruff",
+            &both_path,
+            "5 errors, 2 warnings, 0 info, 1 hint in 1 of 3 files checked",
+        ));
+    }
+    for (name, config, summary) in cases {
+        for format in ["json", "sarif"] {
+            let output = workspace
+                .lspc()
+                .args([
+                    "check",
+                    "--no-builtin",
+                    "--severity",
+                    "hint",
+                    "--format",
+                    format,
+                    "--config",
+                ])
+                .arg(config)
+                .run();
+            output.status(1);
+            let expected = std::fs::read_to_string(expected_dir.join(format!("{name}.{format}")))
+                .unwrap()
+                .replace("@ROOT@", &workspace.root.to_string_lossy());
+            assert_eq!(
+                output.stdout,
+                expected,
+                "{name}.{format}\n{}",
+                output.story()
+            );
+            // The summary is stderr's last line (a warm session may log before it).
+            assert_eq!(
+                output.stderr.trim_end().lines().last(),
+                Some(summary),
+                "{}",
+                output.story()
+            );
+        }
+    }
+}
+
+/// Issue 15 (fifth round): a pull server that dies during the check, while every file's pull is
+/// in flight at once, still gives exit status 3 naming the crash, with its stderr, for every
+/// file (none dropped, none reported clean), and leaves no process behind.
+#[test]
+fn a_server_dying_during_the_pulls_gives_exit_3_for_every_file() {
+    let mut workspace = Workspace::new("dies-mid-check");
+    workspace.file("a.py", "x = 1  # ERROR: boom\n");
+    workspace.file("b.py", "y = 2\n");
+    let scenario_json = json!({
+        "capabilities": {"textDocumentSync": 1,
+                         "diagnosticProvider": {"interFileDependencies": false,
+                                                "workspaceDiagnostics": false}},
+        "rules": [{"method": "textDocument/diagnostic", "actions": [
+            {"stderr": "thread 'main' panicked at src/pull.rs:7:3:\nboom\n"},
+            {"exit": 134}
+        ]}]
+    });
+    let config = workspace.fixture_config(&[("fx", &[".py"], scenario_json)]);
+    let output = workspace
+        .lspc()
+        .args(["check", "--no-builtin", "--format", "json", "--config"])
+        .arg(&config)
+        .run();
+    output
+        .status(3)
+        .stderr_contains("panicked at src/pull.rs:7:3");
+    let report = output.json();
+    let states: Vec<(String, String)> = report["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|file| {
+            (
+                file["path"].as_str().unwrap().to_owned(),
+                file["state"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("a.py".to_owned(), "error".to_owned()),
+            ("b.py".to_owned(), "error".to_owned())
+        ],
+        "{}",
+        output.story()
+    );
+    assert_no_process_within(
+        &workspace.scenario_path("fx").to_string_lossy(),
+        std::time::Duration::from_secs(5),
+    );
+}
