@@ -141,6 +141,13 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
     let config_copy = engine_options.config.clone();
     let config = &config_copy;
     let root = config.root.clone();
+    let (interrupted_sender, interrupted_receiver) = crossbeam_channel::bounded(1);
+    engine_options.interrupted_sender = Some(interrupted_sender);
+    // Started before the walk: the engine's thread, signal handlers and state come up while the
+    // files are listed and selected, instead of after (issue 15: 0.4 ms of a 17 ms ruff check).
+    // No server starts until the engine is asked about a file. A check that ends before asking
+    // drops it (in a session: closes only this connection).
+    let early_engine = crate::session::start_engine(engine_options.clone());
     let targets = if options.paths.is_empty() {
         vec![root.clone()]
     } else {
@@ -224,20 +231,22 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         .cloned()
         .collect();
     let checked_files = selection.files.clone();
-    let (interrupted_sender, interrupted_receiver) = crossbeam_channel::bounded(1);
-    engine_options.interrupted_sender = Some(interrupted_sender);
     // The session wire is JSON, which has no form for a path that is not UTF-8 (`caf\xE9.py`):
     // such a check runs in process, with the same verdict.
-    if let Some(path) = checked_files.iter().find(|path| path.to_str().is_none()) {
-        if engine_options.session == crate::session::SessionMode::Always {
-            eprintln!(
-                "lspc: warning: {} has a name that is not UTF-8, which the session wire cannot carry; running without a session",
-                output::display_path(&root, path)
-            );
+    let engine = match checked_files.iter().find(|path| path.to_str().is_none()) {
+        Some(path) if engine_options.session != crate::session::SessionMode::Never => {
+            if engine_options.session == crate::session::SessionMode::Always {
+                eprintln!(
+                    "lspc: warning: {} has a name that is not UTF-8, which the session wire cannot carry; running without a session",
+                    output::display_path(&root, path)
+                );
+            }
+            early_engine.shutdown();
+            engine_options.session = crate::session::SessionMode::Never;
+            crate::session::start_engine(engine_options)
         }
-        engine_options.session = crate::session::SessionMode::Never;
-    }
-    let engine = crate::session::start_engine(engine_options);
+        _ => early_engine,
+    };
     let leave_out = selection.leave_out.clone();
     // On a terminal, human output streams each file when it is settled (no caps: they need
     // every file); otherwise files come out in path order at the end.
@@ -930,9 +939,11 @@ fn wait_with_progress(
         })
         .is_err()
     {
+        // The engine is gone: a signal during the walk (it handles them from its start) ended
+        // it, and that is an interruption, not a run that found nothing.
         return Waited {
             results: Vec::new(),
-            interrupted: None,
+            interrupted: request.interrupted.try_recv().ok(),
         };
     }
     let started = Instant::now();
