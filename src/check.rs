@@ -289,20 +289,7 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         Some(_) => (Vec::new(), Vec::new()),
         // What servers published for files lspc did not open (tsconfig.json's TS6053), inside
         // the checked folders.
-        None => {
-            // In a session the engine also holds files other commands opened: those are source
-            // files some other run checks, not files no one opened (in process, every open file
-            // is this run's own and already reported).
-            let open: std::collections::HashSet<PathBuf> =
-                crate::engine::open_documents(&engine.op_sender())
-                    .into_iter()
-                    .collect();
-            let unrequested = crate::engine::current_diagnostics(&engine.op_sender())
-                .into_iter()
-                .filter(|(path, _)| !open.contains(path))
-                .collect();
-            (unrequested, engine.status())
-        }
+        None => after_the_files(&engine),
     };
     engine.shutdown();
 
@@ -445,6 +432,49 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
             .map(|signal| (signal, n_finished, checked_files.len())),
     };
     finish(&report, options, ending)
+}
+
+/// What the report needs from the engine once every file is finished: what servers published
+/// for files lspc did not open, and each server's status. The three ops go out together and
+/// the loop answers them in one turn (issue 15: asked one after another they were six thread
+/// hand-offs, 0.2–0.4 ms of a ruff check on the loaded machine). Empty once the engine is gone.
+fn after_the_files(
+    engine: &EngineHandle,
+) -> (
+    Vec<(PathBuf, Vec<diagnostics::Diagnostic>)>,
+    Vec<crate::engine::ServerStatus>,
+) {
+    let op_sender = engine.op_sender();
+    let (open_reply, open_receiver) = bounded(1);
+    let (current_reply, current_receiver) = bounded(1);
+    let (status_reply, status_receiver) = bounded(1);
+    let ops = [
+        Op::OpenDocuments { reply: open_reply },
+        Op::CurrentDiagnostics {
+            reply: current_reply,
+        },
+        Op::Status {
+            reply: status_reply,
+        },
+    ];
+    if ops.into_iter().any(|op| op_sender.send(op).is_err()) {
+        return (Vec::new(), Vec::new());
+    }
+    // In a session the engine also holds files other commands opened: those are source files
+    // some other run checks, not files no one opened (in process, every open file is this run's
+    // own and already reported).
+    let open: std::collections::HashSet<PathBuf> = open_receiver
+        .recv()
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    let unrequested = current_receiver
+        .recv()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(path, _)| !open.contains(path))
+        .collect();
+    (unrequested, status_receiver.recv().unwrap_or_default())
 }
 
 /// One finished file, as the report takes it.

@@ -983,3 +983,43 @@ fn a_server_dying_during_the_pulls_gives_exit_3_for_every_file() {
         std::time::Duration::from_secs(5),
     );
 }
+
+/// Issue 15 (fifth round): at the end of a check every server gets `exit` before lspc waits for
+/// the first one to go, so their exits overlap instead of adding up. Both fixture servers ignore
+/// `exit` and stdin's end, so each is waited for a full second and then sent SIGTERM: waited for
+/// one after the other, the second would get `exit` a second after its `shutdown`. Each server's
+/// own transcript clock gives the gap between the two.
+#[test]
+fn every_server_gets_exit_before_the_first_is_waited_for() {
+    if skip_in_session_mode("the session keeps its servers running after the check") {
+        return;
+    }
+    let scenario_json = json!({"onStdinEof": "keepRunning",
+                               "rules": [{"method": "exit", "actions": []}]});
+    let mut workspace = Workspace::new("exits-overlap");
+    workspace.file("a.py", "x = 1  # ERROR: boom\n");
+    let config = workspace.fixture_config(&[
+        ("fa", &[".py"], scenario_json.clone()),
+        ("fb", &[".py"], scenario_json),
+    ]);
+    let output = check_with(&workspace, &config, &["a.py"]);
+    output.status(1);
+    for name in ["fa", "fb"] {
+        let transcript = workspace.transcript(name);
+        let received_at = |method: &str| {
+            transcript
+                .iter()
+                .find(|entry| {
+                    entry.pointer("/message/method").and_then(Value::as_str) == Some(method)
+                })
+                .and_then(|entry| entry["t_ms"].as_u64())
+                .unwrap_or_else(|| output.fail(&format!("{name} never received {method}")))
+        };
+        let gap = received_at("exit") - received_at("shutdown");
+        assert!(
+            gap < 500,
+            "{name} got exit {gap} ms after shutdown\n{}",
+            output.story()
+        );
+    }
+}
