@@ -291,7 +291,6 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         // the checked folders.
         None => after_the_files(&engine),
     };
-    engine.shutdown();
 
     let config_diagnostics = std::mem::take(&mut selection.config_diagnostics);
     let mut report = empty_report(&root, options, selection);
@@ -431,7 +430,13 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
             .interrupted
             .map(|signal| (signal, n_finished, checked_files.len())),
     };
-    finish(&report, options, ending)
+    let status = finish(&report, options, ending);
+    // The report is out before the servers' `shutdown`/`exit` and the reaping of their process
+    // groups (about 3 ms for ruff, up to the shutdown timeout for a server that ignores
+    // `shutdown`): it says nothing a server's stop could change, since the statuses were taken
+    // above. lspc still exits only once every process is gone.
+    engine.shutdown();
+    status
 }
 
 /// What the report needs from the engine once every file is finished: what servers published
