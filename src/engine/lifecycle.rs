@@ -396,7 +396,7 @@ impl State {
             .map(Duration::from_millis)
             .unwrap_or(self.options.startup_timeout);
         log::debug!("{}: spawned pid {}", server.config.name, process.pid());
-        server.watchdog = Watchdog::start(process.pid());
+        server.watchdog = Some(Watchdog::start(&server.config.name, process.pid()));
         if self.options.warn_duplicates {
             super::super::duplicates::register(
                 &server.config.name,

@@ -48,12 +48,17 @@ impl State {
         let ids: Vec<ServerId> = (0..self.servers.len())
             .map(|index| ServerId(index as u32))
             .collect();
-        self.stop_servers(&ids, event_receiver, "as lspc shuts down");
+        let waiting = self.send_shutdowns(&ids);
+        // While the servers answer `shutdown`: this process's duplicate-registry entries go now
+        // (file I/O in the runtime folder, 0.1–0.3 ms there on this machine) rather than after
+        // the last process is reaped. Only servers that were ever started registered one.
         if self.options.warn_duplicates {
-            for server in &self.servers {
+            for server in self.servers.iter().filter(|server| server.generation > 0) {
                 super::super::duplicates::unregister(&server.config.name, &server.workspace_folder);
             }
         }
+        self.await_shutdowns(waiting, event_receiver);
+        self.exit_and_terminate(&ids, "as lspc shuts down");
     }
 
     /// The graceful stop of the servers `ids` (LSP 3.17 §`shutdown`/§`exit`), shared by the
@@ -69,7 +74,13 @@ impl State {
         event_receiver: &Receiver<ServerEvent>,
         why: &str,
     ) {
-        let stopping: BTreeSet<ServerId> = ids.iter().copied().collect();
+        let waiting = self.send_shutdowns(ids);
+        self.await_shutdowns(waiting, event_receiver);
+        self.exit_and_terminate(ids, why);
+    }
+
+    /// `shutdown` to each of `ids` that has an initialized process; what to wait for.
+    fn send_shutdowns(&mut self, ids: &[ServerId]) -> ShutdownWait {
         let mut waiting: BTreeSet<ServerId> = BTreeSet::new();
         let mut deadline = Instant::now();
         for &server_id in ids {
@@ -86,6 +97,22 @@ impl State {
             self.send_request(server_id, Purpose::Shutdown);
             waiting.insert(server_id);
         }
+        ShutdownWait {
+            stopping: ids.iter().copied().collect(),
+            waiting,
+            deadline,
+        }
+    }
+
+    /// Waits for the `shutdown` answers (or the servers' ends) until the deadline, handling
+    /// every other server's events as usual and answering the stopping servers' requests with
+    /// `null`.
+    fn await_shutdowns(&mut self, wait: ShutdownWait, event_receiver: &Receiver<ServerEvent>) {
+        let ShutdownWait {
+            stopping,
+            mut waiting,
+            deadline,
+        } = wait;
         while !waiting.is_empty() {
             let timeout = deadline.saturating_duration_since(Instant::now());
             let Ok(event) = event_receiver.recv_timeout(timeout) else {
@@ -131,11 +158,21 @@ impl State {
                 _ => {}
             }
         }
+    }
+
+    /// `exit` to each of `ids` with a process, then
+    /// [`terminate`](crate::process::ServerProcess::terminate) each and disarm its watchdog.
+    /// Every `exit` goes out before the first wait, so the servers' own exits (2–3 ms for ruff,
+    /// more for node servers) overlap instead of adding up.
+    fn exit_and_terminate(&mut self, ids: &[ServerId], why: &str) {
         for &server_id in ids {
-            let server = &mut self.servers[server_id.0 as usize];
+            let server = &self.servers[server_id.0 as usize];
             if server.process().is_some() {
                 server.notify("exit", Value::Null);
             }
+        }
+        for &server_id in ids {
+            let server = &mut self.servers[server_id.0 as usize];
             if let ServerState::Starting { process, .. } | ServerState::Running { process } =
                 &mut server.state
             {
@@ -148,4 +185,14 @@ impl State {
             server.state = ServerState::NotStarted;
         }
     }
+}
+
+/// The servers a stop waits on ([`State::send_shutdowns`]).
+struct ShutdownWait {
+    /// Every server being stopped: their requests meanwhile are answered with `null`.
+    stopping: BTreeSet<ServerId>,
+    /// Those whose `shutdown` answer has not come yet.
+    waiting: BTreeSet<ServerId>,
+    /// The longest of their shutdown timeouts.
+    deadline: Instant,
 }
