@@ -146,8 +146,10 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
     // Started before the walk: the engine's thread, signal handlers and state come up while the
     // files are listed and selected, instead of after (issue 15: 0.4 ms of a 17 ms ruff check).
     // No server starts until the engine is asked about a file. A check that ends before asking
-    // drops it (in a session: closes only this connection).
-    let early_engine = crate::session::start_engine(engine_options.clone());
+    // drops it (in a session: closes only this connection). Not with `--session always`, which
+    // would start a session process for a check that may find nothing to check.
+    let early_engine = (engine_options.session != crate::session::SessionMode::Always)
+        .then(|| crate::session::start_engine(engine_options.clone()));
     let targets = if options.paths.is_empty() {
         vec![root.clone()]
     } else {
@@ -241,11 +243,16 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
                     output::display_path(&root, path)
                 );
             }
-            early_engine.shutdown();
+            if let Some(early_engine) = early_engine {
+                early_engine.shutdown();
+            }
             engine_options.session = crate::session::SessionMode::Never;
             crate::session::start_engine(engine_options)
         }
-        _ => early_engine,
+        _ => match early_engine {
+            Some(early_engine) => early_engine,
+            None => crate::session::start_engine(engine_options),
+        },
     };
     let leave_out = selection.leave_out.clone();
     // On a terminal, human output streams each file when it is settled (no caps: they need
