@@ -78,6 +78,13 @@ impl ConfigWatch {
         &self.options
     }
 
+    /// Whether anything changed since the last [`ConfigWatch::changed`] (or
+    /// [`ConfigWatch::new`]), without taking the change: the stdio reader asks, and leaves the
+    /// reload to the hub.
+    pub fn stale(&self) -> bool {
+        fingerprint(&self.options) != self.fingerprint
+    }
+
     /// Whether anything changed since the last call (or [`ConfigWatch::new`]).
     pub fn changed(&mut self) -> bool {
         let now = fingerprint(&self.options);

@@ -57,6 +57,26 @@ impl PassiveDrains {
         }
     }
 
+    /// Whether [`PassiveDrains::drain`] of `consumer`'s queue would ask the engine (something
+    /// was queued since that queue's last drain began, or there is no counter): a thread that
+    /// must not wait for the engine's loop hands the result's rendering to one that may.
+    pub fn due(&self, consumer: Option<&str>) -> bool {
+        let Some(counter) = &self.counter else {
+            return true;
+        };
+        let queued = counter.queued();
+        let drained_at = self
+            .drained_at
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        // Keyed by `Option<String>`: look the shared queue up without allocating.
+        let mark = match consumer {
+            None => drained_at.get(&None),
+            Some(consumer) => drained_at.get(&Some(consumer.to_owned())),
+        };
+        mark != Some(&queued)
+    }
+
     /// [`crate::engine::drain_passive`] of `consumer`'s queue, skipped (`None`) when nothing
     /// was queued anywhere since that queue's last drain began.
     pub fn drain(

@@ -1,0 +1,226 @@
+//! Stdio's instant tool calls, started by the thread that read their line (issue 15).
+//!
+//! Through the hub, a `tools/call hover` crossed four threads before its request reached the
+//! engine's loop: the stdin reader, the hub, a worker, the loop. The hub owns each client's
+//! protocol state and must not block, so a call ran on a worker. [`Front::try_start`] starts an
+//! instant tool call (hover and the definition kinds) on the stdin reader itself, as the hub would
+//! have: the in-flight id is registered in the shared [`Calls`] (a duplicate is refused), the
+//! call gets an engine tag (so `notifications/cancelled`, handled by the hub, sends
+//! `$/cancelRequest` and suppresses the answer through its [`super::calls::AnswerGate`]), and the
+//! operation runs on a worker that writes the answer itself.
+//!
+//! When the fast path applies (otherwise the line goes to the hub, unchanged):
+//! - the hub has handled every earlier line of this client ([`StdioShared::behind`] is 0), so the
+//!   protocol state read here (the handshake, the ids in flight) is what the hub would see;
+//! - the line is a `tools/call` of an instant tool with valid arguments, in the handshake era
+//!   after `initialize` was answered or in the stateless era with valid `_meta`;
+//! - the configuration did not change on disk ([`super::reload::ConfigWatch::stale`]: a changed
+//!   one is reloaded by the hub before the call, as before).
+//!
+//! A call that asked for progress wakes the hub, which sends its progress as for any call.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crossbeam_channel::Sender;
+use serde_json::Value;
+
+use super::calls::{id_key, Calls, Completion, InFlight, WorkerPool};
+use super::protocol::{
+    error_response, request_era, success_response, Incoming, RequestEra, INVALID_REQUEST,
+};
+use super::reload::ConfigWatch;
+use super::tools::{self, ToolContext};
+use super::{modern_result, send_on, ClientId, HubInput, OutboundStream};
+use crate::operation::Operation;
+use crate::query::command::QueryRequest;
+
+/// The tools [`Front::try_start`] may start (their operation is checked too).
+const INSTANT_TOOLS: &[&str] = &["hover", "definition"];
+
+/// Protocol state of the stdio client that the reader reads and the hub writes.
+#[derive(Default)]
+pub(super) struct StdioShared {
+    /// Whether `initialize` was answered (the handshake era is open).
+    handshake: AtomicBool,
+    /// Lines handed to the hub and not yet handled by it.
+    behind: AtomicUsize,
+}
+
+impl StdioShared {
+    /// Reader: a line goes to the hub.
+    fn forwarded(&self) {
+        self.behind.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+/// One line the hub handles for the stdio client (or for another client: then it does
+/// nothing). The reader is told the line is handled once: before the hub writes an answer to
+/// it (so a client that sends its next line on reading that answer finds the hub caught up), or
+/// when the hub is done with it (dropped). Every state change the reader reads is made before
+/// either: the handshake opens before `initialize` is answered, a call's id is registered
+/// before it runs.
+pub(super) struct LineHandled {
+    shared: Option<Arc<StdioShared>>,
+    marked: Cell<bool>,
+}
+
+impl LineHandled {
+    /// A line of the stdio client when `shared` is given, else of another client.
+    pub(super) fn new(shared: Option<Arc<StdioShared>>) -> LineHandled {
+        LineHandled {
+            shared,
+            marked: Cell::new(false),
+        }
+    }
+
+    /// `initialize` is about to be answered: the handshake era is open from now on.
+    pub(super) fn handshake_open(&self) {
+        if let Some(shared) = &self.shared {
+            shared.handshake.store(true, Ordering::Release);
+        }
+    }
+
+    /// The line is handled (once; later calls do nothing).
+    pub(super) fn mark(&self) {
+        if self.marked.replace(true) {
+            return;
+        }
+        if let Some(shared) = &self.shared {
+            shared.behind.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+impl Drop for LineHandled {
+    fn drop(&mut self) {
+        self.mark();
+    }
+}
+
+/// What the stdin reader needs to start a call without the hub.
+pub(super) struct Front {
+    /// [`super::McpOptions::fast_path`]: `false` hands every line to the hub.
+    pub enabled: bool,
+    pub context: ToolContext,
+    pub calls: Arc<Calls>,
+    pub pool: WorkerPool,
+    pub done_sender: Sender<()>,
+    pub shared: Arc<StdioShared>,
+    pub config_watch: Option<Arc<Mutex<ConfigWatch>>>,
+    pub client: ClientId,
+    pub out: OutboundStream,
+    /// To wake the hub for a call that asked for progress.
+    pub hub_sender: Sender<HubInput>,
+}
+
+impl Front {
+    /// Hand `incoming` (one line of stdin) to the hub unless it starts here; `Err` once the hub
+    /// is gone.
+    pub(super) fn dispatch(&self, incoming: Incoming) -> Result<(), ()> {
+        let Some(incoming) = self.try_start(incoming) else {
+            return Ok(());
+        };
+        self.shared.forwarded();
+        let message = HubInput::Message {
+            client: self.client.clone(),
+            incoming,
+            stream: self.out.clone(),
+        };
+        self.hub_sender.send(message).map_err(drop)
+    }
+
+    /// Start `incoming` here when the fast path applies (see the module doc), else give it back
+    /// for the hub.
+    fn try_start(&self, incoming: Incoming) -> Option<Incoming> {
+        if !self.enabled || self.shared.behind.load(Ordering::Acquire) != 0 {
+            return Some(incoming);
+        }
+        let Incoming::Request { id, method, params } = &incoming else {
+            return Some(incoming);
+        };
+        if method != "tools/call" {
+            return Some(incoming);
+        }
+        let Some(name) = params.get("name").and_then(Value::as_str) else {
+            return Some(incoming);
+        };
+        if !INSTANT_TOOLS.contains(&name) {
+            return Some(incoming);
+        }
+        let modern = match request_era(params) {
+            RequestEra::Handshake if self.shared.handshake.load(Ordering::Acquire) => false,
+            RequestEra::Modern(_) => true,
+            _ => return Some(incoming),
+        };
+        if self.config_watch.as_ref().is_some_and(|watch| {
+            watch
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .stale()
+        }) {
+            return Some(incoming);
+        }
+        let empty = Value::Object(Default::default());
+        let arguments = params.get("arguments").unwrap_or(&empty);
+        let Ok(operation) = tools::prepare(&self.context, name, arguments) else {
+            // The hub answers the same failure, in order with the rest.
+            return Some(incoming);
+        };
+        if !is_instant(&operation) {
+            return Some(incoming);
+        }
+        let name = name.to_owned();
+        let what = format!("tools/call {name}");
+        let key = (self.client.clone(), id_key(id));
+        let tag = self.calls.next_tag();
+        let progress_token = super::protocol::progress_token(params);
+        let wants_progress = progress_token.is_some();
+        let call = InFlight::new(tag, progress_token, &self.out, what);
+        let Ok(gate) = self.calls.register(key.clone(), call) else {
+            send_on(
+                &self.out,
+                error_response(
+                    id,
+                    INVALID_REQUEST,
+                    "invalid request: a request with this id is still running",
+                    None,
+                ),
+            );
+            return None;
+        };
+        log::debug!("tools/call {name} started on the stdin reader (tag {tag})");
+        if wants_progress {
+            let _ = self.hub_sender.try_send(HubInput::Wake);
+        }
+        let completion = Completion {
+            calls: Arc::clone(&self.calls),
+            key,
+            tag,
+            gate,
+            stream: self.out.clone(),
+            done_sender: self.done_sender.clone(),
+        };
+        let context = self.context.clone();
+        let id = id.clone();
+        self.pool.submit(Box::new(move || {
+            let result = tools::call_prepared(&context, &name, operation, tag);
+            let result = if modern {
+                modern_result(result)
+            } else {
+                result
+            };
+            completion.finish(success_response(&id, result));
+        }));
+        None
+    }
+}
+
+/// Whether `operation` is one of the instant queries the fast path starts.
+fn is_instant(operation: &Operation) -> bool {
+    matches!(
+        operation,
+        Operation::Query(QueryRequest::Hover { .. } | QueryRequest::Definition { .. })
+    )
+}
