@@ -17,6 +17,7 @@
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -24,7 +25,7 @@ use serde_json::{json, Value};
 use crate::edit::commands::EditCommands;
 use crate::engine::EngineOptions;
 use crate::exit::{EXIT_OK, EXIT_SERVER};
-use crate::operation::execute::{execute, Context};
+use crate::operation::execute::{start_or_execute, Answer, Context, Done, Failure};
 use crate::operation::{ArgumentError, Defaults, Operation};
 use crate::query::Queries;
 
@@ -64,12 +65,50 @@ fn against_root(root: &Path) -> impl Fn(PathBuf) -> PathBuf + '_ {
     }
 }
 
+/// Where the answer lines go: shared by the batch thread (malformed lines, operations run on
+/// it) and whichever thread ends an instant operation (issue 15: the server's reader writes a
+/// hover's line itself). Requests run one at a time, so the lock is never contended.
+type SharedOutput = Arc<Mutex<Box<dyn Write + Send>>>;
+
+/// Write one answer line (serialised whole, then written and flushed in one write).
+fn write_line(output: &SharedOutput, line: &[u8]) -> std::io::Result<()> {
+    let mut output = output
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    output.write_all(line).and_then(|()| output.flush())
+}
+
+/// The answer line of request `id`: `{"id":...,"result":...}` written straight from its parts
+/// (the order a `Value` object would serialise in: keys sorted), or `{"error":...,"id":...}`.
+fn answer_line(id: &Value, outcome: Result<Value, String>) -> Vec<u8> {
+    let mut line = Vec::with_capacity(256);
+    match outcome {
+        Ok(result) => {
+            line.extend_from_slice(b"{\"id\":");
+            let _ = serde_json::to_writer(&mut line, id);
+            line.extend_from_slice(b",\"result\":");
+            let _ = serde_json::to_writer(&mut line, &result);
+            line.push(b'}');
+        }
+        Err(message) => {
+            let _ =
+                serde_json::to_writer(&mut line, &json!({"id": id, "error": {"message": message}}));
+        }
+    }
+    line.push(b'\n');
+    line
+}
+
 /// Run the batch over `input`, writing answers to `output`; returns the exit status.
+///
+/// An instant query ([`crate::operation::execute::start`]) has its answer line written by the
+/// thread that ends it; the batch thread waits for that write before it reads the next line,
+/// so answers stay one per request and in input order.
 pub fn run_with(
     engine_options: EngineOptions,
     timeout: Duration,
     input: &mut dyn BufRead,
-    output: &mut dyn Write,
+    output: Box<dyn Write + Send>,
 ) -> i32 {
     let root = engine_options.config.root.clone();
     let config = engine_options.config.clone();
@@ -87,6 +126,9 @@ pub fn run_with(
         rendering: crate::query::command::Rendering::JsonOnly,
     };
     let resolve = against_root(&root);
+    let output: SharedOutput = Arc::new(Mutex::new(output));
+    // Each operation's `Done` reports here once its line is written (or failed to be).
+    let (written_sender, written_receiver) = crossbeam_channel::unbounded();
     let mut buffer = Vec::new();
     let status = loop {
         buffer.clear();
@@ -98,31 +140,34 @@ pub fn run_with(
                 break EXIT_SERVER;
             }
         }
-        let reply = match std::str::from_utf8(&buffer) {
-            Err(_) => json!({"id": null, "error": {"message": "a batch line must be UTF-8"}}),
+        let written = match std::str::from_utf8(&buffer) {
+            Err(_) => write_line(
+                &output,
+                &answer_line(&Value::Null, Err("a batch line must be UTF-8".to_owned())),
+            ),
             Ok(line) if line.trim().is_empty() => continue,
             Ok(line) => {
                 let (id, parsed) = parse_line(line.trim());
-                match parsed
-                    .map_err(|error| error.to_string())
-                    .map(|operation| operation.map_paths(&resolve))
-                    .and_then(|operation| {
-                        execute(&context, &operation).map_err(|failure| failure.message)
-                    }) {
-                    // Moved in, not copied through `json!` (which serialises a `Value` again).
-                    Ok(answer) => Value::Object(
-                        [("id".to_owned(), id), ("result".to_owned(), answer.json)]
-                            .into_iter()
-                            .collect(),
-                    ),
-                    Err(message) => json!({"id": id, "error": {"message": message}}),
+                match parsed {
+                    Err(error) => write_line(&output, &answer_line(&id, Err(error.to_string()))),
+                    Ok(operation) => {
+                        let operation = operation.map_paths(&resolve);
+                        let (output, written_sender) =
+                            (Arc::clone(&output), written_sender.clone());
+                        let done = Done::new(move |outcome: Result<Answer, Failure>| {
+                            let outcome = outcome
+                                .map(|answer| answer.json)
+                                .map_err(|failure| failure.message);
+                            let written = write_line(&output, &answer_line(&id, outcome));
+                            let _ = written_sender.send(written);
+                        });
+                        start_or_execute(&context, operation, done);
+                        // `Done` is called exactly once, so this is its report.
+                        crate::engine::recv_parked(&written_receiver).unwrap_or(Ok(()))
+                    }
                 }
             }
         };
-        // One write per answer: the line is serialised whole, then written and flushed.
-        let mut line = serde_json::to_vec(&reply).unwrap_or_default();
-        line.push(b'\n');
-        let written = output.write_all(&line).and_then(|()| output.flush());
         if let Err(write_error) = written {
             if write_error.kind() != std::io::ErrorKind::BrokenPipe {
                 eprintln!("lspc: cannot write to stdout: {write_error}");
@@ -139,9 +184,12 @@ pub fn run_with(
 pub fn run(engine_options: EngineOptions, timeout: Duration) -> i32 {
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
-    let stdout = std::io::stdout();
-    let mut output = stdout.lock();
-    run_with(engine_options, timeout, &mut input, &mut output)
+    run_with(
+        engine_options,
+        timeout,
+        &mut input,
+        Box::new(std::io::stdout()),
+    )
 }
 
 #[cfg(test)]

@@ -274,8 +274,12 @@ impl State {
                 let _ = reply.send(result);
             }
             SyncReply::Request(build) => {
-                if let Some(request) = build(result.as_ref()) {
+                if let Some(mut request) = build(result.as_ref()) {
+                    let on_sent = request.on_sent.take();
                     self.send_frontend_request(request);
+                    if let Some(on_sent) = on_sent {
+                        on_sent();
+                    }
                 }
             }
         }

@@ -303,6 +303,7 @@ impl State {
                 path,
                 timeout,
                 build,
+                instant,
             } => {
                 let servers = match self.start_servers_for(&path) {
                     Ok(servers) => servers,
@@ -314,9 +315,14 @@ impl State {
                 let deadline = Instant::now() + timeout;
                 // Running servers: sync and send now, in this turn (the common case). A server
                 // starting, or restarting after a crash (500 ms and more), is waited for.
-                if servers.iter().any(|&index| {
+                let starting = servers.iter().copied().find(|&index| {
                     self.servers[index].is_starting() || self.servers[index].is_restart_pending()
-                }) {
+                });
+                if let (Some(index), true) = (starting, instant) {
+                    let _ = build(Err(&super::EngineError::StillStarting {
+                        server: self.servers[index].config.name.clone(),
+                    }));
+                } else if starting.is_some() {
                     self.syncs.push(PendingSync {
                         path,
                         deadline,
@@ -342,7 +348,8 @@ impl State {
                 timeout,
                 retry,
                 tag,
-                reply,
+                reply: super::ReplyTo::Channel(reply),
+                on_sent: None,
             }),
             Op::Cancel { tag } => self.cancel_tagged(tag),
             Op::ApplyEdit {

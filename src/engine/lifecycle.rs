@@ -625,7 +625,7 @@ impl State {
                     });
                 }
                 (Purpose::Frontend { reply, .. }, _) => {
-                    let _ = reply.send(Err(reason.clone()));
+                    reply.send(Err(reason.clone()));
                 }
                 (Purpose::Pull { path, version, .. }, Some(at)) => {
                     self.retries.push(Retry {

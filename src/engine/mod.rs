@@ -21,6 +21,8 @@ mod documents;
 mod duplicates;
 mod event_loop;
 mod pending_publishes;
+mod reply;
+pub use reply::{AnswerContinuation, AnswerOnce, ReplyTo};
 pub mod server_requests;
 mod settle;
 mod tsserver_probe;
@@ -145,7 +147,7 @@ pub type RequestBuilder =
     Box<dyn FnOnce(Result<&SyncedDocument, &EngineError>) -> Option<BuiltRequest> + Send>;
 
 /// The request an [`Op::SyncRequest`] builder asks the loop to send, with the fields of
-/// [`Op::Request`].
+/// [`Op::Request`], except that the answer may go to a continuation ([`ReplyTo`]).
 pub struct BuiltRequest {
     pub server_id: ServerId,
     pub method: String,
@@ -153,7 +155,10 @@ pub struct BuiltRequest {
     pub timeout: Duration,
     pub retry: bool,
     pub tag: Option<u64>,
-    pub reply: Sender<Result<Value, EngineError>>,
+    pub reply: ReplyTo,
+    /// Run by the loop (or a session's proxy) once it has taken the request: written to the
+    /// server, or queued for a retry. The answer may already have come, on another thread.
+    pub on_sent: Option<Box<dyn FnOnce() + Send>>,
 }
 
 /// A request from a frontend to the loop. Each carries the channel its answer goes to; the loop
@@ -210,11 +215,15 @@ pub enum Op {
     /// `build` runs in the loop on the outcome (the document the servers now hold, or why the
     /// sync failed), so a frontend converts positions from exactly that text; the request it
     /// returns is sent at once and answered on its own `reply`. `build` reports to its caller
-    /// through channels it owns; returning `None` sends nothing.
+    /// through channels it owns; returning `None` sends nothing. With `instant` set, a file
+    /// whose servers are still starting (or restarting) is not waited for: `build` runs at once
+    /// with [`EngineError::StillStarting`], so its caller learns within this turn that nothing
+    /// was sent (`lspc mcp` must not block its stdin reader on a server start).
     SyncRequest {
         path: PathBuf,
         timeout: Duration,
         build: RequestBuilder,
+        instant: bool,
     },
     /// Cancel the [`Op::Request`] with this tag: `$/cancelRequest` is sent and the caller gets
     /// [`EngineError::Cancelled`].
@@ -456,6 +465,9 @@ pub enum EngineError {
     InvalidInput(String),
     /// The engine is shutting down or gone.
     Gone,
+    /// The file's server is still starting and the op asked not to wait
+    /// ([`Op::SyncRequest`]'s `instant`).
+    StillStarting { server: String },
     /// The warm session serving this command went away mid-request; the message names the
     /// session (root, pid) and its log file.
     SessionLost(String),
@@ -527,6 +539,7 @@ impl std::fmt::Display for EngineError {
             EngineError::InvalidInput(message) => f.write_str(message),
             EngineError::Gone => f.write_str("the engine has shut down"),
             EngineError::SessionLost(message) => f.write_str(message),
+            EngineError::StillStarting { server } => write!(f, "server {server} is still starting"),
         }
     }
 }

@@ -179,7 +179,7 @@ impl State {
         };
         for purpose in self.take_pending_of(server_id) {
             if let Purpose::Frontend { reply, .. } = purpose {
-                let _ = reply.send(Err(reason.clone()));
+                reply.send(Err(reason.clone()));
             }
         }
         let (kept, dropped): (Vec<_>, Vec<_>) = std::mem::take(&mut self.retries)
@@ -188,7 +188,7 @@ impl State {
         self.retries = kept;
         for retry in dropped {
             if let Purpose::Frontend { reply, .. } = retry.purpose {
-                let _ = reply.send(Err(reason.clone()));
+                reply.send(Err(reason.clone()));
             }
         }
         self.pulled.retain(|(id, _), _| *id != server_id);

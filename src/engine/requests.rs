@@ -6,7 +6,6 @@ use std::borrow::Cow;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::Sender;
 use lsp_server::ResponseError;
 use serde_json::{json, Value};
 
@@ -51,7 +50,7 @@ pub(super) enum Purpose {
     Frontend {
         method: String,
         params: Value,
-        reply: Sender<Result<Value, EngineError>>,
+        reply: super::super::ReplyTo,
         deadline: Instant,
         timeout: Duration,
         attempts: u32,
@@ -102,7 +101,7 @@ impl State {
     pub(super) fn send_request(&mut self, server_id: ServerId, purpose: Purpose) {
         let Some(server) = self.servers.get_mut(server_id.0 as usize) else {
             if let Purpose::Frontend { reply, .. } = purpose {
-                let _ = reply.send(Err(EngineError::Gone));
+                reply.send(Err(EngineError::Gone));
             }
             return;
         };
@@ -111,7 +110,7 @@ impl State {
         if !server.is_running() && !shutdown_while_held {
             if let Some(reason) = server.permanent_failure() {
                 if let Purpose::Frontend { reply, .. } = purpose {
-                    let _ = reply.send(Err(reason));
+                    reply.send(Err(reason));
                 }
                 return;
             }
@@ -172,13 +171,7 @@ impl State {
             // The reader hands a successful answer straight to the caller (one hop less); the
             // pending entry below still owns deadlines, cancellation, retries and crashes. The
             // caller's channel holds one answer: a late one after a timeout is dropped.
-            let reply = reply.clone();
-            process.expect_reply(
-                id,
-                Box::new(move |value| {
-                    let _ = reply.try_send(Ok(value));
-                }),
-            );
+            process.expect_reply(id, reply.direct_reply());
         }
         server.send_request(id, &method, &params);
         drop((method, params));
@@ -220,7 +213,7 @@ impl State {
                 crash_retried,
             } => match result {
                 Ok(value) => {
-                    let _ = reply.send(Ok(value));
+                    reply.send(Ok(value));
                 }
                 Err(error) => {
                     let retryable = retry
@@ -254,7 +247,7 @@ impl State {
                         } else {
                             error.message
                         };
-                        let _ = reply.send(Err(EngineError::Server {
+                        reply.send(Err(EngineError::Server {
                             server: name,
                             method,
                             code: error.code,
@@ -354,7 +347,7 @@ impl State {
             if let Some(Purpose::Frontend { method, reply, .. }) = self.pending.remove(&key) {
                 let server = &self.servers[key.0 .0 as usize];
                 server.notify("$/cancelRequest", json!({ "id": key.1 }));
-                let _ = reply.send(Err(EngineError::Cancelled {
+                reply.send(Err(EngineError::Cancelled {
                     server: server.config.name.clone(),
                     method,
                 }));
@@ -368,7 +361,7 @@ impl State {
             let retry = self.retries.remove(position);
             if let Purpose::Frontend { method, reply, .. } = retry.purpose {
                 let server = self.servers[retry.server_id.0 as usize].config.name.clone();
-                let _ = reply.send(Err(EngineError::Cancelled { server, method }));
+                reply.send(Err(EngineError::Cancelled { server, method }));
             }
         }
     }
@@ -393,7 +386,7 @@ impl State {
             };
             let server = &self.servers[key.0 .0 as usize];
             server.notify("$/cancelRequest", json!({ "id": key.1 }));
-            let _ = reply.send(Err(EngineError::Timeout {
+            reply.send(Err(EngineError::Timeout {
                 server: server.config.name.clone(),
                 method,
                 after: timeout,
@@ -422,7 +415,7 @@ impl State {
                         method,
                         after: timeout,
                     });
-                    let _ = reply.send(Err(error));
+                    reply.send(Err(error));
                 }
             } else if ready {
                 waiting.push(retry);

@@ -31,12 +31,12 @@ impl State {
         self.drain_delivered();
         for (_, purpose) in self.pending.drain() {
             if let Purpose::Frontend { reply, .. } = purpose {
-                let _ = reply.send(Err(EngineError::Gone));
+                reply.send(Err(EngineError::Gone));
             }
         }
         for retry in self.retries.drain(..) {
             if let Purpose::Frontend { reply, .. } = retry.purpose {
-                let _ = reply.send(Err(EngineError::Gone));
+                reply.send(Err(EngineError::Gone));
             }
         }
         for sync in self.syncs.drain(..) {

@@ -19,10 +19,11 @@ use crate::edit::commands::{
     render_outcome, CodeActionItem, CommandError, EditCommands, EditOutcome,
 };
 use crate::edit::Operation as EditOperation;
-use crate::engine::{DiagnosticsOutcome, Op};
+use crate::engine::{DiagnosticsOutcome, EngineError, Op};
 use crate::exit::{EXIT_FOUND, EXIT_SERVER, EXIT_USAGE};
 use crate::query::command::execute_rendering as execute_query;
-use crate::query::Queries;
+use crate::query::command::QueryAnswer;
+use crate::query::{Queries, QueryError};
 use crate::uri;
 
 /// What an operation needs from the engine session it runs on.
@@ -85,21 +86,110 @@ fn command_failure(error: CommandError) -> Failure {
     }
 }
 
+/// A query's outcome as an operation's.
+fn query_outcome(outcome: Result<QueryAnswer, QueryError>) -> Result<Answer, Failure> {
+    let answer = outcome.map_err(|error| Failure {
+        message: error.to_string(),
+        exit_status: error.exit_status(),
+    })?;
+    Ok(Answer {
+        json: answer.json,
+        human: answer.human,
+        found: answer.found,
+        note: answer.incomplete,
+    })
+}
+
+/// What ends an operation started with [`start`]: called exactly once with its outcome. Dropped
+/// uncalled (the engine went away with the operation unanswered), it is called with the
+/// failure "the engine has shut down" (exit status 3), so it is never called zero times.
+pub struct Done(Option<OperationContinuation>);
+
+/// The closure inside a [`Done`].
+type OperationContinuation = Box<dyn FnOnce(Result<Answer, Failure>) + Send>;
+
+impl Done {
+    pub fn new(done: impl FnOnce(Result<Answer, Failure>) + Send + 'static) -> Done {
+        Done(Some(Box::new(done)))
+    }
+
+    /// Call it with `outcome`.
+    pub fn finish(mut self, outcome: Result<Answer, Failure>) {
+        if let Some(done) = self.0.take() {
+            done(outcome);
+        }
+    }
+}
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        if let Some(done) = self.0.take() {
+            done(Err(Failure {
+                message: EngineError::Gone.to_string(),
+                exit_status: EXIT_SERVER,
+            }));
+        }
+    }
+}
+
+impl std::fmt::Debug for Done {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Done")
+    }
+}
+
+/// What [`start`] did with an operation.
+#[derive(Debug)]
+pub enum Started {
+    /// The operation's request went out in its sync's loop turn: `done` will be called (maybe
+    /// already was) by whichever thread ends it.
+    InFlight,
+    /// Not an instant operation, or not instant now (a readiness wait is due, its server is
+    /// still starting, the sync or the position failed): nothing was sent. Run it with
+    /// [`execute`] (on a thread that may block) and hand the outcome to `done`.
+    NotInstant { operation: Operation, done: Done },
+}
+
+/// Start `operation` on the instant route (issue 15): for a query that is one request long
+/// (hover, definition, declaration, typeDefinition, implementation, references, document
+/// symbols, signature help) whose file needs no readiness wait, the loop syncs the file and
+/// sends the request in one turn, and the whole continuation (the server's answer → the query
+/// result → [`Answer`] → `done`) runs on the thread that has the answer: the server's reader for
+/// a successful answer, the loop (or a session's proxy) for an error, a ContentModified retry's
+/// end, a timeout, a cancellation (`context.queries`' tag) or a crash. Returns within the loop's
+/// turn, never waiting for the server. `done` gets exactly what [`execute`] would return.
+///
+/// `done` must not block for long when it runs on the reader (it holds up that server's other
+/// messages) or on the loop (every server). Errors: none here; every failure reaches `done`.
+pub fn start(context: &Context<'_>, operation: Operation, done: Done) -> Started {
+    let Operation::Query(request) = operation else {
+        return Started::NotInstant { operation, done };
+    };
+    let finish: crate::query::command::FinishQuery<Done> =
+        |done, outcome| done.finish(query_outcome(outcome));
+    match crate::query::command::start(context.queries, request, context.rendering, done, finish) {
+        Ok(()) => Started::InFlight,
+        Err((request, done)) => Started::NotInstant {
+            operation: Operation::Query(request),
+            done,
+        },
+    }
+}
+
+/// [`start`], then on the caller's thread [`execute`] when the operation is not instant; `done`
+/// is called exactly once either way (on the caller's thread or another).
+pub fn start_or_execute(context: &Context<'_>, operation: Operation, done: Done) {
+    if let Started::NotInstant { operation, done } = start(context, operation, done) {
+        done.finish(execute(context, &operation));
+    }
+}
+
 /// Run `operation` in `context`.
 pub fn execute(context: &Context<'_>, operation: &Operation) -> Result<Answer, Failure> {
     let root = context.queries.root().to_path_buf();
     match operation {
         Operation::Query(request) => {
-            let answer = execute_query(context.queries, request, context.rendering).map_err(|error| Failure {
-                message: error.to_string(),
-                exit_status: error.exit_status(),
-            })?;
-            Ok(Answer {
-                json: answer.json,
-                human: answer.human,
-                found: answer.found,
-                note: answer.incomplete,
-            })
+            query_outcome(execute_query(context.queries, request, context.rendering))
         }
         Operation::Diagnostics { file: None } => Err(Failure {
             message: "diagnostics: file is required here (only MCP delivers the diagnostics not yet seen)"

@@ -204,43 +204,21 @@ pub fn execute_rendering(
     let root = queries.root().to_path_buf();
     let answer = match request {
         QueryRequest::Definition { at, kind } => {
-            let mut result = queries.definition(at, *kind)?;
-            let human = rendered(rendering, || render::locations(&result, &root));
-            result.make_relative(&root);
-            QueryAnswer {
-                json: to_json(&result),
-                human,
-                found: !result.locations.is_empty(),
-                incomplete: result.incomplete,
-            }
+            locations_answer(queries.definition(at, *kind)?, &root, rendering)
         }
         QueryRequest::References {
             at,
             include_declaration,
-        } => {
-            let mut result = queries.references(at, *include_declaration)?;
-            let human = rendered(rendering, || render::locations(&result, &root));
-            result.make_relative(&root);
-            QueryAnswer {
-                json: to_json(&result),
-                human,
-                found: !result.locations.is_empty(),
-                incomplete: result.incomplete,
-            }
-        }
+        } => locations_answer(
+            queries.references(at, *include_declaration)?,
+            &root,
+            rendering,
+        ),
         QueryRequest::Hover { at } => {
             QueryAnswer::optional(queries.hover(at)?, render::hover, rendering)
         }
         QueryRequest::Symbols { file } => {
-            let mut symbols = queries.document_symbols(file)?;
-            let human = rendered(rendering, || render::symbol_tree(&symbols));
-            symbols.make_relative(&root);
-            QueryAnswer {
-                found: !symbols.is_empty(),
-                json: json!({ "symbols": to_json(&symbols) }),
-                human,
-                incomplete: None,
-            }
+            symbols_answer(queries.document_symbols(file)?, &root, rendering)
         }
         QueryRequest::WorkspaceSymbols { query, file } => {
             let mut result = queries.workspace_symbols_result(query, file.as_deref())?;
@@ -296,6 +274,150 @@ pub fn execute_rendering(
         ),
     };
     Ok(answer)
+}
+
+/// The answer of a definition or references query.
+fn locations_answer(
+    mut result: super::LocationsResult,
+    root: &std::path::Path,
+    rendering: Rendering,
+) -> QueryAnswer {
+    let human = rendered(rendering, || render::locations(&result, root));
+    result.make_relative(root);
+    QueryAnswer {
+        json: to_json(&result),
+        human,
+        found: !result.locations.is_empty(),
+        incomplete: result.incomplete,
+    }
+}
+
+/// The answer of a document symbols query.
+fn symbols_answer(
+    mut symbols: Vec<super::Symbol>,
+    root: &std::path::Path,
+    rendering: Rendering,
+) -> QueryAnswer {
+    let human = rendered(rendering, || render::symbol_tree(&symbols));
+    symbols.make_relative(root);
+    QueryAnswer {
+        found: !symbols.is_empty(),
+        json: json!({ "symbols": to_json(&symbols) }),
+        human,
+        incomplete: None,
+    }
+}
+
+/// What an instant query's caller does with its rendered answer, given its own `payload` back.
+pub type FinishQuery<T> = fn(T, Result<QueryAnswer, QueryError>);
+
+/// Start `request` on the instant route (issue 15) when it is one request long: hover,
+/// definition (every kind), references, document symbols, signature help. The loop's turn
+/// decides, and this returns as soon as it has (it never waits for the server):
+/// - `Ok(())`: the request went out in its sync's turn; `finish(payload, answer)` runs exactly
+///   once, with exactly what [`execute_rendering`] returns, on the thread that ends the request
+///   (the server's reader for an answer; the loop, or a session's proxy, for an error, timeout,
+///   cancellation or crash), maybe before this returns;
+/// - `Err((request, payload))`: nothing was sent (another kind of query, a readiness wait due,
+///   the file's server still starting, a sync or position error); the caller runs
+///   [`execute_rendering`], which waits, or reports the same error.
+pub fn start<T: Send + 'static>(
+    queries: &Queries,
+    request: QueryRequest,
+    rendering: Rendering,
+    payload: T,
+    finish: FinishQuery<T>,
+) -> Result<(), (QueryRequest, T)> {
+    let root = queries.root().to_path_buf();
+    let started = match &request {
+        QueryRequest::Definition { at, kind } => queries.start_first_answer(
+            &at.file,
+            Some(at),
+            super::FirstRequest::definition(*kind),
+            payload,
+            Box::new(move |payload, target, answer| {
+                let answer = answer.map_err(QueryError::Engine).map(|answer| {
+                    locations_answer(
+                        super::definition_result(target, &answer, None),
+                        &root,
+                        rendering,
+                    )
+                });
+                finish(payload, answer);
+            }),
+        ),
+        QueryRequest::References {
+            at,
+            include_declaration,
+        } => queries.start_first_answer(
+            &at.file,
+            Some(at),
+            super::FirstRequest::references(*include_declaration),
+            payload,
+            Box::new(move |payload, target, answer| {
+                let answer = answer.map_err(QueryError::Engine).map(|answer| {
+                    locations_answer(
+                        super::references_result(target, &answer, None),
+                        &root,
+                        rendering,
+                    )
+                });
+                finish(payload, answer);
+            }),
+        ),
+        QueryRequest::Hover { at } => queries.start_first_answer(
+            &at.file,
+            Some(at),
+            super::FirstRequest::hover(),
+            payload,
+            Box::new(move |payload, target, answer| {
+                let answer = answer.map_err(QueryError::Engine).map(|answer| {
+                    QueryAnswer::optional(
+                        super::hover_result(target, &answer),
+                        render::hover,
+                        rendering,
+                    )
+                });
+                finish(payload, answer);
+            }),
+        ),
+        QueryRequest::Symbols { file } => queries.start_first_answer(
+            file,
+            None,
+            super::FirstRequest::document_symbols(),
+            payload,
+            Box::new(move |payload, target, answer| {
+                let answer = answer.map_err(QueryError::Engine).map(|answer| {
+                    symbols_answer(
+                        super::document_symbols_result(target, &answer),
+                        &root,
+                        rendering,
+                    )
+                });
+                finish(payload, answer);
+            }),
+        ),
+        QueryRequest::SignatureHelp { at } => queries.start_first_answer(
+            &at.file,
+            Some(at),
+            super::FirstRequest::signature_help(),
+            payload,
+            Box::new(move |payload, target, answer| {
+                let answer = answer.map_err(QueryError::Engine).map(|answer| {
+                    QueryAnswer::optional(
+                        super::parse_signature_help(&answer, target.server.name),
+                        render::signature_help,
+                        rendering,
+                    )
+                });
+                finish(payload, answer);
+            }),
+        ),
+        QueryRequest::WorkspaceSymbols { .. }
+        | QueryRequest::CallHierarchy { .. }
+        | QueryRequest::TypeHierarchy { .. } => Err(payload),
+    };
+    started.map_err(|payload| (request, payload))
 }
 
 /// Output format of a query command.

@@ -58,7 +58,7 @@ use crossbeam_channel::Sender;
 use serde_json::{json, Value};
 
 use crate::engine::{
-    request_with, sync_with, BuiltRequest, EngineError, Op, RequestBuilder, ServerInfo,
+    request_with, sync_with, BuiltRequest, EngineError, Op, ReplyTo, RequestBuilder, ServerInfo,
     SyncedDocument,
 };
 use crate::uri;
@@ -216,26 +216,9 @@ impl Queries {
         at: &TextPosition,
         kind: DefinitionKind,
     ) -> Result<LocationsResult, QueryError> {
-        // Every kind can land in another file, which the server must have indexed: clangd
-        // answers a definition with the header's declaration until its index has the source.
-        let (mut target, answer, incomplete) = self.first_answer(
-            &at.file,
-            Some(at),
-            kind.method(),
-            kind.capability(),
-            Readiness::Indexed,
-            Arc::new(Target::text_document_position),
-        )?;
-        let mut locations: Vec<Location> = parse_locations(&answer)
-            .iter()
-            .filter_map(|raw| target.files.resolve(raw))
-            .collect();
-        dedup_in_order(&mut locations);
-        Ok(LocationsResult {
-            locations,
-            server: target.server.name,
-            incomplete,
-        })
+        let (target, answer, incomplete) =
+            self.first_answer(&at.file, Some(at), FirstRequest::definition(kind))?;
+        Ok(definition_result(target, &answer, incomplete))
     }
 
     /// `textDocument/references` at `at`, sorted by path, line and column. Waits for indexing.
@@ -244,84 +227,25 @@ impl Queries {
         at: &TextPosition,
         include_declaration: bool,
     ) -> Result<LocationsResult, QueryError> {
-        let (mut target, answer, incomplete) = self.first_answer(
+        let (target, answer, incomplete) = self.first_answer(
             &at.file,
             Some(at),
-            "textDocument/references",
-            "referencesProvider",
-            Readiness::Indexed,
-            Arc::new(move |target: &Target| {
-                let mut params = target.text_document_position();
-                params["context"] = json!({ "includeDeclaration": include_declaration });
-                params
-            }),
+            FirstRequest::references(include_declaration),
         )?;
-        let mut locations: Vec<Location> = parse_locations(&answer)
-            .iter()
-            .filter_map(|raw| target.files.resolve(raw))
-            .collect();
-        locations.sort_by(|a, b| {
-            (&a.path, a.line, a.column, a.end_line, a.end_column).cmp(&(
-                &b.path,
-                b.line,
-                b.column,
-                b.end_line,
-                b.end_column,
-            ))
-        });
-        locations.dedup();
-        Ok(LocationsResult {
-            locations,
-            server: target.server.name,
-            incomplete,
-        })
+        Ok(references_result(target, &answer, incomplete))
     }
 
     /// `textDocument/hover` at `at`; `None` when the server has nothing to show.
     pub fn hover(&self, at: &TextPosition) -> Result<Option<HoverResult>, QueryError> {
-        let (mut target, answer, _) = self.first_answer(
-            &at.file,
-            Some(at),
-            "textDocument/hover",
-            "hoverProvider",
-            Readiness::Analysed,
-            Arc::new(Target::text_document_position),
-        )?;
-        let text = answer
-            .get("contents")
-            .map(hover::hover_contents_to_text)
-            .unwrap_or_default();
-        if text.is_empty() {
-            return Ok(None);
-        }
-        let path = target.doc.path.clone();
-        let range = answer
-            .get("range")
-            .and_then(parse_range)
-            .map(|range| target.files.range(&path, range));
-        Ok(Some(HoverResult {
-            text,
-            range,
-            server: target.server.name,
-        }))
+        let (target, answer, _) = self.first_answer(&at.file, Some(at), FirstRequest::hover())?;
+        Ok(hover_result(target, &answer))
     }
 
     /// `textDocument/documentSymbol` for `file`: a tree when the server answers hierarchically.
     pub fn document_symbols(&self, file: &Path) -> Result<Vec<Symbol>, QueryError> {
-        let (mut target, answer, _) = self.first_answer(
-            file,
-            None,
-            "textDocument/documentSymbol",
-            "documentSymbolProvider",
-            Readiness::None,
-            Arc::new(|target: &Target| json!({ "textDocument": { "uri": document_uri(&target.doc.path) } })),
-        )?;
-        let path = target.doc.path.clone();
-        Ok(symbols::parse_symbols(
-            &answer,
-            Some(&path),
-            &mut target.files,
-        ))
+        let (target, answer, _) =
+            self.first_answer(file, None, FirstRequest::document_symbols())?;
+        Ok(document_symbols_result(target, &answer))
     }
 
     /// `workspace/symbol` for `query` (LSP 3.17 §`workspace_symbol`); the contract's shape of
@@ -406,10 +330,11 @@ impl Queries {
         let (mut target, answer, incomplete) = self.first_answer(
             &at.file,
             Some(at),
-            "textDocument/prepareCallHierarchy",
-            "callHierarchyProvider",
-            Readiness::Indexed,
-            Arc::new(Target::text_document_position),
+            FirstRequest::position(
+                "textDocument/prepareCallHierarchy",
+                "callHierarchyProvider",
+                Readiness::Indexed,
+            ),
         )?;
         let items = symbols::parse_hierarchy_items(&answer, &mut target.files);
         let mut calls = Vec::new();
@@ -468,10 +393,11 @@ impl Queries {
         let (mut target, answer, incomplete) = self.first_answer(
             &at.file,
             Some(at),
-            "textDocument/prepareTypeHierarchy",
-            "typeHierarchyProvider",
-            Readiness::Indexed,
-            Arc::new(Target::text_document_position),
+            FirstRequest::position(
+                "textDocument/prepareTypeHierarchy",
+                "typeHierarchyProvider",
+                Readiness::Indexed,
+            ),
         )?;
         let items = symbols::parse_hierarchy_items(&answer, &mut target.files);
         let related_method = match direction {
@@ -497,18 +423,8 @@ impl Queries {
         &self,
         at: &TextPosition,
     ) -> Result<Option<SignatureHelpResult>, QueryError> {
-        let (target, answer, _) = self.first_answer(
-            &at.file,
-            Some(at),
-            "textDocument/signatureHelp",
-            "signatureHelpProvider",
-            Readiness::Analysed,
-            Arc::new(|target: &Target| {
-                let mut params = target.text_document_position();
-                params["context"] = json!({ "triggerKind": 1, "isRetrigger": false });
-                params
-            }),
-        )?;
+        let (target, answer, _) =
+            self.first_answer(&at.file, Some(at), FirstRequest::signature_help())?;
         Ok(parse_signature_help(&answer, target.server.name))
     }
 
@@ -568,11 +484,14 @@ impl Queries {
         &self,
         file: &Path,
         at: Option<&TextPosition>,
-        method: &'static str,
-        capability: &'static str,
-        readiness: Readiness,
-        params: ParamsBuilder,
+        first: FirstRequest,
     ) -> Result<(Target, Value, Option<String>), QueryError> {
+        let FirstRequest {
+            method,
+            capability,
+            readiness,
+            params,
+        } = first;
         let path = self.checked_path(file)?;
         let (target_sender, target_receiver) = crossbeam_channel::bounded(1);
         let (answer_sender, answer_receiver) = crossbeam_channel::bounded(1);
@@ -594,7 +513,8 @@ impl Queries {
                         timeout,
                         retry: true,
                         tag,
-                        reply: answer_sender,
+                        reply: ReplyTo::Channel(answer_sender),
+                        on_sent: None,
                     })
                 }
                 // Dropping `answer_sender` tells the caller that nothing was sent.
@@ -608,6 +528,7 @@ impl Queries {
                 path,
                 timeout: self.timeout,
                 build,
+                instant: false,
             })
             .map_err(|_| QueryError::Engine(EngineError::Gone))?;
         // Wait for the answer first: the target is already queued when it comes, so the caller
@@ -646,6 +567,100 @@ impl Queries {
         };
         let answer = self.request(&target, method, params(&target))?;
         Ok((target, answer, incomplete))
+    }
+
+    /// [`Queries::first_answer`] without blocking on the answer (issue 15): the loop's turn
+    /// decides, and this returns as soon as it has. When the request went out in the sync's
+    /// turn (no readiness wait due, the file synced, a server with the capability, the position
+    /// on the file), `Ok(())`: `on_answer` then runs exactly once with `payload`, the target and
+    /// the answer, on the server's reader thread for a successful answer and on the loop (or a
+    /// session's proxy) for an error, timeout, cancellation or crash, maybe before this returns.
+    /// Otherwise `Err(payload)`, nothing sent: the caller runs the blocking path, which reaches
+    /// the same outcome (the wait, or the same error). When the engine is gone `payload` is
+    /// dropped and `Ok(())` returned.
+    fn start_first_answer<T: Send + 'static>(
+        &self,
+        file: &Path,
+        at: Option<&TextPosition>,
+        first: FirstRequest,
+        payload: T,
+        on_answer: OnAnswer<T>,
+    ) -> Result<(), T> {
+        let FirstRequest {
+            method,
+            capability,
+            readiness,
+            params,
+        } = first;
+        let Ok(path) = self.checked_path(file) else {
+            return Err(payload);
+        };
+        // `Some(payload)`: not sent, the payload comes back; `None`: the loop took the request.
+        let (decision_sender, decision_receiver) = crossbeam_channel::bounded::<Option<T>>(1);
+        let analysed = self.analysed.clone();
+        let root = self.root.clone();
+        let at = at.cloned();
+        let (timeout, tag) = (self.timeout, self.tag);
+        let build: RequestBuilder = Box::new(move |synced| {
+            let target = synced
+                .map_err(|error| QueryError::from(error.clone()))
+                .and_then(|doc| build_target(doc.clone(), at.as_ref(), method, capability, &root));
+            let target = match target {
+                Ok(target) if !readiness.wait_due(&analysed, &target.server, &target.doc.path) => {
+                    target
+                }
+                _ => {
+                    let _ = decision_sender.send(Some(payload));
+                    return None;
+                }
+            };
+            let params = params(&target);
+            let server_id = target.server.server_id;
+            let continuation = move |answer: Result<Value, EngineError>| {
+                if log::log_enabled!(log::Level::Debug) {
+                    let thread = std::thread::current();
+                    let shown = match &answer {
+                        Ok(value) => value.to_string(),
+                        Err(error) => format!("error: {error}"),
+                    };
+                    log::debug!(
+                        "{}: {method} sent in its sync's loop turn, answered in its continuation on thread {}: {shown}",
+                        target.server.name,
+                        thread.name().unwrap_or("unnamed")
+                    );
+                }
+                on_answer(payload, target, answer);
+            };
+            Some(BuiltRequest {
+                server_id,
+                method: method.to_owned(),
+                params,
+                timeout,
+                retry: true,
+                tag,
+                reply: ReplyTo::continuation(Box::new(continuation)),
+                on_sent: Some(Box::new(move || {
+                    let _ = decision_sender.send(None);
+                })),
+            })
+        });
+        if self
+            .op_sender
+            .send(Op::SyncRequest {
+                path,
+                timeout: self.timeout,
+                build,
+                instant: true,
+            })
+            .is_err()
+        {
+            return Ok(());
+        }
+        match crate::engine::recv_parked(&decision_receiver) {
+            Ok(Some(payload)) => Err(payload),
+            // Taken, or the builder was dropped unrun with the payload (the engine went away).
+            Ok(None) | Err(_) => Ok(()),
+        }
     }
 
     /// Wait until the target's server is ready ([`wait_until_ready`]): on the file's first
@@ -689,6 +704,154 @@ impl Queries {
     fn display(&self, path: &Path) -> String {
         uri::relative_display(path, &self.root)
     }
+}
+
+/// A query's first request: its method, the capability that serves it, the wait it needs and
+/// how its params are built from the target.
+struct FirstRequest {
+    method: &'static str,
+    capability: &'static str,
+    readiness: Readiness,
+    params: ParamsBuilder,
+}
+
+impl FirstRequest {
+    /// `method` with a `TextDocumentPositionParams` (LSP 3.17 §`textDocumentPositionParams`).
+    fn position(
+        method: &'static str,
+        capability: &'static str,
+        readiness: Readiness,
+    ) -> FirstRequest {
+        FirstRequest {
+            method,
+            capability,
+            readiness,
+            params: Arc::new(Target::text_document_position),
+        }
+    }
+
+    /// Every kind can land in another file, which the server must have indexed: clangd answers
+    /// a definition with the header's declaration until its index has the source.
+    fn definition(kind: DefinitionKind) -> FirstRequest {
+        FirstRequest::position(kind.method(), kind.capability(), Readiness::Indexed)
+    }
+
+    fn references(include_declaration: bool) -> FirstRequest {
+        FirstRequest {
+            method: "textDocument/references",
+            capability: "referencesProvider",
+            readiness: Readiness::Indexed,
+            params: Arc::new(move |target: &Target| {
+                let mut params = target.text_document_position();
+                params["context"] = json!({ "includeDeclaration": include_declaration });
+                params
+            }),
+        }
+    }
+
+    fn hover() -> FirstRequest {
+        FirstRequest::position("textDocument/hover", "hoverProvider", Readiness::Analysed)
+    }
+
+    fn document_symbols() -> FirstRequest {
+        FirstRequest {
+            method: "textDocument/documentSymbol",
+            capability: "documentSymbolProvider",
+            readiness: Readiness::None,
+            params: Arc::new(
+                |target: &Target| json!({ "textDocument": { "uri": document_uri(&target.doc.path) } }),
+            ),
+        }
+    }
+
+    fn signature_help() -> FirstRequest {
+        FirstRequest {
+            method: "textDocument/signatureHelp",
+            capability: "signatureHelpProvider",
+            readiness: Readiness::Analysed,
+            params: Arc::new(|target: &Target| {
+                let mut params = target.text_document_position();
+                params["context"] = json!({ "triggerKind": 1, "isRetrigger": false });
+                params
+            }),
+        }
+    }
+}
+
+/// What an instant query does with its first answer (or the error that ended its request), run
+/// by the thread that has it: the server's reader, or the loop ([`Queries::start_first_answer`]).
+type OnAnswer<T> = Box<dyn FnOnce(T, Target, Result<Value, EngineError>) + Send>;
+
+/// A definition answer's locations, in the server's order without exact duplicates.
+fn definition_result(
+    mut target: Target,
+    answer: &Value,
+    incomplete: Option<String>,
+) -> LocationsResult {
+    let mut locations: Vec<Location> = parse_locations(answer)
+        .iter()
+        .filter_map(|raw| target.files.resolve(raw))
+        .collect();
+    dedup_in_order(&mut locations);
+    LocationsResult {
+        locations,
+        server: target.server.name,
+        incomplete,
+    }
+}
+
+/// A references answer's locations, sorted by path, line and column, without duplicates.
+fn references_result(
+    mut target: Target,
+    answer: &Value,
+    incomplete: Option<String>,
+) -> LocationsResult {
+    let mut locations: Vec<Location> = parse_locations(answer)
+        .iter()
+        .filter_map(|raw| target.files.resolve(raw))
+        .collect();
+    locations.sort_by(|a, b| {
+        (&a.path, a.line, a.column, a.end_line, a.end_column).cmp(&(
+            &b.path,
+            b.line,
+            b.column,
+            b.end_line,
+            b.end_column,
+        ))
+    });
+    locations.dedup();
+    LocationsResult {
+        locations,
+        server: target.server.name,
+        incomplete,
+    }
+}
+
+/// A hover answer's text and range; `None` when the server has nothing to show.
+fn hover_result(mut target: Target, answer: &Value) -> Option<HoverResult> {
+    let text = answer
+        .get("contents")
+        .map(hover::hover_contents_to_text)
+        .unwrap_or_default();
+    if text.is_empty() {
+        return None;
+    }
+    let path = target.doc.path.clone();
+    let range = answer
+        .get("range")
+        .and_then(parse_range)
+        .map(|range| target.files.range(&path, range));
+    Some(HoverResult {
+        text,
+        range,
+        server: target.server.name,
+    })
+}
+
+/// A documentSymbol answer as lspc's symbols (a tree when the server answers hierarchically).
+fn document_symbols_result(mut target: Target, answer: &Value) -> Vec<Symbol> {
+    let path = target.doc.path.clone();
+    symbols::parse_symbols(answer, Some(&path), &mut target.files)
 }
 
 /// The [`Target`] of `at` in the synced `doc`: the server for `capability` and the position in

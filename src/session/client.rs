@@ -712,10 +712,12 @@ fn run_proxy(connected: Connected, op_receiver: Receiver<Op>, signals: ProxySign
                         let _ = reply.send(());
                         break;
                     }
+                    // `instant` is not honoured here: the sync waits in the session as usual.
                     Split::Local(Op::SyncRequest {
                         path,
                         timeout,
                         build,
+                        instant: _,
                     }) => {
                         // The builder is a closure that cannot cross the socket: sync over the
                         // wire (answering other lines meanwhile), build here, then send the
@@ -741,7 +743,8 @@ fn run_proxy(connected: Connected, op_receiver: Receiver<Op>, signals: ProxySign
                                 recv(line_receiver) -> line => wire_state.receive(line),
                             }
                         };
-                        if let Some(built) = build(result.as_ref()) {
+                        if let Some(mut built) = build(result.as_ref()) {
+                            let on_sent = built.on_sent.take();
                             let request = WireOp::Request {
                                 server_id: built.server_id,
                                 method: built.method,
@@ -751,6 +754,9 @@ fn run_proxy(connected: Connected, op_receiver: Receiver<Op>, signals: ProxySign
                                 tag: built.tag,
                             };
                             wire_state.send(request, ReplySlot::Request(built.reply));
+                            if let Some(on_sent) = on_sent {
+                                on_sent();
+                            }
                         }
                     }
                     Split::Local(_) => {}

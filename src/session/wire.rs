@@ -273,7 +273,8 @@ pub enum ReplySlot {
             Result<crate::engine::SyncedDocument, crate::engine::EngineError>,
         >,
     ),
-    Request(crossbeam_channel::Sender<Result<Value, crate::engine::EngineError>>),
+    /// A request's answer: a channel, or a continuation run on the proxy's thread.
+    Request(crate::engine::ReplyTo),
     ApplyEdit(crossbeam_channel::Sender<Result<crate::edit::EditReport, crate::edit::EditError>>),
     ServerEdits(crossbeam_channel::Sender<Vec<(u64, crate::edit::EditReport)>>),
     RawDiagnostics(crossbeam_channel::Sender<Vec<(ServerId, Vec<Value>)>>),
@@ -364,7 +365,7 @@ pub fn split(op: Op) -> Split {
                 retry,
                 tag,
             },
-            ReplySlot::Request(reply),
+            ReplySlot::Request(crate::engine::ReplyTo::Channel(reply)),
         ),
         Op::Cancel { tag } => Split::Wire(WireOp::Cancel { tag }, ReplySlot::None),
         Op::ApplyEdit {
@@ -451,7 +452,12 @@ impl ReplySlot {
             ReplySlot::Diagnostics(sender, _) => send(sender, result),
             ReplySlot::DiagnosticsLeavingOut { reply, .. } => send(reply, result),
             ReplySlot::Sync(sender) => send(sender, result),
-            ReplySlot::Request(sender) => send(sender, result),
+            ReplySlot::Request(reply) => {
+                let decoded = serde_json::from_value(result)
+                    .map_err(|error| DecodeError(error.to_string()))?;
+                reply.send(decoded);
+                Ok(())
+            }
             ReplySlot::ApplyEdit(sender) => send(sender, result),
             ReplySlot::ServerEdits(sender) => send(sender, result),
             ReplySlot::RawDiagnostics(sender) => send(sender, result),
@@ -506,8 +512,8 @@ impl ReplySlot {
             ReplySlot::Sync(sender) => {
                 let _ = sender.send(Err(EngineError::SessionLost(message.to_owned())));
             }
-            ReplySlot::Request(sender) => {
-                let _ = sender.send(Err(EngineError::SessionLost(message.to_owned())));
+            ReplySlot::Request(reply) => {
+                reply.send(Err(EngineError::SessionLost(message.to_owned())));
             }
             ReplySlot::DiagnosticsLeavingOut {
                 reply: sender,

@@ -6,7 +6,8 @@
 //! `edits` (safe edits), `faults` (supervision and fault tolerance), `ide` (`lspc ide`, the
 //! headless IDE), `monorepo` (repository scale: project instances, baselines, changed files,
 //! shards), `operations` (the one operation vocabulary across CLI, batch and MCP), `sessions`
-//! (warm sessions), `settle` (per-server settle rules); `support` holds the
+//! (warm sessions), `settle` (per-server settle rules), `instant_route` (issue 15: answers written
+//! by the thread that has them); `support` holds the
 //! `TestCommand` harness, temporary workspaces and `/proc` helpers.
 
 mod check;
@@ -15,6 +16,7 @@ mod edits;
 mod faults;
 mod fresh_eyes;
 mod ide;
+mod instant_route;
 mod mcp;
 mod mcp_http;
 mod monorepo;
