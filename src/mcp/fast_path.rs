@@ -33,8 +33,10 @@ use super::protocol::{
 use super::reload::ConfigWatch;
 use super::tools::{self, ToolContext};
 use super::{modern_result, send_on, ClientId, HubInput, OutboundStream};
+use crate::operation::execute::Answer;
 use crate::operation::Operation;
-use crate::query::command::QueryRequest;
+use crate::query::command::{QueryAnswer, QueryRequest, Rendering};
+use crate::query::QueryError;
 
 /// The tools [`Front::try_start`] may start (their operation is checked too).
 const INSTANT_TOOLS: &[&str] = &["hover", "definition"];
@@ -146,9 +148,9 @@ impl Front {
         let Some(name) = params.get("name").and_then(Value::as_str) else {
             return Some(incoming);
         };
-        if !INSTANT_TOOLS.contains(&name) {
+        let Some(name) = INSTANT_TOOLS.iter().copied().find(|tool| *tool == name) else {
             return Some(incoming);
-        }
+        };
         let modern = match request_era(params) {
             RequestEra::Handshake if self.shared.handshake.load(Ordering::Acquire) => false,
             RequestEra::Modern(_) => true,
@@ -171,7 +173,6 @@ impl Front {
         if !is_instant(&operation) {
             return Some(incoming);
         }
-        let name = name.to_owned();
         let what = format!("tools/call {name}");
         let key = (self.client.clone(), id_key(id));
         let tag = self.calls.next_tag();
@@ -190,31 +191,101 @@ impl Front {
             );
             return None;
         };
-        log::debug!("tools/call {name} started on the stdin reader (tag {tag})");
         if wants_progress {
             let _ = self.hub_sender.try_send(HubInput::Wake);
         }
-        let completion = Completion {
-            calls: Arc::clone(&self.calls),
-            key,
-            tag,
-            gate,
-            stream: self.out.clone(),
-            done_sender: self.done_sender.clone(),
+        let Operation::Query(request) = operation else {
+            unreachable!("is_instant admits queries only")
         };
-        let context = self.context.clone();
-        let id = id.clone();
-        self.pool.submit(Box::new(move || {
-            let result = tools::call_prepared(&context, &name, operation, tag);
-            let result = if modern {
-                modern_result(result)
-            } else {
-                result
-            };
-            completion.finish(success_response(&id, result));
-        }));
+        let call = FastCall {
+            context: self.context.clone(),
+            pool: self.pool.clone(),
+            name,
+            request: request.clone(),
+            id: id.clone(),
+            modern,
+            completion: Completion {
+                calls: Arc::clone(&self.calls),
+                key,
+                tag,
+                gate,
+                stream: self.out.clone(),
+                done_sender: self.done_sender.clone(),
+            },
+        };
+        let queries = tools::queries(&self.context, tag);
+        match crate::query::command::start(&queries, request, Rendering::Both, call, finish_instant)
+        {
+            Ok(()) => log::debug!("tools/call {name} started on the stdin reader: in flight"),
+            Err((request, call)) => {
+                log::debug!(
+                    "tools/call {name} started on the stdin reader: not instant now, on a worker"
+                );
+                self.pool.submit(Box::new(move || {
+                    let result = tools::call_prepared(
+                        &call.context,
+                        call.name,
+                        Operation::Query(request),
+                        tag,
+                    );
+                    call.respond(result);
+                }));
+            }
+        }
         None
     }
+}
+
+/// A tool call started by the reader, until its answer is written.
+struct FastCall {
+    context: ToolContext,
+    pool: WorkerPool,
+    name: &'static str,
+    /// The query, for the shape of its tool output ([`tools::query_output`]).
+    request: QueryRequest,
+    id: Value,
+    modern: bool,
+    completion: Completion,
+}
+
+impl FastCall {
+    /// Answer with the `CallToolResult` `result` (unless the call was cancelled).
+    fn respond(self, result: Value) {
+        let result = if self.modern {
+            modern_result(result)
+        } else {
+            result
+        };
+        self.completion.finish(success_response(&self.id, result));
+    }
+}
+
+/// The end of an instant call, on the thread that ends its request (the server's reader for an
+/// answer; the loop, or a session's proxy, for an error, a timeout, a cancellation or a crash):
+/// the tool result is rendered and written here, unless passive diagnostics are due. A drain
+/// asks the engine's loop and waits for it, which neither the loop itself nor a server's reader
+/// may do, so then a worker renders and writes it (the call stays in flight until it does).
+fn finish_instant(call: FastCall, outcome: Result<QueryAnswer, QueryError>) {
+    let outcome = outcome.map_err(tools::query_failure).map(|answer| {
+        let answer = Answer {
+            json: answer.json,
+            human: answer.human,
+            found: answer.found,
+            note: answer.incomplete,
+        };
+        tools::query_output(&call.context.root, &call.request, answer)
+    });
+    if !tools::passive_drain_due(&call.context) {
+        let result = tools::call_result(&call.context, outcome, None);
+        call.respond(result);
+        return;
+    }
+    let pool = call.pool.clone();
+    pool.submit(Box::new(move || {
+        let passive = tools::passive_batch(&call.context, call.name, None);
+        let result = tools::call_result(&call.context, outcome, passive);
+        call.respond(result);
+    }));
 }
 
 /// Whether `operation` is one of the instant queries the fast path starts.

@@ -447,9 +447,7 @@ fn run_tool(
         Operation::Diagnostics { file } => return diagnostics_tool(context, file.as_deref()),
         operation => return super::edit_tools::run(context, name, &operation),
     };
-    let queries = Queries::new(context.op_sender.clone(), root.clone(), context.timeout)
-        .with_analysed_files(context.analysed_files.clone())
-        .with_tag(Some(tag));
+    let queries = queries(context, tag);
     // The answer is rendered where the command line's and batch's are
     // (`query::command::execute`); MCP only wraps it in the key its `outputSchema` names.
     let answer = execute_query(&queries, &query).map_err(query_failure)?;
@@ -463,6 +461,18 @@ fn run_tool(
             note: answer.incomplete,
         },
     ))
+}
+
+/// The queries of one tool call: its LSP requests carry `tag` (for [`Op::Cancel`]), and the
+/// session's record of first analysis waits is shared.
+pub fn queries(context: &ToolContext, tag: u64) -> Queries {
+    Queries::new(
+        context.op_sender.clone(),
+        context.root.clone(),
+        context.timeout,
+    )
+    .with_analysed_files(context.analysed_files.clone())
+    .with_tag(Some(tag))
 }
 
 /// A query's tool output from its rendered `answer`: the structured content (wrapped in the key

@@ -1221,14 +1221,18 @@ fn start_logged(workspace: &Workspace, config: &Path, log: &Path, fast_path: boo
     session
 }
 
-/// How many tool calls named `tool` the stdin reader started itself (its debug log line).
-fn fast_path_starts(log: &Path, tool: &str) -> usize {
+/// How many tool calls named `tool` the stdin reader started itself (its debug log line), and
+/// how many of those were in flight at once (the instant route: the request went out in the
+/// loop's turn and its answer is written by the thread that has it).
+fn fast_path_starts(log: &Path, tool: &str) -> (usize, usize) {
     let needle = format!("tools/call {tool} started on the stdin reader");
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .filter(|line| line.contains(&needle))
-        .count()
+    let log = std::fs::read_to_string(log).unwrap_or_default();
+    let started: Vec<&str> = log.lines().filter(|line| line.contains(&needle)).collect();
+    let in_flight = started
+        .iter()
+        .filter(|line| line.ends_with(": in flight"))
+        .count();
+    (started.len(), in_flight)
 }
 
 /// The results of `calls` (tool name and arguments) made one at a time, by id from 1.
@@ -1302,15 +1306,17 @@ fn fast_path_answers_exactly_what_the_hub_route_answers() {
         );
         if fast_path {
             // The hover of a file that does not exist is the hub's: arguments the reader cannot
-            // read are read there again, in order with the rest.
+            // read are read there again, in order with the rest. In flight at once: all but the
+            // file's first hover (its analysis wait is due) and the position off the line (the
+            // worker reports it).
             assert_eq!(
                 started,
-                (5, 2),
+                ((5, 3), (2, 2)),
                 "{}",
                 std::fs::read_to_string(&log).unwrap_or_default()
             );
         } else {
-            assert_eq!(started, (0, 0));
+            assert_eq!(started, ((0, 0), (0, 0)));
         }
         answers.push(results);
     }
@@ -1416,7 +1422,8 @@ fn fast_path_calls_keep_ids_cancellation_and_the_eof_grace() {
         pinged |= message.get("id") == Some(&json!(8));
     }
     assert!(pinged, "no answer to the ping after the cancel");
-    // Stdin closes with a call in flight: it is still answered, then lspc exits.
+    // Stdin closes with a call in flight: it is still answered, then lspc exits. (The first
+    // hover waited for the file's analysis on a worker; the other two were in flight at once.)
     session.send(hover(9));
     wait_for(10 * SECOND, "the third hover at the server", || {
         (hover_ids().len() >= 3).then_some(())
@@ -1428,8 +1435,92 @@ fn fast_path_calls_keep_ids_cancellation_and_the_eof_grace() {
     assert_eq!(session.finish(20 * SECOND), Some(0));
     assert_eq!(
         fast_path_starts(&log, "hover"),
-        3,
+        (3, 2),
         "{}",
         std::fs::read_to_string(&log).unwrap_or_default()
+    );
+}
+
+/// Issue 15 on a real server (clangd 14): hover and definition started by the reader answer
+/// exactly what the hub's route answers, and go out at once after the file's first question.
+#[test]
+fn fast_path_answers_clangd_as_the_hub_route_does() {
+    if !on_path("clangd") {
+        eprintln!("skipping fast_path_answers_clangd_as_the_hub_route_does: clangd is not on PATH");
+        return;
+    }
+    let workspace = Workspace::new("mcp-fast-clangd");
+    let root = workspace.root.display().to_string();
+    workspace
+        .file("util.h", "int twice(int x);\n")
+        .file("util.c", "#include \"util.h\"\nint twice(int x) { return 2 * x; }\n")
+        .file("main.c", "#include \"util.h\"\nint main(void) { return twice(21); }\n")
+        .file(
+            "compile_commands.json",
+            &json!([
+                {"directory": root, "file": format!("{root}/util.c"), "arguments": ["cc", "-c", "util.c"]},
+                {"directory": root, "file": format!("{root}/main.c"), "arguments": ["cc", "-c", "main.c"]}
+            ])
+            .to_string(),
+        );
+    let config = workspace.path("clangd.lsp.json");
+    std::fs::write(
+        &config,
+        json!({"clangd": {"command": "clangd", "extensionToLanguage": {".c": "c", ".h": "c"}}})
+            .to_string(),
+    )
+    .expect("config");
+    let calls = [
+        (
+            "hover",
+            json!({"file": "main.c", "line": 2, "symbol": "twice"}),
+        ),
+        (
+            "definition",
+            json!({"file": "main.c", "line": 2, "symbol": "twice"}),
+        ),
+        (
+            "hover",
+            json!({"file": "main.c", "line": 2, "symbol": "twice"}),
+        ),
+        (
+            "definition",
+            json!({"file": "main.c", "line": 2, "symbol": "twice", "kind": "declaration"}),
+        ),
+    ];
+    let mut answers = Vec::new();
+    for fast_path in [true, false] {
+        let log = workspace.root.join(format!("fast-{fast_path}.log"));
+        let mut session = start_logged(&workspace, &config, &log, fast_path);
+        answers.push(tool_results(&mut session, &calls));
+        assert_eq!(session.finish(30 * SECOND), Some(0));
+        let started = (
+            fast_path_starts(&log, "hover"),
+            fast_path_starts(&log, "definition"),
+        );
+        let log = std::fs::read_to_string(&log).unwrap_or_default();
+        if fast_path {
+            // The first hover waits for main.c's analysis; the rest go out at once.
+            assert_eq!(started, ((2, 1), (2, 2)), "{log}");
+        } else {
+            assert_eq!(started, ((0, 0), (0, 0)), "{log}");
+        }
+    }
+    assert_eq!(answers[0], answers[1]);
+    let hover = answers[0][0]["structuredContent"]["hover"]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(hover.starts_with("function twice"), "{}", answers[0][0]);
+    assert_eq!(
+        answers[0][1]["structuredContent"]["locations"],
+        json!([{"path": "util.c", "line": 2, "column": 5, "endLine": 2, "endColumn": 10,
+            "lineText": "int twice(int x) { return 2 * x; }"}]),
+        "{}",
+        answers[0][1]
+    );
+    assert_eq!(
+        answers[0][3]["structuredContent"]["locations"][0]["path"], "util.h",
+        "{}",
+        answers[0][3]
     );
 }
