@@ -14,8 +14,9 @@
 //!   protocol state read here (the handshake, the ids in flight) is what the hub would see;
 //! - the line is a `tools/call` of an instant tool with valid arguments, in the handshake era
 //!   after `initialize` was answered or in the stateless era with valid `_meta`;
-//! - the configuration did not change on disk ([`super::reload::ConfigWatch::stale`]: a changed
-//!   one is reloaded by the hub before the call, as before).
+//! - the configuration did not change on disk ([`super::reload::ConfigWatch::stale`], one
+//!   `ioctl` when nothing changed: a changed one is reloaded by the hub before the call, as
+//!   before).
 //!
 //! A call that asked for progress wakes the hub, which sends its progress as for any call.
 
