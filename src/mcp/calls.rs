@@ -18,6 +18,7 @@
 //!   and no progress notification follows either (MCP §cancellation: nothing more is sent for a
 //!   cancelled request).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -87,7 +88,7 @@ pub(super) struct InFlight {
     /// Where the answer and progress go; `None` once cancelled (nothing more is sent for it).
     pub stream: Option<OutboundStream>,
     /// `tools/call NAME` or `resources/read URI`, for logs and progress messages.
-    pub what: String,
+    pub what: Cow<'static, str>,
 }
 
 impl InFlight {
@@ -95,7 +96,7 @@ impl InFlight {
         tag: u64,
         progress_token: Option<Value>,
         stream: &OutboundStream,
-        what: String,
+        what: impl Into<Cow<'static, str>>,
     ) -> InFlight {
         let now = Instant::now();
         InFlight {
@@ -106,7 +107,7 @@ impl InFlight {
             last_progress: now,
             progress: 0,
             stream: Some(stream.clone()),
-            what,
+            what: what.into(),
         }
     }
 }

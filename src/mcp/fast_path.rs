@@ -37,10 +37,14 @@ use super::{modern_result, send_on, ClientId, HubInput, OutboundStream};
 use crate::operation::execute::Answer;
 use crate::operation::Operation;
 use crate::query::command::{QueryAnswer, QueryRequest, Rendering};
-use crate::query::QueryError;
+use crate::query::{Queries, QueryError};
 
-/// The tools [`Front::try_start`] may start (their operation is checked too).
-const INSTANT_TOOLS: &[&str] = &["hover", "definition"];
+/// The tools [`Front::try_start`] may start (their operation is checked too), with what logs and
+/// progress messages call them.
+const INSTANT_TOOLS: &[(&str, &str)] = &[
+    ("hover", "tools/call hover"),
+    ("definition", "tools/call definition"),
+];
 
 /// Protocol state of the stdio client that the reader reads and the hub writes.
 #[derive(Default)]
@@ -106,7 +110,10 @@ impl Drop for LineHandled {
 pub(super) struct Front {
     /// [`super::McpOptions::fast_path`]: `false` hands every line to the hub.
     pub enabled: bool,
-    pub context: ToolContext,
+    /// Shared by the calls the reader starts (one reference count per call, not a copy).
+    pub context: Arc<ToolContext>,
+    /// The queries every call clones with its own tag.
+    pub queries: Queries,
     pub calls: Arc<Calls>,
     pub pool: WorkerPool,
     pub done_sender: Sender<()>,
@@ -149,7 +156,11 @@ impl Front {
         let Some(name) = params.get("name").and_then(Value::as_str) else {
             return Some(incoming);
         };
-        let Some(name) = INSTANT_TOOLS.iter().copied().find(|tool| *tool == name) else {
+        let Some((name, what)) = INSTANT_TOOLS
+            .iter()
+            .copied()
+            .find(|(tool, _)| *tool == name)
+        else {
             return Some(incoming);
         };
         let modern = match request_era(params) {
@@ -174,7 +185,6 @@ impl Front {
         if !is_instant(&operation) {
             return Some(incoming);
         }
-        let what = format!("tools/call {name}");
         let key = (self.client.clone(), id_key(id));
         let tag = self.calls.next_tag();
         let progress_token = super::protocol::progress_token(params);
@@ -199,7 +209,7 @@ impl Front {
             unreachable!("is_instant admits queries only")
         };
         let call = FastCall {
-            context: self.context.clone(),
+            context: Arc::clone(&self.context),
             pool: self.pool.clone(),
             name,
             request: request.clone(),
@@ -214,7 +224,7 @@ impl Front {
                 done_sender: self.done_sender.clone(),
             },
         };
-        let queries = tools::queries(&self.context, tag);
+        let queries = self.queries.with_tag(Some(tag));
         match crate::query::command::start(&queries, request, Rendering::Both, call, finish_instant)
         {
             Ok(()) => log::debug!("tools/call {name} started on the stdin reader: in flight"),
@@ -239,7 +249,7 @@ impl Front {
 
 /// A tool call started by the reader, until its answer is written.
 struct FastCall {
-    context: ToolContext,
+    context: Arc<ToolContext>,
     pool: WorkerPool,
     name: &'static str,
     /// The query, for the shape of its tool output ([`tools::query_output`]).

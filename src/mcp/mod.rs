@@ -405,7 +405,8 @@ fn serve_clients(
         hub.stdio = Some(Arc::clone(&shared));
         let front = fast_path::Front {
             enabled: options.fast_path,
-            context: hub.context.clone(),
+            context: Arc::new(hub.context.clone()),
+            queries: tools::queries(&hub.context, 0).with_tag(None),
             calls: Arc::clone(&hub.calls),
             pool: hub.pool.clone(),
             done_sender: hub.done_sender.clone(),
