@@ -25,7 +25,7 @@ use serde_json::{json, Value};
 use crate::edit::commands::EditCommands;
 use crate::engine::EngineOptions;
 use crate::exit::{EXIT_OK, EXIT_SERVER};
-use crate::operation::execute::{start_or_execute, Answer, Context, Done, Failure};
+use crate::operation::execute::{execute, start_detached, Answer, Context, Done, Failure};
 use crate::operation::{ArgumentError, Defaults, Operation};
 use crate::query::Queries;
 
@@ -63,6 +63,14 @@ fn against_root(root: &Path) -> impl Fn(PathBuf) -> PathBuf + '_ {
             root.join(file)
         }
     }
+}
+
+/// What wakes the batch thread while an operation runs.
+enum Wake {
+    /// The operation's answer line was written (or failed to be).
+    Written(std::io::Result<()>),
+    /// The operation is not instant: run it here.
+    NotInstant(Operation, Done),
 }
 
 /// Where the answer lines go: shared by the batch thread (malformed lines, operations run on
@@ -127,8 +135,9 @@ pub fn run_with(
     };
     let resolve = against_root(&root);
     let output: SharedOutput = Arc::new(Mutex::new(output));
-    // Each operation's `Done` reports here once its line is written (or failed to be).
-    let (written_sender, written_receiver) = crossbeam_channel::unbounded();
+    // Each operation's `Done` reports here once its line is written (or failed to be); an
+    // operation that is not instant comes back here to run on this thread.
+    let (wake_sender, wake_receiver) = crate::engine::mailbox();
     let mut buffer = Vec::new();
     let status = loop {
         buffer.clear();
@@ -152,18 +161,33 @@ pub fn run_with(
                     Err(error) => write_line(&output, &answer_line(&id, Err(error.to_string()))),
                     Ok(operation) => {
                         let operation = operation.map_paths(&resolve);
-                        let (output, written_sender) =
-                            (Arc::clone(&output), written_sender.clone());
+                        let (output, written_sender) = (Arc::clone(&output), wake_sender.clone());
                         let done = Done::new(move |outcome: Result<Answer, Failure>| {
                             let outcome = outcome
                                 .map(|answer| answer.json)
                                 .map_err(|failure| failure.message);
                             let written = write_line(&output, &answer_line(&id, outcome));
-                            let _ = written_sender.send(written);
+                            written_sender.send(Wake::Written(written));
                         });
-                        start_or_execute(&context, operation, done);
-                        // `Done` is called exactly once, so this is its report.
-                        crate::engine::recv_parked(&written_receiver).unwrap_or(Ok(()))
+                        let not_instant_sender = wake_sender.clone();
+                        start_detached(
+                            &context,
+                            operation,
+                            done,
+                            Box::new(move |operation, done| {
+                                not_instant_sender.send(Wake::NotInstant(operation, done));
+                            }),
+                        );
+                        // `Done` is called exactly once, so its report comes, after the
+                        // operation itself when it was handed back.
+                        loop {
+                            match wake_receiver.recv() {
+                                Wake::NotInstant(operation, done) => {
+                                    done.finish(execute(&context, &operation))
+                                }
+                                Wake::Written(written) => break written,
+                            }
+                        }
                     }
                 }
             }

@@ -184,6 +184,35 @@ pub fn start_or_execute(context: &Context<'_>, operation: Operation, done: Done)
     }
 }
 
+/// What [`start_detached`] hands an operation that is not instant (now) to.
+pub type NotInstant = Box<dyn FnOnce(Operation, Done) + Send>;
+
+/// [`start`] without waiting for the loop's decision: when the operation is not instant (now),
+/// `not_instant(operation, done)` runs instead, on the caller's thread or the loop's (so it must
+/// not block: hand the pair to a thread that runs [`execute`]). `lspc batch` uses it, as its
+/// thread has nothing to do until the answer is written.
+pub fn start_detached(
+    context: &Context<'_>,
+    operation: Operation,
+    done: Done,
+    not_instant: NotInstant,
+) {
+    let Operation::Query(request) = operation else {
+        return not_instant(operation, done);
+    };
+    let finish: crate::query::command::FinishQuery<Done> =
+        |done, outcome| done.finish(query_outcome(outcome));
+    crate::query::command::start_detached(
+        context.queries,
+        request,
+        context.rendering,
+        done,
+        finish,
+        Box::new(move |request, done| not_instant(Operation::Query(request), done)),
+        None,
+    );
+}
+
 /// Run `operation` in `context`.
 pub fn execute(context: &Context<'_>, operation: &Operation) -> Result<Answer, Failure> {
     let root = context.queries.root().to_path_buf();

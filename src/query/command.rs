@@ -311,6 +311,9 @@ fn symbols_answer(
 /// What an instant query's caller does with its rendered answer, given its own `payload` back.
 pub type FinishQuery<T> = fn(T, Result<QueryAnswer, QueryError>);
 
+/// What [`start_detached`] hands back when `request` is not instant (now).
+pub type NotInstant<T> = Box<dyn FnOnce(QueryRequest, T) + Send>;
+
 /// Start `request` on the instant route (issue 15) when it is one request long: hover,
 /// definition (every kind), references, document symbols, signature help. The loop's turn
 /// decides, and this returns as soon as it has (it never waits for the server):
@@ -328,13 +331,48 @@ pub fn start<T: Send + 'static>(
     payload: T,
     finish: FinishQuery<T>,
 ) -> Result<(), (QueryRequest, T)> {
+    // `Some`: not sent, given back; `None`: the loop took the request.
+    let (decision_sender, decision_receiver) = crossbeam_channel::bounded(1);
+    let sent_sender = decision_sender.clone();
+    start_detached(
+        queries,
+        request,
+        rendering,
+        payload,
+        finish,
+        Box::new(move |request, payload| {
+            let _ = decision_sender.send(Some((request, payload)));
+        }),
+        Some(Box::new(move || {
+            let _ = sent_sender.send(None);
+        })),
+    );
+    match crate::engine::recv_parked(&decision_receiver) {
+        Ok(Some(given_back)) => Err(given_back),
+        // Taken, or dropped unrun with the payload (the engine went away).
+        Ok(None) | Err(_) => Ok(()),
+    }
+}
+
+/// [`start`] without waiting for the loop's decision: when `request` is not instant (now),
+/// `not_instant(request, payload)` runs instead, on this thread or the loop's (it must not
+/// block); `sent` runs in the loop once the request is written. `lspc batch` uses it, as its
+/// thread has nothing to do until the answer is written.
+pub fn start_detached<T: Send + 'static>(
+    queries: &Queries,
+    request: QueryRequest,
+    rendering: Rendering,
+    payload: T,
+    finish: FinishQuery<T>,
+    not_instant: NotInstant<T>,
+    sent: Option<Box<dyn FnOnce() + Send>>,
+) {
     let root = queries.root().to_path_buf();
-    let started = match &request {
-        QueryRequest::Definition { at, kind } => queries.start_first_answer(
-            &at.file,
-            Some(at),
+    let (file, at, first, on_answer): (PathBuf, _, _, super::OnAnswer<T>) = match &request {
+        QueryRequest::Definition { at, kind } => (
+            at.file.clone(),
+            Some(at.clone()),
             super::FirstRequest::definition(*kind),
-            payload,
             Box::new(move |payload, target, answer| {
                 let answer = answer.map_err(QueryError::Engine).map(|answer| {
                     locations_answer(
@@ -349,11 +387,10 @@ pub fn start<T: Send + 'static>(
         QueryRequest::References {
             at,
             include_declaration,
-        } => queries.start_first_answer(
-            &at.file,
-            Some(at),
+        } => (
+            at.file.clone(),
+            Some(at.clone()),
             super::FirstRequest::references(*include_declaration),
-            payload,
             Box::new(move |payload, target, answer| {
                 let answer = answer.map_err(QueryError::Engine).map(|answer| {
                     locations_answer(
@@ -365,11 +402,10 @@ pub fn start<T: Send + 'static>(
                 finish(payload, answer);
             }),
         ),
-        QueryRequest::Hover { at } => queries.start_first_answer(
-            &at.file,
-            Some(at),
+        QueryRequest::Hover { at } => (
+            at.file.clone(),
+            Some(at.clone()),
             super::FirstRequest::hover(),
-            payload,
             Box::new(move |payload, target, answer| {
                 let answer = answer.map_err(QueryError::Engine).map(|answer| {
                     QueryAnswer::optional(
@@ -381,11 +417,10 @@ pub fn start<T: Send + 'static>(
                 finish(payload, answer);
             }),
         ),
-        QueryRequest::Symbols { file } => queries.start_first_answer(
-            file,
+        QueryRequest::Symbols { file } => (
+            file.clone(),
             None,
             super::FirstRequest::document_symbols(),
-            payload,
             Box::new(move |payload, target, answer| {
                 let answer = answer.map_err(QueryError::Engine).map(|answer| {
                     symbols_answer(
@@ -397,11 +432,10 @@ pub fn start<T: Send + 'static>(
                 finish(payload, answer);
             }),
         ),
-        QueryRequest::SignatureHelp { at } => queries.start_first_answer(
-            &at.file,
-            Some(at),
+        QueryRequest::SignatureHelp { at } => (
+            at.file.clone(),
+            Some(at.clone()),
             super::FirstRequest::signature_help(),
-            payload,
             Box::new(move |payload, target, answer| {
                 let answer = answer.map_err(QueryError::Engine).map(|answer| {
                     QueryAnswer::optional(
@@ -415,9 +449,19 @@ pub fn start<T: Send + 'static>(
         ),
         QueryRequest::WorkspaceSymbols { .. }
         | QueryRequest::CallHierarchy { .. }
-        | QueryRequest::TypeHierarchy { .. } => Err(payload),
+        | QueryRequest::TypeHierarchy { .. } => return not_instant(request, payload),
     };
-    started.map_err(|payload| (request, payload))
+    queries.start_first_answer(
+        &file,
+        at.as_ref(),
+        first,
+        payload,
+        on_answer,
+        super::Decided {
+            not_sent: Box::new(move |payload| not_instant(request, payload)),
+            sent,
+        },
+    );
 }
 
 /// Output format of a query command.

@@ -163,6 +163,30 @@ impl AnalysedFiles {
     }
 }
 
+/// Query files found to be canonical regular files ([`uri::canonical`] of the path is the path),
+/// shared by every clone of a [`Queries`] (issue 15: `canonicalize` costs one `readlink` per
+/// path component on every query). Only the instant route trusts it, and only as far as the
+/// loop's own `stat` and read of the file confirm it: a file that went away or became a
+/// directory fails its sync, and the query then takes the blocking route, which checks the path
+/// afresh (and forgets it here). A path given through a symlink is never recorded, so a
+/// retargeted link is always resolved again.
+#[derive(Debug, Clone, Default)]
+struct CanonicalFiles(Arc<Mutex<HashSet<PathBuf>>>);
+
+impl CanonicalFiles {
+    fn with<R>(&self, f: impl FnOnce(&mut HashSet<PathBuf>) -> R) -> R {
+        match self.0.lock() {
+            Ok(mut files) => f(&mut files),
+            // A panicked holder only loses the cache's consistency: start over.
+            Err(poisoned) => {
+                let mut files = poisoned.into_inner();
+                files.clear();
+                f(&mut files)
+            }
+        }
+    }
+}
+
 /// The query layer: one per frontend thread (cheap to clone via [`Queries::with_tag`]).
 #[derive(Debug, Clone)]
 pub struct Queries {
@@ -171,6 +195,7 @@ pub struct Queries {
     timeout: Duration,
     tag: Option<u64>,
     analysed: AnalysedFiles,
+    canonical_files: CanonicalFiles,
 }
 
 impl Queries {
@@ -184,6 +209,7 @@ impl Queries {
             timeout,
             tag: None,
             analysed: AnalysedFiles::default(),
+            canonical_files: CanonicalFiles::default(),
         }
     }
 
@@ -442,8 +468,13 @@ impl Queries {
         // One stat (the common case is a regular file).
         let metadata = std::fs::metadata(&path);
         if metadata.as_ref().is_ok_and(|metadata| metadata.is_file()) {
+            if path == file {
+                self.canonical_files
+                    .with(|files| files.insert(path.clone()));
+            }
             return Ok(path);
         }
+        self.canonical_files.with(|files| files.remove(file));
         if metadata.is_ok_and(|metadata| metadata.is_dir()) {
             return Err(QueryError::File(format!(
                 "cannot read {}: it is a directory (give a file)",
@@ -569,15 +600,16 @@ impl Queries {
         Ok((target, answer, incomplete))
     }
 
-    /// [`Queries::first_answer`] without blocking on the answer (issue 15): the loop's turn
-    /// decides, and this returns as soon as it has. When the request went out in the sync's
-    /// turn (no readiness wait due, the file synced, a server with the capability, the position
-    /// on the file), `Ok(())`: `on_answer` then runs exactly once with `payload`, the target and
-    /// the answer, on the server's reader thread for a successful answer and on the loop (or a
-    /// session's proxy) for an error, timeout, cancellation or crash, maybe before this returns.
-    /// Otherwise `Err(payload)`, nothing sent: the caller runs the blocking path, which reaches
-    /// the same outcome (the wait, or the same error). When the engine is gone `payload` is
-    /// dropped and `Ok(())` returned.
+    /// [`Queries::first_answer`] without blocking at all (issue 15): the loop's turn decides,
+    /// and `decided` hears it. When the request went out in the sync's turn (no readiness wait
+    /// due, the file synced, a server with the capability, the position on the file),
+    /// `decided.sent` runs in the loop once the request is written, and `on_answer` then runs
+    /// exactly once with `payload`, the target and the answer: on the server's reader thread for
+    /// a successful answer, on the loop (or a session's proxy) for an error, timeout,
+    /// cancellation or crash, maybe before `sent`. Otherwise `decided.not_sent(payload)` runs
+    /// (on this thread or the loop), nothing sent: the caller runs the blocking route, which
+    /// reaches the same outcome (the wait, or the same error). When the engine is gone,
+    /// `payload` is dropped.
     fn start_first_answer<T: Send + 'static>(
         &self,
         file: &Path,
@@ -585,18 +617,23 @@ impl Queries {
         first: FirstRequest,
         payload: T,
         on_answer: OnAnswer<T>,
-    ) -> Result<(), T> {
+        decided: Decided<T>,
+    ) {
         let FirstRequest {
             method,
             capability,
             readiness,
             params,
         } = first;
-        let Ok(path) = self.checked_path(file) else {
-            return Err(payload);
+        let path = if self.canonical_files.with(|files| files.contains(file)) {
+            file.to_path_buf()
+        } else {
+            match self.checked_path(file) {
+                Ok(path) => path,
+                Err(_) => return (decided.not_sent)(payload),
+            }
         };
-        // `Some(payload)`: not sent, the payload comes back; `None`: the loop took the request.
-        let (decision_sender, decision_receiver) = crossbeam_channel::bounded::<Option<T>>(1);
+        let Decided { not_sent, sent } = decided;
         let analysed = self.analysed.clone();
         let root = self.root.clone();
         let at = at.cloned();
@@ -609,8 +646,17 @@ impl Queries {
                 Ok(target) if !readiness.wait_due(&analysed, &target.server, &target.doc.path) => {
                     target
                 }
-                _ => {
-                    let _ = decision_sender.send(Some(payload));
+                Ok(target) => {
+                    log::debug!(
+                        "{}: {method} not sent in its sync's turn: a readiness wait is due",
+                        target.server.name
+                    );
+                    not_sent(payload);
+                    return None;
+                }
+                Err(error) => {
+                    log::debug!("{method} not sent in its sync's turn: {error}");
+                    not_sent(payload);
                     return None;
                 }
             };
@@ -639,28 +685,16 @@ impl Queries {
                 retry: true,
                 tag,
                 reply: ReplyTo::continuation(Box::new(continuation)),
-                on_sent: Some(Box::new(move || {
-                    let _ = decision_sender.send(None);
-                })),
+                on_sent: sent,
             })
         });
-        if self
-            .op_sender
-            .send(Op::SyncRequest {
-                path,
-                timeout: self.timeout,
-                build,
-                instant: true,
-            })
-            .is_err()
-        {
-            return Ok(());
-        }
-        match crate::engine::recv_parked(&decision_receiver) {
-            Ok(Some(payload)) => Err(payload),
-            // Taken, or the builder was dropped unrun with the payload (the engine went away).
-            Ok(None) | Err(_) => Ok(()),
-        }
+        // A closed loop drops the op, and the payload with it.
+        let _ = self.op_sender.send(Op::SyncRequest {
+            path,
+            timeout: self.timeout,
+            build,
+            instant: true,
+        });
     }
 
     /// Wait until the target's server is ready ([`wait_until_ready`]): on the file's first
@@ -781,6 +815,14 @@ impl FirstRequest {
 /// What an instant query does with its first answer (or the error that ended its request), run
 /// by the thread that has it: the server's reader, or the loop ([`Queries::start_first_answer`]).
 type OnAnswer<T> = Box<dyn FnOnce(T, Target, Result<Value, EngineError>) + Send>;
+
+/// How the caller of [`Queries::start_first_answer`] hears the loop's decision.
+struct Decided<T> {
+    /// Nothing was sent: the payload comes back.
+    not_sent: Box<dyn FnOnce(T) + Send>,
+    /// The loop took the request (run once it is written).
+    sent: Option<Box<dyn FnOnce() + Send>>,
+}
 
 /// A definition answer's locations, in the server's order without exact duplicates.
 fn definition_result(

@@ -375,3 +375,46 @@ fn clangd_instant_answers_equal_the_blocking_route() {
         assert_eq!(answer["result"], blocking, "{args:?}: {answer}");
     }
 }
+
+/// The instant route trusts a query file found canonical once (no `canonicalize` per query),
+/// but only as far as the loop's `stat` and read confirm: a file deleted, or replaced by a
+/// directory, after earlier instant queries gets the blocking route's own error, and a file
+/// written back is answered again.
+#[test]
+fn a_known_query_file_that_goes_away_gets_the_blocking_routes_error() {
+    let mut workspace = Workspace::new("instant-gone");
+    workspace.file("a.py", "total = 1\nprint(total)\n");
+    let config = workspace.fixture_config(&[("fx", &[".py"], json!({}))]);
+    let mut session = BatchSession::start(&workspace, &config, 30);
+    let hover = |id: u32| json!({"id": id, "op": "hover", "file": "a.py", "line": 1, "column": 1});
+    session.ask(hover(0));
+    let known = session.ask(hover(1));
+    assert_eq!(known["result"]["text"], "total at 0:0", "{known}");
+    std::fs::remove_file(workspace.path("a.py")).unwrap();
+    std::fs::create_dir(workspace.path("a.py")).unwrap();
+    let directory = session.ask(hover(2));
+    assert_eq!(
+        directory["error"]["message"], "cannot read a.py: it is a directory (give a file)",
+        "{directory}"
+    );
+    std::fs::remove_dir(workspace.path("a.py")).unwrap();
+    workspace.file("a.py", "  total = 2\n");
+    let back =
+        session.ask(json!({"id": 3, "op": "hover", "file": "a.py", "line": 1, "symbol": "total"}));
+    assert_eq!(back["result"]["text"], "total at 0:2", "{back}");
+    std::fs::remove_file(workspace.path("a.py")).unwrap();
+    let gone = session.ask(hover(4));
+    assert_eq!(
+        gone["error"]["message"], "cannot read a.py: no such file",
+        "{gone}"
+    );
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    // Both failures were first tried on the instant route, from the trusted path: the loop's
+    // sync refused them (it names the absolute path), then the blocking route answered.
+    let refused = stderr
+        .lines()
+        .filter(|line| line.contains("textDocument/hover not sent in its sync's turn: cannot read"))
+        .count();
+    assert_eq!(refused, 2, "{stderr}");
+}
