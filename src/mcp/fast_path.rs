@@ -7,7 +7,11 @@
 //! have: the in-flight id is registered in the shared [`Calls`] (a duplicate is refused), the
 //! call gets an engine tag (so `notifications/cancelled`, handled by the hub, sends
 //! `$/cancelRequest` and suppresses the answer through its [`super::calls::AnswerGate`]), and the
-//! operation runs on a worker that writes the answer itself.
+//! request goes out in its document sync's loop turn ([`crate::query::command::start`]). The
+//! thread that ends the request (the server's reader for an answer; the loop for an error, a
+//! timeout, a cancellation or a crash) renders the tool result and writes its line
+//! ([`finish_instant`]). A call that is not instant now (a readiness wait is due, the position is
+//! off its line) runs on a worker, as through the hub.
 //!
 //! When the fast path applies (otherwise the line goes to the hub, unchanged):
 //! - the hub has handled every earlier line of this client ([`StdioShared::behind`] is 0), so the
@@ -178,13 +182,13 @@ impl Front {
         }
         let empty = Value::Object(Default::default());
         let arguments = params.get("arguments").unwrap_or(&empty);
-        let Ok(operation) = tools::prepare(&self.context, name, arguments) else {
-            // The hub answers the same failure, in order with the rest.
+        // Arguments that do not read are the hub's to answer, in order with the rest.
+        let Ok(Operation::Query(
+            request @ (QueryRequest::Hover { .. } | QueryRequest::Definition { .. }),
+        )) = tools::prepare(&self.context, name, arguments)
+        else {
             return Some(incoming);
         };
-        if !is_instant(&operation) {
-            return Some(incoming);
-        }
         let key = (self.client.clone(), id_key(id));
         let tag = self.calls.next_tag();
         let progress_token = super::protocol::progress_token(params);
@@ -205,9 +209,6 @@ impl Front {
         if wants_progress {
             let _ = self.hub_sender.try_send(HubInput::Wake);
         }
-        let Operation::Query(request) = operation else {
-            unreachable!("is_instant admits queries only")
-        };
         let call = FastCall {
             context: Arc::clone(&self.context),
             pool: self.pool.clone(),
@@ -297,12 +298,4 @@ fn finish_instant(call: FastCall, outcome: Result<QueryAnswer, QueryError>) {
         let result = tools::call_result(&call.context, outcome, passive);
         call.respond(result);
     }));
-}
-
-/// Whether `operation` is one of the instant queries the fast path starts.
-fn is_instant(operation: &Operation) -> bool {
-    matches!(
-        operation,
-        Operation::Query(QueryRequest::Hover { .. } | QueryRequest::Definition { .. })
-    )
 }

@@ -378,7 +378,7 @@ pub fn call_result(
             protocol::object([
                 (
                     "content",
-                    json!([{"type": "text", "text": text.trim_end()}]),
+                    json!([{"type": "text", "text": trimmed_end(text)}]),
                 ),
                 ("structuredContent", structured),
                 ("isError", json!(false)),
@@ -392,11 +392,17 @@ pub fn call_result(
                 text.push_str(&passive_text);
             }
             json!({
-                "content": [{"type": "text", "text": text.trim_end()}],
+                "content": [{"type": "text", "text": trimmed_end(text)}],
                 "isError": true,
             })
         }
     }
+}
+
+/// `text` without trailing whitespace, in place (the result's text is moved, not copied).
+fn trimmed_end(mut text: String) -> String {
+    text.truncate(text.trim_end().len());
+    text
 }
 
 /// A failed query as the tool's failure: the message and a hint at what to try.
