@@ -292,6 +292,10 @@ fn finish_instant(call: FastCall, outcome: Result<QueryAnswer, QueryError>) {
         call.respond(result);
         return;
     }
+    log::debug!(
+        "{}: passive diagnostics due, the result is rendered on a worker",
+        call.name
+    );
     let pool = call.pool.clone();
     pool.submit(Box::new(move || {
         let passive = tools::passive_batch(&call.context, call.name, None);

@@ -1524,3 +1524,74 @@ fn fast_path_answers_clangd_as_the_hub_route_does() {
         answers[0][3]
     );
 }
+
+/// Issue 15: diagnostics a server publishes while fast-path calls run reach the client once,
+/// in a later call's `newDiagnostics`, as on the hub's route. When a drain is due, the thread
+/// that has the server's answer hands the result's rendering to a worker (a drain waits for the
+/// event loop, which that thread may be).
+#[test]
+fn fast_path_results_carry_new_diagnostics_as_the_hub_route_does() {
+    let publish = json!({"rules": [{"method": "textDocument/definition", "times": 1, "actions": [
+        {"publish": {"uri": "$ROOT/b.py", "diagnostics": [{"range": {"start": {"line": 0,
+            "character": 4}, "end": {"line": 0, "character": 13}}, "severity": 1,
+            "source": "fx", "message": "E1 undefined name"}]}},
+        {"default": true}]}]});
+    let mut delivered = Vec::new();
+    for fast_path in [true, false] {
+        // A workspace (and so a server, and a warm session in session mode) per route: the
+        // publish happens once per server.
+        let mut workspace = Workspace::new(&format!("mcp-fast-passive-{fast_path}"));
+        workspace.file("a.py", "def greet():\n    pass\n\ngreet()\n");
+        workspace.file("b.py", "y = undefined\n");
+        let config = workspace.fixture_config(&[("fx", &[".py"], publish.clone())]);
+        let log = workspace.root.join("passive.log");
+        let mut session = start_logged(&workspace, &config, &log, fast_path);
+        let hover = json!({"file": "a.py", "line": 1, "symbol": "greet"});
+        let mut results = tool_results(
+            &mut session,
+            &[
+                ("hover", hover.clone()),
+                (
+                    "definition",
+                    json!({"file": "a.py", "line": 4, "symbol": "greet"}),
+                ),
+            ],
+        );
+        // The publish is queued by the loop by then: the next call's drain is due.
+        std::thread::sleep(Duration::from_millis(300));
+        let next = session.request(
+            json!(3),
+            "tools/call",
+            json!({"name": "hover", "arguments": hover}),
+            30 * SECOND,
+        );
+        results.push(next["result"].clone());
+        assert_eq!(session.finish(20 * SECOND), Some(0));
+        let new: Vec<Value> = results
+            .iter()
+            .filter_map(|result| result["structuredContent"].get("newDiagnostics").cloned())
+            .collect();
+        let log = std::fs::read_to_string(&log).unwrap_or_default();
+        if fast_path {
+            assert_eq!(
+                fast_path_starts(&workspace.root.join("passive.log"), "hover").0,
+                2,
+                "{log}"
+            );
+            assert!(
+                log.contains("passive diagnostics due, the result is rendered on a worker"),
+                "{log}"
+            );
+        }
+        delivered.push(new);
+    }
+    assert_eq!(delivered[0], delivered[1]);
+    assert_eq!(
+        delivered[0],
+        vec![
+            json!({"files": [{"file": "b.py", "diagnostics": [{"file": "b.py", "line": 1,
+            "column": 5, "endLine": 1, "endColumn": 14, "severity": "error",
+            "message": "E1 undefined name", "server": "fx", "source": "fx"}]}]})
+        ]
+    );
+}
