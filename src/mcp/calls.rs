@@ -192,10 +192,24 @@ pub(super) struct Completion {
 impl Completion {
     /// Send `response` unless the call was cancelled.
     pub(super) fn finish(self, response: Value) {
+        self.finish_with(move |stream| {
+            let _ = stream.send(super::Outbound::Message(response));
+        });
+    }
+
+    /// [`Completion::finish`] with a response serialised where it is written
+    /// ([`OutboundStream::send_serialized`]).
+    pub(super) fn finish_serialized(self, response: &impl serde::Serialize) {
+        self.finish_with(|stream| {
+            let _ = stream.send_serialized(response);
+        });
+    }
+
+    fn finish_with(self, send: impl FnOnce(&OutboundStream)) {
         let answered = self.gate.answer();
         let call = self.calls.remove(&self.key, self.tag);
         if answered {
-            let _ = self.stream.send(super::Outbound::Message(response));
+            send(&self.stream);
         }
         if log::log_enabled!(log::Level::Debug) {
             if let Some(call) = call {

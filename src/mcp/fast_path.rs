@@ -261,14 +261,36 @@ struct FastCall {
 }
 
 impl FastCall {
-    /// Answer with the `CallToolResult` `result` (unless the call was cancelled).
-    fn respond(self, result: Value) {
-        let result = if self.modern {
-            modern_result(result)
-        } else {
-            result
-        };
-        self.completion.finish(success_response(&self.id, result));
+    /// Answer with the `CallToolResult` `result` (unless the call was cancelled). A handshake-era
+    /// answer is serialised straight into its line; a stateless-era one gets its extra fields
+    /// as a `Value` first.
+    fn respond(self, result: tools::CallResult) {
+        if self.modern {
+            let result = modern_result(result.into_value());
+            self.completion.finish(success_response(&self.id, result));
+            return;
+        }
+        self.completion.finish_serialized(&ResponseLine {
+            id: &self.id,
+            result: &result,
+        });
+    }
+}
+
+/// A JSON-RPC success response, serialised as `success_response`'s `Value` is (keys sorted).
+struct ResponseLine<'a, T> {
+    id: &'a Value,
+    result: &'a T,
+}
+
+impl<T: serde::Serialize> serde::Serialize for ResponseLine<'_, T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry("id", self.id)?;
+        map.serialize_entry("jsonrpc", "2.0")?;
+        map.serialize_entry("result", self.result)?;
+        map.end()
     }
 }
 
@@ -302,4 +324,40 @@ fn finish_instant(call: FastCall, outcome: Result<QueryAnswer, QueryError>) {
         let result = tools::call_result(&call.context, outcome, passive);
         call.respond(result);
     }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The fast path's answer line is byte for byte the hub route's (`success_response` of the
+    /// result's `Value`), for a success and a failure.
+    #[test]
+    fn answer_lines_are_the_hub_routes_bytes() {
+        let check = |result: tools::CallResult, id: Value| {
+            let typed = serde_json::to_string(&ResponseLine {
+                id: &id,
+                result: &result,
+            })
+            .unwrap();
+            let hub = serde_json::to_string(&success_response(&id, result.into_value())).unwrap();
+            assert_eq!(typed, hub);
+        };
+        let hover = json!({"hover": {"server": "fx", "text": "greet \"at\" 0:4\n\u{1F600}"}});
+        check(
+            tools::CallResult {
+                text: "greet at 0:4".to_owned(),
+                structured: Some(hover),
+            },
+            json!(7),
+        );
+        check(
+            tools::CallResult {
+                text: "cannot read a.py: no such file".to_owned(),
+                structured: None,
+            },
+            json!("req-1"),
+        );
+    }
 }

@@ -164,6 +164,18 @@ impl From<Sender<Outbound>> for OutboundStream {
 }
 
 impl OutboundStream {
+    /// Sends `message` as [`OutboundStream::send`] does: stdout serialises it straight into its
+    /// line (no `Value` tree, issue 15); a channel gets it as a `Value`.
+    fn send_serialized(&self, message: &impl serde::Serialize) -> Result<(), ()> {
+        match self {
+            OutboundStream::Stdout(sink) => sink.send(message).map_err(drop),
+            OutboundStream::Channel(sender) => {
+                let message = serde_json::to_value(message).map_err(drop)?;
+                sender.send(Outbound::Message(message)).map_err(drop)
+            }
+        }
+    }
+
     /// Sends `outbound`; `Err` when the reader is gone (its request, or its client, is over).
     /// Stdout has no unknown clients: `UnknownClient` is dropped there.
     fn send(&self, outbound: Outbound) -> Result<(), ()> {

@@ -304,12 +304,17 @@ pub fn call_tool(context: &ToolContext, name: &str, arguments: &Value, tag: u64)
         .flatten()
         .and_then(|file| resolve_file(&context.root, file).ok());
     let passive = passive_batch(context, name, asked_file.as_deref());
-    call_result(context, outcome, passive)
+    call_result(context, outcome, passive).into_value()
 }
 
 /// [`call_tool`] of an operation [`prepare`] already read from tool `name`'s arguments (not the
 /// diagnostics tool, whose passive batch depends on its file argument).
-pub fn call_prepared(context: &ToolContext, name: &str, operation: Operation, tag: u64) -> Value {
+pub fn call_prepared(
+    context: &ToolContext,
+    name: &str,
+    operation: Operation,
+    tag: u64,
+) -> CallResult {
     let outcome = run_tool(context, name, operation, tag);
     let passive = passive_batch(context, name, None);
     call_result(context, outcome, passive)
@@ -356,7 +361,7 @@ pub fn call_result(
     context: &ToolContext,
     outcome: Result<(Value, String), ToolFailure>,
     passive: Option<DrainedBatch>,
-) -> Value {
+) -> CallResult {
     match outcome {
         Ok((mut structured, mut text)) => {
             if let Some(batch) = passive {
@@ -375,14 +380,10 @@ pub fn call_result(
                     text.push_str(&format!("- {hint}\n"));
                 }
             }
-            protocol::object([
-                (
-                    "content",
-                    json!([{"type": "text", "text": trimmed_end(text)}]),
-                ),
-                ("structuredContent", structured),
-                ("isError", json!(false)),
-            ])
+            CallResult {
+                text: trimmed_end(text),
+                structured: Some(structured),
+            }
         }
         Err(ToolFailure(message)) => {
             let mut text = message;
@@ -391,11 +392,59 @@ pub fn call_result(
                 text.push_str("\n\nNew diagnostics since the last call:\n");
                 text.push_str(&passive_text);
             }
-            json!({
-                "content": [{"type": "text", "text": trimmed_end(text)}],
-                "isError": true,
-            })
+            CallResult {
+                text: trimmed_end(text),
+                structured: None,
+            }
         }
+    }
+}
+
+/// A `CallToolResult` (MCP §tools "Tool Result") before it is JSON: one text content item, and
+/// the structured content of a success (a failure has none and is `isError: true`). Serialised
+/// directly (the stdio fast path writes it without building a `Value` tree, issue 15) or made a
+/// `Value`; both give the same JSON, keys in the same (sorted) order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallResult {
+    pub text: String,
+    pub structured: Option<Value>,
+}
+
+impl CallResult {
+    /// The result as a `Value` (`content`, `isError`, `structuredContent`).
+    pub fn into_value(self) -> Value {
+        let is_error = self.structured.is_none();
+        let mut object = protocol::object([
+            ("content", json!([{"type": "text", "text": self.text}])),
+            ("isError", json!(is_error)),
+        ]);
+        if let Some(structured) = self.structured {
+            object["structuredContent"] = structured;
+        }
+        object
+    }
+}
+
+impl serde::Serialize for CallResult {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        /// `{"text": ..., "type": "text"}`.
+        struct TextContent<'a>(&'a str);
+        impl serde::Serialize for TextContent<'_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let mut map = serializer.serialize_map(Some(2))?;
+                map.serialize_entry("text", self.0)?;
+                map.serialize_entry("type", "text")?;
+                map.end()
+            }
+        }
+        let mut map = serializer.serialize_map(Some(2 + usize::from(self.structured.is_some())))?;
+        map.serialize_entry("content", &[TextContent(&self.text)])?;
+        map.serialize_entry("isError", &self.structured.is_none())?;
+        if let Some(structured) = &self.structured {
+            map.serialize_entry("structuredContent", structured)?;
+        }
+        map.end()
     }
 }
 
