@@ -235,6 +235,7 @@ pub fn run(global: &GlobalOptions, options: McpCliOptions) -> i32 {
     };
     let mut mcp = super::McpOptions::new(engine);
     mcp.install_hints = install_hints;
+    mcp.fast_path = std::env::var_os("LSPC_MCP_FAST_PATH").is_none_or(|value| value != "off");
     if options.server_command.is_none() {
         mcp.reload = Some(crate::options::config_options(global));
     }

@@ -26,8 +26,10 @@
 //! - Both eras are served by one process: `initialize` opens a handshake-era session; a request
 //!   whose `_meta` carries `io.modelcontextprotocol/protocolVersion` is served statelessly.
 
+mod calls;
 pub mod cli;
 pub mod edit_tools;
+mod fast_path;
 pub mod http;
 mod http_wire;
 pub mod protocol;
@@ -44,11 +46,14 @@ use std::path::PathBuf;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
 use crossbeam_channel::{bounded, select, unbounded, Receiver, Sender};
 use serde_json::{json, Value};
 
 use crate::config::ConfigOptions;
 use crate::engine::{self, EngineOptions, FrontendEvent, Op};
+use calls::{id_key, Calls, Completion, InFlight, WorkerPool};
 use protocol::{
     error_response, notification, request_era, success_response, Incoming, RequestEra,
     INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
@@ -71,6 +76,9 @@ pub struct McpOptions {
     /// Install hints for the workspace's unserved files ([`crate::install_hints`]): given once
     /// per session, in the first tool result's `notes`, and always in `lsp://servers`.
     pub install_hints: Vec<String>,
+    /// Whether stdio's reader starts instant tool calls itself ([`fast_path`], issue 15);
+    /// `LSPC_MCP_FAST_PATH=off` sends every line through the hub, to compare the two routes.
+    pub fast_path: bool,
 }
 
 impl McpOptions {
@@ -83,6 +91,7 @@ impl McpOptions {
             progress_interval: Duration::from_secs(1),
             install_hints: Vec::new(),
             reload: None,
+            fast_path: true,
         }
     }
 }
@@ -155,6 +164,18 @@ impl From<Sender<Outbound>> for OutboundStream {
 }
 
 impl OutboundStream {
+    /// Sends `message` as [`OutboundStream::send`] does: stdout serialises it straight into its
+    /// line (no `Value` tree, issue 15); a channel gets it as a `Value`.
+    fn send_serialized(&self, message: &impl serde::Serialize) -> Result<(), ()> {
+        match self {
+            OutboundStream::Stdout(sink) => sink.send(message).map_err(drop),
+            OutboundStream::Channel(sender) => {
+                let message = serde_json::to_value(message).map_err(drop)?;
+                sender.send(Outbound::Message(message)).map_err(drop)
+            }
+        }
+    }
+
     /// Sends `outbound`; `Err` when the reader is gone (its request, or its client, is over).
     /// Stdout has no unknown clients: `UnknownClient` is dropped there.
     fn send(&self, outbound: Outbound) -> Result<(), ()> {
@@ -205,6 +226,9 @@ pub enum HubInput {
         client: ClientId,
         stream: Option<OutboundStream>,
     },
+    /// Nothing to handle: the stdio reader started a call that asked for progress, and the hub
+    /// recomputes when progress is next due.
+    Wake,
 }
 
 impl std::fmt::Debug for HubInput {
@@ -215,140 +239,9 @@ impl std::fmt::Debug for HubInput {
             HubInput::Message { client, .. } => write!(formatter, "Message({})", client.0),
             HubInput::Abandon { client, id } => write!(formatter, "Abandon({}, {id})", client.0),
             HubInput::Close { client, .. } => write!(formatter, "Close({})", client.0),
+            HubInput::Wake => write!(formatter, "Wake"),
         }
     }
-}
-
-/// One unit of work for the pool.
-type Job = Box<dyn FnOnce() + Send>;
-
-/// The tool-call threads (`"lspc-mcp-worker-N"`), at most `size`, started on demand: a thread
-/// is started for a job only when none is idle, so a client that calls one tool at a time has one
-/// worker, and an idle `lspc mcp` (or one attached to a session) holds none. Only the hub submits.
-struct WorkerPool {
-    sender: Option<Sender<Job>>,
-    receiver: Receiver<Job>,
-    size: usize,
-    /// Threads waiting for a job and not claimed by a submitted one. Once the pool is full it
-    /// can over-count (a job queued behind busy threads is not claimed), which only matters
-    /// while the pool could still grow.
-    idle: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-    threads: Vec<thread::JoinHandle<()>>,
-}
-
-impl WorkerPool {
-    fn new(size: usize) -> WorkerPool {
-        let (sender, receiver) = unbounded::<Job>();
-        WorkerPool {
-            sender: Some(sender),
-            receiver,
-            size: size.max(1),
-            idle: Default::default(),
-            threads: Vec::new(),
-        }
-    }
-
-    fn submit(&mut self, job: Job) {
-        use std::sync::atomic::Ordering;
-        let Some(sender) = &self.sender else {
-            return;
-        };
-        let _ = sender.send(job);
-        let claimed = self
-            .idle
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |idle| {
-                idle.checked_sub(1)
-            })
-            .is_ok();
-        if claimed || self.threads.len() >= self.size {
-            return;
-        }
-        let receiver = self.receiver.clone();
-        let idle = std::sync::Arc::clone(&self.idle);
-        let spawned = thread::Builder::new()
-            .name(format!("lspc-mcp-worker-{}", self.threads.len()))
-            .spawn(move || {
-                // Parked at once between jobs, without crossbeam's yields (issue 15).
-                while let Ok(job) = engine::recv_parked(&receiver) {
-                    job();
-                    idle.fetch_add(1, Ordering::SeqCst);
-                }
-            });
-        match spawned {
-            Ok(thread) => self.threads.push(thread),
-            // The job waits for a running worker, if any.
-            Err(error) => log::warn!("cannot start an MCP worker thread: {error}"),
-        }
-    }
-
-    fn join(mut self) {
-        self.sender = None;
-        for thread in self.threads.drain(..) {
-            let _ = thread.join();
-        }
-    }
-}
-
-/// Who sends the last message of a call running on a worker. The worker writes its answer
-/// straight onto the request's stream (issue 15: no hop through the hub on the way back); the
-/// hub cancels calls and sends their progress. One atomic state orders the three, so no
-/// progress follows an answer and a cancelled call is never answered (MCP §cancellation).
-#[derive(Clone, Default)]
-struct AnswerGate(std::sync::Arc<std::sync::atomic::AtomicU8>);
-
-impl AnswerGate {
-    const RUNNING: u8 = 0;
-    const ANSWERED: u8 = 1;
-    const CANCELLED: u8 = 2;
-    /// The hub is sending a progress notification; the worker waits the few instructions it
-    /// takes.
-    const NOTIFYING: u8 = 3;
-
-    fn swap_from_running(&self, to: u8) -> Result<u8, u8> {
-        use std::sync::atomic::Ordering;
-        self.0
-            .compare_exchange(Self::RUNNING, to, Ordering::AcqRel, Ordering::Acquire)
-    }
-
-    /// Worker: whether the answer may be sent (the call is then answered); `false` once the
-    /// hub cancelled the call.
-    fn answer(&self) -> bool {
-        loop {
-            match self.swap_from_running(Self::ANSWERED) {
-                Ok(_) => return true,
-                Err(Self::NOTIFYING) => std::thread::yield_now(),
-                Err(_) => return false,
-            }
-        }
-    }
-
-    /// Hub: cancel the call; `false` when its answer was already sent.
-    fn cancel(&self) -> bool {
-        self.swap_from_running(Self::CANCELLED).is_ok()
-    }
-
-    /// Hub: run `send` (a progress notification) only while the call is unanswered.
-    fn notify(&self, send: impl FnOnce()) {
-        if self.swap_from_running(Self::NOTIFYING).is_ok() {
-            send();
-            self.0
-                .store(Self::RUNNING, std::sync::atomic::Ordering::Release);
-        }
-    }
-}
-
-/// A request running on a worker.
-struct InFlight {
-    tag: u64,
-    gate: AnswerGate,
-    progress_token: Option<Value>,
-    started: Instant,
-    last_progress: Instant,
-    progress: u64,
-    /// Where the answer and progress go; `None` once cancelled (nothing more is sent for it).
-    stream: Option<OutboundStream>,
-    /// `tools/call NAME` or `resources/read URI`, for logs and progress messages.
-    what: String,
 }
 
 /// An open `subscriptions/listen` stream (2026-07-28).
@@ -357,12 +250,6 @@ struct Listen {
     tools: bool,
     resources: BTreeSet<String>,
     stream: OutboundStream,
-}
-
-/// A worker finished a call (its answer, if any, is already on the request's stream).
-struct Done {
-    client: ClientId,
-    key: String,
 }
 
 /// The protocol state of one client (issue 14: every HTTP client has its own; issue 13's
@@ -410,21 +297,20 @@ impl ClientState {
 /// The shared side: one engine, its tool context and worker pool, serving every client.
 struct Hub {
     context: ToolContext,
-    done_sender: Sender<Done>,
+    /// Told when a call ends (read only while in-flight calls finish after stdin ended).
+    done_sender: Sender<()>,
     pool: WorkerPool,
     offered: Vec<&'static str>,
     clients: HashMap<ClientId, ClientState>,
-    /// Keyed by client and the request id's JSON text.
-    inflight: HashMap<(ClientId, String), InFlight>,
-    next_tag: u64,
+    /// Every client's requests in flight (shared with the threads that answer them).
+    calls: Arc<Calls>,
     progress_interval: Duration,
-    config_watch: Option<reload::ConfigWatch>,
+    /// Shared with the stdio reader, which checks it before starting a call itself.
+    config_watch: Option<Arc<std::sync::Mutex<reload::ConfigWatch>>>,
+    /// The stdio client's state the reader reads ([`fast_path`]); `None` without stdio.
+    stdio: Option<Arc<fast_path::StdioShared>>,
     /// Coalesced `notifications/resources/updated` and the disk watch (issue 11).
     updates: updates::ResourceUpdates,
-}
-
-fn id_key(id: &Value) -> String {
-    serde_json::to_string(id).unwrap_or_default()
 }
 
 /// The stdio client's id.
@@ -458,16 +344,37 @@ fn run_on(options: McpOptions, input: Box<dyn BufRead + Send>, out: OutboundStre
         notify: Some(out.clone()),
         own_passive: false,
     });
-    let _reader = thread::Builder::new()
-        .name("lspc-mcp-reader".to_owned())
-        .spawn(move || read_loop(input, client, out, input_sender));
-    serve(options, input_receiver)
+    let stdio = StdioInput {
+        input,
+        client,
+        out,
+        sender: input_sender,
+    };
+    serve_clients(options, input_receiver, Some(stdio))
+}
+
+/// Stdio's input, read by a thread the hub starts once it can start calls itself.
+struct StdioInput {
+    input: Box<dyn BufRead + Send>,
+    client: ClientId,
+    out: OutboundStream,
+    sender: Sender<HubInput>,
 }
 
 /// Run the hub until every sender of `inputs` is gone: start the engine, serve the clients'
 /// messages, relay engine events to them; then give in-flight calls [`EOF_GRACE`], cancel the
 /// rest and shut the servers down. Returns the exit status (0).
 pub fn serve(options: McpOptions, inputs: Receiver<HubInput>) -> i32 {
+    serve_clients(options, inputs, None)
+}
+
+/// [`serve`], with stdio's reader thread when `stdio` is given: it starts instant tool calls
+/// itself ([`fast_path`]) and hands every other line to the hub.
+fn serve_clients(
+    options: McpOptions,
+    inputs: Receiver<HubInput>,
+    stdio: Option<StdioInput>,
+) -> i32 {
     let root = options.engine.config.root.clone();
     let root = root.canonicalize().unwrap_or(root);
     let engine = crate::session::start_engine(options.engine.clone());
@@ -475,7 +382,7 @@ pub fn serve(options: McpOptions, inputs: Receiver<HubInput>) -> i32 {
     let _ = engine.op_sender().send(Op::SubscribeEvents {
         sender: event_sender,
     });
-    let (done_sender, done_receiver) = unbounded::<Done>();
+    let (done_sender, done_receiver) = unbounded::<()>();
 
     let context = ToolContext {
         op_sender: engine.op_sender(),
@@ -496,22 +403,45 @@ pub fn serve(options: McpOptions, inputs: Receiver<HubInput>) -> i32 {
         pool: WorkerPool::new(options.workers),
         offered,
         clients: HashMap::new(),
-        inflight: HashMap::new(),
-        next_tag: 1,
+        calls: Arc::default(),
         progress_interval: options.progress_interval,
-        config_watch: options.reload.clone().map(reload::ConfigWatch::new),
+        config_watch: options
+            .reload
+            .clone()
+            .map(|options| Arc::new(std::sync::Mutex::new(reload::ConfigWatch::new(options)))),
+        stdio: None,
         updates: updates::ResourceUpdates::new(Instant::now()),
     };
+    if let Some(stdio) = stdio {
+        let shared = Arc::new(fast_path::StdioShared::default());
+        hub.stdio = Some(Arc::clone(&shared));
+        let front = fast_path::Front {
+            enabled: options.fast_path,
+            context: Arc::new(hub.context.clone()),
+            queries: tools::queries(&hub.context, 0).with_tag(None),
+            calls: Arc::clone(&hub.calls),
+            pool: hub.pool.clone(),
+            done_sender: hub.done_sender.clone(),
+            shared,
+            config_watch: hub.config_watch.clone(),
+            client: stdio.client,
+            out: stdio.out,
+            hub_sender: stdio.sender,
+        };
+        let input = stdio.input;
+        let _reader = thread::Builder::new()
+            .name("lspc-mcp-reader".to_owned())
+            .spawn(move || read_loop(input, front));
+    }
 
     loop {
-        // Calls the workers finished (issue 15: drained before anything else rather than
-        // selected, so an answered call does not wake the hub a second time; the worker already
-        // wrote its answer, and the gate keeps progress from following it).
-        while let Ok(done) = done_receiver.try_recv() {
-            hub.finish(done);
-        }
+        // Finished calls are only counted here (issue 15: never selected, so an answered call
+        // does not wake the hub; the answering thread already wrote the answer and left
+        // `calls`, and the gate keeps progress from following it).
+        while done_receiver.try_recv().is_ok() {}
         let tick = hub
-            .inflight
+            .calls
+            .lock()
             .values()
             .filter(|call| call.progress_token.is_some() && call.stream.is_some())
             .map(|call| {
@@ -526,14 +456,7 @@ pub fn serve(options: McpOptions, inputs: Receiver<HubInput>) -> i32 {
         };
         select! {
             recv(inputs) -> input => match input {
-                Ok(input) => {
-                    // A call answered while the hub slept is over before the next message (an
-                    // id may be used again once its call is answered).
-                    while let Ok(done) = done_receiver.try_recv() {
-                        hub.finish(done);
-                    }
-                    hub.handle_input(input)
-                }
+                Ok(input) => hub.handle_input(input),
                 Err(_) => break,
             },
             recv(event_receiver) -> event => {
@@ -558,30 +481,27 @@ pub fn serve(options: McpOptions, inputs: Receiver<HubInput>) -> i32 {
         }
     }
     let grace = Instant::now() + EOF_GRACE;
-    while hub.inflight.values().any(|call| call.stream.is_some()) {
-        match done_receiver.recv_deadline(grace) {
-            Ok(done) => hub.finish(done),
-            Err(_) => break,
+    while hub.calls.any_answer_pending() {
+        if done_receiver.recv_deadline(grace).is_err() {
+            break;
         }
     }
-    for call in hub.inflight.values_mut() {
+    for call in hub.calls.lock().values_mut() {
         if call.stream.take().is_some() && call.gate.cancel() {
             let _ = hub.context.op_sender.send(Op::Cancel { tag: call.tag });
         }
     }
-    let Hub { pool, .. } = hub;
+    let pool = hub.pool.clone();
+    drop(hub);
     // Dropping the engine answers every waiting op with "gone", so the workers finish.
     drop(engine);
     pool.join();
     0
 }
 
-fn read_loop(
-    mut input: Box<dyn BufRead + Send>,
-    client: ClientId,
-    out: OutboundStream,
-    inputs: Sender<HubInput>,
-) {
+/// Stdio's reader: one line of stdin at a time, started here ([`fast_path`]) or handed to the
+/// hub, in order.
+fn read_loop(mut input: Box<dyn BufRead + Send>, front: fast_path::Front) {
     let mut buffer = Vec::new();
     loop {
         buffer.clear();
@@ -589,12 +509,8 @@ fn read_loop(
             Ok(0) | Err(_) => return,
             Ok(_) => {
                 let line = String::from_utf8_lossy(&buffer);
-                let message = HubInput::Message {
-                    client: client.clone(),
-                    incoming: protocol::parse_line(line.trim_end_matches(['\n', '\r'])),
-                    stream: out.clone(),
-                };
-                if inputs.send(message).is_err() {
+                let incoming = protocol::parse_line(line.trim_end_matches(['\n', '\r']));
+                if front.dispatch(incoming).is_err() {
                     return;
                 }
             }
@@ -685,15 +601,20 @@ impl Hub {
                 incoming,
                 stream,
             } => {
+                let line = fast_path::LineHandled::new(
+                    self.stdio
+                        .as_ref()
+                        .filter(|_| client.0 == STDIO_CLIENT)
+                        .cloned(),
+                );
                 let Some(mut state) = self.clients.remove(&client) else {
                     let _ = stream.send(Outbound::UnknownClient);
                     return;
                 };
                 state.last_active = Instant::now();
                 match incoming {
-                    Incoming::Request { id, method, params } => {
-                        self.handle_request(&client, &mut state, &stream, id, &method, params)
-                    }
+                    Incoming::Request { id, method, params } => self
+                        .handle_request(&client, &mut state, &stream, &line, id, &method, params),
                     Incoming::Notification { method, params } => {
                         self.handle_notification(&client, &mut state, &method, &params)
                     }
@@ -701,6 +622,7 @@ impl Hub {
                     Incoming::Response | Incoming::Blank => {}
                 }
                 self.clients.insert(client, state);
+                drop(line);
             }
             HubInput::Abandon { client, id } => {
                 if let Some(mut state) = self.clients.remove(&client) {
@@ -708,6 +630,7 @@ impl Hub {
                     self.clients.insert(client, state);
                 }
             }
+            HubInput::Wake => {}
             HubInput::Close { client, stream } => {
                 if !self.clients.contains_key(&client) {
                     if let Some(stream) = stream {
@@ -725,7 +648,7 @@ impl Hub {
         let Some(state) = self.clients.remove(&client) else {
             return;
         };
-        for ((owner, _), call) in self.inflight.iter_mut() {
+        for ((owner, _), call) in self.calls.lock().iter_mut() {
             if *owner == client && call.stream.take().is_some() && call.gate.cancel() {
                 log::info!("cancelling {} (client {} closed)", call.what, client.0);
                 let _ = self.context.op_sender.send(Op::Cancel { tag: call.tag });
@@ -743,7 +666,7 @@ impl Hub {
     /// the client gets nothing more for it; a `subscriptions/listen` with that id ends.
     fn cancel(&mut self, client: &ClientId, state: &mut ClientState, request_id: &Value) {
         let key = id_key(request_id);
-        if let Some(call) = self.inflight.get_mut(&(client.clone(), key.clone())) {
+        if let Some(call) = self.calls.lock().get_mut(&(client.clone(), key.clone())) {
             if call.stream.take().is_some() && call.gate.cancel() {
                 log::info!("cancelling {} ({key})", call.what);
                 let _ = self.context.op_sender.send(Op::Cancel { tag: call.tag });
@@ -771,16 +694,21 @@ impl Hub {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn handle_request(
         &mut self,
         client: &ClientId,
         state: &mut ClientState,
         stream: &OutboundStream,
+        line: &fast_path::LineHandled,
         id: Value,
         method: &str,
         params: Value,
     ) {
-        let send = |message: Value| send_on(stream, message);
+        let send = |message: Value| {
+            line.mark();
+            send_on(stream, message)
+        };
         if !params.is_object() {
             send(error_response(
                 &id,
@@ -875,6 +803,7 @@ impl Hub {
                     }
                 };
                 state.handshake = Some(version.to_owned());
+                line.handshake_open();
                 send(success_response(
                     &id,
                     json!({
@@ -993,7 +922,7 @@ impl Hub {
         }
     }
 
-    /// Run `work` on a worker; its answer comes back through [`Hub::finish`].
+    /// Run `work` on a worker, which writes its answer ([`Completion::finish`]).
     #[allow(clippy::too_many_arguments)]
     fn spawn(
         &mut self,
@@ -1005,9 +934,10 @@ impl Hub {
         modern: bool,
         work: impl FnOnce(u64) -> Result<Value, (i64, String)> + Send + 'static,
     ) {
-        let key = id_key(&id);
-        let inflight_key = (client.clone(), key.clone());
-        if self.inflight.contains_key(&inflight_key) {
+        let key = (client.clone(), id_key(&id));
+        let tag = self.calls.next_tag();
+        let call = InFlight::new(tag, protocol::progress_token(params), stream, what);
+        let Ok(gate) = self.calls.register(key.clone(), call) else {
             send_on(
                 stream,
                 error_response(
@@ -1018,27 +948,15 @@ impl Hub {
                 ),
             );
             return;
-        }
-        let tag = self.next_tag;
-        self.next_tag += 1;
-        let now = Instant::now();
-        let gate = AnswerGate::default();
-        self.inflight.insert(
-            inflight_key,
-            InFlight {
-                tag,
-                gate: gate.clone(),
-                progress_token: protocol::progress_token(params),
-                started: now,
-                last_progress: now,
-                progress: 0,
-                stream: Some(stream.clone()),
-                what,
-            },
-        );
-        let done = self.done_sender.clone();
-        let client = client.clone();
-        let stream = stream.clone();
+        };
+        let completion = Completion {
+            calls: Arc::clone(&self.calls),
+            key,
+            tag,
+            gate,
+            stream: stream.clone(),
+            done_sender: self.done_sender.clone(),
+        };
         self.pool.submit(Box::new(move || {
             let response = match work(tag) {
                 Ok(result) => success_response(
@@ -1051,31 +969,13 @@ impl Hub {
                 ),
                 Err((code, message)) => error_response(&id, code, &message, None),
             };
-            if gate.answer() {
-                send_on(&stream, response);
-            }
-            let _ = done.send(Done { client, key });
+            completion.finish(response);
         }));
-    }
-
-    fn finish(&mut self, done: Done) {
-        let Some(call) = self.inflight.remove(&(done.client, done.key)) else {
-            return;
-        };
-        if call.stream.is_none() {
-            log::debug!("dropped the answer to cancelled {}", call.what);
-            return;
-        }
-        log::debug!(
-            "{} answered in {} ms",
-            call.what,
-            call.started.elapsed().as_millis()
-        );
     }
 
     fn send_progress(&mut self) {
         let now = Instant::now();
-        for call in self.inflight.values_mut() {
+        for call in self.calls.lock().values_mut() {
             let (Some(token), Some(stream)) = (&call.progress_token, &call.stream) else {
                 continue;
             };
@@ -1197,13 +1097,19 @@ impl Hub {
     /// engine apply it (changed servers restart lazily, others keep running), then tell the
     /// clients when the tool set changed. Cheap when nothing changed (a few `stat` calls).
     fn reload_if_changed(&mut self) {
-        let Some(watch) = &mut self.config_watch else {
+        let Some(watch) = &self.config_watch else {
             return;
         };
-        if !watch.changed() {
-            return;
-        }
-        let config = crate::config::load(watch.options());
+        let options = {
+            let mut watch = watch
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            if !watch.changed() {
+                return;
+            }
+            watch.options().clone()
+        };
+        let config = crate::config::load(&options);
         for error in &config.errors {
             log::warn!("config error: {error}");
         }

@@ -28,7 +28,6 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{unbounded, Receiver, Sender};
-use serde_json::Value;
 
 /// The process's stdout descriptor.
 const STDOUT_FD: RawFd = 1;
@@ -93,7 +92,7 @@ impl StdoutSink {
     /// module doc), else through the writer thread.
     ///
     /// Errors: [`Closed`] once stdout failed or [`StdoutSink::close`] ran.
-    pub fn send(&self, message: &Value) -> Result<(), Closed> {
+    pub fn send(&self, message: &impl serde::Serialize) -> Result<(), Closed> {
         let Ok(mut line) = serde_json::to_vec(message) else {
             return Ok(());
         };

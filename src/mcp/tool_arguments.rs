@@ -57,6 +57,26 @@ impl PassiveDrains {
         }
     }
 
+    /// Whether [`PassiveDrains::drain`] of `consumer`'s queue would ask the engine (something
+    /// was queued since that queue's last drain began, or there is no counter): a thread that
+    /// must not wait for the engine's loop hands the result's rendering to one that may.
+    pub fn due(&self, consumer: Option<&str>) -> bool {
+        let Some(counter) = &self.counter else {
+            return true;
+        };
+        let queued = counter.queued();
+        let drained_at = self
+            .drained_at
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        // Keyed by `Option<String>`: look the shared queue up without allocating.
+        let mark = match consumer {
+            None => drained_at.get(&None),
+            Some(consumer) => drained_at.get(&Some(consumer.to_owned())),
+        };
+        mark != Some(&queued)
+    }
+
     /// [`crate::engine::drain_passive`] of `consumer`'s queue, skipped (`None`) when nothing
     /// was queued anywhere since that queue's last drain began.
     pub fn drain(
@@ -120,13 +140,20 @@ pub fn resolve_file(root: &Path, file: &str) -> Result<PathBuf, ToolFailure> {
         ))
     };
     let given = Path::new(file);
-    let joined = if given.is_absolute() {
-        given.to_path_buf()
-    } else {
+    let lexical = if is_plain_relative(file) {
+        // Nothing to resolve lexically (issue 15: the component walk was a fifth of a hover's
+        // argument reading): the same path `lexically_inside` would build.
         root.join(given)
-    };
-    let Some(lexical) = lexically_inside(root, &joined) else {
-        return Err(outside());
+    } else {
+        let joined = if given.is_absolute() {
+            given.to_path_buf()
+        } else {
+            root.join(given)
+        };
+        let Some(lexical) = lexically_inside(root, &joined) else {
+            return Err(outside());
+        };
+        lexical
     };
     let canonical = match lexical.canonicalize() {
         Ok(canonical) => canonical,
@@ -138,13 +165,31 @@ pub fn resolve_file(root: &Path, file: &str) -> Result<PathBuf, ToolFailure> {
             )))
         }
     };
-    if !canonical.starts_with(root) {
+    if !is_under(&canonical, root) {
         return Err(outside());
     }
     if !canonical.is_file() {
         return Err(ToolFailure(format!("{file} is not a file")));
     }
     Ok(canonical)
+}
+
+/// Whether `file` is relative and every `/`-separated part of it is a name (not empty, `.` or
+/// `..`): joined to the root, it is already the lexically resolved path.
+fn is_plain_relative(file: &str) -> bool {
+    !file.starts_with('/')
+        && file
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != "..")
+}
+
+/// [`Path::starts_with`] for canonical paths (no `.`, `..` or repeated separators), comparing
+/// bytes instead of components.
+fn is_under(path: &Path, root: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let (path, root) = (path.as_os_str().as_bytes(), root.as_os_str().as_bytes());
+    path.starts_with(root)
+        && (path.len() == root.len() || root.ends_with(b"/") || path[root.len()] == b'/')
 }
 
 /// `path` (absolute) with `.` and `..` resolved lexically, when that stays inside `root`;
@@ -236,6 +281,21 @@ mod tests {
                 )),
             );
         }
+        // A sibling whose name starts with the root's is outside (a byte prefix is not a
+        // path prefix).
+        let sibling = PathBuf::from(format!("{}-x", root.display()));
+        std::fs::create_dir_all(&sibling).unwrap();
+        std::fs::write(sibling.join("a.py"), "y = 1\n").unwrap();
+        std::os::unix::fs::symlink(sibling.join("a.py"), root.join("sibling")).unwrap();
+        check(
+            "sibling",
+            Err("sibling is outside the workspace root ROOT; lspc only serves files inside it"),
+        );
+        std::fs::remove_dir_all(&sibling).unwrap();
+        // Not plain names: resolved lexically, as before.
+        check("src//a.py", Ok("src/a.py"));
+        check("src/a.py/", Ok("src/a.py"));
+        check("src/./a.py", Ok("src/a.py"));
         check(
             "missing.py",
             Err("cannot open missing.py: No such file or directory (os error 2) (paths are relative to the workspace root ROOT)"),

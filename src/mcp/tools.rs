@@ -18,6 +18,7 @@ use serde_json::{json, Map, Value};
 use super::protocol;
 use crate::diagnostics::{Diagnostic, DrainedBatch};
 use crate::engine::{self, DiagnosticsOutcome, Op, ServerDetails};
+use crate::operation::execute::Answer;
 use crate::operation::{definitions, Defaults, Operation};
 use crate::query::command::{execute as execute_query, QueryRequest};
 use crate::query::Queries;
@@ -295,30 +296,72 @@ pub fn drained_json(root: &Path, batch: &DrainedBatch) -> (Value, String) {
 /// Run tool `name` with `arguments` and build the `CallToolResult`. `tag` lets the caller cancel
 /// the LSP request in flight with [`Op::Cancel`].
 pub fn call_tool(context: &ToolContext, name: &str, arguments: &Value, tag: u64) -> Value {
-    let outcome = run_tool(context, name, arguments, tag);
+    let outcome = prepare(context, name, arguments)
+        .and_then(|operation| run_tool(context, name, operation, tag));
     // Only the diagnostics tool needs the file resolved again (a path walk per call otherwise).
     let asked_file = (name == "diagnostics")
         .then(|| arguments.get("file").and_then(Value::as_str))
         .flatten()
         .and_then(|file| resolve_file(&context.root, file).ok());
-    let passive = if name == "diagnostics" && asked_file.is_none() {
-        None
-    } else {
-        context
-            .passive_drains
-            .drain(&context.op_sender, context.passive_consumer.as_deref())
-            .map(|mut batch| {
-                // The diagnostics tool just delivered its file in full; draining marks those
-                // delivered, and they are not repeated as "new".
-                if name == "diagnostics" {
-                    batch
-                        .files
-                        .retain(|(path, _)| Some(path) != asked_file.as_ref());
-                }
+    let passive = passive_batch(context, name, asked_file.as_deref());
+    call_result(context, outcome, passive).into_value()
+}
+
+/// [`call_tool`] of an operation [`prepare`] already read from tool `name`'s arguments (not the
+/// diagnostics tool, whose passive batch depends on its file argument).
+pub fn call_prepared(
+    context: &ToolContext,
+    name: &str,
+    operation: Operation,
+    tag: u64,
+) -> CallResult {
+    let outcome = run_tool(context, name, operation, tag);
+    let passive = passive_batch(context, name, None);
+    call_result(context, outcome, passive)
+}
+
+/// Whether the `newDiagnostics` of a tool other than `diagnostics` needs a drain, an engine
+/// round trip ([`super::tool_arguments::PassiveDrains::due`]); without one its result is
+/// [`call_result`] with no passive batch.
+pub fn passive_drain_due(context: &ToolContext) -> bool {
+    context
+        .passive_drains
+        .due(context.passive_consumer.as_deref())
+}
+
+/// The passive diagnostics to deliver with tool `name`'s result (a drain when one is due); the
+/// diagnostics tool with `asked_file` (resolved) does not repeat that file's.
+pub fn passive_batch(
+    context: &ToolContext,
+    name: &str,
+    asked_file: Option<&Path>,
+) -> Option<DrainedBatch> {
+    if name == "diagnostics" && asked_file.is_none() {
+        return None;
+    }
+    context
+        .passive_drains
+        .drain(&context.op_sender, context.passive_consumer.as_deref())
+        .map(|mut batch| {
+            // The diagnostics tool just delivered its file in full; draining marks those
+            // delivered, and they are not repeated as "new".
+            if name == "diagnostics" {
                 batch
-            })
-            .filter(|batch| !batch.files.is_empty() || batch.n_more > 0)
-    };
+                    .files
+                    .retain(|(path, _)| Some(path.as_path()) != asked_file);
+            }
+            batch
+        })
+        .filter(|batch| !batch.files.is_empty() || batch.n_more > 0)
+}
+
+/// The `CallToolResult` of a tool's `outcome` (structured content and its text, or a failure)
+/// with `passive` (the new diagnostics) and, once per session, the install hints.
+pub fn call_result(
+    context: &ToolContext,
+    outcome: Result<(Value, String), ToolFailure>,
+    passive: Option<DrainedBatch>,
+) -> CallResult {
     match outcome {
         Ok((mut structured, mut text)) => {
             if let Some(batch) = passive {
@@ -337,14 +380,10 @@ pub fn call_tool(context: &ToolContext, name: &str, arguments: &Value, tag: u64)
                     text.push_str(&format!("- {hint}\n"));
                 }
             }
-            protocol::object([
-                (
-                    "content",
-                    json!([{"type": "text", "text": text.trim_end()}]),
-                ),
-                ("structuredContent", structured),
-                ("isError", json!(false)),
-            ])
+            CallResult {
+                text: trimmed_end(text),
+                structured: Some(structured),
+            }
         }
         Err(ToolFailure(message)) => {
             let mut text = message;
@@ -353,15 +392,70 @@ pub fn call_tool(context: &ToolContext, name: &str, arguments: &Value, tag: u64)
                 text.push_str("\n\nNew diagnostics since the last call:\n");
                 text.push_str(&passive_text);
             }
-            json!({
-                "content": [{"type": "text", "text": text.trim_end()}],
-                "isError": true,
-            })
+            CallResult {
+                text: trimmed_end(text),
+                structured: None,
+            }
         }
     }
 }
 
-fn query_failure(error: impl std::fmt::Display) -> ToolFailure {
+/// A `CallToolResult` (MCP §tools "Tool Result") before it is JSON: one text content item, and
+/// the structured content of a success (a failure has none and is `isError: true`). Serialised
+/// directly (the stdio fast path writes it without building a `Value` tree, issue 15) or made a
+/// `Value`; both give the same JSON, keys in the same (sorted) order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallResult {
+    pub text: String,
+    pub structured: Option<Value>,
+}
+
+impl CallResult {
+    /// The result as a `Value` (`content`, `isError`, `structuredContent`).
+    pub fn into_value(self) -> Value {
+        let is_error = self.structured.is_none();
+        let mut object = protocol::object([
+            ("content", json!([{"type": "text", "text": self.text}])),
+            ("isError", json!(is_error)),
+        ]);
+        if let Some(structured) = self.structured {
+            object["structuredContent"] = structured;
+        }
+        object
+    }
+}
+
+impl serde::Serialize for CallResult {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        /// `{"text": ..., "type": "text"}`.
+        struct TextContent<'a>(&'a str);
+        impl serde::Serialize for TextContent<'_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let mut map = serializer.serialize_map(Some(2))?;
+                map.serialize_entry("text", self.0)?;
+                map.serialize_entry("type", "text")?;
+                map.end()
+            }
+        }
+        let mut map = serializer.serialize_map(Some(2 + usize::from(self.structured.is_some())))?;
+        map.serialize_entry("content", &[TextContent(&self.text)])?;
+        map.serialize_entry("isError", &self.structured.is_none())?;
+        if let Some(structured) = &self.structured {
+            map.serialize_entry("structuredContent", structured)?;
+        }
+        map.end()
+    }
+}
+
+/// `text` without trailing whitespace, in place (the result's text is moved, not copied).
+fn trimmed_end(mut text: String) -> String {
+    text.truncate(text.trim_end().len());
+    text
+}
+
+/// A failed query as the tool's failure: the message and a hint at what to try.
+pub fn query_failure(error: impl std::fmt::Display) -> ToolFailure {
     let message = error.to_string();
     let hint = if message.contains("not support") || message.contains("Provider") {
         " (this server lacks that capability; try another tool, e.g. document_symbols or references)"
@@ -377,38 +471,71 @@ fn query_failure(error: impl std::fmt::Display) -> ToolFailure {
     ToolFailure(format!("{message}{hint}"))
 }
 
-fn run_tool(
-    context: &ToolContext,
-    name: &str,
-    args: &Value,
-    tag: u64,
-) -> Result<(Value, String), ToolFailure> {
+/// Read tool `name`'s `arguments` into its operation, with files resolved inside the root (the
+/// operation's JSON shape without `op`: one checker, the same messages as the command line and
+/// batch).
+///
+/// Errors ([`ToolFailure`]): arguments not an object, or what the operation's reader or
+/// [`resolve_file`] refuses.
+pub fn prepare(context: &ToolContext, name: &str, args: &Value) -> Result<Operation, ToolFailure> {
     let Value::Object(arguments) = args else {
         return Err(ToolFailure("arguments must be a JSON object".to_owned()));
     };
     let root = &context.root;
-    // The tool's arguments are the operation's JSON shape (without `op`): one checker, the same
-    // messages as the command line and batch. Files must exist inside the root.
-    let operation = Operation::from_arguments(name, arguments, Defaults::MCP)
+    Operation::from_arguments(name, arguments, Defaults::MCP)
         .map_err(|error| ToolFailure(error.0))?
         .try_map_paths(&|path| {
             resolve_file(root, &path.to_string_lossy()).map_err(|failure| failure.0)
         })
-        .map_err(ToolFailure)?;
+        .map_err(ToolFailure)
+}
+
+fn run_tool(
+    context: &ToolContext,
+    name: &str,
+    operation: Operation,
+    tag: u64,
+) -> Result<(Value, String), ToolFailure> {
+    let root = &context.root;
     let query = match operation {
         Operation::Query(query) => query,
         Operation::Diagnostics { file } => return diagnostics_tool(context, file.as_deref()),
         operation => return super::edit_tools::run(context, name, &operation),
     };
-    let queries = Queries::new(context.op_sender.clone(), root.clone(), context.timeout)
-        .with_analysed_files(context.analysed_files.clone())
-        .with_tag(Some(tag));
+    let queries = queries(context, tag);
     // The answer is rendered where the command line's and batch's are
     // (`query::command::execute`); MCP only wraps it in the key its `outputSchema` names.
     let answer = execute_query(&queries, &query).map_err(query_failure)?;
+    Ok(query_output(
+        root,
+        &query,
+        Answer {
+            json: answer.json,
+            human: answer.human,
+            found: answer.found,
+            note: answer.incomplete,
+        },
+    ))
+}
+
+/// The queries of one tool call: its LSP requests carry `tag` (for [`Op::Cancel`]), and the
+/// session's record of first analysis waits is shared.
+pub fn queries(context: &ToolContext, tag: u64) -> Queries {
+    Queries::new(
+        context.op_sender.clone(),
+        context.root.clone(),
+        context.timeout,
+    )
+    .with_analysed_files(context.analysed_files.clone())
+    .with_tag(Some(tag))
+}
+
+/// A query's tool output from its rendered `answer`: the structured content (wrapped in the key
+/// the tool's `outputSchema` names, paths relative to `root`) and its text.
+pub fn query_output(root: &Path, query: &QueryRequest, answer: Answer) -> (Value, String) {
     let mut json = answer.json;
     clean_json(&mut json, root);
-    let structured = match &query {
+    let structured = match query {
         QueryRequest::Definition { .. } | QueryRequest::References { .. } => {
             with_default(json, "locations")
         }
@@ -421,7 +548,7 @@ fn run_tool(
         QueryRequest::SignatureHelp { .. } => protocol::object([("signatureHelp", json)]),
     };
     let mut text = if answer.human.trim().is_empty() {
-        let hint = match &query {
+        let hint = match query {
             QueryRequest::SignatureHelp { .. } => " (put the position inside a call's parentheses)",
             _ => "",
         };
@@ -429,11 +556,11 @@ fn run_tool(
     } else {
         answer.human
     };
-    if let Some(note) = answer.incomplete {
+    if let Some(note) = answer.note {
         text.push_str(&note);
         text.push('\n');
     }
-    Ok((structured, text))
+    (structured, text)
 }
 
 /// `json` with `key` set to an empty list when the answer left it out.

@@ -161,6 +161,7 @@ const ENVIRONMENT_NOT_IN_KEY: &[&str] = &[
     "LC_TERMINAL",
     "LC_TERMINAL_VERSION",
     "LINES",
+    "LSPC_MCP_FAST_PATH",
     "LSPC_MCP_TOKEN",
     "LSPC_NO_HINTS",
     "OLDPWD",

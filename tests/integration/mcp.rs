@@ -23,6 +23,11 @@ impl Session {
 
     /// [`Session::start`] with extra environment variables.
     fn start_env(root: &Path, extra: &[&str], env: &[(&str, &Path)]) -> Session {
+        Session::spawn(root, extra, env, Stdio::null())
+    }
+
+    /// [`Session::start_env`] with stderr going to `stderr`.
+    fn spawn(root: &Path, extra: &[&str], env: &[(&str, &Path)], stderr: Stdio) -> Session {
         let mut command = Command::new(env!("CARGO_BIN_EXE_lspc"));
         crate::support::session_env(&mut command);
         let mut child = command
@@ -32,7 +37,7 @@ impl Session {
             .args(extra)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .env("XDG_CONFIG_HOME", root.join(".no-user-config"))
             .spawn()
             .expect("spawn lspc");
@@ -1189,4 +1194,404 @@ fn unread_stdout_does_not_stop_stdin_and_answers_keep_their_order() {
             "socket {socket}"
         );
     }
+}
+
+// ----- issue 15: stdio's fast path ----------------------------------------------------------
+
+/// A session whose stderr (at `RUST_LOG=lspc=debug`) goes to `log`; `fast_path: false` sets
+/// `LSPC_MCP_FAST_PATH=off`, which sends every line through the hub.
+fn start_logged(workspace: &Workspace, config: &Path, log: &Path, fast_path: bool) -> Session {
+    let config = config.to_str().expect("utf-8 path");
+    let stderr = std::fs::File::create(log).expect("log file");
+    let mut env: Vec<(&str, &Path)> = vec![("RUST_LOG", Path::new("lspc=debug"))];
+    if !fast_path {
+        env.push(("LSPC_MCP_FAST_PATH", Path::new("off")));
+    }
+    let mut session = Session::spawn(
+        &workspace.root,
+        &["--no-builtin", "--config", config, "mcp"],
+        &env,
+        Stdio::from(stderr),
+    );
+    session.initialize("2025-06-18");
+    // Answered once the hub has handled `notifications/initialized`, so the next call finds the
+    // hub caught up and may start on the reader.
+    let ping = session.request(json!("ready"), "ping", json!({}), 10 * SECOND);
+    assert_eq!(ping["result"], json!({}), "{ping}");
+    session
+}
+
+/// How many tool calls named `tool` the stdin reader started itself (its debug log line), and
+/// how many of those were in flight at once (the instant route: the request went out in the
+/// loop's turn and its answer is written by the thread that has it).
+fn fast_path_starts(log: &Path, tool: &str) -> (usize, usize) {
+    let needle = format!("tools/call {tool} started on the stdin reader");
+    let log = std::fs::read_to_string(log).unwrap_or_default();
+    let started: Vec<&str> = log.lines().filter(|line| line.contains(&needle)).collect();
+    let in_flight = started
+        .iter()
+        .filter(|line| line.ends_with(": in flight"))
+        .count();
+    (started.len(), in_flight)
+}
+
+/// The results of `calls` (tool name and arguments) made one at a time, by id from 1.
+fn tool_results(session: &mut Session, calls: &[(&str, Value)]) -> Vec<Value> {
+    calls
+        .iter()
+        .enumerate()
+        .map(|(index, (name, arguments))| {
+            let id = index as i64 + 1;
+            let response = session.request(
+                json!(id),
+                "tools/call",
+                json!({"name": name, "arguments": arguments}),
+                60 * SECOND,
+            );
+            response["result"].clone()
+        })
+        .collect()
+}
+
+/// Issue 15: on stdio the reader starts hover and definition calls itself; each answer is the
+/// one the hub's route gives (`LSPC_MCP_FAST_PATH=off`), byte for byte once parsed, including
+/// failures (a position off the line) and the stateless era's fields.
+#[test]
+fn fast_path_answers_exactly_what_the_hub_route_answers() {
+    let mut workspace = Workspace::new("mcp-fast-fixture");
+    workspace.file("a.py", "def greet(name):\n    return name\n\ngreet('x')\n");
+    let config = workspace.fixture_config(&[("fx", &[".py"], json!({}))]);
+    let calls = [
+        (
+            "hover",
+            json!({"file": "a.py", "line": 1, "symbol": "greet"}),
+        ),
+        ("hover", json!({"file": "a.py", "line": 4, "column": 1})),
+        (
+            "definition",
+            json!({"file": "a.py", "line": 4, "symbol": "greet"}),
+        ),
+        (
+            "definition",
+            json!({"file": "a.py", "line": 4, "symbol": "greet", "kind": "declaration"}),
+        ),
+        ("hover", json!({"file": "a.py", "line": 3, "column": 1})),
+        ("hover", json!({"file": "a.py", "line": 1, "column": 90})),
+    ];
+    let mut answers = Vec::new();
+    for fast_path in [true, false] {
+        let log = workspace.root.join(format!("fast-{fast_path}.log"));
+        let mut session = start_logged(&workspace, &config, &log, fast_path);
+        let mut results = tool_results(&mut session, &calls);
+        let modern = session.request(
+            json!(99),
+            "tools/call",
+            json!({"name": "hover", "arguments": {"file": "a.py", "line": 1, "symbol": "greet"},
+                "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {}}}),
+            30 * SECOND,
+        );
+        results.push(modern["result"].clone());
+        let missing = session.request(
+            json!(100),
+            "tools/call",
+            json!({"name": "hover", "arguments": {"file": "nope.py", "line": 1, "column": 1}}),
+            30 * SECOND,
+        );
+        results.push(missing["result"].clone());
+        assert_eq!(session.finish(20 * SECOND), Some(0));
+        let started = (
+            fast_path_starts(&log, "hover"),
+            fast_path_starts(&log, "definition"),
+        );
+        if fast_path {
+            // The hover of a file that does not exist is the hub's: arguments the reader cannot
+            // read are read there again, in order with the rest. In flight at once: all but the
+            // file's first hover (its analysis wait is due) and the position off the line (the
+            // worker reports it).
+            assert_eq!(
+                started,
+                ((5, 3), (2, 2)),
+                "{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+        } else {
+            assert_eq!(started, ((0, 0), (0, 0)));
+        }
+        answers.push(results);
+    }
+    assert_eq!(answers[0], answers[1]);
+    assert_eq!(
+        answers[0][0]["structuredContent"]["hover"]["text"],
+        "greet at 0:4"
+    );
+    assert_eq!(
+        answers[0][2]["structuredContent"]["locations"][0],
+        json!({"path": "a.py", "line": 1, "column": 5, "endLine": 1, "endColumn": 10,
+            "lineText": "def greet(name):"}),
+        "{}",
+        answers[0][2]
+    );
+    assert_eq!(
+        answers[0][4]["content"][0]["text"],
+        "no hover information found"
+    );
+    assert_eq!(answers[0][5]["isError"], true, "{}", answers[0][5]);
+    assert_eq!(answers[0][6]["resultType"], "complete", "{}", answers[0][6]);
+    assert_eq!(answers[0][7]["isError"], true, "{}", answers[0][7]);
+}
+
+/// Issue 15: a call started by the reader is still one request of the session: a second
+/// request with its id is refused while it runs, a ping answers meanwhile, cancelling it sends
+/// `$/cancelRequest` and no answer, and stdin closing with one in flight still answers it.
+#[test]
+fn fast_path_calls_keep_ids_cancellation_and_the_eof_grace() {
+    let mut workspace = Workspace::new("mcp-fast-slow");
+    workspace.file("a.py", "def greet():\n    pass\n");
+    let slow_hovers = json!({"rules": [{"method": "textDocument/hover", "times": 3,
+        "actions": [{"after": 1500, "actions": [{"reply": {"contents": "late"}}]}]}]});
+    let config = workspace.fixture_config(&[("fx", &[".py"], slow_hovers)]);
+    let log = workspace.root.join("fast.log");
+    let mut session = start_logged(&workspace, &config, &log, true);
+    let hover = |id: i64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "hover", "arguments": {"file": "a.py", "line": 1, "symbol": "greet"}}})
+    };
+    // A duplicate id while the first runs, and a ping meanwhile.
+    session.send(hover(5));
+    session.send(hover(5));
+    session.send(json!({"jsonrpc": "2.0", "id": 6, "method": "ping"}));
+    // Notifications (the tool list once the server is up) are skipped; responses keep order.
+    let next_response = |session: &Session| loop {
+        let message = session.next(10 * SECOND);
+        if message.get("id").is_some() {
+            return message;
+        }
+    };
+    let refused = next_response(&session);
+    assert_eq!(refused["id"], 5, "{refused}");
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert_eq!(
+        refused["error"]["message"],
+        "invalid request: a request with this id is still running"
+    );
+    let ping = next_response(&session);
+    assert_eq!(ping, json!({"jsonrpc": "2.0", "id": 6, "result": {}}));
+    let answer = next_response(&session);
+    assert_eq!(answer["id"], 5, "{answer}");
+    assert_eq!(answer["result"]["content"][0]["text"], "late", "{answer}");
+    // Cancelled: `$/cancelRequest` at the server, no answer.
+    session.send(hover(7));
+    let transcript = workspace.transcript_path("fx");
+    let hover_ids = || -> Vec<Value> {
+        read_transcript(&transcript)
+            .iter()
+            .filter(|entry| entry["message"]["method"] == "textDocument/hover")
+            .map(|entry| entry["message"]["id"].clone())
+            .collect()
+    };
+    let second = wait_for(10 * SECOND, "the second hover at the server", || {
+        hover_ids().get(1).cloned()
+    });
+    session.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 7, "reason": "test"}}),
+    );
+    wait_for(5 * SECOND, "$/cancelRequest at the server", || {
+        read_transcript(&transcript)
+            .iter()
+            .any(|entry| {
+                entry["message"]["method"] == "$/cancelRequest"
+                    && entry["message"]["params"]["id"] == second
+            })
+            .then_some(())
+    });
+    session.send(json!({"jsonrpc": "2.0", "id": 8, "method": "ping"}));
+    let deadline = Instant::now() + 3 * SECOND;
+    let mut pinged = false;
+    while let Ok(line) = session
+        .lines
+        .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+    {
+        let message: Value = serde_json::from_str(&line).expect("json");
+        assert_ne!(
+            message.get("id"),
+            Some(&json!(7)),
+            "answered a cancelled call: {message}"
+        );
+        pinged |= message.get("id") == Some(&json!(8));
+    }
+    assert!(pinged, "no answer to the ping after the cancel");
+    // Stdin closes with a call in flight: it is still answered, then lspc exits. (The first
+    // hover waited for the file's analysis on a worker; the other two were in flight at once.)
+    session.send(hover(9));
+    wait_for(10 * SECOND, "the third hover at the server", || {
+        (hover_ids().len() >= 3).then_some(())
+    });
+    session.stdin = None;
+    let answer = next_response(&session);
+    assert_eq!(answer["id"], 9, "{answer}");
+    assert_eq!(answer["result"]["content"][0]["text"], "late", "{answer}");
+    assert_eq!(session.finish(20 * SECOND), Some(0));
+    assert_eq!(
+        fast_path_starts(&log, "hover"),
+        (3, 2),
+        "{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+}
+
+/// Issue 15 on a real server (clangd 14): hover and definition started by the reader answer
+/// exactly what the hub's route answers, and go out at once after the file's first question.
+#[test]
+fn fast_path_answers_clangd_as_the_hub_route_does() {
+    if !on_path("clangd") {
+        eprintln!("skipping fast_path_answers_clangd_as_the_hub_route_does: clangd is not on PATH");
+        return;
+    }
+    let workspace = Workspace::new("mcp-fast-clangd");
+    let root = workspace.root.display().to_string();
+    workspace
+        .file("util.h", "int twice(int x);\n")
+        .file("util.c", "#include \"util.h\"\nint twice(int x) { return 2 * x; }\n")
+        .file("main.c", "#include \"util.h\"\nint main(void) { return twice(21); }\n")
+        .file(
+            "compile_commands.json",
+            &json!([
+                {"directory": root, "file": format!("{root}/util.c"), "arguments": ["cc", "-c", "util.c"]},
+                {"directory": root, "file": format!("{root}/main.c"), "arguments": ["cc", "-c", "main.c"]}
+            ])
+            .to_string(),
+        );
+    let config = workspace.path("clangd.lsp.json");
+    std::fs::write(
+        &config,
+        json!({"clangd": {"command": "clangd", "extensionToLanguage": {".c": "c", ".h": "c"}}})
+            .to_string(),
+    )
+    .expect("config");
+    let calls = [
+        (
+            "hover",
+            json!({"file": "main.c", "line": 2, "symbol": "twice"}),
+        ),
+        (
+            "definition",
+            json!({"file": "main.c", "line": 2, "symbol": "twice"}),
+        ),
+        (
+            "hover",
+            json!({"file": "main.c", "line": 2, "symbol": "twice"}),
+        ),
+        (
+            "definition",
+            json!({"file": "main.c", "line": 2, "symbol": "twice", "kind": "declaration"}),
+        ),
+    ];
+    let mut answers = Vec::new();
+    for fast_path in [true, false] {
+        let log = workspace.root.join(format!("fast-{fast_path}.log"));
+        let mut session = start_logged(&workspace, &config, &log, fast_path);
+        answers.push(tool_results(&mut session, &calls));
+        assert_eq!(session.finish(30 * SECOND), Some(0));
+        let started = (
+            fast_path_starts(&log, "hover"),
+            fast_path_starts(&log, "definition"),
+        );
+        let log = std::fs::read_to_string(&log).unwrap_or_default();
+        if fast_path {
+            // The first hover waits for main.c's analysis; the rest go out at once.
+            assert_eq!(started, ((2, 1), (2, 2)), "{log}");
+        } else {
+            assert_eq!(started, ((0, 0), (0, 0)), "{log}");
+        }
+    }
+    assert_eq!(answers[0], answers[1]);
+    let hover = answers[0][0]["structuredContent"]["hover"]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(hover.starts_with("function twice"), "{}", answers[0][0]);
+    assert_eq!(
+        answers[0][1]["structuredContent"]["locations"],
+        json!([{"path": "util.c", "line": 2, "column": 5, "endLine": 2, "endColumn": 10,
+            "lineText": "int twice(int x) { return 2 * x; }"}]),
+        "{}",
+        answers[0][1]
+    );
+    assert_eq!(
+        answers[0][3]["structuredContent"]["locations"][0]["path"], "util.h",
+        "{}",
+        answers[0][3]
+    );
+}
+
+/// Issue 15: diagnostics a server publishes while fast-path calls run reach the client once,
+/// in a later call's `newDiagnostics`, as on the hub's route. When a drain is due, the thread
+/// that has the server's answer hands the result's rendering to a worker (a drain waits for the
+/// event loop, which that thread may be).
+#[test]
+fn fast_path_results_carry_new_diagnostics_as_the_hub_route_does() {
+    let publish = json!({"rules": [{"method": "textDocument/definition", "times": 1, "actions": [
+        {"publish": {"uri": "$ROOT/b.py", "diagnostics": [{"range": {"start": {"line": 0,
+            "character": 4}, "end": {"line": 0, "character": 13}}, "severity": 1,
+            "source": "fx", "message": "E1 undefined name"}]}},
+        {"default": true}]}]});
+    let mut delivered = Vec::new();
+    for fast_path in [true, false] {
+        // A workspace (and so a server, and a warm session in session mode) per route: the
+        // publish happens once per server.
+        let mut workspace = Workspace::new(&format!("mcp-fast-passive-{fast_path}"));
+        workspace.file("a.py", "def greet():\n    pass\n\ngreet()\n");
+        workspace.file("b.py", "y = undefined\n");
+        let config = workspace.fixture_config(&[("fx", &[".py"], publish.clone())]);
+        let log = workspace.root.join("passive.log");
+        let mut session = start_logged(&workspace, &config, &log, fast_path);
+        let hover = json!({"file": "a.py", "line": 1, "symbol": "greet"});
+        let mut results = tool_results(
+            &mut session,
+            &[
+                ("hover", hover.clone()),
+                (
+                    "definition",
+                    json!({"file": "a.py", "line": 4, "symbol": "greet"}),
+                ),
+            ],
+        );
+        // The publish is queued by the loop by then: the next call's drain is due.
+        std::thread::sleep(Duration::from_millis(300));
+        let next = session.request(
+            json!(3),
+            "tools/call",
+            json!({"name": "hover", "arguments": hover}),
+            30 * SECOND,
+        );
+        results.push(next["result"].clone());
+        assert_eq!(session.finish(20 * SECOND), Some(0));
+        let new: Vec<Value> = results
+            .iter()
+            .filter_map(|result| result["structuredContent"].get("newDiagnostics").cloned())
+            .collect();
+        let log = std::fs::read_to_string(&log).unwrap_or_default();
+        if fast_path {
+            assert_eq!(
+                fast_path_starts(&workspace.root.join("passive.log"), "hover").0,
+                2,
+                "{log}"
+            );
+            assert!(
+                log.contains("passive diagnostics due, the result is rendered on a worker"),
+                "{log}"
+            );
+        }
+        delivered.push(new);
+    }
+    assert_eq!(delivered[0], delivered[1]);
+    assert_eq!(
+        delivered[0],
+        vec![
+            json!({"files": [{"file": "b.py", "diagnostics": [{"file": "b.py", "line": 1,
+            "column": 5, "endLine": 1, "endColumn": 14, "severity": "error",
+            "message": "E1 undefined name", "server": "fx", "source": "fx"}]}]})
+        ]
+    );
 }

@@ -1,0 +1,363 @@
+//! Stdio's instant tool calls, started by the thread that read their line (issue 15).
+//!
+//! Through the hub, a `tools/call hover` crossed four threads before its request reached the
+//! engine's loop: the stdin reader, the hub, a worker, the loop. The hub owns each client's
+//! protocol state and must not block, so a call ran on a worker. [`Front::try_start`] starts an
+//! instant tool call (hover and the definition kinds) on the stdin reader itself, as the hub would
+//! have: the in-flight id is registered in the shared [`Calls`] (a duplicate is refused), the
+//! call gets an engine tag (so `notifications/cancelled`, handled by the hub, sends
+//! `$/cancelRequest` and suppresses the answer through its [`super::calls::AnswerGate`]), and the
+//! request goes out in its document sync's loop turn ([`crate::query::command::start`]). The
+//! thread that ends the request (the server's reader for an answer; the loop for an error, a
+//! timeout, a cancellation or a crash) renders the tool result and writes its line
+//! ([`finish_instant`]). A call that is not instant now (a readiness wait is due, the position is
+//! off its line) runs on a worker, as through the hub.
+//!
+//! When the fast path applies (otherwise the line goes to the hub, unchanged):
+//! - the hub has handled every earlier line of this client ([`StdioShared::behind`] is 0), so the
+//!   protocol state read here (the handshake, the ids in flight) is what the hub would see;
+//! - the line is a `tools/call` of an instant tool with valid arguments, in the handshake era
+//!   after `initialize` was answered or in the stateless era with valid `_meta`;
+//! - the configuration did not change on disk ([`super::reload::ConfigWatch::stale`], one
+//!   `ioctl` when nothing changed: a changed one is reloaded by the hub before the call, as
+//!   before).
+//!
+//! A call that asked for progress wakes the hub, which sends its progress as for any call.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crossbeam_channel::Sender;
+use serde_json::Value;
+
+use super::calls::{id_key, Calls, Completion, InFlight, WorkerPool};
+use super::protocol::{
+    error_response, request_era, success_response, Incoming, RequestEra, INVALID_REQUEST,
+};
+use super::reload::ConfigWatch;
+use super::tools::{self, ToolContext};
+use super::{modern_result, send_on, ClientId, HubInput, OutboundStream};
+use crate::operation::execute::Answer;
+use crate::operation::Operation;
+use crate::query::command::{QueryAnswer, QueryRequest, Rendering};
+use crate::query::{Queries, QueryError};
+
+/// The tools [`Front::try_start`] may start (their operation is checked too), with what logs and
+/// progress messages call them.
+const INSTANT_TOOLS: &[(&str, &str)] = &[
+    ("hover", "tools/call hover"),
+    ("definition", "tools/call definition"),
+];
+
+/// Protocol state of the stdio client that the reader reads and the hub writes.
+#[derive(Default)]
+pub(super) struct StdioShared {
+    /// Whether `initialize` was answered (the handshake era is open).
+    handshake: AtomicBool,
+    /// Lines handed to the hub and not yet handled by it.
+    behind: AtomicUsize,
+}
+
+impl StdioShared {
+    /// Reader: a line goes to the hub.
+    fn forwarded(&self) {
+        self.behind.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+/// One line the hub handles for the stdio client (or for another client: then it does
+/// nothing). The reader is told the line is handled once: before the hub writes an answer to
+/// it (so a client that sends its next line on reading that answer finds the hub caught up), or
+/// when the hub is done with it (dropped). Every state change the reader reads is made before
+/// either: the handshake opens before `initialize` is answered, a call's id is registered
+/// before it runs.
+pub(super) struct LineHandled {
+    shared: Option<Arc<StdioShared>>,
+    marked: Cell<bool>,
+}
+
+impl LineHandled {
+    /// A line of the stdio client when `shared` is given, else of another client.
+    pub(super) fn new(shared: Option<Arc<StdioShared>>) -> LineHandled {
+        LineHandled {
+            shared,
+            marked: Cell::new(false),
+        }
+    }
+
+    /// `initialize` is about to be answered: the handshake era is open from now on.
+    pub(super) fn handshake_open(&self) {
+        if let Some(shared) = &self.shared {
+            shared.handshake.store(true, Ordering::Release);
+        }
+    }
+
+    /// The line is handled (once; later calls do nothing).
+    pub(super) fn mark(&self) {
+        if self.marked.replace(true) {
+            return;
+        }
+        if let Some(shared) = &self.shared {
+            shared.behind.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+impl Drop for LineHandled {
+    fn drop(&mut self) {
+        self.mark();
+    }
+}
+
+/// What the stdin reader needs to start a call without the hub.
+pub(super) struct Front {
+    /// [`super::McpOptions::fast_path`]: `false` hands every line to the hub.
+    pub enabled: bool,
+    /// Shared by the calls the reader starts (one reference count per call, not a copy).
+    pub context: Arc<ToolContext>,
+    /// The queries every call clones with its own tag.
+    pub queries: Queries,
+    pub calls: Arc<Calls>,
+    pub pool: WorkerPool,
+    pub done_sender: Sender<()>,
+    pub shared: Arc<StdioShared>,
+    pub config_watch: Option<Arc<Mutex<ConfigWatch>>>,
+    pub client: ClientId,
+    pub out: OutboundStream,
+    /// To wake the hub for a call that asked for progress.
+    pub hub_sender: Sender<HubInput>,
+}
+
+impl Front {
+    /// Hand `incoming` (one line of stdin) to the hub unless it starts here; `Err` once the hub
+    /// is gone.
+    pub(super) fn dispatch(&self, incoming: Incoming) -> Result<(), ()> {
+        let Some(incoming) = self.try_start(incoming) else {
+            return Ok(());
+        };
+        self.shared.forwarded();
+        let message = HubInput::Message {
+            client: self.client.clone(),
+            incoming,
+            stream: self.out.clone(),
+        };
+        self.hub_sender.send(message).map_err(drop)
+    }
+
+    /// Start `incoming` here when the fast path applies (see the module doc), else give it back
+    /// for the hub.
+    fn try_start(&self, incoming: Incoming) -> Option<Incoming> {
+        if !self.enabled || self.shared.behind.load(Ordering::Acquire) != 0 {
+            return Some(incoming);
+        }
+        let Incoming::Request { id, method, params } = &incoming else {
+            return Some(incoming);
+        };
+        if method != "tools/call" {
+            return Some(incoming);
+        }
+        let Some(name) = params.get("name").and_then(Value::as_str) else {
+            return Some(incoming);
+        };
+        let Some((name, what)) = INSTANT_TOOLS
+            .iter()
+            .copied()
+            .find(|(tool, _)| *tool == name)
+        else {
+            return Some(incoming);
+        };
+        let modern = match request_era(params) {
+            RequestEra::Handshake if self.shared.handshake.load(Ordering::Acquire) => false,
+            RequestEra::Modern(_) => true,
+            _ => return Some(incoming),
+        };
+        if self.config_watch.as_ref().is_some_and(|watch| {
+            watch
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .stale()
+        }) {
+            return Some(incoming);
+        }
+        let empty = Value::Object(Default::default());
+        let arguments = params.get("arguments").unwrap_or(&empty);
+        // Arguments that do not read are the hub's to answer, in order with the rest.
+        let Ok(Operation::Query(
+            request @ (QueryRequest::Hover { .. } | QueryRequest::Definition { .. }),
+        )) = tools::prepare(&self.context, name, arguments)
+        else {
+            return Some(incoming);
+        };
+        let key = (self.client.clone(), id_key(id));
+        let tag = self.calls.next_tag();
+        let progress_token = super::protocol::progress_token(params);
+        let wants_progress = progress_token.is_some();
+        let call = InFlight::new(tag, progress_token, &self.out, what);
+        let Ok(gate) = self.calls.register(key.clone(), call) else {
+            send_on(
+                &self.out,
+                error_response(
+                    id,
+                    INVALID_REQUEST,
+                    "invalid request: a request with this id is still running",
+                    None,
+                ),
+            );
+            return None;
+        };
+        if wants_progress {
+            let _ = self.hub_sender.try_send(HubInput::Wake);
+        }
+        let call = FastCall {
+            context: Arc::clone(&self.context),
+            pool: self.pool.clone(),
+            name,
+            request: request.clone(),
+            id: id.clone(),
+            modern,
+            completion: Completion {
+                calls: Arc::clone(&self.calls),
+                key,
+                tag,
+                gate,
+                stream: self.out.clone(),
+                done_sender: self.done_sender.clone(),
+            },
+        };
+        let queries = self.queries.with_tag(Some(tag));
+        match crate::query::command::start(&queries, request, Rendering::Both, call, finish_instant)
+        {
+            Ok(()) => log::debug!("tools/call {name} started on the stdin reader: in flight"),
+            Err((request, call)) => {
+                log::debug!(
+                    "tools/call {name} started on the stdin reader: not instant now, on a worker"
+                );
+                self.pool.submit(Box::new(move || {
+                    let result = tools::call_prepared(
+                        &call.context,
+                        call.name,
+                        Operation::Query(request),
+                        tag,
+                    );
+                    call.respond(result);
+                }));
+            }
+        }
+        None
+    }
+}
+
+/// A tool call started by the reader, until its answer is written.
+struct FastCall {
+    context: Arc<ToolContext>,
+    pool: WorkerPool,
+    name: &'static str,
+    /// The query, for the shape of its tool output ([`tools::query_output`]).
+    request: QueryRequest,
+    id: Value,
+    modern: bool,
+    completion: Completion,
+}
+
+impl FastCall {
+    /// Answer with the `CallToolResult` `result` (unless the call was cancelled). A handshake-era
+    /// answer is serialised straight into its line; a stateless-era one gets its extra fields
+    /// as a `Value` first.
+    fn respond(self, result: tools::CallResult) {
+        if self.modern {
+            let result = modern_result(result.into_value());
+            self.completion.finish(success_response(&self.id, result));
+            return;
+        }
+        self.completion.finish_serialized(&ResponseLine {
+            id: &self.id,
+            result: &result,
+        });
+    }
+}
+
+/// A JSON-RPC success response, serialised as `success_response`'s `Value` is (keys sorted).
+struct ResponseLine<'a, T> {
+    id: &'a Value,
+    result: &'a T,
+}
+
+impl<T: serde::Serialize> serde::Serialize for ResponseLine<'_, T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry("id", self.id)?;
+        map.serialize_entry("jsonrpc", "2.0")?;
+        map.serialize_entry("result", self.result)?;
+        map.end()
+    }
+}
+
+/// The end of an instant call, on the thread that ends its request (the server's reader for an
+/// answer; the loop, or a session's proxy, for an error, a timeout, a cancellation or a crash):
+/// the tool result is rendered and written here, unless passive diagnostics are due. A drain
+/// asks the engine's loop and waits for it, which neither the loop itself nor a server's reader
+/// may do, so then a worker renders and writes it (the call stays in flight until it does).
+fn finish_instant(call: FastCall, outcome: Result<QueryAnswer, QueryError>) {
+    let outcome = outcome.map_err(tools::query_failure).map(|answer| {
+        let answer = Answer {
+            json: answer.json,
+            human: answer.human,
+            found: answer.found,
+            note: answer.incomplete,
+        };
+        tools::query_output(&call.context.root, &call.request, answer)
+    });
+    if !tools::passive_drain_due(&call.context) {
+        let result = tools::call_result(&call.context, outcome, None);
+        call.respond(result);
+        return;
+    }
+    log::debug!(
+        "{}: passive diagnostics due, the result is rendered on a worker",
+        call.name
+    );
+    let pool = call.pool.clone();
+    pool.submit(Box::new(move || {
+        let passive = tools::passive_batch(&call.context, call.name, None);
+        let result = tools::call_result(&call.context, outcome, passive);
+        call.respond(result);
+    }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The fast path's answer line is byte for byte the hub route's (`success_response` of the
+    /// result's `Value`), for a success and a failure.
+    #[test]
+    fn answer_lines_are_the_hub_routes_bytes() {
+        let check = |result: tools::CallResult, id: Value| {
+            let typed = serde_json::to_string(&ResponseLine {
+                id: &id,
+                result: &result,
+            })
+            .unwrap();
+            let hub = serde_json::to_string(&success_response(&id, result.into_value())).unwrap();
+            assert_eq!(typed, hub);
+        };
+        let hover = json!({"hover": {"server": "fx", "text": "greet \"at\" 0:4\n\u{1F600}"}});
+        check(
+            tools::CallResult {
+                text: "greet at 0:4".to_owned(),
+                structured: Some(hover),
+            },
+            json!(7),
+        );
+        check(
+            tools::CallResult {
+                text: "cannot read a.py: no such file".to_owned(),
+                structured: None,
+            },
+            json!("req-1"),
+        );
+    }
+}
