@@ -599,7 +599,7 @@ enum ReadyState {
     Exited,
 }
 
-/// The read end of the pipe a starting session reports on ([`READY_FD_ENV`]): the session writes
+/// The read end of the pipe a starting session reports on ([`super::server::READY_FD_ENV`]): the session writes
 /// one byte once it listens and the write end closes when it exits, so a session that fails at
 /// start is noticed at once instead of after [`START_TIMEOUT`].
 struct ReadyPipe(std::fs::File);
@@ -629,10 +629,6 @@ impl ReadyPipe {
         }
     }
 }
-
-/// The environment variable naming the ready pipe's write end in a starting session process
-/// (a file descriptor number); see [`ReadyPipe`] and `server::take_ready_pipe`.
-pub(super) const READY_FD_ENV: &str = "LSPC_SESSION_READY_FD";
 
 /// A close-on-exec pipe whose ends are both above stderr (so the child's stdio set-up cannot
 /// overwrite them): (read end, write end).
@@ -693,7 +689,7 @@ fn spawn_session(paths: &SessionPaths, exact: bool) -> Result<ReadyPipe, String>
     command
         .args(std::env::args_os().skip(1))
         .env("LSPC_SESSION", "serve")
-        .env(READY_FD_ENV, ready_fd.to_string())
+        .env(super::server::READY_FD_ENV, ready_fd.to_string())
         .env_remove(super::server::EXACT_ENV)
         .stdin(Stdio::null())
         .stdout(log)

@@ -98,14 +98,19 @@ fn bind(paths: &SessionPaths) -> Result<Option<UnixListener>, String> {
     ))
 }
 
+/// The environment variable naming the ready pipe's write end in a starting session process (a
+/// file descriptor number): the client that starts a session waits on the pipe's read end for
+/// one byte (listening) or its end of file (the session died first); see [`take_ready_pipe`].
+pub const READY_FD_ENV: &str = "LSPC_SESSION_READY_FD";
+
 /// The write end of the ready pipe the client that started this session waits on
-/// ([`super::client::READY_FD_ENV`]), taken out of the environment and made close-on-exec so
+/// ([`READY_FD_ENV`]), taken out of the environment and made close-on-exec so
 /// no server inherits it. `None` when this session was not started that way, or the variable
 /// does not name a pipe (it is then left alone).
 fn take_ready_pipe() -> Option<std::fs::File> {
     use std::os::fd::FromRawFd;
-    let value = std::env::var(super::client::READY_FD_ENV).ok();
-    std::env::remove_var(super::client::READY_FD_ENV);
+    let value = std::env::var(READY_FD_ENV).ok();
+    std::env::remove_var(READY_FD_ENV);
     let fd: libc::c_int = value?.parse().ok().filter(|fd| *fd > 2)?;
     // SAFETY: fstat writes into the zeroed struct; an invalid descriptor only makes it fail.
     let mut stat: libc::stat = unsafe { std::mem::zeroed() };
