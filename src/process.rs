@@ -839,6 +839,16 @@ fn group_has_live_member(pgid: u32) -> Option<bool> {
     Some(false)
 }
 
+/// Whether `pid` names a running process: listed in `/proc` and neither a zombie (`Z`) nor dead
+/// (`X`). A process killed with SIGKILL and reparented to a PID 1 that does not reap (some
+/// containers) stays listed as a zombie; it runs nothing and holds no file.
+pub fn process_running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| parse_stat_state_and_pgrp(&stat))
+        .is_some_and(|(state, _)| state != 'Z' && state != 'X')
+}
+
 /// The state letter and process-group id from one `/proc/<pid>/stat` line (proc(5): `pid (comm)
 /// state ppid pgrp ...`; `comm` may hold spaces and parentheses, so parsing starts after the
 /// last `)`).

@@ -61,7 +61,7 @@ fn parse_registry(text: &str) -> Vec<(u32, u32)> {
 }
 
 fn is_alive(pid: u32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
+    crate::process::process_running(pid)
 }
 
 /// Resident memory of a process in KiB, from `VmRSS` in `/proc/<pid>/status`.

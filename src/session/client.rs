@@ -111,16 +111,63 @@ pub fn connect_sending(
     paths: &SessionPaths,
     early: &dyn Fn(&str) -> Vec<u8>,
 ) -> Result<Connected, ConnectError> {
+    // A connection reset (or closed) before the hello reached a session that is going away: its
+    // listening socket was still open in a process that was exiting. Asked again a moment
+    // later, the socket refuses (stale) or a live session answers.
+    for _ in 0..CLOSING_RETRIES {
+        match connect_attempt(paths, early) {
+            Err(Attempt::Closed(message)) => {
+                log::debug!("{message}; asking again");
+                thread::sleep(Duration::from_millis(20));
+            }
+            other => return other.map_err(Attempt::into_error),
+        }
+    }
+    connect_attempt(paths, early).map_err(Attempt::into_error)
+}
+
+/// How often [`connect_sending`] asks again after a connection that closed before its hello.
+const CLOSING_RETRIES: usize = 10;
+
+/// Why one [`connect_attempt`] failed.
+enum Attempt {
+    /// As [`connect_sending`] reports it.
+    Error(ConnectError),
+    /// The connection was reset or closed before the hello (the message says which).
+    Closed(String),
+}
+
+impl Attempt {
+    fn into_error(self) -> ConnectError {
+        match self {
+            Attempt::Error(error) => error,
+            Attempt::Closed(message) => ConnectError::Unusable(message),
+        }
+    }
+}
+
+impl From<ConnectError> for Attempt {
+    fn from(error: ConnectError) -> Attempt {
+        Attempt::Error(error)
+    }
+}
+
+/// One try of [`connect_sending`].
+fn connect_attempt(
+    paths: &SessionPaths,
+    early: &dyn Fn(&str) -> Vec<u8>,
+) -> Result<Connected, Attempt> {
     let mut stream = match UnixStream::connect(&paths.socket) {
         Ok(stream) => stream,
         Err(error) => {
             return match error.kind() {
-                std::io::ErrorKind::NotFound => Err(ConnectError::NotRunning),
-                std::io::ErrorKind::ConnectionRefused => Err(ConnectError::Stale),
+                std::io::ErrorKind::NotFound => Err(ConnectError::NotRunning.into()),
+                std::io::ErrorKind::ConnectionRefused => Err(ConnectError::Stale.into()),
                 _ => Err(ConnectError::Unusable(format!(
                     "cannot connect to session socket {}: {error}",
                     paths.socket.display()
-                ))),
+                ))
+                .into()),
             }
         }
     };
@@ -129,7 +176,7 @@ pub fn connect_sending(
         // A refusing session closes at once: its error line is read below all the same.
         let _ = stream.write_all(&lines);
     }
-    let unusable = |message: String| ConnectError::Unusable(message);
+    let unusable = |message: String| Attempt::Error(ConnectError::Unusable(message));
     let read_half = stream
         .try_clone()
         .map_err(|error| unusable(format!("session socket: {error}")))?;
@@ -139,17 +186,21 @@ pub fn connect_sending(
     let line = match wire::read_line(&mut reader, wire::MAX_LINE_BYTES) {
         Ok(Some(Line::Text(line))) => line,
         Ok(None) => {
-            return Err(unusable(format!(
+            return Err(Attempt::Closed(format!(
                 "session at {} closed the connection without a hello",
                 paths.socket.display()
             )))
         }
         Ok(Some(_)) => return Err(unusable("session sent an unreadable hello".to_owned())),
         Err(error) => {
-            return Err(unusable(format!(
+            let message = format!(
                 "no hello from the session at {}: {error}",
                 paths.socket.display()
-            )))
+            );
+            return Err(match error.kind() {
+                std::io::ErrorKind::ConnectionReset => Attempt::Closed(message),
+                _ => unusable(message),
+            });
         }
     };
     let value: Value = serde_json::from_str(&line)
@@ -1076,11 +1127,5 @@ pub fn session_request(connected: Connected, op: WireOp) -> Result<Value, String
 
 /// Whether `pid` names a live process (not a zombie).
 pub fn pid_alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| state != "Z" && state != "X"),
-        Err(_) => false,
-    }
+    crate::process::process_running(pid)
 }
