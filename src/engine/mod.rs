@@ -581,6 +581,8 @@ impl std::error::Error for EngineError {}
 pub struct EngineHandle {
     op_sender: Sender<Op>,
     thread: Option<thread::JoinHandle<()>>,
+    /// Whether the ops are served by a session over its socket ([`EngineHandle::from_parts`]).
+    remote: bool,
 }
 
 impl EngineHandle {
@@ -593,7 +595,16 @@ impl EngineHandle {
         EngineHandle {
             op_sender,
             thread: Some(thread),
+            remote: true,
         }
+    }
+
+    /// Whether a session serves this handle's ops (its loop runs in another process): an op
+    /// then waits for the session's answer where the in-process loop answers within its turn
+    /// (an instant query's sync waits out a server start there, `Op::SyncRequest`'s `instant`
+    /// does not reach the session's loop).
+    pub fn is_remote(&self) -> bool {
+        self.remote
     }
 
     /// Start the loop in this process on its own long-lived thread `"lspc-engine"`; servers are
@@ -608,6 +619,7 @@ impl EngineHandle {
         EngineHandle {
             op_sender,
             thread: Some(thread),
+            remote: false,
         }
     }
 

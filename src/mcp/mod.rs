@@ -416,7 +416,9 @@ fn serve_clients(
         let shared = Arc::new(fast_path::StdioShared::default());
         hub.stdio = Some(Arc::clone(&shared));
         let front = fast_path::Front {
-            enabled: options.fast_path,
+            // Through a session the stdin reader would wait out each call's sync there (a
+            // server start included) instead of reading the next line: the hub route only.
+            enabled: options.fast_path && !engine.is_remote(),
             context: Arc::new(hub.context.clone()),
             queries: tools::queries(&hub.context, 0).with_tag(None),
             calls: Arc::clone(&hub.calls),

@@ -1198,18 +1198,40 @@ fn unread_stdout_does_not_stop_stdin_and_answers_keep_their_order() {
 
 // ----- issue 15: stdio's fast path ----------------------------------------------------------
 
-/// A session whose stderr (at `RUST_LOG=lspc=debug`) goes to `log`; `fast_path: false` sets
+/// An in-process `lspc mcp` (`--session never`: the fast path is stdio's in-process route) whose
+/// stderr (at `RUST_LOG=lspc=debug`) goes to `log`; `fast_path: false` sets
 /// `LSPC_MCP_FAST_PATH=off`, which sends every line through the hub.
 fn start_logged(workspace: &Workspace, config: &Path, log: &Path, fast_path: bool) -> Session {
+    start_logged_in(workspace, config, log, fast_path, "never")
+}
+
+/// [`start_logged`] with `--session SESSION`.
+fn start_logged_in(
+    workspace: &Workspace,
+    config: &Path,
+    log: &Path,
+    fast_path: bool,
+    session: &str,
+) -> Session {
     let config = config.to_str().expect("utf-8 path");
     let stderr = std::fs::File::create(log).expect("log file");
-    let mut env: Vec<(&str, &Path)> = vec![("RUST_LOG", Path::new("lspc=debug"))];
+    let mut env: Vec<(&str, &Path)> = vec![
+        ("RUST_LOG", Path::new("lspc=debug")),
+        ("LSPC_SESSION_IDLE", Path::new("20s")),
+    ];
     if !fast_path {
         env.push(("LSPC_MCP_FAST_PATH", Path::new("off")));
     }
     let mut session = Session::spawn(
         &workspace.root,
-        &["--no-builtin", "--config", config, "mcp"],
+        &[
+            "--no-builtin",
+            "--config",
+            config,
+            "--session",
+            session,
+            "mcp",
+        ],
         &env,
         Stdio::from(stderr),
     );
@@ -1251,6 +1273,63 @@ fn tool_results(session: &mut Session, calls: &[(&str, Value)]) -> Vec<Value> {
             response["result"].clone()
         })
         .collect()
+}
+
+/// Through a warm session the stdin reader starts nothing itself (it would wait out each
+/// call's sync in the session, a server start included, instead of reading the next line):
+/// every call takes the hub's route and answers as in process.
+#[test]
+fn fast_path_is_not_taken_through_a_session() {
+    let mut workspace = Workspace::new("mcp-fast-session");
+    workspace.file("a.py", "def greet(name):\n    return name\n\ngreet('x')\n");
+    let config = workspace.fixture_config(&[("fx", &[".py"], json!({}))]);
+    let calls = [
+        (
+            "hover",
+            json!({"file": "a.py", "line": 1, "symbol": "greet"}),
+        ),
+        (
+            "definition",
+            json!({"file": "a.py", "line": 4, "symbol": "greet"}),
+        ),
+    ];
+    let mut answers = Vec::new();
+    for session_mode in ["never", "always"] {
+        let log = workspace.root.join(format!("session-{session_mode}.log"));
+        let mut session = start_logged_in(&workspace, &config, &log, true, session_mode);
+        answers.push(tool_results(&mut session, &calls));
+        assert_eq!(session.finish(20 * SECOND), Some(0));
+        let started = (
+            fast_path_starts(&log, "hover").0,
+            fast_path_starts(&log, "definition").0,
+        );
+        let expected = if session_mode == "never" {
+            (1, 1)
+        } else {
+            (0, 0)
+        };
+        assert_eq!(
+            started,
+            expected,
+            "--session {session_mode}\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+    }
+    assert_eq!(answers[0], answers[1]);
+    assert_eq!(
+        answers[0][0]["structuredContent"]["hover"]["text"],
+        json!("greet at 0:4"),
+        "{}",
+        answers[0][0]
+    );
+    let _ = Command::new(env!("CARGO_BIN_EXE_lspc"))
+        .env("XDG_RUNTIME_DIR", crate::support::test_runtime_dir())
+        .arg("--root")
+        .arg(&workspace.root)
+        .args(["session", "stop"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
 }
 
 /// Issue 15: on stdio the reader starts hover and definition calls itself; each answer is the
