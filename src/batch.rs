@@ -69,6 +69,9 @@ fn against_root(root: &Path) -> impl Fn(PathBuf) -> PathBuf + '_ {
 enum Wake {
     /// The operation's answer line was written (or failed to be).
     Written(std::io::Result<()>),
+    /// The operation ended on a thread that serves every op (the loop, a session's proxy),
+    /// where a write to a full pipe would stall the engine: write its line here.
+    Line(Vec<u8>),
     /// The operation is not instant: run it here.
     NotInstant(Operation, Done),
 }
@@ -109,7 +112,7 @@ fn answer_line(id: &Value, outcome: Result<Value, String>) -> Vec<u8> {
 
 /// Run the batch over `input`, writing answers to `output`; returns the exit status.
 ///
-/// An instant query ([`crate::operation::execute::start`]) has its answer line written by the
+/// An instant query ([`crate::operation::execute::start_detached`]) has its answer line written by the
 /// thread that ends it; the batch thread waits for that write before it reads the next line,
 /// so answers stay one per request and in input order.
 pub fn run_with(
@@ -161,12 +164,17 @@ pub fn run_with(
                     Err(error) => write_line(&output, &answer_line(&id, Err(error.to_string()))),
                     Ok(operation) => {
                         let operation = operation.map_paths(&resolve);
-                        let (output, written_sender) = (Arc::clone(&output), wake_sender.clone());
+                        let (shared, written_sender) = (Arc::clone(&output), wake_sender.clone());
                         let done = Done::new(move |outcome: Result<Answer, Failure>| {
                             let outcome = outcome
                                 .map(|answer| answer.json)
                                 .map_err(|failure| failure.message);
-                            let written = write_line(&output, &answer_line(&id, outcome));
+                            let line = answer_line(&id, outcome);
+                            if crate::engine::serves_ops() {
+                                written_sender.send(Wake::Line(line));
+                                return;
+                            }
+                            let written = write_line(&shared, &line);
                             written_sender.send(Wake::Written(written));
                         });
                         let not_instant_sender = wake_sender.clone();
@@ -186,6 +194,7 @@ pub fn run_with(
                                     done.finish(execute(&context, &operation))
                                 }
                                 Wake::Written(written) => break written,
+                                Wake::Line(line) => break write_line(&output, &line),
                             }
                         }
                     }

@@ -65,6 +65,7 @@ use requests::{Purpose, Retry};
 const SERVER_EVENT_CAPACITY: usize = 4096;
 
 pub(super) fn run(options: EngineOptions, op_receiver: Receiver<Op>) {
+    super::reply::mark_serving_ops();
     let (event_sender, event_receiver) = crossbeam_channel::bounded(SERVER_EVENT_CAPACITY);
     // Unbounded: each entry is a few words, and the frontend's next op drains them.
     let (delivered_sender, delivered_receiver) = crossbeam_channel::unbounded();

@@ -171,3 +171,20 @@ mod tests {
         );
     }
 }
+
+thread_local! {
+    static SERVES_OPS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks the calling thread as one that serves every frontend's ops (the event loop, a session
+/// client's proxy), for [`serves_ops`].
+pub fn mark_serving_ops() {
+    SERVES_OPS.with(|serves| serves.set(true));
+}
+
+/// Whether the calling thread serves every frontend's ops ([`mark_serving_ops`]): a continuation
+/// running there must not block (a write to a full pipe would stall every server), so it hands
+/// blocking work to its frontend's own thread.
+pub fn serves_ops() -> bool {
+    SERVES_OPS.with(|serves| serves.get())
+}

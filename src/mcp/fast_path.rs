@@ -216,14 +216,14 @@ impl Front {
             request: request.clone(),
             id: id.clone(),
             modern,
-            completion: Completion {
+            completion: Some(Completion {
                 calls: Arc::clone(&self.calls),
                 key,
                 tag,
                 gate,
                 stream: self.out.clone(),
                 done_sender: self.done_sender.clone(),
-            },
+            }),
         };
         let queries = self.queries.with_tag(Some(tag));
         match crate::query::command::start(&queries, request, Rendering::Both, call, finish_instant)
@@ -257,23 +257,43 @@ struct FastCall {
     request: QueryRequest,
     id: Value,
     modern: bool,
-    completion: Completion,
+    /// Taken when the call is answered; a call dropped unanswered (its op never reached a loop
+    /// that ran it: the engine or the session's proxy gone) answers "the engine has shut down"
+    /// as it goes, so its id never stays in flight without an answer.
+    completion: Option<Completion>,
 }
 
 impl FastCall {
     /// Answer with the `CallToolResult` `result` (unless the call was cancelled). A handshake-era
     /// answer is serialised straight into its line; a stateless-era one gets its extra fields
     /// as a `Value` first.
-    fn respond(self, result: tools::CallResult) {
+    fn respond(mut self, result: tools::CallResult) {
+        self.respond_once(result);
+    }
+
+    fn respond_once(&mut self, result: tools::CallResult) {
+        let Some(completion) = self.completion.take() else {
+            return;
+        };
         if self.modern {
             let result = modern_result(result.into_value());
-            self.completion.finish(success_response(&self.id, result));
+            completion.finish(success_response(&self.id, result));
             return;
         }
-        self.completion.finish_serialized(&ResponseLine {
+        completion.finish_serialized(&ResponseLine {
             id: &self.id,
             result: &result,
         });
+    }
+}
+
+impl Drop for FastCall {
+    fn drop(&mut self) {
+        if self.completion.is_some() {
+            let gone = QueryError::Engine(crate::engine::EngineError::Gone);
+            let result = tools::call_result(&self.context, Err(tools::query_failure(gone)), None);
+            self.respond_once(result);
+        }
     }
 }
 

@@ -100,7 +100,7 @@ fn query_outcome(outcome: Result<QueryAnswer, QueryError>) -> Result<Answer, Fai
     })
 }
 
-/// What ends an operation started with [`start`]: called exactly once with its outcome. Dropped
+/// What ends an operation started with [`start_detached`]: called exactly once with its outcome. Dropped
 /// uncalled (the engine went away with the operation unanswered), it is called with the
 /// failure "the engine has shut down" (exit status 3), so it is never called zero times.
 pub struct Done(Option<OperationContinuation>);
@@ -138,17 +138,8 @@ impl std::fmt::Debug for Done {
     }
 }
 
-/// What [`start`] did with an operation.
-#[derive(Debug)]
-pub enum Started {
-    /// The operation's request went out in its sync's loop turn: `done` will be called (maybe
-    /// already was) by whichever thread ends it.
-    InFlight,
-    /// Not an instant operation, or not instant now (a readiness wait is due, its server is
-    /// still starting, the sync or the position failed): nothing was sent. Run it with
-    /// [`execute`] (on a thread that may block) and hand the outcome to `done`.
-    NotInstant { operation: Operation, done: Done },
-}
+/// What [`start_detached`] hands an operation that is not instant (now) to.
+pub type NotInstant = Box<dyn FnOnce(Operation, Done) + Send>;
 
 /// Start `operation` on the instant route (issue 15): for a query that is one request long
 /// (hover, definition, declaration, typeDefinition, implementation, references, document
@@ -156,41 +147,16 @@ pub enum Started {
 /// sends the request in one turn, and the whole continuation (the server's answer → the query
 /// result → [`Answer`] → `done`) runs on the thread that has the answer: the server's reader for
 /// a successful answer, the loop (or a session's proxy) for an error, a ContentModified retry's
-/// end, a timeout, a cancellation (`context.queries`' tag) or a crash. Returns within the loop's
-/// turn, never waiting for the server. `done` gets exactly what [`execute`] would return.
+/// end, a timeout, a cancellation (`context.queries`' tag) or a crash. `done` gets exactly what
+/// [`execute`] would return; it must not block for long on the reader (it holds up that server's
+/// other messages) nor at all where [`crate::engine::serves_ops`] says so.
 ///
-/// `done` must not block for long when it runs on the reader (it holds up that server's other
-/// messages) or on the loop (every server). Errors: none here; every failure reaches `done`.
-pub fn start(context: &Context<'_>, operation: Operation, done: Done) -> Started {
-    let Operation::Query(request) = operation else {
-        return Started::NotInstant { operation, done };
-    };
-    let finish: crate::query::command::FinishQuery<Done> =
-        |done, outcome| done.finish(query_outcome(outcome));
-    match crate::query::command::start(context.queries, request, context.rendering, done, finish) {
-        Ok(()) => Started::InFlight,
-        Err((request, done)) => Started::NotInstant {
-            operation: Operation::Query(request),
-            done,
-        },
-    }
-}
-
-/// [`start`], then on the caller's thread [`execute`] when the operation is not instant; `done`
-/// is called exactly once either way (on the caller's thread or another).
-pub fn start_or_execute(context: &Context<'_>, operation: Operation, done: Done) {
-    if let Started::NotInstant { operation, done } = start(context, operation, done) {
-        done.finish(execute(context, &operation));
-    }
-}
-
-/// What [`start_detached`] hands an operation that is not instant (now) to.
-pub type NotInstant = Box<dyn FnOnce(Operation, Done) + Send>;
-
-/// [`start`] without waiting for the loop's decision: when the operation is not instant (now),
+/// Returns without waiting for the loop's decision: when the operation is not instant (now: a
+/// readiness wait is due, its server is still starting, the sync or the position failed),
 /// `not_instant(operation, done)` runs instead, on the caller's thread or the loop's (so it must
 /// not block: hand the pair to a thread that runs [`execute`]). `lspc batch` uses it, as its
-/// thread has nothing to do until the answer is written.
+/// thread has nothing to do until the answer is written; `lspc mcp`'s stdio reader uses the
+/// query layer's own [`crate::query::command::start`].
 pub fn start_detached(
     context: &Context<'_>,
     operation: Operation,

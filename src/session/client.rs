@@ -797,6 +797,7 @@ pub fn proxy(connected: Connected, signals: ProxySignals) -> EngineHandle {
 }
 
 fn run_proxy(connected: Connected, op_receiver: Receiver<Op>, signals: ProxySignals) {
+    crate::engine::mark_serving_ops();
     let signal_receiver = match signals.handle.then(crate::signals::install) {
         Some(Ok(receiver)) => receiver,
         Some(Err(error)) => {

@@ -1,4 +1,4 @@
-//! Issue 15, the instant route (`operation::execute::start`): a query that is one request long
+//! Issue 15, the instant route (`operation::execute::start_detached`): a query that is one request long
 //! has its whole continuation (answer → result → answer line) run by the thread that has the
 //! server's answer, and that must not cost correctness. Its answers equal the blocking route's
 //! (a one-shot `lspc <query> --format json`, whose first question always waits), a
