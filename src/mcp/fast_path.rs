@@ -38,7 +38,6 @@ use super::protocol::{
 use super::reload::ConfigWatch;
 use super::tools::{self, ToolContext};
 use super::{modern_result, send_on, ClientId, HubInput, OutboundStream};
-use crate::operation::execute::Answer;
 use crate::operation::Operation;
 use crate::query::command::{QueryAnswer, QueryRequest, Rendering};
 use crate::query::{Queries, QueryError};
@@ -320,15 +319,9 @@ impl<T: serde::Serialize> serde::Serialize for ResponseLine<'_, T> {
 /// asks the engine's loop and waits for it, which neither the loop itself nor a server's reader
 /// may do, so then a worker renders and writes it (the call stays in flight until it does).
 fn finish_instant(call: FastCall, outcome: Result<QueryAnswer, QueryError>) {
-    let outcome = outcome.map_err(tools::query_failure).map(|answer| {
-        let answer = Answer {
-            json: answer.json,
-            human: answer.human,
-            found: answer.found,
-            note: answer.incomplete,
-        };
-        tools::query_output(&call.context.root, &call.request, answer)
-    });
+    let outcome = outcome
+        .map_err(tools::query_failure)
+        .map(|answer| tools::query_output(&call.context.root, &call.request, answer.into()));
     if !tools::passive_drain_due(&call.context) {
         let result = tools::call_result(&call.context, outcome, None);
         call.respond(result);

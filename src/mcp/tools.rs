@@ -506,16 +506,7 @@ fn run_tool(
     // The answer is rendered where the command line's and batch's are
     // (`query::command::execute`); MCP only wraps it in the key its `outputSchema` names.
     let answer = execute_query(&queries, &query).map_err(query_failure)?;
-    Ok(query_output(
-        root,
-        &query,
-        Answer {
-            json: answer.json,
-            human: answer.human,
-            found: answer.found,
-            note: answer.incomplete,
-        },
-    ))
+    Ok(query_output(root, &query, answer.into()))
 }
 
 /// The queries of one tool call: its LSP requests carry `tag` (for [`Op::Cancel`]), and the

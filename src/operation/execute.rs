@@ -92,12 +92,19 @@ fn query_outcome(outcome: Result<QueryAnswer, QueryError>) -> Result<Answer, Fai
         message: error.to_string(),
         exit_status: error.exit_status(),
     })?;
-    Ok(Answer {
-        json: answer.json,
-        human: answer.human,
-        found: answer.found,
-        note: answer.incomplete,
-    })
+    Ok(answer.into())
+}
+
+impl From<QueryAnswer> for Answer {
+    /// A query's answer as an operation's: its "incomplete" note becomes the stderr note.
+    fn from(answer: QueryAnswer) -> Answer {
+        Answer {
+            json: answer.json,
+            human: answer.human,
+            found: answer.found,
+            note: answer.incomplete,
+        }
+    }
 }
 
 /// What ends an operation started with [`start_detached`]: called exactly once with its outcome. Dropped

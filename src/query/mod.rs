@@ -835,16 +835,22 @@ struct Decided<T> {
     sent: Option<Box<dyn FnOnce() + Send>>,
 }
 
+/// The locations of a definition or references answer that resolve to files, in the server's
+/// order.
+fn resolved_locations(target: &mut Target, answer: &Value) -> Vec<Location> {
+    parse_locations(answer)
+        .iter()
+        .filter_map(|raw| target.files.resolve(raw))
+        .collect()
+}
+
 /// A definition answer's locations, in the server's order without exact duplicates.
 fn definition_result(
     mut target: Target,
     answer: &Value,
     incomplete: Option<String>,
 ) -> LocationsResult {
-    let mut locations: Vec<Location> = parse_locations(answer)
-        .iter()
-        .filter_map(|raw| target.files.resolve(raw))
-        .collect();
+    let mut locations = resolved_locations(&mut target, answer);
     dedup_in_order(&mut locations);
     LocationsResult {
         locations,
@@ -859,10 +865,7 @@ fn references_result(
     answer: &Value,
     incomplete: Option<String>,
 ) -> LocationsResult {
-    let mut locations: Vec<Location> = parse_locations(answer)
-        .iter()
-        .filter_map(|raw| target.files.resolve(raw))
-        .collect();
+    let mut locations = resolved_locations(&mut target, answer);
     locations.sort_by(|a, b| {
         (&a.path, a.line, a.column, a.end_line, a.end_column).cmp(&(
             &b.path,
