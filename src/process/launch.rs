@@ -691,6 +691,24 @@ mod tests {
         assert_eq!(err, "err\n");
     }
 
+    /// The prefill is in the pipe before the child exists: it reads it first, then what lspc
+    /// writes later.
+    #[test]
+    fn the_prefill_is_read_before_later_writes() {
+        let args = vec!["-c".to_owned(), "cat".to_owned()];
+        let mut spec = spec(Path::new("sh"), &args, &[]);
+        spec.stdin_prefill = b"first\n";
+        let mut launched = launch(&spec).expect("launch sh");
+        assert_eq!(launched.n_prefilled, 6);
+        let mut stdin = launched.stdin.take().expect("piped stdin");
+        stdin.write_all(b"second\n").expect("write stdin");
+        drop(stdin);
+        let mut out = String::new();
+        launched.stdout.read_to_string(&mut out).expect("read stdout");
+        assert_eq!(out, "first\nsecond\n");
+        assert!(launched.child.wait().expect("wait").success());
+    }
+
     /// A missing program, a directory and a missing working directory give the errno std gave.
     #[test]
     fn exec_failures_come_back_as_the_childs_errno() {
