@@ -704,7 +704,10 @@ mod tests {
         stdin.write_all(b"second\n").expect("write stdin");
         drop(stdin);
         let mut out = String::new();
-        launched.stdout.read_to_string(&mut out).expect("read stdout");
+        launched
+            .stdout
+            .read_to_string(&mut out)
+            .expect("read stdout");
         assert_eq!(out, "first\nsecond\n");
         assert!(launched.child.wait().expect("wait").success());
     }
