@@ -150,6 +150,13 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
     // would start a session process for a check that may find nothing to check.
     let early_engine = (engine_options.session != crate::session::SessionMode::Always)
         .then(|| crate::session::start_engine(engine_options.clone()));
+    // The servers' watchdog starts now too, in the background, instead of next to the first
+    // server, where its `/bin/sh` competed with the server's own start (engine::watchdog). Not
+    // for an engine in a session, whose process has its own. Dropped after the engine.
+    let _watchdog_hold = early_engine
+        .as_ref()
+        .filter(|engine| !engine.is_remote())
+        .map(|_| crate::engine::prepare_watchdog());
     let targets = if options.paths.is_empty() {
         vec![root.clone()]
     } else {

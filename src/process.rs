@@ -25,7 +25,7 @@
 //!   it with no grace. Killing the group also ends grandchildren (typescript-language-server's
 //!   `tsserver` node processes, B26).
 //! - On Linux the server gets `PR_SET_PDEATHSIG = SIGKILL`, so it dies if lspc is SIGKILLed. The
-//!   kernel fires it when the *thread* that forked exits, not the process: spawn servers from a
+//!   kernel fires it when the *thread* that cloned it exits, not the process: spawn servers from a
 //!   long-lived thread (lspc spawns from its event-loop thread).
 //! - The stderr tail is the only state behind a `Mutex`: it holds bytes for crash reports, not loop
 //!   state, and the lock is held only to copy a chunk in or out.
@@ -34,10 +34,10 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::io::{self, BufReader, Read, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::ChildStdin;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -45,7 +45,6 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 use serde_json::Value;
-use wait_timeout::ChildExt;
 
 pub use crate::config::Transport;
 use crate::doorbell::LoopSender;
@@ -53,7 +52,10 @@ use crate::transport::{
     decode, write_outgoing, FrameReader, FramingError, IncomingMessage, Outgoing,
 };
 
+mod launch;
 mod socket;
+
+pub use launch::ChildProcess;
 
 /// Bytes of stderr kept per server for crash reports (the last 64 KiB).
 pub const STDERR_TAIL_BYTES: usize = 64 * 1024;
@@ -94,6 +96,10 @@ pub struct SpawnSpec {
     /// passes `--socket=PORT` after `args` and speaks LSP over the connection the server makes
     /// (see [`socket`]); the child's stdout is then drained like its stderr.
     pub transport: Transport,
+    /// The first message (`initialize`), framed into the stdin pipe before the child starts
+    /// (issue 15: a server ready to read before lspc had written it waited for lspc's I/O
+    /// threads to start); for the socket transport it is sent once the threads are up.
+    pub first_message: Option<Outgoing>,
 }
 
 /// Hands a successful answer (the `result` value) straight to whoever waits for it.
@@ -151,7 +157,7 @@ pub enum SpawnError {
     NotFound { command: PathBuf },
     /// The executable is not executable (EACCES).
     PermissionDenied { command: PathBuf },
-    /// Any other failure (missing working directory, fork failure, a thread that did not start).
+    /// Any other failure (missing working directory, clone failure, a thread that did not start).
     Io { command: PathBuf, source: io::Error },
 }
 
@@ -257,7 +263,7 @@ pub struct ServerProcess {
     server_id: ServerId,
     generation: u32,
     name: String,
-    child: Child,
+    child: ChildProcess,
     pid: u32,
     /// Framed messages for the writer thread; `None` once stdin is being closed.
     outgoing_sender: Option<Sender<Vec<u8>>>,
@@ -311,8 +317,9 @@ impl From<Sender<ServerEvent>> for EventSenders {
 /// Starts a server as described by `spec`; its events go to `senders`.
 ///
 /// The child runs in a new process group (pgid = pid) so the whole tree can be signalled, with
-/// `PR_SET_PDEATHSIG = SIGKILL` on Linux. Call this from a long-lived thread: the parent-death
-/// signal fires when the spawning thread exits.
+/// `PR_SET_PDEATHSIG = SIGKILL` on Linux, started without copying lspc ([`launch`]:
+/// `clone(CLONE_VM | CLONE_VFORK)`, as `posix_spawn` does). Call this from a long-lived thread:
+/// the parent-death signal fires when the spawning thread exits.
 ///
 /// Errors: [`SpawnError::NotFound`] (ENOENT), [`SpawnError::PermissionDenied`] (EACCES),
 /// [`SpawnError::Io`] otherwise (including a missing `cwd`).
@@ -327,6 +334,7 @@ pub fn spawn(spec: SpawnSpec, senders: EventSenders) -> Result<ServerProcess, Sp
         env,
         cwd,
         transport,
+        first_message,
     } = spec;
     if !cwd.is_dir() {
         // Checked here because the kernel reports a missing cwd as ENOENT, which would read as
@@ -349,48 +357,49 @@ pub fn spawn(spec: SpawnSpec, senders: EventSenders) -> Result<ServerProcess, Sp
             Some(listener)
         }
     };
-    let mut process_command = Command::new(&command);
-    process_command
-        .args(&args)
-        .envs(env.iter().map(|(key, value)| (key, value)))
-        .current_dir(&cwd)
-        .stdin(if listener.is_some() {
-            Stdio::null()
-        } else {
-            Stdio::piped()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    set_parent_death_signal(&mut process_command);
-
-    let mut child = process_command
-        .spawn()
-        .map_err(|source| match source.kind() {
-            io::ErrorKind::NotFound => SpawnError::NotFound {
-                command: command.clone(),
-            },
-            io::ErrorKind::PermissionDenied => SpawnError::PermissionDenied {
-                command: command.clone(),
-            },
-            _ => SpawnError::Io {
-                command: command.clone(),
-                source,
-            },
-        })?;
+    let mut first_bytes = Vec::new();
+    if let Some(message) = &first_message {
+        if let Err(error) = write_outgoing(&mut first_bytes, message) {
+            log::warn!("cannot serialise the first message for server {name}: {error}");
+            first_bytes.clear();
+        }
+    }
+    let stdin_prefill: &[u8] = match listener {
+        None => &first_bytes,
+        Some(_) => &[],
+    };
+    let launched = launch::launch(&launch::LaunchSpec {
+        program: &command,
+        args: &args,
+        env: &env,
+        cwd: &cwd,
+        stdin_piped: listener.is_none(),
+        stdin_prefill,
+    })
+    .map_err(|source| match source.kind() {
+        io::ErrorKind::NotFound => SpawnError::NotFound {
+            command: command.clone(),
+        },
+        io::ErrorKind::PermissionDenied => SpawnError::PermissionDenied {
+            command: command.clone(),
+        },
+        _ => SpawnError::Io {
+            command: command.clone(),
+            source,
+        },
+    })?;
+    let launch::Launched {
+        child,
+        stdin,
+        stdout,
+        stderr,
+        n_prefilled,
+    } = launched;
     let pid = child.id();
     log::debug!(
-        "started server {name} (pid {pid}): {} {args:?}",
+        "started server {name} (pid {pid}, clone(CLONE_VM|CLONE_VFORK)): {} {args:?}",
         command.display()
     );
-
-    // The pipes are present because they were configured as piped (stdin only for stdio).
-    let stdin = child.stdin.take();
-    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-        kill_and_reap(&mut child);
-        let source = io::Error::other("child stdio pipes missing");
-        return Err(SpawnError::Io { command, source });
-    };
 
     let (outgoing_sender, outgoing_receiver) = crossbeam_channel::unbounded();
     let stdin = stdin.map(|stdin| DirectStdin {
@@ -527,37 +536,13 @@ pub fn spawn(spec: SpawnSpec, senders: EventSenders) -> Result<ServerProcess, Sp
         process.kill_group_now();
         return Err(SpawnError::Io { command, source });
     }
+    // What the pipe did not take before the start (and the whole message for a socket).
+    if n_prefilled < first_bytes.len() {
+        let rest = first_bytes.split_off(n_prefilled);
+        let _ = process.send_bytes(rest);
+    }
     Ok(process)
 }
-
-#[cfg(target_os = "linux")]
-fn set_parent_death_signal(command: &mut Command) {
-    let parent_pid = std::process::id() as libc::pid_t;
-    // SAFETY: the closure runs between fork and exec and only calls async-signal-safe functions
-    // (prctl, getppid) and builds an io::Error from a raw code (no allocation).
-    unsafe {
-        command.pre_exec(move || {
-            if libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            ) != 0
-            {
-                return Err(io::Error::last_os_error());
-            }
-            // If lspc died between fork and prctl, the signal was never armed: give up.
-            if libc::getppid() != parent_pid {
-                return Err(io::Error::from_raw_os_error(libc::ESRCH));
-            }
-            Ok(())
-        });
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn set_parent_death_signal(_command: &mut Command) {}
 
 /// A stdio server's stdin, shared by the loop's direct path and the writer thread.
 #[derive(Clone)]
@@ -862,12 +847,6 @@ fn parse_stat_state_and_pgrp(stat: &str) -> Option<(char, u32)> {
     Some((state, pgrp))
 }
 
-/// Last resort when a half-built process must go: SIGKILL the group and reap.
-fn kill_and_reap(child: &mut Child) {
-    signal_group(child.id(), libc::SIGKILL);
-    let _ = child.wait();
-}
-
 impl ServerProcess {
     pub fn server_id(&self) -> ServerId {
         self.server_id
@@ -980,7 +959,7 @@ impl ServerProcess {
     /// close; a thread still blocked after 1 s, because a process outside the group holds a pipe,
     /// is logged and left behind rather than hanging lspc). Worst case about `grace` + 2 s.
     ///
-    /// Waiting uses `wait-timeout`, which installs a process-wide SIGCHLD handler on first use.
+    /// Waiting polls a pidfd ([`ChildProcess::wait_timeout`]): no signal handler, no timer tick.
     /// Idempotent: later calls return the first result.
     pub fn terminate(&mut self, grace: Duration) -> ExitInfo {
         if let Some(exit_info) = self.exit_info {
@@ -1103,6 +1082,8 @@ fn last_lines(text: &str, n: usize) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::os::unix::process::CommandExt;
+    use std::process::Command;
 
     const EVENT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -1122,6 +1103,7 @@ mod tests {
             env: vec![("PAYLOAD".to_owned(), payload.to_owned())],
             cwd: std::env::temp_dir(),
             transport: Transport::Stdio,
+            first_message: None,
         };
         (
             spawn(spec, event_sender.into()).expect("spawn sh"),
@@ -1460,6 +1442,7 @@ mod tests {
             env: Vec::new(),
             cwd: std::env::temp_dir(),
             transport: Transport::Stdio,
+            first_message: None,
         };
         let error = spawn(spec, event_sender.into()).expect_err("spawn should fail");
         assert_eq!(error.to_string(), expected);

@@ -350,6 +350,19 @@ impl State {
         server.generation += 1;
         // Registrations belong to a process; a restarted server registers again.
         server.pull_registrations.clear();
+        // `initialize` is built first and goes into the stdin pipe before the server starts
+        // (see `SpawnSpec::first_message`).
+        let initialize_id = server.next_id();
+        let params = client_capabilities::initialize_params(
+            &server.root_uri,
+            &server.workspace_folder,
+            server.config.initialization_options.as_ref(),
+        );
+        let initialize = Request {
+            id: RequestId::from(initialize_id),
+            method: "initialize".to_owned(),
+            params,
+        };
         let spec = SpawnSpec {
             server_id,
             generation: server.generation,
@@ -364,6 +377,7 @@ impl State {
                 .collect(),
             cwd: server.workspace_folder.clone(),
             transport: server.config.transport,
+            first_message: Some(Outgoing::Message(Message::Request(initialize))),
         };
         let process = match process::spawn(spec, self.event_sender.clone()) {
             Ok(process) => process,
@@ -378,18 +392,6 @@ impl State {
                 return;
             }
         };
-        let initialize_id = server.next_id();
-        let params = client_capabilities::initialize_params(
-            &server.root_uri,
-            &server.workspace_folder,
-            server.config.initialization_options.as_ref(),
-        );
-        let request = Request {
-            id: RequestId::from(initialize_id),
-            method: "initialize".to_owned(),
-            params,
-        };
-        let _ = process.send(Outgoing::Message(Message::Request(request)));
         let startup_timeout = server
             .config
             .startup_timeout_ms

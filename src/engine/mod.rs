@@ -32,6 +32,7 @@ mod tsserver_probe;
 pub use settle::SettleRule;
 pub mod supervisor;
 mod watchdog;
+pub use watchdog::{prepare as prepare_watchdog, WatchdogHold};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
