@@ -383,6 +383,20 @@ fn serve_clients(
         sender: event_sender,
     });
     let (done_sender, done_receiver) = unbounded::<()>();
+    // Files lspc has not opened reach servers such as pyright only as the client's
+    // `workspace/didChangeWatchedFiles`: in process (a session has its own) the workspace is
+    // scanned as a session scans it, so an edit made behind lspc's back is not answered from
+    // the old text for the rest of the run. Active while messages arrive.
+    let active = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let watch = match engine.is_remote() {
+        true => None,
+        false => crate::session::watch::WatchThread::spawn(
+            "lspc-mcp-watch",
+            PathBuf::from(&root),
+            engine.op_sender(),
+            Arc::clone(&active),
+        ),
+    };
 
     let context = ToolContext {
         op_sender: engine.op_sender(),
@@ -431,9 +445,10 @@ fn serve_clients(
             hub_sender: stdio.sender,
         };
         let input = stdio.input;
+        let active = Arc::clone(&active);
         let _reader = thread::Builder::new()
             .name("lspc-mcp-reader".to_owned())
-            .spawn(move || read_loop(input, front));
+            .spawn(move || read_loop(input, front, &active));
     }
 
     loop {
@@ -458,7 +473,10 @@ fn serve_clients(
         };
         select! {
             recv(inputs) -> input => match input {
-                Ok(input) => hub.handle_input(input),
+                Ok(input) => {
+                    active.store(true, std::sync::atomic::Ordering::Relaxed);
+                    hub.handle_input(input)
+                }
                 Err(_) => break,
             },
             recv(event_receiver) -> event => {
@@ -495,6 +513,7 @@ fn serve_clients(
     }
     let pool = hub.pool.clone();
     drop(hub);
+    drop(watch);
     // Dropping the engine answers every waiting op with "gone", so the workers finish.
     drop(engine);
     pool.join();
@@ -503,13 +522,18 @@ fn serve_clients(
 
 /// Stdio's reader: one line of stdin at a time, started here ([`fast_path`]) or handed to the
 /// hub, in order.
-fn read_loop(mut input: Box<dyn BufRead + Send>, front: fast_path::Front) {
+fn read_loop(
+    mut input: Box<dyn BufRead + Send>,
+    front: fast_path::Front,
+    active: &std::sync::atomic::AtomicBool,
+) {
     let mut buffer = Vec::new();
     loop {
         buffer.clear();
         match input.read_until(b'\n', &mut buffer) {
             Ok(0) | Err(_) => return,
             Ok(_) => {
+                active.store(true, std::sync::atomic::Ordering::Relaxed);
                 let line = String::from_utf8_lossy(&buffer);
                 let incoming = protocol::parse_line(line.trim_end_matches(['\n', '\r']));
                 if front.dispatch(incoming).is_err() {

@@ -167,6 +167,53 @@ pub fn run(
     }
 }
 
+/// A watch thread owned by a frontend that runs its engine in process (`lspc mcp`, which may
+/// live as long as a session): [`run`] on a thread named `name`, active while `active` was set
+/// since the previous look (the frontend sets it for each message it reads). Dropping it stops
+/// the thread and joins it (at most one scan's time).
+pub struct WatchThread {
+    stop: Option<Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl WatchThread {
+    /// Start scanning `root` for `op_sender`'s loop; `None` (logged) when the thread cannot
+    /// start.
+    pub fn spawn(
+        name: &str,
+        root: PathBuf,
+        op_sender: Sender<Op>,
+        active: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) -> Option<WatchThread> {
+        let (stop, stop_receiver) = crossbeam_channel::bounded::<()>(1);
+        // Nobody asks for scans: `run` keeps to its interval.
+        let (_, scan_requests) = crossbeam_channel::bounded::<ScanRequest>(1);
+        let has_clients = move || active.swap(false, std::sync::atomic::Ordering::Relaxed);
+        let spawned = std::thread::Builder::new()
+            .name(name.to_owned())
+            .spawn(move || run(root, op_sender, stop_receiver, scan_requests, has_clients));
+        match spawned {
+            Ok(thread) => Some(WatchThread {
+                stop: Some(stop),
+                thread: Some(thread),
+            }),
+            Err(error) => {
+                log::warn!("cannot start the {name} thread: {error}");
+                None
+            }
+        }
+    }
+}
+
+impl Drop for WatchThread {
+    fn drop(&mut self) {
+        self.stop.take();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

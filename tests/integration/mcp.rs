@@ -1674,3 +1674,73 @@ fn fast_path_results_carry_new_diagnostics_as_the_hub_route_does() {
         ]
     );
 }
+
+/// Found by trying `lspc mcp` as a new user would (pypa/packaging, then reduced): an agent
+/// edits a file lspc never opened (here with its own editor, not through lspc) and asks again.
+/// pyright reads such files from disk and learns of changes only from the client
+/// (`workspace/didChangeWatchedFiles`); in process nothing told it, so every later
+/// definition landed at the old position (`lib.py:1:4`, on the `# moved` comment) for the rest
+/// of the session, on the fast path and the hub route alike. In-process `lspc mcp` now scans the
+/// workspace as a warm session does, so the answer is right again within the scan interval
+/// (2 s). pyright 1.1.414.
+#[test]
+fn a_definition_into_a_file_edited_behind_lspc_follows_the_edit() {
+    if !on_path("pyright-langserver") {
+        eprintln!("skipped: pyright-langserver is not on PATH");
+        return;
+    }
+    let root = temp_workspace("unopened-edit");
+    std::fs::write(root.join("lib.py"), "def greet(name):\n    return name\n").expect("write");
+    std::fs::write(
+        root.join("main.py"),
+        "from lib import greet\n\nprint(greet(\"x\"))\n",
+    )
+    .expect("write");
+    let mut session = Session::start(&root, &["mcp"]);
+    session.initialize("2025-06-18");
+    let mut next_id = 1;
+    let mut definition = |session: &mut Session| {
+        next_id += 1;
+        let answer = session.request(
+            json!(next_id),
+            "tools/call",
+            json!({"name": "definition", "arguments": {"file": "main.py", "line": 3, "symbol": "greet"}}),
+            90 * SECOND,
+        );
+        answer["result"]["structuredContent"]["locations"][0].clone()
+    };
+    let first = definition(&mut session);
+    assert_eq!(
+        (&first["path"], &first["line"], &first["lineText"]),
+        (&json!("lib.py"), &json!(1), &json!("def greet(name):")),
+        "{first}"
+    );
+    std::fs::write(
+        root.join("lib.py"),
+        "# moved\n# down\ndef greet(name):\n    return name\n",
+    )
+    .expect("write");
+    let deadline = Instant::now() + 15 * SECOND;
+    let mut moved = definition(&mut session);
+    while moved["line"] != 3 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+        moved = definition(&mut session);
+    }
+    assert_eq!(
+        (
+            &moved["path"],
+            &moved["line"],
+            &moved["column"],
+            &moved["lineText"]
+        ),
+        (
+            &json!("lib.py"),
+            &json!(3),
+            &json!(5),
+            &json!("def greet(name):")
+        ),
+        "still the old position 15 s after lib.py changed: {moved}"
+    );
+    assert_eq!(session.finish(20 * SECOND), Some(0));
+    let _ = std::fs::remove_dir_all(&root);
+}
