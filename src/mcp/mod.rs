@@ -311,6 +311,9 @@ struct Hub {
     stdio: Option<Arc<fast_path::StdioShared>>,
     /// Coalesced `notifications/resources/updated` and the disk watch (issue 11).
     updates: updates::ResourceUpdates,
+    /// The errors of the configuration in force: a reload that brings new ones (a file that no
+    /// longer parses) is not applied, as a session does (`session::reload`).
+    accepted_config_errors: Vec<String>,
 }
 
 /// The stdio client's id.
@@ -425,6 +428,7 @@ fn serve_clients(
             .map(|options| Arc::new(std::sync::Mutex::new(reload::ConfigWatch::new(options)))),
         stdio: None,
         updates: updates::ResourceUpdates::new(Instant::now()),
+        accepted_config_errors: config_error_texts(&options.engine.config),
     };
     if let Some(stdio) = stdio {
         let shared = Arc::new(fast_path::StdioShared::default());
@@ -807,7 +811,7 @@ impl Hub {
             method,
             "tools/list" | "tools/call" | "resources/list" | "resources/read"
         ) {
-            self.reload_if_changed();
+            self.reload_if_changed(state);
         }
         let reply = |result: Value| -> Value {
             success_response(
@@ -1096,7 +1100,7 @@ impl Hub {
                     self.updates.changed(uri, Instant::now());
                 }
             }
-            FrontendEvent::ServerInitialized { .. } => self.refresh_tools(),
+            FrontendEvent::ServerInitialized { .. } => self.refresh_tools(None),
             FrontendEvent::ServerFailed {
                 server,
                 message,
@@ -1113,7 +1117,7 @@ impl Hub {
                     }
                 }
                 if permanent {
-                    self.refresh_tools();
+                    self.refresh_tools(None);
                 }
             }
         }
@@ -1122,7 +1126,9 @@ impl Hub {
     /// Issue 4: when a file the configuration came from changed, load it again and let the
     /// engine apply it (changed servers restart lazily, others keep running), then tell the
     /// clients when the tool set changed. Cheap when nothing changed (a few `stat` calls).
-    fn reload_if_changed(&mut self) {
+    /// `current` is the state of the client whose request is being handled (out of
+    /// `self.clients` meanwhile): it is told too.
+    fn reload_if_changed(&mut self, current: &mut ClientState) {
         let Some(watch) = &self.config_watch else {
             return;
         };
@@ -1136,9 +1142,32 @@ impl Hub {
             watch.options().clone()
         };
         let config = crate::config::load(&options);
-        for error in &config.errors {
-            log::warn!("config error: {error}");
+        let errors = config_error_texts(&config);
+        let new_errors: Vec<&str> = errors
+            .iter()
+            .filter(|error| !self.accepted_config_errors.contains(error))
+            .map(String::as_str)
+            .collect();
+        if !new_errors.is_empty() {
+            // A half-written save or a typo must not stop the servers it names: keep serving
+            // the previous configuration until the files change again.
+            let text = format!(
+                "configuration not reloaded, keeping the previous one: {}",
+                new_errors.join("; ")
+            );
+            log::warn!("{text}");
+            for state in self.clients.values_mut().chain([&mut *current]) {
+                if state.handshake.is_some() && protocol::level_passes("warning", &state.log_level)
+                {
+                    state.notify(notification(
+                        "notifications/message",
+                        json!({"level": "warning", "logger": "lspc", "data": text}),
+                    ));
+                }
+            }
+            return;
         }
+        self.accepted_config_errors = errors;
         let (reply, receiver) = bounded(1);
         if self
             .context
@@ -1154,7 +1183,7 @@ impl Hub {
             return;
         };
         if !report.is_empty() {
-            for state in self.clients.values_mut() {
+            for state in self.clients.values_mut().chain([&mut *current]) {
                 if state.handshake.is_some() && protocol::level_passes("info", &state.log_level) {
                     state.notify(notification(
                         "notifications/message",
@@ -1166,16 +1195,18 @@ impl Hub {
                 }
             }
         }
-        self.refresh_tools();
+        self.refresh_tools(Some(current));
     }
 
-    fn refresh_tools(&mut self) {
+    /// Tell every client (and `current`, out of `self.clients` while its request is handled)
+    /// when the tool set changed.
+    fn refresh_tools(&mut self, current: Option<&mut ClientState>) {
         let offered = tools::offered_tools(&engine::server_details(&self.context.op_sender));
         if offered == self.offered {
             return;
         }
         self.offered = offered;
-        for state in self.clients.values_mut() {
+        for state in self.clients.values_mut().chain(current) {
             if state.handshake.is_some() {
                 state.notify(notification("notifications/tools/list_changed", json!({})));
             }
@@ -1192,6 +1223,11 @@ impl Hub {
             }
         }
     }
+}
+
+/// `config`'s errors as text, to tell the new ones of a reload from those already in force.
+fn config_error_texts(config: &crate::config::Config) -> Vec<String> {
+    config.errors.iter().map(ToString::to_string).collect()
 }
 
 /// Add the 2026-07-28 result fields: `resultType`, cache hints on list/read results, and `_meta`
