@@ -314,6 +314,9 @@ struct Hub {
     /// The errors of the configuration in force: a reload that brings new ones (a file that no
     /// longer parses) is not applied, as a session does (`session::reload`).
     accepted_config_errors: Vec<String>,
+    /// In process: the workspace's folder events, checked before each call so a file written
+    /// before the call was sent is announced to the servers first (`session::watch`).
+    freshness: Option<Arc<crate::session::watch::Freshness>>,
 }
 
 /// The stdio client's id.
@@ -401,6 +404,10 @@ fn serve_clients(
         ),
     };
 
+    let freshness = watch
+        .as_ref()
+        .map(crate::session::watch::WatchThread::freshness);
+
     let context = ToolContext {
         op_sender: engine.op_sender(),
         root: PathBuf::from(&root),
@@ -429,6 +436,7 @@ fn serve_clients(
         stdio: None,
         updates: updates::ResourceUpdates::new(Instant::now()),
         accepted_config_errors: config_error_texts(&options.engine.config),
+        freshness: freshness.clone(),
     };
     if let Some(stdio) = stdio {
         let shared = Arc::new(fast_path::StdioShared::default());
@@ -444,6 +452,7 @@ fn serve_clients(
             done_sender: hub.done_sender.clone(),
             shared,
             config_watch: hub.config_watch.clone(),
+            freshness,
             client: stdio.client,
             out: stdio.out,
             hub_sender: stdio.sender,
@@ -812,6 +821,14 @@ impl Hub {
             "tools/list" | "tools/call" | "resources/list" | "resources/read"
         ) {
             self.reload_if_changed(state);
+        }
+        if matches!(method, "tools/call" | "resources/read") {
+            if let Some(freshness) = self.freshness.as_ref().filter(|fresh| fresh.stale()) {
+                log::debug!(
+                    "{method}: workspace files written since the last scan: scanning first"
+                );
+                freshness.catch_up();
+            }
         }
         let reply = |result: Value| -> Value {
             success_response(

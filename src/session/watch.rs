@@ -18,6 +18,7 @@
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crossbeam_channel::{select, Receiver, Sender};
@@ -125,6 +126,20 @@ pub fn run(
     scan_requests: Receiver<ScanRequest>,
     has_clients: impl Fn() -> bool,
 ) {
+    run_with_events(root, op_sender, stop, scan_requests, has_clients, None);
+}
+
+/// [`run`], keeping `events` watching the folders of the files each scan lists (their queue is
+/// read just before each scan, so an event queued before a [`ScanRequest`] is covered by it).
+fn run_with_events(
+    root: PathBuf,
+    op_sender: Sender<Op>,
+    stop: Receiver<()>,
+    scan_requests: Receiver<ScanRequest>,
+    has_clients: impl Fn() -> bool,
+    events: Option<&DirEvents>,
+) {
+    let mut watched_folders: std::collections::HashSet<PathBuf> = Default::default();
     let mut snapshot = Snapshot::default();
     let mut last_client = std::time::Instant::now();
     let mut last_scan: Option<std::time::Instant> = None;
@@ -154,7 +169,20 @@ pub fn run(
             }
         }
         last_scan = Some(std::time::Instant::now());
+        if let Some(events) = events {
+            events.drain();
+        }
         let changes = snapshot.scan(&root);
+        if let Some(events) = events {
+            let folders = std::iter::once(root.as_path())
+                .chain(snapshot.stamps.keys().filter_map(|file| file.parent()));
+            for folder in folders {
+                if !watched_folders.contains(folder) {
+                    events.watch(folder);
+                    watched_folders.insert(folder.to_path_buf());
+                }
+            }
+        }
         if !changes.is_empty() {
             log::info!("{} file(s) changed on disk", changes.len());
             if op_sender.send(Op::FilesChanged { changes }).is_err() {
@@ -174,6 +202,116 @@ pub fn run(
 pub struct WatchThread {
     stop: Option<Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
+    freshness: Arc<Freshness>,
+}
+
+/// What a request checks before it is served, so that a file written (and closed) before the
+/// request was sent is announced to the servers before the request reaches them: Linux queues
+/// the inotify event inside the `close` or `rename` that made the change, so [`Freshness::stale`]
+/// (one `ioctl`) sees it, and [`Freshness::catch_up`] has the watch thread scan and put the
+/// changes on the loop's op channel ahead of the request. Writes to a file kept open (a log)
+/// raise no event here; they are found by the periodic scan.
+pub struct Freshness {
+    events: Option<DirEvents>,
+    scan_requests: Sender<ScanRequest>,
+}
+
+impl Freshness {
+    /// Whether a folder event is queued that no scan has covered yet; `false` without inotify
+    /// (then only the periodic scans notice changes).
+    pub fn stale(&self) -> bool {
+        self.events.as_ref().is_some_and(DirEvents::pending)
+    }
+
+    /// Wait (at most [`SCAN_REQUEST_TIMEOUT`]) until a scan has announced what changed.
+    pub fn catch_up(&self) {
+        scan_now(&self.scan_requests);
+    }
+}
+
+/// An inotify instance watching the workspace's folders for files written, deleted or renamed
+/// (`IN_CLOSE_WRITE`, `IN_DELETE`, `IN_MOVED_FROM`, `IN_MOVED_TO`). Not `IN_MODIFY`, so a log
+/// file appended to in the workspace raises nothing, and not `IN_CREATE`, so a server creating
+/// its cache folder (clangd's `.cache`) does not send the next calls through a scan; a created
+/// file raises `IN_CLOSE_WRITE` once written, and a new folder is watched from the next scan.
+/// A folder that cannot be watched (the watch limit) is logged once and left to the periodic
+/// scans.
+struct DirEvents {
+    fd: std::os::fd::OwnedFd,
+    warned: std::sync::atomic::AtomicBool,
+}
+
+const DIR_EVENT_MASK: u32 =
+    libc::IN_CLOSE_WRITE | libc::IN_DELETE | libc::IN_MOVED_FROM | libc::IN_MOVED_TO;
+
+impl DirEvents {
+    /// A non-blocking inotify instance; `None` when the kernel refuses one.
+    fn start() -> Option<DirEvents> {
+        use std::os::fd::FromRawFd;
+        // SAFETY: inotify_init1 takes flags and returns a new descriptor or -1.
+        let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+        if fd < 0 {
+            return None;
+        }
+        Some(DirEvents {
+            // SAFETY: `fd` is a descriptor we own from here on.
+            fd: unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) },
+            warned: Default::default(),
+        })
+    }
+
+    fn watch(&self, folder: &Path) {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::ffi::OsStrExt;
+        let Ok(name) = std::ffi::CString::new(folder.as_os_str().as_bytes()) else {
+            return;
+        };
+        // SAFETY: a valid descriptor and a NUL-terminated path.
+        let wd =
+            unsafe { libc::inotify_add_watch(self.fd.as_raw_fd(), name.as_ptr(), DIR_EVENT_MASK) };
+        if wd < 0 {
+            let error = std::io::Error::last_os_error();
+            let gone = matches!(
+                error.raw_os_error(),
+                Some(libc::ENOENT) | Some(libc::ENOTDIR) | Some(libc::EACCES)
+            );
+            if !gone && !self.warned.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                log::warn!(
+                    "cannot watch {} ({error}): changes there are noticed by the scan every {} s",
+                    folder.display(),
+                    SCAN_INTERVAL.as_secs()
+                );
+            }
+        }
+    }
+
+    /// Whether an event is queued (one `ioctl`); `true` when that cannot be told.
+    fn pending(&self) -> bool {
+        use std::os::fd::AsRawFd;
+        let mut queued: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one `c_int` through the pointer.
+        let status = unsafe { libc::ioctl(self.fd.as_raw_fd(), libc::FIONREAD, &mut queued) };
+        status != 0 || queued > 0
+    }
+
+    /// Read every queued event (a scan decides what changed, not the events).
+    fn drain(&self) {
+        use std::os::fd::AsRawFd;
+        let mut buffer = [0u8; 4096];
+        loop {
+            // SAFETY: `buffer` is valid for `buffer.len()` bytes.
+            let n = unsafe {
+                libc::read(
+                    self.fd.as_raw_fd(),
+                    buffer.as_mut_ptr().cast(),
+                    buffer.len(),
+                )
+            };
+            if n <= 0 {
+                return;
+            }
+        }
+    }
 }
 
 impl WatchThread {
@@ -186,22 +324,44 @@ impl WatchThread {
         active: std::sync::Arc<std::sync::atomic::AtomicBool>,
     ) -> Option<WatchThread> {
         let (stop, stop_receiver) = crossbeam_channel::bounded::<()>(1);
-        // Nobody asks for scans: `run` keeps to its interval.
-        let (_, scan_requests) = crossbeam_channel::bounded::<ScanRequest>(1);
+        let (scan_request_sender, scan_requests) = crossbeam_channel::unbounded::<ScanRequest>();
+        let freshness = Arc::new(Freshness {
+            events: DirEvents::start(),
+            scan_requests: scan_request_sender,
+        });
         let has_clients = move || active.swap(false, std::sync::atomic::Ordering::Relaxed);
+        let shared = Arc::clone(&freshness);
         let spawned = std::thread::Builder::new()
             .name(name.to_owned())
-            .spawn(move || run(root, op_sender, stop_receiver, scan_requests, has_clients));
+            .spawn(move || {
+                run_with_events(
+                    root,
+                    op_sender,
+                    stop_receiver,
+                    scan_requests,
+                    has_clients,
+                    shared.events.as_ref(),
+                )
+            });
         match spawned {
             Ok(thread) => Some(WatchThread {
                 stop: Some(stop),
                 thread: Some(thread),
+                freshness,
             }),
             Err(error) => {
                 log::warn!("cannot start the {name} thread: {error}");
                 None
             }
         }
+    }
+}
+
+impl WatchThread {
+    /// The check requests make before they are served (shared with the threads that start
+    /// them).
+    pub fn freshness(&self) -> Arc<Freshness> {
+        Arc::clone(&self.freshness)
     }
 }
 
