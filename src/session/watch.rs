@@ -129,6 +129,20 @@ pub fn run(
     run_with_events(root, op_sender, stop, scan_requests, has_clients, None);
 }
 
+/// [`run`] for the requests that check `freshness`: its folder events are kept watching the
+/// folders of the files each scan lists.
+pub fn run_fresh(
+    root: PathBuf,
+    op_sender: Sender<Op>,
+    stop: Receiver<()>,
+    scan_requests: Receiver<ScanRequest>,
+    has_clients: impl Fn() -> bool,
+    freshness: &Freshness,
+) {
+    let events = freshness.events.as_ref();
+    run_with_events(root, op_sender, stop, scan_requests, has_clients, events);
+}
+
 /// [`run`], keeping `events` watching the folders of the files each scan lists (their queue is
 /// read just before each scan, so an event queued before a [`ScanRequest`] is covered by it).
 fn run_with_events(
@@ -217,6 +231,15 @@ pub struct Freshness {
 }
 
 impl Freshness {
+    /// The check of requests whose scans the watch thread reading `scan_requests` makes
+    /// ([`run_fresh`] with this check); without inotify, [`Freshness::stale`] is always false.
+    pub fn new(scan_requests: Sender<ScanRequest>) -> Arc<Freshness> {
+        Arc::new(Freshness {
+            events: DirEvents::start(),
+            scan_requests,
+        })
+    }
+
     /// Whether a folder event is queued that no scan has covered yet; `false` without inotify
     /// (then only the periodic scans notice changes).
     pub fn stale(&self) -> bool {
@@ -325,22 +348,19 @@ impl WatchThread {
     ) -> Option<WatchThread> {
         let (stop, stop_receiver) = crossbeam_channel::bounded::<()>(1);
         let (scan_request_sender, scan_requests) = crossbeam_channel::unbounded::<ScanRequest>();
-        let freshness = Arc::new(Freshness {
-            events: DirEvents::start(),
-            scan_requests: scan_request_sender,
-        });
+        let freshness = Freshness::new(scan_request_sender);
         let has_clients = move || active.swap(false, std::sync::atomic::Ordering::Relaxed);
         let shared = Arc::clone(&freshness);
         let spawned = std::thread::Builder::new()
             .name(name.to_owned())
             .spawn(move || {
-                run_with_events(
+                run_fresh(
                     root,
                     op_sender,
                     stop_receiver,
                     scan_requests,
                     has_clients,
-                    shared.events.as_ref(),
+                    &shared,
                 )
             });
         match spawned {

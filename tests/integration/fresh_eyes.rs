@@ -679,3 +679,51 @@ fn a_configuration_given_as_a_pipe_is_read() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&status.stdout), "no sessions\n");
 }
+
+/// Found on pypa/packaging (reduced here): with a warm session, another tool moves a function
+/// two lines down in a file lspc never opened, and the next `lspc definition` through the
+/// session still answered `lib.py:1:4` (the old position, now on a comment) until the
+/// session's 2 s scan told pyright of the change. The session now checks the workspace's
+/// folder events before each request (one `ioctl`) and has a scan announce a change first, so
+/// the very next answer is right. pyright 1.1.414.
+#[test]
+fn a_warm_definition_right_after_an_edit_behind_lspc_lands_on_the_new_text() {
+    require_program!("pyright-langserver");
+    let workspace = Workspace::new("warm-unopened-edit");
+    workspace.file("lib.py", "def greet(name):\n    return name\n");
+    workspace.file("main.py", "from lib import greet\n\nprint(greet(\"x\"))\n");
+    let config = workspace.config(json!({ "pyright": pyright_entry() }));
+    let runtime = private_runtime(&workspace);
+    let _stop = StopSessions(runtime.clone());
+    let definition = |workspace: &Workspace| {
+        workspace
+            .lspc()
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .env("LSPC_SESSION_IDLE", "60s")
+            .args(["--no-builtin", "--config"])
+            .arg(&config)
+            .args(["--session", "always", "definition", "main.py:3:greet"])
+            .timeout(std::time::Duration::from_secs(120))
+            .run()
+    };
+    let before = definition(&workspace);
+    before.status(0);
+    assert_eq!(
+        before.stdout,
+        "lib.py:1:5  def greet(name):\n",
+        "{}",
+        before.story()
+    );
+    workspace.file(
+        "lib.py",
+        "# moved\n# down\ndef greet(name):\n    return name\n",
+    );
+    let after = definition(&workspace);
+    after.status(0);
+    assert_eq!(
+        after.stdout,
+        "lib.py:3:5  def greet(name):\n",
+        "{}",
+        after.story()
+    );
+}
