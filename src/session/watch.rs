@@ -28,6 +28,10 @@ use crate::engine::{Op, WatchedChange};
 /// The most files one session watches.
 pub const MAX_WATCHED_FILES: usize = 20_000;
 
+/// The most folders whose events a watch asks inotify for (the per-user watch limit is shared
+/// with every other tool; 8,192 on older kernels).
+pub const MAX_WATCHED_FOLDERS: usize = 2_000;
+
 /// How often the disk is scanned while a client is connected (or was, within [`QUIET_AFTER`]).
 pub const SCAN_INTERVAL: Duration = Duration::from_secs(2);
 
@@ -191,6 +195,21 @@ fn run_with_events(
             let folders = std::iter::once(root.as_path())
                 .chain(snapshot.stamps.keys().filter_map(|file| file.parent()));
             for folder in folders {
+                if watched_folders.len() >= MAX_WATCHED_FOLDERS {
+                    // Watches are a per-user budget shared with editors and other tools.
+                    if !events
+                        .warned
+                        .swap(true, std::sync::atomic::Ordering::Relaxed)
+                    {
+                        log::info!(
+                            "{} has more than {MAX_WATCHED_FOLDERS} folders with files; changes \
+                             in the others are noticed by the scan every {} s",
+                            root.display(),
+                            SCAN_INTERVAL.as_secs()
+                        );
+                    }
+                    break;
+                }
                 if !watched_folders.contains(folder) {
                     events.watch(folder);
                     watched_folders.insert(folder.to_path_buf());
@@ -420,6 +439,46 @@ mod tests {
             ]
         );
         assert_eq!(snapshot.scan(&root), []);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// A file written and closed makes the next check stale until a scan has put the change
+    /// on the loop's channel; appending to a file kept open (a log) raises nothing.
+    #[test]
+    fn a_written_file_is_stale_until_a_scan_announced_it() {
+        use std::io::Write;
+        let root = std::env::temp_dir().join(format!("lspc-fresh-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("pkg")).unwrap();
+        let root = root.canonicalize().unwrap();
+        std::fs::write(root.join("pkg/a.py"), "a = 1\n").unwrap();
+        let mut log = std::fs::File::create(root.join("lspc.log")).unwrap();
+        let (op_sender, op_receiver) = crossbeam_channel::unbounded();
+        let active = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let watch = WatchThread::spawn("test-watch", root.clone(), op_sender, active).unwrap();
+        let freshness = watch.freshness();
+        // The first scan records the snapshot and starts the folder watches.
+        freshness.catch_up();
+        assert!(!freshness.stale());
+        writeln!(log, "appended").unwrap();
+        log.flush().unwrap();
+        assert!(!freshness.stale(), "an append to an open file is no event");
+        std::fs::write(root.join("pkg/a.py"), "a = 22\n").unwrap();
+        assert!(freshness.stale(), "queued by the write's close");
+        freshness.catch_up();
+        assert!(!freshness.stale());
+        let changes: Vec<(PathBuf, WatchedChange)> = op_receiver
+            .try_iter()
+            .flat_map(|op| match op {
+                Op::FilesChanged { changes } => changes,
+                _ => Vec::new(),
+            })
+            .collect();
+        assert!(
+            changes.contains(&(root.join("pkg/a.py"), WatchedChange::Changed)),
+            "{changes:?}"
+        );
+        drop(watch);
         std::fs::remove_dir_all(&root).unwrap();
     }
 }
