@@ -23,6 +23,7 @@ use std::time::{Duration, SystemTime};
 
 use crossbeam_channel::{select, Receiver, Sender};
 
+use crate::doorbell::LoopSender;
 use crate::engine::{Op, WatchedChange};
 
 /// The most files one session watches.
@@ -125,7 +126,7 @@ pub fn scan_now(scan_requests: &Sender<ScanRequest>) {
 /// for each [`ScanRequest`], until `stop` fires or the engine is gone.
 pub fn run(
     root: PathBuf,
-    op_sender: Sender<Op>,
+    op_sender: LoopSender<Op>,
     stop: Receiver<()>,
     scan_requests: Receiver<ScanRequest>,
     has_clients: impl Fn() -> bool,
@@ -137,7 +138,7 @@ pub fn run(
 /// folders of the files each scan lists.
 pub fn run_fresh(
     root: PathBuf,
-    op_sender: Sender<Op>,
+    op_sender: LoopSender<Op>,
     stop: Receiver<()>,
     scan_requests: Receiver<ScanRequest>,
     has_clients: impl Fn() -> bool,
@@ -151,7 +152,7 @@ pub fn run_fresh(
 /// read just before each scan, so an event queued before a [`ScanRequest`] is covered by it).
 fn run_with_events(
     root: PathBuf,
-    op_sender: Sender<Op>,
+    op_sender: LoopSender<Op>,
     stop: Receiver<()>,
     scan_requests: Receiver<ScanRequest>,
     has_clients: impl Fn() -> bool,
@@ -362,7 +363,7 @@ impl WatchThread {
     pub fn spawn(
         name: &str,
         root: PathBuf,
-        op_sender: Sender<Op>,
+        op_sender: LoopSender<Op>,
         active: std::sync::Arc<std::sync::atomic::AtomicBool>,
     ) -> Option<WatchThread> {
         let (stop, stop_receiver) = crossbeam_channel::bounded::<()>(1);
@@ -453,7 +454,7 @@ mod tests {
         let root = root.canonicalize().unwrap();
         std::fs::write(root.join("pkg/a.py"), "a = 1\n").unwrap();
         let mut log = std::fs::File::create(root.join("lspc.log")).unwrap();
-        let (op_sender, op_receiver) = crossbeam_channel::unbounded();
+        let (op_sender, op_receiver) = crate::doorbell::unbounded();
         let active = Arc::new(std::sync::atomic::AtomicBool::new(true));
         let watch = WatchThread::spawn("test-watch", root.clone(), op_sender, active).unwrap();
         let freshness = watch.freshness();
