@@ -125,6 +125,21 @@ pub fn run_with(
     let config = engine_options.config.clone();
     let engine = crate::session::start_engine(engine_options);
     let op_sender = engine.op_sender();
+    // As in `lspc mcp` (a warm session has its own): files edited behind lspc's back are
+    // announced to the servers before the next line runs (`session::watch::Freshness`).
+    let active = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let watch = match engine.is_remote() {
+        true => None,
+        false => crate::session::watch::WatchThread::spawn(
+            "lspc-batch-watch",
+            root.clone(),
+            op_sender.clone(),
+            Arc::clone(&active),
+        ),
+    };
+    let freshness = watch
+        .as_ref()
+        .map(crate::session::watch::WatchThread::freshness);
     let queries = Queries::new(op_sender.clone(), root.clone(), timeout);
     let edits = EditCommands::new(op_sender.clone(), root.clone(), timeout);
     let claims = |path: &Path| config.claims(path);
@@ -163,6 +178,13 @@ pub fn run_with(
                 match parsed {
                     Err(error) => write_line(&output, &answer_line(&id, Err(error.to_string()))),
                     Ok(operation) => {
+                        active.store(true, std::sync::atomic::Ordering::Relaxed);
+                        if let Some(fresh) = freshness.as_ref().filter(|fresh| fresh.stale()) {
+                            log::debug!(
+                                "workspace files written since the last scan: scanning first"
+                            );
+                            fresh.catch_up();
+                        }
                         let operation = operation.map_paths(&resolve);
                         let (shared, written_sender) = (Arc::clone(&output), wake_sender.clone());
                         let done = Done::new(move |outcome: Result<Answer, Failure>| {
@@ -209,6 +231,7 @@ pub fn run_with(
             break EXIT_OK;
         }
     };
+    drop(watch);
     engine.shutdown();
     status
 }

@@ -20,7 +20,9 @@
 //!   after `initialize` was answered or in the stateless era with valid `_meta`;
 //! - the configuration did not change on disk ([`super::reload::ConfigWatch::stale`], one
 //!   `ioctl` when nothing changed: a changed one is reloaded by the hub before the call, as
-//!   before).
+//!   before);
+//! - no workspace file was written since the last scan (`session::watch::Freshness::stale`,
+//!   one `ioctl`: otherwise the hub has the change announced to the servers before the call).
 //!
 //! A call that asked for progress wakes the hub, which sends its progress as for any call.
 
@@ -122,6 +124,9 @@ pub(super) struct Front {
     pub done_sender: Sender<()>,
     pub shared: Arc<StdioShared>,
     pub config_watch: Option<Arc<Mutex<ConfigWatch>>>,
+    /// Workspace folder events not yet scanned send the call to the hub, which has them
+    /// announced first (`session::watch::Freshness`).
+    pub freshness: Option<Arc<crate::session::watch::Freshness>>,
     pub client: ClientId,
     pub out: OutboundStream,
     /// To wake the hub for a call that asked for progress.
@@ -177,6 +182,9 @@ impl Front {
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
                 .stale()
         }) {
+            return Some(incoming);
+        }
+        if self.freshness.as_ref().is_some_and(|fresh| fresh.stale()) {
             return Some(incoming);
         }
         let empty = Value::Object(Default::default());

@@ -311,6 +311,12 @@ struct Hub {
     stdio: Option<Arc<fast_path::StdioShared>>,
     /// Coalesced `notifications/resources/updated` and the disk watch (issue 11).
     updates: updates::ResourceUpdates,
+    /// The errors of the configuration in force: a reload that brings new ones (a file that no
+    /// longer parses) is not applied, as a session does (`session::reload`).
+    accepted_config_errors: Vec<String>,
+    /// In process: the workspace's folder events, checked before each call so a file written
+    /// before the call was sent is announced to the servers first (`session::watch`).
+    freshness: Option<Arc<crate::session::watch::Freshness>>,
 }
 
 /// The stdio client's id.
@@ -383,6 +389,24 @@ fn serve_clients(
         sender: event_sender,
     });
     let (done_sender, done_receiver) = unbounded::<()>();
+    // Files lspc has not opened reach servers such as pyright only as the client's
+    // `workspace/didChangeWatchedFiles`: in process (a session has its own) the workspace is
+    // scanned as a session scans it, so an edit made behind lspc's back is not answered from
+    // the old text for the rest of the run. Active while messages arrive.
+    let active = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let watch = match engine.is_remote() {
+        true => None,
+        false => crate::session::watch::WatchThread::spawn(
+            "lspc-mcp-watch",
+            PathBuf::from(&root),
+            engine.op_sender(),
+            Arc::clone(&active),
+        ),
+    };
+
+    let freshness = watch
+        .as_ref()
+        .map(crate::session::watch::WatchThread::freshness);
 
     let context = ToolContext {
         op_sender: engine.op_sender(),
@@ -411,6 +435,8 @@ fn serve_clients(
             .map(|options| Arc::new(std::sync::Mutex::new(reload::ConfigWatch::new(options)))),
         stdio: None,
         updates: updates::ResourceUpdates::new(Instant::now()),
+        accepted_config_errors: config_error_texts(&options.engine.config),
+        freshness: freshness.clone(),
     };
     if let Some(stdio) = stdio {
         let shared = Arc::new(fast_path::StdioShared::default());
@@ -426,14 +452,16 @@ fn serve_clients(
             done_sender: hub.done_sender.clone(),
             shared,
             config_watch: hub.config_watch.clone(),
+            freshness,
             client: stdio.client,
             out: stdio.out,
             hub_sender: stdio.sender,
         };
         let input = stdio.input;
+        let active = Arc::clone(&active);
         let _reader = thread::Builder::new()
             .name("lspc-mcp-reader".to_owned())
-            .spawn(move || read_loop(input, front));
+            .spawn(move || read_loop(input, front, &active));
     }
 
     loop {
@@ -458,7 +486,10 @@ fn serve_clients(
         };
         select! {
             recv(inputs) -> input => match input {
-                Ok(input) => hub.handle_input(input),
+                Ok(input) => {
+                    active.store(true, std::sync::atomic::Ordering::Relaxed);
+                    hub.handle_input(input)
+                }
                 Err(_) => break,
             },
             recv(event_receiver) -> event => {
@@ -495,6 +526,7 @@ fn serve_clients(
     }
     let pool = hub.pool.clone();
     drop(hub);
+    drop(watch);
     // Dropping the engine answers every waiting op with "gone", so the workers finish.
     drop(engine);
     pool.join();
@@ -503,13 +535,18 @@ fn serve_clients(
 
 /// Stdio's reader: one line of stdin at a time, started here ([`fast_path`]) or handed to the
 /// hub, in order.
-fn read_loop(mut input: Box<dyn BufRead + Send>, front: fast_path::Front) {
+fn read_loop(
+    mut input: Box<dyn BufRead + Send>,
+    front: fast_path::Front,
+    active: &std::sync::atomic::AtomicBool,
+) {
     let mut buffer = Vec::new();
     loop {
         buffer.clear();
         match input.read_until(b'\n', &mut buffer) {
             Ok(0) | Err(_) => return,
             Ok(_) => {
+                active.store(true, std::sync::atomic::Ordering::Relaxed);
                 let line = String::from_utf8_lossy(&buffer);
                 let incoming = protocol::parse_line(line.trim_end_matches(['\n', '\r']));
                 if front.dispatch(incoming).is_err() {
@@ -783,7 +820,15 @@ impl Hub {
             method,
             "tools/list" | "tools/call" | "resources/list" | "resources/read"
         ) {
-            self.reload_if_changed();
+            self.reload_if_changed(state);
+        }
+        if matches!(method, "tools/call" | "resources/read") {
+            if let Some(freshness) = self.freshness.as_ref().filter(|fresh| fresh.stale()) {
+                log::debug!(
+                    "{method}: workspace files written since the last scan: scanning first"
+                );
+                freshness.catch_up();
+            }
         }
         let reply = |result: Value| -> Value {
             success_response(
@@ -1072,7 +1117,7 @@ impl Hub {
                     self.updates.changed(uri, Instant::now());
                 }
             }
-            FrontendEvent::ServerInitialized { .. } => self.refresh_tools(),
+            FrontendEvent::ServerInitialized { .. } => self.refresh_tools(None),
             FrontendEvent::ServerFailed {
                 server,
                 message,
@@ -1089,7 +1134,7 @@ impl Hub {
                     }
                 }
                 if permanent {
-                    self.refresh_tools();
+                    self.refresh_tools(None);
                 }
             }
         }
@@ -1098,7 +1143,9 @@ impl Hub {
     /// Issue 4: when a file the configuration came from changed, load it again and let the
     /// engine apply it (changed servers restart lazily, others keep running), then tell the
     /// clients when the tool set changed. Cheap when nothing changed (a few `stat` calls).
-    fn reload_if_changed(&mut self) {
+    /// `current` is the state of the client whose request is being handled (out of
+    /// `self.clients` meanwhile): it is told too.
+    fn reload_if_changed(&mut self, current: &mut ClientState) {
         let Some(watch) = &self.config_watch else {
             return;
         };
@@ -1112,9 +1159,32 @@ impl Hub {
             watch.options().clone()
         };
         let config = crate::config::load(&options);
-        for error in &config.errors {
-            log::warn!("config error: {error}");
+        let errors = config_error_texts(&config);
+        let new_errors: Vec<&str> = errors
+            .iter()
+            .filter(|error| !self.accepted_config_errors.contains(error))
+            .map(String::as_str)
+            .collect();
+        if !new_errors.is_empty() {
+            // A half-written save or a typo must not stop the servers it names: keep serving
+            // the previous configuration until the files change again.
+            let text = format!(
+                "configuration not reloaded, keeping the previous one: {}",
+                new_errors.join("; ")
+            );
+            log::warn!("{text}");
+            for state in self.clients.values_mut().chain([&mut *current]) {
+                if state.handshake.is_some() && protocol::level_passes("warning", &state.log_level)
+                {
+                    state.notify(notification(
+                        "notifications/message",
+                        json!({"level": "warning", "logger": "lspc", "data": text}),
+                    ));
+                }
+            }
+            return;
         }
+        self.accepted_config_errors = errors;
         let (reply, receiver) = bounded(1);
         if self
             .context
@@ -1130,7 +1200,7 @@ impl Hub {
             return;
         };
         if !report.is_empty() {
-            for state in self.clients.values_mut() {
+            for state in self.clients.values_mut().chain([&mut *current]) {
                 if state.handshake.is_some() && protocol::level_passes("info", &state.log_level) {
                     state.notify(notification(
                         "notifications/message",
@@ -1142,16 +1212,18 @@ impl Hub {
                 }
             }
         }
-        self.refresh_tools();
+        self.refresh_tools(Some(current));
     }
 
-    fn refresh_tools(&mut self) {
+    /// Tell every client (and `current`, out of `self.clients` while its request is handled)
+    /// when the tool set changed.
+    fn refresh_tools(&mut self, current: Option<&mut ClientState>) {
         let offered = tools::offered_tools(&engine::server_details(&self.context.op_sender));
         if offered == self.offered {
             return;
         }
         self.offered = offered;
-        for state in self.clients.values_mut() {
+        for state in self.clients.values_mut().chain(current) {
             if state.handshake.is_some() {
                 state.notify(notification("notifications/tools/list_changed", json!({})));
             }
@@ -1168,6 +1240,11 @@ impl Hub {
             }
         }
     }
+}
+
+/// `config`'s errors as text, to tell the new ones of a reload from those already in force.
+fn config_error_texts(config: &crate::config::Config) -> Vec<String> {
+    config.errors.iter().map(ToString::to_string).collect()
 }
 
 /// Add the 2026-07-28 result fields: `resultType`, cache hints on list/read results, and `_meta`

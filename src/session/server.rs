@@ -209,6 +209,7 @@ pub fn serve(mut options: EngineOptions, idle: Duration) -> i32 {
     drop(initial_config);
     let (reload_sender, reload_receiver) = unbounded::<ReloadRequest>();
     let (scan_requests, scan_request_receiver) = unbounded::<super::watch::ScanRequest>();
+    let freshness = super::watch::Freshness::new(scan_requests.clone());
     let shared = Arc::new(Shared {
         hello,
         started: Instant::now(),
@@ -220,6 +221,7 @@ pub fn serve(mut options: EngineOptions, idle: Duration) -> i32 {
         config: reloader.state(),
         reload_sender,
         scan_requests,
+        freshness: Arc::clone(&freshness),
     });
     let (stop_sender, stop_receiver) = unbounded::<()>();
     let (watch_stop, watch_stop_receiver) = unbounded::<()>();
@@ -231,12 +233,13 @@ pub fn serve(mut options: EngineOptions, idle: Duration) -> i32 {
         thread::Builder::new()
             .name("lspc-session-watch".to_owned())
             .spawn(move || {
-                super::watch::run(
+                super::watch::run_fresh(
                     root,
                     op_sender,
                     watch_stop_receiver,
                     scan_request_receiver,
                     has_clients,
+                    &freshness,
                 )
             })
             .ok()
@@ -306,6 +309,9 @@ struct Shared {
     reload_sender: Sender<ReloadRequest>,
     /// To the watch thread: a scan before each diagnostics request ([`super::watch::scan_now`]).
     scan_requests: Sender<super::watch::ScanRequest>,
+    /// Checked before each request: a file written since the last scan is announced to the
+    /// servers before the request reaches the loop (`watch::Freshness`).
+    freshness: Arc<super::watch::Freshness>,
 }
 
 fn accept_loop(
@@ -751,6 +757,14 @@ impl Connection {
             self.own_consumer_open = true;
             let consumer = self.own_consumer.clone();
             self.send_op(Op::OpenPassive { consumer });
+        }
+        let scans_anyway = matches!(
+            request.op,
+            WireOp::Diagnostics { .. } | WireOp::DiagnosticsLeavingOut { .. }
+        );
+        if !scans_anyway && self.shared.freshness.stale() {
+            log::debug!("workspace files written since the last scan: scanning first");
+            self.shared.freshness.catch_up();
         }
         let timeout = |ms: u64| Duration::from_millis(ms);
         let pending = match request.op {

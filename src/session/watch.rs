@@ -18,6 +18,7 @@
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crossbeam_channel::{select, Receiver, Sender};
@@ -27,6 +28,10 @@ use crate::engine::{Op, WatchedChange};
 
 /// The most files one session watches.
 pub const MAX_WATCHED_FILES: usize = 20_000;
+
+/// The most folders whose events a watch asks inotify for (the per-user watch limit is shared
+/// with every other tool; 8,192 on older kernels).
+pub const MAX_WATCHED_FOLDERS: usize = 2_000;
 
 /// How often the disk is scanned while a client is connected (or was, within [`QUIET_AFTER`]).
 pub const SCAN_INTERVAL: Duration = Duration::from_secs(2);
@@ -126,6 +131,34 @@ pub fn run(
     scan_requests: Receiver<ScanRequest>,
     has_clients: impl Fn() -> bool,
 ) {
+    run_with_events(root, op_sender, stop, scan_requests, has_clients, None);
+}
+
+/// [`run`] for the requests that check `freshness`: its folder events are kept watching the
+/// folders of the files each scan lists.
+pub fn run_fresh(
+    root: PathBuf,
+    op_sender: LoopSender<Op>,
+    stop: Receiver<()>,
+    scan_requests: Receiver<ScanRequest>,
+    has_clients: impl Fn() -> bool,
+    freshness: &Freshness,
+) {
+    let events = freshness.events.as_ref();
+    run_with_events(root, op_sender, stop, scan_requests, has_clients, events);
+}
+
+/// [`run`], keeping `events` watching the folders of the files each scan lists (their queue is
+/// read just before each scan, so an event queued before a [`ScanRequest`] is covered by it).
+fn run_with_events(
+    root: PathBuf,
+    op_sender: LoopSender<Op>,
+    stop: Receiver<()>,
+    scan_requests: Receiver<ScanRequest>,
+    has_clients: impl Fn() -> bool,
+    events: Option<&DirEvents>,
+) {
+    let mut watched_folders: std::collections::HashSet<PathBuf> = Default::default();
     let mut snapshot = Snapshot::default();
     let mut last_client = std::time::Instant::now();
     let mut last_scan: Option<std::time::Instant> = None;
@@ -155,7 +188,35 @@ pub fn run(
             }
         }
         last_scan = Some(std::time::Instant::now());
+        if let Some(events) = events {
+            events.drain();
+        }
         let changes = snapshot.scan(&root);
+        if let Some(events) = events {
+            let folders = std::iter::once(root.as_path())
+                .chain(snapshot.stamps.keys().filter_map(|file| file.parent()));
+            for folder in folders {
+                if watched_folders.len() >= MAX_WATCHED_FOLDERS {
+                    // Watches are a per-user budget shared with editors and other tools.
+                    if !events
+                        .warned
+                        .swap(true, std::sync::atomic::Ordering::Relaxed)
+                    {
+                        log::info!(
+                            "{} has more than {MAX_WATCHED_FOLDERS} folders with files; changes \
+                             in the others are noticed by the scan every {} s",
+                            root.display(),
+                            SCAN_INTERVAL.as_secs()
+                        );
+                    }
+                    break;
+                }
+                if !watched_folders.contains(folder) {
+                    events.watch(folder);
+                    watched_folders.insert(folder.to_path_buf());
+                }
+            }
+        }
         if !changes.is_empty() {
             log::info!("{} file(s) changed on disk", changes.len());
             if op_sender.send(Op::FilesChanged { changes }).is_err() {
@@ -164,6 +225,191 @@ pub fn run(
         }
         if let Some(done) = requested {
             let _ = done.send(());
+        }
+    }
+}
+
+/// A watch thread owned by a frontend that runs its engine in process (`lspc mcp`, which may
+/// live as long as a session): [`run`] on a thread named `name`, active while `active` was set
+/// since the previous look (the frontend sets it for each message it reads). Dropping it stops
+/// the thread and joins it (at most one scan's time).
+pub struct WatchThread {
+    stop: Option<Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    freshness: Arc<Freshness>,
+}
+
+/// What a request checks before it is served, so that a file written (and closed) before the
+/// request was sent is announced to the servers before the request reaches them: Linux queues
+/// the inotify event inside the `close` or `rename` that made the change, so [`Freshness::stale`]
+/// (one `ioctl`) sees it, and [`Freshness::catch_up`] has the watch thread scan and put the
+/// changes on the loop's op channel ahead of the request. Writes to a file kept open (a log)
+/// raise no event here; they are found by the periodic scan.
+pub struct Freshness {
+    events: Option<DirEvents>,
+    scan_requests: Sender<ScanRequest>,
+}
+
+impl Freshness {
+    /// The check of requests whose scans the watch thread reading `scan_requests` makes
+    /// ([`run_fresh`] with this check); without inotify, [`Freshness::stale`] is always false.
+    pub fn new(scan_requests: Sender<ScanRequest>) -> Arc<Freshness> {
+        Arc::new(Freshness {
+            events: DirEvents::start(),
+            scan_requests,
+        })
+    }
+
+    /// Whether a folder event is queued that no scan has covered yet; `false` without inotify
+    /// (then only the periodic scans notice changes).
+    pub fn stale(&self) -> bool {
+        self.events.as_ref().is_some_and(DirEvents::pending)
+    }
+
+    /// Wait (at most [`SCAN_REQUEST_TIMEOUT`]) until a scan has announced what changed.
+    pub fn catch_up(&self) {
+        scan_now(&self.scan_requests);
+    }
+}
+
+/// An inotify instance watching the workspace's folders for files written, deleted or renamed
+/// (`IN_CLOSE_WRITE`, `IN_DELETE`, `IN_MOVED_FROM`, `IN_MOVED_TO`). Not `IN_MODIFY`, so a log
+/// file appended to in the workspace raises nothing, and not `IN_CREATE`, so a server creating
+/// its cache folder (clangd's `.cache`) does not send the next calls through a scan; a created
+/// file raises `IN_CLOSE_WRITE` once written, and a new folder is watched from the next scan.
+/// A folder that cannot be watched (the watch limit) is logged once and left to the periodic
+/// scans.
+struct DirEvents {
+    fd: std::os::fd::OwnedFd,
+    warned: std::sync::atomic::AtomicBool,
+}
+
+const DIR_EVENT_MASK: u32 =
+    libc::IN_CLOSE_WRITE | libc::IN_DELETE | libc::IN_MOVED_FROM | libc::IN_MOVED_TO;
+
+impl DirEvents {
+    /// A non-blocking inotify instance; `None` when the kernel refuses one.
+    fn start() -> Option<DirEvents> {
+        use std::os::fd::FromRawFd;
+        // SAFETY: inotify_init1 takes flags and returns a new descriptor or -1.
+        let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+        if fd < 0 {
+            return None;
+        }
+        Some(DirEvents {
+            // SAFETY: `fd` is a descriptor we own from here on.
+            fd: unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) },
+            warned: Default::default(),
+        })
+    }
+
+    fn watch(&self, folder: &Path) {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::ffi::OsStrExt;
+        let Ok(name) = std::ffi::CString::new(folder.as_os_str().as_bytes()) else {
+            return;
+        };
+        // SAFETY: a valid descriptor and a NUL-terminated path.
+        let wd =
+            unsafe { libc::inotify_add_watch(self.fd.as_raw_fd(), name.as_ptr(), DIR_EVENT_MASK) };
+        if wd < 0 {
+            let error = std::io::Error::last_os_error();
+            let gone = matches!(
+                error.raw_os_error(),
+                Some(libc::ENOENT) | Some(libc::ENOTDIR) | Some(libc::EACCES)
+            );
+            if !gone && !self.warned.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                log::warn!(
+                    "cannot watch {} ({error}): changes there are noticed by the scan every {} s",
+                    folder.display(),
+                    SCAN_INTERVAL.as_secs()
+                );
+            }
+        }
+    }
+
+    /// Whether an event is queued (one `ioctl`); `true` when that cannot be told.
+    fn pending(&self) -> bool {
+        use std::os::fd::AsRawFd;
+        let mut queued: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one `c_int` through the pointer.
+        let status = unsafe { libc::ioctl(self.fd.as_raw_fd(), libc::FIONREAD, &mut queued) };
+        status != 0 || queued > 0
+    }
+
+    /// Read every queued event (a scan decides what changed, not the events).
+    fn drain(&self) {
+        use std::os::fd::AsRawFd;
+        let mut buffer = [0u8; 4096];
+        loop {
+            // SAFETY: `buffer` is valid for `buffer.len()` bytes.
+            let n = unsafe {
+                libc::read(
+                    self.fd.as_raw_fd(),
+                    buffer.as_mut_ptr().cast(),
+                    buffer.len(),
+                )
+            };
+            if n <= 0 {
+                return;
+            }
+        }
+    }
+}
+
+impl WatchThread {
+    /// Start scanning `root` for `op_sender`'s loop; `None` (logged) when the thread cannot
+    /// start.
+    pub fn spawn(
+        name: &str,
+        root: PathBuf,
+        op_sender: LoopSender<Op>,
+        active: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) -> Option<WatchThread> {
+        let (stop, stop_receiver) = crossbeam_channel::bounded::<()>(1);
+        let (scan_request_sender, scan_requests) = crossbeam_channel::unbounded::<ScanRequest>();
+        let freshness = Freshness::new(scan_request_sender);
+        let has_clients = move || active.swap(false, std::sync::atomic::Ordering::Relaxed);
+        let shared = Arc::clone(&freshness);
+        let spawned = std::thread::Builder::new()
+            .name(name.to_owned())
+            .spawn(move || {
+                run_fresh(
+                    root,
+                    op_sender,
+                    stop_receiver,
+                    scan_requests,
+                    has_clients,
+                    &shared,
+                )
+            });
+        match spawned {
+            Ok(thread) => Some(WatchThread {
+                stop: Some(stop),
+                thread: Some(thread),
+                freshness,
+            }),
+            Err(error) => {
+                log::warn!("cannot start the {name} thread: {error}");
+                None
+            }
+        }
+    }
+}
+
+impl WatchThread {
+    /// The check requests make before they are served (shared with the threads that start
+    /// them).
+    pub fn freshness(&self) -> Arc<Freshness> {
+        Arc::clone(&self.freshness)
+    }
+}
+
+impl Drop for WatchThread {
+    fn drop(&mut self) {
+        self.stop.take();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
         }
     }
 }
@@ -194,6 +440,46 @@ mod tests {
             ]
         );
         assert_eq!(snapshot.scan(&root), []);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// A file written and closed makes the next check stale until a scan has put the change
+    /// on the loop's channel; appending to a file kept open (a log) raises nothing.
+    #[test]
+    fn a_written_file_is_stale_until_a_scan_announced_it() {
+        use std::io::Write;
+        let root = std::env::temp_dir().join(format!("lspc-fresh-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("pkg")).unwrap();
+        let root = root.canonicalize().unwrap();
+        std::fs::write(root.join("pkg/a.py"), "a = 1\n").unwrap();
+        let mut log = std::fs::File::create(root.join("lspc.log")).unwrap();
+        let (op_sender, op_receiver) = crate::doorbell::unbounded();
+        let active = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let watch = WatchThread::spawn("test-watch", root.clone(), op_sender, active).unwrap();
+        let freshness = watch.freshness();
+        // The first scan records the snapshot and starts the folder watches.
+        freshness.catch_up();
+        assert!(!freshness.stale());
+        writeln!(log, "appended").unwrap();
+        log.flush().unwrap();
+        assert!(!freshness.stale(), "an append to an open file is no event");
+        std::fs::write(root.join("pkg/a.py"), "a = 22\n").unwrap();
+        assert!(freshness.stale(), "queued by the write's close");
+        freshness.catch_up();
+        assert!(!freshness.stale());
+        let changes: Vec<(PathBuf, WatchedChange)> = op_receiver
+            .try_iter()
+            .flat_map(|op| match op {
+                Op::FilesChanged { changes } => changes,
+                _ => Vec::new(),
+            })
+            .collect();
+        assert!(
+            changes.contains(&(root.join("pkg/a.py"), WatchedChange::Changed)),
+            "{changes:?}"
+        );
+        drop(watch);
         std::fs::remove_dir_all(&root).unwrap();
     }
 }

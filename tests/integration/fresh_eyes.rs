@@ -681,3 +681,128 @@ fn a_configuration_given_as_a_pipe_is_read() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&status.stdout), "no sessions\n");
 }
+
+/// Found on pypa/packaging (reduced here): with a warm session, another tool moves a function
+/// two lines down in a file lspc never opened, and the next `lspc definition` through the
+/// session still answered `lib.py:1:4` (the old position, now on a comment) until the
+/// session's 2 s scan told pyright of the change. The session now checks the workspace's
+/// folder events before each request (one `ioctl`) and has a scan announce a change first, so
+/// the very next answer is right. pyright 1.1.414.
+#[test]
+fn a_warm_definition_right_after_an_edit_behind_lspc_lands_on_the_new_text() {
+    require_program!("pyright-langserver");
+    let workspace = Workspace::new("warm-unopened-edit");
+    workspace.file("lib.py", "def greet(name):\n    return name\n");
+    workspace.file("main.py", "from lib import greet\n\nprint(greet(\"x\"))\n");
+    let config = workspace.config(json!({ "pyright": pyright_entry() }));
+    let runtime = private_runtime(&workspace);
+    let _stop = StopSessions(runtime.clone());
+    let definition = |workspace: &Workspace| {
+        workspace
+            .lspc()
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .env("LSPC_SESSION_IDLE", "60s")
+            .args(["--no-builtin", "--config"])
+            .arg(&config)
+            .args(["--session", "always", "definition", "main.py:3:greet"])
+            .timeout(std::time::Duration::from_secs(120))
+            .run()
+    };
+    let before = definition(&workspace);
+    before.status(0);
+    assert_eq!(
+        before.stdout,
+        "lib.py:1:5  def greet(name):\n",
+        "{}",
+        before.story()
+    );
+    workspace.file(
+        "lib.py",
+        "# moved\n# down\ndef greet(name):\n    return name\n",
+    );
+    let after = definition(&workspace);
+    after.status(0);
+    assert_eq!(
+        after.stdout,
+        "lib.py:3:5  def greet(name):\n",
+        "{}",
+        after.story()
+    );
+}
+
+/// The same edit behind lspc's back, in a long-running in-process `lspc batch` (one line at a
+/// time, as a coprocess): the definition after the edit answered `lib.py:1:5` on the `# moved`
+/// comment for the rest of the batch, since nothing told pyright of the file it read from disk.
+/// The batch now watches the workspace as `lspc mcp` does. pyright 1.1.414.
+#[test]
+fn a_batch_definition_after_an_edit_behind_lspc_lands_on_the_new_text() {
+    use std::io::{BufRead, BufReader, Write};
+    require_program!("pyright-langserver");
+    let workspace = Workspace::new("batch-unopened-edit");
+    workspace.file("lib.py", "def greet(name):\n    return name\n");
+    workspace.file("main.py", "from lib import greet\n\nprint(greet(\"x\"))\n");
+    let config = workspace.config(json!({ "pyright": pyright_entry() }));
+    let mut command = Command::new(lspc_bin());
+    session_env(&mut command);
+    let mut child = command
+        .current_dir(&workspace.root)
+        .args(["--no-builtin", "--config"])
+        .arg(&config)
+        .arg("batch")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn lspc batch");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let (sender, lines) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().expect("stdout");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = sender.send(line);
+        }
+    });
+    // Owns stdin: dropping it closes the batch's input.
+    let mut definition = move |id: u32| -> Value {
+        let line =
+            json!({"id": id, "op": "definition", "file": "main.py", "line": 3, "symbol": "greet"});
+        writeln!(stdin, "{line}").expect("write");
+        stdin.flush().expect("flush");
+        let answer = lines
+            .recv_timeout(std::time::Duration::from_secs(120))
+            .expect("an answer line");
+        let answer: Value = serde_json::from_str(&answer).expect("json");
+        assert_eq!(answer["id"], id, "{answer}");
+        answer["result"]["locations"][0].clone()
+    };
+    let before = definition(1);
+    assert_eq!(
+        (&before["line"], &before["lineText"]),
+        (&json!(1), &json!("def greet(name):")),
+        "{before}"
+    );
+    workspace.file(
+        "lib.py",
+        "# moved\n# down\ndef greet(name):\n    return name\n",
+    );
+    let after = definition(2);
+    assert_eq!(
+        (&after["line"], &after["lineText"]),
+        (&json!(3), &json!("def greet(name):")),
+        "{after}"
+    );
+    drop(definition);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("lspc batch did not exit within 30 s of its stdin closing");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+}

@@ -1674,3 +1674,192 @@ fn fast_path_results_carry_new_diagnostics_as_the_hub_route_does() {
         ]
     );
 }
+
+/// Found by trying `lspc mcp` as a new user would (pypa/packaging, then reduced): an agent
+/// edits a file lspc never opened (here with its own editor, not through lspc) and asks again.
+/// pyright reads such files from disk and learns of changes only from the client
+/// (`workspace/didChangeWatchedFiles`); in process nothing told it, so every later
+/// definition landed at the old position (`lib.py:1:4`, on the `# moved` comment) for the rest
+/// of the session, on the fast path and the hub route alike. In-process `lspc mcp` now scans the
+/// workspace as a warm session does, and a folder event queued before a call has its scan
+/// announced before the call is served, so the very next answer is right. pyright 1.1.414.
+#[test]
+fn a_definition_into_a_file_edited_behind_lspc_follows_the_edit() {
+    if !on_path("pyright-langserver") {
+        eprintln!("skipped: pyright-langserver is not on PATH");
+        return;
+    }
+    let root = temp_workspace("unopened-edit");
+    let log = root.with_extension("log");
+    std::fs::write(root.join("lib.py"), "def greet(name):\n    return name\n").expect("write");
+    std::fs::write(
+        root.join("main.py"),
+        "from lib import greet\n\nprint(greet(\"x\"))\n",
+    )
+    .expect("write");
+    let stderr = std::fs::File::create(&log).expect("log file");
+    let mut session = Session::spawn(
+        &root,
+        &["mcp"],
+        &[("RUST_LOG", Path::new("lspc=debug"))],
+        Stdio::from(stderr),
+    );
+    session.initialize("2025-06-18");
+    let mut next_id = 1;
+    let mut definition = |session: &mut Session| {
+        next_id += 1;
+        let answer = session.request(
+            json!(next_id),
+            "tools/call",
+            json!({"name": "definition", "arguments": {"file": "main.py", "line": 3, "symbol": "greet"}}),
+            90 * SECOND,
+        );
+        answer["result"]["structuredContent"]["locations"][0].clone()
+    };
+    let first = definition(&mut session);
+    assert_eq!(
+        (&first["path"], &first["line"], &first["lineText"]),
+        (&json!("lib.py"), &json!(1), &json!("def greet(name):")),
+        "{first}"
+    );
+    std::fs::write(
+        root.join("lib.py"),
+        "# moved\n# down\ndef greet(name):\n    return name\n",
+    )
+    .expect("write");
+    // The very next call: the write was closed before the call was sent.
+    let moved = definition(&mut session);
+    assert_eq!(
+        (
+            &moved["path"],
+            &moved["line"],
+            &moved["column"],
+            &moved["lineText"]
+        ),
+        (
+            &json!("lib.py"),
+            &json!(3),
+            &json!(5),
+            &json!("def greet(name):")
+        ),
+        "the old position after lib.py changed: {moved}"
+    );
+    // A hover, after another edit: the type comes from the new text too.
+    std::fs::write(
+        root.join("lib.py"),
+        "# moved\n# down\ndef greet(person: int):\n    return person\n",
+    )
+    .expect("write");
+    let hover = session.request(
+        json!("hover"),
+        "tools/call",
+        json!({"name": "hover", "arguments": {"file": "main.py", "line": 3, "symbol": "greet"}}),
+        90 * SECOND,
+    );
+    assert_eq!(
+        hover["result"]["structuredContent"]["hover"]["text"],
+        "(function) def greet(person: int) -> int",
+        "{hover}"
+    );
+    assert_eq!(session.finish(20 * SECOND), Some(0));
+    // In process the hub had the scan done before each of the two calls after an edit (a
+    // warm session scans in its own process).
+    let log = std::fs::read_to_string(&log).unwrap_or_default();
+    if !crate::support::session_mode() {
+        let scans_first = log
+            .matches("tools/call: workspace files written since the last scan: scanning first")
+            .count();
+        assert_eq!(scans_first, 2, "{log}");
+    }
+    let _ = std::fs::remove_dir_all(&root);
+    let _ = std::fs::remove_file(root.with_extension("log"));
+}
+
+/// Found by editing the configuration while `lspc mcp` ran, as an agent's editor does (a save
+/// that is half written, or a typo): a `--config` file that no longer parses removed every server
+/// it had named, so the next call answered "no language server is configured for a.py
+/// (configure a server for this extension in .lsp.json …)", naming neither the broken file nor
+/// its error, and a warm server was stopped for a momentary typo. A warm session keeps serving
+/// its previous configuration then (sessions_reload.rs); `lspc mcp` now does the same, tells
+/// the client in a `notifications/message` warning naming the file, and applies the next good
+/// version. Fixture server, on the fast path and the hub route.
+#[test]
+fn a_configuration_that_breaks_while_mcp_runs_keeps_the_previous_one() {
+    for fast_path in [true, false] {
+        let mut workspace = Workspace::new("mcp-broken-reload");
+        workspace.file("a.py", "def greet():\n    pass\n");
+        let answer = |text: &str| {
+            json!({"rules": [{"method": "textDocument/hover",
+                "actions": [{"reply": {"contents": text}}]}]})
+        };
+        let config = workspace.fixture_config(&[("fx", &[".py"], answer("A"))]);
+        let log = workspace.root.join("reload.log");
+        let mut session = start_logged(&workspace, &config, &log, fast_path);
+        let mut next_id = 0;
+        let mut hover = |session: &mut Session| {
+            next_id += 1;
+            let answer = session.request(
+                json!(next_id),
+                "tools/call",
+                json!({"name": "hover", "arguments": {"file": "a.py", "line": 1, "symbol": "greet"}}),
+                10 * SECOND,
+            );
+            answer["result"]["content"][0]["text"].clone()
+        };
+        assert_eq!(hover(&mut session), "A");
+        std::fs::write(&config, "{ \"fx\": ").expect("write");
+        session.send(json!({"jsonrpc": "2.0", "id": "list", "method": "tools/list"}));
+        let warning = list_and_log_message(&mut session).unwrap_or_else(|| {
+            panic!(
+                "no notifications/message about the broken file: {}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            )
+        });
+        assert_eq!(warning["params"]["level"], "warning", "{warning}");
+        let data = warning["params"]["data"].as_str().unwrap_or_default();
+        assert!(
+            data.starts_with("configuration not reloaded, keeping the previous one: ")
+                && data.contains(config.to_str().unwrap()),
+            "{warning}"
+        );
+        assert_eq!(hover(&mut session), "A", "fast path {fast_path}");
+        let starts = read_transcript(&workspace.transcript_path("fx"))
+            .iter()
+            .filter(|entry| entry["message"]["method"] == "initialize")
+            .count();
+        assert_eq!(starts, 1, "the server kept running");
+        // The next good version is applied, and the client that asked is told (the hub held
+        // its state aside while handling its request, so it used to miss this message).
+        workspace.fixture_config(&[("fy", &[".py"], answer("B"))]);
+        let reloaded = list_and_log_message(&mut session);
+        assert_eq!(
+            reloaded.as_ref().map(|message| &message["params"]["data"]),
+            Some(&json!(
+                "configuration reloaded: restarted [], removed [\"fx\"], added [\"fy\"]"
+            )),
+            "{reloaded:?}"
+        );
+        assert_eq!(hover(&mut session), "B", "fast path {fast_path}");
+        assert_eq!(session.finish(20 * SECOND), Some(0));
+    }
+}
+
+/// Send `tools/list` and return the `notifications/message` that arrives with its answer (the
+/// two leave on different streams, so both are awaited, at most 10 s).
+fn list_and_log_message(session: &mut Session) -> Option<Value> {
+    session.send(json!({"jsonrpc": "2.0", "id": "list", "method": "tools/list"}));
+    let (mut logged, mut listed) = (None, false);
+    let deadline = Instant::now() + 10 * SECOND;
+    while Instant::now() < deadline && !(listed && logged.is_some()) {
+        let Ok(line) = session.lines.recv_timeout(SECOND) else {
+            continue;
+        };
+        let message: Value = serde_json::from_str(&line).expect("json");
+        if message["method"] == "notifications/message" {
+            logged = Some(message);
+        } else {
+            listed |= message["id"] == "list";
+        }
+    }
+    logged
+}
