@@ -27,7 +27,7 @@ use crate::engine::EngineOptions;
 use crate::exit::{EXIT_OK, EXIT_SERVER};
 use crate::operation::execute::{execute, start_detached, Answer, Context, Done, Failure};
 use crate::operation::{ArgumentError, Defaults, Operation};
-use crate::query::Queries;
+use crate::query::{Queries, ResultJson};
 
 /// Parse one input line into its id and operation (the one JSON shape, [`Operation::from_json`]).
 /// The id is `null` when the line is not an object.
@@ -91,14 +91,14 @@ fn write_line(output: &SharedOutput, line: &[u8]) -> std::io::Result<()> {
 
 /// The answer line of request `id`: `{"id":...,"result":...}` written straight from its parts
 /// (the order a `Value` object would serialise in: keys sorted), or `{"error":...,"id":...}`.
-fn answer_line(id: &Value, outcome: Result<Value, String>) -> Vec<u8> {
+fn answer_line(id: &Value, outcome: Result<ResultJson, String>) -> Vec<u8> {
     let mut line = Vec::with_capacity(256);
     match outcome {
         Ok(result) => {
             line.extend_from_slice(b"{\"id\":");
             let _ = serde_json::to_writer(&mut line, id);
             line.extend_from_slice(b",\"result\":");
-            let _ = serde_json::to_writer(&mut line, &result);
+            result.write_to(&mut line);
             line.push(b'}');
         }
         Err(message) => {

@@ -397,6 +397,39 @@ fn parse_header(line: &[u8]) -> Result<Option<u64>, FramingError> {
     text.parse::<u64>().map(Some).map_err(|_| invalid())
 }
 
+/// The id and raw `result` of a successful reply to a request lspc numbered, cut out of `body`
+/// without building a `Value` tree (issue 15: the tree cost a definition answer about 16k
+/// instructions before its caller parsed it again). `None` for every other body: a request, a
+/// notification, an error reply, a reply without `result`, an id lspc never sends (a string, a
+/// float, past `i32`), duplicate keys, anything that is not one JSON object; [`decode`] reads
+/// those whole. For a body both read, the id and the result are the same JSON.
+pub fn decode_success(body: &[u8]) -> Option<(i32, &serde_json::value::RawValue)> {
+    use serde_json::value::RawValue;
+    /// A member as its raw text whatever it holds (`null` included), `None` when absent.
+    fn present<'de, D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<&'de RawValue>, D::Error> {
+        <&RawValue as serde::Deserialize>::deserialize(deserializer).map(Some)
+    }
+    #[derive(serde::Deserialize)]
+    struct Envelope<'a> {
+        #[serde(default, borrow, deserialize_with = "present")]
+        id: Option<&'a RawValue>,
+        #[serde(default, borrow, deserialize_with = "present")]
+        method: Option<&'a RawValue>,
+        #[serde(default, borrow, deserialize_with = "present")]
+        result: Option<&'a RawValue>,
+        #[serde(default, borrow, deserialize_with = "present")]
+        error: Option<&'a RawValue>,
+    }
+    let envelope: Envelope = serde_json::from_slice(body).ok()?;
+    if envelope.method.is_some() || envelope.error.is_some_and(|error| error.get() != "null") {
+        return None;
+    }
+    let id = serde_json::from_str::<i64>(envelope.id?.get()).ok()?;
+    Some((i32::try_from(id).ok()?, envelope.result?))
+}
+
 /// Decodes one body (JSON-RPC 2.0, <https://www.jsonrpc.org/specification>) into an
 /// [`IncomingMessage`], tolerating the reply shapes described on [`IncomingMessage::Response`].
 pub fn decode(body: &[u8]) -> Result<IncomingMessage, DecodeError> {
@@ -616,6 +649,65 @@ fn lsp_request_id(id: &Value) -> Option<RequestId> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// `decode_success` reads exactly the successful replies with an `i32` id, and reads them
+    /// as `decode` does.
+    #[test]
+    fn success_replies_are_cut_out_as_decode_reads_them() {
+        let check = |body: &str, expected: Option<(i32, &str)>| {
+            let got = decode_success(body.as_bytes()).map(|(id, raw)| (id, raw.get().to_owned()));
+            assert_eq!(
+                got,
+                expected.map(|(id, raw)| (id, raw.to_owned())),
+                "{body}"
+            );
+            if let Some((id, raw)) = expected {
+                let Ok(IncomingMessage::Response {
+                    id: Some(decoded_id),
+                    result: Ok(result),
+                }) = decode(body.as_bytes())
+                else {
+                    panic!("decode disagrees on {body}");
+                };
+                assert_eq!(request_id_number(&decoded_id), Some(id), "{body}");
+                assert_eq!(
+                    result,
+                    serde_json::from_str::<Value>(raw).unwrap(),
+                    "{body}"
+                );
+            }
+        };
+        check(
+            r#"{"jsonrpc":"2.0","id":7,"result":{"contents":"x","range":null}}"#,
+            Some((7, r#"{"contents":"x","range":null}"#)),
+        );
+        check(r#"{"id":1,"result":null}"#, Some((1, "null")));
+        check(
+            r#"{"result":[1, 2 ],"id":-3,"error":null}"#,
+            Some((-3, "[1, 2 ]")),
+        );
+        check(
+            r#" {"id":2147483647,"result":"é\n","x":{"y":[]}} "#,
+            Some((2147483647, r#""é\n""#)),
+        );
+        // Left to `decode`:
+        check(r#"{"id":1,"error":{"code":1,"message":"m"}}"#, None);
+        check(
+            r#"{"id":1,"result":1,"error":{"code":1,"message":"m"}}"#,
+            None,
+        );
+        check(r#"{"id":1,"method":"m","result":1}"#, None);
+        check(r#"{"id":"1","result":1}"#, None);
+        check(r#"{"id":1.0,"result":1}"#, None);
+        check(r#"{"id":2147483648,"result":1}"#, None);
+        check(r#"{"id":null,"result":1}"#, None);
+        check(r#"{"result":1}"#, None);
+        check(r#"{"id":1}"#, None);
+        check(r#"{"id":1,"id":2,"result":1}"#, None);
+        check(r#"{"id":1,"result":1} x"#, None);
+        check(r#"[1]"#, None);
+        check("{\"id\":1,\"result\":\"\u{0}\"}", None);
+    }
 
     /// Reads every frame from `input`; the last entry is `Err(message)` when the stream ends badly.
     fn frames(input: &[u8]) -> Vec<Result<String, String>> {

@@ -24,7 +24,9 @@ mod mailbox;
 mod pending_publishes;
 pub use mailbox::{mailbox, Mailbox, MailboxSender};
 mod reply;
-pub use reply::{mark_serving_ops, serves_ops, AnswerContinuation, AnswerOnce, ReplyTo};
+pub use reply::{
+    mark_serving_ops, serves_ops, AnswerBody, AnswerContinuation, AnswerOnce, ReplyTo,
+};
 pub mod server_requests;
 mod settle;
 mod tsserver_probe;

@@ -16,28 +16,40 @@ pub fn hover_contents_to_text(contents: &Value) -> String {
         Value::Array(items) => items.iter().map(marked_string_to_text).collect(),
         Value::Object(object) if object.contains_key("kind") => {
             let value = object.get("value").and_then(Value::as_str).unwrap_or("");
-            match object.get("kind").and_then(Value::as_str) {
-                Some("markdown") => vec![markdown_to_text(value)],
-                _ => vec![tidy(value)],
-            }
+            vec![markup_to_text(
+                object.get("kind").and_then(Value::as_str),
+                value,
+            )]
         }
         other => vec![marked_string_to_text(other)],
     };
-    let parts: Vec<String> = parts.into_iter().filter(|part| !part.is_empty()).collect();
-    parts.join("\n\n")
+    join_parts(parts)
 }
 
 /// One `MarkedString`: a markdown string, or `{language, value}` meaning a code block.
 fn marked_string_to_text(item: &Value) -> String {
     match item {
         Value::String(markdown) => markdown_to_text(markdown),
-        Value::Object(object) => tidy(object.get("value").and_then(Value::as_str).unwrap_or("")),
+        Value::Object(object) => {
+            code_to_text(object.get("value").and_then(Value::as_str).unwrap_or(""))
+        }
         _ => String::new(),
     }
 }
 
 /// Markdown as plain text (see the module doc for what is rendered).
 pub fn markdown_to_text(markdown: &str) -> String {
+    // Without any character that starts markdown syntax here (fences, emphasis, escapes,
+    // entities, headings, rules), rendering only tidies the text (issue 15: a plain hover, as
+    // the fixture server sends, cost 5k instructions through the full renderer).
+    if !markdown.contains(['`', '~', '*', '\\', '&', '#', '-', '_']) {
+        return tidy(markdown);
+    }
+    render_markdown(markdown)
+}
+
+/// [`markdown_to_text`]'s full renderer.
+fn render_markdown(markdown: &str) -> String {
     let mut lines: Vec<String> = Vec::new();
     // The fence that opened the current code block (``` or ~~~, with its length).
     let mut open_fence: Option<String> = None;
@@ -179,6 +191,25 @@ fn render_inline(line: &str) -> String {
     out
 }
 
+/// Plain text of a `MarkupContent` (`kind` `markdown` is rendered, any other kind tidied).
+pub(super) fn markup_to_text(kind: Option<&str>, value: &str) -> String {
+    match kind {
+        Some("markdown") => markdown_to_text(value),
+        _ => tidy(value),
+    }
+}
+
+/// Plain text of a `MarkedString`'s `{language, value}` form (a code block: tidied).
+pub(super) fn code_to_text(value: &str) -> String {
+    tidy(value)
+}
+
+/// The hover text of its rendered parts: the non-empty ones, a blank line between them.
+pub(super) fn join_parts(parts: Vec<String>) -> String {
+    let parts: Vec<String> = parts.into_iter().filter(|part| !part.is_empty()).collect();
+    parts.join("\n\n")
+}
+
 /// Trailing whitespace removed per line, blank-line runs collapsed, outer blank lines removed.
 fn tidy(text: &str) -> String {
     let mut out: Vec<&str> = Vec::new();
@@ -262,5 +293,28 @@ mod tests {
             "function twice\n\n→ int",
         );
         check("#hashtag stays", "#hashtag stays");
+    }
+
+    /// The plain-text fast path of `markdown_to_text` gives what the full renderer gives.
+    #[test]
+    fn plain_markdown_fast_path_matches_the_renderer() {
+        let alphabet: Vec<char> = "ab Z9 \n\r\t.,:;()<>=!?é😀[]{}|/'\"+%$@^".chars().collect();
+        let mut seed: u64 = 15;
+        for _ in 0..2000 {
+            let mut text = String::new();
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            for _ in 0..(seed >> 58) {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                text.push(alphabet[(seed >> 33) as usize % alphabet.len()]);
+            }
+            assert_eq!(markdown_to_text(&text), render_markdown(&text), "{text:?}");
+        }
+        for text in ["hello at 0:4", "  \n\nint x  \r\n\n\n y\n", "", "\n"] {
+            assert_eq!(markdown_to_text(text), render_markdown(text), "{text:?}");
+        }
     }
 }

@@ -40,13 +40,16 @@ mod position;
 mod readiness;
 mod relative_paths;
 pub mod render;
+mod result_json;
 mod signature;
 pub mod symbols;
+mod typed_answer;
 
 pub use model::*;
 pub use position::resolve_position;
 pub use readiness::{wait_analysed, wait_until_ready, ANALYSIS_WAIT};
 pub use relative_paths::RelativePaths;
+pub use result_json::ResultJson;
 pub use signature::parse_signature_help;
 
 use std::collections::{HashMap, HashSet};
@@ -58,8 +61,8 @@ use crossbeam_channel::Sender;
 use serde_json::{json, Value};
 
 use crate::engine::{
-    request_with, sync_with, BuiltRequest, EngineError, Op, ReplyTo, RequestBuilder, ServerInfo,
-    SyncedDocument,
+    request_with, sync_with, AnswerBody, BuiltRequest, EngineError, Op, ReplyTo, RequestBuilder,
+    ServerInfo, SyncedDocument,
 };
 use crate::uri;
 use locations::{parse_locations, parse_range, SourceFiles};
@@ -673,11 +676,11 @@ impl Queries {
             };
             let params = params(&target);
             let server_id = target.server.server_id;
-            let continuation = move |answer: Result<Value, EngineError>| {
+            let continuation = move |answer: Result<AnswerBody, EngineError>| {
                 if log::log_enabled!(log::Level::Debug) {
                     let thread = std::thread::current();
                     let shown = match &answer {
-                        Ok(value) => value.to_string(),
+                        Ok(body) => body.to_string(),
                         Err(error) => format!("error: {error}"),
                     };
                     log::debug!(
@@ -825,7 +828,7 @@ impl FirstRequest {
 
 /// What an instant query does with its first answer (or the error that ended its request), run
 /// by the thread that has it: the server's reader, or the loop ([`Queries::start_first_answer`]).
-type OnAnswer<T> = Box<dyn FnOnce(T, Target, Result<Value, EngineError>) + Send>;
+type OnAnswer<T> = Box<dyn FnOnce(T, Target, Result<AnswerBody, EngineError>) + Send>;
 
 /// How the caller of [`Queries::start_first_answer`] hears the loop's decision.
 struct Decided<T> {
@@ -838,10 +841,70 @@ struct Decided<T> {
 /// The locations of a definition or references answer that resolve to files, in the server's
 /// order.
 fn resolved_locations(target: &mut Target, answer: &Value) -> Vec<Location> {
-    parse_locations(answer)
-        .iter()
+    resolve_all(target, parse_locations(answer))
+}
+
+fn resolve_all(target: &mut Target, raw: Vec<locations::RawLocation>) -> Vec<Location> {
+    raw.iter()
         .filter_map(|raw| target.files.resolve(raw))
         .collect()
+}
+
+/// A definition-like or references answer's raw locations: typed from the reader's raw text
+/// ([`typed_answer::locations`]), else through a `Value` as [`parse_locations`] reads them.
+fn raw_locations_of(answer: &AnswerBody) -> Vec<locations::RawLocation> {
+    match answer {
+        AnswerBody::Raw(raw) => match typed_answer::locations(raw.get()) {
+            Some(found) => {
+                log::debug!("locations read by the typed route");
+                found
+            }
+            None => parse_locations(&serde_json::from_str(raw.get()).unwrap_or(Value::Null)),
+        },
+        AnswerBody::Tree(value) => parse_locations(value),
+    }
+}
+
+/// [`definition_result`] of an instant answer (typed when it is raw).
+fn definition_result_of(
+    mut target: Target,
+    answer: &AnswerBody,
+    incomplete: Option<String>,
+) -> LocationsResult {
+    let raw = raw_locations_of(answer);
+    let mut locations = resolve_all(&mut target, raw);
+    dedup_in_order(&mut locations);
+    LocationsResult {
+        incomplete,
+        locations,
+        server: target.server.name,
+    }
+}
+
+/// [`references_result`] of an instant answer (typed when it is raw).
+fn references_result_of(
+    mut target: Target,
+    answer: &AnswerBody,
+    incomplete: Option<String>,
+) -> LocationsResult {
+    let raw = raw_locations_of(answer);
+    let locations = resolve_all(&mut target, raw);
+    sorted_references(target, locations, incomplete)
+}
+
+/// [`hover_result`] of an instant answer: typed from the reader's raw text
+/// ([`typed_answer::hover`]), else through a `Value`.
+fn hover_result_of(target: Target, answer: AnswerBody) -> Option<HoverResult> {
+    match answer {
+        AnswerBody::Raw(raw) => match typed_answer::hover(raw.get()) {
+            Some((text, range)) => {
+                log::debug!("hover read by the typed route");
+                hover_of(target, text, range)
+            }
+            None => hover_result(target, &AnswerBody::Raw(raw).into_value()),
+        },
+        AnswerBody::Tree(value) => hover_result(target, &value),
+    }
 }
 
 /// A definition answer's locations, in the server's order without exact duplicates.
@@ -865,7 +928,16 @@ fn references_result(
     answer: &Value,
     incomplete: Option<String>,
 ) -> LocationsResult {
-    let mut locations = resolved_locations(&mut target, answer);
+    let locations = resolved_locations(&mut target, answer);
+    sorted_references(target, locations, incomplete)
+}
+
+/// References sorted by path, line and column, without duplicates.
+fn sorted_references(
+    target: Target,
+    mut locations: Vec<Location>,
+    incomplete: Option<String>,
+) -> LocationsResult {
     locations.sort_by(|a, b| {
         (&a.path, a.line, a.column, a.end_line, a.end_column).cmp(&(
             &b.path,
@@ -884,7 +956,7 @@ fn references_result(
 }
 
 /// A hover answer's text and range; `None` when the server has nothing to show.
-fn hover_result(mut target: Target, answer: &Value) -> Option<HoverResult> {
+fn hover_result(target: Target, answer: &Value) -> Option<HoverResult> {
     let text = answer
         .get("contents")
         .map(hover::hover_contents_to_text)
@@ -892,11 +964,21 @@ fn hover_result(mut target: Target, answer: &Value) -> Option<HoverResult> {
     if text.is_empty() {
         return None;
     }
+    let range = answer.get("range").and_then(parse_range);
+    hover_of(target, text, range)
+}
+
+/// The hover of `text` (rendered) and its LSP `range`; `None` when `text` is empty.
+fn hover_of(
+    mut target: Target,
+    text: String,
+    range: Option<lsp_types::Range>,
+) -> Option<HoverResult> {
+    if text.is_empty() {
+        return None;
+    }
     let path = target.doc.path.clone();
-    let range = answer
-        .get("range")
-        .and_then(parse_range)
-        .map(|range| target.files.range(&path, range));
+    let range = range.map(|range| target.files.range(&path, range));
     Some(HoverResult {
         text,
         range,
