@@ -44,7 +44,6 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
-use serde_json::Value;
 use wait_timeout::ChildExt;
 
 pub use crate::config::Transport;
@@ -935,10 +934,16 @@ impl ServerProcess {
     /// `params`).
     ///
     /// Errors: [`ServerGone`], as for `send`.
-    pub fn send_request(&self, id: i32, method: &str, params: &Value) -> Result<(), ServerGone> {
+    pub fn send_request(
+        &self,
+        id: i32,
+        method: &str,
+        params: &crate::transport::RequestParams,
+    ) -> Result<(), ServerGone> {
         let mut bytes = Vec::with_capacity(256);
         let id = lsp_server::RequestId::from(id);
-        if let Err(error) = crate::transport::write_request(&mut bytes, &id, method, params) {
+        if let Err(error) = crate::transport::write_request_params(&mut bytes, &id, method, params)
+        {
             log::warn!(
                 "cannot serialise {method} for server {}: {error}",
                 self.name

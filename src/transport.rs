@@ -531,6 +531,68 @@ fn json_kind(value: &Value) -> &'static str {
     }
 }
 
+/// A request's params: a tree, or JSON text serialised straight from typed params (issue 15:
+/// the instant queries' params skip building a `Value` only to serialise it). Both are written
+/// inline ([`write_request_params`]); a tree that is `null` is left out of the message.
+#[derive(Debug, Clone)]
+pub enum RequestParams {
+    Tree(Value),
+    /// Written by `serde_json` ([`RequestParams::of`]): valid JSON, not `null`.
+    Text(String),
+}
+
+impl RequestParams {
+    /// `params` serialised once into text (`null` when it cannot be serialised, logged).
+    pub fn of<T: serde::Serialize>(params: &T) -> RequestParams {
+        match serde_json::to_string(params) {
+            Ok(text) if text != "null" => RequestParams::Text(text),
+            Ok(_) => RequestParams::Tree(Value::Null),
+            Err(error) => {
+                log::warn!("cannot serialise request params: {error}");
+                RequestParams::Tree(Value::Null)
+            }
+        }
+    }
+
+    /// As a tree (parsing the text form).
+    pub fn into_value(self) -> Value {
+        match self {
+            RequestParams::Tree(value) => value,
+            RequestParams::Text(text) => serde_json::from_str(&text).unwrap_or(Value::Null),
+        }
+    }
+}
+
+impl From<Value> for RequestParams {
+    fn from(value: Value) -> RequestParams {
+        RequestParams::Tree(value)
+    }
+}
+
+/// Writes request `id` framed, its params given as a tree or as text (see [`write_request`]).
+pub fn write_request_params(
+    w: &mut impl Write,
+    id: &RequestId,
+    method: &str,
+    params: &RequestParams,
+) -> io::Result<()> {
+    match params {
+        RequestParams::Tree(value) => write_request(w, id, method, value),
+        RequestParams::Text(text) => {
+            // WireRequest's fields in its order, with the params' text in place.
+            let mut body = Vec::with_capacity(64 + method.len() + text.len());
+            body.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+            serde_json::to_writer(&mut body, id)?;
+            body.extend_from_slice(b",\"method\":");
+            serde_json::to_writer(&mut body, method)?;
+            body.extend_from_slice(b",\"params\":");
+            body.extend_from_slice(text.as_bytes());
+            body.push(b'}');
+            write_framed(w, &body)
+        }
+    }
+}
+
 /// Writes one framed message (`Content-Length: N\r\n\r\n` + UTF-8 JSON) and flushes.
 ///
 /// Requests and notifications are written by [`write_request`] and [`write_notification`], which
@@ -649,6 +711,34 @@ fn lsp_request_id(id: &Value) -> Option<RequestId> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Params given as text are written as the same params given as a tree are.
+    #[test]
+    fn params_as_text_are_written_as_the_tree() {
+        let id = RequestId::from(7);
+        for params in [
+            json!({"textDocument": {"uri": "file:///w/a%20b.py"}, "position": {"line": 0, "character": 4}}),
+            json!({"context": {"includeDeclaration": true}, "query": "é\"x"}),
+        ] {
+            let (mut tree, mut text) = (Vec::new(), Vec::new());
+            write_request(&mut tree, &id, "textDocument/hover", &params).unwrap();
+            write_request_params(
+                &mut text,
+                &id,
+                "textDocument/hover",
+                &RequestParams::of(&params),
+            )
+            .unwrap();
+            assert_eq!(
+                String::from_utf8(text).unwrap(),
+                String::from_utf8(tree).unwrap()
+            );
+        }
+        assert!(matches!(
+            RequestParams::of(&()),
+            RequestParams::Tree(Value::Null)
+        ));
+    }
 
     /// `decode_success` reads exactly the successful replies with an `i32` id, and reads them
     /// as `decode` does.

@@ -155,7 +155,7 @@ pub type RequestBuilder =
 pub struct BuiltRequest {
     pub server_id: ServerId,
     pub method: String,
-    pub params: Value,
+    pub params: crate::transport::RequestParams,
     pub timeout: Duration,
     pub retry: bool,
     pub tag: Option<u64>,

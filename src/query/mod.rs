@@ -43,7 +43,7 @@ pub mod render;
 mod result_json;
 mod signature;
 pub mod symbols;
-mod typed_answer;
+pub(crate) mod typed_answer;
 
 pub use model::*;
 pub use position::resolve_position;
@@ -64,6 +64,7 @@ use crate::engine::{
     request_with, sync_with, AnswerBody, BuiltRequest, EngineError, Op, ReplyTo, RequestBuilder,
     ServerInfo, SyncedDocument,
 };
+use crate::transport::RequestParams;
 use crate::uri;
 use locations::{parse_locations, parse_range, SourceFiles};
 
@@ -77,17 +78,46 @@ struct Target {
 }
 
 impl Target {
-    fn text_document_position(&self) -> Value {
-        json!({
-            "textDocument": { "uri": document_uri(&self.doc.path) },
-            "position": { "line": self.position.line, "character": self.position.character },
+    /// `TextDocumentPositionParams` (LSP 3.17 §`textDocumentPositionParams`) plus `context` when
+    /// given, serialised straight into text (issue 15: no `Value` tree; members in the order a
+    /// tree would write them).
+    fn text_document_position<C: serde::Serialize>(&self, context: Option<C>) -> RequestParams {
+        #[derive(serde::Serialize)]
+        struct Params<'a, C> {
+            #[serde(skip_serializing_if = "Option::is_none")]
+            context: Option<C>,
+            position: Position,
+            #[serde(rename = "textDocument")]
+            text_document: TextDocument<'a>,
+        }
+        let uri = document_uri(&self.doc.path);
+        RequestParams::of(&Params {
+            context,
+            position: Position {
+                character: self.position.character,
+                line: self.position.line,
+            },
+            text_document: TextDocument { uri: &uri },
         })
     }
 }
 
+/// An LSP `Position` as the wire writes it (members in a tree's order).
+#[derive(serde::Serialize)]
+struct Position {
+    character: u32,
+    line: u32,
+}
+
+/// A `TextDocumentIdentifier`.
+#[derive(serde::Serialize)]
+struct TextDocument<'a> {
+    uri: &'a str,
+}
+
 /// Builds a query's LSP params from its target (run in the loop, or by the caller after a
 /// readiness wait).
-type ParamsBuilder = Arc<dyn Fn(&Target) -> Value + Send + Sync>;
+type ParamsBuilder = Arc<dyn Fn(&Target) -> RequestParams + Send + Sync>;
 
 /// The wait a query needs before its first request (see the module's invariants).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -210,6 +240,8 @@ pub struct Queries {
     tag: Option<u64>,
     analysed: AnalysedFiles,
     canonical_files: CanonicalFiles,
+    /// Texts of the files results point into, checked by one `stat` each (shared by clones).
+    source_cache: locations::SourceCache,
 }
 
 impl Queries {
@@ -224,7 +256,13 @@ impl Queries {
             tag: None,
             analysed: AnalysedFiles::default(),
             canonical_files: CanonicalFiles::default(),
+            source_cache: locations::SourceCache::default(),
         }
+    }
+
+    /// How many result files' texts came from the session's cache instead of the disk.
+    pub fn source_cache_hits(&self) -> u64 {
+        self.source_cache.hits()
     }
 
     /// The same queries, sharing `analysed` (a session's record of first analysis waits) so a
@@ -542,13 +580,16 @@ impl Queries {
         let (answer_sender, answer_receiver) = crossbeam_channel::bounded(1);
         let analysed = self.analysed.clone();
         let root = self.root.clone();
+        let cache = self.source_cache.clone();
         let at = at.cloned();
         let (timeout, tag) = (self.timeout, self.tag);
         let loop_params = Arc::clone(&params);
         let build: RequestBuilder = Box::new(move |synced| {
             let target = synced
                 .map_err(|error| QueryError::from(error.clone()))
-                .and_then(|doc| build_target(doc.clone(), at.as_ref(), method, capability, &root));
+                .and_then(|doc| {
+                    build_target(doc.clone(), at.as_ref(), method, capability, &root, cache)
+                });
             let request = match &target {
                 Ok(target) if !readiness.wait_due(&analysed, &target.server, &target.doc.path) => {
                     Some(BuiltRequest {
@@ -610,7 +651,7 @@ impl Queries {
             }
             Readiness::Indexed => self.wait_ready(&mut target),
         };
-        let answer = self.request(&target, method, params(&target))?;
+        let answer = self.request(&target, method, params(&target).into_value())?;
         Ok((target, answer, incomplete))
     }
 
@@ -650,12 +691,15 @@ impl Queries {
         let Decided { not_sent, sent } = decided;
         let analysed = self.analysed.clone();
         let root = self.root.clone();
+        let cache = self.source_cache.clone();
         let at = at.cloned();
         let (timeout, tag) = (self.timeout, self.tag);
         let build: RequestBuilder = Box::new(move |synced| {
             let target = synced
                 .map_err(|error| QueryError::from(error.clone()))
-                .and_then(|doc| build_target(doc.clone(), at.as_ref(), method, capability, &root));
+                .and_then(|doc| {
+                    build_target(doc.clone(), at.as_ref(), method, capability, &root, cache)
+                });
             let target = match target {
                 Ok(target) if !readiness.wait_due(&analysed, &target.server, &target.doc.path) => {
                     target
@@ -774,7 +818,7 @@ impl FirstRequest {
             method,
             capability,
             readiness,
-            params: Arc::new(Target::text_document_position),
+            params: Arc::new(|target: &Target| target.text_document_position(None::<()>)),
         }
     }
 
@@ -790,9 +834,14 @@ impl FirstRequest {
             capability: "referencesProvider",
             readiness: Readiness::Indexed,
             params: Arc::new(move |target: &Target| {
-                let mut params = target.text_document_position();
-                params["context"] = json!({ "includeDeclaration": include_declaration });
-                params
+                #[derive(serde::Serialize)]
+                struct Context {
+                    #[serde(rename = "includeDeclaration")]
+                    include_declaration: bool,
+                }
+                target.text_document_position(Some(Context {
+                    include_declaration,
+                }))
             }),
         }
     }
@@ -806,9 +855,17 @@ impl FirstRequest {
             method: "textDocument/documentSymbol",
             capability: "documentSymbolProvider",
             readiness: Readiness::None,
-            params: Arc::new(
-                |target: &Target| json!({ "textDocument": { "uri": document_uri(&target.doc.path) } }),
-            ),
+            params: Arc::new(|target: &Target| {
+                #[derive(serde::Serialize)]
+                struct Params<'a> {
+                    #[serde(rename = "textDocument")]
+                    text_document: TextDocument<'a>,
+                }
+                let uri = document_uri(&target.doc.path);
+                RequestParams::of(&Params {
+                    text_document: TextDocument { uri: &uri },
+                })
+            }),
         }
     }
 
@@ -818,9 +875,18 @@ impl FirstRequest {
             capability: "signatureHelpProvider",
             readiness: Readiness::Analysed,
             params: Arc::new(|target: &Target| {
-                let mut params = target.text_document_position();
-                params["context"] = json!({ "triggerKind": 1, "isRetrigger": false });
-                params
+                // `SignatureHelpContext`: invoked (triggerKind 1), not a retrigger.
+                #[derive(serde::Serialize)]
+                struct Context {
+                    #[serde(rename = "isRetrigger")]
+                    is_retrigger: bool,
+                    #[serde(rename = "triggerKind")]
+                    trigger_kind: u32,
+                }
+                target.text_document_position(Some(Context {
+                    is_retrigger: false,
+                    trigger_kind: 1,
+                }))
             }),
         }
     }
@@ -1000,6 +1066,7 @@ fn build_target(
     method: &str,
     capability: &str,
     root: &Path,
+    cache: locations::SourceCache,
 ) -> Result<Target, QueryError> {
     let server = pick_server(&doc, method, capability)?;
     let index = match &doc.line_index {
@@ -1012,7 +1079,7 @@ fn build_target(
         })?,
         None => lsp_types::Position::default(),
     };
-    let mut files = SourceFiles::new(server.encoding);
+    let mut files = SourceFiles::with_cache(server.encoding, cache);
     files.add_indexed_document(&doc.path, doc.text.clone(), index);
     Ok(Target {
         doc,

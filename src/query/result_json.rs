@@ -4,6 +4,8 @@
 //!
 //! Invariant: both forms stand for the same JSON, and the text form is exactly what the tree
 //! form serialises to (compact, object keys sorted), so writing either gives the same bytes.
+//! The text is only ever made by serde_json's serialiser, so it is valid JSON (it is not
+//! parsed again to check).
 //! Results are serialised directly only from types whose fields are declared in the order of
 //! their serialised names (see `model.rs`).
 
@@ -15,14 +17,15 @@ use serde_json::Value;
 #[derive(Debug, Clone)]
 pub enum ResultJson {
     Tree(Value),
-    Text(Box<RawValue>),
+    /// Written by `serde_json` ([`ResultJson::of`]): valid JSON.
+    Text(String),
 }
 
 impl ResultJson {
     /// `result` serialised straight into text; `null` (logged) when it cannot be serialised
     /// (a path that is not UTF-8), as a `Value` would have been.
     pub fn of<T: Serialize>(result: &T) -> ResultJson {
-        match serde_json::value::to_raw_value(result) {
+        match serde_json::to_string(result) {
             Ok(text) => ResultJson::Text(text),
             Err(error) => {
                 log::warn!("cannot serialise a result: {error}");
@@ -40,7 +43,7 @@ impl ResultJson {
     pub fn into_value(self) -> Value {
         match self {
             ResultJson::Tree(value) => value,
-            ResultJson::Text(text) => serde_json::from_str(text.get()).unwrap_or(Value::Null),
+            ResultJson::Text(text) => serde_json::from_str(&text).unwrap_or(Value::Null),
         }
     }
 
@@ -48,7 +51,7 @@ impl ResultJson {
     pub fn is_null(&self) -> bool {
         match self {
             ResultJson::Tree(value) => value.is_null(),
-            ResultJson::Text(text) => text.get() == "null",
+            ResultJson::Text(text) => text == "null",
         }
     }
 
@@ -58,7 +61,7 @@ impl ResultJson {
             ResultJson::Tree(value) => {
                 let _ = serde_json::to_writer(&mut *out, value);
             }
-            ResultJson::Text(text) => out.extend_from_slice(text.get().as_bytes()),
+            ResultJson::Text(text) => out.extend_from_slice(text.as_bytes()),
         }
     }
 }
@@ -73,7 +76,7 @@ impl PartialEq for ResultJson {
     /// Equal when they stand for the same JSON, whatever their forms.
     fn eq(&self, other: &ResultJson) -> bool {
         match (self, other) {
-            (ResultJson::Text(a), ResultJson::Text(b)) => a.get() == b.get(),
+            (ResultJson::Text(a), ResultJson::Text(b)) => a == b,
             _ => self.clone().into_value() == other.clone().into_value(),
         }
     }
@@ -90,7 +93,7 @@ impl std::fmt::Display for ResultJson {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ResultJson::Tree(value) => write!(f, "{value}"),
-            ResultJson::Text(text) => f.write_str(text.get()),
+            ResultJson::Text(text) => f.write_str(text),
         }
     }
 }
@@ -100,7 +103,9 @@ impl Serialize for ResultJson {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
             ResultJson::Tree(value) => value.serialize(serializer),
-            ResultJson::Text(text) => text.serialize(serializer),
+            ResultJson::Text(text) => RawValue::from_string(text.clone())
+                .map_err(serde::ser::Error::custom)?
+                .serialize(serializer),
         }
     }
 }

@@ -61,8 +61,8 @@ impl<'de> Deserialize<'de> for HoverAnswer {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<HoverAnswer, A::Error> {
                 let (mut contents, mut range) = (None, None);
                 let (mut seen_contents, mut seen_range) = (false, false);
-                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                    match key.as_ref() {
+                while let Some(key) = map.next_key::<Text<'de>>()? {
+                    match key.0.as_ref() {
                         "contents" if !seen_contents => {
                             seen_contents = true;
                             contents = map.next_value::<Option<HoverText>>()?;
@@ -153,8 +153,8 @@ fn kind_and_value<'de, A: MapAccess<'de>>(
 ) -> Result<(Option<Option<Cow<'de, str>>>, Option<Cow<'de, str>>), A::Error> {
     let (mut kind, mut value) = (None, None);
     let mut seen_value = false;
-    while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-        match key.as_ref() {
+    while let Some(key) = map.next_key::<Text<'de>>()? {
+        match key.0.as_ref() {
             "kind" if kind.is_none() => kind = Some(map.next_value::<Option<Text<'de>>>()?),
             "value" if !seen_value => {
                 seen_value = true;
@@ -172,8 +172,8 @@ fn kind_and_value<'de, A: MapAccess<'de>>(
     ))
 }
 
-/// A JSON string, borrowed when it holds no escapes.
-struct Text<'a>(Cow<'a, str>);
+/// A JSON string, borrowed when it holds no escapes (serde's own `Cow<str>` always copies).
+pub(crate) struct Text<'a>(pub(crate) Cow<'a, str>);
 
 impl<'de> Deserialize<'de> for Text<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Text<'de>, D::Error> {
@@ -264,8 +264,8 @@ fn one_location<'de, A: MapAccess<'de>>(mut map: A) -> Result<RawLocation, A::Er
         Ok(())
     }
     let mut members = Members::default();
-    while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-        match key.as_ref() {
+    while let Some(key) = map.next_key::<Text<'de>>()? {
+        match key.0.as_ref() {
             "uri" => once(&mut members.uri, &mut map)?,
             "range" => once(&mut members.range, &mut map)?,
             "targetUri" => once(&mut members.target_uri, &mut map)?,
