@@ -187,6 +187,7 @@ impl SourceCache {
         });
         if let Some(source) = cached {
             self.0.hits.fetch_add(1, Ordering::Relaxed);
+            log::debug!("{}: text from the source cache", path.display());
             return Some(source);
         }
         let read_at = SystemTime::now();
