@@ -22,6 +22,7 @@
 //! - [`output`]: rendering `lspc check` results (human, json, jsonl, sarif, github).
 //! - [`check`]: the `lspc check` command: file walking, settling, exit status.
 //! - [`signals`]: SIGINT/SIGTERM/SIGHUP turned into events for the loop.
+//! - [`doorbell`]: channels whose senders wake the event loop with one `unpark` (no lock held).
 //! - [`query`]: code-intelligence queries (definition, references, hover, symbols, hierarchies)
 //!   with result normalisation and position conversion; human rendering.
 //! - [`operation`]: the one operation vocabulary: every operation and argument defined once, read
@@ -42,6 +43,7 @@ pub mod cli;
 pub mod config;
 pub mod diagnostics;
 pub mod doctor;
+pub mod doorbell;
 pub mod edit;
 pub mod engine;
 pub mod exit;

@@ -47,6 +47,7 @@ use crossbeam_channel::{Receiver, Sender};
 use wait_timeout::ChildExt;
 
 pub use crate::config::Transport;
+use crate::doorbell::LoopSender;
 use crate::transport::{
     decode, write_outgoing, FrameReader, FramingError, IncomingMessage, Outgoing,
 };
@@ -289,7 +290,7 @@ impl fmt::Debug for ServerProcess {
 #[derive(Clone, Debug)]
 pub struct EventSenders {
     /// The loop's event channel: each event wakes the loop.
-    pub events: Sender<ServerEvent>,
+    pub events: LoopSender<ServerEvent>,
     /// [`ServerEvent::Delivered`] only. The loop drains it before it handles anything else and
     /// is never woken by it (issue 15: the caller already has its answer, only bookkeeping is
     /// left, so a wake-up per request would buy nothing). A reader sends an answer's
@@ -298,11 +299,11 @@ pub struct EventSenders {
 }
 
 impl From<Sender<ServerEvent>> for EventSenders {
-    /// Both kinds on one channel (tests that read every event in order).
+    /// Both kinds on one plain channel (tests that read every event in order).
     fn from(events: Sender<ServerEvent>) -> EventSenders {
         EventSenders {
             delivered: events.clone(),
-            events,
+            events: LoopSender::unrung(events),
         }
     }
 }

@@ -76,6 +76,8 @@ fn install_once() -> io::Result<Receiver<i32>> {
                             // The receiver lives in `INSTALLED` for the whole process.
                             let _ = signal_sender.send(i32::from(byte));
                         }
+                        // An event loop parks instead of waiting on this channel.
+                        crate::doorbell::ring_signal_bells();
                     }
                     Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
                     Err(error) => {

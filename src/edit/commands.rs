@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crossbeam_channel::{bounded, Sender};
+use crossbeam_channel::bounded;
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -32,6 +32,7 @@ use super::formatting::{self, FormattingOverrides};
 use super::leftovers;
 use super::workspace_edit::{ApplyMode, EditError, EditReport, Operation};
 use crate::diagnostics::{Diagnostic, Severity};
+use crate::doorbell::LoopSender;
 use crate::engine::{
     apply_edit_with, raw_diagnostics_with, request_with, server_edits_with, sync_with,
     DiagnosticsOutcome, EngineError, Op, ServerInfo, SyncedDocument,
@@ -199,7 +200,7 @@ pub struct EditOutcome {
 
 /// The edit commands over an engine reached through `op_sender`.
 pub struct EditCommands {
-    op_sender: Sender<Op>,
+    op_sender: LoopSender<Op>,
     root: PathBuf,
     /// Bound on each request and each diagnostics wait.
     timeout: Duration,
@@ -207,7 +208,7 @@ pub struct EditCommands {
 
 impl EditCommands {
     /// `root` is the workspace root (displayed paths are relative to it).
-    pub fn new(op_sender: Sender<Op>, root: PathBuf, timeout: Duration) -> EditCommands {
+    pub fn new(op_sender: LoopSender<Op>, root: PathBuf, timeout: Duration) -> EditCommands {
         EditCommands {
             op_sender,
             root: uri::canonical(&root),

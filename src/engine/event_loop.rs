@@ -1,4 +1,4 @@
-//! The event loop: one thread, one `select!`, all state.
+//! The event loop: one thread, one wait (a park on its doorbell), all state.
 //!
 //! Each turn handles one event (an [`Op`] from a frontend, a [`ServerEvent`] from a reader thread,
 //! a signal, or a timer), drains whatever else is immediately ready, then does the per-turn work
@@ -10,13 +10,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{never, select, Receiver};
+use crossbeam_channel::{never, Receiver, TryRecvError};
 use serde_json::Value;
 
 use super::documents::Documents;
 use super::settle::{push_settle_time, pushed_part_settle_time, SettleRule};
 use super::{BuiltRequest, EngineOptions, Op, ServerStatus};
 use crate::diagnostics::{DiagnosticStore, Origin};
+use crate::doorbell::Bell;
 use crate::process::{ServerEvent, ServerId, ServerProcess};
 use crate::text::LineIndex;
 
@@ -64,9 +65,54 @@ use requests::{Purpose, Retry};
 /// worst `ServerProcess::terminate` waits its bounded join for a reader stuck on a full channel.
 const SERVER_EVENT_CAPACITY: usize = 4096;
 
-pub(super) fn run(options: EngineOptions, op_receiver: Receiver<Op>) {
+/// What woke the loop: the next input, by priority (signal, then op, then server event).
+enum Input {
+    Op(Op),
+    /// Every [`crate::doorbell::LoopSender`] of ops is gone: the frontends have finished.
+    OpsClosed,
+    Event(ServerEvent),
+    Signal(i32),
+    /// `deadline` passed with nothing queued.
+    Deadline,
+}
+
+/// Takes the next queued input, parking (on the loop's [`Bell`]) until one is queued or
+/// `deadline` passes. Checks every receiver before each park, so a send that lands meanwhile
+/// unparks it at once (see [`crate::doorbell`]); spurious wakes only re-check.
+fn next_input(
+    op_receiver: &Receiver<Op>,
+    event_receiver: &Receiver<ServerEvent>,
+    signal_receiver: &Receiver<i32>,
+    deadline: Instant,
+) -> Input {
+    loop {
+        match signal_receiver.try_recv() {
+            Ok(signal) => return Input::Signal(signal),
+            // The signal thread stopped (it logs why): act as on SIGTERM, as before.
+            Err(TryRecvError::Disconnected) => return Input::Signal(libc_sigterm()),
+            Err(TryRecvError::Empty) => {}
+        }
+        match op_receiver.try_recv() {
+            Ok(op) => return Input::Op(op),
+            Err(TryRecvError::Disconnected) => return Input::OpsClosed,
+            Err(TryRecvError::Empty) => {}
+        }
+        // The loop holds a sender of its own events, so this channel never disconnects.
+        if let Ok(event) = event_receiver.try_recv() {
+            return Input::Event(event);
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Input::Deadline;
+        }
+        std::thread::park_timeout(deadline - now);
+    }
+}
+
+pub(super) fn run(options: EngineOptions, bell: Bell, op_receiver: Receiver<Op>) {
     super::reply::mark_serving_ops();
-    let (event_sender, event_receiver) = crossbeam_channel::bounded(SERVER_EVENT_CAPACITY);
+    bell.attach_current();
+    let (event_sender, event_receiver) = bell.bounded(SERVER_EVENT_CAPACITY);
     // Unbounded: each entry is a few words, and the frontend's next op drains them.
     let (delivered_sender, delivered_receiver) = crossbeam_channel::unbounded();
     let senders = crate::process::EventSenders {
@@ -77,7 +123,10 @@ pub(super) fn run(options: EngineOptions, op_receiver: Receiver<Op>) {
     let signals = options.handle_signals.then(crate::signals::install);
     let signal_receiver = match signals {
         None => never(),
-        Some(Ok(receiver)) => receiver,
+        Some(Ok(receiver)) => {
+            bell.ring_on_signals();
+            receiver
+        }
         Some(Err(error)) => {
             log::warn!("cannot install signal handlers: {error}");
             never()
@@ -88,34 +137,26 @@ pub(super) fn run(options: EngineOptions, op_receiver: Receiver<Op>) {
         // Before the deadlines: a delivered request has none left.
         state.drain_delivered();
         state.documents.next_turn();
-        let timeout = state
+        let deadline = state
             .next_deadline()
-            .map(|deadline| deadline.saturating_duration_since(Instant::now()))
-            .unwrap_or(Duration::from_secs(3600));
-        select! {
-            recv(op_receiver) -> op => match op {
-                Ok(Op::Shutdown { reply }) => {
-                    state.shutdown_all(&event_receiver);
-                    let _ = reply.send(());
-                    return;
-                }
-                // Needs the event receiver: stopping servers waits for their answers.
-                Ok(Op::Reload { config, reply }) => {
-                    let _ = reply.send(state.reload(config, &event_receiver));
-                }
-                Ok(op) => state.handle_op(op),
-                Err(_) => {
-                    state.shutdown_all(&event_receiver);
-                    return;
-                }
-            },
-            recv(event_receiver) -> event => {
-                if let Ok(event) = event {
-                    state.handle_server_event(event);
-                }
-            },
-            recv(signal_receiver) -> signal => {
-                let signal = signal.unwrap_or(libc_sigterm());
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+        match next_input(&op_receiver, &event_receiver, &signal_receiver, deadline) {
+            Input::Op(Op::Shutdown { reply }) => {
+                state.shutdown_all(&event_receiver);
+                let _ = reply.send(());
+                return;
+            }
+            // Needs the event receiver: stopping servers waits for their answers.
+            Input::Op(Op::Reload { config, reply }) => {
+                let _ = reply.send(state.reload(config, &event_receiver));
+            }
+            Input::Op(op) => state.handle_op(op),
+            Input::OpsClosed => {
+                state.shutdown_all(&event_receiver);
+                return;
+            }
+            Input::Event(event) => state.handle_server_event(event),
+            Input::Signal(signal) => {
                 log::info!("received signal {signal}: shutting the servers down");
                 // Told first, so the frontend knows the answers shutting down gives are partial.
                 let interrupted_sender = state.options.interrupted_sender.clone();
@@ -127,8 +168,8 @@ pub(super) fn run(options: EngineOptions, op_receiver: Receiver<Op>) {
                     return;
                 }
                 std::process::exit(128 + signal);
-            },
-            default(timeout) => {},
+            }
+            Input::Deadline => {}
         }
         // Coalesce: handle what is already queued (bounded), then do the per-turn work once.
         let turn_end = Instant::now() + Duration::from_millis(5);

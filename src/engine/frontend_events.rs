@@ -18,6 +18,7 @@ use serde_json::Value;
 
 use super::{ServerState, State};
 use crate::diagnostics::{Diagnostic, DrainedBatch, Origin, PassiveRegistry};
+use crate::doorbell::LoopSender;
 use crate::engine::{EngineError, Op};
 
 /// Something a frontend may want to tell its own client about.
@@ -288,7 +289,7 @@ impl State {
 
 /// Receiver-side helpers for frontends: blocking round trips through an op sender. Each returns
 /// an empty answer when the engine is gone.
-pub fn drain_passive(op_sender: &Sender<Op>, consumer: Option<&str>) -> Option<DrainedBatch> {
+pub fn drain_passive(op_sender: &LoopSender<Op>, consumer: Option<&str>) -> Option<DrainedBatch> {
     let (reply, receiver) = crossbeam_channel::bounded(1);
     op_sender
         .send(Op::DrainPassive {
@@ -300,7 +301,7 @@ pub fn drain_passive(op_sender: &Sender<Op>, consumer: Option<&str>) -> Option<D
 }
 
 /// [`Op::CurrentDiagnostics`], blocking.
-pub fn current_diagnostics(op_sender: &Sender<Op>) -> Vec<(PathBuf, Vec<Diagnostic>)> {
+pub fn current_diagnostics(op_sender: &LoopSender<Op>) -> Vec<(PathBuf, Vec<Diagnostic>)> {
     let (reply, receiver) = crossbeam_channel::bounded(1);
     if op_sender.send(Op::CurrentDiagnostics { reply }).is_err() {
         return Vec::new();
@@ -309,7 +310,7 @@ pub fn current_diagnostics(op_sender: &Sender<Op>) -> Vec<(PathBuf, Vec<Diagnost
 }
 
 /// [`Op::OpenDocuments`], blocking; empty once the engine is gone.
-pub fn open_documents(op_sender: &Sender<Op>) -> Vec<PathBuf> {
+pub fn open_documents(op_sender: &LoopSender<Op>) -> Vec<PathBuf> {
     let (reply, receiver) = crossbeam_channel::bounded(1);
     if op_sender.send(Op::OpenDocuments { reply }).is_err() {
         return Vec::new();
@@ -318,7 +319,7 @@ pub fn open_documents(op_sender: &Sender<Op>) -> Vec<PathBuf> {
 }
 
 /// [`Op::ServerDetails`], blocking.
-pub fn server_details(op_sender: &Sender<Op>) -> Vec<ServerDetails> {
+pub fn server_details(op_sender: &LoopSender<Op>) -> Vec<ServerDetails> {
     let (reply, receiver) = crossbeam_channel::bounded(1);
     if op_sender.send(Op::ServerDetails { reply }).is_err() {
         return Vec::new();

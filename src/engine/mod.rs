@@ -40,12 +40,13 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
+use crossbeam_channel::{bounded, Receiver, Sender};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::config::Config;
 use crate::diagnostics::Diagnostic;
+use crate::doorbell::LoopSender;
 use crate::process::ServerId;
 use crate::text::PositionEncoding;
 pub use supervisor::RestartPolicy;
@@ -581,7 +582,7 @@ impl std::error::Error for EngineError {}
 /// The frontends' end of the engine: a sender of [`Op`]s and the loop thread. Dropping it shuts
 /// the engine down and joins the loop (so no server outlives the handle).
 pub struct EngineHandle {
-    op_sender: Sender<Op>,
+    op_sender: LoopSender<Op>,
     thread: Option<thread::JoinHandle<()>>,
     /// Whether the ops are served by a session over its socket ([`EngineHandle::from_parts`]).
     remote: bool,
@@ -591,7 +592,7 @@ impl EngineHandle {
     /// A handle whose ops go to `op_sender`, served by `thread` (the session client's proxy):
     /// dropping the handle sends [`Op::Shutdown`] and joins `thread`.
     pub(crate) fn from_parts(
-        op_sender: Sender<Op>,
+        op_sender: LoopSender<Op>,
         thread: thread::JoinHandle<()>,
     ) -> EngineHandle {
         EngineHandle {
@@ -613,10 +614,11 @@ impl EngineHandle {
     /// spawned from that thread (their parent-death signal is tied to it). Commands start their
     /// engine with `crate::session::start_engine`, which honours [`EngineOptions::session`].
     pub fn start(options: EngineOptions) -> EngineHandle {
-        let (op_sender, op_receiver) = unbounded();
+        let bell = crate::doorbell::Bell::new();
+        let (op_sender, op_receiver) = bell.unbounded();
         let thread = thread::Builder::new()
             .name("lspc-engine".to_owned())
-            .spawn(move || event_loop::run(options, op_receiver))
+            .spawn(move || event_loop::run(options, bell, op_receiver))
             .expect("spawning the engine thread");
         EngineHandle {
             op_sender,
@@ -626,7 +628,7 @@ impl EngineHandle {
     }
 
     /// A sender for frontends that run on other threads.
-    pub fn op_sender(&self) -> Sender<Op> {
+    pub fn op_sender(&self) -> LoopSender<Op> {
         self.op_sender.clone()
     }
 
@@ -709,7 +711,7 @@ pub fn recv_parked<T>(receiver: &Receiver<T>) -> Result<T, crossbeam_channel::Re
 
 /// [`Op::Sync`] through any op sender, blocking.
 pub fn sync_with(
-    op_sender: &Sender<Op>,
+    op_sender: &LoopSender<Op>,
     path: PathBuf,
     timeout: Duration,
 ) -> Result<SyncedDocument, EngineError> {
@@ -726,7 +728,7 @@ pub fn sync_with(
 
 /// [`Op::Request`] through any op sender, blocking, with ContentModified retries.
 pub fn request_with(
-    op_sender: &Sender<Op>,
+    op_sender: &LoopSender<Op>,
     server_id: ServerId,
     method: &str,
     params: Value,
@@ -749,7 +751,7 @@ pub fn request_with(
 
 /// [`Op::ApplyEdit`] through any op sender, blocking. The outer error is the engine being gone.
 pub fn apply_edit_with(
-    op_sender: &Sender<Op>,
+    op_sender: &LoopSender<Op>,
     edit: Value,
     encoding: PositionEncoding,
     mode: crate::edit::ApplyMode,
@@ -767,7 +769,7 @@ pub fn apply_edit_with(
 }
 
 /// [`Op::ServerEdits`] through any op sender, blocking (empty when the engine is gone).
-pub fn server_edits_with(op_sender: &Sender<Op>) -> Vec<(u64, crate::edit::EditReport)> {
+pub fn server_edits_with(op_sender: &LoopSender<Op>) -> Vec<(u64, crate::edit::EditReport)> {
     let (reply, receiver) = bounded(1);
     if op_sender.send(Op::ServerEdits { reply }).is_err() {
         return Vec::new();
@@ -776,7 +778,7 @@ pub fn server_edits_with(op_sender: &Sender<Op>) -> Vec<(u64, crate::edit::EditR
 }
 
 /// [`Op::RunningServers`] through any op sender, blocking (empty when the engine is gone).
-pub fn running_servers_with(op_sender: &Sender<Op>) -> Vec<ServerInfo> {
+pub fn running_servers_with(op_sender: &LoopSender<Op>) -> Vec<ServerInfo> {
     let (reply, receiver) = bounded(1);
     if op_sender.send(Op::RunningServers { reply }).is_err() {
         return Vec::new();
@@ -785,7 +787,10 @@ pub fn running_servers_with(op_sender: &Sender<Op>) -> Vec<ServerInfo> {
 }
 
 /// [`Op::RawDiagnostics`] through any op sender, blocking (empty when the engine is gone).
-pub fn raw_diagnostics_with(op_sender: &Sender<Op>, path: PathBuf) -> Vec<(ServerId, Vec<Value>)> {
+pub fn raw_diagnostics_with(
+    op_sender: &LoopSender<Op>,
+    path: PathBuf,
+) -> Vec<(ServerId, Vec<Value>)> {
     let (reply, receiver) = bounded(1);
     if op_sender.send(Op::RawDiagnostics { path, reply }).is_err() {
         return Vec::new();

@@ -18,11 +18,12 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crossbeam_channel::{bounded, Sender};
+use crossbeam_channel::bounded;
 use serde_json::{json, Value};
 
 use crate::config::Config;
 use crate::diagnostics::{Diagnostic, Severity};
+use crate::doorbell::LoopSender;
 use crate::engine::{DiagnosticsOutcome, Op};
 use crate::mcp::protocol::INVALID_PARAMS;
 use crate::text::{LineIndex, PositionEncoding};
@@ -67,7 +68,7 @@ impl ToolError {
 /// What the tools need from the engine; cheap to clone onto a worker thread.
 #[derive(Clone)]
 pub struct ToolContext {
-    pub op_sender: Sender<Op>,
+    pub op_sender: LoopSender<Op>,
     /// Canonical absolute workspace root.
     pub root: PathBuf,
     pub config: std::sync::Arc<Config>,

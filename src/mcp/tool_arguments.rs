@@ -6,15 +6,14 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crossbeam_channel::Sender;
-
+use crate::doorbell::LoopSender;
 use crate::engine::Op;
 pub use crate::operation::execute::{clean_json, display_path};
 
 /// Everything a tool handler needs; cheap to clone onto a worker thread.
 #[derive(Clone)]
 pub struct ToolContext {
-    pub op_sender: Sender<Op>,
+    pub op_sender: LoopSender<Op>,
     /// Canonical absolute workspace root.
     pub root: PathBuf,
     /// How long one query may wait for a server (start-up included).
@@ -45,7 +44,7 @@ pub struct PassiveDrains {
 impl PassiveDrains {
     /// Ask the engine for its counter ([`Op::PassiveCounter`]); without one (a session proxy,
     /// an engine gone) every drain is made.
-    pub fn new(op_sender: &Sender<Op>) -> PassiveDrains {
+    pub fn new(op_sender: &LoopSender<Op>) -> PassiveDrains {
         let (reply, receiver) = crossbeam_channel::bounded(1);
         let counter = op_sender
             .send(Op::PassiveCounter { reply })
@@ -81,7 +80,7 @@ impl PassiveDrains {
     /// was queued anywhere since that queue's last drain began.
     pub fn drain(
         &self,
-        op_sender: &Sender<Op>,
+        op_sender: &LoopSender<Op>,
         consumer: Option<&str>,
     ) -> Option<crate::diagnostics::DrainedBatch> {
         let Some(counter) = &self.counter else {

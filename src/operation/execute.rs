@@ -10,11 +10,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crossbeam_channel::Sender;
 use serde_json::{json, Value};
 
 use super::Operation;
 use crate::diagnostics::Diagnostic;
+use crate::doorbell::LoopSender;
 use crate::edit::commands::{
     render_outcome, CodeActionItem, CommandError, EditCommands, EditOutcome,
 };
@@ -28,7 +28,7 @@ use crate::uri;
 
 /// What an operation needs from the engine session it runs on.
 pub struct Context<'a> {
-    pub op_sender: &'a Sender<Op>,
+    pub op_sender: &'a LoopSender<Op>,
     pub queries: &'a Queries,
     pub edits: &'a EditCommands,
     /// Bounds each file's diagnostics wait.

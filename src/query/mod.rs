@@ -57,9 +57,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crossbeam_channel::Sender;
 use serde_json::{json, Value};
 
+use crate::doorbell::LoopSender;
 use crate::engine::{
     request_with, sync_with, AnswerBody, BuiltRequest, EngineError, Op, ReplyTo, RequestBuilder,
     ServerInfo, SyncedDocument,
@@ -234,7 +234,7 @@ impl CanonicalFiles {
 /// The query layer: one per frontend thread (cheap to clone via [`Queries::with_tag`]).
 #[derive(Debug, Clone)]
 pub struct Queries {
-    op_sender: Sender<Op>,
+    op_sender: LoopSender<Op>,
     root: PathBuf,
     timeout: Duration,
     tag: Option<u64>,
@@ -248,7 +248,7 @@ impl Queries {
     /// Queries through `op_sender`; `root` is the workspace root (for messages and for finding a
     /// file when a workspace query names none); `timeout` bounds each sync, readiness wait and
     /// request.
-    pub fn new(op_sender: Sender<Op>, root: PathBuf, timeout: Duration) -> Queries {
+    pub fn new(op_sender: LoopSender<Op>, root: PathBuf, timeout: Duration) -> Queries {
         Queries {
             op_sender,
             root,

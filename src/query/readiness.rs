@@ -5,8 +5,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::Sender;
-
+use crate::doorbell::LoopSender;
 use crate::engine::{sync_with, Op, ServerInfo};
 
 /// How often a readiness wait re-reads the server's progress state.
@@ -30,7 +29,7 @@ pub const ANALYSIS_WAIT: Duration = Duration::from_secs(20);
 /// publishes costs at most that cap; the outcome is otherwise ignored. Cross-file queries and
 /// the edit commands ([`crate::edit::commands`]) share this wait.
 pub fn wait_until_ready(
-    op_sender: &Sender<Op>,
+    op_sender: &LoopSender<Op>,
     path: &Path,
     server: &mut ServerInfo,
     timeout: Duration,
@@ -76,7 +75,12 @@ pub fn wait_until_ready(
 /// Wait at most [`ANALYSIS_WAIT`] (bounded by `timeout`) for `path`'s diagnostics to settle: a
 /// settled publish shows the server has analysed the file (see [`wait_until_ready`]). The
 /// outcome is only logged.
-pub fn wait_analysed(op_sender: &Sender<Op>, path: &Path, server_name: &str, timeout: Duration) {
+pub fn wait_analysed(
+    op_sender: &LoopSender<Op>,
+    path: &Path,
+    server_name: &str,
+    timeout: Duration,
+) {
     let started = Instant::now();
     let (reply, receiver) = crossbeam_channel::bounded(1);
     let analysis = Op::AnalysisWait {

@@ -788,7 +788,7 @@ fn lost_message(hello: &Hello) -> String {
 
 /// Wraps a connection in an [`EngineHandle`] whose ops are served by the session.
 pub fn proxy(connected: Connected, signals: ProxySignals) -> EngineHandle {
-    let (op_sender, op_receiver) = unbounded::<Op>();
+    let (op_sender, op_receiver) = crate::doorbell::unbounded::<Op>();
     let thread = thread::Builder::new()
         .name("lspc-session-proxy".to_owned())
         .spawn(move || run_proxy(connected, op_receiver, signals))

@@ -25,6 +25,7 @@ use crossbeam_channel::{bounded, Sender};
 
 use super::wire::{ConfigState, LastReload};
 use crate::config::{Config, ConfigOptions};
+use crate::doorbell::LoopSender;
 use crate::engine::{Op, ReloadReport};
 use crate::mcp::reload::ConfigWatch;
 
@@ -67,7 +68,7 @@ pub fn snapshot(state: &SharedConfigState) -> ConfigState {
 pub struct Reloader {
     /// `None` for a configuration that does not come from files (never reloads).
     watch: Option<ConfigWatch>,
-    op_sender: Sender<Op>,
+    op_sender: LoopSender<Op>,
     /// The errors of the configuration in force (a reload that adds none is applied).
     accepted_errors: Vec<String>,
     last_report: ReloadReport,
@@ -114,7 +115,7 @@ impl Reloader {
     pub fn new(
         config: &Config,
         sources_options: Option<ConfigOptions>,
-        op_sender: Sender<Op>,
+        op_sender: LoopSender<Op>,
     ) -> Reloader {
         let state = ConfigState {
             sources: sources_options.as_ref().map(sources).unwrap_or_default(),
@@ -297,7 +298,7 @@ mod tests {
         options.user_config = None;
         let config = crate::config::load(&options);
         assert!(config.errors.is_empty(), "{:?}", config.errors);
-        let (op_sender, op_receiver) = crossbeam_channel::unbounded::<Op>();
+        let (op_sender, op_receiver) = crate::doorbell::unbounded::<Op>();
         let engine = std::thread::spawn(move || {
             let mut n_reloads = 0;
             for op in op_receiver {

@@ -41,6 +41,7 @@ use super::reload::{ReloadOutcome, ReloadRequest, Reloader, SharedConfigState};
 use super::wire::{
     self, Hello, Line, ReloadReply, SessionInfo, SessionServer, WireOp, WireRequest,
 };
+use crate::doorbell::LoopSender;
 use crate::engine::{EngineHandle, EngineOptions, FrontendEvent, Op};
 use crate::session::SessionMode;
 
@@ -309,7 +310,7 @@ struct Shared {
 
 fn accept_loop(
     listener: UnixListener,
-    op_sender: Sender<Op>,
+    op_sender: LoopSender<Op>,
     shared: Arc<Shared>,
     stop_sender: Sender<()>,
 ) {
@@ -454,7 +455,7 @@ impl Pending {
 struct Connection {
     connection_id: u64,
     writer: UnixStream,
-    op_sender: Sender<Op>,
+    op_sender: LoopSender<Op>,
     shared: Arc<Shared>,
     stop_sender: Sender<()>,
     pending: Vec<(u64, Pending)>,
@@ -499,7 +500,7 @@ struct InlineQuery {
 
 impl InlineQuery {
     /// On the reader thread when the client's stream ends: cancels the running query, if any.
-    fn client_gone(&self, op_sender: &Sender<Op>) {
+    fn client_gone(&self, op_sender: &LoopSender<Op>) {
         self.gone.store(true, Ordering::SeqCst);
         let tag = self.tag.load(Ordering::SeqCst);
         if tag != 0 {
@@ -514,7 +515,7 @@ fn run_connection(
     stream: UnixStream,
     connection_id: u64,
     seen_generation: u64,
-    op_sender: Sender<Op>,
+    op_sender: LoopSender<Op>,
     shared: Arc<Shared>,
     stop_sender: Sender<()>,
 ) {

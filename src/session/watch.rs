@@ -22,6 +22,7 @@ use std::time::{Duration, SystemTime};
 
 use crossbeam_channel::{select, Receiver, Sender};
 
+use crate::doorbell::LoopSender;
 use crate::engine::{Op, WatchedChange};
 
 /// The most files one session watches.
@@ -120,7 +121,7 @@ pub fn scan_now(scan_requests: &Sender<ScanRequest>) {
 /// for each [`ScanRequest`], until `stop` fires or the engine is gone.
 pub fn run(
     root: PathBuf,
-    op_sender: Sender<Op>,
+    op_sender: LoopSender<Op>,
     stop: Receiver<()>,
     scan_requests: Receiver<ScanRequest>,
     has_clients: impl Fn() -> bool,
