@@ -690,9 +690,15 @@ fn run_reader(
             Err(error) => break CloseReason::Framing(format!("server {name}: {error}")),
         };
         // A successful answer someone waits for is cut out of the body as raw text, without a
-        // `Value` tree (issue 15); everything else is decoded whole.
-        if let Some((id, raw_result)) = crate::transport::decode_success(&body) {
-            expected.extend(expected_receiver.try_iter());
+        // `Value` tree (issue 15); everything else is decoded whole. With nobody waiting (`lspc
+        // check`'s pulls, a server's own messages) the body is not looked at twice.
+        expected.extend(expected_receiver.try_iter());
+        let success = if expected.is_empty() {
+            None
+        } else {
+            crate::transport::decode_success(&body)
+        };
+        if let Some((id, raw_result)) = success {
             if let Some(deliver) = expected.remove(&id) {
                 deliver(raw_result.to_owned());
                 let _ = senders.delivered.send(ServerEvent::Delivered {
