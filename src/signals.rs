@@ -3,8 +3,9 @@
 //! The handlers do the only async-signal-safe thing there is to do: `write` the signal number as
 //! one byte to a non-blocking pipe (dropped if the pipe is full, which takes 64 KiB of unread
 //! signals). One thread named `"signals"` reads the pipe and sends each number into a crossbeam
-//! channel, so the loop's `select!` sees signals like any other event and runs the bounded
-//! shutdown sequence itself (no orphaned servers, B26).
+//! channel, then rings the event loops' doorbells ([`crate::doorbell::ring_signal_bells`]), so
+//! the loop sees signals like any other input and runs the bounded shutdown sequence itself (no
+//! orphaned servers, B26).
 //!
 //! Invariants:
 //! - Installed at most once per process ([`install`] is idempotent and returns the same channel).
@@ -70,7 +71,7 @@ fn install_once() -> io::Result<Receiver<i32>> {
             loop {
                 match pipe_reader.read(&mut buffer) {
                     // The write end is never closed, so this does not happen; stop quietly if it does.
-                    Ok(0) => return,
+                    Ok(0) => break,
                     Ok(n) => {
                         for &byte in &buffer[..n] {
                             // The receiver lives in `INSTALLED` for the whole process.
@@ -84,10 +85,13 @@ fn install_once() -> io::Result<Receiver<i32>> {
                         log::error!(
                             "reading the signal pipe failed, signals are now ignored: {error}"
                         );
-                        return;
+                        break;
                     }
                 }
             }
+            // The loops see the channel disconnected at once (they act as on SIGTERM).
+            drop(signal_sender);
+            crate::doorbell::ring_signal_bells();
         })?;
 
     for signal in HANDLED_SIGNALS {

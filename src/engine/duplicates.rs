@@ -6,7 +6,10 @@
 //! (`$XDG_RUNTIME_DIR/lspc/`, else `/tmp/lspc-<uid>/`), one line `<lspc pid> <server pid>` per
 //! live registration. Lines whose lspc process is gone (no `/proc/<pid>`) are dropped when the
 //! file is rewritten, so stale entries from a SIGKILLed lspc do not warn forever; a clean exit
-//! takes its own entries out and removes a file left empty.
+//! takes its own entries out and removes a file left empty. Files that only SIGKILLed lspc
+//! processes left (other workspaces', which nobody rewrites) are swept once a day, by the first
+//! registration after the folder's `.swept` marker is a day old; the sweep touches only names
+//! this module writes (a session's lock and log files share the folder).
 //!
 //! Invariants: best effort only. Every I/O error is logged at debug level and ignored; nothing
 //! here can fail a server start. Linux only (reads `/proc`); elsewhere it does nothing.
@@ -14,6 +17,7 @@
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
 
 /// The folder holding the registry files, created with mode 0700 if missing.
 fn registry_dir() -> Option<PathBuf> {
@@ -133,6 +137,153 @@ pub(super) fn register(server_name: &str, workspace_folder: &Path, server_pid: u
     if let Err(error) = written {
         log::debug!("duplicate-server registry {}: {error}", file.display());
     }
+    if sweep_due(&dir, SystemTime::now()) {
+        let deadline = Instant::now() + SWEEP_BUDGET;
+        let swept = sweep(&dir, is_alive, SystemTime::now(), deadline);
+        log::debug!(
+            "duplicate-server registry: swept {} files of exited lspc processes{}",
+            swept.removed,
+            if swept.complete {
+                ""
+            } else {
+                " (more next time)"
+            }
+        );
+        if !swept.complete {
+            // Due again at the next registration.
+            let _ = fs::File::options()
+                .write(true)
+                .open(dir.join(SWEEP_MARKER))
+                .and_then(|marker| marker.set_modified(SystemTime::UNIX_EPOCH));
+        }
+    }
+}
+
+/// How often a registry folder is swept of files that only exited lspc processes left.
+const SWEEP_INTERVAL: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// A file changed this recently is left alone by a sweep: its writer may be registering now.
+const SWEEP_MIN_AGE: Duration = Duration::from_secs(60);
+
+/// How long one registration may sweep (it runs on the loop as a server starts); a folder
+/// with more garbage is swept on, budget by budget, by the next registrations.
+const SWEEP_BUDGET: Duration = Duration::from_millis(2);
+
+/// What a [`sweep`] did.
+#[derive(Debug, PartialEq)]
+struct Swept {
+    /// Files removed.
+    removed: usize,
+    /// Whether every entry was looked at (`false`: the budget ran out).
+    complete: bool,
+}
+
+/// The marker whose modification time records the folder's last sweep.
+const SWEEP_MARKER: &str = ".swept";
+
+/// Whether `dir` was last swept [`SWEEP_INTERVAL`] or more before `now` (or never); when it is
+/// due, the marker is touched first, so concurrent lspc processes do not all sweep. One `stat`
+/// when it is not due.
+fn sweep_due(dir: &Path, now: SystemTime) -> bool {
+    let marker = dir.join(SWEEP_MARKER);
+    let last = fs::metadata(&marker).and_then(|metadata| metadata.modified());
+    if let Ok(last) = last {
+        // A marker dated in the future (a clock set back) counts as never swept.
+        if now
+            .duration_since(last)
+            .is_ok_and(|age| age < SWEEP_INTERVAL)
+        {
+            return false;
+        }
+    }
+    fs::File::create(&marker).is_ok()
+}
+
+/// Removes from `dir` every registry file ([`registry_entry_kind`]: by name, a regular file of
+/// at most [`MAX_REGISTRY_BYTES`]) whose entries all name lspc processes `alive` says are gone,
+/// and every temporary file (`.<name>.<pid>`) of a gone process: what a SIGKILLed
+/// lspc leaves, since only a clean exit unregisters (a test suite's killed runs left thousands).
+/// Files modified less than [`SWEEP_MIN_AGE`] before `now` are kept. Stops at `deadline`.
+/// Best effort: unreadable entries are skipped.
+fn sweep(dir: &Path, alive: impl Fn(u32) -> bool, now: SystemTime, deadline: Instant) -> Swept {
+    let mut swept = Swept {
+        removed: 0,
+        complete: true,
+    };
+    let Ok(entries) = fs::read_dir(dir) else {
+        return swept;
+    };
+    for entry in entries.flatten() {
+        if Instant::now() >= deadline {
+            swept.complete = false;
+            break;
+        }
+        let name = entry.file_name();
+        let Some(kind) = name.to_str().and_then(registry_entry_kind) else {
+            // The marker, a session's lock or log, anything not written here.
+            continue;
+        };
+        // `DirEntry::metadata` does not follow a symlink: only regular files of registry size.
+        let Ok(metadata) = entry.metadata() else {
+            continue;
+        };
+        if !metadata.is_file() || metadata.len() > MAX_REGISTRY_BYTES {
+            continue;
+        }
+        let recent = metadata.modified().map_or(true, |modified| {
+            now.duration_since(modified).unwrap_or_default() < SWEEP_MIN_AGE
+        });
+        if recent {
+            continue;
+        }
+        let path = entry.path();
+        let gone = match kind {
+            RegistryEntry::Temporary { lspc_pid } => !alive(lspc_pid),
+            RegistryEntry::File => fs::read_to_string(&path)
+                .is_ok_and(|text| without_own_entries(&text, 0, &alive).is_none()),
+        };
+        if gone && fs::remove_file(&path).is_ok() {
+            swept.removed += 1;
+        }
+    }
+    swept
+}
+
+/// The largest registry file a sweep reads (a line is at most 22 bytes; more means it is not
+/// one of ours).
+const MAX_REGISTRY_BYTES: u64 = 4096;
+
+/// A name [`register`] writes in the registry folder.
+#[derive(Debug, PartialEq)]
+enum RegistryEntry {
+    /// `<name>-<16 hex digits>` ([`registry_name`]).
+    File,
+    /// `.<registry name>.<lspc pid>`: a rewrite in progress, or one a killed lspc left.
+    Temporary { lspc_pid: u32 },
+}
+
+/// What `name` is in the registry folder, `None` for anything else (the `.swept` marker, a
+/// session's `<key>.lock` and `<key>.log`, which share the folder).
+fn registry_entry_kind(name: &str) -> Option<RegistryEntry> {
+    fn is_registry_name(name: &str) -> bool {
+        let Some((server, hash)) = name.rsplit_once('-') else {
+            return false;
+        };
+        server.len() <= 32
+            && server
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            && hash.len() == 16
+            && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    }
+    match name.strip_prefix('.') {
+        Some(temporary) => {
+            let (registry, pid) = temporary.rsplit_once('.')?;
+            let lspc_pid = pid.parse().ok()?;
+            is_registry_name(registry).then_some(RegistryEntry::Temporary { lspc_pid })
+        }
+        None => is_registry_name(name).then_some(RegistryEntry::File),
+    }
 }
 
 /// The registry text left once `own_pid` is gone: the lines of other processes `alive` says
@@ -227,5 +378,100 @@ mod tests {
         assert_ne!(a, registry_name("ruff", Path::new("/w/one")));
         assert_eq!(a, registry_name("pyright", Path::new("/w/one")));
         assert!(registry_name("a/b c", Path::new("/")).starts_with("a_b_c-"));
+    }
+
+    #[test]
+    fn a_sweep_removes_only_what_exited_processes_left() {
+        let dir = std::env::temp_dir().join(format!("lspc-sweep-test-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let write = |name: &str, text: &str| fs::write(dir.join(name), text).unwrap();
+        let (dead, live, empty) = (
+            "pyright-00000000000000aa",
+            "pyright-00000000000000bb",
+            "ruff-00000000000000cc",
+        );
+        write(dead, "30 31\n40 41\n");
+        write(live, "30 31\n20 21\n");
+        write(empty, "");
+        write(&format!(".{live}.30"), "30 31\n");
+        write(&format!(".{live}.20"), "20 21\n");
+        write(".swept", "");
+        // A session's files share the folder: never touched.
+        write("0123456789abcdef.lock", "");
+        write("0123456789abcdef.log", "session ready\n");
+        write("notes", "");
+        std::os::unix::fs::symlink("/dev/zero", dir.join("pyright-00000000000000dd")).unwrap();
+        write("pyright-00000000000000ee", &"1 2\n".repeat(2000));
+        let alive = |pid: u32| pid == 20;
+        let swept = |removed, complete| Swept { removed, complete };
+        let budget = || Instant::now() + Duration::from_secs(10);
+        // Everything was just written: too recent to touch.
+        assert_eq!(
+            sweep(&dir, alive, SystemTime::now(), budget()),
+            swept(0, true)
+        );
+        let later = SystemTime::now() + Duration::from_secs(120);
+        // No budget left: nothing looked at.
+        assert_eq!(sweep(&dir, alive, later, Instant::now()), swept(0, false));
+        assert_eq!(sweep(&dir, alive, later, budget()), swept(3, true));
+        let mut left: Vec<String> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                ".pyright-00000000000000bb.20",
+                ".swept",
+                "0123456789abcdef.lock",
+                "0123456789abcdef.log",
+                "notes",
+                "pyright-00000000000000bb",
+                "pyright-00000000000000dd",
+                "pyright-00000000000000ee",
+            ]
+        );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn only_names_the_registry_writes_are_registry_entries() {
+        let check = |name: &str, expected: Option<RegistryEntry>| {
+            assert_eq!(registry_entry_kind(name), expected, "{name:?}");
+        };
+        let name = registry_name("typescript-language-server", Path::new("/w"));
+        check(&name, Some(RegistryEntry::File));
+        check(
+            &format!(".{name}.4242"),
+            Some(RegistryEntry::Temporary { lspc_pid: 4242 }),
+        );
+        check(&format!(".{name}.x"), None);
+        check(".swept", None);
+        check("0123456789abcdef.lock", None);
+        check("0123456789abcdef.log", None);
+        check("pyright-0123456789ABCDEF", None);
+        check("pyright-0123", None);
+        check("-0123456789abcdef", Some(RegistryEntry::File));
+    }
+
+    #[test]
+    fn a_sweep_is_due_once_a_day() {
+        let dir = std::env::temp_dir().join(format!("lspc-sweep-due-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let now = SystemTime::now();
+        // Never swept: due, and the marker is written.
+        assert!(sweep_due(&dir, now));
+        assert!(dir.join(SWEEP_MARKER).is_file());
+        assert!(!sweep_due(&dir, now + Duration::from_secs(3600)));
+        assert!(sweep_due(
+            &dir,
+            now + SWEEP_INTERVAL + Duration::from_secs(60)
+        ));
+        // A marker from the future (the clock was set back) does not stop sweeps for good.
+        assert!(sweep_due(&dir, now - Duration::from_secs(3600)));
+        fs::remove_dir_all(&dir).unwrap();
     }
 }

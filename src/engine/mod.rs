@@ -1,7 +1,8 @@
 //! The engine: one event loop that owns every language server, open document and diagnostic.
 //!
 //! Shape (see `STYLE.md`): per server a reader, a writer and a stderr thread ([`crate::process`])
-//! feed one `Sender<ServerEvent>`; frontends (the `check` command, queries, batch, MCP) talk to the
+//! feed one event channel (a [`crate::doorbell::LoopSender`], which wakes the parked loop);
+//! frontends (the `check` command, queries, batch, MCP) talk to the
 //! loop by sending an [`Op`] carrying its own reply channel. The loop thread is the only owner of
 //! state: no `Mutex` guards documents, versions or diagnostics.
 //!
