@@ -44,7 +44,6 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
-use serde_json::Value;
 
 pub use crate::config::Transport;
 use crate::doorbell::LoopSender;
@@ -102,8 +101,9 @@ pub struct SpawnSpec {
     pub first_message: Option<Outgoing>,
 }
 
-/// Hands a successful answer (the `result` value) straight to whoever waits for it.
-pub type DirectReply = Box<dyn FnOnce(serde_json::Value) + Send>;
+/// Hands a successful answer (the `result`'s raw JSON text, [`crate::transport::decode_success`])
+/// straight to whoever waits for it.
+pub type DirectReply = Box<dyn FnOnce(Box<serde_json::value::RawValue>) + Send>;
 
 /// What the I/O threads report to the event loop, all through one fan-in channel.
 #[derive(Debug)]
@@ -674,6 +674,26 @@ fn run_reader(
             }
             Err(error) => break CloseReason::Framing(format!("server {name}: {error}")),
         };
+        // A successful answer someone waits for is cut out of the body as raw text, without a
+        // `Value` tree (issue 15); everything else is decoded whole. With nobody waiting (`lspc
+        // check`'s pulls, a server's own messages) the body is not looked at twice.
+        expected.extend(expected_receiver.try_iter());
+        let success = if expected.is_empty() {
+            None
+        } else {
+            crate::transport::decode_success(&body)
+        };
+        if let Some((id, raw_result)) = success {
+            if let Some(deliver) = expected.remove(&id) {
+                deliver(raw_result.to_owned());
+                let _ = senders.delivered.send(ServerEvent::Delivered {
+                    server_id,
+                    generation,
+                    id,
+                });
+                continue;
+            }
+        }
         match decode(&body) {
             // A closed event channel means the loop is gone; keep draining so the server never
             // blocks on a full stdout while it is being shut down.
@@ -685,8 +705,12 @@ fn run_reader(
                 let id = crate::transport::request_id_number(&request_id);
                 let deliver = id.and_then(|id| expected.remove(&id));
                 let event = match (deliver, result, id) {
+                    // A body `decode_success` left to the full decoder (duplicate keys).
                     (Some(deliver), Ok(value), Some(id)) => {
-                        deliver(value);
+                        match serde_json::value::to_raw_value(&value) {
+                            Ok(raw) => deliver(raw),
+                            Err(error) => log::warn!("server {name}: an answer: {error}"),
+                        }
                         let _ = senders.delivered.send(ServerEvent::Delivered {
                             server_id,
                             generation,
@@ -896,10 +920,16 @@ impl ServerProcess {
     /// `params`).
     ///
     /// Errors: [`ServerGone`], as for `send`.
-    pub fn send_request(&self, id: i32, method: &str, params: &Value) -> Result<(), ServerGone> {
+    pub fn send_request(
+        &self,
+        id: i32,
+        method: &str,
+        params: &crate::transport::RequestParams,
+    ) -> Result<(), ServerGone> {
         let mut bytes = Vec::with_capacity(256);
         let id = lsp_server::RequestId::from(id);
-        if let Err(error) = crate::transport::write_request(&mut bytes, &id, method, params) {
+        if let Err(error) = crate::transport::write_request_params(&mut bytes, &id, method, params)
+        {
             log::warn!(
                 "cannot serialise {method} for server {}: {error}",
                 self.name
@@ -1405,8 +1435,8 @@ mod tests {
             let caller_sender = caller_sender.clone();
             process.expect_reply(
                 id,
-                Box::new(move |value| {
-                    let _ = caller_sender.send((id, value));
+                Box::new(move |raw| {
+                    let _ = caller_sender.send((id, raw.get().to_owned()));
                 }),
             );
         }
@@ -1426,7 +1456,7 @@ mod tests {
         drop(caller_sender);
         assert_eq!(
             caller_receiver.iter().collect::<Vec<_>>(),
-            [(1, serde_json::json!({"contents": "x"}))]
+            [(1, r#"{"contents":"x"}"#.to_owned())]
         );
         process.terminate(Duration::from_secs(5));
     }

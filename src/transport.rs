@@ -397,6 +397,39 @@ fn parse_header(line: &[u8]) -> Result<Option<u64>, FramingError> {
     text.parse::<u64>().map(Some).map_err(|_| invalid())
 }
 
+/// The id and raw `result` of a successful reply to a request lspc numbered, cut out of `body`
+/// without building a `Value` tree (issue 15: the tree cost a definition answer about 16k
+/// instructions before its caller parsed it again). `None` for every other body: a request, a
+/// notification, an error reply, a reply without `result`, an id lspc never sends (a string, a
+/// float, past `i32`), duplicate keys, anything that is not one JSON object; [`decode`] reads
+/// those whole. For a body both read, the id and the result are the same JSON.
+pub fn decode_success(body: &[u8]) -> Option<(i32, &serde_json::value::RawValue)> {
+    use serde_json::value::RawValue;
+    /// A member as its raw text whatever it holds (`null` included), `None` when absent.
+    fn present<'de, D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<&'de RawValue>, D::Error> {
+        <&RawValue as serde::Deserialize>::deserialize(deserializer).map(Some)
+    }
+    #[derive(serde::Deserialize)]
+    struct Envelope<'a> {
+        #[serde(default, borrow, deserialize_with = "present")]
+        id: Option<&'a RawValue>,
+        #[serde(default, borrow, deserialize_with = "present")]
+        method: Option<&'a RawValue>,
+        #[serde(default, borrow, deserialize_with = "present")]
+        result: Option<&'a RawValue>,
+        #[serde(default, borrow, deserialize_with = "present")]
+        error: Option<&'a RawValue>,
+    }
+    let envelope: Envelope = serde_json::from_slice(body).ok()?;
+    if envelope.method.is_some() || envelope.error.is_some_and(|error| error.get() != "null") {
+        return None;
+    }
+    let id = serde_json::from_str::<i64>(envelope.id?.get()).ok()?;
+    Some((i32::try_from(id).ok()?, envelope.result?))
+}
+
 /// Decodes one body (JSON-RPC 2.0, <https://www.jsonrpc.org/specification>) into an
 /// [`IncomingMessage`], tolerating the reply shapes described on [`IncomingMessage::Response`].
 pub fn decode(body: &[u8]) -> Result<IncomingMessage, DecodeError> {
@@ -495,6 +528,68 @@ fn json_kind(value: &Value) -> &'static str {
         Value::String(_) => "string",
         Value::Array(_) => "array",
         Value::Object(_) => "object",
+    }
+}
+
+/// A request's params: a tree, or JSON text serialised straight from typed params (issue 15:
+/// the instant queries' params skip building a `Value` only to serialise it). Both are written
+/// inline ([`write_request_params`]); a tree that is `null` is left out of the message.
+#[derive(Debug, Clone)]
+pub enum RequestParams {
+    Tree(Value),
+    /// Written by `serde_json` ([`RequestParams::of`]): valid JSON, not `null`.
+    Text(String),
+}
+
+impl RequestParams {
+    /// `params` serialised once into text (`null` when it cannot be serialised, logged).
+    pub fn of<T: serde::Serialize>(params: &T) -> RequestParams {
+        match serde_json::to_string(params) {
+            Ok(text) if text != "null" => RequestParams::Text(text),
+            Ok(_) => RequestParams::Tree(Value::Null),
+            Err(error) => {
+                log::warn!("cannot serialise request params: {error}");
+                RequestParams::Tree(Value::Null)
+            }
+        }
+    }
+
+    /// As a tree (parsing the text form).
+    pub fn into_value(self) -> Value {
+        match self {
+            RequestParams::Tree(value) => value,
+            RequestParams::Text(text) => serde_json::from_str(&text).unwrap_or(Value::Null),
+        }
+    }
+}
+
+impl From<Value> for RequestParams {
+    fn from(value: Value) -> RequestParams {
+        RequestParams::Tree(value)
+    }
+}
+
+/// Writes request `id` framed, its params given as a tree or as text (see [`write_request`]).
+pub fn write_request_params(
+    w: &mut impl Write,
+    id: &RequestId,
+    method: &str,
+    params: &RequestParams,
+) -> io::Result<()> {
+    match params {
+        RequestParams::Tree(value) => write_request(w, id, method, value),
+        RequestParams::Text(text) => {
+            // WireRequest's fields in its order, with the params' text in place.
+            let mut body = Vec::with_capacity(64 + method.len() + text.len());
+            body.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+            serde_json::to_writer(&mut body, id)?;
+            body.extend_from_slice(b",\"method\":");
+            serde_json::to_writer(&mut body, method)?;
+            body.extend_from_slice(b",\"params\":");
+            body.extend_from_slice(text.as_bytes());
+            body.push(b'}');
+            write_framed(w, &body)
+        }
     }
 }
 
@@ -616,6 +711,93 @@ fn lsp_request_id(id: &Value) -> Option<RequestId> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Params given as text are written as the same params given as a tree are.
+    #[test]
+    fn params_as_text_are_written_as_the_tree() {
+        let id = RequestId::from(7);
+        for params in [
+            json!({"textDocument": {"uri": "file:///w/a%20b.py"}, "position": {"line": 0, "character": 4}}),
+            json!({"context": {"includeDeclaration": true}, "query": "é\"x"}),
+        ] {
+            let (mut tree, mut text) = (Vec::new(), Vec::new());
+            write_request(&mut tree, &id, "textDocument/hover", &params).unwrap();
+            write_request_params(
+                &mut text,
+                &id,
+                "textDocument/hover",
+                &RequestParams::of(&params),
+            )
+            .unwrap();
+            assert_eq!(
+                String::from_utf8(text).unwrap(),
+                String::from_utf8(tree).unwrap()
+            );
+        }
+        assert!(matches!(
+            RequestParams::of(&()),
+            RequestParams::Tree(Value::Null)
+        ));
+    }
+
+    /// `decode_success` reads exactly the successful replies with an `i32` id, and reads them
+    /// as `decode` does.
+    #[test]
+    fn success_replies_are_cut_out_as_decode_reads_them() {
+        let check = |body: &str, expected: Option<(i32, &str)>| {
+            let got = decode_success(body.as_bytes()).map(|(id, raw)| (id, raw.get().to_owned()));
+            assert_eq!(
+                got,
+                expected.map(|(id, raw)| (id, raw.to_owned())),
+                "{body}"
+            );
+            if let Some((id, raw)) = expected {
+                let Ok(IncomingMessage::Response {
+                    id: Some(decoded_id),
+                    result: Ok(result),
+                }) = decode(body.as_bytes())
+                else {
+                    panic!("decode disagrees on {body}");
+                };
+                assert_eq!(request_id_number(&decoded_id), Some(id), "{body}");
+                assert_eq!(
+                    result,
+                    serde_json::from_str::<Value>(raw).unwrap(),
+                    "{body}"
+                );
+            }
+        };
+        check(
+            r#"{"jsonrpc":"2.0","id":7,"result":{"contents":"x","range":null}}"#,
+            Some((7, r#"{"contents":"x","range":null}"#)),
+        );
+        check(r#"{"id":1,"result":null}"#, Some((1, "null")));
+        check(
+            r#"{"result":[1, 2 ],"id":-3,"error":null}"#,
+            Some((-3, "[1, 2 ]")),
+        );
+        check(
+            r#" {"id":2147483647,"result":"é\n","x":{"y":[]}} "#,
+            Some((2147483647, r#""é\n""#)),
+        );
+        // Left to `decode`:
+        check(r#"{"id":1,"error":{"code":1,"message":"m"}}"#, None);
+        check(
+            r#"{"id":1,"result":1,"error":{"code":1,"message":"m"}}"#,
+            None,
+        );
+        check(r#"{"id":1,"method":"m","result":1}"#, None);
+        check(r#"{"id":"1","result":1}"#, None);
+        check(r#"{"id":1.0,"result":1}"#, None);
+        check(r#"{"id":2147483648,"result":1}"#, None);
+        check(r#"{"id":null,"result":1}"#, None);
+        check(r#"{"result":1}"#, None);
+        check(r#"{"id":1}"#, None);
+        check(r#"{"id":1,"id":2,"result":1}"#, None);
+        check(r#"{"id":1,"result":1} x"#, None);
+        check(r#"[1]"#, None);
+        check("{\"id\":1,\"result\":\"\u{0}\"}", None);
+    }
 
     /// Reads every frame from `input`; the last entry is `Err(message)` when the stream ends badly.
     fn frames(input: &[u8]) -> Vec<Result<String, String>> {

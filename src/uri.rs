@@ -323,6 +323,15 @@ pub fn relative_display(path: &Path, root: &Path) -> String {
     };
     match relative {
         Some(relative) if relative.as_os_str().is_empty() => ".".to_string(),
+        // Already what joining its components gives (UTF-8, no empty or `.` segment): taken as
+        // is (issue 15: this runs for every location of every result).
+        Some(relative)
+            if relative.to_str().is_some_and(|text| {
+                text.split('/').all(|part| !part.is_empty() && part != ".")
+            }) =>
+        {
+            relative.to_str().unwrap_or_default().to_owned()
+        }
         Some(relative) => {
             let parts: Vec<String> = relative
                 .components()
@@ -517,6 +526,9 @@ mod tests {
         check("/w", "/w", ".");
         check("/other/a.py", "/w", "/other/a.py");
         check("/wx/a.py", "/w", "/wx/a.py");
+        check("/w/src//b/./c.py", "/w", "src/b/c.py");
+        check("/w/./src/", "/w", "src");
+        check("/w/src/../d é.py", "/w", "src/../d é.py");
     }
 
     #[test]

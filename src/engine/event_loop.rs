@@ -386,7 +386,7 @@ impl State {
             } => self.send_frontend_request(BuiltRequest {
                 server_id,
                 method,
-                params,
+                params: params.into(),
                 timeout,
                 retry,
                 tag,

@@ -256,7 +256,12 @@ impl Server {
 
     /// Request `id` from borrowed parts (no copy of `params`; see
     /// [`crate::process::ServerProcess::send_request`]).
-    pub(super) fn send_request(&self, id: i32, method: &str, params: &Value) {
+    pub(super) fn send_request(
+        &self,
+        id: i32,
+        method: &str,
+        params: &crate::transport::RequestParams,
+    ) {
         if let Some(process) = self.process() {
             if process.send_request(id, method, params).is_err() {
                 log::debug!(

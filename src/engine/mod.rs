@@ -25,7 +25,9 @@ mod mailbox;
 mod pending_publishes;
 pub use mailbox::{mailbox, Mailbox, MailboxSender};
 mod reply;
-pub use reply::{mark_serving_ops, serves_ops, AnswerContinuation, AnswerOnce, ReplyTo};
+pub use reply::{
+    mark_serving_ops, serves_ops, AnswerBody, AnswerContinuation, AnswerOnce, ReplyTo,
+};
 pub mod server_requests;
 mod settle;
 mod tsserver_probe;
@@ -156,7 +158,7 @@ pub type RequestBuilder =
 pub struct BuiltRequest {
     pub server_id: ServerId,
     pub method: String,
-    pub params: Value,
+    pub params: crate::transport::RequestParams,
     pub timeout: Duration,
     pub retry: bool,
     pub tag: Option<u64>,

@@ -12,13 +12,51 @@
 use std::sync::{Arc, Mutex};
 
 use crossbeam_channel::Sender;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::EngineError;
 use crate::process::DirectReply;
 
-/// What a continuation does with its request's outcome (the `result` value or why there is none).
-pub type AnswerContinuation = Box<dyn FnOnce(Result<Value, EngineError>) + Send>;
+/// A successful answer's `result`: a tree (the loop's route), or the raw JSON text the server's
+/// reader cut out of the message (issue 15: the continuation parses it straight into the types
+/// it needs, no `Value` tree in between).
+#[derive(Debug)]
+pub enum AnswerBody {
+    Tree(Value),
+    Raw(Box<RawValue>),
+}
+
+impl AnswerBody {
+    /// As a tree (parsing the raw form; the reader checked it is JSON).
+    pub fn into_value(self) -> Value {
+        match self {
+            AnswerBody::Tree(value) => value,
+            AnswerBody::Raw(raw) => raw_to_value(&raw),
+        }
+    }
+}
+
+impl std::fmt::Display for AnswerBody {
+    /// Its compact JSON text.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AnswerBody::Tree(value) => write!(f, "{value}"),
+            AnswerBody::Raw(raw) => f.write_str(raw.get()),
+        }
+    }
+}
+
+/// `raw` parsed into a tree; `null` (logged) in the impossible case it is not JSON.
+fn raw_to_value(raw: &RawValue) -> Value {
+    serde_json::from_str(raw.get()).unwrap_or_else(|error| {
+        log::warn!("an answer's raw result is not json: {error}");
+        Value::Null
+    })
+}
+
+/// What a continuation does with its request's outcome (the `result` or why there is none).
+pub type AnswerContinuation = Box<dyn FnOnce(Result<AnswerBody, EngineError>) + Send>;
 
 /// Where a frontend request's answer goes.
 #[derive(Clone)]
@@ -53,7 +91,7 @@ impl ReplyTo {
                 let _ = sender.send(result);
             }
             ReplyTo::Continuation(once) => {
-                once.call(result);
+                once.call(result.map(AnswerBody::Tree));
             }
         }
     }
@@ -63,14 +101,14 @@ impl ReplyTo {
         match self {
             ReplyTo::Channel(sender) => {
                 let sender = sender.clone();
-                Box::new(move |value| {
-                    let _ = sender.try_send(Ok(value));
+                Box::new(move |raw| {
+                    let _ = sender.try_send(Ok(raw_to_value(&raw)));
                 })
             }
             ReplyTo::Continuation(once) => {
                 let once = Arc::clone(once);
-                Box::new(move |value| {
-                    once.call(Ok(value));
+                Box::new(move |raw| {
+                    once.call(Ok(AnswerBody::Raw(raw)));
                 })
             }
         }
@@ -84,7 +122,7 @@ pub struct AnswerOnce(Mutex<Option<AnswerContinuation>>);
 impl AnswerOnce {
     /// Run the continuation with `result` unless another thread took it first; `true` when this
     /// call ran it.
-    pub fn call(&self, result: Result<Value, EngineError>) -> bool {
+    pub fn call(&self, result: Result<AnswerBody, EngineError>) -> bool {
         // The lock is held only to take the closure, never while it runs.
         let taken = match self.0.lock() {
             Ok(mut slot) => slot.take(),
@@ -139,7 +177,7 @@ mod tests {
     fn a_continuation_runs_once_whoever_answers_first() {
         let (reply, calls, receiver) = counting();
         let direct = reply.direct_reply();
-        direct(serde_json::json!(1));
+        direct(serde_json::value::to_raw_value(&1).unwrap());
         reply.send(Err(EngineError::Gone));
         drop(reply);
         assert_eq!(calls.load(Ordering::SeqCst), 1);
@@ -149,7 +187,7 @@ mod tests {
         let (reply, calls, receiver) = counting();
         let direct = reply.direct_reply();
         reply.send(Err(EngineError::Gone));
-        direct(serde_json::json!(2));
+        direct(serde_json::value::to_raw_value(&2).unwrap());
         assert_eq!(calls.load(Ordering::SeqCst), 1);
         assert_eq!(
             receiver.try_iter().collect::<Vec<_>>(),

@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use super::super::{tsserver_probe, EngineError};
 use super::{ServerState, State};
 use crate::process::ServerId;
+use crate::transport::RequestParams;
 
 /// JSON-RPC error codes lspc reacts to (LSP 3.17 §`ErrorCodes`).
 const CONTENT_MODIFIED: i32 = -32801;
@@ -49,7 +50,7 @@ pub(super) enum Purpose {
     /// A frontend's [`Op::Request`].
     Frontend {
         method: String,
-        params: Value,
+        params: crate::transport::RequestParams,
         reply: super::super::ReplyTo,
         deadline: Instant,
         timeout: Duration,
@@ -137,7 +138,7 @@ impl State {
             return;
         }
         // A frontend request is serialised straight from what retries keep (no copy).
-        let (method, params): (Cow<str>, Cow<Value>) = match &purpose {
+        let (method, params): (Cow<str>, Cow<RequestParams>) = match &purpose {
             Purpose::Frontend { method, params, .. } => (method.into(), Cow::Borrowed(params)),
             Purpose::Pull { path, .. } => {
                 let uri = self
@@ -147,10 +148,10 @@ impl State {
                     .unwrap_or_default();
                 (
                     "textDocument/diagnostic".into(),
-                    Cow::Owned(json!({ "textDocument": { "uri": uri } })),
+                    Cow::Owned(json!({ "textDocument": { "uri": uri } }).into()),
                 )
             }
-            Purpose::Shutdown => ("shutdown".into(), Cow::Owned(Value::Null)),
+            Purpose::Shutdown => ("shutdown".into(), Cow::Owned(Value::Null.into())),
             Purpose::Probe { path, index, .. } => {
                 let uri = self
                     .documents
@@ -159,10 +160,9 @@ impl State {
                     .unwrap_or_default();
                 (
                     "workspace/executeCommand".into(),
-                    Cow::Owned(tsserver_probe::params(
-                        tsserver_probe::REQUESTS[*index],
-                        &uri,
-                    )),
+                    Cow::Owned(
+                        tsserver_probe::params(tsserver_probe::REQUESTS[*index], &uri).into(),
+                    ),
                 )
             }
         };

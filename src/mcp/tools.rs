@@ -524,7 +524,7 @@ pub fn queries(context: &ToolContext, tag: u64) -> Queries {
 /// A query's tool output from its rendered `answer`: the structured content (wrapped in the key
 /// the tool's `outputSchema` names, paths relative to `root`) and its text.
 pub fn query_output(root: &Path, query: &QueryRequest, answer: Answer) -> (Value, String) {
-    let mut json = answer.json;
+    let mut json = answer.json.into_value();
     clean_json(&mut json, root);
     let structured = match query {
         QueryRequest::Definition { .. } | QueryRequest::References { .. } => {

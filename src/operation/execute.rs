@@ -43,7 +43,7 @@ pub struct Context<'a> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Answer {
     /// The result object (paths relative to the root).
-    pub json: Value,
+    pub json: crate::query::ResultJson,
     /// The human rendering.
     pub human: String,
     /// Whether anything was found (queries: exit 0, else 1).
@@ -231,7 +231,7 @@ pub fn execute(context: &Context<'_>, operation: &Operation) -> Result<Answer, F
                         human: diagnostics_text(&diagnostics, &root),
                         found: !diagnostics.is_empty(),
                         note: incomplete.map(|text| format!("diagnostics incomplete: {text}")),
-                        json,
+                        json: json.into(),
                     })
                 }
             }
@@ -250,7 +250,7 @@ pub fn execute(context: &Context<'_>, operation: &Operation) -> Result<Answer, F
                 human: code_actions_text(&actions),
                 found: !actions.is_empty(),
                 note: None,
-                json,
+                json: json.into(),
             })
         }
         Operation::ApplyCodeAction { at, title, apply } => {
@@ -299,7 +299,7 @@ fn edit_answer(outcome: Result<EditOutcome, CommandError>, root: &Path) -> Resul
         _ => None,
     };
     Ok(Answer {
-        json: outcome_json(&outcome, root),
+        json: outcome_json(&outcome, root).into(),
         human: render_outcome(&outcome, root),
         found: true,
         note,
@@ -490,7 +490,7 @@ fn check(context: &Context<'_>, paths: &[PathBuf], root: &Path) -> Result<Answer
         }
     }
     Ok(Answer {
-        json: json!({ "files": json_files }),
+        json: json!({ "files": json_files }).into(),
         human,
         found,
         note: None,

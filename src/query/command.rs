@@ -11,11 +11,9 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde_json::{json, Value};
-
 use super::{
-    render, CallDirection, DefinitionKind, Queries, QueryError, RelativePaths, TextPosition,
-    TypeDirection,
+    render, CallDirection, DefinitionKind, Queries, QueryError, RelativePaths, ResultJson,
+    TextPosition, TypeDirection,
 };
 use crate::exit::{EXIT_FOUND, EXIT_OK, EXIT_SERVER};
 
@@ -131,7 +129,7 @@ impl QueryRequest {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct QueryAnswer {
     /// The result object (paths relative to the root), `null` for an absent hover/signature.
-    pub json: Value,
+    pub json: ResultJson,
     /// The human rendering (empty when nothing was found).
     pub human: String,
     /// Whether anything was found (exit 0) or not (exit 1).
@@ -156,7 +154,7 @@ impl QueryAnswer {
                 incomplete: None,
             },
             None => QueryAnswer {
-                json: Value::Null,
+                json: ResultJson::null(),
                 human: String::new(),
                 found: false,
                 incomplete: None,
@@ -165,11 +163,15 @@ impl QueryAnswer {
     }
 }
 
-fn to_json<T: serde::Serialize>(value: &T) -> Value {
-    serde_json::to_value(value).unwrap_or_else(|error| {
-        log::warn!("cannot serialise a result: {error}");
-        Value::Null
-    })
+/// `value` as JSON text, serialised straight from the type (no `Value` tree, issue 15).
+fn to_json<T: serde::Serialize>(value: &T) -> ResultJson {
+    ResultJson::of(value)
+}
+
+/// A document symbols answer's object: `{"symbols": [...]}`.
+#[derive(serde::Serialize)]
+struct SymbolsObject<'a> {
+    symbols: &'a [super::Symbol],
 }
 
 /// Which renderings of an answer a caller reads.
@@ -302,7 +304,7 @@ fn symbols_answer(
     symbols.make_relative(root);
     QueryAnswer {
         found: !symbols.is_empty(),
-        json: json!({ "symbols": to_json(&symbols) }),
+        json: to_json(&SymbolsObject { symbols: &symbols }),
         human,
         incomplete: None,
     }
@@ -376,7 +378,7 @@ pub fn start_detached<T: Send + 'static>(
             Box::new(move |payload, target, answer| {
                 let answer = answer.map_err(QueryError::Engine).map(|answer| {
                     locations_answer(
-                        super::definition_result(target, &answer, None),
+                        super::definition_result_of(target, &answer, None),
                         &root,
                         rendering,
                     )
@@ -394,7 +396,7 @@ pub fn start_detached<T: Send + 'static>(
             Box::new(move |payload, target, answer| {
                 let answer = answer.map_err(QueryError::Engine).map(|answer| {
                     locations_answer(
-                        super::references_result(target, &answer, None),
+                        super::references_result_of(target, &answer, None),
                         &root,
                         rendering,
                     )
@@ -409,7 +411,7 @@ pub fn start_detached<T: Send + 'static>(
             Box::new(move |payload, target, answer| {
                 let answer = answer.map_err(QueryError::Engine).map(|answer| {
                     QueryAnswer::optional(
-                        super::hover_result(target, &answer),
+                        super::hover_result_of(target, answer),
                         render::hover,
                         rendering,
                     )
@@ -424,7 +426,7 @@ pub fn start_detached<T: Send + 'static>(
             Box::new(move |payload, target, answer| {
                 let answer = answer.map_err(QueryError::Engine).map(|answer| {
                     symbols_answer(
-                        super::document_symbols_result(target, &answer),
+                        super::document_symbols_result(target, &answer.into_value()),
                         &root,
                         rendering,
                     )
@@ -439,7 +441,7 @@ pub fn start_detached<T: Send + 'static>(
             Box::new(move |payload, target, answer| {
                 let answer = answer.map_err(QueryError::Engine).map(|answer| {
                     QueryAnswer::optional(
-                        super::parse_signature_help(&answer, target.server.name),
+                        super::parse_signature_help(&answer.into_value(), target.server.name),
                         render::signature_help,
                         rendering,
                     )

@@ -16,29 +16,48 @@ pub fn hover_contents_to_text(contents: &Value) -> String {
         Value::Array(items) => items.iter().map(marked_string_to_text).collect(),
         Value::Object(object) if object.contains_key("kind") => {
             let value = object.get("value").and_then(Value::as_str).unwrap_or("");
-            match object.get("kind").and_then(Value::as_str) {
-                Some("markdown") => vec![markdown_to_text(value)],
-                _ => vec![tidy(value)],
-            }
+            vec![markup_to_text(
+                object.get("kind").and_then(Value::as_str),
+                value,
+            )]
         }
         other => vec![marked_string_to_text(other)],
     };
-    let parts: Vec<String> = parts.into_iter().filter(|part| !part.is_empty()).collect();
-    parts.join("\n\n")
+    join_parts(parts)
 }
 
 /// One `MarkedString`: a markdown string, or `{language, value}` meaning a code block.
 fn marked_string_to_text(item: &Value) -> String {
     match item {
         Value::String(markdown) => markdown_to_text(markdown),
-        Value::Object(object) => tidy(object.get("value").and_then(Value::as_str).unwrap_or("")),
+        Value::Object(object) => {
+            code_to_text(object.get("value").and_then(Value::as_str).unwrap_or(""))
+        }
         _ => String::new(),
     }
 }
 
 /// Markdown as plain text (see the module doc for what is rendered).
 pub fn markdown_to_text(markdown: &str) -> String {
-    let mut lines: Vec<String> = Vec::new();
+    // Without any character that starts markdown syntax here (fences, emphasis, escapes,
+    // entities, headings, rules), rendering only tidies the text (issue 15: a plain hover, as
+    // the fixture server sends, cost 5k instructions through the full renderer).
+    if !markdown.contains(['`', '~', '*', '\\', '&', '#', '-', '_']) {
+        return tidy(markdown);
+    }
+    render_markdown(markdown)
+}
+
+/// [`markdown_to_text`]'s full renderer.
+fn render_markdown(markdown: &str) -> String {
+    // The rendered lines, joined by `\n` as they come (one buffer, issue 15).
+    let mut joined = String::with_capacity(markdown.len());
+    let mut first = true;
+    let mut next_line = |joined: &mut String| {
+        if !std::mem::take(&mut first) {
+            joined.push('\n');
+        }
+    };
     // The fence that opened the current code block (``` or ~~~, with its length).
     let mut open_fence: Option<String> = None;
     for line in markdown.lines() {
@@ -51,21 +70,23 @@ pub fn markdown_to_text(markdown: &str) -> String {
                 if count >= fence.len() && trimmed[count..].trim().is_empty() {
                     open_fence = None;
                 } else {
-                    lines.push(line.trim_end().to_owned());
+                    next_line(&mut joined);
+                    joined.push_str(line.trim_end());
                 }
             }
             None => {
                 if let Some(fence) = fence_of(trimmed) {
                     open_fence = Some(fence);
                 } else if is_rule(trimmed) {
-                    lines.push(String::new());
+                    next_line(&mut joined);
                 } else {
-                    lines.push(render_inline(strip_heading(line.trim_end())));
+                    next_line(&mut joined);
+                    render_inline(strip_heading(line.trim_end()), &mut joined);
                 }
             }
         }
     }
-    tidy(&lines.join("\n"))
+    tidy(&joined)
 }
 
 /// The fence string (e.g. "```") when `line` opens a fenced code block.
@@ -99,10 +120,14 @@ fn is_rule(line: &str) -> bool {
             .any(|&marker| line.chars().all(|ch| ch == marker || ch == ' '))
 }
 
-/// Inline markdown of one line outside code blocks, rendered as text.
-fn render_inline(line: &str) -> String {
+/// Inline markdown of one line outside code blocks, rendered as text onto `out`.
+fn render_inline(line: &str, out: &mut String) {
+    // Only escapes, code spans, emphasis and entities change a line.
+    if !line.contains(['\\', '`', '*', '&']) {
+        out.push_str(line);
+        return;
+    }
     let chars: Vec<char> = line.chars().collect();
-    let mut out = String::with_capacity(line.len());
     let mut index = 0;
     while index < chars.len() {
         let ch = chars[index];
@@ -176,23 +201,48 @@ fn render_inline(line: &str) -> String {
             }
         }
     }
-    out
+}
+
+/// Plain text of a `MarkupContent` (`kind` `markdown` is rendered, any other kind tidied).
+pub(super) fn markup_to_text(kind: Option<&str>, value: &str) -> String {
+    match kind {
+        Some("markdown") => markdown_to_text(value),
+        _ => tidy(value),
+    }
+}
+
+/// Plain text of a `MarkedString`'s `{language, value}` form (a code block: tidied).
+pub(super) fn code_to_text(value: &str) -> String {
+    tidy(value)
+}
+
+/// The hover text of its rendered parts: the non-empty ones, a blank line between them.
+pub(super) fn join_parts(parts: Vec<String>) -> String {
+    let parts: Vec<String> = parts.into_iter().filter(|part| !part.is_empty()).collect();
+    parts.join("\n\n")
 }
 
 /// Trailing whitespace removed per line, blank-line runs collapsed, outer blank lines removed.
 fn tidy(text: &str) -> String {
-    let mut out: Vec<&str> = Vec::new();
+    let mut out = String::with_capacity(text.len());
+    // A blank line after some text, written only if more text follows.
+    let mut blank_pending = false;
     for line in text.lines() {
         let line = line.trim_end();
-        if line.is_empty() && out.last().is_none_or(|last| last.is_empty()) {
+        if line.is_empty() {
+            blank_pending = !out.is_empty();
             continue;
         }
-        out.push(line);
+        if !out.is_empty() {
+            out.push('\n');
+            if blank_pending {
+                out.push('\n');
+            }
+        }
+        blank_pending = false;
+        out.push_str(line);
     }
-    while out.last().is_some_and(|last| last.is_empty()) {
-        out.pop();
-    }
-    out.join("\n")
+    out
 }
 
 #[cfg(test)]
@@ -262,5 +312,192 @@ mod tests {
             "function twice\n\n→ int",
         );
         check("#hashtag stays", "#hashtag stays");
+    }
+
+    // The renderer as it was before issue 15's allocation cuts: the oracle for the one above.
+    /// [`markdown_to_text`]'s full renderer.
+    fn reference_render_markdown(markdown: &str) -> String {
+        let mut lines: Vec<String> = Vec::new();
+        // The fence that opened the current code block (``` or ~~~, with its length).
+        let mut open_fence: Option<String> = None;
+        for line in markdown.lines() {
+            let trimmed = line.trim_start();
+            match &open_fence {
+                Some(fence) => {
+                    // A closing fence uses the same marker, at least as many, and nothing after it.
+                    let marker = fence.chars().next().unwrap_or('`');
+                    let count = trimmed.chars().take_while(|&ch| ch == marker).count();
+                    if count >= fence.len() && trimmed[count..].trim().is_empty() {
+                        open_fence = None;
+                    } else {
+                        lines.push(line.trim_end().to_owned());
+                    }
+                }
+                None => {
+                    if let Some(fence) = fence_of(trimmed) {
+                        open_fence = Some(fence);
+                    } else if is_rule(trimmed) {
+                        lines.push(String::new());
+                    } else {
+                        lines.push(reference_render_inline(strip_heading(line.trim_end())));
+                    }
+                }
+            }
+        }
+        reference_tidy(&lines.join("\n"))
+    }
+
+    /// Inline markdown of one line outside code blocks, rendered as text.
+    fn reference_render_inline(line: &str) -> String {
+        let chars: Vec<char> = line.chars().collect();
+        let mut out = String::with_capacity(line.len());
+        let mut index = 0;
+        while index < chars.len() {
+            let ch = chars[index];
+            match ch {
+                '\\' if chars
+                    .get(index + 1)
+                    .is_some_and(|next| next.is_ascii_punctuation()) =>
+                {
+                    out.push(chars[index + 1]);
+                    index += 2;
+                }
+                '`' => {
+                    // An inline code span: keep its content verbatim.
+                    let ticks = chars[index..].iter().take_while(|&&c| c == '`').count();
+                    let after = index + ticks;
+                    let close = (after..chars.len()).find(|&start| {
+                        chars[start..].iter().take_while(|&&c| c == '`').count() == ticks
+                            && (start == 0 || chars[start - 1] != '`')
+                    });
+                    match close {
+                        Some(close) => {
+                            out.extend(&chars[after..close]);
+                            index = close + ticks;
+                        }
+                        None => {
+                            out.extend(&chars[index..after]);
+                            index = after;
+                        }
+                    }
+                }
+                '*' => {
+                    let stars = chars[index..].iter().take_while(|&&c| c == '*').count();
+                    let prev = index.checked_sub(1).map(|i| chars[i]);
+                    let next = chars.get(index + stars).copied();
+                    // Emphasis markers touch text on one side; a lone `*` between spaces (as in
+                    // `a * b`) is an operator and stays.
+                    let opens = next.is_some_and(|c| !c.is_whitespace());
+                    let closes = prev.is_some_and(|c| !c.is_whitespace());
+                    if stars <= 3 && (opens || closes) {
+                        index += stars;
+                    } else {
+                        out.extend(&chars[index..index + stars]);
+                        index += stars;
+                    }
+                }
+                '&' => {
+                    let rest: String = chars[index..chars.len().min(index + 6)].iter().collect();
+                    let entity = [
+                        ("&nbsp;", ' '),
+                        ("&lt;", '<'),
+                        ("&gt;", '>'),
+                        ("&amp;", '&'),
+                        ("&quot;", '"'),
+                    ]
+                    .into_iter()
+                    .find(|(name, _)| rest.starts_with(name));
+                    match entity {
+                        Some((name, replacement)) => {
+                            out.push(replacement);
+                            index += name.chars().count();
+                        }
+                        None => {
+                            out.push('&');
+                            index += 1;
+                        }
+                    }
+                }
+                _ => {
+                    out.push(ch);
+                    index += 1;
+                }
+            }
+        }
+        out
+    }
+
+    /// Trailing whitespace removed per line, blank-line runs collapsed, outer blank lines removed.
+    fn reference_tidy(text: &str) -> String {
+        let mut out: Vec<&str> = Vec::new();
+        for line in text.lines() {
+            let line = line.trim_end();
+            if line.is_empty() && out.last().is_none_or(|last| last.is_empty()) {
+                continue;
+            }
+            out.push(line);
+        }
+        while out.last().is_some_and(|last| last.is_empty()) {
+            out.pop();
+        }
+        out.join("\n")
+    }
+
+    /// The one-buffer renderer gives exactly what the renderer before it gave, on random text
+    /// full of markdown syntax.
+    #[test]
+    fn markdown_renderer_matches_the_reference() {
+        let alphabet: Vec<char> = "a b_*`~#-&\\\n \t;é😀1<>lt;nbsp;amp;".chars().collect();
+        let mut seed: u64 = 1515;
+        for _ in 0..20000 {
+            let mut text = String::new();
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            for _ in 0..(seed >> 58) {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                text.push(alphabet[(seed >> 33) as usize % alphabet.len()]);
+            }
+            assert_eq!(
+                render_markdown(&text),
+                reference_render_markdown(&text),
+                "{text:?}"
+            );
+            assert_eq!(tidy(&text), reference_tidy(&text), "{text:?}");
+        }
+        for text in [
+            "**hello** at 0:4",
+            "```python\n(variable) a: int\n```",
+            "\n```typescript\nfunction area(radius: number): number\n```\nComputes the **area**.\n\n\n*@param* `radius` — the radius",
+            "### function `twice`  \n\n→ `int`\n---\nParameters:\n- `int x`",
+            "~~~~rust\nfn f() {}\n~~~~\nafter",
+        ] {
+            assert_eq!(render_markdown(text), reference_render_markdown(text), "{text:?}");
+        }
+    }
+
+    /// The plain-text fast path of `markdown_to_text` gives what the full renderer gives.
+    #[test]
+    fn plain_markdown_fast_path_matches_the_renderer() {
+        let alphabet: Vec<char> = "ab Z9 \n\r\t.,:;()<>=!?é😀[]{}|/'\"+%$@^".chars().collect();
+        let mut seed: u64 = 15;
+        for _ in 0..2000 {
+            let mut text = String::new();
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            for _ in 0..(seed >> 58) {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                text.push(alphabet[(seed >> 33) as usize % alphabet.len()]);
+            }
+            assert_eq!(markdown_to_text(&text), render_markdown(&text), "{text:?}");
+        }
+        for text in ["hello at 0:4", "  \n\nint x  \r\n\n\n y\n", "", "\n"] {
+            assert_eq!(markdown_to_text(text), render_markdown(text), "{text:?}");
+        }
     }
 }

@@ -8,12 +8,15 @@
 //!
 //! [`SourceFiles`] converts server positions (0-based, in the server's negotiated encoding) into
 //! lspc's 1-based character positions. The synced document's text is what the server saw; other
-//! files are read from disk once per [`SourceFiles`] (one query). A file that cannot be read keeps
-//! the server's numbers + 1 (exact for ASCII lines) and has no line text.
+//! files are read from disk once per [`SourceFiles`] (one query), or taken from the session's
+//! [`SourceCache`] when one `stat` shows the file unchanged. A file that cannot be read keeps the
+//! server's numbers + 1 (exact for ASCII lines) and has no line text.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
@@ -75,9 +78,157 @@ pub fn parse_range(value: &Value) -> Option<lsp_types::Range> {
 }
 
 /// A file's text and line index.
+#[derive(Clone)]
 struct Source {
     text: Arc<str>,
     index: Arc<LineIndex>,
+}
+
+/// What one `stat` says about a file's content: the same stamp means the same bytes, as long as
+/// the file's last change (`ctime`, which no one can set back) is older than the read that was
+/// cached (see [`SourceCache`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileStamp {
+    device: u64,
+    inode: u64,
+    size: u64,
+    modified: (i64, i64),
+    changed: (i64, i64),
+}
+
+impl FileStamp {
+    fn of(metadata: &std::fs::Metadata) -> FileStamp {
+        use std::os::unix::fs::MetadataExt;
+        FileStamp {
+            device: metadata.dev(),
+            inode: metadata.ino(),
+            size: metadata.size(),
+            modified: (metadata.mtime(), metadata.mtime_nsec()),
+            changed: (metadata.ctime(), metadata.ctime_nsec()),
+        }
+    }
+
+    /// `ctime` as a time.
+    fn changed_at(&self) -> Option<SystemTime> {
+        let (seconds, nanos) = self.changed;
+        let seconds = u64::try_from(seconds).ok()?;
+        let nanos = u32::try_from(nanos).ok()?;
+        SystemTime::UNIX_EPOCH.checked_add(Duration::new(seconds, nanos))
+    }
+}
+
+/// Files larger than this are never cached (bytes).
+const CACHED_FILE_MAX_BYTES: u64 = 4 << 20;
+/// When the cached texts pass this many bytes in all, the cache starts over.
+const CACHE_MAX_BYTES: u64 = 32 << 20;
+/// How long before its read a file must have last changed to be cached: file timestamps come
+/// from a coarse clock (a few ms), so a file changed again within the same tick, to the same
+/// size, would keep its stamp; one changed this long before the read cannot have been (any later
+/// change gets a later `ctime`).
+const SETTLED_BEFORE_READ: Duration = Duration::from_secs(1);
+
+/// Source texts of files that query results pointed into, shared by a session's queries (issue
+/// 15: a definition in another file read it from disk for every lineText). An entry is used only
+/// when one `stat` of the file gives exactly the stamp it was read with (device, inode, size,
+/// mtime and ctime, to the nanosecond), and a text is cached only when the file had last changed
+/// [`SETTLED_BEFORE_READ`] before it was read and was not changed during the read, so a file
+/// changed on disk is always read again: a result never shows a stale lineText.
+#[derive(Clone, Default)]
+pub struct SourceCache(Arc<SourceCacheState>);
+
+#[derive(Default)]
+struct SourceCacheState {
+    entries: Mutex<HashMap<PathBuf, (FileStamp, Source)>>,
+    bytes: AtomicU64,
+    /// Texts served from the cache (for tests and logs).
+    hits: AtomicU64,
+}
+
+impl std::fmt::Debug for SourceCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SourceCache")
+            .field("bytes", &self.0.bytes.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl SourceCache {
+    /// How many texts were served from the cache so far.
+    pub fn hits(&self) -> u64 {
+        self.0.hits.load(Ordering::Relaxed)
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut HashMap<PathBuf, (FileStamp, Source)>) -> R) -> R {
+        match self.0.entries.lock() {
+            Ok(mut entries) => f(&mut entries),
+            // A panicked holder only loses the cache: start over.
+            Err(poisoned) => {
+                let mut entries = poisoned.into_inner();
+                entries.clear();
+                self.0.bytes.store(0, Ordering::Relaxed);
+                f(&mut entries)
+            }
+        }
+    }
+
+    /// `path`'s text and index: the cached ones when the file's stamp is unchanged, else read
+    /// from disk (and cached when settled); `None` when it cannot be read.
+    fn source(&self, path: &Path) -> Option<Source> {
+        let before = match std::fs::metadata(path) {
+            Ok(metadata) => FileStamp::of(&metadata),
+            Err(error) => {
+                log::debug!("cannot read {} to convert columns: {error}", path.display());
+                return None;
+            }
+        };
+        let cached = self.with(|entries| match entries.get(path) {
+            Some((stamp, source)) if *stamp == before => Some(source.clone()),
+            _ => None,
+        });
+        if let Some(source) = cached {
+            self.0.hits.fetch_add(1, Ordering::Relaxed);
+            log::debug!("{}: text from the source cache", path.display());
+            return Some(source);
+        }
+        let read_at = SystemTime::now();
+        let source = read_source(path)?;
+        let after = std::fs::metadata(path).map(|metadata| FileStamp::of(&metadata));
+        let settled = before
+            .changed_at()
+            .is_some_and(|changed| changed + SETTLED_BEFORE_READ <= read_at);
+        if after.is_ok_and(|after| after == before)
+            && settled
+            && before.size <= CACHED_FILE_MAX_BYTES
+        {
+            let size = before.size;
+            self.with(|entries| {
+                if self.0.bytes.load(Ordering::Relaxed) + size > CACHE_MAX_BYTES {
+                    entries.clear();
+                    self.0.bytes.store(0, Ordering::Relaxed);
+                }
+                let old = entries.insert(path.to_path_buf(), (before, source.clone()));
+                let old_size = old.map_or(0, |(stamp, _)| stamp.size);
+                self.0.bytes.fetch_add(size, Ordering::Relaxed);
+                self.0.bytes.fetch_sub(old_size, Ordering::Relaxed);
+            });
+        }
+        Some(source)
+    }
+}
+
+/// `path` read and indexed; `None` (logged) when it cannot be read.
+fn read_source(path: &Path) -> Option<Source> {
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            let text: Arc<str> = String::from_utf8_lossy(&bytes).into();
+            let index = Arc::new(LineIndex::new(&text));
+            Some(Source { text, index })
+        }
+        Err(error) => {
+            log::debug!("cannot read {} to convert columns: {error}", path.display());
+            None
+        }
+    }
 }
 
 /// Up to this many files are found by comparing paths; more get a hash index.
@@ -97,6 +248,8 @@ pub struct SourceFiles {
     index: HashMap<PathBuf, usize>,
     /// The file found last.
     last: Option<usize>,
+    /// Where files not yet known are looked up before they are read.
+    cache: Option<SourceCache>,
 }
 
 impl SourceFiles {
@@ -107,6 +260,15 @@ impl SourceFiles {
             files: Vec::new(),
             index: HashMap::new(),
             last: None,
+            cache: None,
+        }
+    }
+
+    /// [`SourceFiles::new`], taking the texts of files not yet known from `cache`.
+    pub fn with_cache(encoding: PositionEncoding, cache: SourceCache) -> SourceFiles {
+        SourceFiles {
+            cache: Some(cache),
+            ..SourceFiles::new(encoding)
         }
     }
 
@@ -162,16 +324,9 @@ impl SourceFiles {
         let slot = match self.slot_of(path) {
             Some(slot) => slot,
             None => {
-                let source = match std::fs::read(path) {
-                    Ok(bytes) => {
-                        let text: Arc<str> = String::from_utf8_lossy(&bytes).into();
-                        let index = Arc::new(LineIndex::new(&text));
-                        Some(Source { text, index })
-                    }
-                    Err(error) => {
-                        log::debug!("cannot read {} to convert columns: {error}", path.display());
-                        None
-                    }
+                let source = match &self.cache {
+                    Some(cache) => cache.source(path),
+                    None => read_source(path),
                 };
                 self.push(path, source)
             }
@@ -397,5 +552,46 @@ mod tests {
         assert_eq!(files.line_text(missing, 1), None);
         assert_eq!(files.line_text(missing, 1), None);
         assert_eq!(files.files.len(), 10);
+    }
+
+    /// Issue 15: a file's text is cached across queries only while one `stat` shows it
+    /// unchanged; a change on disk (same size, even with its mtime put back) is read again, and
+    /// a file changed just now is never cached.
+    #[test]
+    fn cached_source_texts_never_go_stale() {
+        let dir = std::env::temp_dir().join(format!("lspc-source-cache-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("util.h");
+        std::fs::write(&path, "int old_one(void);\n").unwrap();
+        let cache = SourceCache::default();
+        let line_text = |cache: &SourceCache| {
+            SourceFiles::with_cache(PositionEncoding::Utf16, cache.clone()).line_text(&path, 1)
+        };
+        // Changed just now: read, not cached.
+        assert_eq!(line_text(&cache).as_deref(), Some("int old_one(void);"));
+        assert_eq!(line_text(&cache).as_deref(), Some("int old_one(void);"));
+        assert_eq!(cache.hits(), 0);
+        std::thread::sleep(SETTLED_BEFORE_READ + Duration::from_millis(100));
+        // Settled: read once, then served by the cache.
+        assert_eq!(line_text(&cache).as_deref(), Some("int old_one(void);"));
+        assert_eq!(line_text(&cache).as_deref(), Some("int old_one(void);"));
+        assert_eq!(cache.hits(), 1);
+        // The same size and the old mtime put back: the ctime still tells.
+        let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+        std::fs::write(&path, "int new_one(void);\n").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(modified)
+            .unwrap();
+        assert_eq!(line_text(&cache).as_deref(), Some("int new_one(void);"));
+        assert_eq!(line_text(&cache).as_deref(), Some("int new_one(void);"));
+        assert_eq!(cache.hits(), 1);
+        // Gone: no text, whatever was cached.
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(line_text(&cache), None);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

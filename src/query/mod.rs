@@ -40,13 +40,16 @@ mod position;
 mod readiness;
 mod relative_paths;
 pub mod render;
+mod result_json;
 mod signature;
 pub mod symbols;
+pub(crate) mod typed_answer;
 
 pub use model::*;
 pub use position::resolve_position;
 pub use readiness::{wait_analysed, wait_until_ready, ANALYSIS_WAIT};
 pub use relative_paths::RelativePaths;
+pub use result_json::ResultJson;
 pub use signature::parse_signature_help;
 
 use std::collections::{HashMap, HashSet};
@@ -58,9 +61,10 @@ use serde_json::{json, Value};
 
 use crate::doorbell::LoopSender;
 use crate::engine::{
-    request_with, sync_with, BuiltRequest, EngineError, Op, ReplyTo, RequestBuilder, ServerInfo,
-    SyncedDocument,
+    request_with, sync_with, AnswerBody, BuiltRequest, EngineError, Op, ReplyTo, RequestBuilder,
+    ServerInfo, SyncedDocument,
 };
+use crate::transport::RequestParams;
 use crate::uri;
 use locations::{parse_locations, parse_range, SourceFiles};
 
@@ -74,17 +78,46 @@ struct Target {
 }
 
 impl Target {
-    fn text_document_position(&self) -> Value {
-        json!({
-            "textDocument": { "uri": document_uri(&self.doc.path) },
-            "position": { "line": self.position.line, "character": self.position.character },
+    /// `TextDocumentPositionParams` (LSP 3.17 §`textDocumentPositionParams`) plus `context` when
+    /// given, serialised straight into text (issue 15: no `Value` tree; members in the order a
+    /// tree would write them).
+    fn text_document_position<C: serde::Serialize>(&self, context: Option<C>) -> RequestParams {
+        #[derive(serde::Serialize)]
+        struct Params<'a, C> {
+            #[serde(skip_serializing_if = "Option::is_none")]
+            context: Option<C>,
+            position: Position,
+            #[serde(rename = "textDocument")]
+            text_document: TextDocument<'a>,
+        }
+        let uri = document_uri(&self.doc.path);
+        RequestParams::of(&Params {
+            context,
+            position: Position {
+                character: self.position.character,
+                line: self.position.line,
+            },
+            text_document: TextDocument { uri: &uri },
         })
     }
 }
 
+/// An LSP `Position` as the wire writes it (members in a tree's order).
+#[derive(serde::Serialize)]
+struct Position {
+    character: u32,
+    line: u32,
+}
+
+/// A `TextDocumentIdentifier`.
+#[derive(serde::Serialize)]
+struct TextDocument<'a> {
+    uri: &'a str,
+}
+
 /// Builds a query's LSP params from its target (run in the loop, or by the caller after a
 /// readiness wait).
-type ParamsBuilder = Arc<dyn Fn(&Target) -> Value + Send + Sync>;
+type ParamsBuilder = Arc<dyn Fn(&Target) -> RequestParams + Send + Sync>;
 
 /// The wait a query needs before its first request (see the module's invariants).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -207,6 +240,8 @@ pub struct Queries {
     tag: Option<u64>,
     analysed: AnalysedFiles,
     canonical_files: CanonicalFiles,
+    /// Texts of the files results point into, checked by one `stat` each (shared by clones).
+    source_cache: locations::SourceCache,
 }
 
 impl Queries {
@@ -221,7 +256,13 @@ impl Queries {
             tag: None,
             analysed: AnalysedFiles::default(),
             canonical_files: CanonicalFiles::default(),
+            source_cache: locations::SourceCache::default(),
         }
+    }
+
+    /// How many result files' texts came from the session's cache instead of the disk.
+    pub fn source_cache_hits(&self) -> u64 {
+        self.source_cache.hits()
     }
 
     /// The same queries, sharing `analysed` (a session's record of first analysis waits) so a
@@ -539,13 +580,16 @@ impl Queries {
         let (answer_sender, answer_receiver) = crossbeam_channel::bounded(1);
         let analysed = self.analysed.clone();
         let root = self.root.clone();
+        let cache = self.source_cache.clone();
         let at = at.cloned();
         let (timeout, tag) = (self.timeout, self.tag);
         let loop_params = Arc::clone(&params);
         let build: RequestBuilder = Box::new(move |synced| {
             let target = synced
                 .map_err(|error| QueryError::from(error.clone()))
-                .and_then(|doc| build_target(doc.clone(), at.as_ref(), method, capability, &root));
+                .and_then(|doc| {
+                    build_target(doc.clone(), at.as_ref(), method, capability, &root, cache)
+                });
             let request = match &target {
                 Ok(target) if !readiness.wait_due(&analysed, &target.server, &target.doc.path) => {
                     Some(BuiltRequest {
@@ -607,7 +651,7 @@ impl Queries {
             }
             Readiness::Indexed => self.wait_ready(&mut target),
         };
-        let answer = self.request(&target, method, params(&target))?;
+        let answer = self.request(&target, method, params(&target).into_value())?;
         Ok((target, answer, incomplete))
     }
 
@@ -647,12 +691,15 @@ impl Queries {
         let Decided { not_sent, sent } = decided;
         let analysed = self.analysed.clone();
         let root = self.root.clone();
+        let cache = self.source_cache.clone();
         let at = at.cloned();
         let (timeout, tag) = (self.timeout, self.tag);
         let build: RequestBuilder = Box::new(move |synced| {
             let target = synced
                 .map_err(|error| QueryError::from(error.clone()))
-                .and_then(|doc| build_target(doc.clone(), at.as_ref(), method, capability, &root));
+                .and_then(|doc| {
+                    build_target(doc.clone(), at.as_ref(), method, capability, &root, cache)
+                });
             let target = match target {
                 Ok(target) if !readiness.wait_due(&analysed, &target.server, &target.doc.path) => {
                     target
@@ -673,11 +720,11 @@ impl Queries {
             };
             let params = params(&target);
             let server_id = target.server.server_id;
-            let continuation = move |answer: Result<Value, EngineError>| {
+            let continuation = move |answer: Result<AnswerBody, EngineError>| {
                 if log::log_enabled!(log::Level::Debug) {
                     let thread = std::thread::current();
                     let shown = match &answer {
-                        Ok(value) => value.to_string(),
+                        Ok(body) => body.to_string(),
                         Err(error) => format!("error: {error}"),
                     };
                     log::debug!(
@@ -771,7 +818,7 @@ impl FirstRequest {
             method,
             capability,
             readiness,
-            params: Arc::new(Target::text_document_position),
+            params: Arc::new(|target: &Target| target.text_document_position(None::<()>)),
         }
     }
 
@@ -787,9 +834,14 @@ impl FirstRequest {
             capability: "referencesProvider",
             readiness: Readiness::Indexed,
             params: Arc::new(move |target: &Target| {
-                let mut params = target.text_document_position();
-                params["context"] = json!({ "includeDeclaration": include_declaration });
-                params
+                #[derive(serde::Serialize)]
+                struct Context {
+                    #[serde(rename = "includeDeclaration")]
+                    include_declaration: bool,
+                }
+                target.text_document_position(Some(Context {
+                    include_declaration,
+                }))
             }),
         }
     }
@@ -803,9 +855,17 @@ impl FirstRequest {
             method: "textDocument/documentSymbol",
             capability: "documentSymbolProvider",
             readiness: Readiness::None,
-            params: Arc::new(
-                |target: &Target| json!({ "textDocument": { "uri": document_uri(&target.doc.path) } }),
-            ),
+            params: Arc::new(|target: &Target| {
+                #[derive(serde::Serialize)]
+                struct Params<'a> {
+                    #[serde(rename = "textDocument")]
+                    text_document: TextDocument<'a>,
+                }
+                let uri = document_uri(&target.doc.path);
+                RequestParams::of(&Params {
+                    text_document: TextDocument { uri: &uri },
+                })
+            }),
         }
     }
 
@@ -815,9 +875,18 @@ impl FirstRequest {
             capability: "signatureHelpProvider",
             readiness: Readiness::Analysed,
             params: Arc::new(|target: &Target| {
-                let mut params = target.text_document_position();
-                params["context"] = json!({ "triggerKind": 1, "isRetrigger": false });
-                params
+                // `SignatureHelpContext`: invoked (triggerKind 1), not a retrigger.
+                #[derive(serde::Serialize)]
+                struct Context {
+                    #[serde(rename = "isRetrigger")]
+                    is_retrigger: bool,
+                    #[serde(rename = "triggerKind")]
+                    trigger_kind: u32,
+                }
+                target.text_document_position(Some(Context {
+                    is_retrigger: false,
+                    trigger_kind: 1,
+                }))
             }),
         }
     }
@@ -825,7 +894,7 @@ impl FirstRequest {
 
 /// What an instant query does with its first answer (or the error that ended its request), run
 /// by the thread that has it: the server's reader, or the loop ([`Queries::start_first_answer`]).
-type OnAnswer<T> = Box<dyn FnOnce(T, Target, Result<Value, EngineError>) + Send>;
+type OnAnswer<T> = Box<dyn FnOnce(T, Target, Result<AnswerBody, EngineError>) + Send>;
 
 /// How the caller of [`Queries::start_first_answer`] hears the loop's decision.
 struct Decided<T> {
@@ -838,10 +907,70 @@ struct Decided<T> {
 /// The locations of a definition or references answer that resolve to files, in the server's
 /// order.
 fn resolved_locations(target: &mut Target, answer: &Value) -> Vec<Location> {
-    parse_locations(answer)
-        .iter()
+    resolve_all(target, parse_locations(answer))
+}
+
+fn resolve_all(target: &mut Target, raw: Vec<locations::RawLocation>) -> Vec<Location> {
+    raw.iter()
         .filter_map(|raw| target.files.resolve(raw))
         .collect()
+}
+
+/// A definition-like or references answer's raw locations: typed from the reader's raw text
+/// ([`typed_answer::locations`]), else through a `Value` as [`parse_locations`] reads them.
+fn raw_locations_of(answer: &AnswerBody) -> Vec<locations::RawLocation> {
+    match answer {
+        AnswerBody::Raw(raw) => match typed_answer::locations(raw.get()) {
+            Some(found) => {
+                log::debug!("locations read by the typed route");
+                found
+            }
+            None => parse_locations(&serde_json::from_str(raw.get()).unwrap_or(Value::Null)),
+        },
+        AnswerBody::Tree(value) => parse_locations(value),
+    }
+}
+
+/// [`definition_result`] of an instant answer (typed when it is raw).
+fn definition_result_of(
+    mut target: Target,
+    answer: &AnswerBody,
+    incomplete: Option<String>,
+) -> LocationsResult {
+    let raw = raw_locations_of(answer);
+    let mut locations = resolve_all(&mut target, raw);
+    dedup_in_order(&mut locations);
+    LocationsResult {
+        incomplete,
+        locations,
+        server: target.server.name,
+    }
+}
+
+/// [`references_result`] of an instant answer (typed when it is raw).
+fn references_result_of(
+    mut target: Target,
+    answer: &AnswerBody,
+    incomplete: Option<String>,
+) -> LocationsResult {
+    let raw = raw_locations_of(answer);
+    let locations = resolve_all(&mut target, raw);
+    sorted_references(target, locations, incomplete)
+}
+
+/// [`hover_result`] of an instant answer: typed from the reader's raw text
+/// ([`typed_answer::hover`]), else through a `Value`.
+fn hover_result_of(target: Target, answer: AnswerBody) -> Option<HoverResult> {
+    match answer {
+        AnswerBody::Raw(raw) => match typed_answer::hover(raw.get()) {
+            Some((text, range)) => {
+                log::debug!("hover read by the typed route");
+                hover_of(target, text, range)
+            }
+            None => hover_result(target, &AnswerBody::Raw(raw).into_value()),
+        },
+        AnswerBody::Tree(value) => hover_result(target, &value),
+    }
 }
 
 /// A definition answer's locations, in the server's order without exact duplicates.
@@ -865,7 +994,16 @@ fn references_result(
     answer: &Value,
     incomplete: Option<String>,
 ) -> LocationsResult {
-    let mut locations = resolved_locations(&mut target, answer);
+    let locations = resolved_locations(&mut target, answer);
+    sorted_references(target, locations, incomplete)
+}
+
+/// References sorted by path, line and column, without duplicates.
+fn sorted_references(
+    target: Target,
+    mut locations: Vec<Location>,
+    incomplete: Option<String>,
+) -> LocationsResult {
     locations.sort_by(|a, b| {
         (&a.path, a.line, a.column, a.end_line, a.end_column).cmp(&(
             &b.path,
@@ -884,7 +1022,7 @@ fn references_result(
 }
 
 /// A hover answer's text and range; `None` when the server has nothing to show.
-fn hover_result(mut target: Target, answer: &Value) -> Option<HoverResult> {
+fn hover_result(target: Target, answer: &Value) -> Option<HoverResult> {
     let text = answer
         .get("contents")
         .map(hover::hover_contents_to_text)
@@ -892,11 +1030,21 @@ fn hover_result(mut target: Target, answer: &Value) -> Option<HoverResult> {
     if text.is_empty() {
         return None;
     }
+    let range = answer.get("range").and_then(parse_range);
+    hover_of(target, text, range)
+}
+
+/// The hover of `text` (rendered) and its LSP `range`; `None` when `text` is empty.
+fn hover_of(
+    mut target: Target,
+    text: String,
+    range: Option<lsp_types::Range>,
+) -> Option<HoverResult> {
+    if text.is_empty() {
+        return None;
+    }
     let path = target.doc.path.clone();
-    let range = answer
-        .get("range")
-        .and_then(parse_range)
-        .map(|range| target.files.range(&path, range));
+    let range = range.map(|range| target.files.range(&path, range));
     Some(HoverResult {
         text,
         range,
@@ -918,6 +1066,7 @@ fn build_target(
     method: &str,
     capability: &str,
     root: &Path,
+    cache: locations::SourceCache,
 ) -> Result<Target, QueryError> {
     let server = pick_server(&doc, method, capability)?;
     let index = match &doc.line_index {
@@ -930,7 +1079,7 @@ fn build_target(
         })?,
         None => lsp_types::Position::default(),
     };
-    let mut files = SourceFiles::new(server.encoding);
+    let mut files = SourceFiles::with_cache(server.encoding, cache);
     files.add_indexed_document(&doc.path, doc.text.clone(), index);
     Ok(Target {
         doc,

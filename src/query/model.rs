@@ -2,6 +2,11 @@
 //! 1-based column in characters or a symbol), the kinds and directions of queries, the normalised
 //! results (locations, hover, symbols, hierarchies, signatures; 1-based lines and character
 //! columns, end exclusive) and [`QueryError`] with its exit status.
+//!
+//! Invariant: every result struct declares its fields in the order of their serialised names,
+//! so serialising it directly gives the same bytes as serialising it through a `Value` (whose
+//! object keys are sorted): answers are rendered straight from these types (issue 15,
+//! [`super::ResultJson`]), and a test holds each type to it.
 
 use std::path::PathBuf;
 
@@ -92,71 +97,71 @@ pub enum TypeDirection {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Location {
-    pub path: PathBuf,
-    pub line: u32,
     pub column: u32,
-    pub end_line: u32,
     pub end_column: u32,
+    pub end_line: u32,
+    pub line: u32,
     /// The source line at `line` without its terminator; `None` when the file cannot be read.
     pub line_text: Option<String>,
+    pub path: PathBuf,
 }
 
 /// A 1-based range (columns in Unicode characters, end exclusive).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Range1 {
-    pub start_line: u32,
-    pub start_column: u32,
-    pub end_line: u32,
     pub end_column: u32,
+    pub end_line: u32,
+    pub start_column: u32,
+    pub start_line: u32,
 }
 
 /// The answer of a definition-like or references query; empty `locations` means nothing found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LocationsResult {
-    pub locations: Vec<Location>,
-    /// The server that answered.
-    pub server: String,
     /// Set when lspc stopped waiting for the server's indexing: "server X was still indexing;
     /// results may be incomplete".
     #[serde(skip_serializing_if = "Option::is_none")]
     pub incomplete: Option<String>,
+    pub locations: Vec<Location>,
+    /// The server that answered.
+    pub server: String,
 }
 
 /// A hover, its markdown rendered as plain text (see [`super::hover`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HoverResult {
-    pub text: String,
     /// The range the hover is about, when the server sent one.
     pub range: Option<Range1>,
     pub server: String,
+    pub text: String,
 }
 
 /// A document or workspace symbol. `location` is the start of the selection range (the name).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Symbol {
-    pub name: String,
-    /// Lowercase LSP `SymbolKind` name: `"function"`, `"class"`, `"enum member"`, ...
-    pub kind: String,
-    pub detail: Option<String>,
-    pub location: Location,
-    /// The enclosing symbol's name (parent in the tree, or `containerName`).
-    pub container: Option<String>,
     /// Nested symbols (hierarchical answers only).
     pub children: Vec<Symbol>,
+    /// The enclosing symbol's name (parent in the tree, or `containerName`).
+    pub container: Option<String>,
+    pub detail: Option<String>,
+    /// Lowercase LSP `SymbolKind` name: `"function"`, `"class"`, `"enum member"`, ...
+    pub kind: String,
+    pub location: Location,
+    pub name: String,
 }
 
 /// The answer of a workspace symbol query, with the server and readiness note.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SymbolsResult {
-    pub symbols: Vec<Symbol>,
-    pub server: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub incomplete: Option<String>,
+    pub server: String,
+    pub symbols: Vec<Symbol>,
 }
 
 /// An item of a call or type hierarchy (LSP 3.17 §`CallHierarchyItem`, §`TypeHierarchyItem`);
@@ -164,10 +169,10 @@ pub struct SymbolsResult {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HierarchyItem {
-    pub name: String,
-    pub kind: String,
     pub detail: Option<String>,
+    pub kind: String,
     pub location: Location,
+    pub name: String,
     /// The item as the server sent it (positions in its encoding), sent back verbatim in
     /// follow-up requests. Not serialised.
     #[serde(skip)]
@@ -183,46 +188,46 @@ pub type TypeHierarchyItem = HierarchyItem;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Call {
-    /// The caller (incoming) or the callee (outgoing).
-    pub item: HierarchyItem,
     /// Where the calls are: in the caller's file (incoming: `from`'s file; outgoing: the
     /// prepared item's file).
     pub call_sites: Vec<Location>,
+    /// The caller (incoming) or the callee (outgoing).
+    pub item: HierarchyItem,
 }
 
 /// The answer of a call hierarchy query: the prepared items and, for a direction, the calls.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallHierarchyResult {
-    pub items: Vec<HierarchyItem>,
     /// Empty when no direction was asked.
     pub calls: Vec<Call>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub direction: Option<CallDirection>,
-    pub server: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub incomplete: Option<String>,
+    pub items: Vec<HierarchyItem>,
+    pub server: String,
 }
 
 /// The answer of a type hierarchy query: the prepared items and their super- or subtypes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TypeHierarchyResult {
-    pub items: Vec<HierarchyItem>,
     pub direction: TypeDirection,
-    pub types: Vec<HierarchyItem>,
-    pub server: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub incomplete: Option<String>,
+    pub items: Vec<HierarchyItem>,
+    pub server: String,
+    pub types: Vec<HierarchyItem>,
 }
 
 /// One signature of a signature help answer (LSP 3.17 §`SignatureInformation`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Signature {
-    pub label: String,
     /// Documentation as plain text.
     pub documentation: Option<String>,
+    pub label: String,
     /// Parameter labels (offset labels are resolved to the substring of `label`).
     pub parameters: Vec<String>,
 }
@@ -233,10 +238,10 @@ pub struct Signature {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SignatureHelpResult {
-    pub signatures: Vec<Signature>,
-    pub active_signature: Option<u32>,
     pub active_parameter: Option<u32>,
+    pub active_signature: Option<u32>,
     pub server: String,
+    pub signatures: Vec<Signature>,
 }
 
 /// Why a query failed. Exit statuses: see [`QueryError::exit_status`].

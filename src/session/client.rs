@@ -914,7 +914,7 @@ fn run_proxy(connected: Connected, op_receiver: Receiver<Op>, signals: ProxySign
                             let request = WireOp::Request {
                                 server_id: built.server_id,
                                 method: built.method,
-                                params: built.params,
+                                params: built.params.into_value(),
                                 timeout_ms: wire::millis(built.timeout),
                                 retry: built.retry,
                                 tag: built.tag,

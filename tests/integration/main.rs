@@ -7,7 +7,8 @@
 //! headless IDE), `monorepo` (repository scale: project instances, baselines, changed files,
 //! shards), `operations` (the one operation vocabulary across CLI, batch and MCP), `sessions`
 //! (warm sessions), `settle` (per-server settle rules), `instant_route` (issue 15: answers written
-//! by the thread that has them); `support` holds the
+//! by the thread that has them), `typed_answers` (issue 15: answers parsed and rendered without
+//! `Value` trees, byte for byte as before); `support` holds the
 //! `TestCommand` harness, temporary workspaces and `/proc` helpers.
 
 mod check;
@@ -28,3 +29,4 @@ mod servers;
 mod sessions;
 mod settle;
 mod support;
+mod typed_answers;

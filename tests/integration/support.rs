@@ -624,16 +624,20 @@ impl BatchSession {
 
     /// Send one request and wait (at most 60 s) for its answer line.
     pub fn ask(&mut self, request: Value) -> Value {
+        let line = self.ask_line(request);
+        serde_json::from_str(&line)
+            .unwrap_or_else(|error| panic!("bad answer line {line:?}: {error}"))
+    }
+
+    /// [`BatchSession::ask`], returning the answer line exactly as written (no newline).
+    pub fn ask_line(&mut self, request: Value) -> String {
         use std::io::Write;
         let stdin = self.stdin.as_mut().unwrap();
         writeln!(stdin, "{request}").unwrap();
         stdin.flush().unwrap();
-        let line = self
-            .lines
+        self.lines
             .recv_timeout(Duration::from_secs(60))
-            .unwrap_or_else(|_| panic!("no answer to {request} within 60 s"));
-        serde_json::from_str(&line)
-            .unwrap_or_else(|error| panic!("bad answer line {line:?}: {error}"))
+            .unwrap_or_else(|_| panic!("no answer to {request} within 60 s"))
     }
 
     /// Close stdin and wait for lspc to exit; returns its exit status and stderr.
