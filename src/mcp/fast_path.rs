@@ -3,8 +3,8 @@
 //! Through the hub, a `tools/call hover` crossed four threads before its request reached the
 //! engine's loop: the stdin reader, the hub, a worker, the loop. The hub owns each client's
 //! protocol state and must not block, so a call ran on a worker. [`Front::try_start`] starts an
-//! instant tool call (hover and the definition kinds) on the stdin reader itself, as the hub would
-//! have: the in-flight id is registered in the shared [`Calls`] (a duplicate is refused), the
+//! instant tool call (hover, the definition kinds, references, document symbols and signature
+//! help) on the stdin reader itself, as the hub would have: the in-flight id is registered in the shared [`Calls`] (a duplicate is refused), the
 //! call gets an engine tag (so `notifications/cancelled`, handled by the hub, sends
 //! `$/cancelRequest` and suppresses the answer through its [`super::calls::AnswerGate`]), and the
 //! request goes out in its document sync's loop turn ([`crate::query::command::start`]). The
@@ -49,6 +49,9 @@ use crate::query::{Queries, QueryError};
 const INSTANT_TOOLS: &[(&str, &str)] = &[
     ("hover", "tools/call hover"),
     ("definition", "tools/call definition"),
+    ("references", "tools/call references"),
+    ("document_symbols", "tools/call document_symbols"),
+    ("signature_help", "tools/call signature_help"),
 ];
 
 /// Protocol state of the stdio client that the reader reads and the hub writes.
@@ -191,7 +194,11 @@ impl Front {
         let arguments = params.get("arguments").unwrap_or(&empty);
         // Arguments that do not read are the hub's to answer, in order with the rest.
         let Ok(Operation::Query(
-            request @ (QueryRequest::Hover { .. } | QueryRequest::Definition { .. }),
+            request @ (QueryRequest::Hover { .. }
+            | QueryRequest::Definition { .. }
+            | QueryRequest::References { .. }
+            | QueryRequest::Symbols { .. }
+            | QueryRequest::SignatureHelp { .. }),
         )) = tools::prepare(&self.context, name, arguments)
         else {
             return Some(incoming);

@@ -1566,6 +1566,15 @@ fn fast_path_answers_clangd_as_the_hub_route_does() {
             "definition",
             json!({"file": "main.c", "line": 2, "symbol": "twice", "kind": "declaration"}),
         ),
+        (
+            "references",
+            json!({"file": "main.c", "line": 2, "symbol": "twice"}),
+        ),
+        ("document_symbols", json!({"file": "main.c"})),
+        (
+            "signature_help",
+            json!({"file": "main.c", "line": 2, "column": 31}),
+        ),
     ];
     let mut answers = Vec::new();
     for fast_path in [true, false] {
@@ -1573,16 +1582,20 @@ fn fast_path_answers_clangd_as_the_hub_route_does() {
         let mut session = start_logged(&workspace, &config, &log, fast_path);
         answers.push(tool_results(&mut session, &calls));
         assert_eq!(session.finish(30 * SECOND), Some(0));
-        let started = (
-            fast_path_starts(&log, "hover"),
-            fast_path_starts(&log, "definition"),
-        );
+        let started = [
+            "hover",
+            "definition",
+            "references",
+            "document_symbols",
+            "signature_help",
+        ]
+        .map(|tool| fast_path_starts(&log, tool));
         let log = std::fs::read_to_string(&log).unwrap_or_default();
         if fast_path {
             // The first hover waits for main.c's analysis; the rest go out at once.
-            assert_eq!(started, ((2, 1), (2, 2)), "{log}");
+            assert_eq!(started, [(2, 1), (2, 2), (1, 1), (1, 1), (1, 1)], "{log}");
         } else {
-            assert_eq!(started, ((0, 0), (0, 0)), "{log}");
+            assert_eq!(started, [(0, 0); 5], "{log}");
         }
     }
     assert_eq!(answers[0], answers[1]);
@@ -1601,6 +1614,34 @@ fn fast_path_answers_clangd_as_the_hub_route_does() {
         answers[0][3]["structuredContent"]["locations"][0]["path"], "util.h",
         "{}",
         answers[0][3]
+    );
+    // clangd 14's answers, the same on both routes (asserted above).
+    assert_eq!(
+        answers[0][4]["structuredContent"]["locations"],
+        json!([
+            {"path": "main.c", "line": 2, "column": 25, "endLine": 2, "endColumn": 30,
+                "lineText": "int main(void) { return twice(21); }"},
+            {"path": "util.c", "line": 2, "column": 5, "endLine": 2, "endColumn": 10,
+                "lineText": "int twice(int x) { return 2 * x; }"},
+            {"path": "util.h", "line": 1, "column": 5, "endLine": 1, "endColumn": 10,
+                "lineText": "int twice(int x);"}
+        ]),
+        "{}",
+        answers[0][4]
+    );
+    assert_eq!(
+        answers[0][5]["structuredContent"]["symbols"],
+        json!([{"name": "main", "kind": "function", "detail": "int (void)", "children": [],
+            "location": {"path": "main.c", "line": 2, "column": 5, "endLine": 2,
+                "endColumn": 9, "lineText": "int main(void) { return twice(21); }"}}]),
+        "{}",
+        answers[0][5]
+    );
+    assert_eq!(
+        answers[0][6]["structuredContent"]["signatureHelp"]["signatures"],
+        json!([{"label": "twice(int x) -> int", "parameters": ["int x"]}]),
+        "{}",
+        answers[0][6]
     );
 }
 
