@@ -23,6 +23,7 @@
 //! - [`check`]: the `lspc check` command: file walking, settling, exit status.
 //! - [`signals`]: SIGINT/SIGTERM/SIGHUP turned into events for the loop.
 //! - [`doorbell`]: channels whose senders wake the event loop with one `unpark` (no lock held).
+//! - [`inotify`]: a non-blocking inotify instance, shared by the configuration and folder watches.
 //! - [`query`]: code-intelligence queries (definition, references, hover, symbols, hierarchies)
 //!   with result normalisation and position conversion; human rendering.
 //! - [`operation`]: the one operation vocabulary: every operation and argument defined once, read
@@ -49,6 +50,7 @@ pub mod engine;
 pub mod exit;
 pub mod failure_text;
 pub mod ide;
+pub mod inotify;
 pub mod install_hints;
 pub mod mcp;
 pub mod operation;

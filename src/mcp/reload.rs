@@ -18,11 +18,11 @@
 //! reached) every check takes a fingerprint, as before; file systems whose changes inotify does
 //! not see (a network mount edited from another machine) are noticed at the next local event.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use crate::config::ConfigOptions;
+use crate::inotify::Inotify;
 
 /// One path's state: `None` when it does not exist.
 type Stamp = Option<(SystemTime, u64, bool)>;
@@ -41,7 +41,7 @@ pub struct ConfigWatch {
 /// An inotify instance watching what a configuration came from.
 #[derive(Debug)]
 struct Events {
-    fd: OwnedFd,
+    inotify: Inotify,
 }
 
 /// What changes a watched path or a watched folder's entries.
@@ -58,39 +58,15 @@ const WATCH_MASK: u32 = libc::IN_MODIFY
 impl Events {
     /// A non-blocking inotify instance; `None` when the kernel refuses one.
     fn start() -> Option<Events> {
-        // SAFETY: inotify_init1 takes flags and returns a new descriptor or -1.
-        let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
-        if fd < 0 {
-            return None;
-        }
-        // SAFETY: `fd` is a descriptor we own from here on.
-        Some(Events {
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
-        })
+        Inotify::start().map(|inotify| Events { inotify })
     }
 
     /// Watch each of `paths` that exists and the nearest existing folder above each. `false`
     /// when a watch could not be added for another reason than the path being gone (the
     /// watch limit): the caller then stops trusting events.
     fn watch(&self, paths: &[PathBuf]) -> bool {
-        use std::os::unix::ffi::OsStrExt;
         let mut folders: Vec<&Path> = Vec::new();
-        let add = |path: &Path| -> Result<(), std::io::Error> {
-            let Ok(name) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
-                return Ok(());
-            };
-            // SAFETY: a valid descriptor and a NUL-terminated path.
-            let wd =
-                unsafe { libc::inotify_add_watch(self.fd.as_raw_fd(), name.as_ptr(), WATCH_MASK) };
-            if wd >= 0 {
-                return Ok(());
-            }
-            let error = std::io::Error::last_os_error();
-            match error.raw_os_error() {
-                Some(libc::ENOENT) | Some(libc::ENOTDIR) | Some(libc::EACCES) => Ok(()),
-                _ => Err(error),
-            }
-        };
+        let add = |path: &Path| self.inotify.add(path, WATCH_MASK).map(drop);
         for path in paths {
             if path.symlink_metadata().is_ok() && add(path).is_err() {
                 return false;
@@ -110,28 +86,12 @@ impl Events {
 
     /// Whether an event is queued (one `ioctl`); `true` when that cannot be told.
     fn pending(&self) -> bool {
-        let mut queued: libc::c_int = 0;
-        // SAFETY: FIONREAD writes one `c_int` through the pointer.
-        let status = unsafe { libc::ioctl(self.fd.as_raw_fd(), libc::FIONREAD, &mut queued) };
-        status != 0 || queued > 0
+        self.inotify.pending()
     }
 
     /// Read every queued event (their contents do not matter: a fingerprint decides).
     fn drain(&self) {
-        let mut buffer = [0u8; 4096];
-        loop {
-            // SAFETY: `buffer` is valid for `buffer.len()` bytes.
-            let n = unsafe {
-                libc::read(
-                    self.fd.as_raw_fd(),
-                    buffer.as_mut_ptr().cast(),
-                    buffer.len(),
-                )
-            };
-            if n <= 0 {
-                return;
-            }
-        }
+        self.inotify.drain()
     }
 }
 

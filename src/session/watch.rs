@@ -280,7 +280,7 @@ impl Freshness {
 /// A folder that cannot be watched (the watch limit) is logged once and left to the periodic
 /// scans.
 struct DirEvents {
-    fd: std::os::fd::OwnedFd,
+    inotify: crate::inotify::Inotify,
     warned: std::sync::atomic::AtomicBool,
 }
 
@@ -290,35 +290,15 @@ const DIR_EVENT_MASK: u32 =
 impl DirEvents {
     /// A non-blocking inotify instance; `None` when the kernel refuses one.
     fn start() -> Option<DirEvents> {
-        use std::os::fd::FromRawFd;
-        // SAFETY: inotify_init1 takes flags and returns a new descriptor or -1.
-        let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
-        if fd < 0 {
-            return None;
-        }
-        Some(DirEvents {
-            // SAFETY: `fd` is a descriptor we own from here on.
-            fd: unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) },
+        crate::inotify::Inotify::start().map(|inotify| DirEvents {
+            inotify,
             warned: Default::default(),
         })
     }
 
     fn watch(&self, folder: &Path) {
-        use std::os::fd::AsRawFd;
-        use std::os::unix::ffi::OsStrExt;
-        let Ok(name) = std::ffi::CString::new(folder.as_os_str().as_bytes()) else {
-            return;
-        };
-        // SAFETY: a valid descriptor and a NUL-terminated path.
-        let wd =
-            unsafe { libc::inotify_add_watch(self.fd.as_raw_fd(), name.as_ptr(), DIR_EVENT_MASK) };
-        if wd < 0 {
-            let error = std::io::Error::last_os_error();
-            let gone = matches!(
-                error.raw_os_error(),
-                Some(libc::ENOENT) | Some(libc::ENOTDIR) | Some(libc::EACCES)
-            );
-            if !gone && !self.warned.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        if let Err(error) = self.inotify.add(folder, DIR_EVENT_MASK) {
+            if !self.warned.swap(true, std::sync::atomic::Ordering::Relaxed) {
                 log::warn!(
                     "cannot watch {} ({error}): changes there are noticed by the scan every {} s",
                     folder.display(),
@@ -330,30 +310,12 @@ impl DirEvents {
 
     /// Whether an event is queued (one `ioctl`); `true` when that cannot be told.
     fn pending(&self) -> bool {
-        use std::os::fd::AsRawFd;
-        let mut queued: libc::c_int = 0;
-        // SAFETY: FIONREAD writes one `c_int` through the pointer.
-        let status = unsafe { libc::ioctl(self.fd.as_raw_fd(), libc::FIONREAD, &mut queued) };
-        status != 0 || queued > 0
+        self.inotify.pending()
     }
 
     /// Read every queued event (a scan decides what changed, not the events).
     fn drain(&self) {
-        use std::os::fd::AsRawFd;
-        let mut buffer = [0u8; 4096];
-        loop {
-            // SAFETY: `buffer` is valid for `buffer.len()` bytes.
-            let n = unsafe {
-                libc::read(
-                    self.fd.as_raw_fd(),
-                    buffer.as_mut_ptr().cast(),
-                    buffer.len(),
-                )
-            };
-            if n <= 0 {
-                return;
-            }
-        }
+        self.inotify.drain()
     }
 }
 
