@@ -52,9 +52,11 @@ use crate::transport::{
 };
 
 mod launch;
+mod private_tmp;
 mod socket;
 
 pub use launch::ChildProcess;
+use private_tmp::PrivateTmp;
 
 /// Bytes of stderr kept per server for crash reports (the last 64 KiB).
 pub const STDERR_TAIL_BYTES: usize = 64 * 1024;
@@ -278,6 +280,8 @@ pub struct ServerProcess {
     stderr_tail: Arc<Mutex<StderrTail>>,
     /// Set by `terminate`/`kill_group_now`; makes them idempotent.
     exit_info: Option<ExitInfo>,
+    /// The server's `TMPDIR`, removed by `finish` once the process group is gone.
+    private_tmp: Option<PrivateTmp>,
 }
 
 impl fmt::Debug for ServerProcess {
@@ -368,6 +372,16 @@ pub fn spawn(spec: SpawnSpec, senders: EventSenders) -> Result<ServerProcess, Sp
         None => &first_bytes,
         Some(_) => &[],
     };
+    // The server's own temporary folder, removed once its group is gone ([`private_tmp`]);
+    // first, so a `TMPDIR` of the server's configuration (already in `env`) replaces it.
+    let private_tmp = match private_tmp::wanted(&command, &env) {
+        true => PrivateTmp::create(&name),
+        false => None,
+    };
+    let mut env = env;
+    if let Some(tmp) = &private_tmp {
+        env.insert(0, ("TMPDIR".to_owned(), tmp.path().display().to_string()));
+    }
     let launched = launch::launch(&launch::LaunchSpec {
         program: &command,
         args: &args,
@@ -387,7 +401,16 @@ pub fn spawn(spec: SpawnSpec, senders: EventSenders) -> Result<ServerProcess, Sp
             command: command.clone(),
             source,
         },
-    })?;
+    });
+    let launched = match launched {
+        Ok(launched) => launched,
+        Err(error) => {
+            if let Some(tmp) = private_tmp {
+                tmp.remove();
+            }
+            return Err(error);
+        }
+    };
     let launch::Launched {
         child,
         stdin,
@@ -530,6 +553,7 @@ pub fn spawn(spec: SpawnSpec, senders: EventSenders) -> Result<ServerProcess, Sp
         threads,
         stderr_tail,
         exit_info: None,
+        private_tmp,
     };
     if let Err(source) = started {
         // Dropping `process` kills the child and joins whatever threads did start.
@@ -1067,6 +1091,11 @@ impl ServerProcess {
     /// Joins the I/O threads (bounded) and records `exit_info`.
     fn finish(&mut self, exit_info: ExitInfo) -> ExitInfo {
         self.exit_info = Some(exit_info);
+        // The group is dead (or SIGKILLed, which leaves its members no instruction to run), so
+        // nothing of the server writes to its temporary folder any more.
+        if let Some(tmp) = self.private_tmp.take() {
+            tmp.remove();
+        }
         // Disconnected = every thread has dropped its sender, i.e. returned.
         let joined = matches!(
             self.threads_done_receiver.recv_timeout(THREAD_JOIN_TIMEOUT),
@@ -1339,6 +1368,33 @@ mod tests {
             events_until_closed(&event_receiver),
             ["closed: server closed its output"]
         );
+    }
+
+    /// Issue 15: typescript-language-server leaves folders in its `TMPDIR` that it never
+    /// removes; the server's private `TMPDIR` goes with everything in it once it is stopped.
+    #[test]
+    fn the_private_tmpdir_is_removed_once_the_server_is_gone() {
+        let script = r#"mkdir "$TMPDIR/pipes" && printf '%s' "$TMPDIR" >&2; exec sleep 100"#;
+        let (mut process, _event_receiver) = spawn_sh("tmp user", script, "");
+        let deadline = Instant::now() + EVENT_TIMEOUT;
+        while process.stderr_tail().is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let tmpdir = PathBuf::from(process.stderr_tail());
+        let name = tmpdir
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .into_owned();
+        assert!(name.ends_with("-tmp_user"), "{name}");
+        // SAFETY: getuid has no preconditions and cannot fail.
+        let uid = unsafe { libc::getuid() };
+        let parent = std::env::temp_dir().join(format!("lspc-{uid}/tmp"));
+        assert_eq!(tmpdir.parent(), Some(parent.as_path()));
+        assert!(tmpdir.join("pipes").is_dir());
+        process.terminate(Duration::ZERO);
+        assert!(!tmpdir.exists(), "{} is left", tmpdir.display());
+        assert!(parent.is_dir());
     }
 
     #[test]

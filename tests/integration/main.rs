@@ -9,7 +9,8 @@
 //! (warm sessions), `settle` (per-server settle rules), `instant_route` (issue 15: answers written
 //! by the thread that has them), `typed_answers` (issue 15: answers parsed and rendered without
 //! `Value` trees, byte for byte as before); `support` holds the
-//! `TestCommand` harness, temporary workspaces and `/proc` helpers.
+//! `TestCommand` harness, temporary workspaces and `/proc` helpers; `temp_files` (issue 15: no
+//! folder left in the temporary directory after a run).
 
 mod check;
 mod doctor;
@@ -29,4 +30,5 @@ mod servers;
 mod sessions;
 mod settle;
 mod support;
+mod temp_files;
 mod typed_answers;

@@ -1904,3 +1904,41 @@ fn list_and_log_message(session: &mut Session) -> Option<Value> {
     }
     logged
 }
+
+/// Issue 15 (REAL, typescript-language-server 5.3.0): tsserver's cancellation-pipe folders
+/// (`<TMPDIR>/<32 hex digits>/`, two per start, never removed by the server) are gone once
+/// `lspc mcp` has exited after its stdin closed: the `TMPDIR` it ran with holds only lspc's own
+/// empty parent folder.
+#[test]
+fn typescript_language_server_leaves_no_folder_in_tmpdir_after_stdin_closes() {
+    if !on_path("typescript-language-server") {
+        eprintln!("skipped: typescript-language-server is not on PATH");
+        return;
+    }
+    if crate::support::skip_in_session_mode("a warm session's servers keep their folders") {
+        return;
+    }
+    let root = temp_workspace("tmpdir");
+    let tmpdir = root.join(".tmpdir");
+    std::fs::create_dir_all(&tmpdir).expect("mkdir");
+    std::fs::write(root.join("app.ts"), "const n: number = 'one';\n").expect("write");
+    let mut session = Session::start_env(&root, &["mcp"], &[("TMPDIR", &tmpdir)]);
+    session.initialize("2025-06-18");
+    let answer = session.request(
+        json!(1),
+        "tools/call",
+        json!({"name": "diagnostics", "arguments": {"file": "app.ts"}}),
+        90 * SECOND,
+    );
+    let files = &answer["result"]["structuredContent"]["files"];
+    assert_eq!(
+        files[0]["diagnostics"][0]["message"], "Type 'string' is not assignable to type 'number'.",
+        "{answer}"
+    );
+    assert_eq!(session.finish(40 * SECOND), Some(0));
+    assert_eq!(
+        crate::temp_files::tree(&tmpdir),
+        crate::temp_files::lspc_parent_only()
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}
