@@ -123,20 +123,27 @@ fn own_process_key() -> Option<String> {
 /// Field 22 of `/proc/<pid>/stat` (clock ticks since boot), `None` if no such process.
 fn start_time(pid: u32) -> Option<u64> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_start_time(&stat)
+    parse_state_and_start_time(&stat).map(|(_, start)| start)
 }
 
-/// The start time in a `/proc/<pid>/stat` line; the command name (field 2) may hold spaces and
-/// parentheses, so fields are counted after its last `)`.
-fn parse_start_time(stat: &str) -> Option<u64> {
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    // Field 3 is the first after the name, so field 22 is the 20th.
-    after_name.split_whitespace().nth(19)?.parse().ok()
+/// The state (field 3) and start time (field 22) in a `/proc/<pid>/stat` line; the command name
+/// (field 2) may hold spaces and parentheses, so fields are counted after its last `)`.
+fn parse_state_and_start_time(stat: &str) -> Option<(char, u64)> {
+    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    // Field 3 was the first after the name, so field 22 is the 19th after it.
+    let start = fields.nth(18)?.parse().ok()?;
+    Some((state, start))
 }
 
-/// Whether the process `pid` that started at `start` still runs.
+/// Whether the process `pid` that started at `start` still runs. A zombie does not: a session
+/// lspc is reparented to pid 1, which in a container may reap it late.
 fn is_running(pid: u32, start: u64) -> bool {
-    start_time(pid) == Some(start)
+    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    parse_state_and_start_time(&stat)
+        .is_some_and(|(state, started)| started == start && !matches!(state, 'Z' | 'X'))
 }
 
 /// `(pid, start time)` of the lspc process that made the folder `name`, if it is one of ours.
@@ -189,14 +196,41 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stat_lines_give_the_start_time() {
+    fn stat_lines_give_the_state_and_start_time() {
         let stat = "4242 (a (b) c) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 \
                     1000 10 18446744073709551615";
-        assert_eq!(parse_start_time(stat), Some(987654));
-        assert_eq!(parse_start_time("4242 (x) S 1"), None);
+        assert_eq!(parse_state_and_start_time(stat), Some(('S', 987654)));
+        assert_eq!(parse_state_and_start_time("4242 (x) S 1"), None);
         let own = start_time(std::process::id()).expect("own start time");
         assert!(is_running(std::process::id(), own));
         assert!(!is_running(std::process::id(), own + 1));
+    }
+
+    /// A killed lspc not yet reaped (a zombie) no longer runs: its folders may go.
+    #[test]
+    fn a_zombie_does_not_run() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("spawn sleep");
+        let pid = child.id();
+        let start = start_time(pid).expect("start time of sleep");
+        assert!(is_running(pid, start));
+        child.kill().expect("kill sleep");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| parse_state_and_start_time(&stat))
+            .is_none_or(|(state, _)| state != 'Z')
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "sleep did not die within 10 s"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(!is_running(pid, start));
+        let _ = child.wait();
     }
 
     #[test]
