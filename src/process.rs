@@ -27,6 +27,8 @@
 //! - On Linux the server gets `PR_SET_PDEATHSIG = SIGKILL`, so it dies if lspc is SIGKILLed. The
 //!   kernel fires it when the *thread* that cloned it exits, not the process: spawn servers from a
 //!   long-lived thread (lspc spawns from its event-loop thread).
+//! - Each server runs with its own `TMPDIR` ([`private_tmp`]), removed once its process group is
+//!   gone: typescript-language-server never removes the folders it makes there (issue 15).
 //! - The stderr tail is the only state behind a `Mutex`: it holds bytes for crash reports, not loop
 //!   state, and the lock is held only to copy a chunk in or out.
 
@@ -380,7 +382,13 @@ pub fn spawn(spec: SpawnSpec, senders: EventSenders) -> Result<ServerProcess, Sp
     };
     let mut env = env;
     if let Some(tmp) = &private_tmp {
-        env.insert(0, ("TMPDIR".to_owned(), tmp.path().display().to_string()));
+        env.insert(
+            0,
+            (
+                "TMPDIR".to_owned(),
+                tmp.path().to_string_lossy().into_owned(),
+            ),
+        );
     }
     let launched = launch::launch(&launch::LaunchSpec {
         program: &command,

@@ -57,7 +57,8 @@ pub struct PrivateTmp {
 
 impl PrivateTmp {
     /// Creates a fresh folder for server `server_name` (the first call of the process also sweeps
-    /// folders of lspc processes that are gone). `None` when it cannot be made safely.
+    /// folders of lspc processes that are gone). `None` when it cannot be made safely, or its
+    /// path is not UTF-8.
     pub fn create(server_name: &str) -> Option<PrivateTmp> {
         static SWEEP: Once = Once::new();
         static N_CREATED: AtomicU32 = AtomicU32::new(0);
@@ -66,6 +67,9 @@ impl PrivateTmp {
         SWEEP.call_once(|| sweep(&parent, &owner, is_running));
         let n = N_CREATED.fetch_add(1, Ordering::Relaxed);
         let path = parent.join(format!("{owner}-{n}-{}", safe_name(server_name)));
+        // The server's environment is text (`SpawnSpec::env`): a temp dir whose name is not UTF-8
+        // cannot be passed exactly.
+        path.to_str()?;
         match fs::DirBuilder::new().mode(0o700).create(&path) {
             Ok(()) => Some(PrivateTmp { path }),
             Err(error) => {
