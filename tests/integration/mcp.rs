@@ -1193,6 +1193,7 @@ fn unread_stdout_does_not_stop_stdin_and_answers_keep_their_order() {
             expected,
             "socket {socket}"
         );
+        let _ = std::fs::remove_dir_all(&root);
     }
 }
 

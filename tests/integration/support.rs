@@ -202,11 +202,50 @@ pub fn session_mode() -> bool {
 
 /// The session directory of this test process (`XDG_RUNTIME_DIR` of every command it runs), so
 /// tests never meet the developer's own sessions, and each other's only by design.
+/// The first call of a test process also removes the directories of earlier test processes
+/// that are gone (nothing else removes them: a test binary has no end-of-run hook), except one
+/// that still holds a session socket (a session outlives its test process by up to its idle time;
+/// `.ci/run` looks for those sockets).
 pub fn test_runtime_dir() -> PathBuf {
     use std::os::unix::fs::DirBuilderExt;
+    static SWEEP: std::sync::Once = std::sync::Once::new();
+    SWEEP.call_once(sweep_test_runtime_dirs);
     let dir = std::env::temp_dir().join(format!("lspc-it-rt-{}", std::process::id()));
     let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
     dir
+}
+
+/// Removes `<TMPDIR>/lspc-it-rt-<pid>` of test processes that no longer run and hold no socket.
+fn sweep_test_runtime_dirs() {
+    fn holds_socket(dir: &Path) -> bool {
+        use std::os::unix::fs::FileTypeExt;
+        std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|entry| {
+                let Ok(kind) = entry.file_type() else {
+                    return false;
+                };
+                kind.is_socket() || (kind.is_dir() && holds_socket(&entry.path()))
+            })
+    }
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|name| name.strip_prefix("lspc-it-rt-"))
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !pid_alive(pid) && !holds_socket(&entry.path()) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// True (after saying why on stderr) when a test that asserts in-process behaviour runs in
