@@ -497,12 +497,34 @@ impl State {
         let server = &self.servers[server_id.0 as usize];
         let doc = self.documents.get(path)?;
         let &(sent_version, sent_at) = doc.open_on.get(&server_id)?;
+        let last_publish = server.publishes.get(path).copied();
+        let mut progress_active = server.busy();
+        let mut last_progress_change = server.last_progress_change;
+        // A tsserver probe of the last publish counts as work: tsserver answers it only when
+        // its check of the file is done, so while it is unanswered the publish may be the
+        // empty syntactic set of a file whose semantic check is still running (ky's 38 KB
+        // `Ky.ts` took 10 s), and the quiet period counts from its answer.
+        let probe = self
+            .probes
+            .get(&(server_id, path.to_path_buf()))
+            .filter(|probe| {
+                !readiness
+                    && server.settle_rule() == SettleRule::ConfirmedUnversionedPublish
+                    && probe.version == sent_version
+                    && last_publish.is_some_and(|publish| publish.at == probe.publish_at)
+            });
+        if let Some(probe) = probe {
+            match probe.answered_at {
+                None => progress_active = true,
+                Some(at) => last_progress_change = last_progress_change.max(Some(at)),
+            }
+        }
         Some(PushState {
             sent_version,
             sent_at,
-            last_publish: server.publishes.get(path).copied(),
-            progress_active: server.busy(),
-            last_progress_change: server.last_progress_change,
+            last_publish,
+            progress_active,
+            last_progress_change,
             // lspc sends `didSave` with every later version to servers that asked for saves.
             saved: sent_version > doc.opened_version && server.save.is_some(),
             versioned_final: !readiness && server.settle_rule() == SettleRule::VersionedPublish,

@@ -331,6 +331,9 @@ impl State {
                         .ok()
                         .and_then(|answer| tsserver_probe::answer_keys(&answer)),
                 );
+                if probe.answers.iter().all(Option::is_some) {
+                    probe.answered_at = Some(Instant::now());
+                }
             }
         }
     }

@@ -15,7 +15,10 @@
 //! (same ranges and codes, as a multiset), the publish is the complete answer for that text and
 //! the file settles at once; whatever the server publishes later for it is the same set. When it
 //! differs, or the command fails, the quiet period applies as before
-//! ([`super::settle::SettleRule::QuietAfterUnversionedPublish`]).
+//! ([`super::settle::SettleRule::QuietAfterUnversionedPublish`]), counted from the last answer:
+//! until the three are in, the probe counts as work in progress, since tsserver answers only
+//! once its check of the file is done and the publish may be the empty syntactic set of a file
+//! whose semantic check is still running.
 //!
 //! Units: tsserver positions are 1-based lines and 1-based UTF-16 offsets; LSP ranges in the
 //! publish are 0-based lines and UTF-16 characters (typescript-language-server converts by
@@ -47,6 +50,8 @@ pub(crate) struct Probe {
     pub publish_at: Instant,
     /// Per request of [`REQUESTS`]: not answered yet (`None`), failed (`Some(None)`) or its keys.
     pub answers: [Option<Option<Vec<Key>>>; 3],
+    /// When the last of the three answers arrived (`None` while one is missing).
+    pub answered_at: Option<Instant>,
 }
 
 impl Probe {
@@ -55,6 +60,7 @@ impl Probe {
             version,
             publish_at,
             answers: [None, None, None],
+            answered_at: None,
         }
     }
 

@@ -672,22 +672,8 @@ fn confirmed_unversioned_publish_through_delays_and_its_fallback() {
     let marker = json!({"start": {"line": 1, "offset": 1}, "end": {"line": 1, "offset": 12}, "code": "FX1", "category": "error", "text": "real"});
     let other = json!({"start": {"line": 1, "offset": 1}, "end": {"line": 1, "offset": 12}, "code": 1, "category": "error", "text": "real"});
     for (name, semantic) in [("matches", marker), ("differs", other)] {
-        let reply = |body: Value| json!([{"reply": {"seq": 0, "type": "response", "success": true, "body": body}}]);
-        let scenario = json!({
-            "initializeResultExtra": {"serverInfo": {"name": "typescript-language-server"}},
-            "capabilities": {"textDocumentSync": {"openClose": true, "change": 1},
-                             "executeCommandProvider": {"commands": ["typescript.tsserverRequest"]}},
-            "publishOnChange": false,
-            "rules": [
-                {"method": "textDocument/didOpen", "actions": [
-                    {"publish": {"version": "omit", "diagnostics": []}},
-                    {"after": 600, "actions": [{"publish": {"version": "omit", "diagnostics": "markers"}}]}
-                ]},
-                {"method": "workspace/executeCommand", "nth": 2, "actions": reply(json!([semantic]))},
-                {"method": "workspace/executeCommand", "nth": 5, "actions": reply(json!([semantic]))},
-                {"method": "workspace/executeCommand", "actions": reply(json!([]))}
-            ]
-        });
+        let semantic_reply = json!([tsserver_reply(json!([semantic]))]);
+        let scenario = tsserver_like_scenario(600, semantic_reply.clone(), semantic_reply);
         let mut workspace = Workspace::new(&format!("confirm-{name}"));
         workspace.file("a.ts", "ERROR: real\n");
         let config =
@@ -715,4 +701,62 @@ fn confirmed_unversioned_publish_through_delays_and_its_fallback() {
             .count();
         assert_eq!(probes, 6, "{name}: two publishes, three requests each");
     }
+}
+
+/// Rule `unversioned-publish-confirmed` while tsserver is still checking the file: found on
+/// ky's `source/core/Ky.ts` (typescript-language-server 5, TypeScript 5.9), where the empty
+/// syntactic set was published at once and the 15 semantic errors 10 s later, and `lspc check`
+/// reported the file clean one run in three: the probe's semantic request is answered only when
+/// the check is done, and the quiet period after the empty publish ran out first. Here the
+/// fixture publishes `[]` at the open and the real set after 3 s, and answers the first probe's
+/// semantic request after 2.5 s: the unanswered probe holds the file, so the answer is the real
+/// set, confirmed by the second probe.
+#[test]
+fn an_unanswered_tsserver_probe_holds_the_empty_first_publish() {
+    let marker = json!({"start": {"line": 1, "offset": 1}, "end": {"line": 1, "offset": 12}, "code": "FX1", "category": "error", "text": "real"});
+    let scenario = tsserver_like_scenario(
+        3000,
+        json!([{"after": 2500, "actions": [tsserver_reply(json!([marker]))]}]),
+        json!([tsserver_reply(json!([marker]))]),
+    );
+    let mut workspace = Workspace::new("probe-held");
+    workspace.file("a.ts", "ERROR: real\n");
+    let config = workspace.fixture_config(&[("typescript-language-server", &[".ts"], scenario)]);
+    let mut session = BatchSession::start(&workspace, &config, 20);
+    let answer = complete_rows(&session.ask(diagnostics(1, "a.ts")));
+    assert_eq!(answer, [row(1, 1, "error", "real")]);
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    assert!(stderr.contains("a.ts v1 confirmed by tsserver"), "{stderr}");
+}
+
+/// A fixture server named typescript-language-server offering `typescript.tsserverRequest`: at
+/// the open it publishes `[]` (the syntactic set), then the markers after `publish_after_ms`,
+/// without versions. The semantic request of the first probe (the 2nd `executeCommand`) runs
+/// `first_semantic`, that of the second probe (the 5th) `second_semantic`; the others answer `[]`.
+fn tsserver_like_scenario(
+    publish_after_ms: u64,
+    first_semantic: Value,
+    second_semantic: Value,
+) -> Value {
+    json!({
+        "initializeResultExtra": {"serverInfo": {"name": "typescript-language-server"}},
+        "capabilities": {"textDocumentSync": {"openClose": true, "change": 1},
+                         "executeCommandProvider": {"commands": ["typescript.tsserverRequest"]}},
+        "publishOnChange": false,
+        "rules": [
+            {"method": "textDocument/didOpen", "actions": [
+                {"publish": {"version": "omit", "diagnostics": []}},
+                {"after": publish_after_ms, "actions": [{"publish": {"version": "omit", "diagnostics": "markers"}}]}
+            ]},
+            {"method": "workspace/executeCommand", "nth": 2, "actions": first_semantic},
+            {"method": "workspace/executeCommand", "nth": 5, "actions": second_semantic},
+            {"method": "workspace/executeCommand", "actions": [tsserver_reply(json!([]))]}
+        ]
+    })
+}
+
+/// The fixture action answering a `typescript.tsserverRequest` with a tsserver response.
+fn tsserver_reply(body: Value) -> Value {
+    json!({"reply": {"seq": 0, "type": "response", "success": true, "body": body}})
 }
