@@ -35,7 +35,7 @@ use serde_json::Value;
 
 use super::calls::{id_key, Calls, Completion, InFlight, WorkerPool};
 use super::protocol::{
-    error_response, request_era, success_response, Incoming, RequestEra, INVALID_REQUEST,
+    self, error_response, success_response, Incoming, RequestEra, ToolCallLine, INVALID_REQUEST,
 };
 use super::reload::ConfigWatch;
 use super::tools::{self, ToolContext};
@@ -137,12 +137,23 @@ pub(super) struct Front {
 }
 
 impl Front {
-    /// Hand `incoming` (one line of stdin) to the hub unless it starts here; `Err` once the hub
-    /// is gone.
-    pub(super) fn dispatch(&self, incoming: Incoming) -> Result<(), ()> {
-        let Some(incoming) = self.try_start(incoming) else {
-            return Ok(());
-        };
+    /// Start `line` (one line of stdin, without its line end) here when the fast path applies
+    /// (see the module doc), else hand it to the hub; `Err` once the hub is gone. The line is
+    /// read typed first ([`protocol::parse_tool_call`]); only a line not started here is read
+    /// into a `Value` ([`protocol::parse_line`], which keeps every error).
+    pub(super) fn dispatch_line(&self, line: &str) -> Result<(), ()> {
+        if self.enabled && self.shared.behind.load(Ordering::Acquire) == 0 {
+            if let Some(call) = protocol::parse_tool_call(line) {
+                if self.try_start(&call) {
+                    return Ok(());
+                }
+            }
+        }
+        self.forward(protocol::parse_line(line))
+    }
+
+    /// Hand `incoming` to the hub; `Err` once the hub is gone.
+    fn forward(&self, incoming: Incoming) -> Result<(), ()> {
         self.shared.forwarded();
         let message = HubInput::Message {
             client: self.client.clone(),
@@ -152,32 +163,22 @@ impl Front {
         self.hub_sender.send(message).map_err(drop)
     }
 
-    /// Start `incoming` here when the fast path applies (see the module doc), else give it back
-    /// for the hub.
-    fn try_start(&self, incoming: Incoming) -> Option<Incoming> {
-        if !self.enabled || self.shared.behind.load(Ordering::Acquire) != 0 {
-            return Some(incoming);
-        }
-        let Incoming::Request { id, method, params } = &incoming else {
-            return Some(incoming);
-        };
-        if method != "tools/call" {
-            return Some(incoming);
-        }
-        let Some(name) = params.get("name").and_then(Value::as_str) else {
-            return Some(incoming);
-        };
+    /// Start `call` here when the fast path applies (see the module doc): `true` when it was
+    /// started or answered, `false` when its line is the hub's.
+    fn try_start(&self, call: &ToolCallLine) -> bool {
+        let id = &call.id;
         let Some((name, what)) = INSTANT_TOOLS
             .iter()
             .copied()
-            .find(|(tool, _)| *tool == name)
+            .find(|(tool, _)| *tool == call.name)
         else {
-            return Some(incoming);
+            return false;
         };
-        let modern = match request_era(params) {
+        let meta = call.meta.as_ref();
+        let modern = match protocol::request_era_of_meta(meta) {
             RequestEra::Handshake if self.shared.handshake.load(Ordering::Acquire) => false,
             RequestEra::Modern(_) => true,
-            _ => return Some(incoming),
+            _ => return false,
         };
         if self.config_watch.as_ref().is_some_and(|watch| {
             watch
@@ -185,13 +186,18 @@ impl Front {
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
                 .stale()
         }) {
-            return Some(incoming);
+            return false;
         }
         if self.freshness.as_ref().is_some_and(|fresh| fresh.stale()) {
-            return Some(incoming);
+            return false;
         }
-        let empty = Value::Object(Default::default());
-        let arguments = params.get("arguments").unwrap_or(&empty);
+        let arguments = match call.arguments {
+            Some(raw) => match serde_json::from_str(raw.get()) {
+                Ok(arguments) => arguments,
+                Err(_) => return false,
+            },
+            None => Value::Object(Default::default()),
+        };
         // Arguments that do not read are the hub's to answer, in order with the rest.
         let Ok(Operation::Query(
             request @ (QueryRequest::Hover { .. }
@@ -199,13 +205,13 @@ impl Front {
             | QueryRequest::References { .. }
             | QueryRequest::Symbols { .. }
             | QueryRequest::SignatureHelp { .. }),
-        )) = tools::prepare(&self.context, name, arguments)
+        )) = tools::prepare(&self.context, name, &arguments)
         else {
-            return Some(incoming);
+            return false;
         };
         let key = (self.client.clone(), id_key(id));
         let tag = self.calls.next_tag();
-        let progress_token = super::protocol::progress_token(params);
+        let progress_token = protocol::progress_token_of_meta(meta);
         let wants_progress = progress_token.is_some();
         let call = InFlight::new(tag, progress_token, &self.out, what);
         let Ok(gate) = self.calls.register(key.clone(), call) else {
@@ -218,7 +224,7 @@ impl Front {
                     None,
                 ),
             );
-            return None;
+            return true;
         };
         if wants_progress {
             let _ = self.hub_sender.try_send(HubInput::Wake);
@@ -258,7 +264,7 @@ impl Front {
                 }));
             }
         }
-        None
+        true
     }
 }
 

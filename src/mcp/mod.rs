@@ -548,8 +548,10 @@ fn read_loop(
             Ok(_) => {
                 active.store(true, std::sync::atomic::Ordering::Relaxed);
                 let line = String::from_utf8_lossy(&buffer);
-                let incoming = protocol::parse_line(line.trim_end_matches(['\n', '\r']));
-                if front.dispatch(incoming).is_err() {
+                if front
+                    .dispatch_line(line.trim_end_matches(['\n', '\r']))
+                    .is_err()
+                {
                     return;
                 }
             }
