@@ -307,6 +307,28 @@ impl FastCall {
     }
 }
 
+impl FastCall {
+    /// Whether a success is answered as is: a handshake-era call (a stateless-era one gets
+    /// extra fields), no passive diagnostics due, no install hints pending (which
+    /// [`tools::call_result`] would add, and mark delivered).
+    fn plain_success_due(&self) -> bool {
+        !self.modern
+            && !tools::passive_drain_due(&self.context)
+            && !self
+                .context
+                .install_hints_pending
+                .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Answer with `result` ([`tools::query_call_result_text`]), unless the call was cancelled.
+    fn respond_text(&mut self, result: &tools::TextCallResult) {
+        let Some(completion) = self.completion.take() else {
+            return;
+        };
+        completion.finish_line(text_answer_line(&self.id, result));
+    }
+}
+
 impl Drop for FastCall {
     fn drop(&mut self) {
         if self.completion.is_some() {
@@ -315,6 +337,18 @@ impl Drop for FastCall {
             self.respond_once(result);
         }
     }
+}
+
+/// The JSON-RPC success response of request `id` with `result`, written as `success_response`'s
+/// `Value` serialises (keys sorted).
+fn text_answer_line(id: &Value, result: &tools::TextCallResult) -> Vec<u8> {
+    let mut line = Vec::with_capacity(96 + result.text.len() + result.structured.len());
+    line.extend_from_slice(b"{\"id\":");
+    let _ = serde_json::to_writer(&mut line, id);
+    line.extend_from_slice(b",\"jsonrpc\":\"2.0\",\"result\":");
+    result.write_to(&mut line);
+    line.push(b'}');
+    line
 }
 
 /// A JSON-RPC success response, serialised as `success_response`'s `Value` is (keys sorted).
@@ -339,10 +373,22 @@ impl<T: serde::Serialize> serde::Serialize for ResponseLine<'_, T> {
 /// the tool result is rendered and written here, unless passive diagnostics are due. A drain
 /// asks the engine's loop and waits for it, which neither the loop itself nor a server's reader
 /// may do, so then a worker renders and writes it (the call stays in flight until it does).
-fn finish_instant(call: FastCall, outcome: Result<QueryAnswer, QueryError>) {
+fn finish_instant(mut call: FastCall, outcome: Result<QueryAnswer, QueryError>) {
+    let outcome = match outcome {
+        Ok(answer) if call.plain_success_due() => {
+            match tools::query_call_result_text(&call.context.root, &call.request, answer.into()) {
+                Ok(result) => {
+                    call.respond_text(&result);
+                    return;
+                }
+                Err(answer) => Ok(answer),
+            }
+        }
+        outcome => outcome.map(Into::into),
+    };
     let outcome = outcome
         .map_err(tools::query_failure)
-        .map(|answer| tools::query_output(&call.context.root, &call.request, answer.into()));
+        .map(|answer| tools::query_output(&call.context.root, &call.request, answer));
     if !tools::passive_drain_due(&call.context) {
         let result = tools::call_result(&call.context, outcome, None);
         call.respond(result);
@@ -393,5 +439,69 @@ mod tests {
             },
             json!("req-1"),
         );
+    }
+
+    /// The answer line written from a result's JSON text is byte for byte the hub route's
+    /// (`query_output`, then the `CallResult` as a `Value` in `success_response`).
+    #[test]
+    fn text_answer_lines_are_the_hub_routes_bytes() {
+        use crate::operation::execute::Answer;
+        use crate::query::{ColumnOrSymbol, DefinitionKind, ResultJson, TextPosition};
+        let root = std::path::Path::new("/w");
+        let at = TextPosition {
+            file: "/w/a.c".into(),
+            line: 1,
+            target: ColumnOrSymbol::Column(1),
+        };
+        let hover = QueryRequest::Hover { at: at.clone() };
+        let definition = QueryRequest::Definition {
+            at: at.clone(),
+            kind: DefinitionKind::Definition,
+        };
+        let signature = QueryRequest::SignatureHelp { at };
+        let check = |query: &QueryRequest, json: &str, human: &str, note: Option<&str>| {
+            let answer = Answer {
+                json: ResultJson::Text(json.to_owned()),
+                human: human.to_owned(),
+                found: true,
+                note: note.map(str::to_owned),
+            };
+            let id = json!(41);
+            let Ok(text) = tools::query_call_result_text(root, query, answer.clone()) else {
+                panic!("declined: {json}");
+            };
+            let (structured, hub_text) = tools::query_output(root, query, answer);
+            let hub = tools::CallResult {
+                text: hub_text.trim_end().to_owned(),
+                structured: Some(structured),
+            };
+            let hub = serde_json::to_string(&success_response(&id, hub.into_value())).unwrap();
+            assert_eq!(
+                String::from_utf8(text_answer_line(&id, &text)).unwrap(),
+                hub
+            );
+        };
+        check(
+            &hover,
+            r#"{"range":null,"server":"fx","text":"greet \"at\" 0:4\n\u00e9😀"}"#,
+            "greet \"at\" 0:4\n\n",
+            None,
+        );
+        check(&hover, "null", "", Some("still indexing"));
+        check(
+            &definition,
+            r#"{"locations":[{"column":5,"endColumn":10,"endLine":2,"line":2,"lineText":null,"path":"/w/src/u.c"},{"path":"/usr/include/stdio.h"}],"server":"clangd"}"#,
+            "src/u.c:2:5\n",
+            None,
+        );
+        check(&signature, r#"{"active":null,"signatures":[]}"#, "", None);
+        // A definition answer without its locations is left to the Value route.
+        let bare = Answer {
+            json: ResultJson::Text(r#"{"server":"s"}"#.to_owned()),
+            human: String::new(),
+            found: false,
+            note: None,
+        };
+        assert!(tools::query_call_result_text(root, &definition, bare).is_err());
     }
 }
