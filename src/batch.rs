@@ -20,7 +20,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::value::RawValue;
+use serde_json::Value;
 
 use crate::edit::commands::EditCommands;
 use crate::engine::EngineOptions;
@@ -29,27 +30,86 @@ use crate::operation::execute::{execute, start_detached, Answer, Context, Done, 
 use crate::operation::{ArgumentError, Defaults, Operation};
 use crate::query::{Queries, ResultJson};
 
+/// A request's id as its line gave it, echoed in its answer line. Any JSON value is an id; an
+/// integer is kept as its text, so one beyond 64 bits (which a `Value` reads as a float:
+/// `18446744073709551616` came back as `1.8446744073709552e19`) and `-0` come back exactly as
+/// sent (issue 15, item 4).
+#[derive(Debug, Clone, PartialEq)]
+pub enum RequestId {
+    /// An integer literal, as written (`-?[0-9]+`: JSON allows no sign or leading zero else).
+    Integer(Box<str>),
+    /// Any other value (written back compact, object keys sorted).
+    Json(Value),
+}
+
+impl RequestId {
+    /// The id of a line that has none, or that is not an object.
+    pub const NULL: RequestId = RequestId::Json(Value::Null);
+
+    /// The id whose JSON text is `raw`.
+    pub fn from_raw(raw: &RawValue) -> RequestId {
+        let text = raw.get();
+        let digits = text.strip_prefix('-').unwrap_or(text);
+        if !digits.is_empty() && digits.bytes().all(|byte| byte.is_ascii_digit()) {
+            return RequestId::Integer(text.into());
+        }
+        // A raw value is one valid JSON value, so it reads as a `Value`.
+        RequestId::Json(serde_json::from_str(text).unwrap_or(Value::Null))
+    }
+
+    /// The id of an already parsed line: its `id` member, read again from the line's text when
+    /// the `Value` holds a float that may have been an integer literal.
+    fn of_line(line: &str, value: &Value) -> RequestId {
+        #[derive(serde::Deserialize)]
+        struct IdOnly<'a> {
+            #[serde(borrow)]
+            id: Option<&'a RawValue>,
+        }
+        match value.get("id") {
+            None => RequestId::NULL,
+            Some(Value::Number(number)) if number.is_f64() => {
+                match serde_json::from_str::<IdOnly>(line) {
+                    Ok(IdOnly { id: Some(raw) }) => RequestId::from_raw(raw),
+                    _ => RequestId::Json(Value::Number(number.clone())),
+                }
+            }
+            Some(Value::Number(number)) => RequestId::Integer(number.to_string().into()),
+            Some(other) => RequestId::Json(other.clone()),
+        }
+    }
+
+    /// Append the id's JSON text to `line`.
+    fn write_to(&self, line: &mut Vec<u8>) {
+        match self {
+            RequestId::Integer(text) => line.extend_from_slice(text.as_bytes()),
+            RequestId::Json(value) => {
+                let _ = serde_json::to_writer(line, value);
+            }
+        }
+    }
+}
+
 /// Parse one input line into its id and operation (the one JSON shape, [`Operation::from_json`]).
 /// The id is `null` when the line is not an object.
-pub fn parse_line(line: &str) -> (Value, Result<Operation, ArgumentError>) {
+pub fn parse_line(line: &str) -> (RequestId, Result<Operation, ArgumentError>) {
     let value: Value = match serde_json::from_str(line) {
         Ok(value) => value,
         Err(parse_error) => {
             return (
-                Value::Null,
+                RequestId::NULL,
                 Err(ArgumentError(format!("malformed JSON line: {parse_error}"))),
             )
         }
     };
     if !value.is_object() {
         return (
-            Value::Null,
+            RequestId::NULL,
             Err(ArgumentError(
                 "a batch line must be a JSON object".to_owned(),
             )),
         );
     }
-    let id = value.get("id").cloned().unwrap_or(Value::Null);
+    let id = RequestId::of_line(line, &value);
     (id, Operation::from_json(&value, Defaults::CLI))
 }
 
@@ -71,7 +131,7 @@ const INSTANT_OPS: &[&str] = &[
 /// `None` for anything else (other keys or operations, another spelling, a `null`, a duplicate
 /// key, a value [`parse_line`] would refuse), which [`parse_line`] then reads with its exact
 /// errors; for a line both read, both give the same id and operation.
-pub fn parse_instant_line(line: &str) -> Option<(Value, Operation)> {
+pub fn parse_instant_line(line: &str) -> Option<(RequestId, Operation)> {
     use crate::query::command::QueryRequest;
     use crate::query::typed_answer::Text;
     use crate::query::{ColumnOrSymbol, DefinitionKind, TextPosition};
@@ -80,7 +140,7 @@ pub fn parse_instant_line(line: &str) -> Option<(Value, Operation)> {
 
     #[derive(Default)]
     struct Fields<'a> {
-        id: Option<Value>,
+        id: Option<&'a RawValue>,
         op: Option<Cow<'a, str>>,
         file: Option<Cow<'a, str>>,
         line: Option<u64>,
@@ -104,7 +164,7 @@ pub fn parse_instant_line(line: &str) -> Option<(Value, Operation)> {
             let mut fields = Fields::default();
             while let Some(key) = map.next_key::<Text<'de>>()? {
                 let filled = match key.0.as_ref() {
-                    "id" => once(&mut fields.id, map.next_value::<Value>()?),
+                    "id" => once(&mut fields.id, map.next_value::<&'de RawValue>()?),
                     "op" => once(&mut fields.op, map.next_value::<Text<'de>>()?.0),
                     "file" => once(&mut fields.file, map.next_value::<Text<'de>>()?.0),
                     "line" => once(&mut fields.line, map.next_value::<u64>()?),
@@ -157,7 +217,8 @@ pub fn parse_instant_line(line: &str) -> Option<(Value, Operation)> {
         },
         _ => QueryRequest::SignatureHelp { at },
     };
-    Some((fields.id.unwrap_or(Value::Null), Operation::Query(request)))
+    let id = fields.id.map_or(RequestId::NULL, RequestId::from_raw);
+    Some((id, Operation::Query(request)))
 }
 
 /// `file` joined to `root` when relative (absolute paths stay as given), so batch paths mean
@@ -198,19 +259,22 @@ fn write_line(output: &SharedOutput, line: &[u8]) -> std::io::Result<()> {
 
 /// The answer line of request `id`: `{"id":...,"result":...}` written straight from its parts
 /// (the order a `Value` object would serialise in: keys sorted), or `{"error":...,"id":...}`.
-fn answer_line(id: &Value, outcome: Result<ResultJson, String>) -> Vec<u8> {
+fn answer_line(id: &RequestId, outcome: Result<ResultJson, String>) -> Vec<u8> {
     let mut line = Vec::with_capacity(256);
     match outcome {
         Ok(result) => {
             line.extend_from_slice(b"{\"id\":");
-            let _ = serde_json::to_writer(&mut line, id);
+            id.write_to(&mut line);
             line.extend_from_slice(b",\"result\":");
             result.write_to(&mut line);
             line.push(b'}');
         }
         Err(message) => {
-            let _ =
-                serde_json::to_writer(&mut line, &json!({"id": id, "error": {"message": message}}));
+            line.extend_from_slice(b"{\"error\":{\"message\":");
+            let _ = serde_json::to_writer(&mut line, &message);
+            line.extend_from_slice(b"},\"id\":");
+            id.write_to(&mut line);
+            line.push(b'}');
         }
     }
     line.push(b'\n');
@@ -277,7 +341,10 @@ pub fn run_with(
         let written = match std::str::from_utf8(&buffer) {
             Err(_) => write_line(
                 &output,
-                &answer_line(&Value::Null, Err("a batch line must be UTF-8".to_owned())),
+                &answer_line(
+                    &RequestId::NULL,
+                    Err("a batch line must be UTF-8".to_owned()),
+                ),
             ),
             Ok(line) if line.trim().is_empty() => continue,
             Ok(line) => {
@@ -365,6 +432,7 @@ mod tests {
     use crate::query::{
         CallDirection, ColumnOrSymbol, DefinitionKind, TextPosition, TypeDirection,
     };
+    use serde_json::json;
 
     fn check(line: &str, expected: Result<Operation, &str>) {
         let (_, parsed) = parse_line(line);
@@ -510,7 +578,7 @@ mod tests {
             Err("call-hierarchy: direction \"up\" is not one of incoming, outgoing"),
         );
         let (id, _) = parse_line(r#"{"id":{"n":7},"op":"frob"}"#);
-        assert_eq!(id, json!({"n": 7}));
+        assert_eq!(id, RequestId::Json(json!({"n": 7})));
     }
 
     /// The shortcut reads the common query lines, exactly as `parse_line` does, and leaves
@@ -584,6 +652,38 @@ mod tests {
         ] {
             check(line, false);
         }
+    }
+
+    /// Issue 15, item 4: ids come back exactly as sent (an integer beyond 64 bits was echoed as
+    /// a float), from both line readers, in result and error lines.
+    #[test]
+    fn ids_are_echoed_as_sent() {
+        let check = |id: &str, echoed: &str| {
+            let fast = format!(r#"{{"id":{id},"op":"hover","file":"a.py","line":1,"column":5}}"#);
+            let slow = format!(r#"{{"id":{id},"op":"frob"}}"#);
+            let (fast_id, _) = parse_instant_line(&fast).expect("an instant line");
+            let (slow_id, _) = parse_line(&slow);
+            assert_eq!(fast_id, parse_line(&fast).0, "{id}");
+            let result = answer_line(&fast_id, Ok(ResultJson::Text("null".to_owned())));
+            let error = answer_line(&slow_id, Err("no \"frob\"".to_owned()));
+            assert_eq!(
+                String::from_utf8(result).unwrap(),
+                format!("{{\"id\":{echoed},\"result\":null}}\n")
+            );
+            assert_eq!(
+                String::from_utf8(error).unwrap(),
+                format!("{{\"error\":{{\"message\":\"no \\\"frob\\\"\"}},\"id\":{echoed}}}\n")
+            );
+        };
+        check("18446744073709551616", "18446744073709551616");
+        check("-9223372036854775809", "-9223372036854775809");
+        check("18446744073709551615", "18446744073709551615");
+        check("-0", "-0");
+        check("0", "0");
+        check("1.5e3", "1500.0");
+        check(r#""a\u00e9""#, r#""aé""#);
+        check(r#"{"b":1, "a":[2]}"#, r#"{"a":[2],"b":1}"#);
+        check("null", "null");
     }
 
     /// Batch paths are relative to the root, as MCP's are (not to the current directory).

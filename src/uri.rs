@@ -308,6 +308,29 @@ pub fn canonical(path: &Path) -> PathBuf {
     result
 }
 
+/// [`canonical`] of `root`, remembered per thread for the last root asked about (issue 15:
+/// [`relative_display`] canonicalized the root again for every location outside it, a system
+/// header say). A process has one workspace root, whose folders do not move under a running
+/// engine; a root that is not a real path yet (not created) is not remembered.
+fn canonical_root(root: &Path) -> PathBuf {
+    use std::cell::RefCell;
+    thread_local! {
+        static LAST_ROOT: RefCell<Option<(PathBuf, PathBuf)>> = const { RefCell::new(None) };
+    }
+    LAST_ROOT.with(|last| {
+        if let Some((given, canonical_form)) = &*last.borrow() {
+            if given.as_os_str() == root.as_os_str() {
+                return canonical_form.clone();
+            }
+        }
+        let Ok(canonical_form) = std::fs::canonicalize(root) else {
+            return canonical(root);
+        };
+        *last.borrow_mut() = Some((root.to_path_buf(), canonical_form.clone()));
+        canonical_form
+    })
+}
+
 /// `path` as shown to users: relative to `root` with `/` separators when inside it (`src/a.py`),
 /// `.` when it is `root` itself, otherwise the absolute path unchanged.
 ///
@@ -316,8 +339,9 @@ pub fn canonical(path: &Path) -> PathBuf {
 pub fn relative_display(path: &Path, root: &Path) -> String {
     let relative = match path.strip_prefix(root) {
         Ok(relative) => Some(relative.to_path_buf()),
+        // One `realpath` of `path`; `root`'s canonical form is remembered ([`canonical_root`]).
         Err(_) => canonical(path)
-            .strip_prefix(canonical(root))
+            .strip_prefix(canonical_root(root))
             .ok()
             .map(Path::to_path_buf),
     };

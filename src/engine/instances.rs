@@ -17,6 +17,11 @@
 //!   changes the server replaces every slot of it in place (see `reload.rs`).
 //! - Each folder's markers are looked up at most once per server: a 20,000-file check stats
 //!   folders, not files times markers.
+//! - The last few answers of [`State::slots_for_path`] are remembered by the path's bytes
+//!   (issue 15: the lookup, with its extension key and `Path` hashing, cost every request about
+//!   4k instructions); they depend only on the configuration and the tables above, which only
+//!   grow for a path not yet looked up, so they are forgotten only when a reload changes the
+//!   configuration ([`Instances::forget_lookups`]).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -34,7 +39,14 @@ pub(super) struct Instances {
     by_root: HashMap<(usize, PathBuf), ServerId>,
     /// (configured-server index, folder) → that folder's nearest project root.
     folder_roots: HashMap<(usize, PathBuf), PathBuf>,
+    /// The latest [`State::slots_for_path`] answers, most recent first, at most
+    /// [`RECENT_LOOKUPS`].
+    recent: Vec<(PathBuf, Vec<usize>)>,
 }
+
+/// How many [`State::slots_for_path`] answers are remembered: a request's syncs ask for the same
+/// path several times, and requests in a row mostly ask about a few files.
+const RECENT_LOOKUPS: usize = 4;
 
 impl Instances {
     /// The table for `n_configured` servers in slots `0..n_configured`.
@@ -48,6 +60,27 @@ impl Instances {
     /// Records the workspace-root slot of a server a reload added.
     pub(super) fn add_default(&mut self, slot: ServerId) {
         self.default_slots.push(slot);
+    }
+
+    /// Forgets the remembered lookups: the configuration changed.
+    pub(super) fn forget_lookups(&mut self) {
+        self.recent.clear();
+    }
+
+    /// The remembered slots of `path` (compared byte for byte), moved to the front.
+    fn recalled(&mut self, path: &Path) -> Option<Vec<usize>> {
+        let position = self
+            .recent
+            .iter()
+            .position(|(known, _)| known.as_os_str() == path.as_os_str())?;
+        self.recent[..=position].rotate_right(1);
+        Some(self.recent[0].1.clone())
+    }
+
+    /// Remembers the slots of `path`, dropping the oldest answer when full.
+    fn remember(&mut self, path: &Path, slots: &[usize]) {
+        self.recent.truncate(RECENT_LOOKUPS - 1);
+        self.recent.insert(0, (path.to_path_buf(), slots.to_vec()));
     }
 
     /// Every slot of configured server `config_index`: the workspace-root one first, then its
@@ -70,12 +103,18 @@ impl State {
     /// it, in configuration order (primary first); creates missing project instances (not
     /// started).
     pub(super) fn slots_for_path(&mut self, path: &Path) -> Vec<usize> {
-        self.options
+        if let Some(slots) = self.instances.recalled(path) {
+            return slots;
+        }
+        let slots: Vec<usize> = self
+            .options
             .config
             .servers_for_path(path)
             .into_iter()
             .map(|config_index| self.slot_for(config_index, path).0 as usize)
-            .collect()
+            .collect();
+        self.instances.remember(path, &slots);
+        slots
     }
 
     /// The slots serving `path` ([`Self::slots_for_path`]), each started if it is not running:
@@ -142,5 +181,31 @@ impl State {
         self.servers.push(server);
         self.instances.by_root.insert(key, slot);
         slot
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The lookup memo answers the paths it holds (byte for byte, not `Path` equality: `a//b`
+    /// is another key), keeps the most recent `RECENT_LOOKUPS`, and forgets all on a reload.
+    #[test]
+    fn recent_lookups_are_recalled_until_evicted_or_forgotten() {
+        let mut instances = Instances::new(2);
+        let path = |index: usize| PathBuf::from(format!("/w/f{index}.py"));
+        for index in 0..RECENT_LOOKUPS {
+            instances.remember(&path(index), &[index, 9]);
+        }
+        assert_eq!(instances.recalled(&path(0)), Some(vec![0, 9]));
+        // f0 is now the most recent, so a new path evicts f1.
+        instances.remember(&path(7), &[]);
+        assert_eq!(instances.recalled(&path(1)), None);
+        assert_eq!(instances.recalled(&path(7)), Some(vec![]));
+        assert_eq!(instances.recalled(&path(0)), Some(vec![0, 9]));
+        assert_eq!(instances.recalled(Path::new("/w//f0.py")), None);
+        assert_eq!(instances.recent.len(), RECENT_LOOKUPS);
+        instances.forget_lookups();
+        assert_eq!(instances.recalled(&path(0)), None);
     }
 }

@@ -157,6 +157,7 @@ impl State {
             }
         }
         self.options.config = aligned;
+        self.instances.forget_lookups();
         log::info!(
             "configuration reloaded: restarted {:?}, removed {:?}, added {:?}, unchanged {:?}",
             report.restarted,

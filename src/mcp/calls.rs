@@ -205,6 +205,13 @@ impl Completion {
         });
     }
 
+    /// [`Completion::finish`] with a response already serialised (one JSON value, no line end).
+    pub(super) fn finish_line(self, line: Vec<u8>) {
+        self.finish_with(|stream| {
+            let _ = stream.send_line(line);
+        });
+    }
+
     fn finish_with(self, send: impl FnOnce(&OutboundStream)) {
         let answered = self.gate.answer();
         let call = self.calls.remove(&self.key, self.tag);

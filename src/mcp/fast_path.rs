@@ -35,7 +35,7 @@ use serde_json::Value;
 
 use super::calls::{id_key, Calls, Completion, InFlight, WorkerPool};
 use super::protocol::{
-    error_response, request_era, success_response, Incoming, RequestEra, INVALID_REQUEST,
+    self, error_response, success_response, Incoming, RequestEra, ToolCallLine, INVALID_REQUEST,
 };
 use super::reload::ConfigWatch;
 use super::tools::{self, ToolContext};
@@ -137,12 +137,23 @@ pub(super) struct Front {
 }
 
 impl Front {
-    /// Hand `incoming` (one line of stdin) to the hub unless it starts here; `Err` once the hub
-    /// is gone.
-    pub(super) fn dispatch(&self, incoming: Incoming) -> Result<(), ()> {
-        let Some(incoming) = self.try_start(incoming) else {
-            return Ok(());
-        };
+    /// Start `line` (one line of stdin, without its line end) here when the fast path applies
+    /// (see the module doc), else hand it to the hub; `Err` once the hub is gone. The line is
+    /// read typed first ([`protocol::parse_tool_call`]); only a line not started here is read
+    /// into a `Value` ([`protocol::parse_line`], which keeps every error).
+    pub(super) fn dispatch_line(&self, line: &str) -> Result<(), ()> {
+        if self.enabled && self.shared.behind.load(Ordering::Acquire) == 0 {
+            if let Some(call) = protocol::parse_tool_call(line) {
+                if self.try_start(&call) {
+                    return Ok(());
+                }
+            }
+        }
+        self.forward(protocol::parse_line(line))
+    }
+
+    /// Hand `incoming` to the hub; `Err` once the hub is gone.
+    fn forward(&self, incoming: Incoming) -> Result<(), ()> {
         self.shared.forwarded();
         let message = HubInput::Message {
             client: self.client.clone(),
@@ -152,32 +163,22 @@ impl Front {
         self.hub_sender.send(message).map_err(drop)
     }
 
-    /// Start `incoming` here when the fast path applies (see the module doc), else give it back
-    /// for the hub.
-    fn try_start(&self, incoming: Incoming) -> Option<Incoming> {
-        if !self.enabled || self.shared.behind.load(Ordering::Acquire) != 0 {
-            return Some(incoming);
-        }
-        let Incoming::Request { id, method, params } = &incoming else {
-            return Some(incoming);
-        };
-        if method != "tools/call" {
-            return Some(incoming);
-        }
-        let Some(name) = params.get("name").and_then(Value::as_str) else {
-            return Some(incoming);
-        };
+    /// Start `call` here when the fast path applies (see the module doc): `true` when it was
+    /// started or answered, `false` when its line is the hub's.
+    fn try_start(&self, call: &ToolCallLine) -> bool {
+        let id = &call.id;
         let Some((name, what)) = INSTANT_TOOLS
             .iter()
             .copied()
-            .find(|(tool, _)| *tool == name)
+            .find(|(tool, _)| *tool == call.name)
         else {
-            return Some(incoming);
+            return false;
         };
-        let modern = match request_era(params) {
+        let meta = call.meta.as_ref();
+        let modern = match protocol::request_era_of_meta(meta) {
             RequestEra::Handshake if self.shared.handshake.load(Ordering::Acquire) => false,
             RequestEra::Modern(_) => true,
-            _ => return Some(incoming),
+            _ => return false,
         };
         if self.config_watch.as_ref().is_some_and(|watch| {
             watch
@@ -185,13 +186,18 @@ impl Front {
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
                 .stale()
         }) {
-            return Some(incoming);
+            return false;
         }
         if self.freshness.as_ref().is_some_and(|fresh| fresh.stale()) {
-            return Some(incoming);
+            return false;
         }
-        let empty = Value::Object(Default::default());
-        let arguments = params.get("arguments").unwrap_or(&empty);
+        let arguments = match call.arguments {
+            Some(raw) => match serde_json::from_str(raw.get()) {
+                Ok(arguments) => arguments,
+                Err(_) => return false,
+            },
+            None => Value::Object(Default::default()),
+        };
         // Arguments that do not read are the hub's to answer, in order with the rest.
         let Ok(Operation::Query(
             request @ (QueryRequest::Hover { .. }
@@ -199,13 +205,13 @@ impl Front {
             | QueryRequest::References { .. }
             | QueryRequest::Symbols { .. }
             | QueryRequest::SignatureHelp { .. }),
-        )) = tools::prepare(&self.context, name, arguments)
+        )) = tools::prepare(&self.context, name, &arguments)
         else {
-            return Some(incoming);
+            return false;
         };
         let key = (self.client.clone(), id_key(id));
         let tag = self.calls.next_tag();
-        let progress_token = super::protocol::progress_token(params);
+        let progress_token = protocol::progress_token_of_meta(meta);
         let wants_progress = progress_token.is_some();
         let call = InFlight::new(tag, progress_token, &self.out, what);
         let Ok(gate) = self.calls.register(key.clone(), call) else {
@@ -218,7 +224,7 @@ impl Front {
                     None,
                 ),
             );
-            return None;
+            return true;
         };
         if wants_progress {
             let _ = self.hub_sender.try_send(HubInput::Wake);
@@ -258,7 +264,7 @@ impl Front {
                 }));
             }
         }
-        None
+        true
     }
 }
 
@@ -301,6 +307,28 @@ impl FastCall {
     }
 }
 
+impl FastCall {
+    /// Whether a success is answered as is: a handshake-era call (a stateless-era one gets
+    /// extra fields), no passive diagnostics due, no install hints pending (which
+    /// [`tools::call_result`] would add, and mark delivered).
+    fn plain_success_due(&self) -> bool {
+        !self.modern
+            && !tools::passive_drain_due(&self.context)
+            && !self
+                .context
+                .install_hints_pending
+                .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Answer with `result` ([`tools::query_call_result_text`]), unless the call was cancelled.
+    fn respond_text(&mut self, result: &tools::TextCallResult) {
+        let Some(completion) = self.completion.take() else {
+            return;
+        };
+        completion.finish_line(text_answer_line(&self.id, result));
+    }
+}
+
 impl Drop for FastCall {
     fn drop(&mut self) {
         if self.completion.is_some() {
@@ -309,6 +337,18 @@ impl Drop for FastCall {
             self.respond_once(result);
         }
     }
+}
+
+/// The JSON-RPC success response of request `id` with `result`, written as `success_response`'s
+/// `Value` serialises (keys sorted).
+fn text_answer_line(id: &Value, result: &tools::TextCallResult) -> Vec<u8> {
+    let mut line = Vec::with_capacity(96 + result.text.len() + result.structured.len());
+    line.extend_from_slice(b"{\"id\":");
+    let _ = serde_json::to_writer(&mut line, id);
+    line.extend_from_slice(b",\"jsonrpc\":\"2.0\",\"result\":");
+    result.write_to(&mut line);
+    line.push(b'}');
+    line
 }
 
 /// A JSON-RPC success response, serialised as `success_response`'s `Value` is (keys sorted).
@@ -333,10 +373,22 @@ impl<T: serde::Serialize> serde::Serialize for ResponseLine<'_, T> {
 /// the tool result is rendered and written here, unless passive diagnostics are due. A drain
 /// asks the engine's loop and waits for it, which neither the loop itself nor a server's reader
 /// may do, so then a worker renders and writes it (the call stays in flight until it does).
-fn finish_instant(call: FastCall, outcome: Result<QueryAnswer, QueryError>) {
+fn finish_instant(mut call: FastCall, outcome: Result<QueryAnswer, QueryError>) {
+    let outcome = match outcome {
+        Ok(answer) if call.plain_success_due() => {
+            match tools::query_call_result_text(&call.context.root, &call.request, answer.into()) {
+                Ok(result) => {
+                    call.respond_text(&result);
+                    return;
+                }
+                Err(answer) => Ok(answer),
+            }
+        }
+        outcome => outcome.map(Into::into),
+    };
     let outcome = outcome
         .map_err(tools::query_failure)
-        .map(|answer| tools::query_output(&call.context.root, &call.request, answer.into()));
+        .map(|answer| tools::query_output(&call.context.root, &call.request, answer));
     if !tools::passive_drain_due(&call.context) {
         let result = tools::call_result(&call.context, outcome, None);
         call.respond(result);
@@ -387,5 +439,69 @@ mod tests {
             },
             json!("req-1"),
         );
+    }
+
+    /// The answer line written from a result's JSON text is byte for byte the hub route's
+    /// (`query_output`, then the `CallResult` as a `Value` in `success_response`).
+    #[test]
+    fn text_answer_lines_are_the_hub_routes_bytes() {
+        use crate::operation::execute::Answer;
+        use crate::query::{ColumnOrSymbol, DefinitionKind, ResultJson, TextPosition};
+        let root = std::path::Path::new("/w");
+        let at = TextPosition {
+            file: "/w/a.c".into(),
+            line: 1,
+            target: ColumnOrSymbol::Column(1),
+        };
+        let hover = QueryRequest::Hover { at: at.clone() };
+        let definition = QueryRequest::Definition {
+            at: at.clone(),
+            kind: DefinitionKind::Definition,
+        };
+        let signature = QueryRequest::SignatureHelp { at };
+        let check = |query: &QueryRequest, json: &str, human: &str, note: Option<&str>| {
+            let answer = Answer {
+                json: ResultJson::Text(json.to_owned()),
+                human: human.to_owned(),
+                found: true,
+                note: note.map(str::to_owned),
+            };
+            let id = json!(41);
+            let Ok(text) = tools::query_call_result_text(root, query, answer.clone()) else {
+                panic!("declined: {json}");
+            };
+            let (structured, hub_text) = tools::query_output(root, query, answer);
+            let hub = tools::CallResult {
+                text: hub_text.trim_end().to_owned(),
+                structured: Some(structured),
+            };
+            let hub = serde_json::to_string(&success_response(&id, hub.into_value())).unwrap();
+            assert_eq!(
+                String::from_utf8(text_answer_line(&id, &text)).unwrap(),
+                hub
+            );
+        };
+        check(
+            &hover,
+            r#"{"range":null,"server":"fx","text":"greet \"at\" 0:4\n\u00e9😀"}"#,
+            "greet \"at\" 0:4\n\n",
+            None,
+        );
+        check(&hover, "null", "", Some("still indexing"));
+        check(
+            &definition,
+            r#"{"locations":[{"column":5,"endColumn":10,"endLine":2,"line":2,"lineText":null,"path":"/w/src/u.c"},{"path":"/usr/include/stdio.h"}],"server":"clangd"}"#,
+            "src/u.c:2:5\n",
+            None,
+        );
+        check(&signature, r#"{"active":null,"signatures":[]}"#, "", None);
+        // A definition answer without its locations is left to the Value route.
+        let bare = Answer {
+            json: ResultJson::Text(r#"{"server":"s"}"#.to_owned()),
+            human: String::new(),
+            found: false,
+            note: None,
+        };
+        assert!(tools::query_call_result_text(root, &definition, bare).is_err());
     }
 }

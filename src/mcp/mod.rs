@@ -36,6 +36,7 @@ pub mod protocol;
 pub mod reload;
 pub mod resources;
 mod stdout;
+mod structured;
 pub mod tool_arguments;
 pub mod tools;
 pub mod updates;
@@ -171,6 +172,18 @@ impl OutboundStream {
             OutboundStream::Stdout(sink) => sink.send(message).map_err(drop),
             OutboundStream::Channel(sender) => {
                 let message = serde_json::to_value(message).map_err(drop)?;
+                sender.send(Outbound::Message(message)).map_err(drop)
+            }
+        }
+    }
+
+    /// [`OutboundStream::send_serialized`] of a message already serialised (`line`: one JSON
+    /// value, no line end).
+    fn send_line(&self, line: Vec<u8>) -> Result<(), ()> {
+        match self {
+            OutboundStream::Stdout(sink) => sink.send_line(line).map_err(drop),
+            OutboundStream::Channel(sender) => {
+                let message = serde_json::from_slice(&line).map_err(drop)?;
                 sender.send(Outbound::Message(message)).map_err(drop)
             }
         }
@@ -548,8 +561,10 @@ fn read_loop(
             Ok(_) => {
                 active.store(true, std::sync::atomic::Ordering::Relaxed);
                 let line = String::from_utf8_lossy(&buffer);
-                let incoming = protocol::parse_line(line.trim_end_matches(['\n', '\r']));
-                if front.dispatch(incoming).is_err() {
+                if front
+                    .dispatch_line(line.trim_end_matches(['\n', '\r']))
+                    .is_err()
+                {
                     return;
                 }
             }

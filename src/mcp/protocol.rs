@@ -140,6 +140,61 @@ pub fn parse_line(line: &str) -> Incoming {
     }
 }
 
+/// What the stdio fast path reads of a `tools/call` line (issue 15: the whole line as a `Value`
+/// tree cost the stdin reader about 14k instructions): the id, the tool's name, its arguments
+/// (their text) and `params._meta`. The envelope is read typed and borrowed.
+#[derive(Debug)]
+pub struct ToolCallLine<'a> {
+    /// A string or an integer that fits 64 bits, as [`parse_line`] accepts it.
+    pub id: Value,
+    pub name: &'a str,
+    /// `params.arguments`; `None` when absent (or `null`).
+    pub arguments: Option<&'a serde_json::value::RawValue>,
+    /// `params._meta`; `None` when absent (or `null`, which reads the same).
+    pub meta: Option<Value>,
+}
+
+/// The `tools/call` request on `line` ([`ToolCallLine`]), or `None` for anything else: another
+/// method, a notification, an id [`parse_line`] refuses, a `params` or `name` of another type,
+/// a duplicate key, an escape in `jsonrpc`, `method` or `name`, malformed JSON. [`parse_line`] reads those with their exact errors; for a
+/// line both read, both give the same id, name, arguments and `_meta`.
+pub fn parse_tool_call(line: &str) -> Option<ToolCallLine<'_>> {
+    use serde_json::value::RawValue;
+    #[derive(serde::Deserialize)]
+    struct Envelope<'a> {
+        jsonrpc: &'a str,
+        #[serde(borrow)]
+        id: &'a RawValue,
+        method: &'a str,
+        #[serde(borrow)]
+        params: Params<'a>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Params<'a> {
+        name: &'a str,
+        #[serde(borrow, default)]
+        arguments: Option<&'a RawValue>,
+        #[serde(default, rename = "_meta")]
+        meta: Option<Value>,
+    }
+    let envelope: Envelope = serde_json::from_str(line).ok()?;
+    if envelope.jsonrpc != "2.0" || envelope.method != "tools/call" {
+        return None;
+    }
+    let id: Value = serde_json::from_str(envelope.id.get()).ok()?;
+    let id_ok = match &id {
+        Value::String(_) => true,
+        Value::Number(number) => number.is_i64() || number.is_u64(),
+        _ => false,
+    };
+    id_ok.then_some(ToolCallLine {
+        id,
+        name: envelope.params.name,
+        arguments: envelope.params.arguments,
+        meta: envelope.params.meta,
+    })
+}
+
 /// A success response.
 pub fn success_response(id: &Value, result: Value) -> Value {
     object([
@@ -246,7 +301,11 @@ pub enum RequestEra {
 /// Read the era of a request from `params._meta` (MCP 2026-07-28 §basic/index "Per-request
 /// protocol fields", §versioning).
 pub fn request_era(params: &Value) -> RequestEra {
-    let meta = params.get("_meta");
+    request_era_of_meta(params.get("_meta"))
+}
+
+/// [`request_era`] from the request's `params._meta` (`None` when absent).
+pub fn request_era_of_meta(meta: Option<&Value>) -> RequestEra {
     let Some(version) = meta.and_then(|meta| meta.get(META_PROTOCOL_VERSION)) else {
         return RequestEra::Handshake;
     };
@@ -299,9 +358,12 @@ pub fn request_era(params: &Value) -> RequestEra {
 
 /// The `_meta.progressToken` of a request (string or integer), if any.
 pub fn progress_token(params: &Value) -> Option<Value> {
-    params
-        .get("_meta")
-        .and_then(|meta| meta.get("progressToken"))
+    progress_token_of_meta(params.get("_meta"))
+}
+
+/// [`progress_token`] from the request's `params._meta` (`None` when absent).
+pub fn progress_token_of_meta(meta: Option<&Value>) -> Option<Value> {
+    meta.and_then(|meta| meta.get("progressToken"))
         .filter(|token| token.is_string() || token.is_i64() || token.is_u64())
         .cloned()
 }
@@ -384,6 +446,73 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#,
             r#"invalid {"error":{"code":-32600,"message":"invalid request: \"id\" must be a string or an integer"},"id":null,"jsonrpc":"2.0"}"#,
         );
+    }
+
+    /// The fast path's typed reader gives what `parse_line` gives for the lines it reads, and
+    /// leaves every other line (and every error) to it.
+    #[test]
+    fn tool_call_lines_read_as_parse_line_reads_them() {
+        let check = |line: &str, read: bool| {
+            let typed = parse_tool_call(line);
+            assert_eq!(typed.is_some(), read, "{line}");
+            let Some(call) = typed else {
+                return;
+            };
+            let Incoming::Request { id, method, params } = parse_line(line) else {
+                panic!("not a request: {line}");
+            };
+            assert_eq!(method, "tools/call");
+            assert_eq!(call.id, id, "{line}");
+            assert_eq!(Some(call.name), params["name"].as_str(), "{line}");
+            let arguments = call
+                .arguments
+                .map(|raw| serde_json::from_str::<Value>(raw.get()).unwrap());
+            assert_eq!(
+                arguments.as_ref(),
+                params.get("arguments").filter(|a| !a.is_null())
+            );
+            assert_eq!(
+                call.meta.as_ref(),
+                params.get("_meta").filter(|m| !m.is_null())
+            );
+        };
+        check(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hover","arguments":{"file":"a.py","line":1,"column":2}}}"#,
+            true,
+        );
+        check(
+            r#" {"params":{"_meta":{"progressToken":"t"},"arguments":{},"name":"definition","x":[1]},"method":"tools/call","id":"aé","jsonrpc":"2.0","result":5} "#,
+            true,
+        );
+        check(
+            r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"tools/call","params":{"name":"hover","_meta":null,"arguments":null}}"#,
+            true,
+        );
+        check(
+            r#"{"jsonrpc":"2.0","id":-9223372036854775808,"method":"tools/call","params":{"name":"references"}}"#,
+            true,
+        );
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"name":"hover"}}"#,
+            r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"hover"}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"hover"}}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"hover"}}"#,
+            r#"{"jsonrpc":"2.0","id":18446744073709551616,"method":"tools/call","params":{"name":"hover"}}"#,
+            r#"{"jsonrpc":"2.0","id":[1],"method":"tools/call","params":{"name":"hover"}}"#,
+            r#"{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"hover"}}"#,
+            r#"{"id":1,"method":"tools/call","params":{"name":"hover"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"hover"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools\/call","params":{"name":"hover"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[]}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hover"}} x"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hover"}"#,
+            r#"[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hover"}}]"#,
+            "",
+        ] {
+            check(line, false);
+        }
     }
 
     #[test]

@@ -93,9 +93,15 @@ impl StdoutSink {
     ///
     /// Errors: [`Closed`] once stdout failed or [`StdoutSink::close`] ran.
     pub fn send(&self, message: &impl serde::Serialize) -> Result<(), Closed> {
-        let Ok(mut line) = serde_json::to_vec(message) else {
+        let Ok(line) = serde_json::to_vec(message) else {
             return Ok(());
         };
+        self.send_line(line)
+    }
+
+    /// [`StdoutSink::send`] of a message already serialised: `line` is one JSON value without
+    /// its line end.
+    pub fn send_line(&self, mut line: Vec<u8>) -> Result<(), Closed> {
         line.push(b'\n');
         let mut gate = lock(&self.gate);
         if gate.sender.is_none() {

@@ -425,29 +425,6 @@ impl CallResult {
     }
 }
 
-impl serde::Serialize for CallResult {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        /// `{"text": ..., "type": "text"}`.
-        struct TextContent<'a>(&'a str);
-        impl serde::Serialize for TextContent<'_> {
-            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                let mut map = serializer.serialize_map(Some(2))?;
-                map.serialize_entry("text", self.0)?;
-                map.serialize_entry("type", "text")?;
-                map.end()
-            }
-        }
-        let mut map = serializer.serialize_map(Some(2 + usize::from(self.structured.is_some())))?;
-        map.serialize_entry("content", &[TextContent(&self.text)])?;
-        map.serialize_entry("isError", &self.structured.is_none())?;
-        if let Some(structured) = &self.structured {
-            map.serialize_entry("structuredContent", structured)?;
-        }
-        map.end()
-    }
-}
-
 /// `text` without trailing whitespace, in place (the result's text is moved, not copied).
 fn trimmed_end(mut text: String) -> String {
     text.truncate(text.trim_end().len());
@@ -538,20 +515,115 @@ pub fn query_output(root: &Path, query: &QueryRequest, answer: Answer) -> (Value
         QueryRequest::TypeHierarchy { .. } => protocol::object([("hierarchy", json)]),
         QueryRequest::SignatureHelp { .. } => protocol::object([("signatureHelp", json)]),
     };
-    let mut text = if answer.human.trim().is_empty() {
+    (structured, query_text(query, answer.human, answer.note))
+}
+
+/// A query's tool output text: its human rendering (or what was not found), then its note.
+fn query_text(query: &QueryRequest, human: String, note: Option<String>) -> String {
+    let mut text = if human.trim().is_empty() {
         let hint = match query {
             QueryRequest::SignatureHelp { .. } => " (put the position inside a call's parentheses)",
             _ => "",
         };
         format!("{}{hint}\n", query.nothing_found())
     } else {
-        answer.human
+        human
     };
-    if let Some(note) = answer.note {
+    if let Some(note) = note {
         text.push_str(&note);
         text.push('\n');
     }
-    (structured, text)
+    text
+}
+
+/// [`call_result`] of a query's `answer` with no passive diagnostics and no install hints, its
+/// structured content written straight from the answer's JSON text ([`super::structured`]):
+/// the same bytes as [`query_output`] then [`call_result`] give. `Err(answer)` (given back)
+/// when the answer is a `Value` tree or its text is declined.
+pub fn query_call_result_text(
+    root: &Path,
+    query: &QueryRequest,
+    answer: Answer,
+) -> Result<TextCallResult, Answer> {
+    let crate::query::ResultJson::Text(json) = &answer.json else {
+        return Err(answer);
+    };
+    let (required, wrap) = match query {
+        QueryRequest::Definition { .. } | QueryRequest::References { .. } => {
+            (Some("locations"), None)
+        }
+        QueryRequest::Symbols { .. } | QueryRequest::WorkspaceSymbols { .. } => {
+            (Some("symbols"), None)
+        }
+        QueryRequest::CallHierarchy { .. } => (Some("items"), None),
+        QueryRequest::Hover { .. } => (None, Some("{\"hover\":")),
+        QueryRequest::TypeHierarchy { .. } => (None, Some("{\"hierarchy\":")),
+        QueryRequest::SignatureHelp { .. } => (None, Some("{\"signatureHelp\":")),
+    };
+    let mut structured = Vec::with_capacity(json.len() + 24);
+    structured.extend_from_slice(wrap.unwrap_or("").as_bytes());
+    if !super::structured::cleaned_into(json, root, required, &mut structured) {
+        return Err(answer);
+    }
+    if wrap.is_some() {
+        structured.push(b'}');
+    }
+    Ok(TextCallResult {
+        text: trimmed_end(query_text(query, answer.human, answer.note)),
+        structured,
+    })
+}
+
+/// A successful [`CallResult`] whose structured content is JSON text
+/// ([`query_call_result_text`]), written as the `CallResult` serialises.
+pub struct TextCallResult {
+    pub text: String,
+    /// One JSON value, compact.
+    pub structured: Vec<u8>,
+}
+
+impl TextCallResult {
+    /// Append the `CallToolResult` object to `out` (keys sorted, as [`CallResult`] writes them).
+    pub fn write_to(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"{\"content\":[{\"text\":");
+        let _ = serde_json::to_writer(&mut *out, self.text.as_str());
+        out.extend_from_slice(b",\"type\":\"text\"}],\"isError\":false,\"structuredContent\":");
+        out.extend_from_slice(&self.structured);
+        out.push(b'}');
+    }
+}
+
+impl serde::Serialize for CallResult {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serialize_call_result(serializer, &self.text, self.structured.as_ref())
+    }
+}
+
+/// A `CallToolResult`: `content` (one text item), `isError` (no structured content) and
+/// `structuredContent`, keys sorted as a `Value` would have them.
+fn serialize_call_result<S: serde::Serializer>(
+    serializer: S,
+    text: &str,
+    structured: Option<&impl serde::Serialize>,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    /// `{"text": ..., "type": "text"}`.
+    struct TextContent<'a>(&'a str);
+    impl serde::Serialize for TextContent<'_> {
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let mut map = serializer.serialize_map(Some(2))?;
+            map.serialize_entry("text", self.0)?;
+            map.serialize_entry("type", "text")?;
+            map.end()
+        }
+    }
+    let mut map = serializer.serialize_map(Some(2 + usize::from(structured.is_some())))?;
+    map.serialize_entry("content", &[TextContent(text)])?;
+    map.serialize_entry("isError", &structured.is_none())?;
+    if let Some(structured) = structured {
+        map.serialize_entry("structuredContent", structured)?;
+    }
+    map.end()
 }
 
 /// `json` with `key` set to an empty list when the answer left it out.

@@ -806,3 +806,52 @@ fn fixture_batch_of_a_thousand_mixed_queries_in_order() {
         assert_eq!(got, want);
     }
 }
+
+/// Regression (issue 15, item 4): batch echoed an integer id beyond 64 bits as a float
+/// (`18446744073709551616` came back as `1.8446744073709552e19`). Every id comes back exactly as
+/// sent, on the instant line reader and on the generic one (a line with another key).
+#[test]
+fn batch_ids_come_back_exactly_as_sent() {
+    let workspace = fixture_workspace("batch-ids", "{}");
+    workspace.write("a.fx", "alpha beta\n");
+    let ids = [
+        "18446744073709551616",
+        "-9223372036854775809",
+        "123456789012345678901234567890",
+        "-0",
+        "7",
+        "\"7\"",
+        "{\"n\":7}",
+    ];
+    let mut batch = String::new();
+    for id in ids {
+        batch.push_str(&format!(
+            "{{\"id\":{id},\"op\":\"hover\",\"file\":\"a.fx\",\"line\":1,\"column\":1}}\n"
+        ));
+        batch.push_str(&format!(
+            "{{\"id\":{id},\"op\":\"definition\",\"kind\":\"definition\",\"file\":\"a.fx\",\"line\":1,\"column\":1}}\n"
+        ));
+        batch.push_str(&format!("{{\"id\":{id},\"op\":\"frob\"}}\n"));
+    }
+    let output = workspace.lspc(&["batch"], &batch);
+    assert_eq!(output.status, 0, "{}", output.stderr);
+    let lines: Vec<&str> = output.stdout.lines().collect();
+    assert_eq!(lines.len(), ids.len() * 3, "{}", output.stdout);
+    for (index, id) in ids.iter().enumerate() {
+        let hover = format!(
+            "{{\"id\":{id},\"result\":{{\"range\":null,\"server\":\"server\",\"text\":\"alpha at 0:0\"}}}}"
+        );
+        assert_eq!(lines[index * 3], hover);
+        let definition = format!("{{\"id\":{id},\"result\":{{\"locations\":[");
+        assert!(
+            lines[index * 3 + 1].starts_with(&definition),
+            "{}",
+            lines[index * 3 + 1]
+        );
+        assert!(
+            lines[index * 3 + 2].ends_with(&format!("}},\"id\":{id}}}")),
+            "{}",
+            lines[index * 3 + 2]
+        );
+    }
+}
