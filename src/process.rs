@@ -376,7 +376,7 @@ pub fn spawn(spec: SpawnSpec, senders: EventSenders) -> Result<ServerProcess, Sp
     };
     // The server's own temporary folder, removed once its group is gone ([`private_tmp`]);
     // first, so a `TMPDIR` of the server's configuration (already in `env`) replaces it.
-    let private_tmp = match private_tmp::wanted(&command, &env) {
+    let private_tmp = match private_tmp::wanted(&command, &args, &env) {
         true => PrivateTmp::create(&name),
         false => None,
     };
@@ -1383,7 +1383,26 @@ mod tests {
     #[test]
     fn the_private_tmpdir_is_removed_once_the_server_is_gone() {
         let script = r#"mkdir "$TMPDIR/pipes" && printf '%s' "$TMPDIR" >&2; exec sleep 100"#;
-        let (mut process, _event_receiver) = spawn_sh("tmp user", script, "");
+        // Only servers known to leave folders get a private TMPDIR: `sh` under such a name.
+        let bin = std::env::temp_dir().join(format!("lspc-tmp-user-bin-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&bin);
+        std::fs::create_dir_all(&bin).expect("create bin folder");
+        let command = bin.join("typescript-language-server");
+        std::os::unix::fs::symlink("/bin/sh", &command).expect("symlink sh");
+        let (event_sender, _event_receiver) = crossbeam_channel::unbounded();
+        let spec = SpawnSpec {
+            server_id: ServerId(7),
+            generation: 2,
+            name: "tmp user".to_owned(),
+            command,
+            args: vec!["-c".to_owned(), script.to_owned()],
+            env: Vec::new(),
+            cwd: std::env::temp_dir(),
+            transport: Transport::Stdio,
+            first_message: None,
+        };
+        let mut process = spawn(spec, event_sender.into()).expect("spawn sh");
+        std::fs::remove_dir_all(&bin).expect("remove bin folder");
         let deadline = Instant::now() + EVENT_TIMEOUT;
         while process.stderr_tail().is_empty() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
