@@ -12,7 +12,8 @@
 //! `{"id": <the request's id>, "result": ...}` (the object [`crate::operation::execute`] renders,
 //! what `lspc <op> --format json` prints) or `{"id": ..., "error": {"message": "..."}}`. A
 //! malformed line gets an error line (with `id` `null` when none could be read) and the batch
-//! goes on. Requests run one at a time, so order is preserved. The batch ends at EOF; the exit
+//! goes on (an integer id beyond 64 bits, which could not be echoed exactly, is such an error).
+//! Requests run one at a time, so order is preserved. The batch ends at EOF; the exit
 //! status is 0 unless stdout fails.
 
 use std::io::{BufRead, Write};
@@ -50,7 +51,36 @@ pub fn parse_line(line: &str) -> (Value, Result<Operation, ArgumentError>) {
         );
     }
     let id = value.get("id").cloned().unwrap_or(Value::Null);
+    if let Some(raw_id) = inexact_integer_id(line, &id) {
+        return (
+            Value::Null,
+            Err(ArgumentError(format!(
+                "id {raw_id} is an integer beyond 64 bits, which cannot be echoed exactly; use a string or a smaller number"
+            ))),
+        );
+    }
     (id, Operation::from_json(&value, Defaults::CLI))
+}
+
+/// The id's text when it is an integer that `serde_json` could only read as a float (beyond
+/// the 64-bit range: `123456789012345678901234567890` would come back as
+/// `1.2345678901234568e+29`), so the answer could not carry the request's id.
+fn inexact_integer_id(line: &str, id: &Value) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct RawId<'a> {
+        #[serde(borrow)]
+        id: Option<&'a serde_json::value::RawValue>,
+    }
+    if !id.as_number().is_some_and(serde_json::Number::is_f64) {
+        return None;
+    }
+    let raw = serde_json::from_str::<RawId>(line)
+        .ok()?
+        .id?
+        .get()
+        .to_owned();
+    let integer = raw.trim_start_matches('-');
+    (!integer.is_empty() && integer.bytes().all(|byte| byte.is_ascii_digit())).then_some(raw)
 }
 
 /// The operations [`parse_instant_line`] reads: position queries of one request.
@@ -157,7 +187,12 @@ pub fn parse_instant_line(line: &str) -> Option<(Value, Operation)> {
         },
         _ => QueryRequest::SignatureHelp { at },
     };
-    Some((fields.id.unwrap_or(Value::Null), Operation::Query(request)))
+    let id = fields.id.unwrap_or(Value::Null);
+    if id.as_f64().is_some_and(|id| id.abs() >= 9.2e18) {
+        // Perhaps an integer beyond 64 bits read as a float: parse_line checks the text.
+        return None;
+    }
+    Some((id, Operation::Query(request)))
 }
 
 /// `file` joined to `root` when relative (absolute paths stay as given), so batch paths mean
@@ -454,6 +489,40 @@ mod tests {
                 file: Some(PathBuf::from("a.py")),
             }),
         );
+    }
+
+    /// Found driving `lspc batch` on attrs: an integer id beyond 64 bits came back as
+    /// `1.2345678901234568e+29`. It is refused by name (error line with id `null`); ids that
+    /// round-trip (64-bit integers, floats, strings) are echoed as given, on both parse paths.
+    #[test]
+    fn an_integer_id_beyond_64_bits_is_refused_not_rounded() {
+        let line = r#"{"id":123456789012345678901234567890,"op":"hover","file":"a.py","line":1,"column":1}"#;
+        assert_eq!(parse_instant_line(line), None);
+        let (id, parsed) = parse_line(line);
+        assert_eq!(id, Value::Null);
+        assert_eq!(
+            parsed,
+            Err(ArgumentError(
+                "id 123456789012345678901234567890 is an integer beyond 64 bits, which cannot be echoed exactly; use a string or a smaller number".to_owned()
+            ))
+        );
+        let negative = r#"{"id":-123456789012345678901234567890,"op":"symbols","file":"a.py"}"#;
+        assert!(parse_line(negative).1.is_err());
+        for (id_text, id) in [
+            ("18446744073709551615", json!(18446744073709551615u64)),
+            ("-9223372036854775808", json!(i64::MIN)),
+            ("1.5", json!(1.5)),
+            (
+                "\"123456789012345678901234567890\"",
+                json!("123456789012345678901234567890"),
+            ),
+        ] {
+            let line =
+                format!(r#"{{"id":{id_text},"op":"hover","file":"a.py","line":1,"column":1}}"#);
+            let (parsed_id, parsed) = parse_line(&line);
+            assert_eq!(parsed_id, id, "{line}");
+            assert!(parsed.is_ok(), "{line}");
+        }
     }
 
     #[test]
