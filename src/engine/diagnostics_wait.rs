@@ -430,12 +430,13 @@ impl State {
     /// [`SettleRule::ConfirmedUnversionedPublish`]: whether the server's last publish for `path`
     /// is confirmed complete for the sent version by tsserver's own answers
     /// (`tsserver_probe.rs`). Sends the three requests when that publish (or the version) has
-    /// not been asked about yet, and the server reports no work in progress. Never for a
-    /// readiness wait, which keeps the quiet period.
+    /// not been asked about yet, and the server reports no work in progress. Never `true` for
+    /// a readiness wait, which keeps the quiet period; it still sends the requests, so an
+    /// unanswered one holds it as work in progress ([`Self::push_state`]): tsserver answers only
+    /// once its check of the file is done, i.e. once its project has loaded.
     fn publish_confirmed(&mut self, server_id: ServerId, path: &Path, readiness: bool) -> bool {
         let server = &self.servers[server_id.0 as usize];
-        if readiness
-            || server.settle_rule() != SettleRule::ConfirmedUnversionedPublish
+        if server.settle_rule() != SettleRule::ConfirmedUnversionedPublish
             || server.busy()
             || !tsserver_probe::offered(&server.capabilities)
         {
@@ -460,6 +461,9 @@ impl State {
                     .map(Vec::as_slice)
                     .unwrap_or(&[]);
                 let outcome = probe.outcome(published);
+                if readiness {
+                    return false;
+                }
                 if outcome == Some(true) {
                     log::debug!(
                         "{}: publish for {} v{sent_version} confirmed by tsserver",
@@ -508,8 +512,7 @@ impl State {
             .probes
             .get(&(server_id, path.to_path_buf()))
             .filter(|probe| {
-                !readiness
-                    && server.settle_rule() == SettleRule::ConfirmedUnversionedPublish
+                server.settle_rule() == SettleRule::ConfirmedUnversionedPublish
                     && probe.version == sent_version
                     && last_publish.is_some_and(|publish| publish.at == probe.publish_at)
             });

@@ -730,6 +730,47 @@ fn an_unanswered_tsserver_probe_holds_the_empty_first_publish() {
     assert!(stderr.contains("a.ts v1 confirmed by tsserver"), "{stderr}");
 }
 
+/// The same hold for a query's readiness wait (the file's first hover of the session): an
+/// unanswered probe means tsserver has not finished checking the file, i.e. its project may not
+/// have loaded, when typescript-language-server answers hover and signature help partially
+/// (queries::typescript_fresh_hover_and_signature_help_wait_for_the_project once failed so on a
+/// loaded machine). Before, the wait settled 1.5 s after the empty publish; now it cannot settle
+/// before the probe's semantic answer at 2.5 s.
+#[test]
+fn an_unanswered_tsserver_probe_holds_a_first_query() {
+    let marker = json!({"start": {"line": 1, "offset": 1}, "end": {"line": 1, "offset": 12}, "code": "FX1", "category": "error", "text": "real"});
+    let mut scenario = tsserver_like_scenario(
+        3000,
+        json!([{"after": 2500, "actions": [tsserver_reply(json!([marker]))]}]),
+        json!([tsserver_reply(json!([marker]))]),
+    );
+    scenario["capabilities"]["hoverProvider"] = json!(true);
+    let mut workspace = Workspace::new("probe-held-query");
+    workspace.file("a.ts", "ERROR: real\n");
+    let config = workspace.fixture_config(&[("typescript-language-server", &[".ts"], scenario)]);
+    let mut session = BatchSession::start(&workspace, &config, 20);
+    let answer =
+        session.ask(json!({"id": 1, "op": "hover", "file": "a.ts", "line": 1, "column": 1}));
+    assert_eq!(answer["result"]["text"], "ERROR at 0:0", "{answer}");
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    let waited: Vec<u64> = stderr
+        .lines()
+        .filter_map(|line| line.split("a.ts v1 settled by rule ").nth(1))
+        .filter_map(|rest| {
+            rest.split(" after ")
+                .nth(1)?
+                .strip_suffix(" ms")?
+                .parse()
+                .ok()
+        })
+        .collect();
+    assert!(
+        waited.len() == 1 && waited[0] >= 2500,
+        "one readiness wait, held past the probe's answer at 2.5 s: {waited:?}\n{stderr}"
+    );
+}
+
 /// A fixture server named typescript-language-server offering `typescript.tsserverRequest`: at
 /// the open it publishes `[]` (the syntactic set), then the markers after `publish_after_ms`,
 /// without versions. The semantic request of the first probe (the 2nd `executeCommand`) runs
