@@ -27,8 +27,9 @@
 //! - On Linux the server gets `PR_SET_PDEATHSIG = SIGKILL`, so it dies if lspc is SIGKILLed. The
 //!   kernel fires it when the *thread* that cloned it exits, not the process: spawn servers from a
 //!   long-lived thread (lspc spawns from its event-loop thread).
-//! - Each server runs with its own `TMPDIR` ([`private_tmp`]), removed once its process group is
-//!   gone: typescript-language-server never removes the folders it makes there (issue 15).
+//! - A server known to leave folders in its temp dir runs with its own `TMPDIR` ([`private_tmp`]),
+//!   removed once its process group is gone: typescript-language-server never removes the folders
+//!   it makes there (issue 15).
 //! - The stderr tail is the only state behind a `Mutex`: it holds bytes for crash reports, not loop
 //!   state, and the lock is held only to copy a chunk in or out.
 
@@ -1160,12 +1161,22 @@ mod tests {
 
     /// Spawns `sh -c script` with `PAYLOAD` in its environment.
     fn spawn_sh(name: &str, script: &str, payload: &str) -> (ServerProcess, Receiver<ServerEvent>) {
+        spawn_sh_as(PathBuf::from("sh"), name, script, payload)
+    }
+
+    /// [`spawn_sh`] with `command` as the shell (a symlink to `/bin/sh` under another name).
+    fn spawn_sh_as(
+        command: PathBuf,
+        name: &str,
+        script: &str,
+        payload: &str,
+    ) -> (ServerProcess, Receiver<ServerEvent>) {
         let (event_sender, event_receiver) = crossbeam_channel::unbounded();
         let spec = SpawnSpec {
             server_id: ServerId(7),
             generation: 2,
             name: name.to_owned(),
-            command: PathBuf::from("sh"),
+            command,
             args: vec!["-c".to_owned(), script.to_owned()],
             env: vec![("PAYLOAD".to_owned(), payload.to_owned())],
             cwd: std::env::temp_dir(),
@@ -1389,19 +1400,7 @@ mod tests {
         std::fs::create_dir_all(&bin).expect("create bin folder");
         let command = bin.join("typescript-language-server");
         std::os::unix::fs::symlink("/bin/sh", &command).expect("symlink sh");
-        let (event_sender, _event_receiver) = crossbeam_channel::unbounded();
-        let spec = SpawnSpec {
-            server_id: ServerId(7),
-            generation: 2,
-            name: "tmp user".to_owned(),
-            command,
-            args: vec!["-c".to_owned(), script.to_owned()],
-            env: Vec::new(),
-            cwd: std::env::temp_dir(),
-            transport: Transport::Stdio,
-            first_message: None,
-        };
-        let mut process = spawn(spec, event_sender.into()).expect("spawn sh");
+        let (mut process, _event_receiver) = spawn_sh_as(command, "tmp user", script, "");
         std::fs::remove_dir_all(&bin).expect("remove bin folder");
         let deadline = Instant::now() + EVENT_TIMEOUT;
         while process.stderr_tail().is_empty() && Instant::now() < deadline {

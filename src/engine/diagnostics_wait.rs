@@ -455,15 +455,15 @@ impl State {
         let key = (server_id, path.to_path_buf());
         match self.probes.get(&key) {
             Some(probe) if probe.version == sent_version && probe.publish_at == publish.at => {
+                if readiness {
+                    return false;
+                }
                 let published = server
                     .raw_diagnostics
                     .get(&(path.to_path_buf(), Origin::Published))
                     .map(Vec::as_slice)
                     .unwrap_or(&[]);
                 let outcome = probe.outcome(published);
-                if readiness {
-                    return false;
-                }
                 if outcome == Some(true) {
                     log::debug!(
                         "{}: publish for {} v{sent_version} confirmed by tsserver",
