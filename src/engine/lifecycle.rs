@@ -703,7 +703,10 @@ impl State {
         log::debug!("{name}: stdout closed ({reason:?})");
         let error = if startup {
             let mut message = format!("exited ({exit}) before answering initialize");
-            if let Some(cause) = crate::failure_text::meaningful_line(&stderr_tail) {
+            // The whole kept tail, not its last lines: with RUST_BACKTRACE=1 rustup's proxy
+            // prints its `error: Unknown binary …` above a 20-line backtrace.
+            let stderr = process.stderr_tail();
+            if let Some(cause) = crate::failure_text::meaningful_line(&stderr) {
                 message.push_str(": ");
                 message.push_str(cause);
             }
@@ -712,10 +715,19 @@ impl State {
                 message,
             }
         } else {
+            // The last lines, under the cause when the cause is above them (a panic's
+            // message above its backtrace).
+            let mut tail = stderr_tail.trim().to_owned();
+            let stderr = process.stderr_tail();
+            if let Some(cause) = crate::failure_text::meaningful_line(&stderr) {
+                if !tail.contains(cause) {
+                    tail = format!("{cause}\n…\n{tail}");
+                }
+            }
             EngineError::ServerExited {
                 server: name,
                 status: exit.to_string(),
-                stderr_tail: stderr_tail.trim().to_owned(),
+                stderr_tail: tail,
             }
         };
         self.fail_server(server_id, error, startup);

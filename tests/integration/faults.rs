@@ -153,6 +153,18 @@ fn position(uri: &str, line: u32, character: u32) -> Value {
     json!({"textDocument": {"uri": uri}, "position": {"line": line, "character": character}})
 }
 
+/// The error of a definition at 1:6 of `uri` that must fail.
+fn failed_definition(engine: &EngineHandle, server_id: ServerId, uri: &str) -> EngineError {
+    engine
+        .request(
+            server_id,
+            "textDocument/definition",
+            position(uri, 0, 5),
+            Duration::from_secs(10),
+        )
+        .unwrap_err()
+}
+
 const PANIC_TAIL: &str = "thread 'main' panicked at src/main.rs:42:7:\nindex out of bounds";
 
 fn crash_rule(run: Option<u32>) -> Value {
@@ -202,20 +214,38 @@ fn b24_crash_mid_request_restarts_reopens_and_retries_once() {
     fx.assert_no_server_left();
 }
 
+/// A crash whose panic message is above a backtrace (`RUST_BACKTRACE=1`) is reported with the
+/// message, then the backtrace's last lines.
+#[test]
+fn b24_crash_report_keeps_the_panic_message_above_a_backtrace() {
+    let mut stderr = String::from(
+        "thread 'main' panicked at src/main.rs:42:7:\nindex out of bounds\nstack backtrace:\n",
+    );
+    for frame in 0..12 {
+        stderr.push_str(&format!("  {frame:>2}: server::frame{frame}\n"));
+    }
+    let fx = Fx::new(
+        "b24-bt",
+        json!({"rules": [{"method": "textDocument/definition", "actions": [{"stderr": stderr}, {"exit": 134}]}]}),
+    );
+    let engine = fx.engine(Some(RestartPolicy::Never));
+    let (server_id, uri) = open_a(&fx, &engine);
+    let error = failed_definition(&engine, server_id, &uri);
+    assert_eq!(
+        error.to_string(),
+        "server fx crashed (exit 134); restarts are disabled, so it stays down: thread 'main' panicked at src/main.rs:42:7:\n…\n7: server::frame7\n   8: server::frame8\n   9: server::frame9\n  10: server::frame10\n  11: server::frame11"
+    );
+    engine.shutdown();
+    fx.assert_no_server_left();
+}
+
 #[test]
 fn b24_crash_with_restarts_disabled_fails_fast_with_status_and_stderr() {
     let fx = Fx::new("b24-never", json!({"rules": [crash_rule(None)]}));
     let engine = fx.engine(Some(RestartPolicy::Never));
     let (server_id, uri) = open_a(&fx, &engine);
     let started = Instant::now();
-    let error = engine
-        .request(
-            server_id,
-            "textDocument/definition",
-            position(&uri, 0, 5),
-            Duration::from_secs(10),
-        )
-        .unwrap_err();
+    let error = failed_definition(&engine, server_id, &uri);
     assert!(
         started.elapsed() < Duration::from_secs(2),
         "{:?}",
@@ -344,6 +374,32 @@ fn b20_startup_failure_is_reported_at_once_without_restarts() {
     );
     assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
     assert_eq!(fx.events("start").len(), 1, "no respawn loop");
+    fx.assert_no_server_left();
+}
+
+/// A server that fails its start with its cause above a backtrace (rustup's proxy with
+/// `RUST_BACKTRACE=1` when the rust-analyzer component is missing) is reported by its cause, not
+/// by the backtrace's last frame.
+#[test]
+fn b20_startup_failure_names_the_cause_above_a_backtrace() {
+    let mut stderr = String::from(
+        "error: Unknown binary 'rust-analyzer' in official toolchain 'stable-x86_64-unknown-linux-gnu'.\n\nStack backtrace:\n",
+    );
+    for frame in 0..14 {
+        stderr.push_str(&format!("  {frame:>2}: rustup::frame{frame}\n"));
+    }
+    stderr.push_str("  13: __libc_start_call_main\n             at ./csu/../sysdeps/nptl/libc_start_call_main.h:58:16\n  14: <unknown>\n");
+    let fx = Fx::new(
+        "b20bt",
+        json!({"startup": [{"stderr": stderr}, {"exit": 1}]}),
+    );
+    let (status, stdout, stderr, _) = fx.check(&["a.fx"]);
+    assert_eq!(status, 3, "{stdout}{stderr}");
+    let expected = "server fx failed to start: exited (exit 1) before answering initialize: error: Unknown binary 'rust-analyzer' in official toolchain 'stable-x86_64-unknown-linux-gnu'.";
+    assert!(
+        stdout.contains(expected) || stderr.contains(expected),
+        "{stdout}{stderr}"
+    );
     fx.assert_no_server_left();
 }
 
