@@ -74,6 +74,15 @@ const THREAD_JOIN_TIMEOUT: Duration = Duration::from_secs(1);
 /// Longest stderr line logged in one piece, in bytes; longer lines are logged in pieces.
 const STDERR_LOG_LINE_BYTES: usize = 4096;
 
+/// How long the stderr thread waits after a read before it reads again, so that what a server
+/// logs meanwhile is taken in one read (issue 15). clangd writes a line to stderr for every
+/// request and every reply; a reader blocked in `read` is woken by each, and the server's own
+/// `write` pays that wake-up before it writes its reply. While the thread sleeps, a write only
+/// copies into the pipe (64 KiB; a server that fills it within this time waits for the rest of
+/// it). Lines reach the debug log at most this late; a server's end is noticed at most this
+/// late (its stderr's end of file), well inside the shutdown budget.
+const STDERR_COALESCE: Duration = Duration::from_millis(5);
+
 /// Identifies one configured server for the lifetime of the lspc process (restarts keep it; see
 /// `generation`).
 #[derive(
@@ -822,6 +831,7 @@ fn run_stderr(
                 line.clear();
             }
         }
+        std::thread::sleep(STDERR_COALESCE);
     }
     if !line.is_empty() {
         log_stderr_line(name, stream, &line);
