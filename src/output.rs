@@ -343,21 +343,23 @@ fn plural(n: usize, singular: &str, plural: &str) -> String {
     format!("{n} {}", if n == 1 { singular } else { plural })
 }
 
-/// One line for stderr, e.g. `2 errors, 1 warning, 0 info, 0 hints in 2 of 5 files checked;
+/// One line for stderr, e.g. `5 files checked: 2 errors, 1 warning, 0 info, 0 hints in 2 files;
 /// 1 file timed out; 3 more diagnostics not shown (caps); 1 server failed`. The counts cover the
 /// rendered diagnostics; the `;` clauses appear only when non-zero ("could not be checked" counts
 /// files in `Error` state; "not shown" is `report.n_omitted`).
 pub fn summary_line(report: &CheckReport) -> String {
     let c = counts(report);
     let mut line = format!(
-        "{}, {}, {} info, {} in {} of {} checked",
+        "{} checked: {}, {}, {} info, {}",
+        plural(report.files.len(), "file", "files"),
         plural(c.errors, "error", "errors"),
         plural(c.warnings, "warning", "warnings"),
         c.information,
         plural(c.hints, "hint", "hints"),
-        c.files_with_diagnostics,
-        plural(report.files.len(), "file", "files"),
     );
+    if c.files_with_diagnostics > 0 {
+        line += &format!(" in {}", plural(c.files_with_diagnostics, "file", "files"));
+    }
     if c.timed_out > 0 {
         line += &format!("; {} timed out", plural(c.timed_out, "file", "files"));
     }
@@ -1168,12 +1170,12 @@ mod tests {
         }
         check_summary(
             &sample(),
-            "2 errors, 1 warning, 1 info, 1 hint in 3 of 4 files checked; 1 file timed out; \
+            "4 files checked: 2 errors, 1 warning, 1 info, 1 hint in 3 files; 1 file timed out; \
              3 more diagnostics not shown (caps)",
         );
         check_summary(
             &failing(),
-            "1 error, 0 warnings, 0 info, 0 hints in 1 of 2 files checked; \
+            "2 files checked: 1 error, 0 warnings, 0 info, 0 hints in 1 file; \
              1 file could not be checked; 2 servers failed; 2 hints not shown \
              (`--severity hint` shows them); 1 file outside pyright's include not checked; \
              `--all-files` checks them",
@@ -1187,7 +1189,7 @@ mod tests {
         one.notes.clear();
         check_summary(
             &one,
-            "1 error, 0 warnings, 0 info, 0 hints in 1 of 1 file checked; \
+            "1 file checked: 1 error, 0 warnings, 0 info, 0 hints in 1 file; \
              1 more diagnostic not shown (caps); 1 server failed; 1 diagnostic below warning \
              not shown",
         );
@@ -1205,7 +1207,7 @@ mod tests {
         };
         check_summary(
             &empty,
-            "0 errors, 0 warnings, 0 info, 0 hints in 0 of 0 files checked",
+            "0 files checked: 0 errors, 0 warnings, 0 info, 0 hints",
         );
         check(&empty, Format::Human, "");
         check(&empty, Format::Jsonl, "");

@@ -886,13 +886,13 @@ fn check_output_is_byte_identical_to_the_recorded_json_and_sarif() {
     let mut cases = vec![(
         "python-ruff",
         &ruff_only,
-        "1 error, 2 warnings, 0 info, 0 hints in 1 of 3 files checked",
+        "3 files checked: 1 error, 2 warnings, 0 info, 0 hints in 1 file",
     )];
     if with_pyright {
         cases.push((
             "python-pyright-ruff",
             &both_path,
-            "5 errors, 2 warnings, 0 info, 1 hint in 1 of 3 files checked",
+            "3 files checked: 5 errors, 2 warnings, 0 info, 1 hint in 1 file",
         ));
     }
     for (name, config, summary) in cases {

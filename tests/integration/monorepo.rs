@@ -227,10 +227,9 @@ fn baseline_reports_only_new_findings_and_counts_gone_ones() {
             &config,
             &["--baseline", baseline.to_str().unwrap()],
         );
-        output
-            .status(0)
-            .stdout_is("")
-            .stderr_contains("0 errors, 0 warnings, 0 info, 0 hints in 0 of 2 files checked; baseline: 4 matched, 0 gone");
+        output.status(0).stdout_is("").stderr_contains(
+            "2 files checked: 0 errors, 0 warnings, 0 info, 0 hints; baseline: 4 matched, 0 gone",
+        );
     }
 
     workspace.file(
@@ -244,7 +243,7 @@ fn baseline_reports_only_new_findings_and_counts_gone_ones() {
             &["--format", "json", "--baseline", baseline.to_str().unwrap()],
         );
         output.status(1).stderr_contains(
-            "0 errors, 1 warning, 0 info, 0 hints in 1 of 2 files checked; baseline: 3 matched, 1 gone",
+            "2 files checked: 0 errors, 1 warning, 0 info, 0 hints in 1 file; baseline: 3 matched, 1 gone",
         );
         let report = output.json();
         assert_eq!(
@@ -445,7 +444,7 @@ fn changed_since_checks_changed_and_untracked_files_only() {
     git(&workspace, &["tag", "base"]);
     ruff_check(&workspace, &config, &["--changed-since", "base"])
         .status(0)
-        .stderr_contains("0 errors, 0 warnings, 0 info, 0 hints in 0 of 0 files checked");
+        .stderr_contains("0 files checked: 0 errors, 0 warnings, 0 info, 0 hints");
     workspace.file("a.py", "import os\nimport sys\n");
     git(&workspace, &["commit", "-qam", "change a"]);
     workspace.file("b.py", "import re\n");
@@ -567,7 +566,7 @@ fn twenty_thousand_files_under_ulimit_256_keep_fds_flat_and_the_lru_bound() {
     assert_eq!(status.code(), Some(0), "{story}");
     assert!(!stderr.contains("Too many open files"), "{story}");
     assert!(
-        stderr.contains("0 errors, 20 warnings, 0 info, 0 hints in 20 of 2000 files checked"),
+        stderr.contains("2000 files checked: 0 errors, 20 warnings, 0 info, 0 hints in 20 files"),
         "{story}"
     );
     let report: Value = serde_json::from_str(&stdout).expect("json report");
