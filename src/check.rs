@@ -211,7 +211,7 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         Some(Ok(baseline)) => Some(baseline),
         None => None,
     };
-    let narrowing = match Narrowing::new(&root, options) {
+    let mut narrowing = match Narrowing::new(&root, options) {
         Ok(narrowing) => narrowing,
         Err(message) => {
             eprintln!("lspc: {message}");
@@ -614,6 +614,9 @@ fn finish(report: &CheckReport, options: &CheckOptions, ending: Ending) -> i32 {
 struct Narrowing {
     changed: Option<std::collections::BTreeSet<PathBuf>>,
     shard: Option<shard::Shard>,
+    /// The selected files [`Narrowing::files`] left out: another shard checks them, or they did
+    /// not change.
+    left_out: std::collections::HashSet<PathBuf>,
 }
 
 impl Narrowing {
@@ -629,11 +632,14 @@ impl Narrowing {
         Ok(Narrowing {
             changed,
             shard: options.shard,
+            left_out: std::collections::HashSet::new(),
         })
     }
 
-    /// `files` narrowed to the changed ones, then to this shard's share.
-    fn files(&self, _root: &Path, files: Vec<PathBuf>) -> Vec<PathBuf> {
+    /// `files` narrowed to the changed ones, then to this shard's share; the rest are
+    /// remembered as left out.
+    fn files(&mut self, _root: &Path, files: Vec<PathBuf>) -> Vec<PathBuf> {
+        let selected = files.clone();
         let files: Vec<PathBuf> = match &self.changed {
             Some(changed) => files
                 .into_iter()
@@ -641,15 +647,26 @@ impl Narrowing {
                 .collect(),
             None => files,
         };
-        match self.shard {
+        let files = match self.shard {
             Some(shard) => shard.select(files),
             None => files,
-        }
+        };
+        let kept: std::collections::HashSet<&PathBuf> = files.iter().collect();
+        self.left_out = selected
+            .into_iter()
+            .filter(|file| !kept.contains(file))
+            .collect();
+        files
     }
 
     /// Whether diagnostics for `path`, a file this run did not open (a `tsconfig.json`), are
-    /// reported here: a changed file, and in a shard the one shard that owns its path.
+    /// reported here: a changed file, and in a shard the one shard that owns its path. A file
+    /// another shard checks is that shard's, though a server may publish it here too (gopls
+    /// publishes every file of the package of the file it opened).
     fn keeps_unopened(&self, root: &Path, path: &Path) -> bool {
+        if self.left_out.contains(path) {
+            return false;
+        }
         if let Some(changed) = &self.changed {
             if !changed.contains(path) {
                 return false;

@@ -267,6 +267,23 @@ pub fn sort(diags: &mut [Diagnostic]) {
     diags.sort_by(compare);
 }
 
+/// The suffixes clangd appends to a message when it has a fix for the diagnostic (its
+/// `DisplayFixesCount`, on by default and not negotiable over LSP).
+const FIX_COUNT_SUFFIXES: [&str; 2] = [" (fix available)", " (fixes available)"];
+
+/// `message` as two runs compare it (new diagnostics after an edit, `--baseline`): without
+/// clangd's ` (fix available)` / ` (fixes available)` suffix. Whether clangd has a fix can change
+/// with nothing edited: its include fixer ("Unknown type name 'uint32_t'" → include `<stdint.h>`)
+/// needs the background index, which loads after the first publish, so the same finding comes
+/// back as `Unknown type name 'uint32_t' (fix available)` and would count as new. Reports keep
+/// the message as the server sent it.
+pub fn comparison_message(message: &str) -> &str {
+    FIX_COUNT_SUFFIXES
+        .iter()
+        .find_map(|suffix| message.strip_suffix(suffix))
+        .unwrap_or(message)
+}
+
 /// What makes two diagnostics from *different* servers the same finding: range, severity,
 /// message and code. `source` and `server` are ignored (pyright says "Pyright", basedpyright says
 /// "basedpyright" for the same error).

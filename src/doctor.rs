@@ -54,8 +54,9 @@ pub struct ServerProbe {
     /// From the document's sync to its settled diagnostics.
     pub first_diagnostics_ms: Option<u64>,
     pub n_diagnostics: Option<usize>,
-    /// Seconds waited in vain for settled diagnostics (cmake-language-server never publishes):
-    /// the server still works for queries, but `lspc check` on its files times out.
+    /// Seconds waited in vain for settled diagnostics: the server still works for queries, but
+    /// `lspc check` on its files times out (cmake-language-server, which never publishes, has
+    /// `"diagnostics": false` in its built-in entry and is not asked).
     pub diagnostics_timed_out_s: Option<u64>,
 }
 

@@ -5,7 +5,9 @@
 //! comparison the edit commands use for "new diagnostics" ([`crate::edit::commands::new_diagnostics`]):
 //! code that only moved is not new, a second copy of a known message is. Files are keyed by
 //! their path relative to the workspace root with `/` separators (as both formats print them),
-//! so a baseline written in one checkout matches in another.
+//! so a baseline written in one checkout matches in another. Messages are compared without
+//! clangd's "(fix available)" suffix ([`crate::diagnostics::comparison_message`]), which comes
+//! and goes with its index.
 //!
 //! SARIF from lspc carries the exact severity, code and source in each result's `properties`;
 //! SARIF without them (older lspc, other tools) is matched on (file, SARIF level, `ruleId`,
@@ -17,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::diagnostics::{Diagnostic, Severity};
+use crate::diagnostics::{comparison_message, Diagnostic, Severity};
 use crate::output::{display_path, CheckReport};
 
 /// Why a baseline file could not be used. Messages name the file.
@@ -168,7 +170,7 @@ fn keys_of(diagnostic: &Diagnostic) -> [Key; 2] {
             diagnostic.severity,
             diagnostic.code.clone(),
             diagnostic.source.clone(),
-            diagnostic.message.clone(),
+            comparison_message(&diagnostic.message).to_owned(),
         ),
         Key::Sarif(
             sarif_level(diagnostic.severity),
@@ -177,7 +179,7 @@ fn keys_of(diagnostic: &Diagnostic) -> [Key; 2] {
                 .clone()
                 .or_else(|| diagnostic.source.clone())
                 .unwrap_or_else(|| "lspc".to_owned()),
-            diagnostic.message.clone(),
+            comparison_message(&diagnostic.message).to_owned(),
         ),
     ]
 }
@@ -227,6 +229,7 @@ fn parse_json(value: &Value) -> Result<Baseline, String> {
                 .map_err(|_| format!("{at}.severity: unknown severity {severity:?}"))?;
             let message =
                 text_field(diagnostic, "message", &at)?.ok_or(format!("{at}.message: missing"))?;
+            let message = comparison_message(&message).to_owned();
             let key = Key::Exact(
                 severity,
                 text_field(diagnostic, "code", &at)?,
@@ -259,6 +262,7 @@ fn parse_sarif(value: &Value) -> Result<Baseline, String> {
             let at = format!("runs[{n_run}].results[{n}]");
             let message = result["message"]["text"]
                 .as_str()
+                .map(comparison_message)
                 .ok_or(format!("{at}.message.text: missing"))?
                 .to_owned();
             let location = &result["locations"][0]["physicalLocation"]["artifactLocation"];
@@ -391,6 +395,41 @@ mod tests {
                 .map(|d| (d.line, d.message.as_str()))
                 .collect();
             assert_eq!(left, [(7, "m1"), (8, "m3")]);
+        }
+    }
+
+    /// A baseline written while clangd's index was loading has `Unknown type name 'uint32_t'`;
+    /// the next run, index loaded, says `… (fix available)` for the same finding (clangd 14 on
+    /// json-c's `json_pointer_private.h`). It matches, in both baseline formats and both ways.
+    #[test]
+    fn clangd_fix_counts_do_not_make_a_known_finding_new() {
+        let json = r#"{"files":[{"path":"a b.py","diagnostics":[
+            {"severity":"error","message":"Unknown type name 'uint32_t'","source":"clang","code":"unknown_typename"},
+            {"severity":"error","message":"Unknown type name 'size_t' (fix available)","source":"clang","code":"unknown_typename"}]}]}"#;
+        let sarif = r#"{"version":"2.1.0","runs":[{"results":[
+            {"ruleId":"unknown_typename","level":"error","message":{"text":"Unknown type name 'uint32_t'"},"locations":[{"physicalLocation":{"artifactLocation":{"uri":"a%20b.py"}}}],"properties":{"server":"clangd","severity":"error","code":"unknown_typename","source":"clang"}},
+            {"ruleId":"unknown_typename","level":"error","message":{"text":"Unknown type name 'size_t' (fix available)"},"locations":[{"physicalLocation":{"artifactLocation":{"uri":"a%20b.py"}}}]}]}]}"#;
+        for text in [json, sarif] {
+            let baseline = Baseline::parse(text).unwrap();
+            let clang = |message: &str| Diagnostic {
+                source: Some("clang".to_owned()),
+                code: Some("unknown_typename".to_owned()),
+                server: "clangd".to_owned(),
+                ..diagnostic("/nonexistent-root/a b.py", 26, Severity::Error, message)
+            };
+            let mut current = report(vec![
+                clang("Unknown type name 'uint32_t' (fix available)"),
+                clang("Unknown type name 'size_t'"),
+            ]);
+            let counts = baseline.apply(&mut current, Severity::Hint);
+            assert_eq!(
+                counts,
+                BaselineCounts {
+                    n_matched: 2,
+                    n_gone: 0
+                }
+            );
+            assert_eq!(current.files[0].state, FileState::Clean);
         }
     }
 

@@ -291,8 +291,13 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         Command::Servers => {
             let config = load_config(&args.global);
             let mut text = config::render_servers_with(&config, &config::probe::broken_reason);
+            // A server with `"diagnostics": false` is never waited for: it has no rule.
             text.push_str(&crate::engine::SettleRule::render_expected(
-                config.servers.iter().map(|server| server.name.as_str()),
+                config
+                    .servers
+                    .iter()
+                    .filter(|server| server.diagnostics)
+                    .map(|server| server.name.as_str()),
             ));
             // Which instances a check would start: one per server and project root (issue 17).
             let root = config.root.clone();

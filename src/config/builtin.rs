@@ -260,6 +260,14 @@ fn builtin_settings(name: &str) -> Option<serde_json::Value> {
     }
 }
 
+/// Whether a built-in ever sends diagnostics. cmake-language-server 0.1.11 serves hover and
+/// formatting only and never publishes, so waiting for its diagnostics only ran `lspc check` of
+/// every CMake project into the timeout (exit 3, 30 s per `CMakeLists.txt`); its entry gets
+/// `"diagnostics": false`, and `lspc check` skips its files with that reason.
+pub fn builtin_publishes_diagnostics(name: &str) -> bool {
+    name != "cmake-language-server"
+}
+
 /// The project-root markers lspc uses for a server that serves `extensions` (lowercase, with
 /// their dot) and whose configuration sets no `rootMarkers`: Python `pyproject.toml`,
 /// `setup.cfg`, `pyrightconfig.json`; TypeScript/JavaScript `tsconfig.json`, `jsconfig.json`,
@@ -364,7 +372,7 @@ pub(crate) fn builtin_servers(
             shutdown_timeout_ms: None,
             restart_on_crash: true,
             max_restarts: 3,
-            diagnostics: true,
+            diagnostics: builtin_publishes_diagnostics(builtin.name),
             origin: ConfigOrigin::BuiltIn,
         };
         server.root_markers = default_root_markers(&server.extension_to_language);

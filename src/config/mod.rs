@@ -15,7 +15,7 @@
 //! `builtin.rs` is the built-in table; this file holds the model and routing.
 
 mod builtin;
-pub use builtin::builtin_for_extension;
+pub use builtin::{builtin_for_extension, builtin_publishes_diagnostics};
 pub mod roots;
 pub use builtin::default_root_markers;
 mod entry;

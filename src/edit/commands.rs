@@ -31,7 +31,7 @@ use super::diff::unified_diff;
 use super::formatting::{self, FormattingOverrides};
 use super::leftovers;
 use super::workspace_edit::{ApplyMode, EditError, EditReport, Operation};
-use crate::diagnostics::{Diagnostic, Severity};
+use crate::diagnostics::{comparison_message, Diagnostic, Severity};
 use crate::doorbell::LoopSender;
 use crate::engine::{
     apply_edit_with, raw_diagnostics_with, request_with, server_edits_with, sync_with,
@@ -901,7 +901,8 @@ pub fn occurrences(text: &str, needle: &str) -> Vec<usize> {
 
 /// The diagnostics of `after` that are not in `before`, compared as a multiset on (file,
 /// severity, code, source, message) without positions: an edit moves lines, so an old issue that
-/// only moved is not new, while a second copy of a message is.
+/// only moved is not new, while a second copy of a message is. Messages are compared as
+/// [`comparison_message`] gives them (without clangd's "(fix available)").
 pub fn new_diagnostics(before: &[Diagnostic], after: &[Diagnostic]) -> Vec<Diagnostic> {
     type Key<'a> = (
         &'a Path,
@@ -916,7 +917,7 @@ pub fn new_diagnostics(before: &[Diagnostic], after: &[Diagnostic]) -> Vec<Diagn
             d.severity,
             d.code.as_deref(),
             d.source.as_deref(),
-            &d.message,
+            comparison_message(&d.message),
         )
     }
     let mut remaining: HashMap<Key<'_>, usize> = HashMap::new();
@@ -1094,6 +1095,49 @@ mod tests {
             [("/w/a.py".to_owned(), 7), ("/w/b.py".to_owned(), 1)]
         );
         assert!(new_diagnostics(&after, &before).is_empty());
+    }
+
+    /// clangd 14 on json-c's `json_pointer_private.h` (`lspc code-actions … --apply "insert
+    /// 'struct '"`): before the edit its index had not loaded and the message had no fix count,
+    /// after it the include fixer had one. The same two findings are not new; a real new one is.
+    #[test]
+    fn clangd_fix_counts_that_come_with_its_index_are_not_new_diagnostics() {
+        let clang = |line, message: &str, code: &str| Diagnostic {
+            source: Some("clang".to_owned()),
+            server: "clangd".to_owned(),
+            ..diagnostic(
+                "/w/json_pointer_private.h",
+                line,
+                Severity::Error,
+                message,
+                Some(code),
+            )
+        };
+        let before = vec![
+            clang(26, "Unknown type name 'uint32_t'", "unknown_typename"),
+            clang(35, "Unknown type name 'size_t'", "unknown_typename"),
+            clang(
+                35,
+                "Must use 'struct' tag to refer to type 'json_object' (fix available)",
+                "use_of_tag_name_without_tag",
+            ),
+        ];
+        let after = vec![
+            clang(
+                26,
+                "Unknown type name 'uint32_t' (fix available)",
+                "unknown_typename",
+            ),
+            clang(
+                35,
+                "Unknown type name 'size_t' (fixes available)",
+                "unknown_typename",
+            ),
+            clang(36, "Unknown type name 'size_t'", "unknown_typename"),
+        ];
+        let fresh = new_diagnostics(&before, &after);
+        let fresh: Vec<(u32, &str)> = fresh.iter().map(|d| (d.line, d.message.as_str())).collect();
+        assert_eq!(fresh, [(36, "Unknown type name 'size_t'")]);
     }
 
     #[test]

@@ -20,6 +20,7 @@ use super::super::settle::{push_settled, pushed_part_settled, PushState, SettleR
 use super::super::tsserver_probe;
 use super::super::{DiagnosticsOutcome, FileDiagnostics};
 use super::{Purpose, State};
+use crate::config::{builtin_publishes_diagnostics, ConfigOrigin};
 use crate::diagnostics::Origin;
 use crate::process::ServerId;
 
@@ -187,9 +188,10 @@ impl State {
         readiness: bool,
         now: Instant,
     ) -> Result<FileWait, String> {
-        let indexes: Vec<usize> = self
-            .slots_for_path(path)
-            .into_iter()
+        let slots = self.slots_for_path(path);
+        let indexes: Vec<usize> = slots
+            .iter()
+            .copied()
             .filter(|&index| self.servers[index].config.diagnostics)
             .filter(|&index| !leave_out.contains(&ServerId(index as u32)))
             .collect();
@@ -203,9 +205,23 @@ impl State {
             if self.options.config.servers_for_path(path).is_empty() {
                 return Err(self.options.config.why_unserved(path));
             }
+            let servers: Vec<String> = slots
+                .iter()
+                .map(|&index| {
+                    let config = &self.servers[index].config;
+                    if config.origin == ConfigOrigin::BuiltIn
+                        && !builtin_publishes_diagnostics(&config.name)
+                    {
+                        format!("{} publishes none", config.name)
+                    } else {
+                        format!("{} has \"diagnostics\": false", config.name)
+                    }
+                })
+                .collect();
             return Err(format!(
-                "every server for {} has diagnostics turned off (\"diagnostics\": false)",
-                path.display()
+                "no server for {} gives diagnostics ({})",
+                path.display(),
+                servers.join(", ")
             ));
         }
         for &index in &indexes {

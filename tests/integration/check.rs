@@ -124,6 +124,44 @@ fn clangd_reports_the_undeclared_identifier() {
     );
 }
 
+/// cmake-language-server 0.1.11 (built-in) never publishes diagnostics: before its built-in
+/// entry had `"diagnostics": false`, `lspc check` of a CMake project waited out `--timeout` on
+/// every `CMakeLists.txt` and exited 3 (`CMakeLists.txt: diagnostics incomplete:
+/// cmake-language-server still analysing after 5 s`; json-c's four took 46 s). Now a walked
+/// `CMakeLists.txt` is skipped with the reason, and one named on the command line cannot be
+/// checked (exit 2), as a file no server serves.
+#[test]
+fn cmake_files_are_skipped_not_waited_for_since_cmake_language_server_never_publishes() {
+    require_program!("cmake-language-server");
+    let workspace = Workspace::copy_of("cmake");
+    let root = workspace.root.canonicalize().unwrap();
+    let reason = format!(
+        "no server for {} gives diagnostics (cmake-language-server publishes none)",
+        root.join("CMakeLists.txt").display()
+    );
+    let output = workspace
+        .lspc()
+        .args(["check", ".", "--exclude", "main.c", "--timeout", "5"])
+        .args(["--format", "json"])
+        .run();
+    output.status(0);
+    let report = output.json();
+    assert_eq!(
+        report["files"],
+        json!([{"path": "CMakeLists.txt", "state": "skipped", "reason": reason,
+                "diagnostics": [], "omitted": 0}]),
+        "{}",
+        output.story()
+    );
+    assert_eq!(report["summary"]["timedOut"], 0, "{}", output.story());
+    workspace
+        .lspc()
+        .args(["check", "CMakeLists.txt", "--timeout", "5"])
+        .run()
+        .status(2)
+        .stderr_contains(&format!("CMakeLists.txt: error: {reason}"));
+}
+
 /// B14 (REAL): typescript-language-server publishes about 2 s after didOpen and without a
 /// version; lspc waits for it instead of reporting the file clean.
 #[test]

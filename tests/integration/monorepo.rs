@@ -284,6 +284,68 @@ fn baseline_reports_only_new_findings_and_counts_gone_ones() {
     ));
 }
 
+/// gopls publishes diagnostics for every file of the package of a file it opened. With
+/// `--shard 1/2`, `big.go` (the larger file, shard 1) was opened and gopls also published
+/// `bad.go`'s type error; `bad.go` is shard 2's file, but shard 1 took it for a file no shard
+/// opens and reported it too, as its path's hash names shard 1: the two shards had the error
+/// twice. A file another shard checks is left to that shard.
+#[test]
+fn a_file_gopls_publishes_from_another_shard_is_reported_once() {
+    require_program!("gopls");
+    require_program!("go");
+    let workspace = Workspace::new("go shards");
+    workspace.file("go.mod", "module example.com/shard\n\ngo 1.19\n");
+    let padding: String = (0..40)
+        .map(|n| format!("// Value{n} is padding.\nfunc Value{n}() int {{ return {n} }}\n\n"))
+        .collect();
+    workspace.file("big.go", &format!("package shard\n\n{padding}"));
+    workspace.file(
+        "bad.go",
+        "package shard\n\nfunc bad() int { return \"no\" }\n",
+    );
+    let mut reported = Vec::new();
+    for shard in ["1/2", "2/2"] {
+        let output = workspace
+            .lspc()
+            .args([
+                "check",
+                "--shard",
+                shard,
+                "--format",
+                "json",
+                "--timeout",
+                "30",
+            ])
+            .timeout(Duration::from_secs(90))
+            .run();
+        let report = output.json();
+        let files: Vec<String> = report["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                format!(
+                    "{} {}",
+                    f["path"].as_str().unwrap(),
+                    f["state"].as_str().unwrap()
+                )
+            })
+            .collect();
+        reported.push((shard, files, json_diagnostics(&report)));
+    }
+    assert_eq!(
+        reported,
+        [
+            ("1/2", vec!["big.go clean".to_owned()], vec![]),
+            (
+                "2/2",
+                vec!["bad.go diagnostics".to_owned()],
+                vec!["bad.go:3:25-3:29 error [compiler IncompatibleAssign] cannot use \"no\" (untyped string constant) as int value in return statement".to_owned()]
+            ),
+        ]
+    );
+}
+
 /// Sharding with ruff 0.17.6 over files of varied sizes: for N = 1, 2, 3 and 7 every file is in
 /// exactly one shard, the union of the shards' findings is the full check's, each SARIF run
 /// names its shard in `automationDetails`, and `lspc sarif-merge` of the shards has the full
