@@ -198,7 +198,7 @@ impl State {
         if indexes.is_empty() && !leave_out.is_empty() {
             return Err(format!(
                 "every server for {} is left out of it by its project configuration",
-                path.display()
+                file_name(path)
             ));
         }
         if indexes.is_empty() {
@@ -220,7 +220,7 @@ impl State {
                 .collect();
             return Err(format!(
                 "no server for {} gives diagnostics ({})",
-                path.display(),
+                file_name(path),
                 servers.join(", ")
             ));
         }
@@ -549,4 +549,11 @@ impl State {
             versioned_final: !readiness && server.settle_rule() == SettleRule::VersionedPublish,
         })
     }
+}
+
+/// The file name of `path` for a reason text (which reports carry next to the root-relative
+/// path, in every format): the whole path would reveal where the root lives.
+fn file_name(path: &Path) -> std::borrow::Cow<'_, str> {
+    path.file_name()
+        .map_or_else(|| path.to_string_lossy(), |name| name.to_string_lossy())
 }

@@ -134,11 +134,8 @@ fn clangd_reports_the_undeclared_identifier() {
 fn cmake_files_are_skipped_not_waited_for_since_cmake_language_server_never_publishes() {
     require_program!("cmake-language-server");
     let workspace = Workspace::copy_of("cmake");
-    let root = workspace.root.canonicalize().unwrap();
-    let reason = format!(
-        "no server for {} gives diagnostics (cmake-language-server publishes none)",
-        root.join("CMakeLists.txt").display()
-    );
+    let reason =
+        "no server for CMakeLists.txt gives diagnostics (cmake-language-server publishes none)";
     let output = workspace
         .lspc()
         .args(["check", ".", "--exclude", "main.c", "--timeout", "5"])
