@@ -5,7 +5,8 @@
 //! operations and arguments of [`crate::operation::definitions`] (queries, `diagnostics`, `check`
 //! and the edit operations). Lines, columns and occurrences are 1-based; columns count Unicode
 //! characters. A relative path is resolved against the workspace root, as MCP does (batch lines
-//! are a machine interface, not a shell); absolute paths are used as given. Blank lines are
+//! are a machine interface, not a shell); a path outside the root, relative or absolute, is
+//! refused with MCP's message ([`crate::mcp::tool_arguments::resolve_inside`]). Blank lines are
 //! skipped.
 //!
 //! Output (stdout): exactly one JSON line per request, in input order, flushed at once:
@@ -221,16 +222,18 @@ pub fn parse_instant_line(line: &str) -> Option<(RequestId, Operation)> {
     Some((id, Operation::Query(request)))
 }
 
-/// `file` joined to `root` when relative (absolute paths stay as given), so batch paths mean
-/// what MCP paths mean whatever the current directory.
-fn against_root(root: &Path) -> impl Fn(PathBuf) -> PathBuf + '_ {
-    move |file: PathBuf| {
-        if file.is_absolute() {
-            file
-        } else {
-            root.join(file)
-        }
-    }
+/// The operation with its paths relative to `root` (canonical) or absolute inside it, as MCP
+/// resolves a tool's `file` ([`crate::mcp::tool_arguments::resolve_inside`]): batch paths mean
+/// what MCP paths mean whatever the current directory, and a line cannot read a file outside
+/// the workspace that MCP would refuse. A missing file or a folder inside the root is left to
+/// the operation to report (`cannot read a.py: no such file`), as before; `check` takes folders.
+///
+/// Errors: MCP's message for the first path outside the root.
+fn inside_root(root: &Path, operation: Operation) -> Result<Operation, String> {
+    use crate::mcp::tool_arguments::resolve_inside;
+    operation.try_map_paths(&|path| {
+        resolve_inside(root, &path.to_string_lossy()).map_err(|failure| failure.0)
+    })
 }
 
 /// What wakes the batch thread while an operation runs.
@@ -322,7 +325,6 @@ pub fn run_with(
         claims: &claims,
         rendering: crate::query::command::Rendering::JsonOnly,
     };
-    let resolve = against_root(&root);
     let output: SharedOutput = Arc::new(Mutex::new(output));
     // Each operation's `Done` reports here once its line is written (or failed to be); an
     // operation that is not instant comes back here to run on this thread.
@@ -352,8 +354,11 @@ pub fn run_with(
                     Some((id, operation)) => (id, Ok(operation)),
                     None => parse_line(line.trim()),
                 };
+                let parsed = parsed
+                    .map_err(|error| error.to_string())
+                    .and_then(|operation| inside_root(&root, operation));
                 match parsed {
-                    Err(error) => write_line(&output, &answer_line(&id, Err(error.to_string()))),
+                    Err(message) => write_line(&output, &answer_line(&id, Err(message))),
                     Ok(operation) => {
                         active.store(true, std::sync::atomic::Ordering::Relaxed);
                         if let Some(fresh) = freshness.as_ref().filter(|fresh| fresh.stale()) {
@@ -362,7 +367,6 @@ pub fn run_with(
                             );
                             fresh.catch_up();
                         }
-                        let operation = operation.map_paths(&resolve);
                         let (shared, written_sender) = (Arc::clone(&output), wake_sender.clone());
                         let done = Done::new(move |outcome: Result<Answer, Failure>| {
                             let outcome = outcome
@@ -686,16 +690,29 @@ mod tests {
         check("null", "null");
     }
 
-    /// Batch paths are relative to the root, as MCP's are (not to the current directory).
+    /// Batch paths are relative to the root, as MCP's are (not to the current directory), and a
+    /// path outside the root is refused with MCP's message, whether or not it exists (issue 15:
+    /// batch read `/elsewhere/a.py` and `../b.py` as given).
     #[test]
-    fn batch_paths_resolve_against_the_root() {
-        let check = |line: &str, expected: Option<&str>| {
+    fn batch_paths_resolve_inside_the_root_or_are_refused() {
+        let base = std::env::temp_dir().join(format!("lspc-batch-root-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let root = base.join("w");
+        for folder in ["py", "src"] {
+            std::fs::create_dir_all(root.join(folder)).unwrap();
+        }
+        for file in ["py/app.py", "a.py", "src/a.ts", "a.c"] {
+            std::fs::write(root.join(file), "x\n").unwrap();
+        }
+        std::fs::write(base.join("b.py"), "x\n").unwrap();
+        let root = root.canonicalize().unwrap();
+        let check = |line: &str, expected: Result<Option<PathBuf>, String>| {
             let op = parse_line(line).1.unwrap();
-            let resolved = op.map_paths(&against_root(Path::new("/w")));
-            let file = match &resolved {
-                Operation::Diagnostics { file } => file.clone(),
-                Operation::Query(QueryRequest::Symbols { file }) => Some(file.clone()),
-                Operation::Query(QueryRequest::WorkspaceSymbols { file, .. }) => file.clone(),
+            let resolved = inside_root(&root, op).map(|resolved| match resolved {
+                Operation::Diagnostics { file } => file,
+                Operation::Check { paths } => paths.first().cloned(),
+                Operation::Query(QueryRequest::Symbols { file }) => Some(file),
+                Operation::Query(QueryRequest::WorkspaceSymbols { file, .. }) => file,
                 Operation::Query(
                     QueryRequest::Hover { at }
                     | QueryRequest::SignatureHelp { at }
@@ -703,33 +720,62 @@ mod tests {
                     | QueryRequest::References { at, .. }
                     | QueryRequest::CallHierarchy { at, .. }
                     | QueryRequest::TypeHierarchy { at, .. },
-                ) => Some(at.file.clone()),
+                ) => Some(at.file),
                 other => panic!("not a query: {other:?}"),
-            };
-            assert_eq!(file, expected.map(PathBuf::from), "{line}");
+            });
+            assert_eq!(resolved, expected, "{line}");
+        };
+        let inside = |file: &str| Ok(Some(root.join(file)));
+        let outside = |file: &str| {
+            Err(format!(
+                "{file} is outside the workspace root {}; lspc only serves files inside it",
+                root.display()
+            ))
         };
         check(
             r#"{"op":"hover","file":"py/app.py","line":1,"column":1}"#,
-            Some("/w/py/app.py"),
+            inside("py/app.py"),
+        );
+        let absolute = root.join("a.py").display().to_string();
+        check(
+            &format!(r#"{{"op":"hover","file":"{absolute}","line":1,"column":1}}"#),
+            inside("a.py"),
+        );
+        check(r#"{"op":"diagnostics","file":"a.py"}"#, inside("a.py"));
+        check(r#"{"op":"symbols","file":"src/a.ts"}"#, inside("src/a.ts"));
+        check(
+            r#"{"op":"workspace-symbols","query":"x","file":"a.c"}"#,
+            inside("a.c"),
+        );
+        check(r#"{"op":"workspace-symbols","query":"x"}"#, Ok(None));
+        check(
+            r#"{"op":"references","file":"a.py","line":1,"symbol":"a"}"#,
+            inside("a.py"),
+        );
+        // Outside: an existing file next to the root, one that does not exist, /etc.
+        check(
+            r#"{"op":"signature-help","file":"../b.py","line":2,"column":3}"#,
+            outside("../b.py"),
         );
         check(
             r#"{"op":"hover","file":"/elsewhere/a.py","line":1,"column":1}"#,
-            Some("/elsewhere/a.py"),
-        );
-        check(r#"{"op":"diagnostics","file":"a.py"}"#, Some("/w/a.py"));
-        check(r#"{"op":"symbols","file":"src/a.ts"}"#, Some("/w/src/a.ts"));
-        check(
-            r#"{"op":"workspace-symbols","query":"x","file":"a.c"}"#,
-            Some("/w/a.c"),
-        );
-        check(r#"{"op":"workspace-symbols","query":"x"}"#, None);
-        check(
-            r#"{"op":"references","file":"a.py","line":1,"symbol":"a"}"#,
-            Some("/w/a.py"),
+            outside("/elsewhere/a.py"),
         );
         check(
-            r#"{"op":"signature-help","file":"../b.py","line":2,"column":3}"#,
-            Some("/w/../b.py"),
+            r#"{"op":"diagnostics","file":"/etc/hostname"}"#,
+            outside("/etc/hostname"),
         );
+        check(r#"{"op":"check","paths":["../b.py"]}"#, outside("../b.py"));
+        // Inside the root, a folder or a missing file is the operation's to report.
+        check(r#"{"op":"check","paths":["py"]}"#, inside("py"));
+        check(
+            r#"{"op":"symbols","file":"py/missing.py"}"#,
+            inside("py/missing.py"),
+        );
+        check(
+            r#"{"op":"symbols","file":"py/./app.py"}"#,
+            inside("py/app.py"),
+        );
+        std::fs::remove_dir_all(&base).unwrap();
     }
 }

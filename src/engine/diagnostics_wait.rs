@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Sender;
 
 use super::super::settle::{push_settled, pushed_part_settled, PushState, SettleRule};
-use super::super::tsserver_probe;
+use super::super::tsserver_probe::{self, ProbeOutcome};
 use super::super::{DiagnosticsOutcome, FileDiagnostics};
 use super::{Purpose, State};
 use crate::config::{builtin_publishes_diagnostics, ConfigOrigin};
@@ -380,6 +380,21 @@ impl State {
         }
         let deadline = wait.deadline?;
         if now >= deadline {
+            for id in wait.servers.iter().filter(|id| !wait.done.contains_key(id)) {
+                let lacks = self
+                    .current_probe(*id, &wait.path)
+                    .filter(|probe| probe.answered_at.is_some())
+                    .map(|probe| self.probe_outcome(*id, &wait.path, probe));
+                if let Some(ProbeOutcome::Lacks(lacking)) = lacks {
+                    log::warn!(
+                        "{}: its last publish for {} lacks {lacking} of the diagnostics tsserver \
+                         lists for the file (typescript.tsserverRequest), and no later publish \
+                         matched them: reported as incomplete, not with the shorter set",
+                        self.servers[id.0 as usize].config.name,
+                        wait.path.display()
+                    );
+                }
+            }
             let servers = wait
                 .servers
                 .iter()
@@ -474,20 +489,16 @@ impl State {
                 if readiness {
                     return false;
                 }
-                let published = server
-                    .raw_diagnostics
-                    .get(&(path.to_path_buf(), Origin::Published))
-                    .map(Vec::as_slice)
-                    .unwrap_or(&[]);
-                let outcome = probe.outcome(published);
-                if outcome == Some(true) {
+                let confirmed =
+                    self.probe_outcome(server_id, path, probe) == ProbeOutcome::Confirmed;
+                if confirmed {
                     log::debug!(
                         "{}: publish for {} v{sent_version} confirmed by tsserver",
                         server.config.name,
                         path.display()
                     );
                 }
-                outcome == Some(true)
+                confirmed
             }
             _ => {
                 self.probes
@@ -504,6 +515,39 @@ impl State {
                 false
             }
         }
+    }
+
+    /// What `probe`'s answers say of the server's last publish for `path`, leaving out the codes
+    /// its settings tell it to drop ([`tsserver_probe::ignored_codes`]).
+    fn probe_outcome(
+        &self,
+        server_id: ServerId,
+        path: &Path,
+        probe: &tsserver_probe::Probe,
+    ) -> ProbeOutcome {
+        let server = &self.servers[server_id.0 as usize];
+        let published = server
+            .raw_diagnostics
+            .get(&(path.to_path_buf(), Origin::Published))
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        let ignored = tsserver_probe::ignored_codes(server.config.settings.as_ref());
+        probe.outcome(published, &ignored)
+    }
+
+    /// The probe of the server's current publish for `path` at the sent version
+    /// ([`SettleRule::ConfirmedUnversionedPublish`]), if one was sent.
+    fn current_probe(&self, server_id: ServerId, path: &Path) -> Option<&tsserver_probe::Probe> {
+        let server = &self.servers[server_id.0 as usize];
+        let &(sent_version, _) = self.documents.get(path)?.open_on.get(&server_id)?;
+        let publish = server.publishes.get(path)?;
+        self.probes
+            .get(&(server_id, path.to_path_buf()))
+            .filter(|probe| {
+                server.settle_rule() == SettleRule::ConfirmedUnversionedPublish
+                    && probe.version == sent_version
+                    && probe.publish_at == publish.at
+            })
     }
 
     /// The settle inputs of (server, document); `readiness` turns the
@@ -523,18 +567,22 @@ impl State {
         // A tsserver probe of the last publish counts as work: tsserver answers it only when
         // its check of the file is done, so while it is unanswered the publish may be the
         // empty syntactic set of a file whose semantic check is still running (ky's 38 KB
-        // `Ky.ts` took 10 s), and the quiet period counts from its answer.
-        let probe = self
-            .probes
-            .get(&(server_id, path.to_path_buf()))
-            .filter(|probe| {
-                server.settle_rule() == SettleRule::ConfirmedUnversionedPublish
-                    && probe.version == sent_version
-                    && last_publish.is_some_and(|publish| publish.at == probe.publish_at)
-            });
-        if let Some(probe) = probe {
+        // `Ky.ts` took 10 s), and the quiet period counts from its answer. Answers that list
+        // diagnostics the publish lacks hold it too, until a publish they confirm replaces it
+        // or the file's deadline makes it a timeout (never the shorter set as settled); a
+        // readiness wait only needs tsserver's check done.
+        if let Some(probe) = self.current_probe(server_id, path) {
             match probe.answered_at {
                 None => progress_active = true,
+                Some(_)
+                    if !readiness
+                        && matches!(
+                            self.probe_outcome(server_id, path, probe),
+                            ProbeOutcome::Lacks(_)
+                        ) =>
+                {
+                    progress_active = true
+                }
                 Some(at) => last_progress_change = last_progress_change.max(Some(at)),
             }
         }

@@ -4,7 +4,8 @@
 //!
 //! Mechanism: one registry file per (workspace folder, server name) in the runtime directory
 //! (`$XDG_RUNTIME_DIR/lspc/`, else `/tmp/lspc-<uid>/`), one line `<lspc pid> <server pid>` per
-//! live registration. Lines whose lspc process is gone (no `/proc/<pid>`) are dropped when the
+//! live registration. Lines whose lspc process is gone (no `/proc/<pid>`, or a zombie: state `Z`
+//! or `X` in its `stat`, as the shutdown code counts group members) are dropped when the
 //! file is rewritten, so stale entries from a SIGKILLed lspc do not warn forever; a clean exit
 //! takes its own entries out and removes a file left empty. Files that only SIGKILLed lspc
 //! processes left (other workspaces', which nobody rewrites) are swept once a day, by the first
@@ -357,6 +358,36 @@ mod tests {
         check("10 11\n20 21\n", Some("20 21\n"));
         check("30 31\n10 11\n", None);
         check("20 21\njunk\n10 12\n", Some("20 21\n"));
+    }
+
+    /// A registered lspc that was killed and not reaped yet (a zombie, as under a PID 1 that
+    /// reaps slowly) is gone: its entry is dropped, and it does not count as another copy.
+    #[test]
+    fn a_zombie_lspc_is_not_alive_and_its_entry_is_dropped() {
+        let mut child = std::process::Command::new("true")
+            .spawn()
+            .expect("spawn true");
+        let pid = child.id();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap()
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z'))
+        {
+            assert!(Instant::now() < deadline, "true did not exit within 10 s");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // Still listed in /proc, which the first version of this check took for alive.
+        assert!(Path::new(&format!("/proc/{pid}")).exists());
+        assert!(!is_alive(pid));
+        let own = std::process::id();
+        assert!(is_alive(own));
+        assert_eq!(
+            without_own_entries(&format!("{pid} 1\n{own} 2\n1 3\n"), own, is_alive).as_deref(),
+            Some("1 3\n")
+        );
+        let _ = child.wait();
+        assert!(!is_alive(pid));
     }
 
     #[test]

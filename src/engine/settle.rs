@@ -74,8 +74,10 @@ pub enum SettleRule {
     /// publishes, but `typescript.tsserverRequest` lets lspc ask tsserver for the file's
     /// syntactic, semantic and suggestion diagnostics (`tsserver_probe.rs`): a publish whose set
     /// equals their union settles at once (also an older publish, when an edit left the set
-    /// unchanged and the server published nothing). Otherwise, or when the command is not
-    /// offered, as [`SettleRule::QuietAfterUnversionedPublish`].
+    /// unchanged and the server published nothing). While their union has a diagnostic the
+    /// publish lacks, nothing settles it: a matching publish, or a timeout at the file's
+    /// deadline. Otherwise, or when the command is not offered, as
+    /// [`SettleRule::QuietAfterUnversionedPublish`].
     ConfirmedUnversionedPublish,
 }
 
@@ -175,7 +177,7 @@ impl SettleRule {
                 "the publish for the sent version, then a quiet period with no $/progress work (no completeness signal)"
             }
             SettleRule::ConfirmedUnversionedPublish => {
-                "a publish whose set equals tsserver's own syntactic, semantic and suggestion diagnostics for the file (asked with typescript.tsserverRequest), at once; otherwise as quiet-after-unversioned-publish"
+                "a publish whose set equals tsserver's own syntactic, semantic and suggestion diagnostics for the file (asked with typescript.tsserverRequest), at once; while tsserver lists diagnostics the publish lacks, none (a timeout at the deadline); otherwise as quiet-after-unversioned-publish"
             }
             SettleRule::QuietAfterUnversionedPublish => {
                 "a publish after the text was sent, then the longer unversioned quiet period (no versions, no completeness signal)"

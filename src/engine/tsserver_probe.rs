@@ -13,12 +13,22 @@
 //! `suggestionDiagnosticsSync` answer the three sets for the file's current text (requests are
 //! handled in order after the text lspc sent). When the last published set equals their union
 //! (same ranges and codes, as a multiset), the publish is the complete answer for that text and
-//! the file settles at once; whatever the server publishes later for it is the same set. When it
-//! differs, or the command fails, the quiet period applies as before
-//! ([`super::settle::SettleRule::QuietAfterUnversionedPublish`]), counted from the last answer:
-//! until the three are in, the probe counts as work in progress, since tsserver answers only
-//! once its check of the file is done and the publish may be the empty syntactic set of a file
-//! whose semantic check is still running.
+//! the file settles at once; whatever the server publishes later for it is the same set. Until
+//! the three are in, the probe counts as work in progress, since tsserver answers only once its
+//! check of the file is done and the publish may be the empty syntactic set of a file whose
+//! semantic check is still running.
+//!
+//! When the answers list a diagnostic the publish lacks ([`ProbeOutcome::Lacks`]), the publish is
+//! not the whole answer and lspc knows it: the file is held (as work in progress) until a publish
+//! that tsserver's answers confirm arrives, and otherwise ends at its deadline as a timeout,
+//! never settled with the shorter set (issue 15: the quiet period used to run from the answer
+//! and report the early publish, possibly `[]`). The codes the server drops from its publishes
+//! by configuration (`diagnostics.ignoredCodes` in the settings lspc sends it through
+//! `workspace/didChangeConfiguration`; typescript-language-server 5.3.0 filters them in
+//! `DiagnosticsManager.updateDiagnostics`) are left out of the answers first, so such a user's
+//! files still confirm. When the answers only lack something the publish has (a stale extra),
+//! or a request failed, the quiet period applies as before
+//! ([`super::settle::SettleRule::QuietAfterUnversionedPublish`]), counted from the last answer.
 //!
 //! Units: tsserver positions are 1-based lines and 1-based UTF-16 offsets; LSP ranges in the
 //! publish are 0-based lines and UTF-16 characters (typescript-language-server converts by
@@ -64,19 +74,71 @@ impl Probe {
         }
     }
 
-    /// `Some(true)` when every answer is in and they equal `published`; `Some(false)` when
-    /// they differ or one failed; `None` while answers are missing.
-    pub(crate) fn outcome(&self, published: &[Value]) -> Option<bool> {
-        let mut answers = Vec::with_capacity(3);
+    /// What the answers say of `published`, the codes in `ignored` ([`ignored_codes`]) left out
+    /// of the answers.
+    pub(crate) fn outcome(&self, published: &[Value], ignored: &[String]) -> ProbeOutcome {
+        let mut expected: Vec<Key> = Vec::new();
         for answer in &self.answers {
             match answer {
-                None => return None,
-                Some(None) => return Some(false),
-                Some(Some(keys)) => answers.push(keys.clone()),
+                None => return ProbeOutcome::Pending,
+                Some(None) => return ProbeOutcome::Failed,
+                Some(Some(keys)) => {
+                    expected.extend(keys.iter().filter(|key| !ignored.contains(&key.4)).cloned())
+                }
             }
         }
-        Some(confirms(published, &answers))
+        let Some(mut published) = published_keys(published) else {
+            return ProbeOutcome::Failed;
+        };
+        published.sort();
+        expected.sort();
+        if published == expected {
+            return ProbeOutcome::Confirmed;
+        }
+        match missing(&published, &expected) {
+            0 => ProbeOutcome::Extra,
+            lacks => ProbeOutcome::Lacks(lacks),
+        }
     }
+}
+
+/// What a probe's answers say of the publish they were asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ProbeOutcome {
+    /// An answer is missing: tsserver is still checking the file (work in progress).
+    Pending,
+    /// The publish equals the answers: the complete set for the sent text.
+    Confirmed,
+    /// The answers list this many diagnostics the publish lacks: it is not the whole answer.
+    Lacks(usize),
+    /// The publish has every answered diagnostic and more (a stale one): the quiet period.
+    Extra,
+    /// A request failed or an answer or the publish had another shape: the quiet period.
+    Failed,
+}
+
+/// How many of `expected` (sorted) are not in `published` (sorted), as multisets.
+fn missing(published: &[Key], expected: &[Key]) -> usize {
+    let mut published = published.iter().peekable();
+    let mut lacking = 0;
+    for key in expected {
+        while published.next_if(|candidate| *candidate < key).is_some() {}
+        if published.next_if(|candidate| *candidate == key).is_none() {
+            lacking += 1;
+        }
+    }
+    lacking
+}
+
+/// The codes the server leaves out of its publishes by configuration, as [`Key`] code texts:
+/// `diagnostics.ignoredCodes` of the settings lspc sends it (typescript-language-server's
+/// `workspace/didChangeConfiguration` settings).
+pub(crate) fn ignored_codes(settings: Option<&Value>) -> Vec<String> {
+    settings
+        .and_then(|settings| settings.pointer("/diagnostics/ignoredCodes"))
+        .and_then(Value::as_array)
+        .map(|codes| codes.iter().map(Value::to_string).collect())
+        .unwrap_or_default()
 }
 
 /// Whether the server's capabilities offer [`COMMAND`] (`executeCommandProvider.commands`).
@@ -142,17 +204,6 @@ fn code_text(code: Option<&Value>) -> String {
     code.map(Value::to_string).unwrap_or_default()
 }
 
-/// Whether the published set equals the union of the three answers, as multisets.
-pub(crate) fn confirms(published: &[Value], answers: &[Vec<Key>]) -> bool {
-    let Some(mut published) = published_keys(published) else {
-        return false;
-    };
-    let mut expected: Vec<Key> = answers.iter().flatten().cloned().collect();
-    published.sort();
-    expected.sort();
-    published == expected
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,27 +216,73 @@ mod tests {
         json!({"start": {"line": line, "offset": offset}, "end": {"line": line, "offset": end}, "code": code, "text": "m"})
     }
 
+    /// A probe whose three answers are `bodies` (tsserver diagnostics; `None`: failed).
+    fn probe(bodies: [Option<Vec<Value>>; 3]) -> Probe {
+        let mut probe = Probe::new(1, Instant::now());
+        probe.answers = bodies.map(|body| {
+            Some(body.map(|body| answer_keys(&json!({"success": true, "body": body})).unwrap()))
+        });
+        probe
+    }
+
     #[test]
     fn the_publish_is_confirmed_only_by_the_same_ranges_and_codes() {
-        let answer =
-            |body: Vec<Value>| answer_keys(&json!({"success": true, "body": body})).unwrap();
-        let semantic = answer(vec![ts(2, 7, 12, json!(2322))]);
-        let answers = [answer(vec![]), semantic, answer(vec![])];
-        assert!(confirms(&[lsp(1, 6, 11, json!(2322))], &answers));
-        // The syntactic set published alone (empty) is not the whole answer.
-        assert!(!confirms(&[], &answers));
-        // Another position or code, or one more diagnostic, is not the same set.
-        assert!(!confirms(&[lsp(1, 5, 11, json!(2322))], &answers));
-        assert!(!confirms(&[lsp(1, 6, 11, json!(2345))], &answers));
-        assert!(!confirms(
-            &[lsp(1, 6, 11, json!(2322)), lsp(1, 6, 11, json!(2322))],
-            &answers
-        ));
+        let semantic = || Some(vec![ts(2, 7, 12, json!(2322))]);
+        let answered = probe([Some(vec![]), semantic(), Some(vec![])]);
+        let outcome = |published: &[Value]| answered.outcome(published, &[]);
+        assert_eq!(
+            outcome(&[lsp(1, 6, 11, json!(2322))]),
+            ProbeOutcome::Confirmed
+        );
+        // The syntactic set published alone (empty) is not the whole answer, and lspc knows.
+        assert_eq!(outcome(&[]), ProbeOutcome::Lacks(1));
+        // Another position or code lacks the answered one.
+        assert_eq!(
+            outcome(&[lsp(1, 5, 11, json!(2322))]),
+            ProbeOutcome::Lacks(1)
+        );
+        assert_eq!(
+            outcome(&[lsp(1, 6, 11, json!(2345))]),
+            ProbeOutcome::Lacks(1)
+        );
+        // One more than answered (a stale one) lacks nothing.
+        assert_eq!(
+            outcome(&[lsp(1, 6, 11, json!(2322)), lsp(1, 6, 11, json!(2322))]),
+            ProbeOutcome::Extra
+        );
+        assert_eq!(
+            outcome(&[lsp(1, 6, 11, json!(2322)), lsp(4, 0, 1, json!(1005))]),
+            ProbeOutcome::Extra
+        );
+        // Twice the same diagnostic answered, once published: one lacking.
+        let twice = probe([Some(vec![]), Some(vec![ts(2, 7, 12, json!(2322)); 2]), None]);
+        assert_eq!(
+            twice.outcome(&[lsp(1, 6, 11, json!(2322))], &[]),
+            ProbeOutcome::Failed
+        );
+        let twice = probe([
+            Some(vec![]),
+            Some(vec![ts(2, 7, 12, json!(2322)); 2]),
+            Some(vec![]),
+        ]);
+        assert_eq!(
+            twice.outcome(&[lsp(1, 6, 11, json!(2322))], &[]),
+            ProbeOutcome::Lacks(1)
+        );
         // A clean file: three empty answers confirm an empty publish.
-        assert!(confirms(
-            &[],
-            &[answer(vec![]), answer(vec![]), answer(vec![])]
-        ));
+        let clean = probe([Some(vec![]), Some(vec![]), Some(vec![])]);
+        assert_eq!(clean.outcome(&[], &[]), ProbeOutcome::Confirmed);
+        // Unanswered, then failed.
+        let mut pending = probe([Some(vec![]), Some(vec![]), Some(vec![])]);
+        pending.answers[1] = None;
+        assert_eq!(pending.outcome(&[], &[]), ProbeOutcome::Pending);
+        pending.answers[1] = Some(None);
+        assert_eq!(pending.outcome(&[], &[]), ProbeOutcome::Failed);
+        // A published diagnostic without a range cannot be compared.
+        assert_eq!(
+            clean.outcome(&[json!({"message": "m"})], &[]),
+            ProbeOutcome::Failed
+        );
         // Failed or odd answers give no keys.
         assert_eq!(
             answer_keys(&json!({"success": false, "message": "no project"})),
@@ -196,6 +293,32 @@ mod tests {
             None
         );
         assert_eq!(answer_keys(&Value::Null), None);
+    }
+
+    /// `diagnostics.ignoredCodes` in the server's settings: typescript-language-server drops
+    /// those codes from its publishes, so they are left out of tsserver's answers too.
+    #[test]
+    fn ignored_codes_are_left_out_of_the_answers() {
+        let settings = json!({"diagnostics": {"ignoredCodes": [6133, 2322]}});
+        let ignored = ignored_codes(Some(&settings));
+        assert_eq!(ignored, ["6133", "2322"]);
+        assert_eq!(ignored_codes(None), Vec::<String>::new());
+        assert_eq!(
+            ignored_codes(Some(&json!({"diagnostics": {}}))),
+            Vec::<String>::new()
+        );
+        let answered = probe([
+            Some(vec![]),
+            Some(vec![ts(2, 7, 12, json!(2322)), ts(3, 1, 2, json!(2345))]),
+            Some(vec![ts(1, 7, 8, json!(6133))]),
+        ]);
+        let published = [lsp(2, 0, 1, json!(2345))];
+        assert_eq!(
+            answered.outcome(&published, &ignored),
+            ProbeOutcome::Confirmed
+        );
+        assert_eq!(answered.outcome(&published, &[]), ProbeOutcome::Lacks(2));
+        assert_eq!(answered.outcome(&[], &ignored), ProbeOutcome::Lacks(1));
     }
 
     #[test]

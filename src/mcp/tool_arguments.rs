@@ -127,6 +127,45 @@ impl std::error::Error for ToolFailure {}
 /// Errors ([`ToolFailure`]): empty, outside the root, cannot be opened (inside the root), not a
 /// regular file.
 pub fn resolve_file(root: &Path, file: &str) -> Result<PathBuf, ToolFailure> {
+    let canonical = match locate(root, file)? {
+        Located::Canonical(canonical) => canonical,
+        Located::Missing { error, .. } => {
+            return Err(ToolFailure(format!(
+                "cannot open {file}: {error} (paths are relative to the workspace root {})",
+                root.display()
+            )))
+        }
+    };
+    if !canonical.is_file() {
+        return Err(ToolFailure(format!("{file} is not a file")));
+    }
+    Ok(canonical)
+}
+
+/// [`resolve_file`]'s containment alone (`lspc batch`): a path outside the root gets the same
+/// message; one inside it is given back canonical, or as resolved lexically when it does not
+/// exist, and whoever reads it says what is wrong with it (missing, a folder).
+///
+/// Errors ([`ToolFailure`]): empty, outside the root.
+pub fn resolve_inside(root: &Path, file: &str) -> Result<PathBuf, ToolFailure> {
+    Ok(match locate(root, file)? {
+        Located::Canonical(path) | Located::Missing { lexical: path, .. } => path,
+    })
+}
+
+/// Where a `file` argument inside the root leads.
+enum Located {
+    /// It exists: its canonical path, inside the root.
+    Canonical(PathBuf),
+    /// It cannot be opened (and no symlink is on the way): the path resolved lexically.
+    Missing {
+        lexical: PathBuf,
+        error: std::io::Error,
+    },
+}
+
+/// The containment rules of [`resolve_file`]. Errors: empty, outside the root.
+fn locate(root: &Path, file: &str) -> Result<Located, ToolFailure> {
     if file.is_empty() {
         return Err(ToolFailure(
             "file is empty; give a path relative to the workspace root".to_owned(),
@@ -157,20 +196,12 @@ pub fn resolve_file(root: &Path, file: &str) -> Result<PathBuf, ToolFailure> {
     let canonical = match lexical.canonicalize() {
         Ok(canonical) => canonical,
         Err(_) if passes_a_symlink(root, &lexical) => return Err(outside()),
-        Err(error) => {
-            return Err(ToolFailure(format!(
-                "cannot open {file}: {error} (paths are relative to the workspace root {})",
-                root.display()
-            )))
-        }
+        Err(error) => return Ok(Located::Missing { lexical, error }),
     };
     if !is_under(&canonical, root) {
         return Err(outside());
     }
-    if !canonical.is_file() {
-        return Err(ToolFailure(format!("{file} is not a file")));
-    }
-    Ok(canonical)
+    Ok(Located::Canonical(canonical))
 }
 
 /// Whether `file` is relative and every `/`-separated part of it is a name (not empty, `.` or

@@ -4,8 +4,9 @@
 //! counted in Unicode characters; files are given relative to the workspace root or absolute
 //! inside it, and shown relative to the root. A handler never returns a JSON-RPC error for a
 //! failing call: it returns a result with `isError: true` and a message that names the server,
-//! the capability and what to try. Every result also carries the passive diagnostics that arrived
-//! since the last delivery (`newDiagnostics`), drained with the seed's rules.
+//! the capability and what to try, and nothing else. Every successful result also carries the
+//! passive diagnostics that arrived since the last delivery (`newDiagnostics`), drained with the
+//! seed's rules; a failed call leaves them for the next success.
 //!
 //! Results: `structuredContent` is an object matching the tool's `outputSchema` (keys whose value
 //! would be `null` are omitted), plus one text rendering in `content`.
@@ -329,42 +330,71 @@ pub fn passive_drain_due(context: &ToolContext) -> bool {
         .due(context.passive_consumer.as_deref())
 }
 
-/// The passive diagnostics to deliver with tool `name`'s result (a drain when one is due); the
-/// diagnostics tool with `asked_file` (resolved) does not repeat that file's.
-pub fn passive_batch(
-    context: &ToolContext,
-    name: &str,
-    asked_file: Option<&Path>,
-) -> Option<DrainedBatch> {
+/// The passive diagnostics to deliver with tool `name`'s result, drained only once the result
+/// is known to carry them ([`call_result`] of a success); the diagnostics tool with
+/// `asked_file` (resolved) does not repeat that file's. `None` when the tool carries none.
+pub fn passive_batch<'a>(
+    context: &'a ToolContext,
+    name: &'a str,
+    asked_file: Option<&'a Path>,
+) -> Option<PassiveDrain<'a>> {
     if name == "diagnostics" && asked_file.is_none() {
         return None;
     }
-    context
-        .passive_drains
-        .drain(&context.op_sender, context.passive_consumer.as_deref())
-        .map(|mut batch| {
-            // The diagnostics tool just delivered its file in full; draining marks those
-            // delivered, and they are not repeated as "new".
-            if name == "diagnostics" {
-                batch
-                    .files
-                    .retain(|(path, _)| Some(path.as_path()) != asked_file);
-            }
-            batch
-        })
-        .filter(|batch| !batch.files.is_empty() || batch.n_more > 0)
+    Some(PassiveDrain {
+        context,
+        name,
+        asked_file,
+    })
 }
 
-/// The `CallToolResult` of a tool's `outcome` (structured content and its text, or a failure)
-/// with `passive` (the new diagnostics) and, once per session, the install hints.
+/// A drain of the passive diagnostics not done yet ([`passive_batch`]): a failed call leaves
+/// them queued, so its error result carries only the error and the next successful call
+/// delivers them.
+pub struct PassiveDrain<'a> {
+    context: &'a ToolContext,
+    name: &'a str,
+    asked_file: Option<&'a Path>,
+}
+
+impl PassiveDrain<'_> {
+    /// The new diagnostics (a drain when one is due), marked delivered; `None` when there are
+    /// none.
+    fn drain(self) -> Option<DrainedBatch> {
+        let PassiveDrain {
+            context,
+            name,
+            asked_file,
+        } = self;
+        context
+            .passive_drains
+            .drain(&context.op_sender, context.passive_consumer.as_deref())
+            .map(|mut batch| {
+                // The diagnostics tool just delivered its file in full; draining marks those
+                // delivered, and they are not repeated as "new".
+                if name == "diagnostics" {
+                    batch
+                        .files
+                        .retain(|(path, _)| Some(path.as_path()) != asked_file);
+                }
+                batch
+            })
+            .filter(|batch| !batch.files.is_empty() || batch.n_more > 0)
+    }
+}
+
+/// The `CallToolResult` of a tool's `outcome`: a success's structured content and its text with
+/// `passive` (the new diagnostics, drained here) and, once per session, the install hints; or a
+/// failure's message alone (the passive diagnostics stay queued for the next success: an agent
+/// reads an error result as the error, issue 15).
 pub fn call_result(
     context: &ToolContext,
     outcome: Result<(Value, String), ToolFailure>,
-    passive: Option<DrainedBatch>,
+    passive: Option<PassiveDrain<'_>>,
 ) -> CallResult {
     match outcome {
         Ok((mut structured, mut text)) => {
-            if let Some(batch) = passive {
+            if let Some(batch) = passive.and_then(PassiveDrain::drain) {
                 let (json, passive_text) = drained_json(&context.root, &batch);
                 structured["newDiagnostics"] = json;
                 text.push_str("\nNew diagnostics since the last call:\n");
@@ -385,18 +415,10 @@ pub fn call_result(
                 structured: Some(structured),
             }
         }
-        Err(ToolFailure(message)) => {
-            let mut text = message;
-            if let Some(batch) = passive {
-                let (_, passive_text) = drained_json(&context.root, &batch);
-                text.push_str("\n\nNew diagnostics since the last call:\n");
-                text.push_str(&passive_text);
-            }
-            CallResult {
-                text: trimmed_end(text),
-                structured: None,
-            }
-        }
+        Err(ToolFailure(message)) => CallResult {
+            text: trimmed_end(message),
+            structured: None,
+        },
     }
 }
 

@@ -1646,64 +1646,74 @@ fn fast_path_answers_clangd_as_the_hub_route_does() {
     );
 }
 
+/// A fixture server that publishes a diagnostic for `b.py` when asked for a definition, then
+/// runs `then` (its answer); over `lspc mcp` (the fast path on or off): a hover, a definition,
+/// 300 ms (the publish is queued by the loop by then: the next call's drain is due), a hover.
+/// The workspace (kept alive), the three results and the debug log's path.
+fn publish_on_definition(
+    name: &str,
+    then: Value,
+    fast_path: bool,
+) -> (Workspace, Vec<Value>, PathBuf) {
+    let scenario = json!({"rules": [{"method": "textDocument/definition", "times": 1, "actions": [
+        {"publish": {"uri": "$ROOT/b.py", "diagnostics": [{"range": {"start": {"line": 0,
+            "character": 4}, "end": {"line": 0, "character": 13}}, "severity": 1,
+            "source": "fx", "message": "E1 undefined name"}]}},
+        then]}]});
+    // A workspace (and so a server, and a warm session in session mode) per route: the
+    // publish happens once per server.
+    let mut workspace = Workspace::new(&format!("{name}-{fast_path}"));
+    workspace.file("a.py", "def greet():\n    pass\n\ngreet()\n");
+    workspace.file("b.py", "y = undefined\n");
+    let config = workspace.fixture_config(&[("fx", &[".py"], scenario)]);
+    let log = workspace.root.join("passive.log");
+    let mut session = start_logged(&workspace, &config, &log, fast_path);
+    let hover = json!({"file": "a.py", "line": 1, "symbol": "greet"});
+    let mut results = tool_results(
+        &mut session,
+        &[
+            ("hover", hover.clone()),
+            (
+                "definition",
+                json!({"file": "a.py", "line": 4, "symbol": "greet"}),
+            ),
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let next = session.request(
+        json!(3),
+        "tools/call",
+        json!({"name": "hover", "arguments": hover}),
+        30 * SECOND,
+    );
+    results.push(next["result"].clone());
+    assert_eq!(session.finish(20 * SECOND), Some(0));
+    (workspace, results, log)
+}
+
 /// Issue 15: diagnostics a server publishes while fast-path calls run reach the client once,
 /// in a later call's `newDiagnostics`, as on the hub's route. When a drain is due, the thread
 /// that has the server's answer hands the result's rendering to a worker (a drain waits for the
 /// event loop, which that thread may be).
 #[test]
 fn fast_path_results_carry_new_diagnostics_as_the_hub_route_does() {
-    let publish = json!({"rules": [{"method": "textDocument/definition", "times": 1, "actions": [
-        {"publish": {"uri": "$ROOT/b.py", "diagnostics": [{"range": {"start": {"line": 0,
-            "character": 4}, "end": {"line": 0, "character": 13}}, "severity": 1,
-            "source": "fx", "message": "E1 undefined name"}]}},
-        {"default": true}]}]});
     let mut delivered = Vec::new();
     for fast_path in [true, false] {
-        // A workspace (and so a server, and a warm session in session mode) per route: the
-        // publish happens once per server.
-        let mut workspace = Workspace::new(&format!("mcp-fast-passive-{fast_path}"));
-        workspace.file("a.py", "def greet():\n    pass\n\ngreet()\n");
-        workspace.file("b.py", "y = undefined\n");
-        let config = workspace.fixture_config(&[("fx", &[".py"], publish.clone())]);
-        let log = workspace.root.join("passive.log");
-        let mut session = start_logged(&workspace, &config, &log, fast_path);
-        let hover = json!({"file": "a.py", "line": 1, "symbol": "greet"});
-        let mut results = tool_results(
-            &mut session,
-            &[
-                ("hover", hover.clone()),
-                (
-                    "definition",
-                    json!({"file": "a.py", "line": 4, "symbol": "greet"}),
-                ),
-            ],
-        );
-        // The publish is queued by the loop by then: the next call's drain is due.
-        std::thread::sleep(Duration::from_millis(300));
-        let next = session.request(
-            json!(3),
-            "tools/call",
-            json!({"name": "hover", "arguments": hover}),
-            30 * SECOND,
-        );
-        results.push(next["result"].clone());
-        assert_eq!(session.finish(20 * SECOND), Some(0));
+        let (workspace, results, log) =
+            publish_on_definition("mcp-fast-passive", json!({"default": true}), fast_path);
         let new: Vec<Value> = results
             .iter()
             .filter_map(|result| result["structuredContent"].get("newDiagnostics").cloned())
             .collect();
-        let log = std::fs::read_to_string(&log).unwrap_or_default();
+        let log_text = std::fs::read_to_string(&log).unwrap_or_default();
         if fast_path {
-            assert_eq!(
-                fast_path_starts(&workspace.root.join("passive.log"), "hover").0,
-                2,
-                "{log}"
-            );
+            assert_eq!(fast_path_starts(&log, "hover").0, 2, "{log_text}");
             assert!(
-                log.contains("passive diagnostics due, the result is rendered on a worker"),
-                "{log}"
+                log_text.contains("passive diagnostics due, the result is rendered on a worker"),
+                "{log_text}"
             );
         }
+        drop(workspace);
         delivered.push(new);
     }
     assert_eq!(delivered[0], delivered[1]);
@@ -1715,6 +1725,34 @@ fn fast_path_results_carry_new_diagnostics_as_the_hub_route_does() {
             "message": "E1 undefined name", "server": "fx", "source": "fx"}]}]})
         ]
     );
+}
+
+/// Issue 15: a failed call's error result carries only the error. Diagnostics the server
+/// published meanwhile for another file stay queued and reach the next successful call (on
+/// the fast path and on the hub's route); they used to be appended to the error's text.
+#[test]
+fn a_failed_call_carries_only_its_error_and_new_diagnostics_wait_for_a_success() {
+    let failing = json!({"replyError": {"code": -32603, "message": "definition broke"}});
+    for fast_path in [true, false] {
+        let (_workspace, results, log) =
+            publish_on_definition("mcp-failed-passive", failing.clone(), fast_path);
+        let log = std::fs::read_to_string(&log).unwrap_or_default();
+        assert_eq!(
+            results[1],
+            json!({"content": [{"type": "text",
+                "text": "server fx answered textDocument/definition with error -32603: definition broke"}],
+                "isError": true}),
+            "fast path {fast_path}: {log}"
+        );
+        assert_eq!(results[0]["structuredContent"].get("newDiagnostics"), None);
+        assert_eq!(
+            results[2]["structuredContent"]["newDiagnostics"],
+            json!({"files": [{"file": "b.py", "diagnostics": [{"file": "b.py", "line": 1,
+            "column": 5, "endLine": 1, "endColumn": 14, "severity": "error",
+            "message": "E1 undefined name", "server": "fx", "source": "fx"}]}]}),
+            "fast path {fast_path}: {log}"
+        );
+    }
 }
 
 /// Found by trying `lspc mcp` as a new user would (pypa/packaging, then reduced): an agent

@@ -84,6 +84,22 @@ impl Drop for McpClient {
     }
 }
 
+/// The answer lines of `lspc --no-builtin batch` run on `lines` in `workspace` (exit 0).
+fn batch_answers(workspace: &Workspace, lines: String) -> Vec<Value> {
+    let output = workspace
+        .lspc()
+        .args(["--no-builtin", "batch"])
+        .env("RUST_LOG", "off")
+        .stdin(lines)
+        .run();
+    output.status(0);
+    output
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("JSON answer"))
+        .collect()
+}
+
 /// A bad argument, given the way each frontend gives it, and the one message all three print.
 struct Case {
     cli: &'static [&'static str],
@@ -147,19 +163,8 @@ fn a_bad_argument_gets_the_same_message_from_cli_batch_and_mcp() {
         line["op"] = json!(case.tool);
         batch.push_str(&format!("{line}\n"));
     }
-    let output = workspace
-        .lspc()
-        .args(["--no-builtin", "batch"])
-        .env("RUST_LOG", "off")
-        .stdin(batch)
-        .run();
-    output.status(0);
-    let answers: Vec<Value> = output
-        .stdout
-        .lines()
-        .map(|line| serde_json::from_str(line).expect("JSON answer"))
-        .collect();
-    assert_eq!(answers.len(), cases.len(), "{}", output.story());
+    let answers = batch_answers(&workspace, batch);
+    assert_eq!(answers.len(), cases.len(), "{answers:?}");
     let mut mcp = McpClient::start(&workspace);
     for (index, case) in cases.iter().enumerate() {
         let cli = workspace
@@ -192,6 +197,63 @@ fn a_bad_argument_gets_the_same_message_from_cli_batch_and_mcp() {
             "mcp: {call}"
         );
     }
+}
+
+/// A file outside the workspace root gets one refusal, the same from `lspc batch` and MCP,
+/// whether or not it exists (issue 15: batch read files outside the root MCP refuses).
+#[test]
+fn a_file_outside_the_root_is_refused_by_batch_as_by_mcp() {
+    let workspace = Workspace::new("outside root");
+    workspace.file("a.py", "x = 1\n");
+    let root = workspace.root.canonicalize().expect("root");
+    let sibling = root.with_file_name("outside-root-sibling.py");
+    std::fs::write(&sibling, "y = 2\n").expect("sibling");
+    let sibling_text = sibling.display().to_string();
+    let files = [
+        "../outside-root-sibling.py",
+        &sibling_text,
+        "/etc/hostname",
+        "/nowhere/a.py",
+    ];
+    let refusal = |file: &str| {
+        format!(
+            "{file} is outside the workspace root {}; lspc only serves files inside it",
+            root.display()
+        )
+    };
+    let mut batch = String::new();
+    for (index, file) in files.iter().enumerate() {
+        let line = json!({"id": index, "op": "hover", "file": file, "line": 1, "column": 1});
+        batch.push_str(&format!("{line}\n"));
+    }
+    batch.push_str(&format!(
+        "{}\n",
+        json!({"id": "check", "op": "check", "paths": ["../outside-root-sibling.py"]})
+    ));
+    let answers = batch_answers(&workspace, batch);
+    let mut expected: Vec<Value> = files
+        .iter()
+        .enumerate()
+        .map(|(index, file)| json!({"id": index, "error": {"message": refusal(file)}}))
+        .collect();
+    expected
+        .push(json!({"id": "check", "error": {"message": refusal("../outside-root-sibling.py")}}));
+    assert_eq!(answers, expected);
+    let mut mcp = McpClient::start(&workspace);
+    for (index, file) in files.iter().enumerate() {
+        let call = mcp.request(
+            10 + index as u64,
+            "tools/call",
+            json!({"name": "hover", "arguments": {"file": file, "line": 1, "column": 1}}),
+        );
+        assert_eq!(call["result"]["isError"], true, "{call}");
+        assert_eq!(
+            call["result"]["content"][0]["text"],
+            refusal(file),
+            "{call}"
+        );
+    }
+    std::fs::remove_file(&sibling).expect("remove sibling");
 }
 
 /// The tools an agent sees take exactly the arguments of the operation definitions, and the JSON

@@ -661,18 +661,48 @@ fn typescript_publish_confirmed_by_tsserver_settles_at_once_and_matches_tsc() {
     );
 }
 
+/// typescript-language-server 5.3.0 with `diagnostics.ignoredCodes: [2322]` in its settings: it
+/// drops `app.ts`'s TS2322 from its publishes while tsserver's answers still list it. The code is
+/// left out of the answers, so the empty publish is confirmed at once and equals the answer
+/// after a long wait; without that, lspc would hold the file to its deadline (the answers list a
+/// diagnostic the publish lacks) and report a timeout for every file such a user checks.
+#[test]
+fn typescript_ignored_codes_are_confirmed_not_held() {
+    require_program!("typescript-language-server");
+    let workspace = Workspace::copy_of("typescript");
+    let mut entry = typescript_entry();
+    entry["settings"] = json!({"diagnostics": {"ignoredCodes": [2322]}});
+    let config = workspace.config(json!({ "typescript-language-server": entry }));
+    let mut session = BatchSession::start(&workspace, &config, 90);
+    let fast = complete_rows(&session.ask(diagnostics(1, "src/app.ts")));
+    assert_eq!(fast, []);
+    std::thread::sleep(LONG_WAIT);
+    assert_eq!(
+        complete_rows(&session.ask(diagnostics(2, "src/app.ts"))),
+        fast
+    );
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("src/app.ts v1 confirmed by tsserver"),
+        "{stderr}"
+    );
+}
+
 /// Rule `unversioned-publish-confirmed` on a fixture server named typescript-language-server,
 /// with delays: it publishes an empty (syntactic) set at the open and the real set 600 ms later,
 /// without versions, and answers `typescript.tsserverRequest` with tsserver-shaped sets. The
 /// empty publish does not match tsserver's sets, so it never settles the file; the later one does
-/// at once (before the 1.5 s quiet period could). When the answers never match, the quiet period
-/// applies as before and the answer is the same.
+/// at once (before the 1.5 s quiet period could). When tsserver's semantic request fails, the
+/// quiet period applies as before and the answer is the same.
 #[test]
 fn confirmed_unversioned_publish_through_delays_and_its_fallback() {
     let marker = json!({"start": {"line": 1, "offset": 1}, "end": {"line": 1, "offset": 12}, "code": "FX1", "category": "error", "text": "real"});
-    let other = json!({"start": {"line": 1, "offset": 1}, "end": {"line": 1, "offset": 12}, "code": 1, "category": "error", "text": "real"});
-    for (name, semantic) in [("matches", marker), ("differs", other)] {
-        let semantic_reply = json!([tsserver_reply(json!([semantic]))]);
+    let fails = json!({"replyError": {"code": -32603, "message": "no project"}});
+    for (name, semantic_reply) in [
+        ("matches", json!([tsserver_reply(json!([marker]))])),
+        ("fails", json!([fails])),
+    ] {
         let scenario = tsserver_like_scenario(600, semantic_reply.clone(), semantic_reply);
         let mut workspace = Workspace::new(&format!("confirm-{name}"));
         workspace.file("a.ts", "ERROR: real\n");
@@ -690,7 +720,7 @@ fn confirmed_unversioned_publish_through_delays_and_its_fallback() {
         assert_eq!(status, Some(0), "{stderr}");
         let confirmed = stderr.contains("a.ts v1 confirmed by tsserver");
         assert_eq!(confirmed, name == "matches", "{name}: {stderr}");
-        if name == "differs" {
+        if name == "fails" {
             // Settled by the quiet period after the 600 ms publish.
             assert!(elapsed >= Duration::from_millis(2000), "{elapsed:?}");
         }
@@ -701,6 +731,109 @@ fn confirmed_unversioned_publish_through_delays_and_its_fallback() {
             .count();
         assert_eq!(probes, 6, "{name}: two publishes, three requests each");
     }
+}
+
+/// Issue 15 (round 8): tsserver's answers list an error the publish lacks. The fixture
+/// publishes `[]` (the syntactic set) at the open and the real set only after 2.5 s, and answers
+/// the first probe at once with the real set: lspc knows the empty publish is not the whole
+/// answer, and holds the file until the publish the second probe confirms. Before, the quiet
+/// period ran from the first probe's answer and the file was reported clean at about 1.5 s.
+#[test]
+fn a_probe_listing_errors_the_publish_lacks_holds_the_file_until_they_are_published() {
+    let marker = json!({"start": {"line": 1, "offset": 1}, "end": {"line": 1, "offset": 12}, "code": "FX1", "category": "error", "text": "real"});
+    let semantic_reply = json!([tsserver_reply(json!([marker]))]);
+    let scenario = tsserver_like_scenario(2500, semantic_reply.clone(), semantic_reply);
+    let elapsed = confirmed_real_marker("probe-lacks", scenario);
+    assert!(elapsed >= Duration::from_millis(2500), "{elapsed:?}");
+}
+
+/// `a.ts` holding the marker `ERROR: real`, asked for over a batch session on the fixture
+/// `scenario` (named typescript-language-server): the answer is complete, the marker alone,
+/// and confirmed by tsserver. How long the answer took.
+fn confirmed_real_marker(name: &str, scenario: Value) -> Duration {
+    let mut workspace = Workspace::new(name);
+    workspace.file("a.ts", "ERROR: real\n");
+    let config = workspace.fixture_config(&[("typescript-language-server", &[".ts"], scenario)]);
+    let mut session = BatchSession::start(&workspace, &config, 20);
+    let started = std::time::Instant::now();
+    let answer = complete_rows(&session.ask(diagnostics(1, "a.ts")));
+    let elapsed = started.elapsed();
+    assert_eq!(answer, [row(1, 1, "error", "real")]);
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    assert!(stderr.contains("a.ts v1 confirmed by tsserver"), "{stderr}");
+    elapsed
+}
+
+/// The hold is bounded by the file's deadline: when no publish ever matches tsserver's answers
+/// (here they give the error another code), the file ends as a timeout with the publish's set,
+/// never as settled, and the warning says why. The codes `diagnostics.ignoredCodes` in the
+/// server's settings tells typescript-language-server to drop from its publishes are left out
+/// of the answers, so the same answers with that code ignored confirm the publish at once.
+#[test]
+fn a_probe_no_publish_matches_ends_as_a_timeout_unless_its_codes_are_ignored() {
+    let marker = json!({"start": {"line": 1, "offset": 1}, "end": {"line": 1, "offset": 12}, "code": "FX1", "category": "error", "text": "real"});
+    let other = json!({"start": {"line": 1, "offset": 1}, "end": {"line": 1, "offset": 12}, "code": 7, "category": "error", "text": "other"});
+    for ignored in [false, true] {
+        let semantic_reply = json!([tsserver_reply(json!([marker, other]))]);
+        let scenario = tsserver_like_scenario(600, semantic_reply.clone(), semantic_reply);
+        let mut workspace = Workspace::new(&format!("probe-never-matches-{ignored}"));
+        workspace.file("a.ts", "ERROR: real\n");
+        let config =
+            workspace.fixture_config(&[("typescript-language-server", &[".ts"], scenario)]);
+        if ignored {
+            let mut lsp: Value =
+                serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+            lsp["typescript-language-server"]["settings"] =
+                json!({"diagnostics": {"ignoredCodes": [7]}});
+            std::fs::write(&config, lsp.to_string()).unwrap();
+        }
+        let mut session = BatchSession::start(&workspace, &config, 4);
+        let answer = session.ask(diagnostics(1, "a.ts"));
+        assert_eq!(batch_diagnostics(&answer), [row(1, 1, "error", "real")]);
+        let (status, stderr) = session.finish();
+        assert_eq!(status, Some(0), "{stderr}");
+        assert_eq!(answer["result"]["complete"], ignored, "{answer}");
+        let warning = "typescript-language-server: its last publish for";
+        assert_eq!(stderr.contains(warning), !ignored, "{stderr}");
+        if ignored {
+            assert!(stderr.contains("a.ts v1 confirmed by tsserver"), "{stderr}");
+        } else {
+            assert_eq!(
+                answer["result"]["incomplete"],
+                "diagnostics incomplete: typescript-language-server still analysing after 4 s",
+                "{answer}"
+            );
+        }
+    }
+}
+
+/// Probe requests have no deadline of their own: a server that never answers
+/// `typescript.tsserverRequest` (tsserver answers only once its check is done, which took 10 s
+/// on ky's `Ky.ts`) holds the file to its deadline, and it ends as a timeout naming the server,
+/// with what was published; never settled by the quiet period after the publish.
+#[test]
+fn an_unanswered_probe_ends_as_a_timeout_at_the_files_deadline() {
+    let silent = json!([{"noReply": true}]);
+    let mut scenario = tsserver_like_scenario(600, silent.clone(), silent.clone());
+    scenario["rules"][3]["actions"] = silent;
+    let mut workspace = Workspace::new("probe-unanswered");
+    workspace.file("a.ts", "ERROR: real\n");
+    let config = workspace.fixture_config(&[("typescript-language-server", &[".ts"], scenario)]);
+    let mut session = BatchSession::start(&workspace, &config, 4);
+    let started = std::time::Instant::now();
+    let answer = session.ask(diagnostics(1, "a.ts"));
+    let elapsed = started.elapsed();
+    assert_eq!(batch_diagnostics(&answer), [row(1, 1, "error", "real")]);
+    assert_eq!(answer["result"]["complete"], false, "{answer}");
+    assert_eq!(
+        answer["result"]["incomplete"],
+        "diagnostics incomplete: typescript-language-server still analysing after 4 s",
+        "{answer}"
+    );
+    assert!(elapsed >= Duration::from_secs(4), "{elapsed:?}");
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
 }
 
 /// Rule `unversioned-publish-confirmed` while tsserver is still checking the file: found on
@@ -719,15 +852,7 @@ fn an_unanswered_tsserver_probe_holds_the_empty_first_publish() {
         json!([{"after": 2500, "actions": [tsserver_reply(json!([marker]))]}]),
         json!([tsserver_reply(json!([marker]))]),
     );
-    let mut workspace = Workspace::new("probe-held");
-    workspace.file("a.ts", "ERROR: real\n");
-    let config = workspace.fixture_config(&[("typescript-language-server", &[".ts"], scenario)]);
-    let mut session = BatchSession::start(&workspace, &config, 20);
-    let answer = complete_rows(&session.ask(diagnostics(1, "a.ts")));
-    assert_eq!(answer, [row(1, 1, "error", "real")]);
-    let (status, stderr) = session.finish();
-    assert_eq!(status, Some(0), "{stderr}");
-    assert!(stderr.contains("a.ts v1 confirmed by tsserver"), "{stderr}");
+    confirmed_real_marker("probe-held", scenario);
 }
 
 /// The same hold for a query's readiness wait (the file's first hover of the session): an
