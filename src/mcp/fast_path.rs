@@ -7,11 +7,14 @@
 //! help) on the stdin reader itself, as the hub would have: the in-flight id is registered in the shared [`Calls`] (a duplicate is refused), the
 //! call gets an engine tag (so `notifications/cancelled`, handled by the hub, sends
 //! `$/cancelRequest` and suppresses the answer through its [`super::calls::AnswerGate`]), and the
-//! request goes out in its document sync's loop turn ([`crate::query::command::start`]). The
-//! thread that ends the request (the server's reader for an answer; the loop for an error, a
-//! timeout, a cancellation or a crash) renders the tool result and writes its line
-//! ([`finish_instant`]). A call that is not instant now (a readiness wait is due, the position is
-//! off its line) runs on a worker, as through the hub.
+//! request goes out in its document sync's loop turn ([`crate::query::command::start_detached`]).
+//! The reader does not wait for that turn: it reads the next line meanwhile, and waits for the
+//! loop's decision (sent, or handed to a worker) only before it handles that line, so lines keep
+//! their order without a wake-up of the reader per call. The thread that ends the request (the
+//! server's reader for an answer; the loop for an error, a timeout, a cancellation or a crash)
+//! renders the tool result and writes its line ([`finish_instant`]). A call that is not instant
+//! now (a readiness wait is due, the position is off its line) is handed to a worker by the
+//! thread that decides so (the loop, or the reader), as through the hub.
 //!
 //! When the fast path applies (otherwise the line goes to the hub, unchanged):
 //! - the hub has handled every earlier line of this client ([`StdioShared::behind`] is 0), so the
@@ -30,7 +33,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crossbeam_channel::Sender;
+use crossbeam_channel::{Receiver, Sender};
 use serde_json::Value;
 
 use super::calls::{id_key, Calls, Completion, InFlight, WorkerPool};
@@ -134,6 +137,9 @@ pub(super) struct Front {
     pub out: OutboundStream,
     /// To wake the hub for a call that asked for progress.
     pub hub_sender: Sender<HubInput>,
+    /// The loop's decision on the last call started here, until [`Front::await_decision`]
+    /// has it.
+    pub undecided: Cell<Option<Receiver<()>>>,
 }
 
 impl Front {
@@ -142,6 +148,7 @@ impl Front {
     /// read typed first ([`protocol::parse_tool_call`]); only a line not started here is read
     /// into a `Value` ([`protocol::parse_line`], which keeps every error).
     pub(super) fn dispatch_line(&self, line: &str) -> Result<(), ()> {
+        self.await_decision();
         if self.enabled && self.shared.behind.load(Ordering::Acquire) == 0 {
             if let Some(call) = protocol::parse_tool_call(line) {
                 if self.try_start(&call) {
@@ -150,6 +157,17 @@ impl Front {
             }
         }
         self.forward(protocol::parse_line(line))
+    }
+
+    /// Wait until the loop has decided the last call started here: its request sent, or the
+    /// call handed to a worker (so a later line never overtakes it). Usually decided long
+    /// before the next line arrives: then no wait and no system call.
+    fn await_decision(&self) {
+        if let Some(decision) = self.undecided.take() {
+            // `Err`: the op was dropped unrun with its call (the engine is gone), which
+            // answered as it went.
+            let _ = crate::engine::recv_parked(&decision);
+        }
     }
 
     /// Hand `incoming` to the hub; `Err` once the hub is gone.
@@ -246,14 +264,24 @@ impl Front {
             }),
         };
         let queries = self.queries.with_tag(Some(tag));
-        match crate::query::command::start(&queries, request, Rendering::Both, call, finish_instant)
-        {
-            Ok(()) => log::debug!("tools/call {name} started on the stdin reader: in flight"),
-            Err((request, call)) => {
+        // The loop's turn decides; this thread reads the next line meanwhile and waits for the
+        // decision only before handling it ([`Front::await_decision`]). A decision made while
+        // this thread is in `read` is an atomic store, not a wake-up.
+        let (decided, decision) = crossbeam_channel::bounded::<()>(1);
+        let on_sent = decided.clone();
+        let pool = self.pool.clone();
+        crate::query::command::start_detached(
+            &queries,
+            request,
+            Rendering::Both,
+            call,
+            finish_instant,
+            Box::new(move |request, call| {
                 log::debug!(
-                    "tools/call {name} started on the stdin reader: not instant now, on a worker"
+                    "tools/call {} started on the stdin reader: not instant now, on a worker",
+                    call.name
                 );
-                self.pool.submit(Box::new(move || {
+                pool.submit(Box::new(move || {
                     let result = tools::call_prepared(
                         &call.context,
                         call.name,
@@ -262,8 +290,14 @@ impl Front {
                     );
                     call.respond(result);
                 }));
-            }
-        }
+                let _ = decided.send(());
+            }),
+            Some(Box::new(move || {
+                log::debug!("tools/call {name} started on the stdin reader: in flight");
+                let _ = on_sent.send(());
+            })),
+        );
+        self.undecided.set(Some(decision));
         true
     }
 }

@@ -469,6 +469,7 @@ fn serve_clients(
             client: stdio.client,
             out: stdio.out,
             hub_sender: stdio.sender,
+            undecided: Default::default(),
         };
         let input = stdio.input;
         let active = Arc::clone(&active);

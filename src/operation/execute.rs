@@ -163,7 +163,7 @@ pub type NotInstant = Box<dyn FnOnce(Operation, Done) + Send>;
 /// `not_instant(operation, done)` runs instead, on the caller's thread or the loop's (so it must
 /// not block: hand the pair to a thread that runs [`execute`]). `lspc batch` uses it, as its
 /// thread has nothing to do until the answer is written; `lspc mcp`'s stdio reader uses the
-/// query layer's own [`crate::query::command::start`].
+/// query layer's own [`crate::query::command::start_detached`].
 pub fn start_detached(
     context: &Context<'_>,
     operation: Operation,

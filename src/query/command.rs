@@ -318,48 +318,20 @@ pub type NotInstant<T> = Box<dyn FnOnce(QueryRequest, T) + Send>;
 
 /// Start `request` on the instant route (issue 15) when it is one request long: hover,
 /// definition (every kind), references, document symbols, signature help. The loop's turn
-/// decides, and this returns as soon as it has (it never waits for the server):
-/// - `Ok(())`: the request went out in its sync's turn; `finish(payload, answer)` runs exactly
-///   once, with exactly what [`execute_rendering`] returns, on the thread that ends the request
-///   (the server's reader for an answer; the loop, or a session's proxy, for an error, timeout,
-///   cancellation or crash), maybe before this returns;
-/// - `Err((request, payload))`: nothing was sent (another kind of query, a readiness wait due,
-///   the file's server still starting, a sync or position error); the caller runs
-///   [`execute_rendering`], which waits, or reports the same error.
-pub fn start<T: Send + 'static>(
-    queries: &Queries,
-    request: QueryRequest,
-    rendering: Rendering,
-    payload: T,
-    finish: FinishQuery<T>,
-) -> Result<(), (QueryRequest, T)> {
-    // `Some`: not sent, given back; `None`: the loop took the request.
-    let (decision_sender, decision_receiver) = crossbeam_channel::bounded(1);
-    let sent_sender = decision_sender.clone();
-    start_detached(
-        queries,
-        request,
-        rendering,
-        payload,
-        finish,
-        Box::new(move |request, payload| {
-            let _ = decision_sender.send(Some((request, payload)));
-        }),
-        Some(Box::new(move || {
-            let _ = sent_sender.send(None);
-        })),
-    );
-    match crate::engine::recv_parked(&decision_receiver) {
-        Ok(Some(given_back)) => Err(given_back),
-        // Taken, or dropped unrun with the payload (the engine went away).
-        Ok(None) | Err(_) => Ok(()),
-    }
-}
-
-/// [`start`] without waiting for the loop's decision: when `request` is not instant (now),
-/// `not_instant(request, payload)` runs instead, on this thread or the loop's (it must not
-/// block); `sent` runs in the loop once the request is written. `lspc batch` uses it, as its
-/// thread has nothing to do until the answer is written.
+/// decides, and this returns at once (it never waits for the loop nor the server):
+/// - the request goes out in its sync's turn, then `sent` runs in the loop;
+///   `finish(payload, answer)` runs exactly once, with exactly what [`execute_rendering`]
+///   returns, on the thread that ends the request (the server's reader for an answer; the loop,
+///   or a session's proxy, for an error, timeout, cancellation or crash), maybe before this
+///   returns;
+/// - or nothing is sent (another kind of query, a readiness wait due, the file's server still
+///   starting, a sync or position error): `not_instant(request, payload)` runs instead, on this
+///   thread or the loop's (it must not block), and the caller runs [`execute_rendering`], which
+///   waits, or reports the same error.
+///
+/// An op the loop drops unrun (the engine gone) drops the payload, and neither callback runs.
+/// `lspc batch` (through [`crate::operation::execute::start_detached`]) and `lspc mcp`'s stdio
+/// reader ([`crate::mcp`]'s fast path) use it.
 pub fn start_detached<T: Send + 'static>(
     queries: &Queries,
     request: QueryRequest,
