@@ -127,8 +127,8 @@ impl std::error::Error for ToolFailure {}
 /// Errors ([`ToolFailure`]): empty, outside the root, cannot be opened (inside the root), not a
 /// regular file.
 pub fn resolve_file(root: &Path, file: &str) -> Result<PathBuf, ToolFailure> {
-    let canonical = match locate(root, file)? {
-        Located::Canonical(canonical) => canonical,
+    let (canonical, is_file) = match locate(root, file)? {
+        Located::Canonical { path, is_file } => (path, is_file),
         Located::Missing { error, .. } => {
             return Err(ToolFailure(format!(
                 "cannot open {file}: {error} (paths are relative to the workspace root {})",
@@ -136,7 +136,7 @@ pub fn resolve_file(root: &Path, file: &str) -> Result<PathBuf, ToolFailure> {
             )))
         }
     };
-    if !canonical.is_file() {
+    if !is_file.unwrap_or_else(|| canonical.is_file()) {
         return Err(ToolFailure(format!("{file} is not a file")));
     }
     Ok(canonical)
@@ -149,14 +149,18 @@ pub fn resolve_file(root: &Path, file: &str) -> Result<PathBuf, ToolFailure> {
 /// Errors ([`ToolFailure`]): empty, outside the root.
 pub fn resolve_inside(root: &Path, file: &str) -> Result<PathBuf, ToolFailure> {
     Ok(match locate(root, file)? {
-        Located::Canonical(path) | Located::Missing { lexical: path, .. } => path,
+        Located::Canonical { path, .. } | Located::Missing { lexical: path, .. } => path,
     })
 }
 
 /// Where a `file` argument inside the root leads.
 enum Located {
-    /// It exists: its canonical path, inside the root.
-    Canonical(PathBuf),
+    /// It exists: its canonical path, inside the root, and whether it is a regular file when
+    /// that is already known.
+    Canonical {
+        path: PathBuf,
+        is_file: Option<bool>,
+    },
     /// It cannot be opened (and no symlink is on the way): the path resolved lexically.
     Missing {
         lexical: PathBuf,
@@ -193,6 +197,12 @@ fn locate(root: &Path, file: &str) -> Result<Located, ToolFailure> {
         };
         lexical
     };
+    if let Some(is_file) = is_file_without_symlinks(root, &lexical) {
+        return Ok(Located::Canonical {
+            path: lexical,
+            is_file: Some(is_file),
+        });
+    }
     let canonical = match lexical.canonicalize() {
         Ok(canonical) => canonical,
         Err(_) if passes_a_symlink(root, &lexical) => return Err(outside()),
@@ -201,7 +211,33 @@ fn locate(root: &Path, file: &str) -> Result<Located, ToolFailure> {
     if !is_under(&canonical, root) {
         return Err(outside());
     }
-    Ok(Located::Canonical(canonical))
+    Ok(Located::Canonical {
+        path: canonical,
+        is_file: None,
+    })
+}
+
+/// Whether `path` is a regular file, when it exists below the canonical `root` and none of its
+/// components below the root is a symbolic link: such a path (resolved lexically, so without
+/// `.`, `..` or repeated separators) is its own canonical form. `None` otherwise (missing, a
+/// symlink on the way, or the root itself): then `realpath` decides.
+///
+/// Why (issue 15): `realpath` reads every component from `/` (one `readlink` each, five for a
+/// file one level below a root four levels deep) on every call; this takes one `lstat` per
+/// component below the root.
+fn is_file_without_symlinks(root: &Path, path: &Path) -> Option<bool> {
+    let relative = path.strip_prefix(root).ok()?;
+    let mut prefix = root.to_path_buf();
+    let mut file_type = None;
+    for component in relative.components() {
+        prefix.push(component.as_os_str());
+        let found = prefix.symlink_metadata().ok()?.file_type();
+        if found.is_symlink() {
+            return None;
+        }
+        file_type = Some(found);
+    }
+    file_type.map(|file_type| file_type.is_file())
 }
 
 /// Whether `file` is relative and every `/`-separated part of it is a name (not empty, `.` or
@@ -322,6 +358,12 @@ mod tests {
             Err("sibling is outside the workspace root ROOT; lspc only serves files inside it"),
         );
         std::fs::remove_dir_all(&sibling).unwrap();
+        // Symlinks that stay inside give the canonical path, to a file or through a folder.
+        std::os::unix::fs::symlink(root.join("src/a.py"), root.join("inside")).unwrap();
+        std::os::unix::fs::symlink("src", root.join("srclink")).unwrap();
+        check("inside", Ok("src/a.py"));
+        check("srclink/a.py", Ok("src/a.py"));
+        check("srclink", Err("srclink is not a file"));
         // Not plain names: resolved lexically, as before.
         check("src//a.py", Ok("src/a.py"));
         check("src/a.py/", Ok("src/a.py"));
