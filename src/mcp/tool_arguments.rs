@@ -193,7 +193,18 @@ fn locate(root: &Path, file: &str) -> Result<Located, ToolFailure> {
             root.join(given)
         };
         let Some(lexical) = lexically_inside(root, &joined) else {
-            return Err(outside());
+            // An absolute path may spell the root through a symlink (`--root` given as a
+            // symlinked folder, the root canonicalised): served when it leads inside the root.
+            // Every other path gets the one message, whether or not it exists.
+            return match joined.canonicalize() {
+                Ok(canonical) if given.is_absolute() && is_under(&canonical, root) => {
+                    Ok(Located::Canonical {
+                        path: canonical,
+                        is_file: None,
+                    })
+                }
+                _ => Err(outside()),
+            };
         };
         lexical
     };
@@ -364,6 +375,16 @@ mod tests {
         check("inside", Ok("src/a.py"));
         check("srclink/a.py", Ok("src/a.py"));
         check("srclink", Err("srclink is not a file"));
+        // The root spelled through a symlink to it, in an absolute path.
+        let alias = PathBuf::from(format!("{}-alias", root.display()));
+        std::os::unix::fs::symlink(&root, &alias).unwrap();
+        check(&format!("{}/src/a.py", alias.display()), Ok("src/a.py"));
+        let missing = format!("{}/src/missing.py", alias.display());
+        check(
+            &missing,
+            Err("ROOT-alias/src/missing.py is outside the workspace root ROOT; lspc only serves files inside it"),
+        );
+        std::fs::remove_file(&alias).unwrap();
         // Not plain names: resolved lexically, as before.
         check("src//a.py", Ok("src/a.py"));
         check("src/a.py/", Ok("src/a.py"));
