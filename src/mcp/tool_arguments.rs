@@ -122,7 +122,9 @@ impl std::error::Error for ToolFailure {}
 /// existence oracle): `..` and `.` are resolved lexically, and a path that leaves the root gets
 /// one message whether or not it exists. Only then is the path canonicalized; a symlink inside
 /// the root that leads out gets the same message, and so does a path through a symlink that
-/// leads nowhere (its target might be outside).
+/// leads nowhere (its target might be outside). The one exception: an absolute path outside the
+/// root lexically is canonicalized too, and served when it leads inside the root (the root
+/// spelled through a symlink to it); otherwise it gets the same message.
 ///
 /// Errors ([`ToolFailure`]): empty, outside the root, cannot be opened (inside the root), not a
 /// regular file.
@@ -196,13 +198,14 @@ fn locate(root: &Path, file: &str) -> Result<Located, ToolFailure> {
             // An absolute path may spell the root through a symlink (`--root` given as a
             // symlinked folder, the root canonicalised): served when it leads inside the root.
             // Every other path gets the one message, whether or not it exists.
+            if !given.is_absolute() {
+                return Err(outside());
+            }
             return match joined.canonicalize() {
-                Ok(canonical) if given.is_absolute() && is_under(&canonical, root) => {
-                    Ok(Located::Canonical {
-                        path: canonical,
-                        is_file: None,
-                    })
-                }
+                Ok(canonical) if is_under(&canonical, root) => Ok(Located::Canonical {
+                    path: canonical,
+                    is_file: None,
+                }),
                 _ => Err(outside()),
             };
         };
