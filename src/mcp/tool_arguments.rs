@@ -211,47 +211,59 @@ fn locate(root: &Path, file: &str) -> Result<Located, ToolFailure> {
         };
         lexical
     };
-    if let Some(is_file) = is_file_without_symlinks(root, &lexical) {
-        return Ok(Located::Canonical {
+    match walk_below(root, &lexical) {
+        Walk::Plain { is_file } => Ok(Located::Canonical {
             path: lexical,
             is_file: Some(is_file),
-        });
+        }),
+        Walk::Missing(error) => Ok(Located::Missing { lexical, error }),
+        Walk::NeedsRealpath => match lexical.canonicalize() {
+            // A symlink on the way that leads nowhere: its target might be outside.
+            Ok(canonical) if is_under(&canonical, root) => Ok(Located::Canonical {
+                path: canonical,
+                is_file: None,
+            }),
+            _ => Err(outside()),
+        },
     }
-    let canonical = match lexical.canonicalize() {
-        Ok(canonical) => canonical,
-        Err(_) if passes_a_symlink(root, &lexical) => return Err(outside()),
-        Err(error) => return Ok(Located::Missing { lexical, error }),
-    };
-    if !is_under(&canonical, root) {
-        return Err(outside());
-    }
-    Ok(Located::Canonical {
-        path: canonical,
-        is_file: None,
-    })
 }
 
-/// Whether `path` is a regular file, when it exists below the canonical `root` and none of its
-/// components below the root is a symbolic link: such a path (resolved lexically, so without
-/// `.`, `..` or repeated separators) is its own canonical form. `None` otherwise (missing, a
-/// symlink on the way, or the root itself): then `realpath` decides.
+/// What [`walk_below`] found on the way from the root to a path.
+enum Walk {
+    /// Every component below the root exists and none is a symbolic link: the path (resolved
+    /// lexically, so without `.`, `..` or repeated separators) is its own canonical form.
+    Plain { is_file: bool },
+    /// A component cannot be looked at (missing, not a folder, no permission), with no symbolic
+    /// link before it.
+    Missing(std::io::Error),
+    /// A symbolic link on the way, or the root itself: `realpath` decides.
+    NeedsRealpath,
+}
+
+/// One `lstat` per component of `path` below the canonical `root`, stopping at the first
+/// symbolic link or missing component.
 ///
 /// Why (issue 15): `realpath` reads every component from `/` (one `readlink` each, five for a
-/// file one level below a root four levels deep) on every call; this takes one `lstat` per
-/// component below the root.
-fn is_file_without_symlinks(root: &Path, path: &Path) -> Option<bool> {
-    let relative = path.strip_prefix(root).ok()?;
+/// file one level below a root four levels deep) on every call; a path with no symlink below
+/// the root needs none of that.
+fn walk_below(root: &Path, path: &Path) -> Walk {
+    let Ok(relative) = path.strip_prefix(root) else {
+        return Walk::NeedsRealpath;
+    };
     let mut prefix = root.to_path_buf();
-    let mut file_type = None;
+    let mut is_file = None;
     for component in relative.components() {
         prefix.push(component.as_os_str());
-        let found = prefix.symlink_metadata().ok()?.file_type();
-        if found.is_symlink() {
-            return None;
+        match prefix.symlink_metadata() {
+            Ok(metadata) if metadata.file_type().is_symlink() => return Walk::NeedsRealpath,
+            Ok(metadata) => is_file = Some(metadata.file_type().is_file()),
+            Err(error) => return Walk::Missing(error),
         }
-        file_type = Some(found);
     }
-    file_type.map(|file_type| file_type.is_file())
+    match is_file {
+        Some(is_file) => Walk::Plain { is_file },
+        None => Walk::NeedsRealpath,
+    }
 }
 
 /// Whether `file` is relative and every `/`-separated part of it is a name (not empty, `.` or
@@ -291,20 +303,6 @@ fn lexically_inside(root: &Path, path: &Path) -> Option<PathBuf> {
         }
     }
     normal.starts_with(root).then_some(normal)
-}
-
-/// Whether some component of `path` below `root` is a symbolic link.
-fn passes_a_symlink(root: &Path, path: &Path) -> bool {
-    let Ok(relative) = path.strip_prefix(root) else {
-        return false;
-    };
-    let mut prefix = root.to_path_buf();
-    relative.components().any(|component| {
-        prefix.push(component.as_os_str());
-        prefix
-            .symlink_metadata()
-            .is_ok_and(|metadata| metadata.file_type().is_symlink())
-    })
 }
 
 #[cfg(test)]
