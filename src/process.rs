@@ -79,9 +79,13 @@ const STDERR_LOG_LINE_BYTES: usize = 4096;
 /// request and every reply; a reader blocked in `read` is woken by each, and the server's own
 /// `write` pays that wake-up before it writes its reply. While the thread sleeps, a write only
 /// copies into the pipe (64 KiB; a server that fills it within this time waits for the rest of
-/// it). Lines reach the debug log at most this late; a server's end is noticed at most this
-/// late (its stderr's end of file), well inside the shutdown budget.
+/// it). Lines reach the debug log at most this late. Once the server's leader is reaped the wait
+/// is cut short, so joining the thread costs no coalescing wait (a `lspc check` on ruff, whose
+/// whole exchange takes about 12 ms, waited up to this long for it at the end).
 const STDERR_COALESCE: Duration = Duration::from_millis(5);
+
+/// The stderr thread's read buffer: a Linux pipe's default capacity, so one read empties it.
+const STDERR_READ_BYTES: usize = 64 * 1024;
 
 /// Identifies one configured server for the lifetime of the lspc process (restarts keep it; see
 /// `generation`).
@@ -290,6 +294,8 @@ pub struct ServerProcess {
     threads_done_receiver: Receiver<()>,
     threads: Vec<JoinHandle<()>>,
     stderr_tail: Arc<Mutex<StderrTail>>,
+    /// Dropped by `finish` to end the output threads' coalescing waits ([`run_stderr`]).
+    stderr_wake: Option<Sender<()>>,
     /// Set by `terminate`/`kill_group_now`; makes them idempotent.
     exit_info: Option<ExitInfo>,
     /// The server's `TMPDIR`, removed by `finish` once the process group is gone.
@@ -453,6 +459,7 @@ pub fn spawn(spec: SpawnSpec, senders: EventSenders) -> Result<ServerProcess, Sp
     };
     let (expected_sender, expected_receiver) = crossbeam_channel::unbounded();
     let (threads_done_sender, threads_done_receiver) = crossbeam_channel::bounded::<()>(0);
+    let (stderr_wake_sender, stderr_wake) = crossbeam_channel::bounded::<()>(0);
     let stderr_tail = Arc::new(Mutex::new(StderrTail::default()));
     let mut threads = Vec::with_capacity(3);
 
@@ -464,10 +471,14 @@ pub fn spawn(spec: SpawnSpec, senders: EventSenders) -> Result<ServerProcess, Sp
         };
         let stderr_done = threads_done_sender.clone();
         let stderr_name = name.clone();
-        let tail = Arc::clone(&stderr_tail);
+        let drain = OutputDrain {
+            tail: Arc::clone(&stderr_tail),
+            wake: stderr_wake.clone(),
+            coalesce: STDERR_COALESCE,
+        };
         threads.push(spawn_thread(
             "stderr",
-            Box::new(move || run_stderr(&stderr_name, "stderr", stderr, tail, stderr_done)),
+            Box::new(move || run_stderr(&stderr_name, "stderr", stderr, drain, stderr_done)),
         )?);
         let writer_done = threads_done_sender.clone();
         let reader_done = threads_done_sender.clone();
@@ -501,12 +512,16 @@ pub fn spawn(spec: SpawnSpec, senders: EventSenders) -> Result<ServerProcess, Sp
                 let server_gone = Arc::new(AtomicBool::new(false));
                 let stdout_done = threads_done_sender.clone();
                 let stdout_name = name.clone();
-                let tail = Arc::clone(&stderr_tail);
+                let drain = OutputDrain {
+                    tail: Arc::clone(&stderr_tail),
+                    wake: stderr_wake.clone(),
+                    coalesce: STDERR_COALESCE,
+                };
                 let gone = Arc::clone(&server_gone);
                 threads.push(spawn_thread(
                     "stdout",
                     Box::new(move || {
-                        run_stderr(&stdout_name, "stdout", stdout, tail, stdout_done);
+                        run_stderr(&stdout_name, "stdout", stdout, drain, stdout_done);
                         gone.store(true, Ordering::SeqCst);
                     }),
                 )?);
@@ -570,6 +585,7 @@ pub fn spawn(spec: SpawnSpec, senders: EventSenders) -> Result<ServerProcess, Sp
         threads_done_receiver,
         threads,
         stderr_tail,
+        stderr_wake: Some(stderr_wake_sender),
         exit_info: None,
         private_tmp,
     };
@@ -797,16 +813,32 @@ fn run_reader(
     });
 }
 
+/// Where [`run_stderr`] puts what it reads, and how it paces its reads.
+struct OutputDrain {
+    /// The tail kept for crash reports.
+    tail: Arc<Mutex<StderrTail>>,
+    /// Disconnected by [`ServerProcess::finish`] once the leader is reaped.
+    wake: Receiver<()>,
+    /// The wait after a read that did not fill the buffer ([`STDERR_COALESCE`]).
+    coalesce: Duration,
+}
+
 /// Drains one of the child's output pipes (`stream`: `stderr`, or `stdout` for the socket
 /// transport) into the tail kept for crash reports, logging each line.
+///
+/// After a read that did not fill its 64 KiB buffer (the pipe is drained) the thread waits
+/// `drain.coalesce` on `drain.wake`, whose sender the process drops once its leader is reaped
+/// ([`ServerProcess::finish`]): from then on it reads without waiting, so the pipe's end of file
+/// (and the last bytes of a crash report) is taken at once. A full read is followed at once by
+/// the next, so a server logging in bulk is never held to one buffer per wait.
 fn run_stderr(
     name: &str,
     stream: &str,
     mut stderr: impl Read,
-    tail: Arc<Mutex<StderrTail>>,
+    drain: OutputDrain,
     _done: Sender<()>,
 ) {
-    let mut chunk = [0u8; 8192];
+    let mut chunk = vec![0u8; STDERR_READ_BYTES];
     let mut line: Vec<u8> = Vec::new();
     loop {
         let n = match stderr.read(&mut chunk) {
@@ -821,7 +853,9 @@ fn run_stderr(
         let bytes = &chunk[..n];
         // A poisoned lock only means another thread panicked while copying bytes; the bytes are
         // still usable.
-        tail.lock()
+        drain
+            .tail
+            .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .push(bytes);
         for piece in bytes.split_inclusive(|&byte| byte == b'\n') {
@@ -831,7 +865,10 @@ fn run_stderr(
                 line.clear();
             }
         }
-        std::thread::sleep(STDERR_COALESCE);
+        // Returns at once when the sender is gone (disconnected), else after the wait.
+        if n < chunk.len() {
+            let _ = drain.wake.recv_timeout(drain.coalesce);
+        }
     }
     if !line.is_empty() {
         log_stderr_line(name, stream, &line);
@@ -1115,6 +1152,8 @@ impl ServerProcess {
         if let Some(tmp) = self.private_tmp.take() {
             tmp.remove();
         }
+        // The stderr thread may be in its coalescing wait; it reads to the pipe's end now.
+        self.stderr_wake = None;
         // Disconnected = every thread has dropped its sender, i.e. returned.
         let joined = matches!(
             self.threads_done_receiver.recv_timeout(THREAD_JOIN_TIMEOUT),
@@ -1300,6 +1339,61 @@ mod tests {
                 server_name: "crasher".to_owned()
             })
         );
+    }
+
+    /// Runs [`run_stderr`] on `reader` with a coalescing wait far longer than the test's bound;
+    /// returns the wake sender, the done receiver (disconnected once the thread ended) and the
+    /// tail.
+    fn drain_with_long_wait(
+        reader: std::io::PipeReader,
+    ) -> (Sender<()>, Receiver<()>, Arc<Mutex<StderrTail>>) {
+        let (wake_sender, wake) = crossbeam_channel::bounded::<()>(0);
+        let (done_sender, done) = crossbeam_channel::bounded::<()>(0);
+        let tail = Arc::new(Mutex::new(StderrTail::default()));
+        let drain = OutputDrain {
+            tail: Arc::clone(&tail),
+            wake,
+            coalesce: Duration::from_secs(3600),
+        };
+        std::thread::spawn(move || run_stderr("test", "stderr", reader, drain, done_sender));
+        (wake_sender, done, tail)
+    }
+
+    fn ended(done: &Receiver<()>) -> bool {
+        matches!(
+            done.recv_timeout(EVENT_TIMEOUT),
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected)
+        )
+    }
+
+    #[test]
+    fn a_reaped_server_cuts_the_stderr_wait_short() {
+        let (reader, mut writer) = std::io::pipe().unwrap();
+        let (wake_sender, done, tail) = drain_with_long_wait(reader);
+        writer.write_all(b"last words\n").unwrap();
+        let deadline = Instant::now() + EVENT_TIMEOUT;
+        while tail.lock().unwrap().total_bytes < 11 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // The thread now waits after its short read; the server's end is its pipe's end of file
+        // and `finish` dropping the wake sender.
+        drop(writer);
+        drop(wake_sender);
+        assert!(ended(&done), "the stderr thread still waits");
+        assert_eq!(tail.lock().unwrap().total_bytes, 11);
+    }
+
+    #[test]
+    fn a_full_read_of_stderr_is_followed_by_the_next_at_once() {
+        let (reader, mut writer) = std::io::pipe().unwrap();
+        // Exactly one buffer (a pipe's default capacity, so the write does not block), then the
+        // end of file: the first read fills the buffer, the second sees the end, and no
+        // coalescing wait comes between them although the wake sender is still held.
+        writer.write_all(&vec![b'x'; STDERR_READ_BYTES]).unwrap();
+        drop(writer);
+        let (_wake_sender, done, tail) = drain_with_long_wait(reader);
+        assert!(ended(&done), "the stderr thread waited after a full read");
+        assert_eq!(tail.lock().unwrap().total_bytes, STDERR_READ_BYTES as u64);
     }
 
     #[test]
