@@ -430,7 +430,10 @@ impl State {
                             return None;
                         }
                         let diagnostics = pulled.into_iter().chain(published).flatten();
-                        Some((server.server_id, diagnostics.cloned().collect()))
+                        Some((
+                            server.server_id,
+                            server_messages::parse_raw_diagnostics(diagnostics),
+                        ))
                     })
                     .collect();
                 let _ = reply.send(raw);

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lsp_server::{Message, Notification, Request, RequestId, ResponseError};
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::super::settle::{PublishInfo, SettleRule};
@@ -72,8 +73,11 @@ pub(super) struct Server {
     pub(super) publishes: HashMap<PathBuf, PublishInfo>,
     /// The diagnostics of the last publish or full pull per document exactly as the server sent
     /// them (its encoding, `data` kept), for code-action contexts ([`Op::RawDiagnostics`]).
-    /// Kept per origin: a server that pulls and pushes for one file has both in force.
-    pub(super) raw_diagnostics: HashMap<(PathBuf, Origin), Vec<Value>>,
+    /// Kept per origin: a server that pulls and pushes for one file has both in force. Each is
+    /// its JSON text (about 200 bytes), not a `Value` tree (about 2.5 KiB for one diagnostic
+    /// with its range: a `BTreeMap` node per object), since every checked file keeps its own
+    /// until the server is gone; [`super::server_messages::parse_raw_diagnostics`] gives the objects back.
+    pub(super) raw_diagnostics: HashMap<(PathBuf, Origin), Vec<Box<RawValue>>>,
     /// Restart policy, crash streak and hung detection (see [`super::supervisor`]).
     pub(super) supervisor: Supervisor,
     /// Whether some process of this server ever answered `initialize`: only then is an exit a

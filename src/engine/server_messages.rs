@@ -14,6 +14,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::super::documents::read_text;
@@ -27,17 +28,27 @@ use crate::transport::{IncomingMessage, Outgoing};
 use crate::uri;
 
 /// The JSON objects of a publish's `diagnostics` or a pull report's `items`, unchanged (anything
-/// that is not an object is left out); empty when the array is missing.
-fn raw_diagnostic_values(list: Option<&Value>) -> Vec<Value> {
+/// that is not an object is left out), each as its JSON text; empty when the array is missing.
+fn raw_diagnostic_values(list: Option<&Value>) -> Vec<Box<RawValue>> {
     list.and_then(Value::as_array)
         .map(|items| {
             items
                 .iter()
                 .filter(|item| item.is_object())
-                .cloned()
+                .filter_map(|item| serde_json::value::to_raw_value(item).ok())
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The objects [`raw_diagnostic_values`] kept, parsed back (the same `Value`s: the text was
+/// written from them).
+pub(super) fn parse_raw_diagnostics<'a>(
+    raw: impl IntoIterator<Item = &'a Box<RawValue>>,
+) -> Vec<Value> {
+    raw.into_iter()
+        .filter_map(|item| serde_json::from_str(item.get()).ok())
+        .collect()
 }
 
 impl State {
@@ -393,5 +404,32 @@ impl State {
             .unwrap_or_default();
         let converted = self.convert(&name, path, &items, encoding);
         self.record_diagnostics(&name, path, Origin::Pulled, converted);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{parse_raw_diagnostics, raw_diagnostic_values};
+    use serde_json::json;
+
+    #[test]
+    fn raw_diagnostics_kept_as_text_parse_back_to_the_same_objects() {
+        // ruff's `data` (a fix with edits), a float and a big integer, unicode, a non-object.
+        let list = json!([
+            {"range": {"start": {"line": 0, "character": 7}, "end": {"line": 0, "character": 9}},
+             "message": "`os` imported but unused — F401", "code": "F401", "severity": 2,
+             "data": {"fix": {"edits": [{"newText": ""}]}, "noqa_row": 1, "score": 0.1,
+                      "id": 18446744073709551615u64, "tags": null}},
+            "not an object",
+            {"range": {"start": {"line": 3, "character": 0}, "end": {"line": 3, "character": 1}},
+             "message": "second"}
+        ]);
+        let raw = raw_diagnostic_values(Some(&list));
+        assert_eq!(raw.len(), 2);
+        assert_eq!(
+            parse_raw_diagnostics(&raw),
+            [list[0].clone(), list[2].clone()]
+        );
+        assert!(raw_diagnostic_values(None).is_empty());
     }
 }
