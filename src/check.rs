@@ -143,6 +143,8 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
     let root = config.root.clone();
     let (interrupted_sender, interrupted_receiver) = crossbeam_channel::bounded(1);
     engine_options.interrupted_sender = Some(interrupted_sender);
+    // Nothing here drains the passive queue (an engine in a session queues anyway).
+    engine_options.passive_delivery = false;
     // Started before the walk: the engine's thread, signal handlers and state come up while the
     // files are listed and selected, instead of after (issue 15: 0.4 ms of a 17 ms ruff check).
     // No server starts until the engine is asked about a file. A check that ends before asking

@@ -172,11 +172,15 @@ impl State {
             Some(previous) => empty || previous != fingerprint,
             None => !empty,
         };
-        self.frontend.passive.register(server, path, diags.clone());
+        if self.options.passive_delivery {
+            self.frontend.passive.register(server, path, diags.clone());
+        }
         for registry in self.frontend.consumers.values_mut() {
             registry.register(server, path, diags.clone());
         }
-        self.frontend.queued.add_one();
+        if self.options.passive_delivery || !self.frontend.consumers.is_empty() {
+            self.frontend.queued.add_one();
+        }
         if changed {
             self.frontend.broadcast(FrontendEvent::DiagnosticsChanged {
                 path: path.to_path_buf(),

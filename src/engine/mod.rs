@@ -126,6 +126,12 @@ pub struct EngineOptions {
     /// way (`lspc mcp --server-command`, tests). A session is keyed by these sources rather than
     /// by the loaded servers, and reloads when the files change (`crate::session::reload`).
     pub config_sources: Option<crate::config::ConfigOptions>,
+    /// Whether every diagnostic set is also queued for passive delivery ([`Op::DrainPassive`],
+    /// seed 000's drain after each tool call). On by default; `lspc check`, which never drains,
+    /// turns it off: the queue would keep a copy of every checked file's diagnostics until the
+    /// end (issue 15, memory per file). Queues opened with [`Op::OpenPassive`] collect either way,
+    /// and a session's engine always queues (an MCP client may share it).
+    pub passive_delivery: bool,
 }
 
 impl EngineOptions {
@@ -145,6 +151,7 @@ impl EngineOptions {
             handle_signals: true,
             session: SessionMode::Never,
             config_sources: None,
+            passive_delivery: true,
         }
     }
 }

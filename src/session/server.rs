@@ -151,6 +151,8 @@ pub fn serve(mut options: EngineOptions, idle: Duration) -> i32 {
     }
     let key = paths::session_key(&options);
     options.session = SessionMode::Never;
+    // Whichever command started the session, an MCP client may drain its passive queue.
+    options.passive_delivery = true;
     // The session handles signals itself whichever command line started it: a signal stops
     // the servers and exits (the command's own frontend is not running here).
     options.interrupted_sender = None;

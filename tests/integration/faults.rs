@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 use crate::support::{pid_alive, processes_matching};
 use lspc::config::{self, ConfigOptions};
-use lspc::engine::{EngineError, EngineHandle, EngineOptions, RestartPolicy};
+use lspc::engine::{DiagnosticsOutcome, EngineError, EngineHandle, EngineOptions, RestartPolicy};
 use lspc::process::ServerId;
 
 const LSPC: &str = env!("CARGO_BIN_EXE_lspc");
@@ -74,6 +74,11 @@ impl Fx {
     }
 
     fn engine(&self, restart: Option<RestartPolicy>) -> EngineHandle {
+        self.engine_with(restart, true)
+    }
+
+    /// [`Fx::engine`] with [`EngineOptions::passive_delivery`] set to `passive`.
+    fn engine_with(&self, restart: Option<RestartPolicy>, passive: bool) -> EngineHandle {
         let mut options = ConfigOptions::new(self.dir.clone());
         options.config_files = vec![self.path("cfg.json")];
         options.builtin = false;
@@ -82,6 +87,7 @@ impl Fx {
         let mut engine_options = EngineOptions::new(config);
         engine_options.restart = restart;
         engine_options.warn_duplicates = false;
+        engine_options.passive_delivery = passive;
         EngineHandle::start(engine_options)
     }
 
@@ -176,6 +182,40 @@ fn crash_rule(run: Option<u32>) -> Value {
         rule["run"] = json!(run);
     }
     rule
+}
+
+// ----- The passive queue (not a fault: it shares this harness) ---------------------------------
+
+/// `lspc check` turns passive delivery off (it never drains, and the queue kept a copy of every
+/// checked file's diagnostics to the end: 0.5 KiB a file in the fixture scaling bench); the
+/// same settled answer then leaves nothing queued, while the default engine (MCP's) queues it.
+#[test]
+fn an_engine_without_passive_delivery_queues_nothing_and_answers_the_same() {
+    let fx = Fx::new("passive-off", json!({}));
+    let mut answers = Vec::new();
+    for passive in [true, false] {
+        let engine = fx.engine_with(None, passive);
+        let results = engine.diagnostics(vec![fx.path("a.fx")], Duration::from_secs(10));
+        let DiagnosticsOutcome::Settled(diagnostics) = &results[0].outcome else {
+            panic!("not settled: {:?}", results[0].outcome);
+        };
+        answers.push(
+            diagnostics
+                .iter()
+                .map(|d| (d.line, d.message.clone()))
+                .collect::<Vec<_>>(),
+        );
+        let queued = lspc::engine::drain_passive(&engine.op_sender(), None);
+        assert_eq!(
+            queued.map(|batch| batch.files.len()),
+            passive.then_some(1),
+            "passive_delivery {passive}"
+        );
+        engine.shutdown();
+    }
+    assert_eq!(answers[0], [(2, "bad thing".to_string())]);
+    assert_eq!(answers[0], answers[1]);
+    fx.assert_no_server_left();
 }
 
 // ----- B24: crashes ------------------------------------------------------------------------------
