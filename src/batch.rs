@@ -290,13 +290,16 @@ fn answer_line(id: &RequestId, outcome: Result<ResultJson, String>) -> Vec<u8> {
 /// thread that ends it; the batch thread waits for that write before it reads the next line,
 /// so answers stay one per request and in input order.
 pub fn run_with(
-    engine_options: EngineOptions,
+    mut engine_options: EngineOptions,
     timeout: Duration,
     input: &mut dyn BufRead,
     output: Box<dyn Write + Send>,
 ) -> i32 {
     let root = engine_options.config.root.clone();
     let config = engine_options.config.clone();
+    // A batch never drains the passive queue, which would keep a copy of every file's
+    // diagnostics for as long as the batch runs.
+    engine_options.passive_delivery = false;
     let engine = crate::session::start_engine(engine_options);
     let op_sender = engine.op_sender();
     // As in `lspc mcp` (a warm session has its own): files edited behind lspc's back are

@@ -127,9 +127,9 @@ pub struct EngineOptions {
     /// by the loaded servers, and reloads when the files change (`crate::session::reload`).
     pub config_sources: Option<crate::config::ConfigOptions>,
     /// Whether every diagnostic set is also queued for passive delivery ([`Op::DrainPassive`],
-    /// seed 000's drain after each tool call). On by default; `lspc check`, which never drains,
-    /// turns it off: the queue would keep a copy of every checked file's diagnostics until the
-    /// end (issue 15, memory per file). Queues opened with [`Op::OpenPassive`] collect either way,
+    /// seed 000's drain after each tool call). On by default; `lspc check` and `lspc batch`,
+    /// which never drain, turn it off: the queue would keep a copy of every file's diagnostics
+    /// until the end (issue 15, memory per file). Queues opened with [`Op::OpenPassive`] collect either way,
     /// and a session's engine always queues (an MCP client may share it).
     pub passive_delivery: bool,
 }
