@@ -847,17 +847,9 @@ fn nothing_to_check_is_a_usage_error_and_walked_binary_files_are_skipped() {
 /// types: expected `u32`, found `&str``), plus its "expected due to this" hint when asked for.
 #[test]
 fn rust_analyzer_type_error_is_reported_not_an_early_clean() {
-    let tools = std::env::var_os("LSPC_CI_TOOLS")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::PathBuf::from("/var/cache/lspc-ci"));
-    let program = tools.join("rust-analyzer-0.0.330/bin/rust-analyzer");
-    if !program.is_file() {
-        eprintln!(
-            "skipping: rust-analyzer 0.0.330 is not installed at {}",
-            program.display()
-        );
+    let Some(program) = rust_analyzer_0_0_330() else {
         return;
-    }
+    };
     let workspace = Workspace::copy_of("rust");
     let config = workspace.config(json!({
         "rust-analyzer": {"command": program, "extensionToLanguage": {".rs": "rust"}}
@@ -894,6 +886,87 @@ fn rust_analyzer_type_error_is_reported_not_an_early_clean() {
             cargo.stderr
         );
     }
+}
+
+/// rust-analyzer 0.0.330 from the CI tools folder (`LSPC_CI_TOOLS`, default
+/// `/var/cache/lspc-ci`), or `None` after saying why the test skips.
+fn rust_analyzer_0_0_330() -> Option<std::path::PathBuf> {
+    let tools = std::env::var_os("LSPC_CI_TOOLS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from("/var/cache/lspc-ci"));
+    let program = tools.join("rust-analyzer-0.0.330/bin/rust-analyzer");
+    if program.is_file() {
+        return Some(program);
+    }
+    eprintln!(
+        "skipping: rust-analyzer 0.0.330 is not installed at {}",
+        program.display()
+    );
+    None
+}
+
+/// Found on dtolnay/semver (ninth round, new-user test): rustc says "`#[warn(unused_variables)]`
+/// … on by default" only on the first unused variable of a crate, and rust-analyzer 0.0.330
+/// appends that note to its message. With a baseline of two unused variables, fixing the first
+/// moved the note to the second, which `--baseline` then reported as a new warning (exit 1 with
+/// `--fail-on warning`, `baseline: 0 matched, 2 gone`). It matches its baseline entry.
+#[test]
+fn rust_analyzer_fixing_one_unused_variable_leaves_no_new_finding_against_a_baseline() {
+    let Some(program) = rust_analyzer_0_0_330() else {
+        return;
+    };
+    let workspace = Workspace::new("ra-baseline");
+    workspace.file(
+        "Cargo.toml",
+        "[package]\nname = \"tally\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n",
+    );
+    let lib = |first: &str| {
+        format!("pub fn total() -> u32 {{\n    let {first} = 1;\n    let second = 2;\n    3\n}}\n")
+    };
+    workspace.file("src/lib.rs", &lib("first"));
+    let config = workspace.config(json!({
+        "rust-analyzer": {"command": program, "extensionToLanguage": {".rs": "rust"}}
+    }));
+    let baseline = workspace.path("lspc-baseline.json");
+    let check = |extra: &[&std::ffi::OsStr]| {
+        workspace
+            .lspc()
+            .args(["check", "--no-builtin", "--fail-on", "warning", "--config"])
+            .arg(&config)
+            // cargo check (flycheck) takes a while on a loaded machine.
+            .args(["--timeout", "120", "--format", "json"])
+            .args(extra)
+            .arg("src/lib.rs")
+            .run()
+    };
+    let written = check(&["--write-baseline".as_ref(), baseline.as_os_str()]);
+    written.status(1);
+    let note = "`#[warn(unused_variables)]` (part of `#[warn(unused)]`) on by default";
+    assert_eq!(
+        json_diagnostics(&written.json()),
+        [
+            format!("src/lib.rs:2:9-2:14 warning [rustc unused_variables] unused variable: `first`\n{note}"),
+            "src/lib.rs:3:9-3:15 warning [rustc unused_variables] unused variable: `second`".to_owned(),
+        ],
+        "{}",
+        written.story()
+    );
+    workspace.file("src/lib.rs", &lib("_first"));
+    let output = check(&["--baseline".as_ref(), baseline.as_os_str()]);
+    let report = output.json();
+    assert_eq!(
+        json_diagnostics(&report),
+        Vec::<String>::new(),
+        "{}",
+        output.story()
+    );
+    assert_eq!(
+        report["summary"]["baseline"],
+        json!({"matched": 1, "gone": 1}),
+        "{}",
+        output.story()
+    );
+    output.status(0);
 }
 
 /// Issue 15 (fifth round): `lspc check`'s output is byte-identical to what lspc printed before the
