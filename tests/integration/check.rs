@@ -888,6 +888,54 @@ fn rust_analyzer_type_error_is_reported_not_an_early_clean() {
     }
 }
 
+/// Found on developit/mitt (ninth round, new-user test): its `tsconfig.json` has a trailing
+/// comma, which `tsc` accepts (TypeScript reads its project files as JSON with comments), and the
+/// built-in vscode-json-language-server 4.10.0 reported it as `error: Trailing comma [json
+/// 519]`, as it did every comment of `tsc --init`'s template (`Comments are not permitted in
+/// JSON. [521]`). The built-in entry now allows both in `tsconfig.json`, `tsconfig.*.json`,
+/// `jsconfig.json` and `jsconfig.*.json` (as schemastore's schema does in VS Code); any other
+/// `.json` file still gets both errors.
+#[test]
+fn tsconfig_comments_and_trailing_commas_are_not_json_errors() {
+    require_program!("vscode-json-language-server");
+    let workspace = Workspace::new("tsconfig-jsonc");
+    let text =
+        "{\n  // tsc --init writes comments\n  \"compilerOptions\": {\"strict\": true,},\n}\n";
+    for name in [
+        "tsconfig.json",
+        "tsconfig.build.json",
+        "web/jsconfig.json",
+        "other.json",
+    ] {
+        workspace.file(name, text);
+    }
+    // An input for `tsc -p` below; the check leaves it out (only the JSON server is asked).
+    workspace.file("src/a.ts", "export const a = 1;\n");
+    let output = workspace
+        .lspc()
+        .args(["check", "--format", "json", "--exclude", "src", "."])
+        .run();
+    assert_eq!(
+        json_diagnostics(&output.json()),
+        [
+            "other.json:2:3-2:32 error [- 521] Comments are not permitted in JSON.",
+            "other.json:3:37-3:38 error [json 519] Trailing comma",
+            "other.json:3:39-3:40 error [json 519] Trailing comma",
+        ],
+        "{}",
+        output.story()
+    );
+    output.status(1);
+    // TypeScript itself reads the file with its comment and trailing commas.
+    if which("tsc").is_some() {
+        TestCommand::new("tsc")
+            .current_dir(&workspace.root)
+            .args(["-p", "tsconfig.json", "--showConfig"])
+            .run()
+            .status(0);
+    }
+}
+
 /// rust-analyzer 0.0.330 from the CI tools folder (`LSPC_CI_TOOLS`, default
 /// `/var/cache/lspc-ci`), or `None` after saying why the test skips.
 fn rust_analyzer_0_0_330() -> Option<std::path::PathBuf> {
