@@ -744,6 +744,7 @@ impl EditCommands {
         encoding: PositionEncoding,
     ) -> Result<(lsp_types::Position, u32, u32), CommandError> {
         let shown = uri::relative_display(&synced.path, &self.root);
+        refuse_symbol_inside_longer_names(&synced.text, at, &shown)?;
         let position = resolve_position(&synced.text, at, encoding, &shown)
             .map_err(|error| CommandError::InvalidPosition(error.to_string()))?;
         let (line, column) =
@@ -898,6 +899,35 @@ pub fn occurrences(text: &str, needle: &str) -> Vec<usize> {
         from += at + text[from + at..].chars().next().map_or(1, char::len_utf8);
     }
     found
+}
+
+/// Refuses a position given as a symbol that occurs on its line only inside longer names. The
+/// queries then take the first substring match (`Foo` finds `FooBar`), but an edit there would
+/// change the longer name: `lspc rename __init__.py:384 --symbol abel renamed` renamed `label`
+/// (pyright 1.1.414 on pallets/markupsafe).
+fn refuse_symbol_inside_longer_names(
+    text: &str,
+    at: &TextPosition,
+    shown: &str,
+) -> Result<(), CommandError> {
+    let ColumnOrSymbol::Symbol { name, .. } = &at.target else {
+        return Ok(());
+    };
+    let Some(line_text) = at
+        .line
+        .checked_sub(1)
+        .and_then(|line0| text.lines().nth(line0 as usize))
+    else {
+        return Ok(());
+    };
+    if !crate::text::symbol_only_inside_longer_names(line_text, name) {
+        return Ok(());
+    }
+    Err(CommandError::InvalidPosition(format!(
+        "{shown}:{}: symbol `{name}` is only part of a longer name on line: `{line_text}`; \
+         an edit needs the whole name or a column",
+        at.line
+    )))
 }
 
 /// The diagnostics of `after` that are not in `before`, compared as a multiset on (file,

@@ -936,6 +936,41 @@ fn tsconfig_comments_and_trailing_commas_are_not_json_errors() {
     }
 }
 
+/// Found on pallets/markupsafe (ninth round, new-user test, pyright 1.1.414): a symbol that
+/// occurs on its line only inside a longer name is found as a substring by the queries (`Foo`
+/// finds `FooBar`), and `lspc rename __init__.py:384 --symbol abel renamed` renamed `label`.
+/// The edit commands now refuse such a position (exit 2, nothing asked or written); the whole
+/// name still renames.
+#[test]
+fn rename_refuses_a_symbol_that_is_only_part_of_a_longer_name() {
+    require_program!("pyright-langserver");
+    let workspace = Workspace::new("rename-substring");
+    let text = "def total(n: int) -> int:\n    label: int = n\n    return label\n";
+    workspace.file("a.py", text);
+    let config = workspace.config(json!({ "pyright": pyright_entry() }));
+    let rename = |symbol: &str| {
+        workspace
+            .lspc()
+            .args(["rename", "--no-builtin", "--config"])
+            .arg(&config)
+            .args(["a.py:2", "--symbol", symbol, "renamed", "--apply"])
+            .run()
+    };
+    rename("abel").status(2).stderr_contains(
+        "lspc: a.py:2: symbol `abel` is only part of a longer name on line: `    label: int = n`; \
+         an edit needs the whole name or a column",
+    );
+    assert_eq!(
+        std::fs::read_to_string(workspace.path("a.py")).unwrap(),
+        text
+    );
+    rename("label").status(0);
+    assert_eq!(
+        std::fs::read_to_string(workspace.path("a.py")).unwrap(),
+        "def total(n: int) -> int:\n    renamed: int = n\n    return renamed\n"
+    );
+}
+
 /// rust-analyzer 0.0.330 from the CI tools folder (`LSPC_CI_TOOLS`, default
 /// `/var/cache/lspc-ci`), or `None` after saying why the test skips.
 fn rust_analyzer_0_0_330() -> Option<std::path::PathBuf> {
