@@ -12,6 +12,7 @@
 //! - [`PassiveRegistry`] never delivers the same identity twice for a file until the file is reset,
 //!   and never replays a drained entry.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
@@ -272,16 +273,39 @@ pub fn sort(diags: &mut [Diagnostic]) {
 const FIX_COUNT_SUFFIXES: [&str; 2] = [" (fix available)", " (fixes available)"];
 
 /// `message` as two runs compare it (new diagnostics after an edit, `--baseline`): without
-/// clangd's ` (fix available)` / ` (fixes available)` suffix. Whether clangd has a fix can change
-/// with nothing edited: its include fixer ("Unknown type name 'uint32_t'" → include `<stdint.h>`)
-/// needs the background index, which loads after the first publish, so the same finding comes
-/// back as `Unknown type name 'uint32_t' (fix available)` and would count as new. Reports keep
-/// the message as the server sent it.
-pub fn comparison_message(message: &str) -> &str {
-    FIX_COUNT_SUFFIXES
+/// clangd's ` (fix available)` / ` (fixes available)` suffix, and without rustc's lint-level
+/// lines ([`is_lint_level_line`]). Whether clangd has a fix can change with nothing edited: its
+/// include fixer ("Unknown type name 'uint32_t'" → include `<stdint.h>`) needs the background
+/// index, which loads after the first publish, so the same finding comes back as `Unknown type
+/// name 'uint32_t' (fix available)` and would count as new. rustc says which lint level applies
+/// only on the first diagnostic of each lint in a crate, and rust-analyzer appends that note to
+/// the message (`unused variable: `b`` + "\n`#[warn(unused_variables)]` (part of
+/// `#[warn(unused)]`) on by default"): fixing the first unused variable moves the note to the
+/// next one, which would count as new. Reports keep the message as the server sent it.
+pub fn comparison_message(message: &str) -> Cow<'_, str> {
+    let message = FIX_COUNT_SUFFIXES
         .iter()
         .find_map(|suffix| message.strip_suffix(suffix))
-        .unwrap_or(message)
+        .unwrap_or(message);
+    if !message.lines().skip(1).any(is_lint_level_line) {
+        return Cow::Borrowed(message);
+    }
+    let mut lines = message.lines();
+    let first = lines.next().unwrap_or_default();
+    let kept = std::iter::once(first).chain(lines.filter(|line| !is_lint_level_line(line)));
+    Cow::Owned(kept.collect::<Vec<_>>().join("\n"))
+}
+
+/// Whether a continuation line of a message is one of the notes rustc attaches to the first
+/// diagnostic of a lint only (its `lint_level` explanation): "`#[warn(dead_code)]` on by
+/// default", "`#[warn(unused_variables)]` (part of `#[warn(unused)]`) on by default",
+/// "`-D unused-variables` implied by `-D warnings`", "`#[deny(x)]` implied by `#[deny(y)]`" and
+/// the help "to override `-D warnings` add `#[allow(unused_variables)]`".
+fn is_lint_level_line(line: &str) -> bool {
+    let line = line.trim();
+    let names_a_level = line.starts_with("`#[") || line.starts_with("`-");
+    (names_a_level && (line.ends_with(" on by default") || line.contains("` implied by `")))
+        || (line.starts_with("to override `") && line.contains("` add `#[allow("))
 }
 
 /// What makes two diagnostics from *different* servers the same finding: range, severity,
@@ -769,6 +793,50 @@ mod tests {
             code: code.map(str::to_string),
             server: server.to_string(),
         }
+    }
+
+    /// What two runs compare: clangd's fix count and rustc's lint-level notes (rust-analyzer
+    /// 0.0.330's flycheck messages on dtolnay/semver, fixing the first of two unused variables)
+    /// are left out; every other line, and a message without them, is kept as sent.
+    #[test]
+    fn comparison_message_leaves_out_what_comes_and_goes_between_runs() {
+        fn check(message: &str, expected: &str) {
+            assert_eq!(comparison_message(message), expected, "{message:?}");
+        }
+        check("unused variable: `wrong`", "unused variable: `wrong`");
+        check(
+            "unused variable: `wrong`\n`#[warn(unused_variables)]` (part of `#[warn(unused)]`) on by default",
+            "unused variable: `wrong`",
+        );
+        check(
+            "function `f` is never used\n`#[warn(dead_code)]` on by default",
+            "function `f` is never used",
+        );
+        check(
+            "unused variable: `x`\n`-D unused-variables` implied by `-D warnings`\nto override `-D warnings` add `#[allow(unused_variables)]`",
+            "unused variable: `x`",
+        );
+        check(
+            "mismatched types\nexpected `u32`, found `&str`",
+            "mismatched types\nexpected `u32`, found `&str`",
+        );
+        check(
+            "cannot find value `y`\n`#[warn(dead_code)]` on by default\nnot found in this scope",
+            "cannot find value `y`\nnot found in this scope",
+        );
+        // Only continuation lines: a message that is itself such a sentence stays.
+        check(
+            "`#[warn(dead_code)]` on by default",
+            "`#[warn(dead_code)]` on by default",
+        );
+        check(
+            "Unknown type name 'uint32_t' (fix available)",
+            "Unknown type name 'uint32_t'",
+        );
+        check(
+            "Unknown type name 'size_t' (fixes available)",
+            "Unknown type name 'size_t'",
+        );
     }
 
     /// One-line summary used to compare results exactly.

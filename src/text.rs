@@ -396,25 +396,9 @@ fn is_identifier_char(ch: char) -> bool {
     ch.is_alphanumeric() || ch == '_'
 }
 
-/// The 1-based char column of the `occurrence`-th (1-based) occurrence of `symbol` in `line`.
-///
-/// Whole-word matches are preferred: a match counts as whole-word when it is not glued to
-/// identifier chars (letters, digits, `_`) on a side where the symbol itself starts/ends with an
-/// identifier char (so `a` in `total = a` skips `total`, and `->` matches anywhere). When the line
-/// has any whole-word match, occurrences count whole-word matches only; otherwise they count
-/// non-overlapping substring matches (so `Foo` finds `FooBar`).
-///
-/// Errors: [`SymbolError::EmptySymbol`], [`SymbolError::ZeroOccurrence`],
-/// [`SymbolError::NotFound`] carrying the line text and how many matches there were.
-pub fn find_symbol_column(line: &str, symbol: &str, occurrence: u32) -> Result<u32, SymbolError> {
-    if symbol.is_empty() {
-        return Err(SymbolError::EmptySymbol);
-    }
-    let Some(wanted) = occurrence.checked_sub(1) else {
-        return Err(SymbolError::ZeroOccurrence {
-            symbol: symbol.to_string(),
-        });
-    };
+/// The byte offsets in `line` of `symbol`'s non-overlapping substring matches, and of those that
+/// are whole-word matches (see [`find_symbol_column`]).
+fn symbol_matches(line: &str, symbol: &str) -> (Vec<usize>, Vec<usize>) {
     let check_start = symbol.chars().next().is_some_and(is_identifier_char);
     let check_end = symbol.chars().next_back().is_some_and(is_identifier_char);
     let substring_matches: Vec<usize> = line.match_indices(symbol).map(|(byte, _)| byte).collect();
@@ -435,6 +419,37 @@ pub fn find_symbol_column(line: &str, symbol: &str, occurrence: u32) -> Result<u
             before_ok && after_ok
         })
         .collect();
+    (substring_matches, whole_word_matches)
+}
+
+/// Whether `symbol` occurs on `line` only inside longer names (`abel` in `label: int`), so that
+/// [`find_symbol_column`] would fall back to a substring match. The edit commands refuse such a
+/// position: a rename there would rename the longer name.
+pub fn symbol_only_inside_longer_names(line: &str, symbol: &str) -> bool {
+    let (substring_matches, whole_word_matches) = symbol_matches(line, symbol);
+    !substring_matches.is_empty() && whole_word_matches.is_empty()
+}
+
+/// The 1-based char column of the `occurrence`-th (1-based) occurrence of `symbol` in `line`.
+///
+/// Whole-word matches are preferred: a match counts as whole-word when it is not glued to
+/// identifier chars (letters, digits, `_`) on a side where the symbol itself starts/ends with an
+/// identifier char (so `a` in `total = a` skips `total`, and `->` matches anywhere). When the line
+/// has any whole-word match, occurrences count whole-word matches only; otherwise they count
+/// non-overlapping substring matches (so `Foo` finds `FooBar`).
+///
+/// Errors: [`SymbolError::EmptySymbol`], [`SymbolError::ZeroOccurrence`],
+/// [`SymbolError::NotFound`] carrying the line text and how many matches there were.
+pub fn find_symbol_column(line: &str, symbol: &str, occurrence: u32) -> Result<u32, SymbolError> {
+    if symbol.is_empty() {
+        return Err(SymbolError::EmptySymbol);
+    }
+    let Some(wanted) = occurrence.checked_sub(1) else {
+        return Err(SymbolError::ZeroOccurrence {
+            symbol: symbol.to_string(),
+        });
+    };
+    let (substring_matches, whole_word_matches) = symbol_matches(line, symbol);
     let matches = if whole_word_matches.is_empty() {
         substring_matches
     } else {
@@ -800,6 +815,24 @@ mod tests {
             occurrence,
             found,
         })
+    }
+
+    #[test]
+    fn symbols_only_inside_longer_names() {
+        fn check(line: &str, symbol: &str, expected: bool) {
+            assert_eq!(
+                symbol_only_inside_longer_names(line, symbol),
+                expected,
+                "{line:?} {symbol:?}"
+            );
+        }
+        check("    label: int = \"x\"", "abel", true);
+        check("    label: int = \"x\"", "n", true);
+        check("    label: int = \"x\"", "label", false);
+        check("FooBar::new()", "Foo", true);
+        check("foobar = foo()", "foo", false);
+        check("a->b", "->", false);
+        check("let x = 1;", "zzz", false);
     }
 
     #[test]

@@ -6,8 +6,9 @@
 //! code that only moved is not new, a second copy of a known message is. Files are keyed by
 //! their path relative to the workspace root with `/` separators (as both formats print them),
 //! so a baseline written in one checkout matches in another. Messages are compared without
-//! clangd's "(fix available)" suffix ([`crate::diagnostics::comparison_message`]), which comes
-//! and goes with its index.
+//! clangd's "(fix available)" suffix, which comes and goes with its index, and without rustc's
+//! lint-level notes, which only the first finding of each lint carries
+//! ([`crate::diagnostics::comparison_message`]).
 //!
 //! SARIF from lspc carries the exact severity, code and source in each result's `properties`;
 //! SARIF without them (older lspc, other tools) is matched on (file, SARIF level, `ruleId`,
@@ -170,7 +171,7 @@ fn keys_of(diagnostic: &Diagnostic) -> [Key; 2] {
             diagnostic.severity,
             diagnostic.code.clone(),
             diagnostic.source.clone(),
-            comparison_message(&diagnostic.message).to_owned(),
+            comparison_message(&diagnostic.message).into_owned(),
         ),
         Key::Sarif(
             sarif_level(diagnostic.severity),
@@ -179,7 +180,7 @@ fn keys_of(diagnostic: &Diagnostic) -> [Key; 2] {
                 .clone()
                 .or_else(|| diagnostic.source.clone())
                 .unwrap_or_else(|| "lspc".to_owned()),
-            comparison_message(&diagnostic.message).to_owned(),
+            comparison_message(&diagnostic.message).into_owned(),
         ),
     ]
 }
@@ -229,7 +230,7 @@ fn parse_json(value: &Value) -> Result<Baseline, String> {
                 .map_err(|_| format!("{at}.severity: unknown severity {severity:?}"))?;
             let message =
                 text_field(diagnostic, "message", &at)?.ok_or(format!("{at}.message: missing"))?;
-            let message = comparison_message(&message).to_owned();
+            let message = comparison_message(&message).into_owned();
             let key = Key::Exact(
                 severity,
                 text_field(diagnostic, "code", &at)?,
@@ -264,7 +265,7 @@ fn parse_sarif(value: &Value) -> Result<Baseline, String> {
                 .as_str()
                 .map(comparison_message)
                 .ok_or(format!("{at}.message.text: missing"))?
-                .to_owned();
+                .into_owned();
             let location = &result["locations"][0]["physicalLocation"]["artifactLocation"];
             let uri = location["uri"]
                 .as_str()

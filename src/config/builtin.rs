@@ -228,11 +228,34 @@ pub fn builtin_for_extension(extension: &str) -> Option<(&'static str, &'static 
         .map(|builtin| (builtin.name, builtin.command))
 }
 
+/// The files TypeScript's own parser reads as JSON with comments and trailing commas (`tsc -p`,
+/// `extends`): the project files of tsc and of JavaScript projects, also under their
+/// `tsconfig.build.json`-style names.
+const TSCONFIG_SCHEMA_FILE_MATCH: [&str; 4] = [
+    "tsconfig.json",
+    "tsconfig.*.json",
+    "jsconfig.json",
+    "jsconfig.*.json",
+];
+
 /// The settings (answers to `workspace/configuration`) a built-in needs to work out of the box:
 /// vscode-css-language-server validates only when `css.validate` (and its scss/less twins) is
-/// set, and dockerfile-language-server ignores every check whose severity is not configured.
+/// set, dockerfile-language-server ignores every check whose severity is not configured, and
+/// vscode-json-language-server reads `tsconfig.json` as strict JSON (comments are errors,
+/// trailing commas too) while TypeScript reads it as JSONC: [`TSCONFIG_SCHEMA_FILE_MATCH`].
 fn builtin_settings(name: &str) -> Option<serde_json::Value> {
     match name {
+        // An inline schema that only allows comments and trailing commas (the flags schemastore's
+        // tsconfig schema sets, which VS Code downloads), so `tsc --init`'s commented template
+        // and a trailing comma `tsc` accepts are not reported; other checks stay as they were.
+        // Any `workspace/didChangeConfiguration` without `json.validate.enable: true` turns its
+        // validation off (4.10.0's `onDidChangeConfiguration`), so the entry says it.
+        "vscode-json-language-server" => Some(serde_json::json!({
+            "json": {"validate": {"enable": true}, "schemas": [{
+                "fileMatch": TSCONFIG_SCHEMA_FILE_MATCH,
+                "schema": {"allowComments": true, "allowTrailingCommas": true},
+            }]}
+        })),
         "vscode-css-language-server" => Some(serde_json::json!({
             "css": {"validate": true},
             "scss": {"validate": true},

@@ -19,6 +19,7 @@
 //! Code-action contexts carry each server's own diagnostics exactly as it sent them
 //! ([`crate::engine::Op::RawDiagnostics`]: `data` kept, which ruff needs for its quick fixes).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -743,6 +744,7 @@ impl EditCommands {
         encoding: PositionEncoding,
     ) -> Result<(lsp_types::Position, u32, u32), CommandError> {
         let shown = uri::relative_display(&synced.path, &self.root);
+        refuse_symbol_inside_longer_names(&synced.text, at, &shown)?;
         let position = resolve_position(&synced.text, at, encoding, &shown)
             .map_err(|error| CommandError::InvalidPosition(error.to_string()))?;
         let (line, column) =
@@ -899,17 +901,47 @@ pub fn occurrences(text: &str, needle: &str) -> Vec<usize> {
     found
 }
 
+/// Refuses a position given as a symbol that occurs on its line only inside longer names. The
+/// queries then take the first substring match (`Foo` finds `FooBar`), but an edit there would
+/// change the longer name: `lspc rename __init__.py:384 --symbol abel renamed` renamed `label`
+/// (pyright 1.1.414 on pallets/markupsafe).
+fn refuse_symbol_inside_longer_names(
+    text: &str,
+    at: &TextPosition,
+    shown: &str,
+) -> Result<(), CommandError> {
+    let ColumnOrSymbol::Symbol { name, .. } = &at.target else {
+        return Ok(());
+    };
+    let Some(line_text) = at
+        .line
+        .checked_sub(1)
+        .and_then(|line0| text.lines().nth(line0 as usize))
+    else {
+        return Ok(());
+    };
+    if !crate::text::symbol_only_inside_longer_names(line_text, name) {
+        return Ok(());
+    }
+    Err(CommandError::InvalidPosition(format!(
+        "{shown}:{}: symbol `{name}` is only part of a longer name on line: `{line_text}`; \
+         an edit needs the whole name or a column",
+        at.line
+    )))
+}
+
 /// The diagnostics of `after` that are not in `before`, compared as a multiset on (file,
 /// severity, code, source, message) without positions: an edit moves lines, so an old issue that
 /// only moved is not new, while a second copy of a message is. Messages are compared as
-/// [`comparison_message`] gives them (without clangd's "(fix available)").
+/// [`comparison_message`] gives them (without clangd's "(fix available)" and rustc's
+/// lint-level notes).
 pub fn new_diagnostics(before: &[Diagnostic], after: &[Diagnostic]) -> Vec<Diagnostic> {
     type Key<'a> = (
         &'a Path,
         Severity,
         Option<&'a str>,
         Option<&'a str>,
-        &'a str,
+        Cow<'a, str>,
     );
     fn key(d: &Diagnostic) -> Key<'_> {
         (
@@ -1138,6 +1170,39 @@ mod tests {
         let fresh = new_diagnostics(&before, &after);
         let fresh: Vec<(u32, &str)> = fresh.iter().map(|d| (d.line, d.message.as_str())).collect();
         assert_eq!(fresh, [(36, "Unknown type name 'size_t'")]);
+    }
+
+    /// rust-analyzer 0.0.330 on dtolnay/semver (`lspc code-actions src/eval.rs:43:unused_total
+    /// --apply …`, prefixing the first of two unused variables with `_`): rustc's "on by default"
+    /// note, which rust-analyzer appends to the first diagnostic of the lint only, moved to the
+    /// second unused variable, which was reported as a new warning. It is not new.
+    #[test]
+    fn rustc_lint_level_notes_moving_to_another_finding_are_not_new_diagnostics() {
+        let rustc = |line, message: &str| Diagnostic {
+            source: Some("rustc".to_owned()),
+            server: "rust-analyzer".to_owned(),
+            ..diagnostic(
+                "/w/src/eval.rs",
+                line,
+                Severity::Warning,
+                message,
+                Some("unused_variables"),
+            )
+        };
+        let note = "\n`#[warn(unused_variables)]` (part of `#[warn(unused)]`) on by default";
+        let before = vec![
+            rustc(43, &format!("unused variable: `unused_total`{note}")),
+            rustc(44, "unused variable: `wrong`"),
+        ];
+        let after = vec![rustc(44, &format!("unused variable: `wrong`{note}"))];
+        assert_eq!(new_diagnostics(&before, &after), []);
+        let after = vec![
+            rustc(44, &format!("unused variable: `wrong`{note}")),
+            rustc(45, "unused variable: `third`"),
+        ];
+        let fresh = new_diagnostics(&before, &after);
+        let fresh: Vec<(u32, &str)> = fresh.iter().map(|d| (d.line, d.message.as_str())).collect();
+        assert_eq!(fresh, [(45, "unused variable: `third`")]);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! reached or stopped.
 
 use std::io::Write;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::client::{self, AttachError, ConnectError};
@@ -221,14 +222,18 @@ fn status(json: bool) -> i32 {
     status
 }
 
-/// Asks one session to stop and waits until its process is gone.
-fn stop_one(paths: &SessionPaths) -> Result<Option<String>, String> {
+/// Asks one session to stop, if it serves `root` (any root when `None`; another root's session
+/// is left running, `Ok(None)`), and waits until its process is gone.
+fn stop_one_serving(paths: &SessionPaths, root: Option<&Path>) -> Result<Option<String>, String> {
     let connected = match client::connect_or_clean(paths) {
         Ok(connected) => connected,
         Err(ConnectError::NotRunning | ConnectError::Stale) => return Ok(None),
         Err(ConnectError::Unusable(message)) => return Err(message),
     };
     let hello = connected.hello.clone();
+    if root.is_some_and(|root| hello.root != root) {
+        return Ok(None);
+    }
     client::session_request(connected, WireOp::Stop)?;
     let deadline = Instant::now() + STOP_TIMEOUT;
     while client::pid_alive(hello.pid) {
@@ -248,6 +253,23 @@ fn stop_one(paths: &SessionPaths) -> Result<Option<String>, String> {
         hello.root.display(),
         hello.pid
     )))
+}
+
+/// Stops each of `candidates` that serves `root` (every one when `None`), appending a line per
+/// stopped session to `text`; the exit status (`EXIT_SERVER` when one could not be stopped).
+fn stop_each(candidates: &[SessionPaths], root: Option<&Path>, text: &mut String) -> i32 {
+    let mut status = EXIT_OK;
+    for paths in candidates {
+        match stop_one_serving(paths, root) {
+            Ok(Some(line)) => text.push_str(&line),
+            Ok(None) => {}
+            Err(message) => {
+                eprintln!("lspc: {message}");
+                status = EXIT_SERVER;
+            }
+        }
+    }
+    status
 }
 
 fn stop(options: &EngineOptions, all: bool) -> i32 {
@@ -277,16 +299,17 @@ fn stop(options: &EngineOptions, all: bool) -> i32 {
             .collect()
     };
     let mut text = String::new();
-    let mut status = EXIT_OK;
-    for paths in &targets {
-        match stop_one(paths) {
-            Ok(Some(line)) => text.push_str(&line),
-            Ok(None) => {}
-            Err(message) => {
-                eprintln!("lspc: {message}");
-                status = EXIT_SERVER;
-            }
-        }
+    let mut status = stop_each(&targets, None, &mut text);
+    if !all && text.is_empty() && status == EXIT_OK {
+        // No session has this command's key, but the key hashes the environment too: a session
+        // started from another shell (another exported variable, another `PATH`) serves the same
+        // workspace, `session status` lists it for this root, and "stop the workspace's session"
+        // means it. Stop the sessions serving this root instead of saying none runs.
+        let others: Vec<SessionPaths> = SessionPaths::list(&dir)
+            .into_iter()
+            .filter(|paths| !targets.contains(paths))
+            .collect();
+        status = stop_each(&others, Some(&root), &mut text);
     }
     if text.is_empty() && status == EXIT_OK {
         if all {

@@ -847,17 +847,9 @@ fn nothing_to_check_is_a_usage_error_and_walked_binary_files_are_skipped() {
 /// types: expected `u32`, found `&str``), plus its "expected due to this" hint when asked for.
 #[test]
 fn rust_analyzer_type_error_is_reported_not_an_early_clean() {
-    let tools = std::env::var_os("LSPC_CI_TOOLS")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::PathBuf::from("/var/cache/lspc-ci"));
-    let program = tools.join("rust-analyzer-0.0.330/bin/rust-analyzer");
-    if !program.is_file() {
-        eprintln!(
-            "skipping: rust-analyzer 0.0.330 is not installed at {}",
-            program.display()
-        );
+    let Some(program) = rust_analyzer_0_0_330() else {
         return;
-    }
+    };
     let workspace = Workspace::copy_of("rust");
     let config = workspace.config(json!({
         "rust-analyzer": {"command": program, "extensionToLanguage": {".rs": "rust"}}
@@ -894,6 +886,170 @@ fn rust_analyzer_type_error_is_reported_not_an_early_clean() {
             cargo.stderr
         );
     }
+}
+
+/// Found on developit/mitt (ninth round, new-user test): its `tsconfig.json` has a trailing
+/// comma, which `tsc` accepts (TypeScript reads its project files as JSON with comments), and the
+/// built-in vscode-json-language-server 4.10.0 reported it as `error: Trailing comma [json
+/// 519]`, as it did every comment of `tsc --init`'s template (`Comments are not permitted in
+/// JSON. [521]`). The built-in entry now allows both in `tsconfig.json`, `tsconfig.*.json`,
+/// `jsconfig.json` and `jsconfig.*.json` (as schemastore's schema does in VS Code); any other
+/// `.json` file still gets both errors.
+#[test]
+fn tsconfig_comments_and_trailing_commas_are_not_json_errors() {
+    require_program!("vscode-json-language-server");
+    let workspace = Workspace::new("tsconfig-jsonc");
+    let text =
+        "{\n  // tsc --init writes comments\n  \"compilerOptions\": {\"strict\": true,},\n}\n";
+    for name in [
+        "tsconfig.json",
+        "tsconfig.build.json",
+        "web/jsconfig.json",
+        "other.json",
+    ] {
+        workspace.file(name, text);
+    }
+    // An input for `tsc -p` below; the check leaves it out (only the JSON server is asked).
+    workspace.file("src/a.ts", "export const a = 1;\n");
+    let output = workspace
+        .lspc()
+        .args(["check", "--format", "json", "--exclude", "src", "."])
+        .run();
+    assert_eq!(
+        json_diagnostics(&output.json()),
+        [
+            "other.json:2:3-2:32 error [- 521] Comments are not permitted in JSON.",
+            "other.json:3:37-3:38 error [json 519] Trailing comma",
+            "other.json:3:39-3:40 error [json 519] Trailing comma",
+        ],
+        "{}",
+        output.story()
+    );
+    output.status(1);
+    // TypeScript itself reads the file with its comment and trailing commas.
+    if which("tsc").is_some() {
+        TestCommand::new("tsc")
+            .current_dir(&workspace.root)
+            .args(["-p", "tsconfig.json", "--showConfig"])
+            .run()
+            .status(0);
+    }
+}
+
+/// Found on pallets/markupsafe (ninth round, new-user test, pyright 1.1.414): a symbol that
+/// occurs on its line only inside a longer name is found as a substring by the queries (`Foo`
+/// finds `FooBar`), and `lspc rename __init__.py:384 --symbol abel renamed` renamed `label`.
+/// The edit commands now refuse such a position (exit 2, nothing asked or written); the whole
+/// name still renames.
+#[test]
+fn rename_refuses_a_symbol_that_is_only_part_of_a_longer_name() {
+    require_program!("pyright-langserver");
+    let workspace = Workspace::new("rename-substring");
+    let text = "def total(n: int) -> int:\n    label: int = n\n    return label\n";
+    workspace.file("a.py", text);
+    let config = workspace.config(json!({ "pyright": pyright_entry() }));
+    let rename = |symbol: &str| {
+        workspace
+            .lspc()
+            .args(["rename", "--no-builtin", "--config"])
+            .arg(&config)
+            .args(["a.py:2", "--symbol", symbol, "renamed", "--apply"])
+            .run()
+    };
+    rename("abel").status(2).stderr_contains(
+        "lspc: a.py:2: symbol `abel` is only part of a longer name on line: `    label: int = n`; \
+         an edit needs the whole name or a column",
+    );
+    assert_eq!(
+        std::fs::read_to_string(workspace.path("a.py")).unwrap(),
+        text
+    );
+    rename("label").status(0);
+    assert_eq!(
+        std::fs::read_to_string(workspace.path("a.py")).unwrap(),
+        "def total(n: int) -> int:\n    renamed: int = n\n    return renamed\n"
+    );
+}
+
+/// rust-analyzer 0.0.330 from the CI tools folder (`LSPC_CI_TOOLS`, default
+/// `/var/cache/lspc-ci`), or `None` after saying why the test skips.
+fn rust_analyzer_0_0_330() -> Option<std::path::PathBuf> {
+    let tools = std::env::var_os("LSPC_CI_TOOLS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from("/var/cache/lspc-ci"));
+    let program = tools.join("rust-analyzer-0.0.330/bin/rust-analyzer");
+    if program.is_file() {
+        return Some(program);
+    }
+    eprintln!(
+        "skipping: rust-analyzer 0.0.330 is not installed at {}",
+        program.display()
+    );
+    None
+}
+
+/// Found on dtolnay/semver (ninth round, new-user test): rustc says "`#[warn(unused_variables)]`
+/// … on by default" only on the first unused variable of a crate, and rust-analyzer 0.0.330
+/// appends that note to its message. With a baseline of two unused variables, fixing the first
+/// moved the note to the second, which `--baseline` then reported as a new warning (exit 1 with
+/// `--fail-on warning`, `baseline: 0 matched, 2 gone`). It matches its baseline entry.
+#[test]
+fn rust_analyzer_fixing_one_unused_variable_leaves_no_new_finding_against_a_baseline() {
+    let Some(program) = rust_analyzer_0_0_330() else {
+        return;
+    };
+    let workspace = Workspace::new("ra-baseline");
+    workspace.file(
+        "Cargo.toml",
+        "[package]\nname = \"tally\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n",
+    );
+    let lib = |first: &str| {
+        format!("pub fn total() -> u32 {{\n    let {first} = 1;\n    let second = 2;\n    3\n}}\n")
+    };
+    workspace.file("src/lib.rs", &lib("first"));
+    let config = workspace.config(json!({
+        "rust-analyzer": {"command": program, "extensionToLanguage": {".rs": "rust"}}
+    }));
+    let baseline = workspace.path("lspc-baseline.json");
+    let check = |extra: &[&std::ffi::OsStr]| {
+        workspace
+            .lspc()
+            .args(["check", "--no-builtin", "--fail-on", "warning", "--config"])
+            .arg(&config)
+            // cargo check (flycheck) takes a while on a loaded machine.
+            .args(["--timeout", "120", "--format", "json"])
+            .args(extra)
+            .arg("src/lib.rs")
+            .run()
+    };
+    let written = check(&["--write-baseline".as_ref(), baseline.as_os_str()]);
+    written.status(1);
+    let note = "`#[warn(unused_variables)]` (part of `#[warn(unused)]`) on by default";
+    assert_eq!(
+        json_diagnostics(&written.json()),
+        [
+            format!("src/lib.rs:2:9-2:14 warning [rustc unused_variables] unused variable: `first`\n{note}"),
+            "src/lib.rs:3:9-3:15 warning [rustc unused_variables] unused variable: `second`".to_owned(),
+        ],
+        "{}",
+        written.story()
+    );
+    workspace.file("src/lib.rs", &lib("_first"));
+    let output = check(&["--baseline".as_ref(), baseline.as_os_str()]);
+    let report = output.json();
+    assert_eq!(
+        json_diagnostics(&report),
+        Vec::<String>::new(),
+        "{}",
+        output.story()
+    );
+    assert_eq!(
+        report["summary"]["baseline"],
+        json!({"matched": 1, "gone": 1}),
+        "{}",
+        output.story()
+    );
+    output.status(0);
 }
 
 /// Issue 15 (fifth round): `lspc check`'s output is byte-identical to what lspc printed before the

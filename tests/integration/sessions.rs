@@ -1017,6 +1017,36 @@ fn commands_with_another_environment_get_their_own_session() {
     assert_eq!(ws.session_pids().len(), 2);
 }
 
+/// Found in the ninth round's new-user test: a session started from one shell (with a variable
+/// exported that the other shell does not have) was listed by `session status` for the
+/// workspace, and `session stop` from the other shell said `no session runs for ROOT` (exit 1),
+/// since the key hashes the environment. `session stop` now stops the sessions serving the
+/// workspace's root when none has its own key.
+#[test]
+fn session_stop_from_another_environment_stops_the_workspaces_session() {
+    let ws = SessionWorkspace::new("stop-environment", json!({}));
+    ws.lspc(&["session", "start"])
+        .env("LSPC_TEST_ENVIRONMENT_MARK", "started-here")
+        .run()
+        .status(0);
+    let pids = ws.session_pids();
+    assert_eq!(pids.len(), 1);
+    let stopped = ws
+        .lspc(&["session", "stop"])
+        .env("LSPC_TEST_ENVIRONMENT_MARK", "another-shell")
+        .run();
+    stopped.status(0).stdout_is(&format!(
+        "stopped the session for {} (pid {})\n",
+        ws.workspace.root.display(),
+        pids[0]
+    ));
+    assert_eq!(ws.session_pids(), Vec::<u32>::new());
+    ws.lspc(&["session", "stop"])
+        .run()
+        .status(1)
+        .stderr_contains("no session runs for");
+}
+
 /// A session that cannot start (here it cannot listen: a directory sits where its socket goes)
 /// is noticed as soon as its process exits, through the ready pipe, not after the 30 s start
 /// timeout; `--session always` then says why once, with the session's own error, and the query
