@@ -32,6 +32,7 @@
 //! help normalisation in `signature.rs`, root-relative paths in `relative_paths.rs`; result
 //! parsing per kind in `locations.rs`, `hover.rs`, `symbols.rs`; human rendering in `render.rs`.
 
+pub mod cleaned_json;
 pub mod command;
 pub mod hover;
 pub mod locations;
