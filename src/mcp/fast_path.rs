@@ -273,7 +273,7 @@ impl Front {
         crate::query::command::start_detached(
             &queries,
             request,
-            Rendering::Both,
+            Rendering::Structured,
             call,
             finish_instant,
             Box::new(move |request, call| {

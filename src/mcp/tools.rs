@@ -559,16 +559,20 @@ fn query_text(query: &QueryRequest, human: String, note: Option<String>) -> Stri
 }
 
 /// [`call_result`] of a query's `answer` with no passive diagnostics and no install hints, its
-/// structured content written straight from the answer's JSON text ([`super::structured`]):
-/// the same bytes as [`query_output`] then [`call_result`] give. `Err(answer)` (given back)
-/// when the answer is a `Value` tree or its text is declined.
+/// structured content written straight from the answer's JSON text ([`super::structured`]),
+/// or copied when the text is in the cleaned form already
+/// ([`crate::query::ResultJson::Cleaned`]): the same bytes as [`query_output`] then
+/// [`call_result`] give. `Err(answer)` (given back) when the answer is a `Value` tree or its
+/// text is declined.
 pub fn query_call_result_text(
     root: &Path,
     query: &QueryRequest,
     answer: Answer,
 ) -> Result<TextCallResult, Answer> {
-    let crate::query::ResultJson::Text(json) = &answer.json else {
-        return Err(answer);
+    let (json, cleaned) = match &answer.json {
+        crate::query::ResultJson::Text(json) => (json, false),
+        crate::query::ResultJson::Cleaned(json) => (json, true),
+        crate::query::ResultJson::Tree(_) => return Err(answer),
     };
     let (required, wrap) = match query {
         QueryRequest::Definition { .. } | QueryRequest::References { .. } => {
@@ -584,7 +588,11 @@ pub fn query_call_result_text(
     };
     let mut structured = Vec::with_capacity(json.len() + 24);
     structured.extend_from_slice(wrap.unwrap_or("").as_bytes());
-    if !super::structured::cleaned_into(json, root, required, &mut structured) {
+    if cleaned {
+        // Already in the cleaned form: a result with a list member (`required`) always writes
+        // it, so only the wrapped kinds can be `null` here, as the text route allows.
+        structured.extend_from_slice(json.as_bytes());
+    } else if !super::structured::cleaned_into(json, root, required, &mut structured) {
         return Err(answer);
     }
     if wrap.is_some() {

@@ -559,9 +559,6 @@ pub fn clean_json(value: &mut Value, root: &Path) {
     }
 }
 
-/// `path` relative to `root` when inside it, else as is.
-pub fn display_path(root: &Path, path: &Path) -> String {
-    path.strip_prefix(root)
-        .map(|relative| relative.display().to_string())
-        .unwrap_or_else(|_| path.display().to_string())
-}
+/// `path` relative to `root` when inside it, else as is (defined with the cleaned form that
+/// MCP's instant answers are serialised into, [`crate::query::cleaned_json`]).
+pub use crate::query::cleaned_json::display_path;

@@ -145,10 +145,11 @@ impl QueryAnswer {
         result: Option<T>,
         render: fn(&T) -> String,
         rendering: Rendering,
+        root: &std::path::Path,
     ) -> QueryAnswer {
         match result {
             Some(result) => QueryAnswer {
-                json: to_json(&result),
+                json: json_for(rendering, &result, root),
                 human: rendered(rendering, || render(&result)),
                 found: true,
                 incomplete: None,
@@ -168,6 +169,18 @@ fn to_json<T: serde::Serialize>(value: &T) -> ResultJson {
     ResultJson::of(value)
 }
 
+/// `value` as JSON text in the form `rendering` asks for (paths already relative to `root`).
+fn json_for<T: serde::Serialize>(
+    rendering: Rendering,
+    value: &T,
+    root: &std::path::Path,
+) -> ResultJson {
+    match rendering {
+        Rendering::Structured => ResultJson::cleaned(value, root),
+        Rendering::Both | Rendering::JsonOnly => to_json(value),
+    }
+}
+
 /// A document symbols answer's object: `{"symbols": [...]}`.
 #[derive(serde::Serialize)]
 struct SymbolsObject<'a> {
@@ -177,8 +190,12 @@ struct SymbolsObject<'a> {
 /// Which renderings of an answer a caller reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rendering {
-    /// `json` and `human` (the CLI, MCP, the session wire).
+    /// `json` and `human` (the CLI, MCP's worker route, the session wire).
     Both,
+    /// `human`, and `json` in MCP's cleaned form ([`ResultJson::Cleaned`]: `null` members left
+    /// out), which MCP's instant answers copy into their structured content as they are (issue
+    /// 15: cleaning the text afterwards cost an MCP definition about 15k instructions).
+    Structured,
     /// `json` only, `human` left empty (`lspc batch`, issue 15: rendering text nobody reads cost
     /// about a tenth of a definition's instructions).
     JsonOnly,
@@ -187,7 +204,7 @@ pub enum Rendering {
 /// `render()` when the caller reads the human rendering, else empty.
 fn rendered(rendering: Rendering, render: impl FnOnce() -> String) -> String {
     match rendering {
-        Rendering::Both => render(),
+        Rendering::Both | Rendering::Structured => render(),
         Rendering::JsonOnly => String::new(),
     }
 }
@@ -217,7 +234,7 @@ pub fn execute_rendering(
             rendering,
         ),
         QueryRequest::Hover { at } => {
-            QueryAnswer::optional(queries.hover(at)?, render::hover, rendering)
+            QueryAnswer::optional(queries.hover(at)?, render::hover, rendering, &root)
         }
         QueryRequest::Symbols { file } => {
             symbols_answer(queries.document_symbols(file)?, &root, rendering)
@@ -273,6 +290,7 @@ pub fn execute_rendering(
             queries.signature_help(at)?,
             render::signature_help,
             rendering,
+            &root,
         ),
     };
     Ok(answer)
@@ -287,7 +305,7 @@ fn locations_answer(
     let human = rendered(rendering, || render::locations(&result, root));
     result.make_relative(root);
     QueryAnswer {
-        json: to_json(&result),
+        json: json_for(rendering, &result, root),
         human,
         found: !result.locations.is_empty(),
         incomplete: result.incomplete,
@@ -304,7 +322,7 @@ fn symbols_answer(
     symbols.make_relative(root);
     QueryAnswer {
         found: !symbols.is_empty(),
-        json: to_json(&SymbolsObject { symbols: &symbols }),
+        json: json_for(rendering, &SymbolsObject { symbols: &symbols }, root),
         human,
         incomplete: None,
     }
@@ -386,6 +404,7 @@ pub fn start_detached<T: Send + 'static>(
                         super::hover_result_of(target, answer),
                         render::hover,
                         rendering,
+                        &root,
                     )
                 });
                 finish(payload, answer);
@@ -416,6 +435,7 @@ pub fn start_detached<T: Send + 'static>(
                         super::parse_signature_help(&answer.into_value(), target.server.name),
                         render::signature_help,
                         rendering,
+                        &root,
                     )
                 });
                 finish(payload, answer);

@@ -2,8 +2,10 @@
 //! serialises to, written once from the typed result (issue 15: building a `Value` only to
 //! serialise it cost a definition about a quarter of its instructions).
 //!
-//! Invariant: both forms stand for the same JSON, and the text form is exactly what the tree
-//! form serialises to (compact, object keys sorted), so writing either gives the same bytes.
+//! Invariant: the tree and text forms stand for the same JSON, and the text form is exactly
+//! what the tree form serialises to (compact, object keys sorted), so writing either gives the
+//! same bytes. The cleaned form (MCP's instant answers only) is that text as MCP's structured
+//! content shows it.
 //! The text is only ever made by serde_json's serialiser, so it is valid JSON (it is not
 //! parsed again to check).
 //! Results are serialised directly only from types whose fields are declared in the order of
@@ -19,6 +21,10 @@ pub enum ResultJson {
     Tree(Value),
     /// Written by `serde_json` ([`ResultJson::of`]): valid JSON.
     Text(String),
+    /// The text in MCP's cleaned form ([`ResultJson::cleaned`]): `null` members left out,
+    /// `path`/`file` members relative to the root. Only MCP's instant answers hold it
+    /// ([`crate::query::command::Rendering::Structured`]).
+    Cleaned(String),
 }
 
 impl ResultJson {
@@ -34,6 +40,15 @@ impl ResultJson {
         }
     }
 
+    /// `result` serialised straight into MCP's cleaned form ([`super::cleaned_json`]), or,
+    /// where that declines, [`ResultJson::of`] (which MCP cleans as it cleans any text).
+    pub fn cleaned<T: Serialize>(result: &T, root: &std::path::Path) -> ResultJson {
+        match super::cleaned_json::cleaned(result, root) {
+            Some(text) => ResultJson::Cleaned(text),
+            None => ResultJson::of(result),
+        }
+    }
+
     /// The JSON `null`.
     pub fn null() -> ResultJson {
         ResultJson::Tree(Value::Null)
@@ -43,7 +58,9 @@ impl ResultJson {
     pub fn into_value(self) -> Value {
         match self {
             ResultJson::Tree(value) => value,
-            ResultJson::Text(text) => serde_json::from_str(&text).unwrap_or(Value::Null),
+            ResultJson::Text(text) | ResultJson::Cleaned(text) => {
+                serde_json::from_str(&text).unwrap_or(Value::Null)
+            }
         }
     }
 
@@ -51,7 +68,7 @@ impl ResultJson {
     pub fn is_null(&self) -> bool {
         match self {
             ResultJson::Tree(value) => value.is_null(),
-            ResultJson::Text(text) => text == "null",
+            ResultJson::Text(text) | ResultJson::Cleaned(text) => text == "null",
         }
     }
 
@@ -61,7 +78,9 @@ impl ResultJson {
             ResultJson::Tree(value) => {
                 let _ = serde_json::to_writer(&mut *out, value);
             }
-            ResultJson::Text(text) => out.extend_from_slice(text.as_bytes()),
+            ResultJson::Text(text) | ResultJson::Cleaned(text) => {
+                out.extend_from_slice(text.as_bytes())
+            }
         }
     }
 }
@@ -93,7 +112,7 @@ impl std::fmt::Display for ResultJson {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ResultJson::Tree(value) => write!(f, "{value}"),
-            ResultJson::Text(text) => f.write_str(text),
+            ResultJson::Text(text) | ResultJson::Cleaned(text) => f.write_str(text),
         }
     }
 }
@@ -103,9 +122,11 @@ impl Serialize for ResultJson {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
             ResultJson::Tree(value) => value.serialize(serializer),
-            ResultJson::Text(text) => RawValue::from_string(text.clone())
-                .map_err(serde::ser::Error::custom)?
-                .serialize(serializer),
+            ResultJson::Text(text) | ResultJson::Cleaned(text) => {
+                RawValue::from_string(text.clone())
+                    .map_err(serde::ser::Error::custom)?
+                    .serialize(serializer)
+            }
         }
     }
 }
@@ -126,10 +147,17 @@ mod tests {
     /// declared in the order of their serialised names).
     #[test]
     fn results_serialise_as_their_value_trees_do() {
+        // And MCP's cleaned form is `clean_json` of the same `Value`.
         fn check<T: Serialize>(result: &T) {
             let direct = ResultJson::of(result).to_string();
-            let through_value = serde_json::to_value(result).unwrap().to_string();
-            assert_eq!(direct, through_value);
+            let mut through_value = serde_json::to_value(result).unwrap();
+            assert_eq!(direct, through_value.to_string());
+            let root = std::path::Path::new("/w");
+            crate::operation::execute::clean_json(&mut through_value, root);
+            match ResultJson::cleaned(result, root) {
+                ResultJson::Cleaned(text) => assert_eq!(text, through_value.to_string()),
+                other => panic!("{direct}: not cleaned directly: {other:?}"),
+            }
         }
         let location = Location {
             column: 5,
@@ -145,10 +173,18 @@ mod tests {
         };
         check(&location);
         check(&no_text);
+        let at = |path: &str| Location {
+            path: PathBuf::from(path),
+            ..no_text.clone()
+        };
+        let absolute = ["/w/inside.c", "/w", "/usr/include/stdio.h", "/wx/a.c"].map(at);
         for incomplete in [None, Some("server x was still indexing".to_owned())] {
             check(&LocationsResult {
                 incomplete: incomplete.clone(),
-                locations: vec![location.clone(), no_text.clone()],
+                locations: [location.clone(), no_text.clone()]
+                    .into_iter()
+                    .chain(absolute.clone())
+                    .collect(),
                 server: "clangd".into(),
             });
             check(&SymbolsResult {
