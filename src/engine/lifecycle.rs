@@ -76,7 +76,8 @@ pub(super) struct Server {
     /// Kept per origin: a server that pulls and pushes for one file has both in force. Each is
     /// its JSON text (about 200 bytes), not a `Value` tree (about 2.5 KiB for one diagnostic
     /// with its range: a `BTreeMap` node per object), since every checked file keeps its own
-    /// until the server is gone; [`super::server_messages::parse_raw_diagnostics`] gives the objects back.
+    /// until the server is gone; [`super::server_messages::parse_raw_diagnostics`] gives the
+    /// objects back.
     pub(super) raw_diagnostics: HashMap<(PathBuf, Origin), Vec<Box<RawValue>>>,
     /// Restart policy, crash streak and hung detection (see [`super::supervisor`]).
     pub(super) supervisor: Supervisor,

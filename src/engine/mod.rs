@@ -129,8 +129,8 @@ pub struct EngineOptions {
     /// Whether every diagnostic set is also queued for passive delivery ([`Op::DrainPassive`],
     /// seed 000's drain after each tool call). On by default; `lspc check` and `lspc batch`,
     /// which never drain, turn it off: the queue would keep a copy of every file's diagnostics
-    /// until the end (issue 15, memory per file). Queues opened with [`Op::OpenPassive`] collect either way,
-    /// and a session's engine always queues (an MCP client may share it).
+    /// until the end (issue 15, memory per file). Queues opened with [`Op::OpenPassive`]
+    /// collect either way, and a session's engine always queues (an MCP client may share it).
     pub passive_delivery: bool,
 }
 
