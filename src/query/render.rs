@@ -25,26 +25,29 @@ pub fn position_label(location: &Location, root: &Path) -> String {
 
 /// `path:line:col  source line` (the source part only when the line could be read).
 pub fn location_line(location: &Location, root: &Path) -> String {
-    let label = position_label(location, root);
-    match location.line_text.as_deref().map(str::trim) {
-        Some(text) if !text.is_empty() => format!("{label}  {text}"),
-        _ => label,
+    let mut out = String::new();
+    push_location_line(&mut out, location, root);
+    out
+}
+
+/// [`location_line`] written onto `out` (issue 15: a `format!` per part cost a definition
+/// about 1.5k instructions).
+fn push_location_line(out: &mut String, location: &Location, root: &Path) {
+    out.push_str(&relative_display(&location.path, root));
+    let _ = write!(out, ":{}:{}", location.line, location.column);
+    if let Some(text) = location.line_text.as_deref().map(str::trim) {
+        if !text.is_empty() {
+            out.push_str("  ");
+            out.push_str(text);
+        }
     }
 }
 
-/// One [`location_line`] per location, each written straight into the text (issue 15: a
-/// `format!` per part cost a definition about 1.5k instructions).
+/// One [`location_line`] per location, each written straight into the text.
 pub fn locations(result: &LocationsResult, root: &Path) -> String {
     let mut out = String::new();
     for location in &result.locations {
-        out.push_str(&relative_display(&location.path, root));
-        let _ = write!(out, ":{}:{}", location.line, location.column);
-        if let Some(text) = location.line_text.as_deref().map(str::trim) {
-            if !text.is_empty() {
-                out.push_str("  ");
-                out.push_str(text);
-            }
-        }
+        push_location_line(&mut out, location, root);
         out.push('\n');
     }
     out
