@@ -102,11 +102,7 @@ impl CleanFormatter<'_> {
     }
 
     fn write_key<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        let Some(object) = self
-            .depth
-            .checked_sub(1)
-            .and_then(|d| self.objects.get_mut(d))
-        else {
+        let Some(object) = innermost(&mut self.objects, self.depth) else {
             self.declined.set(true);
             return Ok(());
         };
@@ -135,6 +131,11 @@ impl CleanFormatter<'_> {
         let shown = display_path(self.root, Path::new(text));
         serde_json::to_writer(writer, shown.as_str()).map_err(io::Error::other)
     }
+}
+
+/// The innermost of the open objects (`depth` of them open); `None` outside every object.
+fn innermost(objects: &mut [Object], depth: usize) -> Option<&mut Object> {
+    objects.get_mut(depth.checked_sub(1)?)
 }
 
 /// A number hook: a value start, then the compact formatter's output; declined inside a key.
@@ -276,11 +277,7 @@ impl Formatter for CleanFormatter<'_> {
     }
 
     fn end_object_key<W: ?Sized + Write>(&mut self, _writer: &mut W) -> io::Result<()> {
-        let in_order = match self
-            .depth
-            .checked_sub(1)
-            .and_then(|d| self.objects.get_mut(d))
-        {
+        let in_order = match innermost(&mut self.objects, self.depth) {
             Some(object) => {
                 let in_order = !object.has_previous || object.previous_key < self.key;
                 object.previous_key.clear();
