@@ -526,15 +526,13 @@ impl State {
         probe: &tsserver_probe::Probe,
     ) -> ProbeOutcome {
         let server = &self.servers[server_id.0 as usize];
-        let published = super::server_messages::parse_raw_diagnostics(
-            server
-                .raw_diagnostics
-                .get(&(path.to_path_buf(), Origin::Published))
-                .into_iter()
-                .flatten(),
-        );
+        let published = server
+            .raw_diagnostics
+            .get(&(path.to_path_buf(), Origin::Published))
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
         let ignored = tsserver_probe::ignored_codes(server.config.settings.as_ref());
-        probe.outcome(&published, &ignored)
+        probe.outcome(published, &ignored)
     }
 
     /// The probe of the server's current publish for `path` at the sent version

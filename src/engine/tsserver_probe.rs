@@ -36,6 +36,8 @@
 
 use std::time::Instant;
 
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 /// The command typescript-language-server registers for forwarding tsserver requests.
@@ -76,7 +78,7 @@ impl Probe {
 
     /// What the answers say of `published`, the codes in `ignored` ([`ignored_codes`]) left out
     /// of the answers.
-    pub(crate) fn outcome(&self, published: &[Value], ignored: &[String]) -> ProbeOutcome {
+    pub(crate) fn outcome(&self, published: &[Box<RawValue>], ignored: &[String]) -> ProbeOutcome {
         let mut expected: Vec<Key> = Vec::new();
         for answer in &self.answers {
             match answer {
@@ -183,18 +185,41 @@ pub(crate) fn answer_keys(answer: &Value) -> Option<Vec<Key>> {
         .collect()
 }
 
-/// The published diagnostics (raw LSP objects) as keys; `None` if one lacks a range.
-pub(crate) fn published_keys(published: &[Value]) -> Option<Vec<Key>> {
+/// The published diagnostics (the raw LSP objects' JSON text the engine keeps) as keys; `None`
+/// if one lacks a range. Only the range and `code` are read (typed: no `Value` tree for the
+/// rest), since the settle rule asks on every loop turn while a file waits.
+pub(crate) fn published_keys(published: &[Box<RawValue>]) -> Option<Vec<Key>> {
+    #[derive(Deserialize)]
+    struct At {
+        line: u64,
+        character: u64,
+    }
+    #[derive(Deserialize)]
+    struct Range {
+        start: At,
+        end: At,
+    }
+    #[derive(Deserialize)]
+    struct Published {
+        range: Range,
+        /// `Some(Value::Null)` for `"code": null`, `None` when there is no `code`.
+        #[serde(default, deserialize_with = "present")]
+        code: Option<Value>,
+    }
+    fn present<'de, D: serde::Deserializer<'de>>(value: D) -> Result<Option<Value>, D::Error> {
+        Value::deserialize(value).map(Some)
+    }
     published
         .iter()
-        .map(|diagnostic| {
-            let at = |pointer: &str| diagnostic.pointer(pointer).and_then(Value::as_u64);
+        .map(|raw| {
+            let diagnostic: Published = serde_json::from_str(raw.get()).ok()?;
+            let Range { start, end } = diagnostic.range;
             Some((
-                at("/range/start/line")?,
-                at("/range/start/character")?,
-                at("/range/end/line")?,
-                at("/range/end/character")?,
-                code_text(diagnostic.get("code")),
+                start.line,
+                start.character,
+                end.line,
+                end.character,
+                code_text(diagnostic.code.as_ref()),
             ))
         })
         .collect()
@@ -208,8 +233,15 @@ fn code_text(code: Option<&Value>) -> String {
 mod tests {
     use super::*;
 
-    fn lsp(line: u64, character: u64, end: u64, code: Value) -> Value {
-        json!({"range": {"start": {"line": line, "character": character}, "end": {"line": line, "character": end}}, "code": code, "message": "m"})
+    /// A published diagnostic as the engine keeps it (its JSON text).
+    fn lsp(line: u64, character: u64, end: u64, code: Value) -> Box<RawValue> {
+        raw(
+            json!({"range": {"start": {"line": line, "character": character}, "end": {"line": line, "character": end}}, "code": code, "message": "m"}),
+        )
+    }
+
+    fn raw(value: Value) -> Box<RawValue> {
+        serde_json::value::to_raw_value(&value).unwrap()
     }
 
     fn ts(line: u64, offset: u64, end: u64, code: Value) -> Value {
@@ -229,7 +261,7 @@ mod tests {
     fn the_publish_is_confirmed_only_by_the_same_ranges_and_codes() {
         let semantic = || Some(vec![ts(2, 7, 12, json!(2322))]);
         let answered = probe([Some(vec![]), semantic(), Some(vec![])]);
-        let outcome = |published: &[Value]| answered.outcome(published, &[]);
+        let outcome = |published: &[Box<RawValue>]| answered.outcome(published, &[]);
         assert_eq!(
             outcome(&[lsp(1, 6, 11, json!(2322))]),
             ProbeOutcome::Confirmed
@@ -280,8 +312,24 @@ mod tests {
         assert_eq!(pending.outcome(&[], &[]), ProbeOutcome::Failed);
         // A published diagnostic without a range cannot be compared.
         assert_eq!(
-            clean.outcome(&[json!({"message": "m"})], &[]),
+            clean.outcome(&[raw(json!({"message": "m"}))], &[]),
             ProbeOutcome::Failed
+        );
+        // The key's code is the JSON text of `code`: a string keeps its quotes, `null` is
+        // `null`, no `code` is empty.
+        let range =
+            json!({"start": {"line": 1, "character": 6}, "end": {"line": 1, "character": 11}});
+        assert_eq!(
+            published_keys(&[
+                raw(json!({"range": range, "code": "E1"})),
+                raw(json!({"range": range, "code": null})),
+                raw(json!({"range": range})),
+            ]),
+            Some(vec![
+                (1, 6, 1, 11, "\"E1\"".to_owned()),
+                (1, 6, 1, 11, "null".to_owned()),
+                (1, 6, 1, 11, String::new()),
+            ])
         );
         // Failed or odd answers give no keys.
         assert_eq!(
