@@ -13,10 +13,11 @@
 //! `{"id": <the request's id>, "result": ...}` (the object [`crate::operation::execute`] renders,
 //! what `lspc <op> --format json` prints) or `{"id": ..., "error": {"message": "..."}}`. A
 //! malformed line gets an error line (with `id` `null` when none could be read) and the batch
-//! goes on. Requests run one at a time, so order is preserved. The batch ends at EOF; the exit
-//! status is 0 unless stdout fails.
+//! goes on. Requests run one at a time, so order is preserved. The batch ends at EOF, or as soon
+//! as the reader of stdout goes away (status 0, as for a broken pipe); the exit status is 0
+//! unless stdout fails otherwise.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -25,8 +26,9 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::edit::commands::EditCommands;
-use crate::engine::EngineOptions;
+use crate::engine::{EngineOptions, Mailbox, MailboxSender};
 use crate::exit::{EXIT_OK, EXIT_SERVER};
+use crate::input_lines::{InputLines, NextLine};
 use crate::operation::execute::{execute, start_detached, Answer, Context, Done, Failure};
 use crate::operation::{ArgumentError, Defaults, Operation};
 use crate::query::{Queries, ResultJson};
@@ -236,28 +238,87 @@ fn inside_root(root: &Path, operation: Operation) -> Result<Operation, String> {
     })
 }
 
-/// What wakes the batch thread while an operation runs.
-enum Wake {
-    /// The operation's answer line was written (or failed to be).
-    Written(std::io::Result<()>),
-    /// The operation ended on a thread that serves every op (the loop, a session's proxy),
-    /// where a write to a full pipe would stall the engine: write its line here.
-    Line(Vec<u8>),
-    /// The operation is not instant: run it here.
-    NotInstant(Operation, Done),
+/// Work for the batch's worker thread: what must not run on the batch thread, which is
+/// blocked reading the next line while an operation runs.
+enum Job {
+    /// An operation that is not instant: run it.
+    Run(Operation, Done),
+    /// An answer line from a thread that serves every op (the loop, a session's proxy), where a
+    /// write to a full pipe would stall the engine: write it.
+    Write(Vec<u8>),
+    /// The batch is over. Sent explicitly rather than by dropping the last sender: clones of it
+    /// live in continuations the engine may hold until it shuts down, after the worker ends.
+    Stop,
 }
 
-/// Where the answer lines go: shared by the batch thread (malformed lines, operations run on
-/// it) and whichever thread ends an instant operation (issue 15: the server's reader writes a
-/// hover's line itself). Requests run one at a time, so the lock is never contended.
-type SharedOutput = Arc<Mutex<Box<dyn Write + Send>>>;
+/// Where the answer lines go: shared by the batch thread (malformed lines), the worker and
+/// whichever thread ends an instant operation (issue 15: the server's reader writes a hover's
+/// line itself). Requests run one at a time, so the lock is rarely contended.
+type SharedOutput = Arc<SharedWriter>;
 
-/// Write one answer line (serialised whole, then written and flushed in one write).
-fn write_line(output: &SharedOutput, line: &[u8]) -> std::io::Result<()> {
-    let mut output = output
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    output.write_all(line).and_then(|()| output.flush())
+/// Stdout, and the first error writing to it.
+struct SharedWriter {
+    writer: Mutex<Box<dyn Write + Send>>,
+    /// Set (after `error`) when a write failed, so the batch thread checks without taking the
+    /// lock, which a reader thread may still hold just after its line went out.
+    failed: std::sync::atomic::AtomicBool,
+    /// The first error; taken by the batch thread, which ends the batch on it.
+    error: Mutex<Option<std::io::Error>>,
+}
+
+impl SharedWriter {
+    fn new(writer: Box<dyn Write + Send>) -> SharedWriter {
+        SharedWriter {
+            writer: Mutex::new(writer),
+            failed: std::sync::atomic::AtomicBool::new(false),
+            error: Mutex::new(None),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Box<dyn Write + Send>> {
+        self.writer
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Write one answer line through `writer` (this output's, locked), serialised whole, then
+    /// written and flushed in one write; after a failure nothing more is written.
+    fn write_line(&self, writer: &mut Box<dyn Write + Send>, line: &[u8]) {
+        if self.failed.load(std::sync::atomic::Ordering::Acquire) {
+            return;
+        }
+        if let Err(error) = writer.write_all(line).and_then(|()| writer.flush()) {
+            *self
+                .error
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(error);
+            self.failed
+                .store(true, std::sync::atomic::Ordering::Release);
+        }
+    }
+
+    /// The write error, if a write failed (once: then `None` again).
+    fn take_error(&self) -> Option<std::io::Error> {
+        if !self.failed.load(std::sync::atomic::Ordering::Acquire) {
+            return None;
+        }
+        self.error
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
+    }
+}
+
+/// Write an operation's answer line: take the output, tell the batch thread (`claimed`), then
+/// write. The batch thread waits for that word only before it handles its next line, and it
+/// comes before the line is out, so a client that sends the next line on reading this one
+/// never finds the batch thread waiting for it (a wake-up and two context switches a request,
+/// issue 15); the order of the lines holds, since the next operation's line needs the same
+/// lock.
+fn write_claimed(output: &SharedOutput, line: &[u8], claimed: &MailboxSender<()>) {
+    let mut writer = output.lock();
+    claimed.send(());
+    output.write_line(&mut writer, line);
 }
 
 /// The answer line of request `id`: `{"id":...,"result":...}` written straight from its parts
@@ -287,12 +348,17 @@ fn answer_line(id: &RequestId, outcome: Result<ResultJson, String>) -> Vec<u8> {
 /// Run the batch over `input`, writing answers to `output`; returns the exit status.
 ///
 /// An instant query ([`crate::operation::execute::start_detached`]) has its answer line written by the
-/// thread that ends it; the batch thread waits for that write before it reads the next line,
-/// so answers stay one per request and in input order.
+/// thread that ends it. The batch thread reads the next line meanwhile, and before it handles
+/// that line (or ends at the end of the input) waits until the answer's writer holds the
+/// output, so answers stay one per request and in input order without a wake-up of the batch
+/// thread per answer (issue 15). An operation that is not instant, and a line ended on a thread
+/// that must not block, go to a worker thread, so they never wait for the batch thread's next
+/// read. The batch ends at the end of the input, or when stdout's reader goes away (a failed
+/// write, or `poll` reporting the pipe's hang-up while the batch thread waits for a line).
 pub fn run_with(
     mut engine_options: EngineOptions,
     timeout: Duration,
-    input: &mut dyn BufRead,
+    input: &mut InputLines,
     output: Box<dyn Write + Send>,
 ) -> i32 {
     let root = engine_options.config.root.clone();
@@ -328,106 +394,196 @@ pub fn run_with(
         claims: &claims,
         rendering: crate::query::command::Rendering::JsonOnly,
     };
-    let output: SharedOutput = Arc::new(Mutex::new(output));
-    // Each operation's `Done` reports here once its line is written (or failed to be); an
-    // operation that is not instant comes back here to run on this thread.
-    let (wake_sender, wake_receiver) = crate::engine::mailbox();
+    let output: SharedOutput = Arc::new(SharedWriter::new(output));
+    // Each operation's `Done` reports here once it holds the output to write its line.
+    let (claimed_sender, claimed_receiver) = crate::engine::mailbox::<()>();
+    let (job_sender, job_receiver) = crossbeam_channel::unbounded::<Job>();
+    let status = std::thread::scope(|scope| {
+        let worker_output = Arc::clone(&output);
+        let worker_claimed = claimed_sender.clone();
+        let spawned = std::thread::Builder::new()
+            .name("lspc-batch-worker".to_owned())
+            .spawn_scoped(scope, || {
+                let claims = |path: &Path| config.claims(path);
+                let context = Context {
+                    claims: &claims,
+                    ..context
+                };
+                run_jobs(&context, job_receiver, worker_output, worker_claimed)
+            });
+        if let Err(spawn_error) = spawned {
+            eprintln!("lspc: cannot start the batch worker thread: {spawn_error}");
+            return EXIT_SERVER;
+        }
+        let status = read_lines(
+            &root,
+            &context,
+            input,
+            &output,
+            freshness.as_deref(),
+            &active,
+            Dispatch {
+                claimed_sender,
+                claimed_receiver: &claimed_receiver,
+                job_sender: &job_sender,
+            },
+        );
+        // Every operation has reported by now, so the worker is idle.
+        let _ = job_sender.send(Job::Stop);
+        status
+    });
+    drop(watch);
+    engine.shutdown();
+    status
+}
+
+/// How the batch thread hands off operations and learns that their lines are being written.
+struct Dispatch<'a> {
+    claimed_sender: MailboxSender<()>,
+    claimed_receiver: &'a Mailbox<()>,
+    job_sender: &'a crossbeam_channel::Sender<Job>,
+}
+
+/// The batch thread: reads lines until the end of `input` (or a failed write), starting each
+/// operation once the previous one's line holds the output; returns the exit status.
+fn read_lines(
+    root: &Path,
+    context: &Context<'_>,
+    input: &mut InputLines,
+    output: &SharedOutput,
+    freshness: Option<&crate::session::watch::Freshness>,
+    active: &std::sync::atomic::AtomicBool,
+    dispatch: Dispatch<'_>,
+) -> i32 {
     let mut buffer = Vec::new();
-    let status = loop {
+    // Whether an operation was started that has not taken the output for its line yet.
+    let mut in_flight = false;
+    // Waits until the operation in flight, if any, holds the output; `Err` with the exit status
+    // when a line could not be written (the operation's, or an earlier one's).
+    let settle = |in_flight: &mut bool| -> Result<(), i32> {
+        if std::mem::take(in_flight) {
+            dispatch.claimed_receiver.recv();
+        }
+        stop_on_write_error(output.take_error())
+    };
+    loop {
         buffer.clear();
-        match input.read_until(b'\n', &mut buffer) {
-            Ok(0) => break EXIT_OK,
-            Ok(_) => {}
+        let read = input.next_line(&mut buffer);
+        if let Err(status) = settle(&mut in_flight) {
+            return status;
+        }
+        match read {
+            Ok(NextLine::Line) => {}
+            Ok(NextLine::End) => {
+                // The last line may still be going out: wait for it, and report its failure.
+                drop(output.lock());
+                return stop_on_write_error(output.take_error())
+                    .err()
+                    .unwrap_or(EXIT_OK);
+            }
+            // Nobody reads the answers any more (as a broken pipe, exit status 0).
+            Ok(NextLine::OutputClosed) => return EXIT_OK,
             Err(read_error) => {
                 eprintln!("lspc: cannot read stdin: {read_error}");
-                break EXIT_SERVER;
+                return EXIT_SERVER;
             }
         }
-        let written = match std::str::from_utf8(&buffer) {
-            Err(_) => write_line(
-                &output,
-                &answer_line(
-                    &RequestId::NULL,
-                    Err("a batch line must be UTF-8".to_owned()),
-                ),
-            ),
+        let line = match std::str::from_utf8(&buffer) {
+            Err(_) => Err((RequestId::NULL, "a batch line must be UTF-8".to_owned())),
             Ok(line) if line.trim().is_empty() => continue,
             Ok(line) => {
                 let (id, parsed) = match parse_instant_line(line) {
                     Some((id, operation)) => (id, Ok(operation)),
                     None => parse_line(line.trim()),
                 };
-                let parsed = parsed
+                match parsed
                     .map_err(|error| error.to_string())
-                    .and_then(|operation| inside_root(&root, operation));
-                match parsed {
-                    Err(message) => write_line(&output, &answer_line(&id, Err(message))),
-                    Ok(operation) => {
-                        active.store(true, std::sync::atomic::Ordering::Relaxed);
-                        if let Some(fresh) = freshness.as_ref().filter(|fresh| fresh.stale()) {
-                            log::debug!(
-                                "workspace files written since the last scan: scanning first"
-                            );
-                            fresh.catch_up();
-                        }
-                        let (shared, written_sender) = (Arc::clone(&output), wake_sender.clone());
-                        let done = Done::new(move |outcome: Result<Answer, Failure>| {
-                            let outcome = outcome
-                                .map(|answer| answer.json)
-                                .map_err(|failure| failure.message);
-                            let line = answer_line(&id, outcome);
-                            if crate::engine::serves_ops() {
-                                written_sender.send(Wake::Line(line));
-                                return;
-                            }
-                            let written = write_line(&shared, &line);
-                            written_sender.send(Wake::Written(written));
-                        });
-                        let not_instant_sender = wake_sender.clone();
-                        start_detached(
-                            &context,
-                            operation,
-                            done,
-                            Box::new(move |operation, done| {
-                                not_instant_sender.send(Wake::NotInstant(operation, done));
-                            }),
-                        );
-                        // `Done` is called exactly once, so its report comes, after the
-                        // operation itself when it was handed back.
-                        loop {
-                            match wake_receiver.recv() {
-                                Wake::NotInstant(operation, done) => {
-                                    done.finish(execute(&context, &operation))
-                                }
-                                Wake::Written(written) => break written,
-                                Wake::Line(line) => break write_line(&output, &line),
-                            }
-                        }
-                    }
+                    .and_then(|operation| inside_root(root, operation))
+                {
+                    Ok(operation) => Ok((id, operation)),
+                    Err(message) => Err((id, message)),
                 }
             }
         };
-        if let Err(write_error) = written {
-            if write_error.kind() != std::io::ErrorKind::BrokenPipe {
-                eprintln!("lspc: cannot write to stdout: {write_error}");
-                break EXIT_SERVER;
+        let (id, operation) = match line {
+            Ok(parsed) => parsed,
+            Err((id, message)) => {
+                output.write_line(&mut output.lock(), &answer_line(&id, Err(message)));
+                if let Err(status) = stop_on_write_error(output.take_error()) {
+                    return status;
+                }
+                continue;
             }
-            break EXIT_OK;
+        };
+        active.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(fresh) = freshness.filter(|fresh| fresh.stale()) {
+            log::debug!("workspace files written since the last scan: scanning first");
+            fresh.catch_up();
         }
-    };
-    drop(watch);
-    engine.shutdown();
-    status
+        let (shared, claimed_sender) = (Arc::clone(output), dispatch.claimed_sender.clone());
+        let write_sender = dispatch.job_sender.clone();
+        let done = Done::new(move |outcome: Result<Answer, Failure>| {
+            let outcome = outcome
+                .map(|answer| answer.json)
+                .map_err(|failure| failure.message);
+            let line = answer_line(&id, outcome);
+            if crate::engine::serves_ops() {
+                // The worker writes it and reports; if it is gone, the batch is ending.
+                let _ = write_sender.send(Job::Write(line));
+                return;
+            }
+            write_claimed(&shared, &line, &claimed_sender);
+        });
+        let run_sender = dispatch.job_sender.clone();
+        start_detached(
+            context,
+            operation,
+            done,
+            Box::new(move |operation, done| {
+                // Dropped unsent (the worker is gone), `done` reports the engine gone.
+                let _ = run_sender.send(Job::Run(operation, done));
+            }),
+        );
+        in_flight = true;
+    }
+}
+
+/// `Ok` without a write error, else the exit status: 0 for a closed stdout (the reader went
+/// away), 3 with a message for any other failure.
+fn stop_on_write_error(error: Option<std::io::Error>) -> Result<(), i32> {
+    match error {
+        None => Ok(()),
+        Some(write_error) if write_error.kind() == std::io::ErrorKind::BrokenPipe => Err(EXIT_OK),
+        Some(write_error) => {
+            eprintln!("lspc: cannot write to stdout: {write_error}");
+            Err(EXIT_SERVER)
+        }
+    }
+}
+
+/// The worker thread: runs the operations that are not instant and writes the lines handed to
+/// it ([`write_claimed`]); returns at [`Job::Stop`].
+fn run_jobs(
+    context: &Context<'_>,
+    jobs: crossbeam_channel::Receiver<Job>,
+    output: SharedOutput,
+    claimed_sender: MailboxSender<()>,
+) {
+    for job in jobs {
+        match job {
+            Job::Run(operation, done) => done.finish(execute(context, &operation)),
+            Job::Write(line) => write_claimed(&output, &line, &claimed_sender),
+            Job::Stop => return,
+        }
+    }
 }
 
 /// `lspc batch` on stdin and stdout.
 pub fn run(engine_options: EngineOptions, timeout: Duration) -> i32 {
-    let stdin = std::io::stdin();
-    let mut input = stdin.lock();
     run_with(
         engine_options,
         timeout,
-        &mut input,
+        &mut InputLines::stdin_watching_stdout(),
         Box::new(std::io::stdout()),
     )
 }

@@ -29,6 +29,7 @@
 //! - [`operation`]: the one operation vocabulary: every operation and argument defined once, read
 //!   from one JSON shape by CLI, batch and MCP alike, run and rendered in one place.
 //! - [`batch`]: `lspc batch`, JSON-lines operations over one engine session.
+//! - [`input_lines`]: batch's stdin lines, waited for with `poll` beside stdout's hang-up.
 //! - [`walk`]: listing the files under a folder, honouring `.gitignore`.
 //! - [`project`]: each server's own project file set (pyright include, tsconfig, ruff exclude).
 //! - [`install_hints`]: which built-in server would serve unserved files, and its install command.
@@ -51,6 +52,7 @@ pub mod exit;
 pub mod failure_text;
 pub mod ide;
 pub mod inotify;
+pub mod input_lines;
 pub mod install_hints;
 pub mod mcp;
 pub mod operation;

@@ -418,3 +418,58 @@ fn a_known_query_file_that_goes_away_gets_the_blocking_routes_error() {
         .count();
     assert_eq!(refused, 2, "{stderr}");
 }
+
+/// A batch whose reader closes its stdout ends with status 0 (as on a broken pipe), though its
+/// stdin stays open and no line comes: the batch thread waits for its next line with `poll`
+/// beside stdout's hang-up (issue 15: it reads on while answers are written by other threads,
+/// so no failed write of its own can end it; before, it waited in `read` until stdin closed).
+/// An interactive client also gets a not-instant answer (a diagnostics wait, run on the batch's
+/// worker) without sending another line first.
+#[test]
+fn batch_ends_when_its_stdout_closes_and_answers_not_instant_lines_at_once() {
+    use std::io::{BufRead, Write};
+    use wait_timeout::ChildExt;
+    let mut workspace = Workspace::new("batch-stdout-closed");
+    workspace.file("a.py", "def total():\n    return 1\ntotal()\n");
+    let config = workspace.fixture_config(&[("fx", &[".py"], json!({}))]);
+    let mut command = std::process::Command::new(crate::support::lspc_bin());
+    crate::support::session_env(&mut command);
+    let mut child = command
+        .current_dir(&workspace.root)
+        .args(["batch", "--no-builtin", "--timeout", "30", "--config"])
+        .arg(&config)
+        .env("RUST_LOG", "off")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawning lspc batch");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut ask = |line: Value| -> Value {
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+        let mut answer = String::new();
+        stdout.read_line(&mut answer).unwrap();
+        serde_json::from_str(&answer).unwrap_or_else(|_| panic!("answer to {line}: {answer:?}"))
+    };
+    // Not instant (a diagnostics wait), then a first query (its readiness wait), then an
+    // instant one: each answered before the next line is sent.
+    let diagnostics = ask(json!({"id": 1, "op": "diagnostics", "file": "a.py"}));
+    assert_eq!(diagnostics["id"], 1, "{diagnostics}");
+    assert_eq!(diagnostics["result"]["complete"], true, "{diagnostics}");
+    for id in [2, 3] {
+        let hover = ask(json!({"id": id, "op": "hover", "file": "a.py", "line": 3, "column": 1}));
+        assert_eq!(hover["result"]["text"], "total at 2:0", "{hover}");
+    }
+    // The reader of the answers goes away; stdin stays open and idle.
+    drop(stdout);
+    let status = child
+        .wait_timeout(std::time::Duration::from_secs(30))
+        .unwrap();
+    if status.is_none() {
+        let _ = child.kill();
+    }
+    assert_eq!(status.and_then(|status| status.code()), Some(0));
+    drop(stdin);
+}
