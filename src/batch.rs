@@ -18,7 +18,7 @@
 //! unless stdout fails otherwise.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -116,112 +116,19 @@ pub fn parse_line(line: &str) -> (RequestId, Result<Operation, ArgumentError>) {
     (id, Operation::from_json(&value, Defaults::CLI))
 }
 
-/// The operations [`parse_instant_line`] reads: position queries of one request.
-const INSTANT_OPS: &[&str] = &[
-    "hover",
-    "definition",
-    "declaration",
-    "type-definition",
-    "implementation",
-    "references",
-    "signature-help",
-];
-
 /// [`parse_line`]'s shortcut for the common line of a position query (issue 15: the line's
 /// `Value` tree and the generic argument reader cost the batch thread about 12k instructions):
-/// `{"id": ..., "op": ONE_OF_INSTANT_OPS, "file": TEXT, "line": N, "column": N}` or with
-/// `"symbol": TEXT` (and `"occurrence": N`) instead of the column, read typed and borrowed.
-/// `None` for anything else (other keys or operations, another spelling, a `null`, a duplicate
-/// key, a value [`parse_line`] would refuse), which [`parse_line`] then reads with its exact
-/// errors; for a line both read, both give the same id and operation.
+/// `{"id": ..., "op": NAME, "file": TEXT, "line": N, "column": N}` or with `"symbol": TEXT` (and
+/// `"occurrence": N`) instead of the column, for the queries of one request
+/// ([`crate::operation::instant`]), read typed and borrowed. `None` for anything else (other keys
+/// or operations, another spelling, a `null`, a duplicate key, a value [`parse_line`] would
+/// refuse), which [`parse_line`] then reads with its exact errors; for a line both read, both
+/// give the same id and operation.
 pub fn parse_instant_line(line: &str) -> Option<(RequestId, Operation)> {
-    use crate::query::command::QueryRequest;
-    use crate::query::typed_answer::Text;
-    use crate::query::{ColumnOrSymbol, DefinitionKind, TextPosition};
-    use serde::de::{Deserializer, MapAccess, Visitor};
-    use std::borrow::Cow;
-
-    #[derive(Default)]
-    struct Fields<'a> {
-        id: Option<&'a RawValue>,
-        op: Option<Cow<'a, str>>,
-        file: Option<Cow<'a, str>>,
-        line: Option<u64>,
-        column: Option<u64>,
-        symbol: Option<Cow<'a, str>>,
-        occurrence: Option<u64>,
-    }
-    struct FieldsVisitor;
-    impl<'de> Visitor<'de> for FieldsVisitor {
-        type Value = Fields<'de>;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a batch line")
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields<'de>, A::Error> {
-            fn once<T>(slot: &mut Option<T>, value: T) -> Result<(), String> {
-                match slot.replace(value) {
-                    None => Ok(()),
-                    Some(_) => Err("a duplicate key".to_owned()),
-                }
-            }
-            let mut fields = Fields::default();
-            while let Some(key) = map.next_key::<Text<'de>>()? {
-                let filled = match key.0.as_ref() {
-                    "id" => once(&mut fields.id, map.next_value::<&'de RawValue>()?),
-                    "op" => once(&mut fields.op, map.next_value::<Text<'de>>()?.0),
-                    "file" => once(&mut fields.file, map.next_value::<Text<'de>>()?.0),
-                    "line" => once(&mut fields.line, map.next_value::<u64>()?),
-                    "column" => once(&mut fields.column, map.next_value::<u64>()?),
-                    "symbol" => once(&mut fields.symbol, map.next_value::<Text<'de>>()?.0),
-                    "occurrence" => once(&mut fields.occurrence, map.next_value::<u64>()?),
-                    _ => Err("another key".to_owned()),
-                };
-                filled.map_err(serde::de::Error::custom)?;
-            }
-            Ok(fields)
-        }
-    }
-    let mut deserializer = serde_json::Deserializer::from_str(line);
-    let fields = (&mut deserializer).deserialize_map(FieldsVisitor).ok()?;
-    deserializer.end().ok()?;
-    let one_based = |number: u64| u32::try_from(number).ok().filter(|number| *number >= 1);
-    let op = fields.op?;
-    let op = INSTANT_OPS.iter().find(|name| **name == op)?;
-    let file = fields.file.filter(|file| !file.is_empty())?;
-    let target = match (fields.column, fields.symbol, fields.occurrence) {
-        (Some(column), None, None) => ColumnOrSymbol::Column(one_based(column)?),
-        (None, Some(name), occurrence) if !name.is_empty() => ColumnOrSymbol::Symbol {
-            name: name.into_owned(),
-            occurrence: match occurrence {
-                Some(occurrence) => one_based(occurrence)?,
-                None => 1,
-            },
-        },
-        _ => return None,
-    };
-    let at = TextPosition {
-        file: PathBuf::from(file.as_ref()),
-        line: one_based(fields.line?)?,
-        target,
-    };
-    let definition = |kind| QueryRequest::Definition {
-        at: at.clone(),
-        kind,
-    };
-    let request = match *op {
-        "hover" => QueryRequest::Hover { at },
-        "definition" => definition(DefinitionKind::Definition),
-        "declaration" => definition(DefinitionKind::Declaration),
-        "type-definition" => definition(DefinitionKind::TypeDefinition),
-        "implementation" => definition(DefinitionKind::Implementation),
-        "references" => QueryRequest::References {
-            at,
-            include_declaration: Defaults::CLI.include_declaration,
-        },
-        _ => QueryRequest::SignatureHelp { at },
-    };
+    let fields = crate::operation::instant::read_fields(line)?;
+    let operation = fields.query(fields.op.as_deref()?, Defaults::CLI)?;
     let id = fields.id.map_or(RequestId::NULL, RequestId::from_raw);
-    Some((id, Operation::Query(request)))
+    Some((id, operation))
 }
 
 /// The operation with its paths relative to `root` (canonical) or absolute inside it, as MCP
@@ -596,6 +503,7 @@ mod tests {
         CallDirection, ColumnOrSymbol, DefinitionKind, TextPosition, TypeDirection,
     };
     use serde_json::json;
+    use std::path::PathBuf;
 
     fn check(line: &str, expected: Result<Operation, &str>) {
         let (_, parsed) = parse_line(line);
@@ -756,7 +664,16 @@ mod tests {
                 assert_eq!((id, Ok(operation)), (slow_id, slow), "{line}");
             }
         };
-        for op in INSTANT_OPS {
+        let position_ops = [
+            "hover",
+            "definition",
+            "declaration",
+            "type-definition",
+            "implementation",
+            "references",
+            "signature-help",
+        ];
+        for op in position_ops {
             check(
                 &format!(r#"{{"id":7,"op":"{op}","file":"a.py","line":1,"column":5}}"#),
                 true,
@@ -782,14 +699,32 @@ mod tests {
             r#"{"id":null,"op":"hover","file":"a.py","line":1,"column":5}"#,
             true,
         );
+        for line in [
+            r#"{"id":1,"op":"symbols","file":"a.py"}"#,
+            r#"{"id":1,"op":"document_symbols","file":"a.py"}"#,
+            r#"{"id":1,"op":"signature_help","file":"a.py","line":1,"column":5}"#,
+            r#"{"id":1,"op":"definition","kind":"declaration","file":"a.py","line":1,"column":5}"#,
+            r#"{"id":1,"op":"definition","kind":"type_definition","file":"a.py","line":1,"column":5}"#,
+            r#"{"id":1,"op":"definition","kind":"implementation","file":"a.py","line":1,"column":5}"#,
+            r#"{"id":1,"op":"definition","kind":"definition","file":"a.py","line":1,"symbol":"x"}"#,
+            r#"{"id":1,"op":"references","include_declaration":true,"file":"a.py","line":1,"column":5}"#,
+            r#"{"id":1,"op":"references","include_declaration":false,"file":"a.py","line":1,"column":5}"#,
+        ] {
+            check(line, true);
+        }
         // Left to parse_line, which reads or refuses them.
         for line in [
             r#"{"id":1,"op":"hover","file":"a.py","line":1,"column":5,"end_line":2}"#,
             r#"{"id":1,"op":"hover","file":"a.py","line":1,"column":5,"_meta":{}}"#,
             r#"{"id":1,"op":"Hover","file":"a.py","line":1,"column":5}"#,
-            r#"{"id":1,"op":"signature_help","file":"a.py","line":1,"column":5}"#,
-            r#"{"id":1,"op":"symbols","file":"a.py"}"#,
-            r#"{"id":1,"op":"definition","kind":"declaration","file":"a.py","line":1,"column":5}"#,
+            r#"{"id":1,"op":"symbols","file":"a.py","line":1}"#,
+            r#"{"id":1,"op":"symbols","file":""}"#,
+            r#"{"id":1,"op":"definition","kind":"type-definition","file":"a.py","line":1,"column":5}"#,
+            r#"{"id":1,"op":"definition","kind":"other","file":"a.py","line":1,"column":5}"#,
+            r#"{"id":1,"op":"definition","kind":null,"file":"a.py","line":1,"column":5}"#,
+            r#"{"id":1,"op":"declaration","kind":"declaration","file":"a.py","line":1,"column":5}"#,
+            r#"{"id":1,"op":"hover","include_declaration":true,"file":"a.py","line":1,"column":5}"#,
+            r#"{"id":1,"op":"references","include_declaration":1,"file":"a.py","line":1,"column":5}"#,
             r#"{"id":1,"op":"references","includeDeclaration":true,"file":"a.py","line":1,"column":5}"#,
             r#"{"id":1,"op":"hover","file":"a.py","line":0,"column":5}"#,
             r#"{"id":1,"op":"hover","file":"a.py","line":-1,"column":5}"#,

@@ -209,12 +209,21 @@ impl Front {
         if self.freshness.as_ref().is_some_and(|fresh| fresh.stale()) {
             return false;
         }
-        let arguments = match call.arguments {
-            Some(raw) => match serde_json::from_str(raw.get()) {
-                Ok(arguments) => arguments,
-                Err(_) => return false,
-            },
-            None => Value::Object(Default::default()),
+        let typed = call
+            .arguments
+            .and_then(|raw| tools::prepare_instant(&self.context, name, raw.get()));
+        let prepared = match typed {
+            Some(prepared) => prepared,
+            None => {
+                let arguments = match call.arguments {
+                    Some(raw) => match serde_json::from_str(raw.get()) {
+                        Ok(arguments) => arguments,
+                        Err(_) => return false,
+                    },
+                    None => Value::Object(Default::default()),
+                };
+                tools::prepare(&self.context, name, &arguments)
+            }
         };
         // Arguments that do not read are the hub's to answer, in order with the rest.
         let Ok(Operation::Query(
@@ -223,7 +232,7 @@ impl Front {
             | QueryRequest::References { .. }
             | QueryRequest::Symbols { .. }
             | QueryRequest::SignatureHelp { .. }),
-        )) = tools::prepare(&self.context, name, &arguments)
+        )) = prepared
         else {
             return false;
         };

@@ -489,6 +489,31 @@ pub fn prepare(context: &ToolContext, name: &str, args: &Value) -> Result<Operat
         .map_err(ToolFailure)
 }
 
+/// [`prepare`]'s shortcut for the common arguments of a position query (issue 15): read typed
+/// by [`crate::operation::instant`] from their JSON text, without a `Value` tree or the generic
+/// argument reader. `None` when they are not read there (the caller then parses them and calls
+/// [`prepare`], which reads or refuses them with its own messages); otherwise what [`prepare`]
+/// gives for the same arguments, the file resolved inside the root as there.
+pub fn prepare_instant(
+    context: &ToolContext,
+    name: &str,
+    arguments: &str,
+) -> Option<Result<Operation, ToolFailure>> {
+    let fields = crate::operation::instant::read_fields(arguments)?;
+    if fields.id.is_some() || fields.op.is_some() {
+        return None;
+    }
+    let root = &context.root;
+    let operation = fields.query(name, Defaults::MCP)?;
+    Some(
+        operation
+            .try_map_paths(&|path| {
+                resolve_file(root, &path.to_string_lossy()).map_err(|failure| failure.0)
+            })
+            .map_err(ToolFailure),
+    )
+}
+
 fn run_tool(
     context: &ToolContext,
     name: &str,
@@ -762,6 +787,134 @@ mod tests {
             stderr_tail: String::new(),
             settle_rule: crate::engine::SettleRule::QuietAfterPublish,
         }
+    }
+
+    /// The typed shortcut reads what [`prepare`] reads, the same way, and declines the rest.
+    #[test]
+    fn instant_arguments_prepare_as_prepare_prepares_them() {
+        let dir = std::env::temp_dir().join(format!("lspc-prepare-instant-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("d")).unwrap();
+        std::fs::write(dir.join("a.py"), "x = 1\n").unwrap();
+        std::fs::write(dir.join("d/é.py"), "y = 2\n").unwrap();
+        let root = crate::uri::canonical(&dir);
+        let (op_sender, _op_receiver) = crate::doorbell::unbounded();
+        let context = ToolContext {
+            op_sender,
+            root: root.clone(),
+            timeout: std::time::Duration::from_secs(1),
+            analysed_files: Default::default(),
+            passive_consumer: None,
+            install_hints: Default::default(),
+            install_hints_pending: Default::default(),
+            passive_drains: Default::default(),
+        };
+        let check = |tool: &str, arguments: &str, read: bool| {
+            let fast = prepare_instant(&context, tool, arguments);
+            assert_eq!(fast.is_some(), read, "{tool} {arguments}");
+            if let Some(fast) = fast {
+                let value: Value = serde_json::from_str(arguments).unwrap();
+                assert_eq!(fast, prepare(&context, tool, &value), "{tool} {arguments}");
+            }
+        };
+        for tool in ["hover", "definition", "references", "signature_help"] {
+            for arguments in [
+                r#"{"file":"a.py","line":1,"column":5}"#,
+                r#"{"line":3,"symbol":"ab\u00e9","file":"d/é.py"}"#,
+                r#"{"file":"a.py","line":4294967295,"symbol":"s","occurrence":2}"#,
+                // Refused by both, the same way: a missing file, a path outside the root.
+                r#"{"file":"missing.py","line":1,"column":5}"#,
+                r#"{"file":"../a.py","line":1,"column":5}"#,
+                r#"{"file":"/etc/passwd","line":1,"column":5}"#,
+            ] {
+                check(tool, arguments, true);
+            }
+            let absolute = format!(
+                r#"{{"file":{},"line":1,"column":1}}"#,
+                serde_json::to_string(&root.join("a.py")).unwrap()
+            );
+            check(tool, &absolute, true);
+        }
+        for (tool, arguments) in [
+            ("document_symbols", r#"{"file":"a.py"}"#),
+            (
+                "definition",
+                r#"{"kind":"declaration","file":"a.py","line":1,"column":5}"#,
+            ),
+            (
+                "definition",
+                r#"{"kind":"type_definition","file":"a.py","line":1,"column":5}"#,
+            ),
+            (
+                "definition",
+                r#"{"kind":"implementation","file":"a.py","line":1,"column":5}"#,
+            ),
+            (
+                "definition",
+                r#"{"kind":"definition","file":"a.py","line":1,"column":5}"#,
+            ),
+            (
+                "references",
+                r#"{"include_declaration":false,"file":"a.py","line":1,"column":5}"#,
+            ),
+            (
+                "references",
+                r#"{"include_declaration":true,"file":"a.py","line":1,"column":5}"#,
+            ),
+        ] {
+            check(tool, arguments, true);
+        }
+        // Left to `prepare`, which reads or refuses them with its messages.
+        for (tool, arguments) in [
+            ("hover", r#"{"file":"a.py","line":1,"column":5,"_meta":{}}"#),
+            (
+                "hover",
+                r#"{"file":"a.py","line":1,"column":5,"op":"hover"}"#,
+            ),
+            ("hover", r#"{"file":"a.py","line":1,"column":5,"id":1}"#),
+            ("hover", r#"{"file":"a.py","line":0,"column":5}"#),
+            ("hover", r#"{"file":"a.py","line":1.0,"column":5}"#),
+            ("hover", r#"{"file":"a.py","line":"1","column":5}"#),
+            ("hover", r#"{"file":null,"line":1,"column":5}"#),
+            ("hover", r#"{"file":"","line":1,"column":5}"#),
+            ("hover", r#"{"file":"a.py","line":1}"#),
+            (
+                "hover",
+                r#"{"file":"a.py","line":1,"column":5,"symbol":"x"}"#,
+            ),
+            (
+                "hover",
+                r#"{"file":"a.py","line":1,"column":5,"occurrence":1}"#,
+            ),
+            ("hover", r#"{"file":"a.py","line":1,"line":1,"column":5}"#),
+            (
+                "hover",
+                r#"{"kind":"definition","file":"a.py","line":1,"column":5}"#,
+            ),
+            (
+                "hover",
+                r#"{"include_declaration":true,"file":"a.py","line":1,"column":5}"#,
+            ),
+            (
+                "definition",
+                r#"{"kind":"type-definition","file":"a.py","line":1,"column":5}"#,
+            ),
+            (
+                "definition",
+                r#"{"kind":"other","file":"a.py","line":1,"column":5}"#,
+            ),
+            (
+                "references",
+                r#"{"includeDeclaration":true,"file":"a.py","line":1,"column":5}"#,
+            ),
+            ("document_symbols", r#"{"file":"a.py","line":1}"#),
+            ("workspace_symbols", r#"{"query":"x"}"#),
+            ("call_hierarchy", r#"{"file":"a.py","line":1,"column":5}"#),
+            ("hover", r#"[]"#),
+            ("hover", r#"{"file":"a.py","line":1,"column":5} x"#),
+        ] {
+            check(tool, arguments, false);
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -14,6 +14,7 @@
 
 pub mod definitions;
 pub mod execute;
+pub mod instant;
 
 use std::path::PathBuf;
 
