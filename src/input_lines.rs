@@ -8,7 +8,7 @@
 //!
 //! Invariants: a line is handed out whole, with its `\n` (the last line of the input may lack
 //! one); `poll` runs only when no whole line is buffered, so pipelined lines cost no system call
-//! beyond their `read`.
+//! beyond their `read`; an input descriptor that is not open reads as empty, as std's stdin does.
 
 use std::io;
 use std::os::fd::RawFd;
@@ -132,6 +132,10 @@ impl InputLines {
                 break read as usize;
             }
             let error = io::Error::last_os_error();
+            // A closed stdin reads as empty, as std's stdin reads it (`lspc batch <&-`).
+            if error.raw_os_error() == Some(libc::EBADF) {
+                break 0;
+            }
             if error.kind() != io::ErrorKind::Interrupted {
                 return Err(error);
             }
@@ -227,6 +231,13 @@ mod tests {
         );
         closer.join().unwrap();
         drop(input_write);
+    }
+
+    #[test]
+    fn an_input_that_is_not_open_is_empty() {
+        let (_output_read, output_write) = pipe();
+        let mut lines = InputLines::new(1_000_001, output_write.as_raw_fd());
+        assert_eq!(lines.next_line(&mut Vec::new()).unwrap(), NextLine::End);
     }
 
     #[test]
