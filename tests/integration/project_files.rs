@@ -257,6 +257,70 @@ fn python_project_checks_what_pyright_and_ruff_clis_check() {
     );
 }
 
+/// Found on pallets/click (pyright 1.1.414): each `examples/*/` folder holds a `pyproject.toml`
+/// with no `[tool.pyright]`, so lspc ran a pyright instance there and checked every example,
+/// while the root's `include = ["src", "tests/typing"]` leaves them out: `pyright` (run at the
+/// root, or inside an example) reported none of their 11 errors. pyright reads a `pyproject.toml`
+/// without `[tool.pyright]` as no configuration and takes the nearest one above it.
+#[test]
+fn nested_pyproject_without_tool_pyright_uses_the_include_above_it() {
+    require_program!("pyright-langserver");
+    require_program!("pyright");
+    let workspace = Workspace::new("nested-pyproject");
+    workspace
+        .file(
+            "pyproject.toml",
+            "[project]\nname = \"top\"\n\n[tool.pyright]\ninclude = [\"src\"]\n",
+        )
+        .file("src/pkg/core.py", "count: int = \"one\"\n")
+        .file(
+            "examples/demo/pyproject.toml",
+            "[project]\nname = \"demo\"\n",
+        )
+        .file("examples/demo/demo.py", "label: str = 2\n");
+    let config = workspace.config(json!({ "pyright": pyright_entry() }));
+    let output = workspace
+        .lspc()
+        .args(["check", "--no-builtin", "--format", "json", "--config"])
+        .arg(&config)
+        .run();
+    output.status(1);
+    let report = output.json();
+    let expected: BTreeSet<_> = [(
+        "src/pkg/core.py".to_owned(),
+        1,
+        14,
+        "error".to_owned(),
+        "Type \"Literal['one']\" is not assignable to declared type \"int\"\n  \"Literal['one']\" is not assignable to \"int\"".to_owned(),
+    )]
+    .into_iter()
+    .collect();
+    assert_eq!(
+        server_rows(&report, "pyright"),
+        expected,
+        "{}",
+        output.story()
+    );
+    assert_eq!(pyright_cli_rows(&workspace), expected);
+    assert_eq!(
+        states(&report),
+        [
+            (
+                "src/pkg/core.py".to_owned(),
+                "diagnostics".to_owned(),
+                String::new()
+            ),
+            (
+                "examples/demo/demo.py".to_owned(),
+                "skipped".to_owned(),
+                "outside pyright's include".to_owned()
+            ),
+        ],
+        "{}",
+        output.story()
+    );
+}
+
 /// `(path, line, column, code, message)` from `tsc -p . --pretty false`.
 fn tsc_rows(workspace: &Workspace) -> BTreeSet<(String, u64, u64, String, String)> {
     let text = tool_output(workspace, "tsc", &["-p", ".", "--pretty", "false"]);
