@@ -13,6 +13,7 @@ pub mod baseline;
 pub mod changed;
 pub mod sarif_merge;
 pub mod shard;
+mod tsconfig_diagnostics;
 
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
@@ -308,7 +309,31 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         None => after_the_files(&engine),
     };
 
-    let config_diagnostics = std::mem::take(&mut selection.config_diagnostics);
+    let mut config_diagnostics = std::mem::take(&mut selection.config_diagnostics);
+    if waited.interrupted.is_none() {
+        // tsc's errors in a tsconfig.json itself, which typescript-language-server never
+        // publishes; lspc's own TS6053 for a missing `extends` base stays the one reported.
+        let asked = tsconfig_diagnostics::tsconfig_diagnostics(
+            &engine,
+            &root,
+            &checked_files,
+            options.timeout,
+        );
+        for diagnostic in asked {
+            let own = config_diagnostics.iter().any(|known| {
+                known.path == diagnostic.path
+                    && (known.line, known.column) == (diagnostic.line, diagnostic.column)
+                    && known
+                        .code
+                        .as_deref()
+                        .and_then(|code| code.strip_prefix("TS"))
+                        == diagnostic.code.as_deref()
+            });
+            if !own {
+                config_diagnostics.push(diagnostic);
+            }
+        }
+    }
     let mut report = empty_report(&root, options, selection);
     report.server_failures = statuses
         .iter()

@@ -321,6 +321,64 @@ fn nested_pyproject_without_tool_pyright_uses_the_include_above_it() {
     );
 }
 
+/// Found on unjs/ufo (typescript-language-server 5.3.0, TypeScript 6.0.3): its tsconfig's
+/// `"moduleResolution": "Node"` is TS5107 under TypeScript 6, `tsc -p .` exits 2, and `lspc
+/// check` said `0 errors` (exit 0), since typescript-language-server drops tsserver's
+/// `configFileDiag` event. Reproduced with an option no TypeScript version knows (TS5025).
+#[test]
+fn tsconfig_errors_are_reported_as_tsc_reports_them() {
+    require_program!("typescript-language-server");
+    require_program!("tsc");
+    let workspace = Workspace::new("tsconfig-errors");
+    workspace
+        .file(
+            "tsconfig.json",
+            "{\n  \"compilerOptions\": {\n    \"strictt\": true,\n    \"noEmit\": true\n  },\n  \"include\": [\"src\"]\n}\n",
+        )
+        .file("src/index.ts", "export const n: number = \"x\";\n");
+    let config = workspace.config(json!({ "typescript": typescript_entry() }));
+    let output = workspace
+        .lspc()
+        .args(["check", "--no-builtin", "--format", "json", "--config"])
+        .arg(&config)
+        .run();
+    output.status(1);
+    let report = output.json();
+    let mut rows = BTreeSet::new();
+    for file in report["files"].as_array().unwrap() {
+        for diagnostic in file["diagnostics"].as_array().unwrap() {
+            rows.insert((
+                file["path"].as_str().unwrap().to_owned(),
+                diagnostic["line"].as_u64().unwrap(),
+                diagnostic["column"].as_u64().unwrap(),
+                diagnostic["code"].as_str().unwrap().to_owned(),
+                diagnostic["message"].as_str().unwrap().to_owned(),
+            ));
+        }
+    }
+    let expected: BTreeSet<_> = [
+        (
+            "src/index.ts".to_owned(),
+            1,
+            14,
+            "2322".to_owned(),
+            "Type 'string' is not assignable to type 'number'.".to_owned(),
+        ),
+        (
+            "tsconfig.json".to_owned(),
+            3,
+            5,
+            "5025".to_owned(),
+            "Unknown compiler option 'strictt'. Did you mean 'strict'?".to_owned(),
+        ),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(rows, expected, "{}", output.story());
+    assert_eq!(tsc_rows(&workspace), expected);
+    assert_eq!(report["summary"]["errors"], 2, "{}", output.story());
+}
+
 /// `(path, line, column, code, message)` from `tsc -p . --pretty false`.
 fn tsc_rows(workspace: &Workspace) -> BTreeSet<(String, u64, u64, String, String)> {
     let text = tool_output(workspace, "tsc", &["-p", ".", "--pretty", "false"]);
