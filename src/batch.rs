@@ -319,13 +319,12 @@ pub fn run_with(
         .map(crate::session::watch::WatchThread::freshness);
     let queries = Queries::new(op_sender.clone(), root.clone(), timeout);
     let edits = EditCommands::new(op_sender.clone(), root.clone(), timeout);
-    let claims = |path: &Path| config.claims(path);
     let context = Context {
         op_sender: &op_sender,
         queries: &queries,
         edits: &edits,
         timeout,
-        claims: &claims,
+        config: &config,
         rendering: crate::query::command::Rendering::JsonOnly,
     };
     let output: SharedOutput = Arc::new(Mutex::new(output));

@@ -25,7 +25,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::diagnostics::{Diagnostic, Severity};
-use crate::engine::{EngineHandle, ServerInfo};
+use crate::doorbell::LoopSender;
+use crate::engine::{Op, ServerInfo};
 use crate::text::{LineIndex, PositionEncoding};
 
 /// typescript-language-server's command forwarding a request to tsserver.
@@ -37,7 +38,7 @@ const EXTENSIONS: &[&str] = &["ts", "tsx", "mts", "cts", "js", "jsx", "mjs", "cj
 /// The configuration files' own diagnostics for the checked `files` (canonical paths), asked of
 /// the servers that serve them; each request is bounded by `timeout`.
 pub fn tsconfig_diagnostics(
-    engine: &EngineHandle,
+    op_sender: &LoopSender<Op>,
     root: &Path,
     files: &[PathBuf],
     timeout: Duration,
@@ -59,7 +60,7 @@ pub fn tsconfig_diagnostics(
         if !asked_folders.insert(config_folder) {
             continue;
         }
-        let document = match engine.sync(file.clone(), timeout) {
+        let document = match crate::engine::sync_with(op_sender, file.clone(), timeout) {
             Ok(document) => document,
             Err(error) => {
                 log::debug!("tsconfig diagnostics: {}: {error}", file.display());
@@ -71,7 +72,7 @@ pub fn tsconfig_diagnostics(
             .iter()
             .filter(|server| offers_command(server))
         {
-            let Some(config_file) = project_config(engine, server, file, timeout) else {
+            let Some(config_file) = project_config(op_sender, server, file, timeout) else {
                 continue;
             };
             if !config_file.starts_with(root)
@@ -79,7 +80,7 @@ pub fn tsconfig_diagnostics(
             {
                 continue;
             }
-            found.extend(config_errors(engine, server, &config_file, timeout));
+            found.extend(config_errors(op_sender, server, &config_file, timeout));
         }
     }
     found
@@ -106,18 +107,20 @@ fn offers_command(server: &ServerInfo) -> bool {
 
 /// One tsserver request through `server`; its response body when it succeeded.
 fn tsserver_request(
-    engine: &EngineHandle,
+    op_sender: &LoopSender<Op>,
     server: &ServerInfo,
     request: &str,
     arguments: Value,
     timeout: Duration,
 ) -> Option<Value> {
     let params = json!({ "command": COMMAND, "arguments": [request, arguments] });
-    match engine.request(
+    match crate::engine::request_with(
+        op_sender,
         server.server_id,
         "workspace/executeCommand",
         params,
         timeout,
+        None,
     ) {
         Ok(answer) if answer.get("success").and_then(Value::as_bool) == Some(true) => {
             answer.get("body").cloned()
@@ -136,14 +139,14 @@ fn tsserver_request(
 /// The configuration file tsserver checks `file` with (`projectInfo`'s `configFileName`);
 /// `None` for an inferred project (no configuration) or a failed request.
 fn project_config(
-    engine: &EngineHandle,
+    op_sender: &LoopSender<Op>,
     server: &ServerInfo,
     file: &Path,
     timeout: Duration,
 ) -> Option<PathBuf> {
     let uri = crate::uri::path_to_uri_string(file).ok()?;
     let arguments = json!({ "file": uri, "needFileNameList": false });
-    let body = tsserver_request(engine, server, "projectInfo", arguments, timeout)?;
+    let body = tsserver_request(op_sender, server, "projectInfo", arguments, timeout)?;
     let config_file = Path::new(body.get("configFileName")?.as_str()?);
     // An inferred project is named `/dev/null/inferredProject1*`.
     if !config_file.is_file() {
@@ -154,7 +157,7 @@ fn project_config(
 
 /// tsserver's diagnostics located in `config_file`, the configuration of a loaded project.
 fn config_errors(
-    engine: &EngineHandle,
+    op_sender: &LoopSender<Op>,
     server: &ServerInfo,
     config_file: &Path,
     timeout: Duration,
@@ -162,7 +165,7 @@ fn config_errors(
     let path_text = config_file.to_string_lossy();
     let arguments = json!({ "file": path_text, "projectFileName": path_text });
     let Some(body) = tsserver_request(
-        engine,
+        op_sender,
         server,
         "semanticDiagnosticsSync",
         arguments,

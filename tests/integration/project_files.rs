@@ -321,6 +321,44 @@ fn nested_pyproject_without_tool_pyright_uses_the_include_above_it() {
     );
 }
 
+/// Found on pallets/click (pyright 1.1.414): `lspc batch`'s `check` operation checked every
+/// walked file with every server and kept hints, so it reported 81 pyright errors in `tests/`,
+/// outside `[tool.pyright] include = ["src", ...]`, that `pyright` and `lspc check` do not, and
+/// 296 "is not accessed" hints. It now checks and reports what `lspc check --format json` does.
+#[test]
+fn batch_check_gives_the_verdict_of_lspc_check() {
+    require_program!("pyright-langserver");
+    let workspace = Workspace::new("batch-check-projects");
+    workspace
+        .file("pyproject.toml", "[tool.pyright]\ninclude = [\"src\"]\n")
+        .file("src/core.py", "import os\ncount: int = \"one\"\n")
+        .file("tests/test_core.py", "label: str = 2\n");
+    let config = workspace.config(json!({ "pyright": pyright_entry() }));
+    let output = workspace
+        .lspc()
+        .args(["--no-builtin", "--config"])
+        .arg(&config)
+        .arg("batch")
+        .stdin("{\"id\": 1, \"op\": \"check\", \"paths\": [\".\"]}\n")
+        .timeout(std::time::Duration::from_secs(120))
+        .run();
+    output.status(0);
+    let answer: Value = serde_json::from_str(output.stdout.trim()).expect("one JSON line");
+    assert_eq!(
+        answer,
+        json!({"id": 1, "result": {"files": [
+            {"path": "src/core.py", "state": "diagnostics", "diagnostics": [{
+                "path": "src/core.py", "line": 2, "column": 14, "endLine": 2, "endColumn": 19,
+                "severity": "error",
+                "message": "Type \"Literal['one']\" is not assignable to declared type \"int\"\n\u{a0}\u{a0}\"Literal['one']\" is not assignable to \"int\"",
+                "source": "Pyright", "code": "reportAssignmentType", "server": "pyright"}]},
+            {"path": "tests/test_core.py", "state": "skipped", "reason": "outside pyright's include"}
+        ]}}),
+        "{}",
+        output.story()
+    );
+}
+
 /// Found on unjs/ufo (typescript-language-server 5.3.0, TypeScript 6.0.3): its tsconfig's
 /// `"moduleResolution": "Node"` is TS5107 under TypeScript 6, `tsc -p .` exits 2, and `lspc
 /// check` said `0 errors` (exit 0), since typescript-language-server drops tsserver's
