@@ -321,6 +321,62 @@ fn nested_pyproject_without_tool_pyright_uses_the_include_above_it() {
     );
 }
 
+/// pyright 1.1.414 reads `include` from the base a `pyrightconfig.json` `extends` when it sets
+/// none itself; lspc read only the file found, so it checked `tests/` too (one error more than
+/// `pyright`).
+#[test]
+fn pyrightconfig_extends_gives_the_include() {
+    require_program!("pyright-langserver");
+    require_program!("pyright");
+    let workspace = Workspace::new("pyright-extends");
+    workspace
+        .file("base.json", "{\"include\": [\"src\"]}\n")
+        .file("pyrightconfig.json", "{\"extends\": \"./base.json\"}\n")
+        .file("src/a.py", "x: int = \"a\"\n")
+        .file("tests/t.py", "y: int = \"b\"\n");
+    let config = workspace.config(json!({ "pyright": pyright_entry() }));
+    let output = workspace
+        .lspc()
+        .args(["check", "--no-builtin", "--format", "json", "--config"])
+        .arg(&config)
+        .run();
+    output.status(1);
+    let report = output.json();
+    let expected: BTreeSet<_> = [(
+        "src/a.py".to_owned(),
+        1,
+        10,
+        "error".to_owned(),
+        "Type \"Literal['a']\" is not assignable to declared type \"int\"\n  \"Literal['a']\" is not assignable to \"int\"".to_owned(),
+    )]
+    .into_iter()
+    .collect();
+    assert_eq!(
+        server_rows(&report, "pyright"),
+        expected,
+        "{}",
+        output.story()
+    );
+    assert_eq!(pyright_cli_rows(&workspace), expected);
+    assert_eq!(
+        states(&report),
+        [
+            (
+                "src/a.py".to_owned(),
+                "diagnostics".to_owned(),
+                String::new()
+            ),
+            (
+                "tests/t.py".to_owned(),
+                "skipped".to_owned(),
+                "outside pyright's include".to_owned()
+            ),
+        ],
+        "{}",
+        output.story()
+    );
+}
+
 /// Found on pallets/click (pyright 1.1.414): `lspc batch`'s `check` operation checked every
 /// walked file with every server and kept hints, so it reported 81 pyright errors in `tests/`,
 /// outside `[tool.pyright] include = ["src", ...]`, that `pyright` and `lspc check` do not, and
