@@ -36,7 +36,9 @@ const COMMAND: &str = "typescript.tsserverRequest";
 const EXTENSIONS: &[&str] = &["ts", "tsx", "mts", "cts", "js", "jsx", "mjs", "cjs"];
 
 /// The configuration files' own diagnostics for the checked `files` (canonical paths), asked of
-/// the servers that serve them; each request is bounded by `timeout`.
+/// the servers that serve them. All the asking together is bounded by `timeout` (a monorepo's
+/// many configurations on a server that stopped answering must not hold the report up once per
+/// configuration); what is not asked by then adds nothing.
 pub fn tsconfig_diagnostics(
     op_sender: &LoopSender<Op>,
     root: &Path,
@@ -46,7 +48,13 @@ pub fn tsconfig_diagnostics(
     let mut asked_folders: BTreeSet<PathBuf> = BTreeSet::new();
     let mut asked_configs: BTreeSet<(String, PathBuf)> = BTreeSet::new();
     let mut found = Vec::new();
+    let deadline = std::time::Instant::now() + timeout;
+    let remaining = || deadline.saturating_duration_since(std::time::Instant::now());
     for file in files {
+        if remaining().is_zero() {
+            log::debug!("tsconfig diagnostics: out of time, the rest not asked");
+            break;
+        }
         let is_typescript = file
             .extension()
             .and_then(|extension| extension.to_str())
@@ -60,7 +68,7 @@ pub fn tsconfig_diagnostics(
         if !asked_folders.insert(config_folder) {
             continue;
         }
-        let document = match crate::engine::sync_with(op_sender, file.clone(), timeout) {
+        let document = match crate::engine::sync_with(op_sender, file.clone(), remaining()) {
             Ok(document) => document,
             Err(error) => {
                 log::debug!("tsconfig diagnostics: {}: {error}", file.display());
@@ -72,7 +80,7 @@ pub fn tsconfig_diagnostics(
             .iter()
             .filter(|server| offers_command(server))
         {
-            let Some(config_file) = project_config(op_sender, server, file, timeout) else {
+            let Some(config_file) = project_config(op_sender, server, file, remaining()) else {
                 continue;
             };
             if !config_file.starts_with(root)
@@ -80,7 +88,7 @@ pub fn tsconfig_diagnostics(
             {
                 continue;
             }
-            found.extend(config_errors(op_sender, server, &config_file, timeout));
+            found.extend(config_errors(op_sender, server, &config_file, remaining()));
         }
     }
     found
