@@ -292,13 +292,12 @@ pub fn run_with(
         .map(crate::session::watch::WatchThread::freshness);
     let queries = Queries::new(op_sender.clone(), root.clone(), timeout);
     let edits = EditCommands::new(op_sender.clone(), root.clone(), timeout);
-    let claims = |path: &Path| config.claims(path);
     let context = Context {
         op_sender: &op_sender,
         queries: &queries,
         edits: &edits,
         timeout,
-        claims: &claims,
+        config: &config,
         rendering: crate::query::command::Rendering::JsonOnly,
     };
     let output: SharedOutput = Arc::new(SharedWriter::new(output));
@@ -311,11 +310,6 @@ pub fn run_with(
         let spawned = std::thread::Builder::new()
             .name("lspc-batch-worker".to_owned())
             .spawn_scoped(scope, || {
-                let claims = |path: &Path| config.claims(path);
-                let context = Context {
-                    claims: &claims,
-                    ..context
-                };
                 run_jobs(&context, job_receiver, worker_output, worker_claimed)
             });
         if let Err(spawn_error) = spawned {

@@ -13,6 +13,7 @@ pub mod baseline;
 pub mod changed;
 pub mod sarif_merge;
 pub mod shard;
+mod tsconfig_diagnostics;
 
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
@@ -308,7 +309,18 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         None => after_the_files(&engine),
     };
 
-    let config_diagnostics = std::mem::take(&mut selection.config_diagnostics);
+    let mut config_diagnostics = std::mem::take(&mut selection.config_diagnostics);
+    if waited.interrupted.is_none() {
+        // tsc's errors in a tsconfig.json itself, which typescript-language-server never
+        // publishes; lspc's own TS6053 for a missing `extends` base stays the one reported.
+        add_tsconfig_errors(
+            &engine.op_sender(),
+            &root,
+            &checked_files,
+            options.timeout,
+            &mut config_diagnostics,
+        );
+    }
     let mut report = empty_report(&root, options, selection);
     report.server_failures = statuses
         .iter()
@@ -815,13 +827,51 @@ fn empty_report(root: &Path, options: &CheckOptions, selection: Selection) -> Ch
 
 /// The files to send, which servers to leave out of which file, and what was skipped.
 #[derive(Default)]
-struct Selection {
-    files: Vec<PathBuf>,
-    leave_out: HashMap<PathBuf, Vec<ServerId>>,
-    skipped: Vec<SkippedFile>,
+pub(crate) struct Selection {
+    pub(crate) files: Vec<PathBuf>,
+    pub(crate) leave_out: HashMap<PathBuf, Vec<ServerId>>,
+    pub(crate) skipped: Vec<SkippedFile>,
     notes: Vec<String>,
     /// Problems lspc found in the project configurations themselves (tsc's TS6053).
-    config_diagnostics: Vec<diagnostics::Diagnostic>,
+    pub(crate) config_diagnostics: Vec<diagnostics::Diagnostic>,
+}
+
+/// What `lspc check` with its default options checks among `walked` (canonical paths; files
+/// named on the command line in `explicit`), so `lspc batch`'s `check` operation checks the
+/// same files with the same servers and gives the project's own verdict too.
+pub(crate) fn default_selection(
+    config: &crate::config::Config,
+    explicit: &[PathBuf],
+    walked: Vec<PathBuf>,
+) -> Selection {
+    select_files(config, &CheckOptions::default(), explicit, walked)
+}
+
+/// Adds to `config_diagnostics` the errors tsserver reports in the configuration files of the
+/// checked `files` ([`tsconfig_diagnostics`]), leaving out those lspc found itself (its TS6053
+/// for a missing `extends` base). Ask only once every file has settled.
+pub(crate) fn add_tsconfig_errors(
+    op_sender: &crate::doorbell::LoopSender<Op>,
+    root: &Path,
+    files: &[PathBuf],
+    timeout: Duration,
+    config_diagnostics: &mut Vec<diagnostics::Diagnostic>,
+) {
+    let asked = tsconfig_diagnostics::tsconfig_diagnostics(op_sender, root, files, timeout);
+    for diagnostic in asked {
+        let own = config_diagnostics.iter().any(|known| {
+            known.path == diagnostic.path
+                && (known.line, known.column) == (diagnostic.line, diagnostic.column)
+                && known
+                    .code
+                    .as_deref()
+                    .and_then(|code| code.strip_prefix("TS"))
+                    == diagnostic.code.as_deref()
+        });
+        if !own {
+            config_diagnostics.push(diagnostic);
+        }
+    }
 }
 
 /// Applies `--exclude` and each server's project file set (unless `--all-files`) to the walked

@@ -410,13 +410,12 @@ fn run_operation(
     let op_sender = engine.op_sender();
     let queries = crate::query::Queries::new(op_sender.clone(), root.clone(), timeout);
     let edits = EditCommands::new(op_sender.clone(), root, timeout);
-    let claims = |path: &std::path::Path| config.claims(path);
     let context = Context {
         op_sender: &op_sender,
         queries: &queries,
         edits: &edits,
         timeout,
-        claims: &claims,
+        config: &config,
         rendering: crate::query::command::Rendering::Both,
     };
     let result = execute(&context, &operation);

@@ -342,6 +342,9 @@ impl State {
                             })
                 };
             if settled {
+                if !self.servers[id.0 as usize].pull_diagnostics {
+                    self.restore_standing_publish(id, &wait.path);
+                }
                 let server = &self.servers[id.0 as usize];
                 log::debug!(
                     "{}: {} v{doc_version} settled by rule {} after {} ms",

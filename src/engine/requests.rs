@@ -313,7 +313,7 @@ impl State {
                 publish_at,
                 index,
             } => {
-                let Some(probe) = self.probes.get_mut(&(server_id, path)) else {
+                let Some(probe) = self.probes.get_mut(&(server_id, path.clone())) else {
                     return;
                 };
                 if probe.version != version || probe.publish_at != publish_at {
@@ -330,6 +330,12 @@ impl State {
                     result
                         .ok()
                         .and_then(|answer| tsserver_probe::answer_keys(&answer)),
+                );
+                log::debug!(
+                    "{name}: {} for {} v{version}: {:?}",
+                    tsserver_probe::REQUESTS[index],
+                    path.display(),
+                    probe.answers[index]
                 );
                 if probe.answers.iter().all(Option::is_some) {
                     probe.answered_at = Some(Instant::now());

@@ -327,6 +327,43 @@ impl State {
         self.record_diagnostics(&name, &path, Origin::Published, converted);
     }
 
+    /// Records again `server_id`'s last publish for `path` when a settle rule made it stand for
+    /// the version lspc sent (tsserver's answers confirmed it, or the server's silence since
+    /// the send), though the file's diagnostics were cleared after it arrived: the text was
+    /// sent again (an edit, or a change elsewhere that left the file's analysis stale), and
+    /// typescript-language-server publishes again only after it has reloaded its project. The
+    /// store then held nothing for the server, and the settled file was reported clean (unjs/ufo
+    /// in a warm session, after a `tsconfig.json` change). Positions are converted against the
+    /// text sent, which the rule says the set describes.
+    pub(super) fn restore_standing_publish(&mut self, server_id: ServerId, path: &Path) {
+        let server = &self.servers[server_id.0 as usize];
+        let name = server.config.name.clone();
+        if !server.config.diagnostics || self.store.has_published(&name, path) {
+            return;
+        }
+        let Some(raw) = server
+            .raw_diagnostics
+            .get(&(path.to_path_buf(), Origin::Published))
+        else {
+            return;
+        };
+        let params = serde_json::json!({
+            "uri": "file:///",
+            "diagnostics": parse_raw_diagnostics(raw),
+        });
+        let Ok((_, _, parsed)) = diagnostics::parse_publish(&params) else {
+            return;
+        };
+        log::debug!(
+            "{name}: its publish for {} stands for the sent text: {} diagnostics recorded again",
+            path.display(),
+            parsed.len()
+        );
+        let encoding = server.encoding;
+        let converted = self.convert(&name, path, &parsed, encoding);
+        self.record_diagnostics(&name, path, Origin::Published, converted);
+    }
+
     fn convert(
         &mut self,
         server: &str,

@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::Operation;
-use crate::diagnostics::Diagnostic;
+use crate::diagnostics::{Diagnostic, Severity};
 use crate::doorbell::LoopSender;
 use crate::edit::commands::{
     render_outcome, CodeActionItem, CommandError, EditCommands, EditOutcome,
@@ -33,8 +33,9 @@ pub struct Context<'a> {
     pub edits: &'a EditCommands,
     /// Bounds each file's diagnostics wait.
     pub timeout: Duration,
-    /// Which files some server serves (for `check` of a folder).
-    pub claims: &'a dyn Fn(&Path) -> bool,
+    /// The configuration the engine runs (for `check`: which files some server serves, and
+    /// each server's project file set).
+    pub config: &'a crate::config::Config,
     /// Whether the caller reads [`Answer::human`] (`lspc batch` does not: queries then skip it).
     pub rendering: crate::query::command::Rendering,
 }
@@ -209,7 +210,7 @@ pub fn execute(context: &Context<'_>, operation: &Operation) -> Result<Answer, F
                     exit_status: EXIT_USAGE,
                 });
             }
-            let mut files = diagnostics_of(context, vec![path])?;
+            let mut files = diagnostics_of(context, vec![path], Default::default())?;
             let file = files.remove(0);
             match file.outcome {
                 FileOutcome::Failed(message) => Err(Failure {
@@ -376,9 +377,12 @@ enum FileOutcome {
     Failed(String),
 }
 
+/// The settled diagnostics of `paths`; `leave_out` names the servers not to ask about a file
+/// (`check`: those whose project leaves it out).
 fn diagnostics_of(
     context: &Context<'_>,
     paths: Vec<PathBuf>,
+    leave_out: std::collections::HashMap<PathBuf, Vec<crate::process::ServerId>>,
 ) -> Result<Vec<FileDiagnostics>, Failure> {
     let gone = || Failure {
         message: "the engine has shut down".to_owned(),
@@ -387,9 +391,11 @@ fn diagnostics_of(
     let (reply, receiver) = crossbeam_channel::bounded(1);
     context
         .op_sender
-        .send(Op::Diagnostics {
+        .send(Op::DiagnosticsLeavingOut {
             paths,
+            leave_out,
             timeout: context.timeout,
+            progress: None,
             reply,
         })
         .map_err(|_| gone())?;
@@ -429,8 +435,14 @@ fn diagnostics_of(
         .collect())
 }
 
-/// `check`: every file under `paths` (the root when empty) that a server serves, or that was
-/// named, with its settled diagnostics.
+/// `check`: what `lspc check PATHS --format json` checks and reports, with its defaults: the
+/// files under `paths` (the root when empty) that a server serves, each server only on the files
+/// its project includes (pyright's `include`, tsconfig's, ruff's `exclude`), or that were named,
+/// with their settled diagnostics at `info` severity or above (hints are editor decorations no
+/// CLI prints), the errors found in the project configurations (a tsconfig's), then the walked
+/// files left out, as `skipped` with the reason. Found on pallets/click: this operation checked
+/// every walked file with every server and reported 81 pyright errors in `tests/` (outside
+/// `[tool.pyright] include`) that neither `pyright` nor `lspc check` reports.
 fn check(context: &Context<'_>, paths: &[PathBuf], root: &Path) -> Result<Answer, Failure> {
     let targets: Vec<PathBuf> = if paths.is_empty() {
         vec![root.to_path_buf()]
@@ -448,26 +460,70 @@ fn check(context: &Context<'_>, paths: &[PathBuf], root: &Path) -> Result<Answer
         .filter(|target| target.is_file())
         .map(|target| uri::canonical(target))
         .collect();
-    let files: Vec<PathBuf> = files
-        .into_iter()
-        .filter(|file| explicit.contains(file) || (context.claims)(file))
-        .collect();
-    if files.is_empty() {
+    let selection = crate::check::default_selection(context.config, &explicit, files);
+    if selection.files.is_empty() && selection.skipped.is_empty() {
         return Err(usage(
             "check: no files to check: no configured language server serves the given paths"
                 .to_owned(),
         ));
     }
+    let checked = selection.files.clone();
+    let results = match checked.is_empty() {
+        true => Vec::new(),
+        false => diagnostics_of(context, selection.files, selection.leave_out)?,
+    };
+    let mut config_diagnostics = selection.config_diagnostics;
+    crate::check::add_tsconfig_errors(
+        context.op_sender,
+        root,
+        &checked,
+        context.timeout,
+        &mut config_diagnostics,
+    );
+    let folders: Vec<PathBuf> = targets
+        .iter()
+        .filter(|target| target.is_dir())
+        .map(|target| uri::canonical(target))
+        .collect();
+    let mut outcomes: Vec<(PathBuf, FileOutcome)> = results
+        .into_iter()
+        .map(|file| (file.path, file.outcome))
+        .collect();
+    for diagnostic in config_diagnostics {
+        match outcomes
+            .iter_mut()
+            .find(|(path, _)| *path == diagnostic.path)
+        {
+            Some((_, FileOutcome::Done { diagnostics, .. })) => diagnostics.push(diagnostic),
+            Some((_, FileOutcome::Failed(_))) => {}
+            None if folders
+                .iter()
+                .any(|folder| diagnostic.path.starts_with(folder)) =>
+            {
+                outcomes.push((
+                    diagnostic.path.clone(),
+                    FileOutcome::Done {
+                        diagnostics: vec![diagnostic],
+                        incomplete: None,
+                    },
+                ))
+            }
+            None => {}
+        }
+    }
+    outcomes.sort_by(|a, b| a.0.cmp(&b.0));
     let mut json_files = Vec::new();
     let mut human = String::new();
     let mut found = false;
-    for file in diagnostics_of(context, files)? {
-        let shown = uri::relative_display(&file.path, root);
-        match file.outcome {
+    for (path, outcome) in outcomes {
+        let shown = uri::relative_display(&path, root);
+        match outcome {
             FileOutcome::Done {
-                diagnostics,
+                mut diagnostics,
                 incomplete,
             } => {
+                diagnostics.retain(|diagnostic| diagnostic.severity <= Severity::Information);
+                crate::diagnostics::sort(&mut diagnostics);
                 found |= !diagnostics.is_empty();
                 human.push_str(&diagnostics_text(&diagnostics, root));
                 let mut entry = json!({
@@ -488,6 +544,13 @@ fn check(context: &Context<'_>, paths: &[PathBuf], root: &Path) -> Result<Answer
                 );
             }
         }
+    }
+    let mut skipped = selection.skipped;
+    skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    for file in skipped {
+        let shown = uri::relative_display(&file.path, root);
+        human.push_str(&format!("{shown}: skipped: {}\n", file.reason));
+        json_files.push(json!({"path": shown, "state": "skipped", "reason": file.reason}));
     }
     Ok(Answer {
         json: json!({ "files": json_files }).into(),

@@ -257,6 +257,222 @@ fn python_project_checks_what_pyright_and_ruff_clis_check() {
     );
 }
 
+/// Found on pallets/click (pyright 1.1.414): each `examples/*/` folder holds a `pyproject.toml`
+/// with no `[tool.pyright]`, so lspc ran a pyright instance there and checked every example,
+/// while the root's `include = ["src", "tests/typing"]` leaves them out: `pyright` (run at the
+/// root, or inside an example) reported none of their 11 errors. pyright reads a `pyproject.toml`
+/// without `[tool.pyright]` as no configuration and takes the nearest one above it.
+#[test]
+fn nested_pyproject_without_tool_pyright_uses_the_include_above_it() {
+    require_program!("pyright-langserver");
+    require_program!("pyright");
+    let workspace = Workspace::new("nested-pyproject");
+    workspace
+        .file(
+            "pyproject.toml",
+            "[project]\nname = \"top\"\n\n[tool.pyright]\ninclude = [\"src\"]\n",
+        )
+        .file("src/pkg/core.py", "count: int = \"one\"\n")
+        .file(
+            "examples/demo/pyproject.toml",
+            "[project]\nname = \"demo\"\n",
+        )
+        .file("examples/demo/demo.py", "label: str = 2\n");
+    let config = workspace.config(json!({ "pyright": pyright_entry() }));
+    let output = workspace
+        .lspc()
+        .args(["check", "--no-builtin", "--format", "json", "--config"])
+        .arg(&config)
+        .run();
+    output.status(1);
+    let report = output.json();
+    let expected: BTreeSet<_> = [(
+        "src/pkg/core.py".to_owned(),
+        1,
+        14,
+        "error".to_owned(),
+        "Type \"Literal['one']\" is not assignable to declared type \"int\"\n  \"Literal['one']\" is not assignable to \"int\"".to_owned(),
+    )]
+    .into_iter()
+    .collect();
+    assert_eq!(
+        server_rows(&report, "pyright"),
+        expected,
+        "{}",
+        output.story()
+    );
+    assert_eq!(pyright_cli_rows(&workspace), expected);
+    assert_eq!(
+        states(&report),
+        [
+            (
+                "src/pkg/core.py".to_owned(),
+                "diagnostics".to_owned(),
+                String::new()
+            ),
+            (
+                "examples/demo/demo.py".to_owned(),
+                "skipped".to_owned(),
+                "outside pyright's include".to_owned()
+            ),
+        ],
+        "{}",
+        output.story()
+    );
+}
+
+/// pyright 1.1.414 reads `include` from the base a `pyrightconfig.json` `extends` when it sets
+/// none itself; lspc read only the file found, so it checked `tests/` too (one error more than
+/// `pyright`).
+#[test]
+fn pyrightconfig_extends_gives_the_include() {
+    require_program!("pyright-langserver");
+    require_program!("pyright");
+    let workspace = Workspace::new("pyright-extends");
+    workspace
+        .file("base.json", "{\"include\": [\"src\"]}\n")
+        .file("pyrightconfig.json", "{\"extends\": \"./base.json\"}\n")
+        .file("src/a.py", "x: int = \"a\"\n")
+        .file("tests/t.py", "y: int = \"b\"\n");
+    let config = workspace.config(json!({ "pyright": pyright_entry() }));
+    let output = workspace
+        .lspc()
+        .args(["check", "--no-builtin", "--format", "json", "--config"])
+        .arg(&config)
+        .run();
+    output.status(1);
+    let report = output.json();
+    let expected: BTreeSet<_> = [(
+        "src/a.py".to_owned(),
+        1,
+        10,
+        "error".to_owned(),
+        "Type \"Literal['a']\" is not assignable to declared type \"int\"\n  \"Literal['a']\" is not assignable to \"int\"".to_owned(),
+    )]
+    .into_iter()
+    .collect();
+    assert_eq!(
+        server_rows(&report, "pyright"),
+        expected,
+        "{}",
+        output.story()
+    );
+    assert_eq!(pyright_cli_rows(&workspace), expected);
+    assert_eq!(
+        states(&report),
+        [
+            (
+                "src/a.py".to_owned(),
+                "diagnostics".to_owned(),
+                String::new()
+            ),
+            (
+                "tests/t.py".to_owned(),
+                "skipped".to_owned(),
+                "outside pyright's include".to_owned()
+            ),
+        ],
+        "{}",
+        output.story()
+    );
+}
+
+/// Found on pallets/click (pyright 1.1.414): `lspc batch`'s `check` operation checked every
+/// walked file with every server and kept hints, so it reported 81 pyright errors in `tests/`,
+/// outside `[tool.pyright] include = ["src", ...]`, that `pyright` and `lspc check` do not, and
+/// 296 "is not accessed" hints. It now checks and reports what `lspc check --format json` does.
+#[test]
+fn batch_check_gives_the_verdict_of_lspc_check() {
+    require_program!("pyright-langserver");
+    let workspace = Workspace::new("batch-check-projects");
+    workspace
+        .file("pyproject.toml", "[tool.pyright]\ninclude = [\"src\"]\n")
+        .file("src/core.py", "import os\ncount: int = \"one\"\n")
+        .file("tests/test_core.py", "label: str = 2\n");
+    let config = workspace.config(json!({ "pyright": pyright_entry() }));
+    let output = workspace
+        .lspc()
+        .args(["--no-builtin", "--config"])
+        .arg(&config)
+        .arg("batch")
+        .stdin("{\"id\": 1, \"op\": \"check\", \"paths\": [\".\"]}\n")
+        .timeout(std::time::Duration::from_secs(120))
+        .run();
+    output.status(0);
+    let answer: Value = serde_json::from_str(output.stdout.trim()).expect("one JSON line");
+    assert_eq!(
+        answer,
+        json!({"id": 1, "result": {"files": [
+            {"path": "src/core.py", "state": "diagnostics", "diagnostics": [{
+                "path": "src/core.py", "line": 2, "column": 14, "endLine": 2, "endColumn": 19,
+                "severity": "error",
+                "message": "Type \"Literal['one']\" is not assignable to declared type \"int\"\n\u{a0}\u{a0}\"Literal['one']\" is not assignable to \"int\"",
+                "source": "Pyright", "code": "reportAssignmentType", "server": "pyright"}]},
+            {"path": "tests/test_core.py", "state": "skipped", "reason": "outside pyright's include"}
+        ]}}),
+        "{}",
+        output.story()
+    );
+}
+
+/// Found on unjs/ufo (typescript-language-server 5.3.0, TypeScript 6.0.3): its tsconfig's
+/// `"moduleResolution": "Node"` is TS5107 under TypeScript 6, `tsc -p .` exits 2, and `lspc
+/// check` said `0 errors` (exit 0), since typescript-language-server drops tsserver's
+/// `configFileDiag` event. Reproduced with an option no TypeScript version knows (TS5025).
+#[test]
+fn tsconfig_errors_are_reported_as_tsc_reports_them() {
+    require_program!("typescript-language-server");
+    require_program!("tsc");
+    let workspace = Workspace::new("tsconfig-errors");
+    workspace
+        .file(
+            "tsconfig.json",
+            "{\n  \"compilerOptions\": {\n    \"strictt\": true,\n    \"noEmit\": true\n  },\n  \"include\": [\"src\"]\n}\n",
+        )
+        .file("src/index.ts", "export const n: number = \"x\";\n");
+    let config = workspace.config(json!({ "typescript": typescript_entry() }));
+    let output = workspace
+        .lspc()
+        .args(["check", "--no-builtin", "--format", "json", "--config"])
+        .arg(&config)
+        .run();
+    output.status(1);
+    let report = output.json();
+    let mut rows = BTreeSet::new();
+    for file in report["files"].as_array().unwrap() {
+        for diagnostic in file["diagnostics"].as_array().unwrap() {
+            rows.insert((
+                file["path"].as_str().unwrap().to_owned(),
+                diagnostic["line"].as_u64().unwrap(),
+                diagnostic["column"].as_u64().unwrap(),
+                diagnostic["code"].as_str().unwrap().to_owned(),
+                diagnostic["message"].as_str().unwrap().to_owned(),
+            ));
+        }
+    }
+    let expected: BTreeSet<_> = [
+        (
+            "src/index.ts".to_owned(),
+            1,
+            14,
+            "2322".to_owned(),
+            "Type 'string' is not assignable to type 'number'.".to_owned(),
+        ),
+        (
+            "tsconfig.json".to_owned(),
+            3,
+            5,
+            "5025".to_owned(),
+            "Unknown compiler option 'strictt'. Did you mean 'strict'?".to_owned(),
+        ),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(rows, expected, "{}", output.story());
+    assert_eq!(tsc_rows(&workspace), expected);
+    assert_eq!(report["summary"]["errors"], 2, "{}", output.story());
+}
+
 /// `(path, line, column, code, message)` from `tsc -p . --pretty false`.
 fn tsc_rows(workspace: &Workspace) -> BTreeSet<(String, u64, u64, String, String)> {
     let text = tool_output(workspace, "tsc", &["-p", ".", "--pretty", "false"]);

@@ -661,6 +661,56 @@ fn typescript_publish_confirmed_by_tsserver_settles_at_once_and_matches_tsc() {
     );
 }
 
+/// Found on unjs/ufo in a warm session (typescript-language-server 5.3.0, TypeScript 6.0.3):
+/// after `tsconfig.json` changed, the next `lspc check` called both files with type errors clean.
+/// The change made lspc forget every open document's diagnostics and send each again; tsserver
+/// reloads its project before it publishes, so its answers to lspc's probe confirmed the last
+/// publish (the same errors) while lspc's diagnostics store, just cleared, held nothing: the
+/// file settled as clean. The set the confirmation made stand is now the one reported.
+#[test]
+fn typescript_publish_confirmed_after_a_tsconfig_change_is_reported() {
+    require_program!("typescript-language-server");
+    let workspace = Workspace::new("ts-tsconfig-change");
+    workspace
+        .file(
+            "tsconfig.json",
+            "{\n  \"compilerOptions\": { \"strict\": true, \"target\": \"ES2020\" },\n  \"include\": [\"src\"]\n}\n",
+        )
+        .file("src/a.ts", "export const a: number = \"x\";\n")
+        .file("src/b.ts", "export const b: string = 1;\n");
+    let config = workspace.config(json!({ "typescript-language-server": typescript_entry() }));
+    let mut session = BatchSession::start(&workspace, &config, 60);
+    let check = |session: &mut BatchSession, id: u32| {
+        let answer = session.ask(json!({"id": id, "op": "check", "paths": ["src"]}));
+        let mut rows: Vec<(String, String, u64, u64)> = Vec::new();
+        for file in answer["result"]["files"].as_array().unwrap() {
+            assert_eq!(file["state"], "diagnostics", "{answer}");
+            for diagnostic in file["diagnostics"].as_array().unwrap() {
+                rows.push((
+                    file["path"].as_str().unwrap().to_owned(),
+                    diagnostic["code"].as_str().unwrap().to_owned(),
+                    diagnostic["line"].as_u64().unwrap(),
+                    diagnostic["column"].as_u64().unwrap(),
+                ));
+            }
+        }
+        rows.sort();
+        rows
+    };
+    let expected = [
+        ("src/a.ts".to_owned(), "2322".to_owned(), 1, 14),
+        ("src/b.ts".to_owned(), "2322".to_owned(), 1, 14),
+    ];
+    assert_eq!(check(&mut session, 1), expected);
+    workspace.file(
+        "tsconfig.json",
+        "{\n  \"compilerOptions\": { \"strict\": true, \"target\": \"ES2022\" },\n  \"include\": [\"src\"]\n}\n",
+    );
+    assert_eq!(check(&mut session, 2), expected);
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+}
+
 /// typescript-language-server 5.3.0 with `diagnostics.ignoredCodes: [2322]` in its settings: it
 /// drops `app.ts`'s TS2322 from its publishes while tsserver's answers still list it. The code is
 /// left out of the answers, so the empty publish is confirmed at once and equals the answer

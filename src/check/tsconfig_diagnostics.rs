@@ -1,0 +1,297 @@
+//! The errors `tsc -p` reports in a `tsconfig.json` itself (a deprecated or unknown compiler
+//! option, a missing `extends` base), which typescript-language-server never publishes.
+//!
+//! tsserver announces them with a `configFileDiag` event, and typescript-language-server 5.3.0
+//! drops that event (`onTsEvent` handles only `syntaxDiag`, `semanticDiag` and
+//! `suggestionDiag`). So on unjs/ufo, whose `"moduleResolution": "Node"` is TS5107 under
+//! TypeScript 6 (`tsc -p .` exits 2 with `tsconfig.json(5,25): error TS5107: …`), `lspc check`
+//! called the project clean. Once the files are settled, lspc asks tsserver itself through the
+//! server's `typescript.tsserverRequest` command: `projectInfo` on one checked file per folder
+//! with a `tsconfig.json`/`jsconfig.json` gives the configuration tsserver checks it with, and
+//! `semanticDiagnosticsSync` with that configuration as both `file` and `projectFileName`
+//! answers its errors (tsserver's `getConfigFileDiagnostics`: the project's errors and option
+//! errors located in that file). They are reported with the configuration file, as tsc does.
+//!
+//! Invariants: only servers offering the command are asked, and only after every file settled;
+//! a request that fails or times out adds nothing (the files' own verdicts are unchanged);
+//! configuration files outside the workspace root are not reported. Positions: tsserver's are
+//! 1-based lines and 1-based UTF-16 offsets; the diagnostics here have 1-based lines and 1-based
+//! character columns, like every other.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::diagnostics::{Diagnostic, Severity};
+use crate::doorbell::LoopSender;
+use crate::engine::{Op, ServerInfo};
+use crate::text::{LineIndex, PositionEncoding};
+
+/// typescript-language-server's command forwarding a request to tsserver.
+const COMMAND: &str = "typescript.tsserverRequest";
+
+/// Extensions tsserver checks.
+const EXTENSIONS: &[&str] = &["ts", "tsx", "mts", "cts", "js", "jsx", "mjs", "cjs"];
+
+/// The configuration files' own diagnostics for the checked `files` (canonical paths), asked of
+/// the servers that serve them. All the asking together is bounded by `timeout` (a monorepo's
+/// many configurations on a server that stopped answering must not hold the report up once per
+/// configuration); what is not asked by then adds nothing.
+pub fn tsconfig_diagnostics(
+    op_sender: &LoopSender<Op>,
+    root: &Path,
+    files: &[PathBuf],
+    timeout: Duration,
+) -> Vec<Diagnostic> {
+    let mut asked_folders: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut asked_configs: BTreeSet<(String, PathBuf)> = BTreeSet::new();
+    let mut found = Vec::new();
+    let deadline = std::time::Instant::now() + timeout;
+    let remaining = || deadline.saturating_duration_since(std::time::Instant::now());
+    for file in files {
+        if remaining().is_zero() {
+            log::debug!("tsconfig diagnostics: out of time, the rest not asked");
+            break;
+        }
+        let is_typescript = file
+            .extension()
+            .and_then(|extension| extension.to_str())
+            .is_some_and(|extension| EXTENSIONS.contains(&extension));
+        if !is_typescript {
+            continue;
+        }
+        let Some(config_folder) = nearest_config_folder(file, root) else {
+            continue;
+        };
+        if !asked_folders.insert(config_folder) {
+            continue;
+        }
+        let document = match crate::engine::sync_with(op_sender, file.clone(), remaining()) {
+            Ok(document) => document,
+            Err(error) => {
+                log::debug!("tsconfig diagnostics: {}: {error}", file.display());
+                continue;
+            }
+        };
+        for server in document
+            .servers
+            .iter()
+            .filter(|server| offers_command(server))
+        {
+            let Some(config_file) = project_config(op_sender, server, file, remaining()) else {
+                continue;
+            };
+            if !config_file.starts_with(root)
+                || !asked_configs.insert((server.name.clone(), config_file.clone()))
+            {
+                continue;
+            }
+            found.extend(config_errors(op_sender, server, &config_file, remaining()));
+        }
+    }
+    found
+}
+
+/// The folder of the `tsconfig.json` or `jsconfig.json` nearest above `file`, up to `root`.
+fn nearest_config_folder(file: &Path, root: &Path) -> Option<PathBuf> {
+    file.ancestors()
+        .skip(1)
+        .take_while(|folder| folder.starts_with(root))
+        .find(|folder| {
+            folder.join("tsconfig.json").is_file() || folder.join("jsconfig.json").is_file()
+        })
+        .map(Path::to_path_buf)
+}
+
+fn offers_command(server: &ServerInfo) -> bool {
+    server
+        .capabilities
+        .pointer("/executeCommandProvider/commands")
+        .and_then(Value::as_array)
+        .is_some_and(|commands| commands.iter().any(|command| command == COMMAND))
+}
+
+/// One tsserver request through `server`; its response body when it succeeded.
+fn tsserver_request(
+    op_sender: &LoopSender<Op>,
+    server: &ServerInfo,
+    request: &str,
+    arguments: Value,
+    timeout: Duration,
+) -> Option<Value> {
+    let params = json!({ "command": COMMAND, "arguments": [request, arguments] });
+    match crate::engine::request_with(
+        op_sender,
+        server.server_id,
+        "workspace/executeCommand",
+        params,
+        timeout,
+        None,
+    ) {
+        Ok(answer) if answer.get("success").and_then(Value::as_bool) == Some(true) => {
+            answer.get("body").cloned()
+        }
+        Ok(answer) => {
+            log::debug!("{}: tsserver {request} failed: {answer}", server.name);
+            None
+        }
+        Err(error) => {
+            log::debug!("{}: tsserver {request} failed: {error}", server.name);
+            None
+        }
+    }
+}
+
+/// The configuration file tsserver checks `file` with (`projectInfo`'s `configFileName`);
+/// `None` for an inferred project (no configuration) or a failed request.
+fn project_config(
+    op_sender: &LoopSender<Op>,
+    server: &ServerInfo,
+    file: &Path,
+    timeout: Duration,
+) -> Option<PathBuf> {
+    let uri = crate::uri::path_to_uri_string(file).ok()?;
+    let arguments = json!({ "file": uri, "needFileNameList": false });
+    let body = tsserver_request(op_sender, server, "projectInfo", arguments, timeout)?;
+    let config_file = Path::new(body.get("configFileName")?.as_str()?);
+    // An inferred project is named `/dev/null/inferredProject1*`.
+    if !config_file.is_file() {
+        return None;
+    }
+    Some(crate::uri::canonical(config_file))
+}
+
+/// tsserver's diagnostics located in `config_file`, the configuration of a loaded project.
+fn config_errors(
+    op_sender: &LoopSender<Op>,
+    server: &ServerInfo,
+    config_file: &Path,
+    timeout: Duration,
+) -> Vec<Diagnostic> {
+    let path_text = config_file.to_string_lossy();
+    let arguments = json!({ "file": path_text, "projectFileName": path_text });
+    let Some(body) = tsserver_request(
+        op_sender,
+        server,
+        "semanticDiagnosticsSync",
+        arguments,
+        timeout,
+    ) else {
+        return Vec::new();
+    };
+    let text = std::fs::read_to_string(config_file).unwrap_or_default();
+    from_tsserver(&server.name, config_file, &text, &body)
+}
+
+/// tsserver diagnostics (`[{start: {line, offset}, end, text, code, category}]`, 1-based lines
+/// and UTF-16 offsets) of `path`, whose text is `text`, as lspc's. An entry without a position
+/// is left out.
+fn from_tsserver(server: &str, path: &Path, text: &str, body: &Value) -> Vec<Diagnostic> {
+    let line_index = LineIndex::new(text);
+    let position = |diagnostic: &Value, side: &str| {
+        let at = |field: &str| {
+            diagnostic
+                .pointer(&format!("/{side}/{field}"))
+                .and_then(Value::as_u64)
+                .and_then(|n| u32::try_from(n.checked_sub(1)?).ok())
+        };
+        let position = lsp_types::Position {
+            line: at("line")?,
+            character: at("offset")?,
+        };
+        Some(line_index.from_lsp(text, position, PositionEncoding::Utf16))
+    };
+    let Some(entries) = body.as_array() else {
+        return Vec::new();
+    };
+    entries
+        .iter()
+        .filter_map(|diagnostic| {
+            let (line, column) = position(diagnostic, "start")?;
+            let (end_line, end_column) = position(diagnostic, "end")?;
+            let severity = match diagnostic.get("category").and_then(Value::as_str) {
+                Some("warning") => Severity::Warning,
+                Some("suggestion") => Severity::Hint,
+                Some("message") => Severity::Information,
+                _ => Severity::Error,
+            };
+            Some(Diagnostic {
+                path: path.to_path_buf(),
+                line,
+                column,
+                end_line,
+                end_column,
+                severity,
+                message: diagnostic
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .trim_end()
+                    .to_string(),
+                source: Some("typescript".to_string()),
+                code: diagnostic.get("code").map(|code| match code {
+                    Value::String(code) => code.clone(),
+                    code => code.to_string(),
+                }),
+                server: server.to_string(),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// tsserver's answer for unjs/ufo's tsconfig under TypeScript 6.0.3, on a line with a
+    /// character outside the BMP before the option (offsets count UTF-16 units).
+    #[test]
+    fn tsserver_positions_become_character_columns() {
+        let text = "{\n  \"compilerOptions\": {\n    \"moduleResolution\": \"Node\" /* 😀 */, \"x\": 1\n  }\n}\n";
+        let body = json!([
+            {"start": {"line": 3, "offset": 25}, "end": {"line": 3, "offset": 31},
+             "text": "Option 'moduleResolution=node10' is deprecated.\n  Visit https://aka.ms/ts6 for migration information.\n",
+             "code": 5107, "category": "error"},
+            {"start": {"line": 3, "offset": 42}, "end": {"line": 3, "offset": 45},
+             "text": "Unknown compiler option 'x'.", "code": 5023, "category": "warning"},
+            {"text": "no position", "code": 1, "category": "error"}
+        ]);
+        let path = Path::new("/p/tsconfig.json");
+        let rows: Vec<String> = from_tsserver("typescript-language-server", path, text, &body)
+            .into_iter()
+            .map(|d| {
+                format!(
+                    "{}:{}-{}:{} {:?} {:?} {}",
+                    d.line, d.column, d.end_line, d.end_column, d.severity, d.code, d.message
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                "3:25-3:31 Error Some(\"5107\") Option 'moduleResolution=node10' is deprecated.\n  Visit https://aka.ms/ts6 for migration information.",
+                "3:41-3:44 Warning Some(\"5023\") Unknown compiler option 'x'.",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_nearest_configuration_folder_stays_inside_the_root() {
+        let root = std::env::temp_dir().join(format!("lspc-tsconfig-up-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("packages/a/src/deep")).unwrap();
+        std::fs::create_dir_all(root.join("scripts")).unwrap();
+        std::fs::write(root.join("packages/a/tsconfig.json"), "{}").unwrap();
+        std::fs::write(root.join("jsconfig.json"), "{}").unwrap();
+        let nearest = |file: &str| nearest_config_folder(&root.join(file), &root.join("packages"));
+        assert_eq!(
+            nearest("packages/a/src/deep/x.ts"),
+            Some(root.join("packages/a"))
+        );
+        // The root given is `packages`: the jsconfig.json above it is not looked at.
+        assert_eq!(nearest("packages/b.ts"), None);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}
