@@ -875,14 +875,17 @@ pub(crate) fn add_tsconfig_errors(
 }
 
 /// Applies `--exclude` and each server's project file set (unless `--all-files`) to the walked
-/// files; files named on the command line are always kept whole.
+/// files; files named on the command line, and with `--all-files` every walked file, are kept
+/// whole, except that a server that never checks a file its set leaves out (ruff: its server
+/// answers nothing for an excluded file) is left out of it, with a note, rather than counted
+/// as having found it clean.
 fn select_files(
     config: &crate::config::Config,
     options: &CheckOptions,
     explicit: &[PathBuf],
     walked: Vec<PathBuf>,
 ) -> Selection {
-    let projects = (!options.all_files).then(|| ProjectFiles::load(&config.root, &config.servers));
+    let projects = ProjectFiles::load(&config.root, &config.servers);
     let mut selection = Selection {
         files: Vec::new(),
         leave_out: HashMap::new(),
@@ -890,11 +893,35 @@ fn select_files(
         notes: Vec::new(),
         config_diagnostics: Vec::new(),
     };
-    // Reason → how many files it kept out, in first-seen order.
-    let mut outside: Vec<(String, usize)> = Vec::new();
+    // Reason → how many files it kept out, and whether `--all-files` would have them checked
+    // (not when every server leaving them out never checks such a file), in first-seen order.
+    let mut outside: Vec<(String, usize, bool)> = Vec::new();
+    // Reason → how many files kept whole that a server will not check anyway.
+    let mut never_checked: Vec<(String, usize)> = Vec::new();
+    let mut keep_whole = |file: PathBuf, selection: &mut Selection| {
+        let left_out: Vec<(ServerId, String)> = config
+            .servers_for_path(&file)
+            .into_iter()
+            .filter(|&index| config.servers[index].diagnostics)
+            .filter_map(|index| {
+                Some((ServerId(index as u32), projects.never_checks(index, &file)?))
+            })
+            .collect();
+        for (_, reason) in &left_out {
+            match never_checked.iter_mut().find(|(known, _)| known == reason) {
+                Some((_, n)) => *n += 1,
+                None => never_checked.push((reason.clone(), 1)),
+            }
+        }
+        if !left_out.is_empty() {
+            let ids = left_out.into_iter().map(|(id, _)| id).collect();
+            selection.leave_out.insert(file.clone(), ids);
+        }
+        selection.files.push(file);
+    };
     for file in walked {
         if explicit.contains(&file) {
-            selection.files.push(file);
+            keep_whole(file, &mut selection);
             continue;
         }
         if !config.claims(&file) {
@@ -903,10 +930,10 @@ fn select_files(
         if excluded_by_flag(options, &config.root, &file) {
             continue;
         }
-        let Some(projects) = &projects else {
-            selection.files.push(file);
+        if options.all_files {
+            keep_whole(file, &mut selection);
             continue;
-        };
+        }
         let servers: Vec<usize> = config
             .servers_for_path(&file)
             .into_iter()
@@ -922,9 +949,14 @@ fn select_files(
                 .map(|(_, reason)| reason.as_str())
                 .collect::<Vec<_>>()
                 .join(" and ");
-            match outside.iter_mut().find(|(known, _)| *known == reason) {
-                Some((_, n)) => *n += 1,
-                None => outside.push((reason.clone(), 1)),
+            match outside.iter_mut().find(|(known, _, _)| *known == reason) {
+                Some((_, n, _)) => *n += 1,
+                None => {
+                    let checkable = reasons
+                        .iter()
+                        .any(|(index, _)| projects.never_checks(*index, &file).is_none());
+                    outside.push((reason.clone(), 1, checkable));
+                }
             }
             selection.skipped.push(SkippedFile {
                 path: file,
@@ -942,17 +974,31 @@ fn select_files(
         }
         selection.files.push(file);
     }
-    if let Some(projects) = &projects {
+    if !options.all_files {
         for error in projects.errors() {
             eprintln!("lspc: warning: {error}");
         }
         selection.config_diagnostics = projects.diagnostics();
     }
-    let n_clauses = outside.len();
-    for (index, (reason, n)) in outside.into_iter().enumerate() {
+    for (reason, n) in never_checked {
+        let (files, its) = if n == 1 {
+            ("file", "it")
+        } else {
+            ("files", "them")
+        };
+        selection.notes.push(format!(
+            "{n} {files} {reason} not checked by that server (its server never checks an \
+             excluded file, even one named; its CLI lints {its} when named)"
+        ));
+    }
+    let last_checkable = outside.iter().rposition(|(_, _, checkable)| *checkable);
+    for (index, (reason, n, checkable)) in outside.into_iter().enumerate() {
         let files = if n == 1 { "file" } else { "files" };
         let mut note = format!("{n} {files} {reason} not checked");
-        if index + 1 == n_clauses {
+        if !checkable {
+            note += " (its server never checks an excluded file, even with `--all-files`)";
+        }
+        if Some(index) == last_checkable {
             note += "; `--all-files` checks them";
         }
         selection.notes.push(note);

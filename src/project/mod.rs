@@ -3,8 +3,9 @@
 //! tsconfig `files`/`include`/`exclude` (following `extends`), ruff's `exclude`/`extend-exclude`.
 //!
 //! Invariants:
-//! - Only files found by walking a folder are filtered; `lspc check` never asks about a file
-//!   named on the command line (it is always checked).
+//! - Only files found by walking a folder are filtered; a file named on `lspc check`'s command
+//!   line is checked by every server that serves it, except a server that never checks a file
+//!   its set leaves out ([`ProjectFiles::never_checks`]: ruff), which is left out of it and said.
 //! - Servers lspc does not know a project format for (clangd, rust-analyzer, configured ones with
 //!   other programs) keep every file they claim.
 //! - The server kind comes from the program name (`pyright-langserver`, `basedpyright-langserver`,
@@ -55,6 +56,13 @@ trait FileSet {
     /// Configuration files met so far that could not be used.
     fn errors(&self) -> Vec<ProjectError> {
         Vec::new()
+    }
+
+    /// Whether the server itself never checks a file its set leaves out, even when lspc opens
+    /// it: ruff's server answers nothing for an excluded document, while `ruff check FILE` lints
+    /// a file named on its command line. (pyright and tsserver check any open file.)
+    fn server_skips_what_it_leaves_out(&self) -> bool {
+        false
     }
 
     /// Problems in the configuration files met so far that the project's own CLI reports as
@@ -125,6 +133,19 @@ impl ProjectFiles {
             "outside" => Some(format!("outside {label}'s include")),
             _ => Some(format!("in {label}'s exclude")),
         }
+    }
+
+    /// Why server `index` will not check `file` even when lspc opens it and asks (see
+    /// `FileSet::server_skips_what_it_leaves_out`: ruff and its exclude), e.g. `in ruff's
+    /// exclude`; `None` when the server checks it. Asked for files `lspc check` keeps whole (named
+    /// on its command line, or walked with `--all-files`): for such a server, an empty answer
+    /// would be a "clean" that nothing checked.
+    pub fn never_checks(&self, index: usize, file: &Path) -> Option<String> {
+        let (_, set) = self.sets.get(index)?.as_ref()?;
+        if !set.server_skips_what_it_leaves_out() {
+            return None;
+        }
+        self.leaves_out(index, file)
     }
 
     /// Diagnostics lspc found in the project configurations met so far (see

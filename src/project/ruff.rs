@@ -132,6 +132,10 @@ impl FileSet for RuffFiles {
         self.errors.borrow().clone()
     }
 
+    fn server_skips_what_it_leaves_out(&self) -> bool {
+        true
+    }
+
     fn leaves_out(&self, file: &Path) -> Option<&'static str> {
         let folder = file.parent()?;
         let (base, exclude) = match self.config_for(folder) {

@@ -898,3 +898,77 @@ fn ctrl_c_reports_what_was_complete() {
     );
     assert_eq!(report["files"].as_array().unwrap().len(), 1, "{stdout}");
 }
+
+/// Found on pallets/click (ruff 0.17.6): a file in ruff's `exclude` named on the command line
+/// was reported checked and clean (`lspc check docs/conf.py`: exit 0), while `ruff check
+/// docs/conf.py` lints a named file and reports F401. ruff's server answers nothing for an
+/// excluded document even when it is open, so that "clean" was nobody's verdict. Now ruff is
+/// left out of such a file, named or walked with `--all-files`, and the run says so: a named file
+/// nothing else checks is an error (exit 2), never clean.
+#[test]
+fn a_file_in_ruffs_exclude_is_never_reported_clean_by_ruff() {
+    require_program!("ruff");
+    let workspace = Workspace::copy_of("python-project");
+    // ruff's CLI lints the named file despite the exclude.
+    let cli = tool_output(
+        &workspace,
+        "ruff",
+        &["check", "--output-format", "concise", "docs/conf.py"],
+    );
+    assert!(cli.contains("docs/conf.py:1:8: F401"), "{cli}");
+    let config = workspace.config(json!({ "ruff": ruff_entry() }));
+    let check = |extra: &[&str]| {
+        workspace
+            .lspc()
+            .args(["check", "--no-builtin", "--format", "json", "--config"])
+            .arg(&config)
+            .args(extra)
+            .run()
+    };
+    let named = check(&["docs/conf.py"]);
+    named.status(2);
+    assert_eq!(
+        states(&named.json()),
+        [(
+            "docs/conf.py".to_owned(),
+            "error".to_owned(),
+            "every server for conf.py is left out of it by its project configuration".to_owned()
+        )],
+        "{}",
+        named.story()
+    );
+    named.stderr_contains(
+        "1 file in ruff's exclude not checked by that server (its server never checks an \
+         excluded file, even one named; its CLI lints it when named)",
+    );
+    // With another file, ruff checks that one and still leaves the excluded one out.
+    let both = check(&["docs/conf.py", "tests/test_cart.py"]);
+    both.status(2);
+    let report = both.json();
+    assert_eq!(
+        ruff_rows(&report),
+        [("tests/test_cart.py".to_owned(), 1, 8, "F401".to_owned())]
+            .into_iter()
+            .collect(),
+        "{}",
+        both.story()
+    );
+    // --all-files cannot have ruff check it either: skipped, with the reason.
+    let all = check(&["--all-files"]);
+    let states_all = states(&all.json());
+    assert!(
+        states_all.contains(&(
+            "docs/conf.py".to_owned(),
+            "skipped".to_owned(),
+            "every server for conf.py is left out of it by its project configuration".to_owned()
+        )),
+        "{}",
+        all.story()
+    );
+    // A plain walk says --all-files would not help for it.
+    let walked = check(&[]);
+    walked.stderr_contains(
+        "1 file in ruff's exclude not checked (its server never checks an excluded file, even \
+         with `--all-files`)",
+    );
+}
