@@ -456,7 +456,7 @@ mod tests {
                     }
                 }
             }
-            out.sort();
+            crate::sorting::sort(&mut out);
             out
         }
 

@@ -81,7 +81,7 @@ pub fn config_hashes_by_extension(config: &crate::config::Config) -> BTreeMap<St
         .iter()
         .flat_map(|server| server.extension_to_language.keys())
         .collect();
-    extensions.sort();
+    crate::sorting::sort(&mut extensions);
     extensions.dedup();
     extensions
         .into_iter()
