@@ -12,6 +12,10 @@
 //! there. The price is one index vector and one indirect call per comparison, nothing beside
 //! what the sorted lists here are for (reports, file lists, edit batches); a sort on a
 //! per-request path that measures otherwise should keep `slice::sort_by`.
+//!
+//! For the same reason maps are built with `insert` or `extend` rather than `collect`:
+//! `BTreeMap`'s `FromIterator` sorts its input with a copy of the standard sort for each
+//! iterator type, while `insert` has one copy per key and value type.
 
 use std::cmp::Ordering;
 
