@@ -68,7 +68,9 @@ pub enum ApplyMode {
 }
 
 /// One operation of the edit as applied, in the server's order (for "what changed" output).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Written by serde's derive, read back (from the session wire) by hand: see
+/// [`crate::tagged_json`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase", tag = "kind")]
 pub enum Operation {
     /// Text edits to one document; `edits` counts them.
@@ -91,6 +93,44 @@ pub enum Operation {
         path: PathBuf,
         reason: String,
     },
+}
+
+/// The `kind`s [`Operation`] serializes to.
+const OPERATION_KINDS: &[&str] = &["edit", "create", "rename", "delete", "skipped"];
+
+impl<'de> Deserialize<'de> for Operation {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let object = serde_json::Map::deserialize(deserializer)?;
+        decode_operation(object).map_err(serde::de::Error::custom)
+    }
+}
+
+fn decode_operation(
+    object: serde_json::Map<String, Value>,
+) -> Result<Operation, serde_json::Error> {
+    let mut fields = crate::tagged_json::Fields(object);
+    let kind: String = fields.required("kind")?;
+    Ok(match kind.as_str() {
+        "edit" => Operation::Edit {
+            path: fields.required("path")?,
+            edits: fields.required("edits")?,
+        },
+        "create" => Operation::Create {
+            path: fields.required("path")?,
+        },
+        "rename" => Operation::Rename {
+            from: fields.required("from")?,
+            to: fields.required("to")?,
+        },
+        "delete" => Operation::Delete {
+            path: fields.required("path")?,
+        },
+        "skipped" => Operation::Skipped {
+            path: fields.required("path")?,
+            reason: fields.required("reason")?,
+        },
+        other => return Err(crate::tagged_json::unknown_variant(other, OPERATION_KINDS)),
+    })
 }
 
 /// The net effect of the edit on one path. `before`/`after` are `None` when the file does not
@@ -509,6 +549,49 @@ mod tests {
         assert!(report.written);
         assert_eq!(workspace.files(), owned(expected));
         assert_eq!(report.files, preview.files);
+    }
+
+    /// Every [`Operation`] reads back (from the session wire) what its derive wrote.
+    #[test]
+    fn operations_read_back_what_was_written() {
+        let path = || PathBuf::from("/w/a.py");
+        let operations = [
+            Operation::Edit {
+                path: path(),
+                edits: 3,
+            },
+            Operation::Create { path: path() },
+            Operation::Rename {
+                from: path(),
+                to: PathBuf::from("/w/b.py"),
+            },
+            Operation::Delete { path: path() },
+            Operation::Skipped {
+                path: path(),
+                reason: "exists".to_owned(),
+            },
+        ];
+        let kinds: Vec<&str> = operations
+            .iter()
+            .map(|operation| match operation {
+                Operation::Edit { .. } => "edit",
+                Operation::Create { .. } => "create",
+                Operation::Rename { .. } => "rename",
+                Operation::Delete { .. } => "delete",
+                Operation::Skipped { .. } => "skipped",
+            })
+            .collect();
+        assert_eq!(kinds, OPERATION_KINDS);
+        for operation in operations {
+            let value = serde_json::to_value(&operation).unwrap();
+            let read: Operation = serde_json::from_value(value.clone()).unwrap();
+            assert_eq!(read, operation, "{value}");
+        }
+        let error = serde_json::from_value::<Operation>(serde_json::json!({"kind": "move"}));
+        assert!(error
+            .unwrap_err()
+            .to_string()
+            .starts_with("unknown variant `move`"));
     }
 
     #[test]
