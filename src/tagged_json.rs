@@ -1,10 +1,14 @@
-//! Reading internally tagged JSON enums by hand (`{"kind": "rename", "from": …, "to": …}`).
+//! Reading tagged JSON enums by hand: internally tagged (`{"kind": "rename", "from": …}`) and
+//! externally tagged (serde's default, `"Gone"` or `{"Spawn": {"server": …}}`).
 //!
 //! serde's derive reads an internally tagged (`#[serde(tag = "…")]`) or flattened enum through
-//! its buffered `Content` form, with a copy of every variant's field code for that form; for the
-//! session wire's ops that cost the binary about 80 KB. The types here keep the derive for
-//! `Serialize` and read their JSON object with [`Fields`] instead, which takes each field out as
-//! the derive would read it. Each such reader has a round-trip test over every variant.
+//! its buffered `Content` form, with a copy of every variant's field code for that form (for the
+//! session wire's ops that cost the binary about 80 KB), and an externally tagged one with two
+//! readers per struct variant (its object and its array form). The enums that cross lspc's own
+//! session socket keep the derive for `Serialize` and are read with [`Fields`] instead, which
+//! takes each field out as the derive would read it; only the array form of a struct variant,
+//! which serde_json never writes, is not read. Each such reader has a round-trip test over every
+//! variant.
 
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -33,6 +37,32 @@ impl Fields {
             None | Some(Value::Null) => Ok(None),
             Some(value) => T::deserialize(value).map(Some),
         }
+    }
+}
+
+impl Fields {
+    /// A struct variant's content (externally tagged: the value under the variant's name).
+    pub fn object(content: Value) -> Result<Fields, serde_json::Error> {
+        match content {
+            Value::Object(object) => Ok(Fields(object)),
+            _ => Err(serde::de::Error::custom(
+                "expected a struct variant's object",
+            )),
+        }
+    }
+}
+
+/// An externally tagged enum value split into its variant name and content: `"Gone"` is
+/// `("Gone", null)`, `{"Spawn": {…}}` is `("Spawn", {…})`.
+pub fn external(value: Value) -> Result<(String, Value), serde_json::Error> {
+    match value {
+        Value::String(name) => Ok((name, Value::Null)),
+        Value::Object(object) if object.len() == 1 => {
+            Ok(object.into_iter().next().expect("one entry"))
+        }
+        _ => Err(serde::de::Error::custom(
+            "expected a variant name or an object with one entry",
+        )),
     }
 }
 
