@@ -13,9 +13,9 @@
 //! what the sorted lists here are for (reports, file lists, edit batches); a sort on a
 //! per-request path that measures otherwise should keep `slice::sort_by`.
 //!
-//! For the same reason maps are built with `insert` or `extend` rather than `collect`:
-//! `BTreeMap`'s `FromIterator` sorts its input with a copy of the standard sort for each
-//! iterator type, while `insert` has one copy per key and value type.
+//! For the same reason maps and sets are built with `insert` or `extend` rather than `collect`:
+//! `BTreeMap`'s and `BTreeSet`'s `FromIterator` sort their input with a copy of the standard
+//! sort for each iterator type, while `insert` has one copy per key and value type.
 
 use std::cmp::Ordering;
 
