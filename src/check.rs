@@ -417,8 +417,8 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
             found,
         );
     }
-    report.files.sort_by(|a, b| a.path.cmp(&b.path));
-    report.skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    crate::sorting::sort_by(&mut report.files, |a, b| a.path.cmp(&b.path));
+    crate::sorting::sort_by(&mut report.skipped, |a, b| a.path.cmp(&b.path));
     if let Some(path) = &options.write_baseline {
         if let Err(error) = write_baseline(&report, path) {
             eprintln!("lspc: cannot write baseline {}: {error}", path.display());
@@ -1091,7 +1091,7 @@ fn wait_with_progress(
     } else {
         Vec::new()
     };
-    by_size.sort_by_key(|(size, _)| *size);
+    crate::sorting::sort_by_key(&mut by_size, |(size, _)| *size);
     if engine
         .op_sender()
         .send(Op::DiagnosticsLeavingOut {

@@ -265,7 +265,7 @@ pub fn compare(a: &Diagnostic, b: &Diagnostic) -> Ordering {
 
 /// Sorts in report order (see [`compare`]).
 pub fn sort(diags: &mut [Diagnostic]) {
-    diags.sort_by(compare);
+    crate::sorting::sort_by(diags, compare);
 }
 
 /// The suffixes clangd appends to a message when it has a fix for the diagnostic (its
@@ -555,7 +555,7 @@ pub fn apply_caps(
             })
             .collect();
         if ranked.len() > cap {
-            ranked.sort();
+            crate::sorting::sort(&mut ranked);
             let mut keep_counts = vec![0usize; files.len()];
             for &(_, file_index, _) in &ranked[..cap] {
                 keep_counts[file_index] += 1;

@@ -38,6 +38,8 @@
 //!   and `lspc ide list`, the agent's IDE discovery.
 //! - [`session`]: warm sessions: one engine per workspace in a background process, shared by
 //!   every command and MCP client over a Unix socket (`lspc session`, `--session`).
+//! - [`sorting`]: stable sorts that share one copy of the standard library's sort (binary size).
+//! - [`tagged_json`]: internally tagged JSON enums read by hand, not by serde's derive (binary size).
 
 pub mod batch;
 pub mod check;
@@ -63,6 +65,8 @@ pub mod project;
 pub mod query;
 pub mod session;
 pub mod signals;
+pub mod sorting;
+pub mod tagged_json;
 pub mod text;
 pub mod transport;
 pub mod uri;

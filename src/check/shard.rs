@@ -113,7 +113,7 @@ impl Shard {
 /// The 0-based shard of each file (same order as `files`) for `count` shards, `sizes` in bytes.
 fn assign(files: &[PathBuf], sizes: &[u64], count: u32) -> Vec<u32> {
     let mut order: Vec<usize> = (0..files.len()).collect();
-    order.sort_by(|&a, &b| {
+    crate::sorting::sort_by(&mut order, |&a, &b| {
         sizes[b]
             .cmp(&sizes[a])
             .then_with(|| files[a].cmp(&files[b]))

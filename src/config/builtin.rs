@@ -273,10 +273,10 @@ fn builtin_settings(name: &str) -> Option<serde_json::Value> {
                 "instructionJSONInSingleQuotes",
                 "instructionWorkdirRelative",
             ];
-            let diagnostics: serde_json::Map<String, serde_json::Value> = checks
-                .iter()
-                .map(|check| (check.to_string(), serde_json::Value::from("warning")))
-                .collect();
+            let mut diagnostics = serde_json::Map::new();
+            for check in checks {
+                diagnostics.insert(check.to_string(), serde_json::Value::from("warning"));
+            }
             Some(serde_json::json!({"docker": {"languageserver": {"diagnostics": diagnostics}}}))
         }
         _ => None,
@@ -375,17 +375,17 @@ pub(crate) fn builtin_servers(
             );
             continue;
         }
+        let mut extension_to_language = BTreeMap::new();
+        for (extension, language) in builtin.extensions {
+            extension_to_language.insert(extension.to_string(), language.to_string());
+        }
         let mut server = ServerConfig {
             name: builtin.name.to_string(),
             command: builtin.command.to_string(),
             resolved_command: path_search.find(builtin.command),
             args: builtin.args.iter().map(|a| a.to_string()).collect(),
             env: BTreeMap::from([("CLAUDE_PROJECT_DIR".to_string(), root.display().to_string())]),
-            extension_to_language: builtin
-                .extensions
-                .iter()
-                .map(|(e, l)| (e.to_string(), l.to_string()))
-                .collect(),
+            extension_to_language,
             transport: Transport::Stdio,
             initialization_options: None,
             settings: builtin_settings(builtin.name),

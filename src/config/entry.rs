@@ -168,7 +168,7 @@ fn parse_entry(
             Transport::Stdio
         }
     };
-    let env = match get("env") {
+    let env_entries = match get("env") {
         None => Vec::new(),
         Some(Json::Object(members))
             if members.iter().all(|(_, v)| matches!(v, Json::String(_))) =>
@@ -262,10 +262,10 @@ fn parse_entry(
         .iter()
         .map(|a| expand(a, &vars, &mut unexpanded))
         .collect();
-    let mut env: BTreeMap<String, String> = env
-        .into_iter()
-        .map(|(k, v)| (k, expand(&v, &vars, &mut unexpanded)))
-        .collect();
+    let mut env = BTreeMap::new();
+    for (k, v) in env_entries {
+        env.insert(k, expand(&v, &vars, &mut unexpanded));
+    }
     let workspace_folder = workspace_folder.map(|folder| {
         let folder = PathBuf::from(expand(&folder, &vars, &mut unexpanded));
         if folder.is_absolute() {

@@ -73,12 +73,11 @@ impl Json {
             Json::Number(n) => Value::Number(n.clone()),
             Json::String(s) => Value::String(s.clone()),
             Json::Array(items) => Value::Array(items.iter().map(Json::to_value).collect()),
-            Json::Object(members) => Value::Object(
-                members
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.to_value()))
-                    .collect(),
-            ),
+            Json::Object(members) => {
+                let mut object = serde_json::Map::new();
+                object.extend(members.iter().map(|(k, v)| (k.clone(), v.to_value())));
+                Value::Object(object)
+            }
         }
     }
 }

@@ -333,11 +333,14 @@ impl Config {
 
     /// Every extension (`".py"`) some available server claims.
     pub fn served_extensions(&self) -> BTreeSet<String> {
-        self.servers
-            .iter()
-            .filter(|s| s.resolved_command.is_some())
-            .flat_map(|s| s.extension_to_language.keys().cloned())
-            .collect()
+        let mut extensions = BTreeSet::new();
+        extensions.extend(
+            self.servers
+                .iter()
+                .filter(|s| s.resolved_command.is_some())
+                .flat_map(|s| s.extension_to_language.keys().cloned()),
+        );
+        extensions
     }
 
     /// The index of the server named `name` (e.g. `plugin:foo:ts`).

@@ -68,7 +68,9 @@ pub enum ApplyMode {
 }
 
 /// One operation of the edit as applied, in the server's order (for "what changed" output).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Written by serde's derive, read back (from the session wire) by hand: see
+/// [`crate::tagged_json`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase", tag = "kind")]
 pub enum Operation {
     /// Text edits to one document; `edits` counts them.
@@ -91,6 +93,44 @@ pub enum Operation {
         path: PathBuf,
         reason: String,
     },
+}
+
+/// The `kind`s [`Operation`] serializes to.
+const OPERATION_KINDS: &[&str] = &["edit", "create", "rename", "delete", "skipped"];
+
+impl<'de> Deserialize<'de> for Operation {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let object = serde_json::Map::deserialize(deserializer)?;
+        decode_operation(object).map_err(serde::de::Error::custom)
+    }
+}
+
+fn decode_operation(
+    object: serde_json::Map<String, Value>,
+) -> Result<Operation, serde_json::Error> {
+    let mut fields = crate::tagged_json::Fields(object);
+    let kind: String = fields.required("kind")?;
+    Ok(match kind.as_str() {
+        "edit" => Operation::Edit {
+            path: fields.required("path")?,
+            edits: fields.required("edits")?,
+        },
+        "create" => Operation::Create {
+            path: fields.required("path")?,
+        },
+        "rename" => Operation::Rename {
+            from: fields.required("from")?,
+            to: fields.required("to")?,
+        },
+        "delete" => Operation::Delete {
+            path: fields.required("path")?,
+        },
+        "skipped" => Operation::Skipped {
+            path: fields.required("path")?,
+            reason: fields.required("reason")?,
+        },
+        other => return Err(crate::tagged_json::unknown_variant(other, OPERATION_KINDS)),
+    })
 }
 
 /// The net effect of the edit on one path. `before`/`after` are `None` when the file does not
@@ -127,7 +167,10 @@ impl EditReport {
 
 /// Why an edit was rejected. Every variant names the file; nothing was written unless the variant
 /// says so ([`EditError::WriteFailed`] reports what was restored).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// Written by serde's derive, read back (from the session wire) by hand: see
+/// [`crate::tagged_json`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub enum EditError {
     /// The JSON is not a `WorkspaceEdit` (or a part of it is malformed).
     Malformed(String),
@@ -160,13 +203,11 @@ pub enum EditError {
     /// The operation needs the file to exist.
     Missing {
         path: PathBuf,
-        #[serde(deserialize_with = "operation_name")]
         operation: OperationName,
     },
     /// The operation would replace an existing file without `overwrite`.
     Exists {
         path: PathBuf,
-        #[serde(deserialize_with = "operation_name")]
         operation: OperationName,
     },
     /// Text edits to a file that is not UTF-8.
@@ -174,7 +215,6 @@ pub enum EditError {
     /// Resource operations on folders are not supported.
     Folder {
         path: PathBuf,
-        #[serde(deserialize_with = "operation_name")]
         operation: OperationName,
     },
     /// Reading a file failed.
@@ -189,20 +229,112 @@ pub enum EditError {
     },
 }
 
-/// The name of a resource operation in an [`EditError`] (`"create"`, `"rename"`...). An alias,
-/// so serde's derive does not treat the field as borrowed from the input.
+/// The name of a resource operation in an [`EditError`] (`"create"`, `"rename"`...).
 type OperationName = &'static str;
 
 /// Reads an [`EditError`]'s `operation` back from the session wire (`crate::session`): one of
 /// the names the edit code uses, so the field can stay `&'static str`.
-fn operation_name<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<&'static str, D::Error> {
-    let name = String::deserialize(deserializer)?;
+fn operation_name(
+    fields: &mut crate::tagged_json::Fields,
+) -> Result<&'static str, serde_json::Error> {
+    let name: String = fields.required("operation")?;
     ["create", "delete", "edit", "rename", "rename onto"]
         .into_iter()
         .find(|known| *known == name)
         .ok_or_else(|| serde::de::Error::custom(format!("unknown edit operation {name:?}")))
+}
+
+/// The variant names [`EditError`] serializes to.
+const EDIT_ERRORS: &[&str] = &[
+    "Malformed",
+    "BadUri",
+    "OutsideRoot",
+    "DanglingSymlink",
+    "StaleVersion",
+    "ChangedOnDisk",
+    "Overlap",
+    "InvalidRange",
+    "Missing",
+    "Exists",
+    "NotUtf8",
+    "Folder",
+    "Io",
+    "WriteFailed",
+];
+
+impl<'de> Deserialize<'de> for EditError {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        decode_edit_error(Value::deserialize(deserializer)?).map_err(serde::de::Error::custom)
+    }
+}
+
+fn decode_edit_error(value: Value) -> Result<EditError, serde_json::Error> {
+    use crate::tagged_json::{external, unknown_variant, Fields};
+    let (name, content) = external(value)?;
+    if !EDIT_ERRORS.contains(&name.as_str()) {
+        return Err(unknown_variant(&name, EDIT_ERRORS));
+    }
+    if name == "Malformed" {
+        return Ok(EditError::Malformed(String::deserialize(content)?));
+    }
+    // Every other variant is a struct variant.
+    let mut fields = Fields::object(content)?;
+    Ok(match name.as_str() {
+        "BadUri" => EditError::BadUri {
+            uri: fields.required("uri")?,
+            message: fields.required("message")?,
+        },
+        "OutsideRoot" => EditError::OutsideRoot {
+            path: fields.required("path")?,
+            resolved: fields.required("resolved")?,
+            root: fields.required("root")?,
+        },
+        "DanglingSymlink" => EditError::DanglingSymlink {
+            path: fields.required("path")?,
+        },
+        "StaleVersion" => EditError::StaleVersion {
+            path: fields.required("path")?,
+            version: fields.required("version")?,
+            sent: fields.optional("sent")?,
+        },
+        "ChangedOnDisk" => EditError::ChangedOnDisk {
+            path: fields.required("path")?,
+        },
+        "Overlap" => EditError::Overlap {
+            path: fields.required("path")?,
+            first: fields.required("first")?,
+            second: fields.required("second")?,
+        },
+        "InvalidRange" => EditError::InvalidRange {
+            path: fields.required("path")?,
+        },
+        "Missing" => EditError::Missing {
+            path: fields.required("path")?,
+            operation: operation_name(&mut fields)?,
+        },
+        "Exists" => EditError::Exists {
+            path: fields.required("path")?,
+            operation: operation_name(&mut fields)?,
+        },
+        "NotUtf8" => EditError::NotUtf8 {
+            path: fields.required("path")?,
+        },
+        "Folder" => EditError::Folder {
+            path: fields.required("path")?,
+            operation: operation_name(&mut fields)?,
+        },
+        "Io" => EditError::Io {
+            path: fields.required("path")?,
+            message: fields.required("message")?,
+        },
+        "WriteFailed" => EditError::WriteFailed {
+            path: fields.required("path")?,
+            message: fields.required("message")?,
+            restored: fields.required("restored")?,
+            restore_errors: fields.required("restore_errors")?,
+        },
+        other => return Err(unknown_variant(other, EDIT_ERRORS)),
+    })
 }
 
 impl std::fmt::Display for EditError {
@@ -456,7 +588,7 @@ mod tests {
                     }
                 }
             }
-            out.sort();
+            crate::sorting::sort(&mut out);
             out
         }
 
@@ -509,6 +641,147 @@ mod tests {
         assert!(report.written);
         assert_eq!(workspace.files(), owned(expected));
         assert_eq!(report.files, preview.files);
+    }
+
+    /// Every [`EditError`] reads back (from the session wire) what its derive wrote; the
+    /// exhaustive match makes a new variant fail to compile until it is covered here.
+    #[test]
+    fn edit_errors_read_back_what_was_written() {
+        let path = || PathBuf::from("/w/a.py");
+        let errors = [
+            EditError::Malformed("no changes".to_owned()),
+            EditError::BadUri {
+                uri: "http://x".to_owned(),
+                message: "not a file uri".to_owned(),
+            },
+            EditError::OutsideRoot {
+                path: path(),
+                resolved: PathBuf::from("/etc/passwd"),
+                root: PathBuf::from("/w"),
+            },
+            EditError::DanglingSymlink { path: path() },
+            EditError::StaleVersion {
+                path: path(),
+                version: 3,
+                sent: None,
+            },
+            EditError::StaleVersion {
+                path: path(),
+                version: 3,
+                sent: Some(2),
+            },
+            EditError::ChangedOnDisk { path: path() },
+            EditError::Overlap {
+                path: path(),
+                first: (1, 2),
+                second: (1, 3),
+            },
+            EditError::InvalidRange { path: path() },
+            EditError::Missing {
+                path: path(),
+                operation: "rename onto",
+            },
+            EditError::Exists {
+                path: path(),
+                operation: "create",
+            },
+            EditError::NotUtf8 { path: path() },
+            EditError::Folder {
+                path: path(),
+                operation: "delete",
+            },
+            EditError::Io {
+                path: path(),
+                message: "denied".to_owned(),
+            },
+            EditError::WriteFailed {
+                path: path(),
+                message: "disk full".to_owned(),
+                restored: vec![path()],
+                restore_errors: vec!["x".to_owned()],
+            },
+        ];
+        let mut names: Vec<&str> = errors
+            .iter()
+            .map(|error| match error {
+                EditError::Malformed(_) => "Malformed",
+                EditError::BadUri { .. } => "BadUri",
+                EditError::OutsideRoot { .. } => "OutsideRoot",
+                EditError::DanglingSymlink { .. } => "DanglingSymlink",
+                EditError::StaleVersion { .. } => "StaleVersion",
+                EditError::ChangedOnDisk { .. } => "ChangedOnDisk",
+                EditError::Overlap { .. } => "Overlap",
+                EditError::InvalidRange { .. } => "InvalidRange",
+                EditError::Missing { .. } => "Missing",
+                EditError::Exists { .. } => "Exists",
+                EditError::NotUtf8 { .. } => "NotUtf8",
+                EditError::Folder { .. } => "Folder",
+                EditError::Io { .. } => "Io",
+                EditError::WriteFailed { .. } => "WriteFailed",
+            })
+            .collect();
+        names.dedup();
+        assert_eq!(names, EDIT_ERRORS);
+        for error in errors {
+            let value = serde_json::to_value(&error).unwrap();
+            let read: EditError = serde_json::from_value(value.clone()).unwrap();
+            assert_eq!(read, error, "{value}");
+        }
+        let unknown = serde_json::json!({"Missing": {"path": "/w/a.py", "operation": "move"}});
+        assert_eq!(
+            serde_json::from_value::<EditError>(unknown)
+                .unwrap_err()
+                .to_string(),
+            "unknown edit operation \"move\""
+        );
+        let unknown = serde_json::json!("Oops");
+        assert!(serde_json::from_value::<EditError>(unknown)
+            .unwrap_err()
+            .to_string()
+            .starts_with("unknown variant `Oops`"));
+    }
+
+    /// Every [`Operation`] reads back (from the session wire) what its derive wrote.
+    #[test]
+    fn operations_read_back_what_was_written() {
+        let path = || PathBuf::from("/w/a.py");
+        let operations = [
+            Operation::Edit {
+                path: path(),
+                edits: 3,
+            },
+            Operation::Create { path: path() },
+            Operation::Rename {
+                from: path(),
+                to: PathBuf::from("/w/b.py"),
+            },
+            Operation::Delete { path: path() },
+            Operation::Skipped {
+                path: path(),
+                reason: "exists".to_owned(),
+            },
+        ];
+        let kinds: Vec<&str> = operations
+            .iter()
+            .map(|operation| match operation {
+                Operation::Edit { .. } => "edit",
+                Operation::Create { .. } => "create",
+                Operation::Rename { .. } => "rename",
+                Operation::Delete { .. } => "delete",
+                Operation::Skipped { .. } => "skipped",
+            })
+            .collect();
+        assert_eq!(kinds, OPERATION_KINDS);
+        for operation in operations {
+            let value = serde_json::to_value(&operation).unwrap();
+            let read: Operation = serde_json::from_value(value.clone()).unwrap();
+            assert_eq!(read, operation, "{value}");
+        }
+        let error = serde_json::from_value::<Operation>(serde_json::json!({"kind": "move"}));
+        assert!(error
+            .unwrap_err()
+            .to_string()
+            .starts_with("unknown variant `move`"));
     }
 
     #[test]

@@ -64,7 +64,7 @@ impl DiagnosticsJob {
             .iter()
             .map(|path| (std::fs::metadata(path).map_or(0, |m| m.len()), path.clone()))
             .collect();
-        sized.sort_by_key(|(size, _)| *size);
+        crate::sorting::sort_by_key(&mut sized, |(size, _)| *size);
         let large = sized
             .iter()
             .filter(|(size, _)| *size >= LARGE_FILE_BYTES)
@@ -172,7 +172,9 @@ impl State {
                     .enumerate()
                     .map(|(index, path)| (path, index))
                     .collect();
-                results.sort_by_key(|result| position.get(&result.path).copied());
+                crate::sorting::sort_by_key(&mut results, |result| {
+                    position.get(&result.path).copied()
+                });
                 let _ = job.reply.send(results);
             } else {
                 self.jobs.push(job);

@@ -159,7 +159,7 @@ impl Documents {
     /// Every document's path, sorted.
     pub fn paths(&self) -> Vec<PathBuf> {
         let mut paths: Vec<PathBuf> = self.docs.keys().cloned().collect();
-        paths.sort();
+        crate::sorting::sort(&mut paths);
         paths
     }
 
@@ -247,7 +247,7 @@ impl Documents {
             return Vec::new();
         }
         let excess = open.len() - max_open;
-        open.sort_by_key(|(_, doc)| doc.last_used);
+        crate::sorting::sort_by_key(&mut open, |(_, doc)| doc.last_used);
         open.into_iter()
             .filter(|(_, doc)| doc.pins == 0)
             .take(excess)
@@ -276,7 +276,7 @@ impl Documents {
                 Some(path.clone())
             })
             .collect();
-        changed.sort();
+        crate::sorting::sort(&mut changed);
         changed
     }
 

@@ -92,7 +92,7 @@ impl Instances {
             .filter(|((index, _), _)| *index == config_index)
             .map(|(_, slot)| *slot)
             .collect();
-        slots.sort();
+        crate::sorting::sort(&mut slots);
         slots.insert(0, self.default_slots[config_index]);
         slots
     }

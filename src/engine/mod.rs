@@ -438,8 +438,9 @@ pub struct ServerStatus {
     pub settle_rule: SettleRule,
 }
 
-/// Why an [`Op`] failed. Messages name the server and method.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Why an [`Op`] failed. Messages name the server and method. Written by serde's derive, read
+/// back (from the session wire) by hand: see [`crate::tagged_json`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub enum EngineError {
     /// No configured server claims the file's extension.
     NoServer { path: PathBuf },
@@ -485,6 +486,92 @@ pub enum EngineError {
     /// The warm session serving this command went away mid-request; the message names the
     /// session (root, pid) and its log file.
     SessionLost(String),
+}
+
+/// The variant names [`EngineError`] serializes to.
+const ENGINE_ERRORS: &[&str] = &[
+    "NoServer",
+    "Spawn",
+    "ServerExited",
+    "GaveUp",
+    "Server",
+    "Timeout",
+    "Cancelled",
+    "InvalidInput",
+    "Gone",
+    "StillStarting",
+    "SessionLost",
+];
+
+impl<'de> Deserialize<'de> for EngineError {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        decode_engine_error(Value::deserialize(deserializer)?).map_err(serde::de::Error::custom)
+    }
+}
+
+fn decode_engine_error(value: Value) -> Result<EngineError, serde_json::Error> {
+    use crate::tagged_json::{external, unknown_variant, Fields};
+    let (name, content) = external(value)?;
+    Ok(match name.as_str() {
+        "InvalidInput" => EngineError::InvalidInput(String::deserialize(content)?),
+        "SessionLost" => EngineError::SessionLost(String::deserialize(content)?),
+        "Gone" => EngineError::Gone,
+        "NoServer" => EngineError::NoServer {
+            path: Fields::object(content)?.required("path")?,
+        },
+        "Spawn" => {
+            let mut fields = Fields::object(content)?;
+            EngineError::Spawn {
+                server: fields.required("server")?,
+                message: fields.required("message")?,
+            }
+        }
+        "ServerExited" => {
+            let mut fields = Fields::object(content)?;
+            EngineError::ServerExited {
+                server: fields.required("server")?,
+                status: fields.required("status")?,
+                stderr_tail: fields.required("stderr_tail")?,
+            }
+        }
+        "GaveUp" => {
+            let mut fields = Fields::object(content)?;
+            EngineError::GaveUp {
+                server: fields.required("server")?,
+                status: fields.required("status")?,
+                crashes: fields.required("crashes")?,
+                stderr_tail: fields.required("stderr_tail")?,
+            }
+        }
+        "Server" => {
+            let mut fields = Fields::object(content)?;
+            EngineError::Server {
+                server: fields.required("server")?,
+                method: fields.required("method")?,
+                code: fields.required("code")?,
+                message: fields.required("message")?,
+            }
+        }
+        "Timeout" => {
+            let mut fields = Fields::object(content)?;
+            EngineError::Timeout {
+                server: fields.required("server")?,
+                method: fields.required("method")?,
+                after: fields.required("after")?,
+            }
+        }
+        "Cancelled" => {
+            let mut fields = Fields::object(content)?;
+            EngineError::Cancelled {
+                server: fields.required("server")?,
+                method: fields.required("method")?,
+            }
+        }
+        "StillStarting" => EngineError::StillStarting {
+            server: Fields::object(content)?.required("server")?,
+        },
+        other => return Err(unknown_variant(other, ENGINE_ERRORS)),
+    })
 }
 
 impl std::fmt::Display for EngineError {
@@ -809,3 +896,84 @@ pub fn raw_diagnostics_with(
 
 /// Receiver type re-exported for frontends that select over engine replies.
 pub type Reply<T> = Receiver<T>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every [`EngineError`] reads back (from the session wire) what its derive wrote; the
+    /// exhaustive match makes a new variant fail to compile until it is covered here.
+    #[test]
+    fn engine_errors_read_back_what_was_written() {
+        let text = |text: &str| text.to_owned();
+        let errors = [
+            EngineError::NoServer {
+                path: PathBuf::from("/w/a.py"),
+            },
+            EngineError::Spawn {
+                server: text("fx"),
+                message: text("not found"),
+            },
+            EngineError::ServerExited {
+                server: text("fx"),
+                status: text("exit 1"),
+                stderr_tail: text("boom"),
+            },
+            EngineError::GaveUp {
+                server: text("fx"),
+                status: text("signal 9"),
+                crashes: 3,
+                stderr_tail: String::new(),
+            },
+            EngineError::Server {
+                server: text("fx"),
+                method: text("textDocument/hover"),
+                code: -32801,
+                message: text("modified"),
+            },
+            EngineError::Timeout {
+                server: text("fx"),
+                method: text("textDocument/hover"),
+                after: Duration::from_millis(1500),
+            },
+            EngineError::Cancelled {
+                server: text("fx"),
+                method: text("textDocument/hover"),
+            },
+            EngineError::InvalidInput(text("binary")),
+            EngineError::Gone,
+            EngineError::StillStarting { server: text("fx") },
+            EngineError::SessionLost(text("lost")),
+        ];
+        let names: Vec<&str> = errors
+            .iter()
+            .map(|error| match error {
+                EngineError::NoServer { .. } => "NoServer",
+                EngineError::Spawn { .. } => "Spawn",
+                EngineError::ServerExited { .. } => "ServerExited",
+                EngineError::GaveUp { .. } => "GaveUp",
+                EngineError::Server { .. } => "Server",
+                EngineError::Timeout { .. } => "Timeout",
+                EngineError::Cancelled { .. } => "Cancelled",
+                EngineError::InvalidInput(_) => "InvalidInput",
+                EngineError::Gone => "Gone",
+                EngineError::StillStarting { .. } => "StillStarting",
+                EngineError::SessionLost(_) => "SessionLost",
+            })
+            .collect();
+        assert_eq!(names, ENGINE_ERRORS);
+        for error in errors {
+            let value = serde_json::to_value(&error).unwrap();
+            let read: EngineError = serde_json::from_value(value.clone()).unwrap();
+            assert_eq!(read, error, "{value}");
+        }
+        let read = |value: Value| serde_json::from_value::<EngineError>(value).unwrap_err();
+        assert!(read(serde_json::json!("Oops"))
+            .to_string()
+            .starts_with("unknown variant `Oops`"));
+        assert_eq!(
+            read(serde_json::json!({"Spawn": {"server": "fx"}})).to_string(),
+            "missing field `message`"
+        );
+    }
+}

@@ -97,8 +97,11 @@ impl State {
             self.send_request(server_id, Purpose::Shutdown);
             waiting.insert(server_id);
         }
+        // `extend`, not `collect`: see `crate::sorting`.
+        let mut stopping = BTreeSet::new();
+        stopping.extend(ids.iter().copied());
         ShutdownWait {
-            stopping: ids.iter().copied().collect(),
+            stopping,
             waiting,
             deadline,
         }

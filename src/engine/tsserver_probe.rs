@@ -92,8 +92,8 @@ impl Probe {
         let Some(mut published) = published_keys(published) else {
             return ProbeOutcome::Failed;
         };
-        published.sort();
-        expected.sort();
+        crate::sorting::sort(&mut published);
+        crate::sorting::sort(&mut expected);
         if published == expected {
             return ProbeOutcome::Confirmed;
         }

@@ -63,7 +63,7 @@ impl DiscoveryEnv {
                     .map(|user| user.path().join(".claude").join("ide"))
                     .filter(|dir| dir.is_dir())
                     .collect();
-                found.sort();
+                crate::sorting::sort(&mut found);
                 lock_dirs.extend(found);
             }
             windows_host = std::fs::read_to_string("/etc/resolv.conf")
@@ -308,7 +308,7 @@ pub fn discover_with(
         }
     }
     // Newest first; the path breaks ties so the order is stable.
-    files.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    crate::sorting::sort_by(&mut files, |a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     let cwd = normalise(&env.cwd);
     let mut locks = Vec::new();
     for (_, path) in files {

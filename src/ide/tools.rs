@@ -623,7 +623,7 @@ fn get_diagnostics(
                 }
             }
             paths.retain(|path| path.is_file());
-            paths.sort();
+            crate::sorting::sort(&mut paths);
             paths
         }
     };

@@ -153,7 +153,9 @@ pub fn single_server_config(
                 ))
             })?
     } else {
-        options.languages.iter().cloned().collect()
+        let mut languages = BTreeMap::new();
+        languages.extend(options.languages.iter().cloned());
+        languages
     };
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let path_var = std::env::var("PATH").ok();

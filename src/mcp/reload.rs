@@ -114,7 +114,7 @@ fn watched_paths(options: &ConfigOptions) -> Vec<PathBuf> {
                 .filter_map(Result::ok)
                 .map(|entry| entry.path())
                 .collect();
-            children.sort();
+            crate::sorting::sort(&mut children);
             paths.extend(children);
         }
     }

@@ -115,7 +115,7 @@ impl ResourceUpdates {
             .retain(|path, until| *until >= now && stamps.contains_key(path));
         self.stamps = stamps;
         let mut changed: Vec<PathBuf> = self.recheck_until.keys().cloned().collect();
-        changed.sort();
+        crate::sorting::sort(&mut changed);
         changed
     }
 }

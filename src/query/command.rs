@@ -17,8 +17,9 @@ use super::{
 };
 use crate::exit::{EXIT_FOUND, EXIT_OK, EXIT_SERVER};
 
-/// One query, with its arguments already parsed (serialisable: the session wire's `query` op).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+/// One query, with its arguments already parsed (serialisable: the session wire's `query` op,
+/// read back by hand in [`crate::session::wire`]).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(
     tag = "type",
     rename_all = "camelCase",

@@ -160,7 +160,9 @@ fn by_most_common_extension(files: Vec<PathBuf>) -> Vec<PathBuf> {
     }
     let mut files = files;
     // A stable sort: equal counts keep path order, so ties go to the extension met first.
-    files.sort_by_key(|file| std::cmp::Reverse(counts[&extension(file)]));
+    crate::sorting::sort_by_key(&mut files, |file| {
+        std::cmp::Reverse(counts[&extension(file)])
+    });
     files
 }
 
@@ -1038,7 +1040,7 @@ fn sorted_references(
     mut locations: Vec<Location>,
     incomplete: Option<String>,
 ) -> LocationsResult {
-    locations.sort_by(|a, b| {
+    crate::sorting::sort_by(&mut locations, |a, b| {
         (&a.path, a.line, a.column, a.end_line, a.end_column).cmp(&(
             &b.path,
             b.line,

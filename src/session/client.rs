@@ -370,7 +370,10 @@ pub fn read_answer(connected: Connected) -> QueryExchange {
             }
             continue;
         }
-        let reply: QueryReply = match serde_json::from_str(&line) {
+        // Through a `Value`, as the proxy reads its replies ([`dispatch`]): the engine's reply
+        // types then have one deserializer in the binary, not two (binary size).
+        let parsed = serde_json::from_str::<Value>(&line).and_then(serde_json::from_value);
+        let reply: QueryReply = match parsed {
             Ok(reply) => reply,
             Err(error) => {
                 log::warn!("session sent a malformed reply: {error}");

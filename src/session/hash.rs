@@ -81,17 +81,16 @@ pub fn config_hashes_by_extension(config: &crate::config::Config) -> BTreeMap<St
         .iter()
         .flat_map(|server| server.extension_to_language.keys())
         .collect();
-    extensions.sort();
+    crate::sorting::sort(&mut extensions);
     extensions.dedup();
-    extensions
-        .into_iter()
-        .map(|extension| {
-            (
-                extension.clone(),
-                config_hash_for_extension(config, extension),
-            )
-        })
-        .collect()
+    let mut hashes = BTreeMap::new();
+    for extension in extensions {
+        hashes.insert(
+            extension.clone(),
+            config_hash_for_extension(config, extension),
+        );
+    }
+    hashes
 }
 
 /// The hash of no servers: [`config_hash_for_extension`] for an extension nobody claims.

@@ -140,7 +140,7 @@ impl SessionPaths {
                 is_key(key).then(|| key.to_owned())
             })
             .collect();
-        keys.sort();
+        crate::sorting::sort(&mut keys);
         keys.iter().map(|key| SessionPaths::new(dir, key)).collect()
     }
 }
@@ -208,7 +208,7 @@ pub fn environment_identity(vars: impl Iterator<Item = (OsString, OsString)>) ->
         .filter(|(name, _)| in_key(name))
         .map(|(name, value)| format!("{}={}", name.to_string_lossy(), value.to_string_lossy()))
         .collect();
-    lines.sort();
+    crate::sorting::sort(&mut lines);
     lines.join("\n")
 }
 

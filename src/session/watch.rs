@@ -100,7 +100,7 @@ impl Snapshot {
                 changes.push((path.clone(), WatchedChange::Deleted));
             }
         }
-        changes.sort_by(|a, b| a.0.cmp(&b.0));
+        crate::sorting::sort_by(&mut changes, |a, b| a.0.cmp(&b.0));
         changes
     }
 }

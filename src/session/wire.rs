@@ -30,6 +30,7 @@ use serde_json::Value;
 use crate::edit::ApplyMode;
 use crate::engine::Op;
 use crate::process::ServerId;
+use crate::tagged_json::{unknown_variant, Fields};
 use crate::text::PositionEncoding;
 
 /// Bumped whenever a request or reply shape changes; part of the session key too (2: `reload`
@@ -58,8 +59,9 @@ pub struct Hello {
     pub config_hash: String,
 }
 
-/// One client line: a request id and the op.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// One client line: a request id and the op. Read by hand ([`decode_request`]), written by
+/// serde's derive.
+#[derive(Debug, Clone, Serialize)]
 pub struct WireRequest {
     pub id: u64,
     #[serde(flatten)]
@@ -68,7 +70,10 @@ pub struct WireRequest {
 
 /// The ops a client may send: every [`Op`] a frontend sends, without its reply channel, plus two
 /// that address the session itself (`info`, `stop`). Durations are milliseconds.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+///
+/// Written by serde's derive; read by [`decode_request`], which a round-trip test over every
+/// variant keeps in step with it.
+#[derive(Debug, Clone, Serialize)]
 #[serde(tag = "op", rename_all = "camelCase", rename_all_fields = "camelCase")]
 pub enum WireOp {
     Diagnostics {
@@ -163,6 +168,174 @@ pub enum WireOp {
     Info,
     /// Stop the session: servers shut down by the normal sequence, then the process exits.
     Stop,
+}
+
+/// The `op` names [`WireOp`] serializes to, in declaration order (for the unknown-op error).
+const WIRE_OPS: &[&str] = &[
+    "diagnostics",
+    "analysisWait",
+    "diagnosticsLeavingOut",
+    "sync",
+    "request",
+    "cancel",
+    "applyEdit",
+    "serverEdits",
+    "rawDiagnostics",
+    "status",
+    "drainPassive",
+    "openPassive",
+    "closePassive",
+    "subscribeEvents",
+    "currentDiagnostics",
+    "serverDetails",
+    "openDocuments",
+    "runningServers",
+    "logs",
+    "query",
+    "reload",
+    "info",
+    "stop",
+];
+
+/// The `type` names [`crate::query::command::QueryRequest`] serializes to.
+const QUERY_TYPES: &[&str] = &[
+    "definition",
+    "references",
+    "hover",
+    "symbols",
+    "workspaceSymbols",
+    "callHierarchy",
+    "typeHierarchy",
+    "signatureHelp",
+];
+
+impl<'de> Deserialize<'de> for WireRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let object = serde_json::Map::deserialize(deserializer)?;
+        decode_request(object).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Reads a client line's object into a [`WireRequest`]: the inverse of its `Serialize`, by hand
+/// ([`crate::tagged_json`]: the derive cost the binary about 80 KB for these two enums).
+fn decode_request(
+    object: serde_json::Map<String, Value>,
+) -> Result<WireRequest, serde_json::Error> {
+    let mut fields = Fields(object);
+    let id = fields.required("id")?;
+    let tag: String = fields.required("op")?;
+    let op = match tag.as_str() {
+        "diagnostics" => WireOp::Diagnostics {
+            paths: fields.required("paths")?,
+            timeout_ms: fields.required("timeoutMs")?,
+        },
+        "analysisWait" => WireOp::AnalysisWait {
+            path: fields.required("path")?,
+            timeout_ms: fields.required("timeoutMs")?,
+        },
+        "diagnosticsLeavingOut" => WireOp::DiagnosticsLeavingOut {
+            paths: fields.required("paths")?,
+            leave_out: fields.required("leaveOut")?,
+            timeout_ms: fields.required("timeoutMs")?,
+            progress: fields.required("progress")?,
+        },
+        "sync" => WireOp::Sync {
+            path: fields.required("path")?,
+            timeout_ms: fields.required("timeoutMs")?,
+        },
+        "request" => WireOp::Request {
+            server_id: fields.required("serverId")?,
+            method: fields.required("method")?,
+            params: fields.required("params")?,
+            timeout_ms: fields.required("timeoutMs")?,
+            retry: fields.required("retry")?,
+            tag: fields.optional("tag")?,
+        },
+        "cancel" => WireOp::Cancel {
+            tag: fields.required("tag")?,
+        },
+        "applyEdit" => WireOp::ApplyEdit {
+            edit: fields.required("edit")?,
+            encoding: fields.required("encoding")?,
+            mode: fields.required("mode")?,
+        },
+        "serverEdits" => WireOp::ServerEdits,
+        "rawDiagnostics" => WireOp::RawDiagnostics {
+            path: fields.required("path")?,
+        },
+        "status" => WireOp::Status,
+        "drainPassive" => WireOp::DrainPassive {
+            consumer: fields.optional("consumer")?,
+        },
+        "openPassive" => WireOp::OpenPassive {
+            consumer: fields.required("consumer")?,
+        },
+        "closePassive" => WireOp::ClosePassive {
+            consumer: fields.required("consumer")?,
+        },
+        "subscribeEvents" => WireOp::SubscribeEvents,
+        "currentDiagnostics" => WireOp::CurrentDiagnostics,
+        "serverDetails" => WireOp::ServerDetails,
+        "openDocuments" => WireOp::OpenDocuments,
+        "runningServers" => WireOp::RunningServers,
+        "logs" => WireOp::Logs {
+            filter: fields.required("filter")?,
+        },
+        "query" => WireOp::Query {
+            key: fields.required("key")?,
+            request: decode_query_request(fields.required("request")?)?,
+            timeout_ms: fields.required("timeoutMs")?,
+            config_hash: fields.optional("configHash")?,
+        },
+        "reload" => WireOp::Reload {
+            config_hash: fields.required("configHash")?,
+        },
+        "info" => WireOp::Info,
+        "stop" => WireOp::Stop,
+        other => return Err(unknown_variant(other, WIRE_OPS)),
+    };
+    Ok(WireRequest { id, op })
+}
+
+/// Reads a `query` op's `request` ([`crate::query::command::QueryRequest`], tagged by `type`).
+fn decode_query_request(
+    object: serde_json::Map<String, Value>,
+) -> Result<crate::query::command::QueryRequest, serde_json::Error> {
+    use crate::query::command::QueryRequest;
+    let mut fields = Fields(object);
+    let tag: String = fields.required("type")?;
+    Ok(match tag.as_str() {
+        "definition" => QueryRequest::Definition {
+            at: fields.required("at")?,
+            kind: fields.required("kind")?,
+        },
+        "references" => QueryRequest::References {
+            at: fields.required("at")?,
+            include_declaration: fields.required("includeDeclaration")?,
+        },
+        "hover" => QueryRequest::Hover {
+            at: fields.required("at")?,
+        },
+        "symbols" => QueryRequest::Symbols {
+            file: fields.required("file")?,
+        },
+        "workspaceSymbols" => QueryRequest::WorkspaceSymbols {
+            query: fields.required("query")?,
+            file: fields.optional("file")?,
+        },
+        "callHierarchy" => QueryRequest::CallHierarchy {
+            at: fields.required("at")?,
+            direction: fields.optional("direction")?,
+        },
+        "typeHierarchy" => QueryRequest::TypeHierarchy {
+            at: fields.required("at")?,
+            direction: fields.required("direction")?,
+        },
+        "signatureHelp" => QueryRequest::SignatureHelp {
+            at: fields.required("at")?,
+        },
+        other => return Err(unknown_variant(other, QUERY_TYPES)),
+    })
 }
 
 /// What `info` answers (for `lspc session status`).
@@ -633,5 +806,218 @@ mod tests {
         );
         check(r#"{"id":3,"op":"status"}"#, r#"{"id":3,"op":"status"}"#);
         assert!(serde_json::from_str::<WireRequest>(r#"{"id":4,"op":"explode"}"#).is_err());
+        // As serde's derive: unknown fields are ignored, a missing optional field is `None`.
+        check(
+            r#"{"op":"request","id":5,"serverId":1,"method":"m","params":null,"timeoutMs":1,"retry":false,"extra":[]}"#,
+            r#"{"id":5,"op":"request","serverId":1,"method":"m","params":null,"timeoutMs":1,"retry":false,"tag":null}"#,
+        );
+        let error = |line: &str| {
+            serde_json::from_str::<WireRequest>(line)
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(error(r#"{"id":4,"op":"explode"}"#)
+            .starts_with("unknown variant `explode`, expected one of `diagnostics`"));
+        assert_eq!(error(r#"{"op":"status"}"#), "missing field `id`");
+        assert_eq!(error(r#"{"id":1}"#), "missing field `op`");
+        assert_eq!(
+            error(r#"{"id":1,"op":"sync","path":"/a"}"#),
+            "missing field `timeoutMs`"
+        );
+        assert!(error(r#"{"id":1,"op":"cancel","tag":"x"}"#).starts_with("invalid type: string"));
+        assert!(error(r#"[1]"#).starts_with("invalid type: sequence"));
+    }
+
+    /// The op name a [`WireOp`] serializes to. A new variant fails to compile here until it is
+    /// added to the samples below, and so to [`WIRE_OPS`] and [`decode_request`].
+    fn op_name(op: &WireOp) -> &'static str {
+        match op {
+            WireOp::Diagnostics { .. } => "diagnostics",
+            WireOp::AnalysisWait { .. } => "analysisWait",
+            WireOp::DiagnosticsLeavingOut { .. } => "diagnosticsLeavingOut",
+            WireOp::Sync { .. } => "sync",
+            WireOp::Request { .. } => "request",
+            WireOp::Cancel { .. } => "cancel",
+            WireOp::ApplyEdit { .. } => "applyEdit",
+            WireOp::ServerEdits => "serverEdits",
+            WireOp::RawDiagnostics { .. } => "rawDiagnostics",
+            WireOp::Status => "status",
+            WireOp::DrainPassive { .. } => "drainPassive",
+            WireOp::OpenPassive { .. } => "openPassive",
+            WireOp::ClosePassive { .. } => "closePassive",
+            WireOp::SubscribeEvents => "subscribeEvents",
+            WireOp::CurrentDiagnostics => "currentDiagnostics",
+            WireOp::ServerDetails => "serverDetails",
+            WireOp::OpenDocuments => "openDocuments",
+            WireOp::RunningServers => "runningServers",
+            WireOp::Logs { .. } => "logs",
+            WireOp::Query { .. } => "query",
+            WireOp::Reload { .. } => "reload",
+            WireOp::Info => "info",
+            WireOp::Stop => "stop",
+        }
+    }
+
+    /// The type name a query request serializes to (see [`op_name`]).
+    fn query_type(request: &crate::query::command::QueryRequest) -> &'static str {
+        use crate::query::command::QueryRequest;
+        match request {
+            QueryRequest::Definition { .. } => "definition",
+            QueryRequest::References { .. } => "references",
+            QueryRequest::Hover { .. } => "hover",
+            QueryRequest::Symbols { .. } => "symbols",
+            QueryRequest::WorkspaceSymbols { .. } => "workspaceSymbols",
+            QueryRequest::CallHierarchy { .. } => "callHierarchy",
+            QueryRequest::TypeHierarchy { .. } => "typeHierarchy",
+            QueryRequest::SignatureHelp { .. } => "signatureHelp",
+        }
+    }
+
+    /// Every op and every query type, written by serde's derive, reads back the same.
+    #[test]
+    fn every_op_reads_back_what_was_written() {
+        use crate::query::command::QueryRequest;
+        use crate::query::{
+            CallDirection, ColumnOrSymbol, DefinitionKind, TextPosition, TypeDirection,
+        };
+        let at = |target| TextPosition {
+            file: PathBuf::from("/w/a b.py"),
+            line: 3,
+            target,
+        };
+        let queries = vec![
+            QueryRequest::Definition {
+                at: at(ColumnOrSymbol::Column(7)),
+                kind: DefinitionKind::TypeDefinition,
+            },
+            QueryRequest::References {
+                at: at(ColumnOrSymbol::Symbol {
+                    name: "alpha".to_owned(),
+                    occurrence: 2,
+                }),
+                include_declaration: true,
+            },
+            QueryRequest::Hover {
+                at: at(ColumnOrSymbol::Column(1)),
+            },
+            QueryRequest::Symbols {
+                file: PathBuf::from("/w/a.py"),
+            },
+            QueryRequest::WorkspaceSymbols {
+                query: "Al".to_owned(),
+                file: None,
+            },
+            QueryRequest::WorkspaceSymbols {
+                query: String::new(),
+                file: Some(PathBuf::from("/w/b.py")),
+            },
+            QueryRequest::CallHierarchy {
+                at: at(ColumnOrSymbol::Column(2)),
+                direction: Some(CallDirection::Outgoing),
+            },
+            QueryRequest::CallHierarchy {
+                at: at(ColumnOrSymbol::Column(2)),
+                direction: None,
+            },
+            QueryRequest::TypeHierarchy {
+                at: at(ColumnOrSymbol::Column(2)),
+                direction: TypeDirection::Subtypes,
+            },
+            QueryRequest::SignatureHelp {
+                at: at(ColumnOrSymbol::Column(9)),
+            },
+        ];
+        let mut types: Vec<&str> = queries.iter().map(query_type).collect();
+        types.dedup();
+        assert_eq!(types, QUERY_TYPES);
+        let mut ops: Vec<WireOp> = queries
+            .into_iter()
+            .map(|request| WireOp::Query {
+                key: "k".to_owned(),
+                request,
+                timeout_ms: 5,
+                config_hash: None,
+            })
+            .collect();
+        let path = || PathBuf::from("/w/a.py");
+        ops.extend([
+            WireOp::Diagnostics {
+                paths: vec![path(), PathBuf::from("/w/é.py")],
+                timeout_ms: 1,
+            },
+            WireOp::AnalysisWait {
+                path: path(),
+                timeout_ms: 2,
+            },
+            WireOp::DiagnosticsLeavingOut {
+                paths: vec![path()],
+                leave_out: std::collections::HashMap::from([(path(), vec![ServerId(2)])]),
+                timeout_ms: 3,
+                progress: true,
+            },
+            WireOp::Sync {
+                path: path(),
+                timeout_ms: 4,
+            },
+            WireOp::Request {
+                server_id: ServerId(1),
+                method: "textDocument/hover".to_owned(),
+                params: serde_json::json!({"a": [1, null]}),
+                timeout_ms: 5,
+                retry: true,
+                tag: Some(9),
+            },
+            WireOp::Cancel { tag: 9 },
+            WireOp::ApplyEdit {
+                edit: serde_json::json!({"changes": {}}),
+                encoding: PositionEncoding::Utf16,
+                mode: ApplyMode::Preview,
+            },
+            WireOp::ServerEdits,
+            WireOp::RawDiagnostics { path: path() },
+            WireOp::Status,
+            WireOp::DrainPassive { consumer: None },
+            WireOp::DrainPassive {
+                consumer: Some("c".to_owned()),
+            },
+            WireOp::OpenPassive {
+                consumer: "c".to_owned(),
+            },
+            WireOp::ClosePassive {
+                consumer: "c".to_owned(),
+            },
+            WireOp::SubscribeEvents,
+            WireOp::CurrentDiagnostics,
+            WireOp::ServerDetails,
+            WireOp::OpenDocuments,
+            WireOp::RunningServers,
+            WireOp::Logs {
+                filter: "lspc=debug".to_owned(),
+            },
+            WireOp::Query {
+                key: "k".to_owned(),
+                request: QueryRequest::Hover {
+                    at: at(ColumnOrSymbol::Column(1)),
+                },
+                timeout_ms: 6,
+                config_hash: Some("h".to_owned()),
+            },
+            WireOp::Reload {
+                config_hash: "h".to_owned(),
+            },
+            WireOp::Info,
+            WireOp::Stop,
+        ]);
+        let mut names: Vec<&str> = ops.iter().map(op_name).collect();
+        names.sort_unstable();
+        names.dedup();
+        let mut expected = WIRE_OPS.to_vec();
+        expected.sort_unstable();
+        assert_eq!(names, expected);
+        for (id, op) in ops.into_iter().enumerate() {
+            let written = serde_json::to_string(&WireRequest { id: id as u64, op }).unwrap();
+            let read: WireRequest = serde_json::from_str(&written).expect(&written);
+            assert_eq!(serde_json::to_string(&read).unwrap(), written);
+        }
     }
 }

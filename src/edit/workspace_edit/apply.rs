@@ -57,7 +57,7 @@ pub(super) fn apply_text_edits(
         }
         resolved.push((start, end, edit));
     }
-    resolved.sort_by_key(|&(start, end, _)| (start, end));
+    crate::sorting::sort_by_key(&mut resolved, |&(start, end, _)| (start, end));
     for pair in resolved.windows(2) {
         let (_, previous_end, previous) = pair[0];
         let (next_start, _, next) = pair[1];

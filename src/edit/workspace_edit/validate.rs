@@ -428,7 +428,7 @@ impl Planner<'_, '_> {
                 _ => None,
             })
             .collect();
-        versioned.sort();
+        crate::sorting::sort(&mut versioned);
         for (path, version) in versioned {
             self.check_version(&path, Some(version))?;
         }
