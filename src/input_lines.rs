@@ -36,6 +36,9 @@ pub struct InputLines {
     buffer: Vec<u8>,
     /// Where the unread bytes of `buffer` start.
     start: usize,
+    /// How many unread bytes are known to hold no newline (so a long line is searched once,
+    /// not again after every read).
+    searched: usize,
     ended: bool,
 }
 
@@ -52,6 +55,7 @@ impl InputLines {
             output: Some(output),
             buffer: Vec::new(),
             start: 0,
+            searched: 0,
             ended: false,
         }
     }
@@ -62,17 +66,23 @@ impl InputLines {
     pub fn next_line(&mut self, line: &mut Vec<u8>) -> io::Result<NextLine> {
         loop {
             let unread = &self.buffer[self.start..];
-            if let Some(newline) = unread.iter().position(|&byte| byte == b'\n') {
+            let found = unread[self.searched..]
+                .iter()
+                .position(|&byte| byte == b'\n');
+            if let Some(newline) = found.map(|offset| self.searched + offset) {
                 line.extend_from_slice(&unread[..=newline]);
                 self.start += newline + 1;
+                self.searched = 0;
                 return Ok(NextLine::Line);
             }
+            self.searched = unread.len();
             if self.ended {
                 if unread.is_empty() {
                     return Ok(NextLine::End);
                 }
                 line.extend_from_slice(unread);
                 self.start = self.buffer.len();
+                self.searched = 0;
                 return Ok(NextLine::Line);
             }
             if self.wait()? == NextLine::OutputClosed {
