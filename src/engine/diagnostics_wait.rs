@@ -43,8 +43,12 @@ pub(super) struct DiagnosticsJob {
     /// [`Op::AnalysisWait`](super::super::Op::AnalysisWait): every push server gets the quiet
     /// period, so work a server announces just after its final publish is waited for too.
     pub(super) readiness: bool,
-    /// Servers not to ask about a file ([`crate::engine::Op::DiagnosticsLeavingOut`]).
+    /// Configured servers (index in the config's list) not to ask about a file
+    /// ([`crate::engine::Op::DiagnosticsLeavingOut`]).
     pub(super) leave_out: HashMap<PathBuf, Vec<ServerId>>,
+    /// Why a file's servers were left out, said when that leaves it none (`ruff never checks
+    /// docs/conf.py: it is in ruff's exclude`).
+    pub(super) why_left_out: HashMap<PathBuf, String>,
     /// The queued files that are at least [`LARGE_FILE_BYTES`] long.
     pub(super) large: std::collections::HashSet<PathBuf>,
     /// Gets a copy of each file's result when it is finished.
@@ -78,6 +82,7 @@ impl DiagnosticsJob {
             timeout,
             reply,
             leave_out,
+            why_left_out: HashMap::new(),
             large,
             progress: None,
             readiness: false,
@@ -103,6 +108,15 @@ impl DiagnosticsJob {
     }
 }
 
+/// Why a file's diagnostics wait could not begin.
+#[derive(Debug)]
+pub(super) enum FileWaitError {
+    /// Every server serving the file was left out of it (the job's `leave_out`).
+    LeftOut,
+    /// No server gives the file diagnostics; the message says why.
+    Unserved(String),
+}
+
 /// One file's diagnostics wait.
 pub(super) struct FileWait {
     pub(super) path: PathBuf,
@@ -120,6 +134,50 @@ pub(super) struct FileWait {
 }
 
 impl State {
+    /// For a diagnostics op on `paths` (canonical): the configured servers that never check a
+    /// file though they serve it (ruff and a file in its `exclude`: its server answers nothing
+    /// for such a file, so its empty answer would be a "clean" nothing checked), and for each
+    /// such file why. Reads only those servers' configurations, and nothing when none is
+    /// configured.
+    pub(super) fn never_checked(
+        &self,
+        paths: &[PathBuf],
+    ) -> (HashMap<PathBuf, Vec<ServerId>>, HashMap<PathBuf, String>) {
+        let config = &self.options.config;
+        let mut leave_out = HashMap::new();
+        let mut why = HashMap::new();
+        let mut projects = None;
+        for path in paths {
+            let mut left_out = Vec::new();
+            let mut reasons: Vec<String> = Vec::new();
+            for index in config.servers_for_path(path) {
+                if !config.servers[index].diagnostics {
+                    continue;
+                }
+                let projects = projects.get_or_insert_with(|| {
+                    crate::project::ProjectFiles::load_never_checking(&config.root, &config.servers)
+                });
+                if let Some(reason) = projects.never_checks(index, path) {
+                    left_out.push(ServerId(index as u32));
+                    let name = &config.servers[index].name;
+                    reasons.push(format!("{name} never checks it: it is {reason}"));
+                }
+            }
+            if !left_out.is_empty() {
+                why.insert(
+                    path.clone(),
+                    format!(
+                        "{} not checked: {} (the server does not lint an excluded file even when it is open)",
+                        file_name(path),
+                        reasons.join("; ")
+                    ),
+                );
+                leave_out.insert(path.clone(), left_out);
+            }
+        }
+        (leave_out, why)
+    }
+
     pub(super) fn advance_jobs(&mut self, now: Instant) {
         let mut jobs = std::mem::take(&mut self.jobs);
         for job in &mut jobs {
@@ -131,7 +189,19 @@ impl State {
                 let leave_out = job.leave_out.get(&path).map(Vec::as_slice).unwrap_or(&[]);
                 match self.begin_file_wait(&path, leave_out, job.timeout, job.readiness, now) {
                     Ok(wait) => job.active.push(wait),
-                    Err(message) => {
+                    Err(FileWaitError::LeftOut) => {
+                        let message = job.why_left_out.remove(&path).unwrap_or_else(|| {
+                            format!(
+                                "every server for {} is left out of it by its project configuration",
+                                file_name(&path)
+                            )
+                        });
+                        job.finish(FileDiagnostics {
+                            path,
+                            outcome: DiagnosticsOutcome::NotChecked(message),
+                        });
+                    }
+                    Err(FileWaitError::Unserved(message)) => {
                         // A configured server whose command is missing is a server failure; no
                         // server for the extension (or diagnostics turned off) is not.
                         let broken_server = self.options.config.servers_for_path(&path).is_empty()
@@ -189,23 +259,26 @@ impl State {
         timeout: Duration,
         readiness: bool,
         now: Instant,
-    ) -> Result<FileWait, String> {
+    ) -> Result<FileWait, FileWaitError> {
         let slots = self.slots_for_path(path);
+        // `leave_out` names configured servers: a project root's own instance (issue 17) is
+        // left out with its configured server.
         let indexes: Vec<usize> = slots
             .iter()
             .copied()
             .filter(|&index| self.servers[index].config.diagnostics)
-            .filter(|&index| !leave_out.contains(&ServerId(index as u32)))
+            .filter(|&index| {
+                !leave_out.contains(&ServerId(self.servers[index].config_index as u32))
+            })
             .collect();
         if indexes.is_empty() && !leave_out.is_empty() {
-            return Err(format!(
-                "every server for {} is left out of it by its project configuration",
-                file_name(path)
-            ));
+            return Err(FileWaitError::LeftOut);
         }
         if indexes.is_empty() {
             if self.options.config.servers_for_path(path).is_empty() {
-                return Err(self.options.config.why_unserved(path));
+                return Err(FileWaitError::Unserved(
+                    self.options.config.why_unserved(path),
+                ));
             }
             let servers: Vec<String> = slots
                 .iter()
@@ -220,11 +293,11 @@ impl State {
                     }
                 })
                 .collect();
-            return Err(format!(
+            return Err(FileWaitError::Unserved(format!(
                 "no server for {} gives diagnostics ({})",
                 file_name(path),
                 servers.join(", ")
-            ));
+            )));
         }
         for &index in &indexes {
             self.ensure_started(ServerId(index as u32));

@@ -303,8 +303,10 @@ impl State {
                 timeout,
                 reply,
             } => {
-                self.jobs
-                    .push(DiagnosticsJob::new(paths, HashMap::new(), timeout, reply));
+                let (leave_out, why_left_out) = self.never_checked(&paths);
+                let mut job = DiagnosticsJob::new(paths, leave_out, timeout, reply);
+                job.why_left_out = why_left_out;
+                self.jobs.push(job);
             }
             Op::DiagnosticsLeavingOut {
                 paths,
@@ -313,7 +315,18 @@ impl State {
                 progress,
                 reply,
             } => {
+                let (never_checked, why_left_out) = self.never_checked(&paths);
+                let mut leave_out = leave_out;
+                for (path, servers) in never_checked {
+                    let left_out = leave_out.entry(path).or_default();
+                    for server in servers {
+                        if !left_out.contains(&server) {
+                            left_out.push(server);
+                        }
+                    }
+                }
                 let mut job = DiagnosticsJob::new(paths, leave_out, timeout, reply);
+                job.why_left_out = why_left_out;
                 job.progress = progress;
                 self.jobs.push(job);
             }

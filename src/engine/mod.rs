@@ -179,8 +179,10 @@ pub struct BuiltRequest {
 /// answers every op exactly once (dropping the sender counts as "engine gone").
 pub enum Op {
     /// Settled diagnostics for each file (canonical absolute paths), from every server that claims
-    /// it and has diagnostics enabled. Each file's wait is bounded by `timeout`, counted from the
-    /// moment its servers are running and the document is synced.
+    /// it and has diagnostics enabled, except a server that never checks it (ruff and a file in
+    /// its `exclude`, [`crate::project::ProjectFiles::never_checks`]): a file no other server
+    /// checks is `NotChecked`, saying why. Each file's wait is bounded by `timeout`, counted from
+    /// the moment its servers are running and the document is synced.
     Diagnostics {
         paths: Vec<PathBuf>,
         timeout: Duration,
@@ -197,7 +199,9 @@ pub enum Op {
     },
     /// [`Op::Diagnostics`] where some servers are left out of some files (`lspc check`: a file
     /// outside pyright's `include` still gets ruff, issue 10). `leave_out` maps a canonical path
-    /// to the servers not to ask about it; a file every server is left out of is `NotChecked`.
+    /// to the configured servers (index in the config's list) not to ask about it, to which the
+    /// servers that never check it are added as for [`Op::Diagnostics`]; a file every server is
+    /// left out of is `NotChecked`.
     DiagnosticsLeavingOut {
         paths: Vec<PathBuf>,
         leave_out: HashMap<PathBuf, Vec<ServerId>>,

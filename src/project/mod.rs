@@ -83,6 +83,23 @@ impl ProjectFiles {
     /// Reads the project configuration of each server in `servers` (the config's list, in
     /// order); `root` is the workspace root (each server's workspace folder by default).
     pub fn load(root: &Path, servers: &[ServerConfig]) -> ProjectFiles {
+        ProjectFiles::load_where(root, servers, |_| true)
+    }
+
+    /// [`ProjectFiles::load`] for the servers that never check a file their set leaves out
+    /// (ruff) only; the others get no set, so nothing but those servers' configurations is
+    /// read. For [`ProjectFiles::never_checks`] outside `lspc check`: a diagnostics request
+    /// for one file.
+    pub fn load_never_checking(root: &Path, servers: &[ServerConfig]) -> ProjectFiles {
+        ProjectFiles::load_where(root, servers, |program| program == "ruff")
+    }
+
+    /// The sets of the servers whose program's file name `wanted` accepts.
+    fn load_where(
+        root: &Path,
+        servers: &[ServerConfig],
+        wanted: impl Fn(&str) -> bool,
+    ) -> ProjectFiles {
         let mut sets: Vec<Option<(String, Box<dyn FileSet>)>> = Vec::new();
         let mut errors = Vec::new();
         for server in servers {
@@ -94,6 +111,10 @@ impl ProjectFiles {
                 .file_name()
                 .map(|name| name.to_string_lossy().into_owned())
                 .unwrap_or_default();
+            if !wanted(&program) {
+                sets.push(None);
+                continue;
+            }
             let set: Option<(String, Box<dyn FileSet>)> = match program.as_str() {
                 "pyright-langserver" | "basedpyright-langserver"
                     if server.workspace_folder.is_none() && !server.root_markers.is_empty() =>

@@ -1,8 +1,9 @@
 //! ruff's file set: `exclude` (replacing ruff's defaults) and `extend-exclude` of the nearest
 //! `ruff.toml`, `.ruff.toml` or `pyproject.toml` with a `[tool.ruff]` table, looked up from the
 //! file's folder towards the root, as `ruff check` resolves configuration per file
-//! (docs/configuration.md "Config file discovery"). Patterns are relative to the file that
-//! wrote them. `extend` (inheriting another file) is not followed.
+//! (docs/configuration.md "Config file discovery"), past the workspace root as ruff's server
+//! does. Patterns are relative to the file that wrote them. `extend` (inheriting another file)
+//! is not followed.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -80,10 +81,10 @@ impl RuffFiles {
         };
         let found = match own {
             Some(config) => Some(config),
-            None if folder != self.root && folder.starts_with(&self.root) => {
-                folder.parent().and_then(|parent| self.config_for(parent))
-            }
-            None => None,
+            // Past the workspace root too: ruff's server reads the configuration above its
+            // workspace folder (a `pyproject.toml` one level up excluded `docs/conf.py` while
+            // lspc, stopping at the root, called the file clean).
+            None => folder.parent().and_then(|parent| self.config_for(parent)),
         };
         self.by_folder
             .borrow_mut()
@@ -184,6 +185,12 @@ mod tests {
         );
         // `exclude` in sub/ruff.toml replaced the defaults there.
         assert_eq!(files.leaves_out(&root.join("sub/venv/a.py")), None);
+        // A workspace root below the configuration still reads it, as ruff's server does.
+        let below = RuffFiles::new(&root.join("docs"));
+        assert_eq!(
+            below.leaves_out(&root.join("docs/conf.py")),
+            Some("excluded")
+        );
         std::fs::remove_dir_all(&root).unwrap();
     }
 }

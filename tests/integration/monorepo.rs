@@ -669,3 +669,44 @@ fn twenty_thousand_files_under_ulimit_256_keep_fds_flat_and_the_lru_bound() {
         "the server held {max_open} open documents at once"
     );
 }
+
+/// A file outside its own project's pyright `include`, with pyright running one instance per
+/// project root, is left to ruff alone: `lspc check` named the configured server to leave out
+/// and the engine compared that with the instance's slot, so the project's own instance
+/// checked the file anyway (a pyright error `pyright` itself, run in the project, never
+/// reports).
+#[test]
+fn a_file_outside_its_projects_include_is_left_out_of_that_projects_pyright() {
+    require_program!("pyright-langserver");
+    require_program!("ruff");
+    let workspace = Workspace::copy_of("monorepo");
+    workspace.file(
+        "services/beta/pyproject.toml",
+        "[project]\nname = \"beta\"\nversion = \"0.1.0\"\n\n[tool.pyright]\n\
+         include = [\"app\", \"lib\"]\nextraPaths = [\"lib\"]\n",
+    );
+    workspace.file(
+        "services/beta/tests/test_main.py",
+        "import os\n\ncount: int = \"three\"\n",
+    );
+    let config = workspace.config(json!({ "pyright": pyright_entry(), "ruff": ruff_entry() }));
+    let output = workspace
+        .lspc()
+        .args(["check", "--no-builtin", "--format", "json"])
+        .args(["--timeout", REAL_TIMEOUT, "--config"])
+        .arg(&config)
+        .arg("services/beta")
+        .timeout(Duration::from_secs(600))
+        .run();
+    output.status(1);
+    let nbsp = "\u{a0}\u{a0}";
+    assert_eq!(
+        json_diagnostics(&output.json()),
+        [
+            format!("services/beta/app/main.py:3:14-3:22 error [Pyright reportAssignmentType] Type \"str\" is not assignable to declared type \"int\"\n{nbsp}\"str\" is not assignable to \"int\""),
+            "services/beta/tests/test_main.py:1:8-1:10 warning [Ruff F401] `os` imported but unused\n\nhelp: Remove unused import: `os`".to_owned(),
+        ],
+        "{}",
+        output.story()
+    );
+}

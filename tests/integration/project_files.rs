@@ -932,7 +932,7 @@ fn a_file_in_ruffs_exclude_is_never_reported_clean_by_ruff() {
         [(
             "docs/conf.py".to_owned(),
             "error".to_owned(),
-            "every server for conf.py is left out of it by its project configuration".to_owned()
+            RUFF_NEVER_CHECKS_CONF.to_owned()
         )],
         "{}",
         named.story()
@@ -960,7 +960,7 @@ fn a_file_in_ruffs_exclude_is_never_reported_clean_by_ruff() {
         states_all.contains(&(
             "docs/conf.py".to_owned(),
             "skipped".to_owned(),
-            "every server for conf.py is left out of it by its project configuration".to_owned()
+            RUFF_NEVER_CHECKS_CONF.to_owned()
         )),
         "{}",
         all.story()
@@ -970,5 +970,91 @@ fn a_file_in_ruffs_exclude_is_never_reported_clean_by_ruff() {
     walked.stderr_contains(
         "1 file in ruff's exclude not checked (its server never checks an excluded file, even \
          with `--all-files`)",
+    );
+    // The diagnostics operation, on the command line, in batch and over MCP: not checked,
+    // never an empty (clean) answer. Before, all three answered `[]`.
+    let cli = workspace
+        .lspc()
+        .args(["--no-builtin", "--config"])
+        .arg(&config)
+        .args(["diagnostics", "docs/conf.py"])
+        .run();
+    cli.status(3);
+    assert_eq!(
+        cli.stderr,
+        format!("lspc: {RUFF_NEVER_CHECKS_CONF}\n"),
+        "{}",
+        cli.story()
+    );
+    let batch = workspace
+        .lspc()
+        .args(["--no-builtin", "--config"])
+        .arg(&config)
+        .arg("batch")
+        .stdin("{\"id\": 1, \"op\": \"diagnostics\", \"file\": \"docs/conf.py\"}\n")
+        .run();
+    assert_eq!(
+        batch.json(),
+        json!({"id": 1, "error": {"message": RUFF_NEVER_CHECKS_CONF}}),
+        "{}",
+        batch.story()
+    );
+    let mcp = workspace
+        .lspc()
+        .args(["--no-builtin", "--config"])
+        .arg(&config)
+        .arg("mcp")
+        .stdin(concat!(
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"diagnostics","arguments":{"file":"docs/conf.py"}}}"#,
+            "\n",
+        ))
+        .run();
+    let reply: Value = mcp
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .find(|message| message["id"] == 1)
+        .unwrap_or_else(|| mcp.fail("no reply to the tools/call"));
+    assert_eq!(
+        reply["result"],
+        json!({"content": [{"type": "text", "text": RUFF_NEVER_CHECKS_CONF}], "isError": true}),
+        "{}",
+        mcp.story()
+    );
+}
+
+/// What every diagnostics route says of `docs/conf.py` (in ruff's `extend-exclude`) when ruff
+/// is its only server.
+const RUFF_NEVER_CHECKS_CONF: &str = "conf.py not checked: ruff never checks it: it is in \
+    ruff's exclude (the server does not lint an excluded file even when it is open)";
+
+/// ruff's server reads the configuration above its workspace folder: with the root at `docs/`
+/// (no `.git` above a named file), the `pyproject.toml` one level up still excludes
+/// `docs/conf.py`. lspc stopped looking at the root and called the file clean.
+#[test]
+fn ruffs_exclude_above_the_workspace_root_still_counts() {
+    require_program!("ruff");
+    let workspace = Workspace::copy_of("python-project");
+    let config = workspace.config(json!({ "ruff": ruff_entry() }));
+    let run = workspace
+        .lspc()
+        .args(["--no-builtin", "--root", "docs", "--config"])
+        .arg(&config)
+        .args(["check", "--format", "json", "docs/conf.py"])
+        .run();
+    run.status(2);
+    assert_eq!(
+        states(&run.json()),
+        [(
+            "conf.py".to_owned(),
+            "error".to_owned(),
+            RUFF_NEVER_CHECKS_CONF.to_owned()
+        )],
+        "{}",
+        run.story()
     );
 }
