@@ -22,6 +22,7 @@ use super::super::{DiagnosticsOutcome, FileDiagnostics};
 use super::{Purpose, State};
 use crate::config::{builtin_publishes_diagnostics, ConfigOrigin};
 use crate::diagnostics::Origin;
+use crate::engine::not_analysed::says_not_analysed;
 use crate::process::ServerId;
 
 /// How many files one diagnostics op keeps in flight (below the 50-document LRU bound).
@@ -453,6 +454,31 @@ impl State {
                 .collect();
             if failures.len() == wait.servers.len() {
                 return Some(DiagnosticsOutcome::Failed(failures.join("; ")));
+            }
+            // Every server that answered said it did not analyse the file: not a clean.
+            let not_analysed: Vec<String> = names
+                .iter()
+                .zip(&wait.servers)
+                .filter(|(_, id)| wait.done.get(id).is_some_and(Result::is_ok))
+                .map(|(name, _)| {
+                    merged
+                        .iter()
+                        .find(|d| d.server == *name && says_not_analysed(d))
+                        .map(|d| format!("{name}: {}", d.message.lines().next().unwrap_or("")))
+                })
+                .collect::<Option<_>>()
+                .unwrap_or_default();
+            if !not_analysed.is_empty() {
+                let message = format!(
+                    "{} not checked: {}",
+                    file_name(&wait.path),
+                    not_analysed.join("; ")
+                );
+                return Some(if failures.is_empty() {
+                    DiagnosticsOutcome::NotChecked(message)
+                } else {
+                    DiagnosticsOutcome::Failed(format!("{}; {message}", failures.join("; ")))
+                });
             }
             return Some(DiagnosticsOutcome::Settled(merged));
         }

@@ -22,6 +22,7 @@ mod documents;
 mod duplicates;
 mod event_loop;
 mod mailbox;
+mod not_analysed;
 mod pending_publishes;
 pub use mailbox::{mailbox, Mailbox, MailboxSender};
 mod reply;

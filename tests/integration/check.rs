@@ -888,6 +888,59 @@ fn rust_analyzer_type_error_is_reported_not_an_early_clean() {
     }
 }
 
+/// A `.rs` file outside every crate's module tree (or behind a `cfg` that is off, as termcolor's
+/// `wincolor/src/win.rs` under `#[cfg(windows)]`) is not analysed: rust-analyzer 0.0.330
+/// answers it with one hint, `unlinked-file`, and `cargo check` does not compile it. lspc called
+/// it clean (the hint is below the default severity): `1 file checked: 0 errors`, exit 0, for a
+/// file with a type error. Now a named one is an error (exit 2) and a walked one is skipped with
+/// the reason; the crate's own files are still checked.
+#[test]
+fn a_rust_file_outside_the_module_tree_is_not_checked_not_clean() {
+    let Some(program) = rust_analyzer_0_0_330() else {
+        return;
+    };
+    let workspace = Workspace::copy_of("rust");
+    workspace.file("src/orphan.rs", "pub fn f() -> u32 {\n    \"x\"\n}\n");
+    let config = workspace.config(json!({
+        "rust-analyzer": {"command": program, "extensionToLanguage": {".rs": "rust"}}
+    }));
+    let check = |args: &[&str]| {
+        workspace
+            .lspc()
+            .args(["check", "--no-builtin", "--format", "json", "--config"])
+            .arg(&config)
+            .args(["--timeout", "120"])
+            .args(args)
+            .run()
+    };
+    let message = "orphan.rs not checked: rust-analyzer: This file is not included anywhere in \
+                   the module tree, so rust-analyzer can't offer IDE services.";
+    let named = check(&["src/orphan.rs"]);
+    named.status(2);
+    let report = named.json();
+    assert_eq!(report["files"][0]["state"], "error", "{}", named.story());
+    assert_eq!(report["files"][0]["reason"], message, "{}", named.story());
+    let walked = check(&[]);
+    walked.status(1);
+    let report = walked.json();
+    assert_eq!(
+        json_diagnostics(&report),
+        [
+            "src/lib.rs:19:18-19:24 error [rust-analyzer E0308] expected u32, found &'static str",
+            "src/lib.rs:19:18-19:24 error [rustc E0308] mismatched types\nexpected `u32`, found `&str`",
+        ],
+        "{}",
+        walked.story()
+    );
+    assert_eq!(
+        (&report["files"][1]["path"], &report["files"][1]["state"]),
+        (&json!("src/orphan.rs"), &json!("skipped")),
+        "{}",
+        walked.story()
+    );
+    assert_eq!(report["files"][1]["reason"], message, "{}", walked.story());
+}
+
 /// Found on developit/mitt (ninth round, new-user test): its `tsconfig.json` has a trailing
 /// comma, which `tsc` accepts (TypeScript reads its project files as JSON with comments), and the
 /// built-in vscode-json-language-server 4.10.0 reported it as `error: Trailing comma [json
