@@ -259,48 +259,56 @@ fn source_and_code(diagnostic: &Diagnostic) -> Option<String> {
 }
 
 /// `path:line:column: severity: message [source code]`; further message lines are indented by
-/// four spaces.
+/// four spaces ([`human_diagnostic`]).
 fn render_human(report: &CheckReport, out: &mut dyn Write) -> io::Result<()> {
     for file in &report.files {
         let path = display_path(&report.human_base, &file.path);
         for diagnostic in file.reported_diagnostics() {
-            let mut lines = diagnostic.message.lines();
-            let first = lines.next().unwrap_or("");
-            if report.color {
-                // Bold location, severity in its colour (SGR: 31 red, 33 yellow, 34 blue, 36 cyan).
-                let colour = match diagnostic.severity {
-                    Severity::Error => "1;31",
-                    Severity::Warning => "1;33",
-                    Severity::Information => "1;34",
-                    Severity::Hint => "1;36",
-                };
-                write!(
-                    out,
-                    "\x1b[1m{path}:{}:{}:\x1b[0m \x1b[{colour}m{}\x1b[0m: {first}",
-                    diagnostic.line, diagnostic.column, diagnostic.severity
-                )?;
-            } else {
-                write!(
-                    out,
-                    "{path}:{}:{}: {}: {first}",
-                    diagnostic.line, diagnostic.column, diagnostic.severity
-                )?;
-            }
-            if let Some(tag) = source_and_code(diagnostic) {
-                write!(out, " [{tag}]")?;
-            }
-            writeln!(out)?;
-            for line in lines {
-                // Blank lines stay blank: no trailing indentation (ruff's "\n\nhelp: …").
-                if line.trim().is_empty() {
-                    writeln!(out)?;
-                    continue;
-                }
-                writeln!(out, "    {line}")?;
-            }
+            out.write_all(human_diagnostic(&path, diagnostic, report.color).as_bytes())?;
         }
     }
     Ok(())
+}
+
+/// One diagnostic as every human output of lspc writes it (`lspc check`, the `diagnostics`
+/// operation, MCP's text content): `path:line:column: severity: first message line [source
+/// code]`, then each further message line indented by four spaces (a blank line stays blank:
+/// ruff's "\n\nhelp: …"), every line ending in `\n`. Line and column are 1-based, the column in
+/// Unicode characters. `color` adds ANSI SGR colours: a bold location, the severity in red,
+/// yellow, blue or cyan.
+pub fn human_diagnostic(path: &str, diagnostic: &Diagnostic, color: bool) -> String {
+    use std::fmt::Write as _;
+    let mut text = String::new();
+    let mut lines = diagnostic.message.lines();
+    let first = lines.next().unwrap_or("");
+    let (line, column, severity) = (diagnostic.line, diagnostic.column, diagnostic.severity);
+    if color {
+        // SGR: 31 red, 33 yellow, 34 blue, 36 cyan.
+        let colour = match severity {
+            Severity::Error => "1;31",
+            Severity::Warning => "1;33",
+            Severity::Information => "1;34",
+            Severity::Hint => "1;36",
+        };
+        let _ = write!(
+            text,
+            "\x1b[1m{path}:{line}:{column}:\x1b[0m \x1b[{colour}m{severity}\x1b[0m: {first}"
+        );
+    } else {
+        let _ = write!(text, "{path}:{line}:{column}: {severity}: {first}");
+    }
+    if let Some(tag) = source_and_code(diagnostic) {
+        let _ = write!(text, " [{tag}]");
+    }
+    text.push('\n');
+    for line in lines {
+        if !line.trim().is_empty() {
+            text.push_str("    ");
+            text.push_str(line);
+        }
+        text.push('\n');
+    }
+    text
 }
 
 /// Per-severity and per-state counts over the rendered diagnostics.

@@ -244,22 +244,12 @@ pub fn diagnostic_json(root: &Path, diagnostic: &Diagnostic) -> Value {
     object
 }
 
-/// `file:line:column: severity: message [source code]`.
+/// [`crate::output::human_diagnostic`] without its last newline (`file:line:column: severity:
+/// message [source code]`, further message lines indented).
 pub fn diagnostic_text(root: &Path, diagnostic: &Diagnostic) -> String {
-    let mut text = format!(
-        "{}:{}:{}: {}: {}",
-        display_path(root, &diagnostic.path),
-        diagnostic.line,
-        diagnostic.column,
-        diagnostic.severity.as_str(),
-        diagnostic.message
-    );
-    match (&diagnostic.source, &diagnostic.code) {
-        (Some(source), Some(code)) => text.push_str(&format!(" [{source} {code}]")),
-        (Some(source), None) => text.push_str(&format!(" [{source}]")),
-        (None, Some(code)) => text.push_str(&format!(" [{code}]")),
-        (None, None) => {}
-    }
+    let mut text =
+        crate::output::human_diagnostic(&display_path(root, &diagnostic.path), diagnostic, false);
+    text.pop();
     text
 }
 

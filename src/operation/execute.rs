@@ -581,22 +581,8 @@ fn diagnostics_text(diagnostics: &[Diagnostic], root: &Path) -> String {
     diagnostics
         .iter()
         .map(|diagnostic| {
-            let mut line = format!(
-                "{}:{}:{}: {}: {}",
-                uri::relative_display(&diagnostic.path, root),
-                diagnostic.line,
-                diagnostic.column,
-                diagnostic.severity.as_str(),
-                diagnostic.message
-            );
-            match (&diagnostic.source, &diagnostic.code) {
-                (Some(source), Some(code)) => line.push_str(&format!(" [{source} {code}]")),
-                (Some(source), None) => line.push_str(&format!(" [{source}]")),
-                (None, Some(code)) => line.push_str(&format!(" [{code}]")),
-                (None, None) => {}
-            }
-            line.push('\n');
-            line
+            let path = uri::relative_display(&diagnostic.path, root);
+            crate::output::human_diagnostic(&path, diagnostic, false)
         })
         .collect()
 }
