@@ -142,7 +142,7 @@ pub struct Diagnostic {
 /// 1-based `(line, column)` where the column counts Unicode characters; the engine builds it from
 /// the document text and the negotiated `positionEncoding`. The message keeps its text but loses
 /// trailing whitespace and newlines; an empty `source` or `code` becomes `None`; numeric codes are
-/// stringified.
+/// stringified; a finding that says the file was not analysed at all is at least a warning.
 pub fn normalize(
     server: &str,
     path: &Path,
@@ -163,18 +163,33 @@ pub fn normalize(
         .as_ref()
         .filter(|source| !source.trim().is_empty())
         .cloned();
+    let mut severity = Severity::from_lsp(raw.severity);
+    if says_file_not_analysed(source.as_deref(), code.as_deref()) {
+        severity = severity.min(Severity::Warning);
+    }
     Diagnostic {
         path: path.to_path_buf(),
         line,
         column,
         end_line,
         end_column,
-        severity: Severity::from_lsp(raw.severity),
+        severity,
         message: raw.message.trim_end().to_string(),
         source,
         code,
         server: server.to_string(),
     }
+}
+
+/// Whether a diagnostic is a server saying it did not analyse the file at all: rust-analyzer's
+/// `unlinked-file` ("This file is not included anywhere in the module tree"), which it sends as a
+/// hint. Such a diagnostic is raised to at least a warning by [`normalize`], so a file the server
+/// never checked is never reported clean: hints are below every report's default severity.
+fn says_file_not_analysed(source: Option<&str>, code: Option<&str>) -> bool {
+    matches!(
+        (source, code),
+        (Some("rust-analyzer"), Some("unlinked-file"))
+    )
 }
 
 /// A `textDocument/publishDiagnostics` notification whose params do not have the shape LSP 3.17
@@ -924,6 +939,24 @@ mod tests {
         check(
             json!({"range": range, "severity": 4, "message": "m", "code": ""}),
             "a.py 2:9-2:13 hint m src=- code=- @pyright",
+        );
+        // rust-analyzer's hint that it did not analyse the file is a warning; its other hints,
+        // and an `unlinked-file` code from another source, stay hints.
+        check(
+            json!({"range": range, "severity": 4, "message": "not in the module tree", "source": "rust-analyzer", "code": "unlinked-file"}),
+            "a.py 2:9-2:13 warning not in the module tree src=rust-analyzer code=unlinked-file @pyright",
+        );
+        check(
+            json!({"range": range, "severity": 1, "message": "e", "source": "rust-analyzer", "code": "unlinked-file"}),
+            "a.py 2:9-2:13 error e src=rust-analyzer code=unlinked-file @pyright",
+        );
+        check(
+            json!({"range": range, "severity": 4, "message": "m", "source": "rust-analyzer", "code": "unused_variables"}),
+            "a.py 2:9-2:13 hint m src=rust-analyzer code=unused_variables @pyright",
+        );
+        check(
+            json!({"range": range, "severity": 4, "message": "m", "source": "other", "code": "unlinked-file"}),
+            "a.py 2:9-2:13 hint m src=other code=unlinked-file @pyright",
         );
     }
 

@@ -971,6 +971,47 @@ fn rename_refuses_a_symbol_that_is_only_part_of_a_longer_name() {
     );
 }
 
+/// Found on dtolnay/itoa (round nu11): `src/orphan.rs`, a file no `mod` declares, holding
+/// `fn f() -> u32 { "s" }`, was reported `clean` by `lspc check src`. rust-analyzer 0.0.330 does
+/// not analyse a file outside every crate's module tree and says so only with an
+/// `unlinked-file` hint, which the default `--severity info` left out. (cargo does not compile
+/// the file either, so exit 0 is right; "clean" is not.) That finding is now a warning: the file
+/// is reported with it, never clean.
+#[test]
+fn a_rust_file_outside_the_module_tree_is_not_reported_clean() {
+    let Some(program) = rust_analyzer_0_0_330() else {
+        return;
+    };
+    let workspace = Workspace::copy_of("rust");
+    workspace.file("src/orphan.rs", "fn f() -> u32 {\n    \"s\"\n}\n");
+    let config = workspace.config(json!({
+        "rust-analyzer": {"command": program, "extensionToLanguage": {".rs": "rust"}}
+    }));
+    let output = workspace
+        .lspc()
+        .args(["check", "--no-builtin", "--format", "json", "--config"])
+        .arg(&config)
+        .args(["--timeout", "120", "src/orphan.rs"])
+        .run();
+    output.status(0);
+    let report = output.json();
+    let file = &report["files"][0];
+    assert_eq!(file["path"], "src/orphan.rs", "{}", output.story());
+    assert_eq!(file["state"], "diagnostics", "{}", output.story());
+    let codes: Vec<(&str, &str)> = file["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["severity"].as_str().unwrap(),
+                d["code"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(codes, [("warning", "unlinked-file")], "{}", output.story());
+}
+
 /// rust-analyzer 0.0.330 from the CI tools folder (`LSPC_CI_TOOLS`, default
 /// `/var/cache/lspc-ci`), or `None` after saying why the test skips.
 fn rust_analyzer_0_0_330() -> Option<std::path::PathBuf> {
