@@ -13,6 +13,8 @@
 //!   `go list -e -find ./...` run in the module root (the folder of the nearest `go.mod`), with
 //!   the server's environment and its `gopls.buildFlags` setting (`-tags=…`), and
 //!   `GOPROXY=off`: `-find` loads no dependency, and a listing must never wait on the network.
+//!   A folder whose every file is excluded is no package at all, so `./...` does not list it:
+//!   the files of a folder the listing does not name are excluded too.
 //!
 //! A file under no `go.mod`, or in a module whose listing fails (no `go` on `PATH`, a `go.mod`
 //! that cannot be loaded offline), is kept: gopls then says what it makes of it.
@@ -40,8 +42,8 @@ pub struct GoFiles {
     build_flags: Vec<String>,
     /// Folder → its module root (`None`: no `go.mod` above it).
     module_roots: std::cell::RefCell<HashMap<PathBuf, Option<PathBuf>>>,
-    /// Module root → the files its build constraints exclude (`None`: the listing failed).
-    ignored: std::cell::RefCell<HashMap<PathBuf, Option<HashSet<PathBuf>>>>,
+    /// Module root → its `go list` (`None`: the listing failed).
+    listings: std::cell::RefCell<HashMap<PathBuf, Option<Listing>>>,
 }
 
 impl GoFiles {
@@ -54,7 +56,7 @@ impl GoFiles {
                 .collect(),
             build_flags: build_flags(server.settings.as_ref()),
             module_roots: Default::default(),
-            ignored: Default::default(),
+            listings: Default::default(),
         }
     }
 
@@ -72,17 +74,16 @@ impl GoFiles {
     }
 
     fn constrained(&self, module_root: &Path, file: &Path) -> bool {
-        self.ignored
+        self.listings
             .borrow_mut()
             .entry(module_root.to_path_buf())
-            .or_insert_with(|| self.list_ignored(module_root))
+            .or_insert_with(|| self.list_module(module_root))
             .as_ref()
-            .is_some_and(|ignored| ignored.contains(file))
+            .is_some_and(|listing| listing.excludes(file))
     }
 
-    /// `go list`'s `IgnoredGoFiles` of every package of the module at `module_root`, canonical;
-    /// `None` when `go list` cannot run or fails.
-    fn list_ignored(&self, module_root: &Path) -> Option<HashSet<PathBuf>> {
+    /// `go list` of the module at `module_root`; `None` when `go list` cannot run or fails.
+    fn list_module(&self, module_root: &Path) -> Option<Listing> {
         let output = Command::new("go")
             .args(["list", "-e", "-find"])
             .args(&self.build_flags)
@@ -113,7 +114,40 @@ impl GoFiles {
                 return None;
             }
         };
-        Some(parse_ignored(&String::from_utf8_lossy(&output.stdout)))
+        Some(Listing::parse(&String::from_utf8_lossy(&output.stdout)))
+    }
+}
+
+/// What `go list -f '{{.Dir}}{{range .IgnoredGoFiles}}|{{.}}{{end}}' ./...` says of a module:
+/// one package a line, its folder then its ignored file names, `|`-separated. Paths canonical.
+#[derive(Debug, Default)]
+struct Listing {
+    package_folders: HashSet<PathBuf>,
+    ignored: HashSet<PathBuf>,
+}
+
+impl Listing {
+    fn parse(listing: &str) -> Listing {
+        let mut parsed = Listing::default();
+        for line in listing.lines() {
+            let mut parts = line.split('|');
+            let Some(folder) = parts.next().filter(|folder| !folder.is_empty()) else {
+                continue;
+            };
+            let folder = crate::uri::canonical(Path::new(folder));
+            parsed.ignored.extend(parts.map(|name| folder.join(name)));
+            parsed.package_folders.insert(folder);
+        }
+        parsed
+    }
+
+    /// Whether the build constraints exclude `file` (canonical, in the module, matched by
+    /// `./...`): the listing names it as ignored, or does not name its folder.
+    fn excludes(&self, file: &Path) -> bool {
+        self.ignored.contains(file)
+            || file
+                .parent()
+                .is_some_and(|folder| !self.package_folders.contains(folder))
     }
 }
 
@@ -146,21 +180,6 @@ fn matched_by_dot_dot_dot(relative: &Path) -> bool {
         && !folders
             .iter()
             .any(|folder| hidden(folder) || folder == "testdata" || folder == "vendor")
-}
-
-/// The files of `go list -f '{{.Dir}}{{range .IgnoredGoFiles}}|{{.}}{{end}}'` output: one
-/// package a line, its folder then its ignored file names, `|`-separated.
-fn parse_ignored(listing: &str) -> HashSet<PathBuf> {
-    let mut ignored = HashSet::new();
-    for line in listing.lines() {
-        let mut parts = line.split('|');
-        let Some(folder) = parts.next().filter(|folder| !folder.is_empty()) else {
-            continue;
-        };
-        let folder = crate::uri::canonical(Path::new(folder));
-        ignored.extend(parts.map(|name| folder.join(name)));
-    }
-    ignored
 }
 
 /// The `gopls.buildFlags` setting (a list of strings), as the server gets it.
@@ -207,22 +226,27 @@ mod tests {
     }
 
     #[test]
-    fn ignored_files_are_read_from_go_list_output() {
+    fn a_listing_excludes_ignored_files_and_folders_it_does_not_name() {
         let root = crate::uri::canonical(&std::env::temp_dir());
-        let listing = format!(
+        let listing = Listing::parse(&format!(
             "{root}|btree.go|btree_mem.go\n{root}/sub\n\n{root}/other|plugin.go\n",
             root = root.display()
-        );
-        let mut got: Vec<PathBuf> = parse_ignored(&listing).into_iter().collect();
-        got.sort();
-        assert_eq!(
-            got,
-            [
-                root.join("btree.go"),
-                root.join("btree_mem.go"),
-                root.join("other/plugin.go"),
-            ]
-        );
+        ));
+        let check = |relative: &str, expected: bool| {
+            assert_eq!(
+                listing.excludes(&root.join(relative)),
+                expected,
+                "{relative}"
+            );
+        };
+        check("btree.go", true);
+        check("btree_mem.go", true);
+        check("btree_generic.go", false);
+        check("sub/a.go", false);
+        check("other/plugin.go", true);
+        check("other/main.go", false);
+        // `./...` names no folder whose every file is excluded (`winonly/x_windows.go`).
+        check("winonly/x_windows.go", true);
     }
 
     #[test]

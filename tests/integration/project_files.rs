@@ -1003,6 +1003,11 @@ fn go_module_checks_what_go_vet_checks() {
         "demo_windows.go",
         "package demo\n\nfunc Win() int { return 3 }\n",
     );
+    // A folder whose every file is excluded is no package: `go list ./...` does not name it.
+    workspace.file(
+        "winonly/console_windows.go",
+        "package winonly\n\nfunc f() int { return \"s\" }\n",
+    );
     workspace.file(
         "testdata/broken.go",
         "package broken\n\nfunc f() int { return \"s\" }\n",
@@ -1018,7 +1023,7 @@ fn go_module_checks_what_go_vet_checks() {
         .expect("go vet runs");
     let vet_text = String::from_utf8_lossy(&vet.stderr);
     assert!(vet_text.contains("util.go:3:"), "go vet: {vet_text}");
-    for left_out in ["mem.go", "old.go", "demo_windows.go", "broken.go", "try.go"] {
+    for left_out in ["mem.go", "old.go", "_windows.go", "broken.go", "try.go"] {
         assert!(!vet_text.contains(left_out), "go vet: {vet_text}");
     }
     let output = workspace
@@ -1054,11 +1059,20 @@ fn go_module_checks_what_go_vet_checks() {
                 "skipped".to_owned(),
                 constrained.clone()
             ),
-            ("old.go".to_owned(), "skipped".to_owned(), constrained),
+            (
+                "old.go".to_owned(),
+                "skipped".to_owned(),
+                constrained.clone()
+            ),
             (
                 "testdata/broken.go".to_owned(),
                 "skipped".to_owned(),
                 not_matched
+            ),
+            (
+                "winonly/console_windows.go".to_owned(),
+                "skipped".to_owned(),
+                constrained
             ),
         ],
         "{}",
