@@ -475,25 +475,25 @@ impl DiagnosticStore {
 
     /// The union of every server's sets for `path`, in report order.
     ///
-    /// Servers are visited in `server_order` (highest precedence first), then any other server
-    /// that reported for the file, by name. Duplicates across servers (same range, severity,
+    /// Servers are visited in `server_order` (highest precedence first; a name listed twice,
+    /// as two instances of one server are, counts once), then any other server that reported
+    /// for the file, by name. Duplicates across servers (same range, severity,
     /// message and code; source and server ignored) keep the first, highest-precedence copy;
     /// within one server (both origins together) only fully identical diagnostics collapse.
     pub fn merged(&self, path: &Path, server_order: &[&str]) -> Vec<Diagnostic> {
         let Some(servers) = self.by_file.get(path) else {
             return Vec::new();
         };
-        let mut visit: Vec<&str> = server_order
+        // Each name once: the instances of one server (one per project root) share its name,
+        // and a set visited twice would be reported twice.
+        let mut visited_names: HashSet<&str> = HashSet::new();
+        let visit: Vec<&str> = server_order
             .iter()
             .copied()
             .filter(|name| servers.contains_key(name))
+            .chain(servers.keys().map(String::as_str))
+            .filter(|name| visited_names.insert(name))
             .collect();
-        let mut unseen_names: HashSet<&str> = visit.iter().copied().collect();
-        for name in servers.keys() {
-            if unseen_names.insert(name.as_str()) {
-                visit.push(name.as_str());
-            }
-        }
         // First server that contributed each cross-server key.
         let mut owner_of_key: HashMap<CrossServerKey, &str> = HashMap::new();
         let mut merged = Vec::new();
@@ -1124,6 +1124,15 @@ mod tests {
         );
         // Another file's sets are separate.
         check_store(vec![("A", "b.py", vec![e1()])], "a.py", &["A"], &[]);
+        // Two instances of one server (a gopls per `go.mod`) share its name, so the order may
+        // name it twice: its set still counts once (a gopls error in a nested module's go.mod,
+        // a file no check opened, was reported twice).
+        check_store(
+            vec![("A", "a.py", vec![e1()])],
+            "a.py",
+            &["A", "A"],
+            &["a.py 1:1-1:2 error E1 src=srcA code=c1 @A"],
+        );
     }
 
     #[test]

@@ -10,6 +10,8 @@
 //!   (`git ls-files --cached --others --exclude-standard`): tracked files plus untracked files that
 //!   are not ignored, never anything under `.git`. Outside a git work tree (or when `git` cannot
 //!   run) lspc walks the tree itself with a deliberately small rule set (see [`list_files`]).
+//! - A Python virtual environment below a walked folder (a folder holding `pyvenv.cfg`, PEP 405)
+//!   is never listed, whether git lists it or not: its packages are not the project's sources.
 //! - Symlinked folders are never followed while walking (no cycles, no escaping the workspace);
 //!   symlinked files are listed by their target.
 //! - Unreadable sub-folders are skipped with a warning rather than failing the whole listing; only
@@ -26,6 +28,12 @@ use std::sync::Once;
 /// Folder names the fallback walk never descends into (besides hidden entries): they hold
 /// dependencies, build output or caches, never sources a user wants checked.
 const SKIPPED_FOLDER_NAMES: &[&str] = &["node_modules", "target", "__pycache__"];
+
+/// The file at the root of a Python virtual environment (PEP 405). A virtual environment holds
+/// installed packages (C headers and sources among them), never the project's own sources; one
+/// made by `python -m venv` before Python 3.13 has no `.gitignore` of its own, so git lists it
+/// as untracked unless the project ignores it.
+const VIRTUAL_ENVIRONMENT_MARKER: &str = "pyvenv.cfg";
 
 /// Why a listing failed.
 #[derive(Debug)]
@@ -70,10 +78,11 @@ impl std::error::Error for WalkError {
 ///   A file is returned canonicalised, even if ignored. A folder yields every regular file below
 ///   it:
 ///   - inside a git work tree: `git -C FOLDER ls-files -z --cached --others --exclude-standard`,
-///     i.e. exact git semantics (nested `.gitignore`s, negations, `info/exclude`, global excludes);
+///     i.e. exact git semantics (nested `.gitignore`s, negations, `info/exclude`, global excludes),
+///     less the Python virtual environments below FOLDER (folders holding `pyvenv.cfg`);
 ///   - otherwise (or when `git` fails to run): a walk that skips hidden entries (`.git`,
-///     `.cache`, ...), `node_modules`, `target` and `__pycache__` below the folder, does not follow
-///     symlinked folders, and applies the simple patterns of `ROOT/.gitignore` and
+///     `.cache`, ...), `node_modules`, `target`, `__pycache__` and folders holding `pyvenv.cfg`
+///     below the folder, does not follow symlinked folders, and applies the simple patterns of `ROOT/.gitignore` and
 ///     `FOLDER/.gitignore`: literal names, `*.ext` globs, either optionally anchored with a leading
 ///     `/` (relative to that `.gitignore`'s folder) or restricted to folders with a trailing `/`;
 ///     blank lines and `#` comments are skipped. Other forms (`!`, `**`, `?`, `[...]`, inner `/`)
@@ -117,7 +126,9 @@ fn list_files_with(
                 ListingMode::WalkOnly => None,
             };
             match listed {
-                Some(listed) => files.extend(listed),
+                Some(listed) => {
+                    files.extend(without_virtual_environments(&canonical_target, listed))
+                }
                 None => {
                     let ignore = IgnoreRules::load(&canonical_root, &canonical_target);
                     files.extend(walk_folder(&canonical_target, &ignore)?);
@@ -223,6 +234,38 @@ fn git_list_folder(folder: &Path) -> Option<Vec<PathBuf>> {
     Some(files)
 }
 
+/// `files` (git's listing of `folder`) without the files of the virtual environments below
+/// `folder`: the folders whose `pyvenv.cfg` the listing holds. A virtual environment named as
+/// the target folder itself is kept.
+fn without_virtual_environments(folder: &Path, mut files: Vec<PathBuf>) -> Vec<PathBuf> {
+    let environments: Vec<PathBuf> = files
+        .iter()
+        .filter(|file| {
+            file.file_name()
+                .is_some_and(|name| name == VIRTUAL_ENVIRONMENT_MARKER)
+        })
+        .filter_map(|file| file.parent())
+        .filter(|environment| *environment != folder)
+        .map(Path::to_path_buf)
+        .collect();
+    if !environments.is_empty() {
+        log::debug!(
+            "not walking the virtual environments {}",
+            environments
+                .iter()
+                .map(|environment| environment.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        files.retain(|file| {
+            !environments
+                .iter()
+                .any(|environment| file.starts_with(environment))
+        });
+    }
+    files
+}
+
 #[cfg(unix)]
 fn path_from_bytes(bytes: &[u8]) -> PathBuf {
     use std::os::unix::ffi::OsStrExt;
@@ -282,7 +325,10 @@ fn walk_folder(folder: &Path, ignore: &IgnoreRules) -> Result<Vec<PathBuf>, Walk
                 continue;
             };
             if file_type.is_dir() {
-                if SKIPPED_FOLDER_NAMES.contains(&name.as_ref()) || ignore.is_ignored(&path, true) {
+                if SKIPPED_FOLDER_NAMES.contains(&name.as_ref())
+                    || ignore.is_ignored(&path, true)
+                    || path.join(VIRTUAL_ENVIRONMENT_MARKER).is_file()
+                {
                     continue;
                 }
                 pending.push(path);
@@ -748,6 +794,60 @@ mod tests {
             ListingMode::GitWhenAvailable,
             &["pkg/deep"],
             &["pkg/deep/er/z.py"],
+        );
+    }
+
+    /// Found trying lspc on encode/httpx (round nu11): a `.venv` made by `python -m venv`
+    /// (before Python 3.13 it writes no `.gitignore` of its own) and not in the project's
+    /// `.gitignore` was listed by git as untracked: 2,968 files walked, clangd checked the C
+    /// sources of `cffi` and `mypyc` in it (325 errors) and `lspc check .` failed. A folder
+    /// holding `pyvenv.cfg` (PEP 405) below the walked folder is a virtual environment, never the
+    /// project's sources, in both modes; named as the target itself it is walked.
+    #[test]
+    fn python_virtual_environments_are_not_walked() {
+        let venv = |name: &str| {
+            [
+                (format!("{name}/pyvenv.cfg"), "home = /usr/bin\n"),
+                (format!("{name}/lib/python3.11/site-packages/cffi/x.h"), ""),
+                (format!("{name}/bin/activate"), ""),
+            ]
+        };
+        let files: Vec<(String, &str)> = [
+            ("app/main.py".to_owned(), ""),
+            ("pyvenv.cfg.md".to_owned(), ""),
+        ]
+        .into_iter()
+        .chain(venv(".venv"))
+        .chain(venv("venv"))
+        .chain(venv("tools/env"))
+        .collect();
+        let files: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(name, text)| (name.as_str(), *text))
+            .collect();
+        let folder = TempFolder::new().with(&files);
+        check(
+            &folder,
+            ListingMode::WalkOnly,
+            &[""],
+            &["app/main.py", "pyvenv.cfg.md"],
+        );
+        folder.git(&["init", "-q"]);
+        check(
+            &folder,
+            ListingMode::GitWhenAvailable,
+            &[""],
+            &["app/main.py", "pyvenv.cfg.md"],
+        );
+        check(
+            &folder,
+            ListingMode::GitWhenAvailable,
+            &["venv"],
+            &[
+                "venv/bin/activate",
+                "venv/lib/python3.11/site-packages/cffi/x.h",
+                "venv/pyvenv.cfg",
+            ],
         );
     }
 

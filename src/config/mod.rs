@@ -21,6 +21,7 @@ pub use builtin::default_root_markers;
 mod entry;
 mod expand;
 mod json;
+pub mod linter;
 pub mod probe;
 mod resolve;
 mod sources;

@@ -285,7 +285,13 @@ impl State {
                 .iter()
                 .map(|&index| {
                     let config = &self.servers[index].config;
-                    if config.origin == ConfigOrigin::BuiltIn
+                    let path_var = std::env::var("PATH").ok();
+                    let env = |name: &str| std::env::var(name).ok();
+                    if let Some(reason) =
+                        crate::config::linter::missing_linter(config, path_var.as_deref(), &env)
+                    {
+                        reason
+                    } else if config.origin == ConfigOrigin::BuiltIn
                         && !builtin_publishes_diagnostics(&config.name)
                     {
                         format!("{} publishes none", config.name)

@@ -303,11 +303,27 @@ impl Documents {
     /// Marks every document open on one of `servers`, other than `changed`, as analysed against
     /// an older project ([`Document::stale_analysis`]).
     pub fn mark_stale_analysis(&mut self, servers: &[ServerId], changed: &Path) {
+        let _ = self.mark_stale_analysis_except(servers, &[changed]);
+    }
+
+    /// [`Documents::mark_stale_analysis`] after several files changed at once (an edit lspc
+    /// wrote): none of `changed` is marked, since each was just sent with its new text. Returns
+    /// the documents it marked.
+    pub fn mark_stale_analysis_except(
+        &mut self,
+        servers: &[ServerId],
+        changed: &[&Path],
+    ) -> Vec<PathBuf> {
+        let mut marked = Vec::new();
         for (path, doc) in &mut self.docs {
-            if path != changed && servers.iter().any(|id| doc.open_on.contains_key(id)) {
+            if !changed.contains(&path.as_path())
+                && servers.iter().any(|id| doc.open_on.contains_key(id))
+            {
                 doc.stale_analysis = true;
+                marked.push(path.clone());
             }
         }
+        marked
     }
 
     /// When the document is marked [`Document::stale_analysis`], clears the mark and gives its

@@ -12,7 +12,10 @@
 //!   `workspace/didCreateFiles`/`didRenameFiles`/`didDeleteFiles` (filters are not evaluated: a
 //!   server that asked for some file operations hears about all of them);
 //! - changed files lspc does not have open are announced with `workspace/didChangeWatchedFiles`
-//!   to the running servers that claim them, so their caches do not keep the old text.
+//!   to the running servers that claim them, so their caches do not keep the old text;
+//! - every other document open on a server that claims an edited file is sent again under a
+//!   new version (`stale_analysis`), so its diagnostics settle again before they are reported
+//!   (a source file that includes an edited header).
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -182,6 +185,46 @@ impl State {
                     "workspace/didChangeWatchedFiles",
                     json!({ "changes": changes }),
                 );
+            }
+        }
+        // Last, once every server knows the new text of every edited file.
+        self.resend_dependents(report);
+    }
+
+    /// Sends every other document open on a server of an edited file again under a new
+    /// version ([`super::documents::Document::stale_analysis`]), in the edit's own turn, as a
+    /// change behind lspc's back does: `util.c` settled clean against `util.h`, and after an
+    /// edit of `util.h` clangd analyses `util.c` again only later and publishes the conflicting
+    /// declaration under the version it had, which lspc had settled already. Sent at once, the
+    /// new version is analysed with the new header (sent later, clangd 14 finds its inputs
+    /// unchanged since that analysis and publishes nothing for it).
+    fn resend_dependents(&mut self, report: &EditReport) {
+        let changed: Vec<&Path> = report
+            .files
+            .iter()
+            .map(|change| change.path.as_path())
+            .collect();
+        let servers: Vec<ServerId> = self
+            .servers
+            .iter()
+            .enumerate()
+            .filter(|(_, server)| server.is_running())
+            .filter(|(_, server)| {
+                changed.iter().any(|path| {
+                    self.options
+                        .config
+                        .servers_for_path(path)
+                        .contains(&server.config_index)
+                })
+            })
+            .map(|(index, _)| ServerId(index as u32))
+            .collect();
+        let dependents = self
+            .documents
+            .mark_stale_analysis_except(&servers, &changed);
+        for path in dependents {
+            if let Err(error) = self.sync_document(&path) {
+                log::debug!("cannot re-send {}: {error}", path.display());
             }
         }
     }

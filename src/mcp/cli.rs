@@ -183,9 +183,13 @@ pub fn single_server_config(
         diagnostics: true,
         origin: ConfigOrigin::CommandLine(PathBuf::from(command)),
     };
+    let mut servers = vec![server];
+    config::linter::turn_off_unusable_diagnostics(&mut servers, path_var.as_deref(), &|name| {
+        std::env::var(name).ok()
+    });
     Ok(Config {
         root: root.to_path_buf(),
-        servers: vec![server],
+        servers,
         errors: Vec::new(),
         conflicts: Vec::new(),
         notes: Vec::new(),

@@ -1,6 +1,7 @@
 //! Each server's own project file set, so `lspc check DIR` checks with every server what that
 //! server's CLI would check (issue 10): pyright/basedpyright `include`/`exclude`, TypeScript's
-//! tsconfig `files`/`include`/`exclude` (following `extends`), ruff's `exclude`/`extend-exclude`.
+//! tsconfig `files`/`include`/`exclude` (following `extends`), ruff's `exclude`/`extend-exclude`,
+//! and for gopls the files `go vet ./...` compiles (build constraints, `testdata`, `vendor`).
 //!
 //! Invariants:
 //! - Only files found by walking a folder are filtered; a file named on `lspc check`'s command
@@ -14,6 +15,7 @@
 //! - A project file that cannot be read or parsed leaves that server with every file, and is
 //!   reported once as a warning.
 
+mod go;
 mod jsonc;
 pub mod pattern;
 mod pyright;
@@ -50,7 +52,9 @@ impl fmt::Display for ProjectError {
 /// One server's file set.
 trait FileSet {
     /// `Some("outside")` when the file is not in the set's `include`, `Some("excluded")` when an
-    /// `exclude` covers it, `None` when the server's CLI would check it. `file` is canonical.
+    /// `exclude` covers it, any other `Some(reason)` when the set has neither (Go's build
+    /// constraints: the reason is said as it is), `None` when the server's CLI would check it.
+    /// `file` is canonical.
     fn leaves_out(&self, file: &Path) -> Option<&'static str>;
 
     /// Configuration files met so far that could not be used.
@@ -139,6 +143,7 @@ impl ProjectFiles {
                     "tsconfig".to_string(),
                     Box::new(tsconfig::TsconfigFiles::new(&folder)),
                 )),
+                "gopls" => Some((server.name.clone(), Box::new(go::GoFiles::new(server)))),
                 _ => None,
             };
             sets.push(set);
@@ -152,7 +157,8 @@ impl ProjectFiles {
         let (label, set) = self.sets.get(index)?.as_ref()?;
         match set.leaves_out(file)? {
             "outside" => Some(format!("outside {label}'s include")),
-            _ => Some(format!("in {label}'s exclude")),
+            "excluded" => Some(format!("in {label}'s exclude")),
+            reason => Some(reason.to_owned()),
         }
     }
 

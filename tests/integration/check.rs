@@ -159,6 +159,54 @@ fn cmake_files_are_skipped_not_waited_for_since_cmake_language_server_never_publ
         .stderr_contains(&format!("CMakeLists.txt: error: {reason}"));
 }
 
+/// Found trying lspc on a shell script (round nu11): bash-language-server 5.8.1 lints only
+/// through ShellCheck, and without `shellcheck` on its `PATH` it logs "ShellCheck: disabling
+/// linting as no executable was found" and publishes an empty set for every script. lspc
+/// reported `1 file checked: 0 errors, 0 warnings` (exit 0) for a script with three ShellCheck
+/// findings: a clean nobody gave. Such a server now gives no diagnostics, as
+/// cmake-language-server: a walked script is skipped with the reason, a named one cannot be
+/// checked (exit 2).
+#[test]
+fn bash_language_server_without_shellcheck_reports_no_script_clean() {
+    require_program!("bash-language-server");
+    require_program!("node");
+    let workspace = Workspace::new("no-shellcheck");
+    workspace.file("a.sh", "#!/bin/bash\necho $1\ncd foo\n");
+    let bin = workspace.path("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(which("node").unwrap(), bin.join("node")).unwrap();
+    let config = workspace.config(json!({"bash": {
+        "command": which("bash-language-server").unwrap(),
+        "args": ["start"],
+        "extensionToLanguage": {".sh": "shellscript"},
+        "env": {"PATH": bin},
+    }}));
+    let reason = "no server for a.sh gives diagnostics (bash lints only through ShellCheck, \
+                  and `shellcheck` is not on its PATH)";
+    let output = workspace
+        .lspc()
+        .args(["check", "--no-builtin", "--format", "json", "--config"])
+        .arg(&config)
+        .args([".", "--timeout", "10"])
+        .run();
+    let report = output.json();
+    assert_eq!(
+        report["files"],
+        json!([{"path": "a.sh", "state": "skipped", "reason": reason,
+                "diagnostics": [], "omitted": 0}]),
+        "{}",
+        output.story()
+    );
+    workspace
+        .lspc()
+        .args(["check", "--no-builtin", "--config"])
+        .arg(&config)
+        .args(["a.sh", "--timeout", "10"])
+        .run()
+        .status(2)
+        .stderr_contains(&format!("a.sh: error: {reason}"));
+}
+
 /// B14 (REAL): typescript-language-server publishes about 2 s after didOpen and without a
 /// version; lspc waits for it instead of reporting the file clean.
 #[test]

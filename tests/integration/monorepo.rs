@@ -346,6 +346,47 @@ fn a_file_gopls_publishes_from_another_shard_is_reported_once() {
     );
 }
 
+/// Found trying lspc on cespare/xxhash (round nu11): its nested module `xxhashbench/go.mod`
+/// cannot load offline and gopls reports that on `go.mod`, a file lspc does not open. Two gopls
+/// instances (one per `go.mod`) share the server's name, and the report of files no check
+/// opened visited that name once per instance: every go.mod error was listed twice.
+#[test]
+fn a_nested_go_mod_error_from_gopls_is_reported_once() {
+    require_program!("gopls");
+    require_program!("go");
+    let workspace = Workspace::new("go nested module");
+    workspace.file("go.mod", "module example.com/root\n\ngo 1.19\n");
+    workspace.file("root.go", "package root\n\nfunc Root() int { return 1 }\n");
+    workspace.file(
+        "sub/go.mod",
+        "module example.com/sub\n\ngo 1.19\n\nrequire example.com/missing v1.0.0\n",
+    );
+    workspace.file(
+        "sub/sub.go",
+        "package sub\n\nimport \"example.com/missing\"\n\nvar X = missing.Y\n",
+    );
+    let output = workspace
+        .lspc()
+        .env("GOPROXY", "off")
+        .args(["check", "sub", "--format", "json", "--timeout", "5"])
+        .timeout(Duration::from_secs(90))
+        .run();
+    let report = output.json();
+    let go_mod: Vec<String> = json_diagnostics(&report)
+        .into_iter()
+        .filter(|line| line.starts_with("sub/go.mod:"))
+        .collect();
+    if go_mod.is_empty() {
+        output.fail("gopls reported nothing on sub/go.mod");
+    }
+    let distinct: BTreeSet<&String> = go_mod.iter().collect();
+    if distinct.len() != go_mod.len() {
+        output.fail(&format!(
+            "a go.mod diagnostic was reported twice: {go_mod:#?}"
+        ));
+    }
+}
+
 /// Sharding with ruff 0.17.6 over files of varied sizes: for N = 1, 2, 3 and 7 every file is in
 /// exactly one shard, the union of the shards' findings is the full check's, each SARIF run
 /// names its shard in `automationDetails`, and `lspc sarif-merge` of the shards has the full

@@ -1058,3 +1058,124 @@ fn ruffs_exclude_above_the_workspace_root_still_counts() {
         run.story()
     );
 }
+
+/// Found trying lspc on google/btree (round nu11): `go vet ./...` is clean there, but
+/// `lspc check .` exited 1. gopls type-checks any file it is given, and lspc gave it every
+/// `.go` file: `btree_mem.go` (`// +build ignore`) became a package of its own whose import
+/// did not resolve (an error), `btree.go` (`//go:build !go1.18`) got "No packages found for
+/// open file" (a warning). Now the files the go command leaves out (build constraints, as
+/// `go list` names them, and `testdata`, `vendor`, `_` and `.` names) are skipped, as tsconfig
+/// and pyright projects leave files out. Real gopls and go from `golang-go`.
+#[test]
+fn go_module_checks_what_go_vet_checks() {
+    require_program!("gopls");
+    require_program!("go");
+    let workspace = Workspace::new("go-vet-file-set");
+    workspace.file("go.mod", "module example.com/demo\n\ngo 1.19\n");
+    workspace.file("main.go", "package demo\n\nfunc Main() int { return 1 }\n");
+    workspace.file(
+        "util.go",
+        "package demo\n\nfunc bad() int { return \"no\" }\n",
+    );
+    workspace.file(
+        "mem.go",
+        "//go:build ignore\n\npackage main\n\nimport \"example.com/nowhere\"\n\nvar _ = nowhere.X\n",
+    );
+    workspace.file(
+        "old.go",
+        "//go:build !go1.18\n\npackage demo\n\nfunc Old() int { return 2 }\n",
+    );
+    workspace.file(
+        "demo_windows.go",
+        "package demo\n\nfunc Win() int { return 3 }\n",
+    );
+    // A folder whose every file is excluded is no package: `go list ./...` does not name it.
+    workspace.file(
+        "winonly/console_windows.go",
+        "package winonly\n\nfunc f() int { return \"s\" }\n",
+    );
+    workspace.file(
+        "testdata/broken.go",
+        "package broken\n\nfunc f() int { return \"s\" }\n",
+    );
+    workspace.file(
+        "_scratch/try.go",
+        "package scratch\n\nfunc g() int { return \"s\" }\n",
+    );
+    let vet = Command::new("go")
+        .args(["vet", "./..."])
+        .current_dir(&workspace.root)
+        .output()
+        .expect("go vet runs");
+    let vet_text = String::from_utf8_lossy(&vet.stderr);
+    assert!(vet_text.contains("util.go:3:"), "go vet: {vet_text}");
+    for left_out in ["mem.go", "old.go", "_windows.go", "broken.go", "try.go"] {
+        assert!(!vet_text.contains(left_out), "go vet: {vet_text}");
+    }
+    let output = workspace
+        .lspc()
+        .args(["check", ".", "--format", "json", "--timeout", "60"])
+        .timeout(std::time::Duration::from_secs(120))
+        .run();
+    output.status(1);
+    let report = output.json();
+    let constrained = "excluded by Go build constraints".to_owned();
+    let not_matched = "outside `go vet ./...` (testdata, vendor, `_` or `.` names)".to_owned();
+    assert_eq!(
+        states(&report),
+        [
+            ("main.go".to_owned(), "clean".to_owned(), String::new()),
+            (
+                "util.go".to_owned(),
+                "diagnostics".to_owned(),
+                String::new()
+            ),
+            (
+                "_scratch/try.go".to_owned(),
+                "skipped".to_owned(),
+                not_matched.clone()
+            ),
+            (
+                "demo_windows.go".to_owned(),
+                "skipped".to_owned(),
+                constrained.clone()
+            ),
+            (
+                "mem.go".to_owned(),
+                "skipped".to_owned(),
+                constrained.clone()
+            ),
+            (
+                "old.go".to_owned(),
+                "skipped".to_owned(),
+                constrained.clone()
+            ),
+            (
+                "testdata/broken.go".to_owned(),
+                "skipped".to_owned(),
+                not_matched
+            ),
+            (
+                "winonly/console_windows.go".to_owned(),
+                "skipped".to_owned(),
+                constrained
+            ),
+        ],
+        "{}",
+        output.story()
+    );
+    assert_eq!(
+        json_diagnostics(&report),
+        ["util.go:3:25-3:29 error [compiler IncompatibleAssign] cannot use \"no\" (untyped string constant) as int value in return statement"],
+        "{}",
+        output.story()
+    );
+    // Named on the command line, a left-out file is still checked, as `go vet FILE` would.
+    workspace
+        .lspc()
+        .args(["check", "mem.go", "--timeout", "60"])
+        .timeout(std::time::Duration::from_secs(120))
+        .run()
+        .status(1)
+        .stdout_contains("mem.go:5:8: error:");
+}

@@ -359,3 +359,48 @@ fn write_pyright_config(workspace: &Workspace) -> std::path::PathBuf {
     .unwrap();
     path
 }
+
+/// Found trying lspc on benhoyt/inih (round nu11), over MCP: `diagnostics ini.c` (clean), then
+/// `edit ini.h` to give `ini_parse` a fourth parameter, then `diagnostics ini.c` answered "no
+/// diagnostics" at once, though clangd had not analysed `ini.c` against the new header (its
+/// "Conflicting types for 'ini_parse'" came a moment later, with the next call's new
+/// diagnostics). An edit lspc writes now leaves the other documents open on the servers of the
+/// edited files to be analysed again, as a change behind lspc's back already did. clangd 14.
+#[test]
+fn an_edited_header_leaves_the_diagnostics_of_the_open_source_file_to_be_settled_again() {
+    let Some(clangd) = which("clangd") else {
+        eprintln!("skipping: clangd is not on PATH");
+        return;
+    };
+    let workspace = Workspace::new("edit-header");
+    workspace.file("util.h", "int twice(int x);\n");
+    workspace.file(
+        "util.c",
+        "#include \"util.h\"\nint twice(int x) { return 2 * x; }\n",
+    );
+    workspace.file("compile_flags.txt", "-xc\n");
+    let config = workspace.path("lsp.json");
+    std::fs::write(
+        &config,
+        json!({"clangd": {"command": clangd, "extensionToLanguage": {".c": "c", ".h": "c"}}})
+            .to_string(),
+    )
+    .unwrap();
+    let mut session = BatchSession::start(&workspace, &config, 30);
+    let before = session.ask(json!({"id": 1, "op": "diagnostics", "file": "util.c"}));
+    assert_eq!(before["result"]["diagnostics"], json!([]), "{before}");
+    let edit = session.ask(json!({
+        "id": 2, "op": "edit", "file": "util.h",
+        "old": "int twice(int x);", "new": "int twice(int x, int y);",
+    }));
+    assert_eq!(edit["result"]["applied"], true, "{edit}");
+    let after = session.ask(json!({"id": 3, "op": "diagnostics", "file": "util.c"}));
+    let messages: Vec<&str> = after["result"]["diagnostics"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no diagnostics in {after}"))
+        .iter()
+        .filter_map(|diagnostic| diagnostic["message"].as_str())
+        .collect();
+    assert_eq!(messages, ["Conflicting types for 'twice'"], "{after}");
+    session.finish();
+}
