@@ -210,7 +210,8 @@ fn read_config(folder: &Path) -> Result<Option<RuffConfig>, ProjectError> {
                 array
                     .iter()
                     .filter_map(Value::as_str)
-                    .filter_map(NamePattern::new)
+                    .flat_map(expand_braces)
+                    .filter_map(|text| NamePattern::new(&text))
                     .map(|pattern| (base.clone(), pattern))
                     .collect(),
             )
@@ -269,6 +270,28 @@ fn read_config(folder: &Path) -> Result<Option<RuffConfig>, ProjectError> {
         folder: folder.to_path_buf(),
         exclude,
     }))
+}
+
+/// ruff's patterns are `globset` globs, where `{a,b}` is either `a` or `b` (the `glob` crate
+/// has no alternation): `{gen,out}` becomes `gen` and `out`. Nested groups are expanded from
+/// the innermost out; an unclosed `{` is kept as it is.
+fn expand_braces(text: &str) -> Vec<String> {
+    let Some(close) = text.find('}') else {
+        return vec![text.to_owned()];
+    };
+    let Some(open) = text[..close].rfind('{') else {
+        return vec![text.to_owned()];
+    };
+    let (before, after) = (&text[..open], &text[close + 1..]);
+    let mut expanded: Vec<String> = Vec::new();
+    for choice in text[open + 1..close].split(',') {
+        for pattern in expand_braces(&format!("{before}{choice}{after}")) {
+            if !expanded.contains(&pattern) {
+                expanded.push(pattern);
+            }
+        }
+    }
+    expanded
 }
 
 /// `extend` as ruff reads it (`shellexpand::full`): a leading `~` is `$HOME`, and `$NAME` and
@@ -488,5 +511,19 @@ mod tests {
         );
         assert_eq!(expand("../a~/b.toml").as_deref(), Some("../a~/b.toml"));
         assert_eq!(expand("$UNSET/ruff.toml"), None);
+    }
+
+    /// Found breaking 7f82a98: `extend-exclude = ["{gen,out}"]` excludes both folders for
+    /// ruff (globset alternation), while lspc read one literal name and reported both clean.
+    #[test]
+    fn brace_alternatives_are_expanded_as_globset_does() {
+        assert_eq!(expand_braces("{gen,out}"), ["gen", "out"]);
+        assert_eq!(
+            expand_braces("src/{a,b}/*.{py,pyi}"),
+            ["src/a/*.py", "src/a/*.pyi", "src/b/*.py", "src/b/*.pyi"]
+        );
+        assert_eq!(expand_braces("{a,{b,c}}"), ["a", "b", "c"]);
+        assert_eq!(expand_braces("plain"), ["plain"]);
+        assert_eq!(expand_braces("{open"), ["{open"]);
     }
 }

@@ -1064,7 +1064,7 @@ fn ruffs_exclude_above_the_workspace_root_still_counts() {
 /// clean. `.ruff.toml` wins over `ruff.toml` in one folder (lspc read `ruff.toml`: `b/y.py`
 /// clean, and ruff left out of `a/x.py`, which `ruff check .` lints); `lint.exclude` covers a
 /// folder for the server; a `ruff.toml` inside a folder the parent configuration excludes is
-/// never read; `extend = "~/…"` is under `$HOME`. Each excluded file has an unused import ruff
+/// never read; `extend = "~/…"` is under `$HOME`; `{out,dist2}` is globset alternation. Each excluded file has an unused import ruff
 /// would report. Now each is skipped, in ruff's exclude, and `a/x.py` gets its F401.
 #[test]
 fn ruffs_server_and_lspc_read_the_same_exclusions() {
@@ -1073,7 +1073,8 @@ fn ruffs_server_and_lspc_read_the_same_exclusions() {
     workspace.file("ruff.toml", "extend-exclude = [\"a\"]\n");
     workspace.file(
         ".ruff.toml",
-        "extend = \"~/base.toml\"\nextend-exclude = [\"b\", \"sub\"]\n[lint]\nexclude = [\"gen\"]\n",
+        "extend = \"~/base.toml\"\nextend-exclude = [\"b\", \"sub\", \"{out,dist2}\"]\n\
+         [lint]\nexclude = [\"gen\"]\n",
     );
     workspace.file("home/base.toml", "extend-exclude = [\"from_home\"]\n");
     workspace.file("a/x.py", "import os\n");
@@ -1082,6 +1083,7 @@ fn ruffs_server_and_lspc_read_the_same_exclusions() {
     workspace.file("sub/ruff.toml", "line-length = 100\n");
     workspace.file("sub/w.py", "import os\n");
     workspace.file("from_home/v.py", "import os\n");
+    workspace.file("out/u.py", "import os\n");
     let config = workspace.config(json!({ "ruff": ruff_entry() }));
     let run = workspace
         .lspc()
@@ -1106,7 +1108,13 @@ fn ruffs_server_and_lspc_read_the_same_exclusions() {
         .collect();
     assert_eq!(
         skipped,
-        ["b/y.py", "from_home/v.py", "gen/z.py", "sub/w.py"],
+        [
+            "b/y.py",
+            "from_home/v.py",
+            "gen/z.py",
+            "out/u.py",
+            "sub/w.py"
+        ],
         "{}",
         run.story()
     );
