@@ -1064,7 +1064,7 @@ fn ruffs_exclude_above_the_workspace_root_still_counts() {
 /// clean. `.ruff.toml` wins over `ruff.toml` in one folder (lspc read `ruff.toml`: `b/y.py`
 /// clean, and ruff left out of `a/x.py`, which `ruff check .` lints); `lint.exclude` covers a
 /// folder for the server; a `ruff.toml` inside a folder the parent configuration excludes is
-/// never read; `extend = "~/…"` is under `$HOME`; `{out,dist2}` is globset alternation. Each excluded file has an unused import ruff
+/// never read; `extend = "~/…"` is under `$HOME`; `{out,dist2}` is globset alternation and `deep/*.py`'s `*` crosses `/`. Each excluded file has an unused import ruff
 /// would report. Now each is skipped, in ruff's exclude, and `a/x.py` gets its F401.
 #[test]
 fn ruffs_server_and_lspc_read_the_same_exclusions() {
@@ -1073,7 +1073,7 @@ fn ruffs_server_and_lspc_read_the_same_exclusions() {
     workspace.file("ruff.toml", "extend-exclude = [\"a\"]\n");
     workspace.file(
         ".ruff.toml",
-        "extend = \"~/base.toml\"\nextend-exclude = [\"b\", \"sub\", \"{out,dist2}\"]\n\
+        "extend = \"~/base.toml\"\nextend-exclude = [\"b\", \"sub\", \"{out,dist2}\", \"deep/*.py\"]\n\
          [lint]\nexclude = [\"gen\"]\n",
     );
     workspace.file("home/base.toml", "extend-exclude = [\"from_home\"]\n");
@@ -1084,6 +1084,7 @@ fn ruffs_server_and_lspc_read_the_same_exclusions() {
     workspace.file("sub/w.py", "import os\n");
     workspace.file("from_home/v.py", "import os\n");
     workspace.file("out/u.py", "import os\n");
+    workspace.file("deep/er/t.py", "import os\n");
     let config = workspace.config(json!({ "ruff": ruff_entry() }));
     let run = workspace
         .lspc()
@@ -1110,6 +1111,7 @@ fn ruffs_server_and_lspc_read_the_same_exclusions() {
         skipped,
         [
             "b/y.py",
+            "deep/er/t.py",
             "from_home/v.py",
             "gen/z.py",
             "out/u.py",
