@@ -461,16 +461,26 @@ impl State {
             if failures.len() == wait.servers.len() {
                 return Some(DiagnosticsOutcome::Failed(failures.join("; ")));
             }
-            // Every server that answered said it did not analyse the file: not a clean.
+            // Every server that answered said it did not analyse the file: not a clean. A
+            // server whose health is `error` and that gave the file nothing says so too
+            // (rust-analyzer's `Failed to load workspaces.`), and that is a server failure, as
+            // `cargo check` failing there is: exit 3, walked or named, never a skip.
+            let mut unhealthy = false;
             let not_analysed: Vec<String> = names
                 .iter()
                 .zip(&wait.servers)
                 .filter(|(_, id)| wait.done.get(id).is_some_and(Result::is_ok))
-                .map(|(name, _)| {
-                    merged
+                .map(|(name, id)| {
+                    let said = merged
                         .iter()
                         .find(|d| d.server == *name && says_not_analysed(d))
-                        .map(|d| format!("{name}: {}", d.message.lines().next().unwrap_or("")))
+                        .map(|d| format!("{name}: {}", d.message.lines().next().unwrap_or("")));
+                    said.or_else(|| {
+                        let health_error = self.servers[id.0 as usize].health_error.as_ref()?;
+                        unhealthy = true;
+                        (!merged.iter().any(|d| d.server == *name))
+                            .then(|| format!("{name}: {health_error}"))
+                    })
                 })
                 .collect::<Option<_>>()
                 .unwrap_or_default();
@@ -480,8 +490,10 @@ impl State {
                     file_name(&wait.path),
                     not_analysed.join("; ")
                 );
-                return Some(if failures.is_empty() {
+                return Some(if failures.is_empty() && !unhealthy {
                     DiagnosticsOutcome::NotChecked(message)
+                } else if failures.is_empty() {
+                    DiagnosticsOutcome::Failed(message)
                 } else {
                     DiagnosticsOutcome::Failed(format!("{}; {message}", failures.join("; ")))
                 });

@@ -67,6 +67,10 @@ pub(super) struct Server {
     /// `quiescent: false`: it is still loading or analysing, which holds settling like
     /// `$/progress` work.
     pub(super) not_quiescent: bool,
+    /// The message of the server's last `experimental/serverStatus` when its health was
+    /// `error`: rust-analyzer says `Failed to load workspaces.` (a Cargo.toml it cannot
+    /// parse) and then analyses no file, publishing nothing, so an empty answer is no clean.
+    pub(super) health_error: Option<String>,
     /// When `$/progress` or `quiescent` last changed.
     pub(super) last_progress_change: Option<Instant>,
     /// The last publish per document.
@@ -162,6 +166,7 @@ impl Server {
             save: None,
             active_progress: BTreeSet::new(),
             not_quiescent: false,
+            health_error: None,
             last_progress_change: None,
             publishes: HashMap::new(),
             raw_diagnostics: HashMap::new(),
@@ -596,6 +601,7 @@ impl State {
         let server = &mut self.servers[server_id.0 as usize];
         server.active_progress.clear();
         server.not_quiescent = false;
+        server.health_error = None;
         server.publishes.clear();
         server.raw_diagnostics.clear();
         self.pulled.retain(|(id, _), _| *id != server_id);

@@ -217,6 +217,16 @@ impl State {
                         _ => log::warn!("{} ({health}): {message}", server.config.name),
                     }
                 }
+                server.health_error = (health == "error").then(|| {
+                    params
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("health error")
+                        .lines()
+                        .next()
+                        .unwrap_or_default()
+                        .to_owned()
+                });
                 log::debug!(
                     "{}: serverStatus quiescent {quiescent}, health {health}",
                     server.config.name

@@ -1,13 +1,14 @@
 //! Path patterns as project configurations write them, matched against paths relative to the
 //! folder of the configuration that wrote them.
 //!
-//! Two families, both built on `glob::Pattern` with `*` and `?` never crossing a `/` and `**`
-//! standing for any number of folders:
+//! Two families, both built on `glob::Pattern` with `**` standing for any number of folders and
+//! `*` and `?` never crossing a `/` (except in ruff's path patterns, below):
 //! - [`PathPattern`] (pyright `include`/`exclude`, tsconfig `exclude`, `--exclude`): a pattern
 //!   matches a file when it matches the file's relative path or the relative path of one of its
 //!   folders, so `src` and `**/node_modules` cover everything below them.
 //! - [`NamePattern`] (ruff `exclude`/`extend-exclude`): a pattern without `/` matches any single
-//!   path component (`tests`, `*_pb2.py`); one with `/` is a [`PathPattern`].
+//!   path component (`tests`, `*_pb2.py`); one with `/` is a [`PathPattern`] whose `*` and `?`
+//!   cross `/`, as ruff's globset matches.
 //!
 //! Relative paths use `/` separators and never start with `./`.
 
@@ -18,6 +19,14 @@ use glob::{MatchOptions, Pattern};
 const OPTIONS: MatchOptions = MatchOptions {
     case_sensitive: true,
     require_literal_separator: true,
+    require_literal_leading_dot: false,
+};
+
+/// ruff's patterns are `globset` globs built with `Glob::new`, where `*` and `?` do cross a
+/// `/` (`docs/*.py` excludes `docs/sub/x.py` for ruff).
+const GLOBSET_OPTIONS: MatchOptions = MatchOptions {
+    case_sensitive: true,
+    require_literal_separator: false,
     require_literal_leading_dot: false,
 };
 
@@ -52,7 +61,7 @@ impl PathPattern {
 }
 
 /// A ruff-style exclusion: a bare name matches any path component, a path matches as
-/// [`PathPattern`] does.
+/// [`PathPattern`] does except that `*` and `?` cross `/`, as in ruff's globset.
 #[derive(Debug, Clone)]
 pub enum NamePattern {
     Component(Pattern),
@@ -75,7 +84,8 @@ impl NamePattern {
             NamePattern::Component(pattern) => relative
                 .split('/')
                 .any(|component| pattern.matches_with(component, OPTIONS)),
-            NamePattern::Path(pattern) => pattern.covers(relative),
+            NamePattern::Path(pattern) => ancestors_and_self(relative)
+                .any(|prefix| pattern.pattern.matches_with(prefix, GLOBSET_OPTIONS)),
         }
     }
 }
@@ -163,6 +173,9 @@ mod tests {
         check("*_pb2.py", "src/x_pb2.py", true);
         check("docs/conf.py", "docs/conf.py", true);
         check("docs/conf.py", "x/docs/conf.py", false);
+        // ruff's globset: `*` crosses `/` (`ruff check --show-files` leaves out docs/sub/x.py).
+        check("docs/*.py", "docs/sub/x.py", true);
+        check("docs/*.py", "src/x.py", false);
     }
 
     #[test]

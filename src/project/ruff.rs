@@ -62,14 +62,79 @@ pub struct RuffFiles {
     by_folder: std::cell::RefCell<HashMap<PathBuf, Option<RuffConfig>>>,
     /// Configuration files that could not be read.
     errors: std::cell::RefCell<Vec<ProjectError>>,
+    /// The user's configuration folder's parent (`$XDG_CONFIG_HOME`, else `~/.config`).
+    user_config_home: Option<PathBuf>,
+    /// The user's configuration, read once, for files no project configuration governs.
+    user: std::cell::OnceCell<Option<RuffConfig>>,
 }
 
 impl RuffFiles {
+    /// Whether `config` (`None`: ruff's defaults relative to the root) excludes `path`, a file
+    /// or a folder, or one of its folders.
+    fn excludes(&self, config: Option<RuffConfig>, path: &Path) -> bool {
+        let (folder, exclude) = match config.or_else(|| self.user_config()) {
+            Some(config) => (config.folder, config.exclude),
+            None => (
+                self.root.clone(),
+                DEFAULT_EXCLUDE
+                    .iter()
+                    .filter_map(|p| NamePattern::new(p))
+                    .map(|pattern| (self.root.clone(), pattern))
+                    .collect(),
+            ),
+        };
+        // A bare name matches a folder of the project wherever it was written (`gen` in an
+        // `extend`ed file elsewhere still excludes this project's `gen/`); a path only below
+        // the folder of the file that wrote it.
+        let from_project = relative_to(path, &folder);
+        exclude.iter().any(|(base, pattern)| {
+            let relative = match pattern {
+                NamePattern::Component(_) => from_project.clone(),
+                NamePattern::Path(_) => relative_to(path, base),
+            };
+            relative.is_some_and(|relative| pattern.covers(&relative))
+        })
+    }
+
+    /// ruff's user configuration (`find_user_settings_toml`): `.ruff.toml`, `ruff.toml` or a
+    /// `pyproject.toml` with `[tool.ruff]` in `$XDG_CONFIG_HOME/ruff` (`~/.config/ruff`), used
+    /// by `ruff check` and ruff's server when no project configuration is found. Its paths are
+    /// taken relative to the workspace root (ruff resolves them against its working directory).
+    fn user_config(&self) -> Option<RuffConfig> {
+        self.user
+            .get_or_init(|| {
+                let config_home = self.user_config_home.as_ref()?;
+                let config = match read_config(&config_home.join("ruff")) {
+                    Ok(config) => config?,
+                    Err(error) => {
+                        self.errors.borrow_mut().push(error);
+                        return None;
+                    }
+                };
+                Some(RuffConfig {
+                    folder: self.root.clone(),
+                    exclude: config
+                        .exclude
+                        .into_iter()
+                        .map(|(_, pattern)| (self.root.clone(), pattern))
+                        .collect(),
+                })
+            })
+            .clone()
+    }
+
     pub fn new(root: &Path) -> RuffFiles {
         RuffFiles {
             root: root.to_path_buf(),
             by_folder: Default::default(),
             errors: Default::default(),
+            user_config_home: std::env::var_os("XDG_CONFIG_HOME")
+                .map(PathBuf::from)
+                .filter(|path| path.is_absolute())
+                .or_else(|| {
+                    std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config"))
+                }),
+            user: Default::default(),
         }
     }
 
@@ -85,6 +150,19 @@ impl RuffFiles {
             }
         };
         let found = match own {
+            // ruff's server indexes the configurations of the workspace by walking it, and
+            // never enters a folder its parent's configuration excludes: `sub/ruff.toml` below
+            // an excluded `sub` is not read, and `sub/a.py` stays excluded (as `ruff check .`
+            // never walks into `sub`).
+            Some(_)
+                if folder != self.root.as_path()
+                    && folder.starts_with(&self.root)
+                    && folder
+                        .parent()
+                        .is_some_and(|parent| self.excludes(self.config_for(parent), folder)) =>
+            {
+                folder.parent().and_then(|parent| self.config_for(parent))
+            }
             Some(config) => Some(config),
             // Past the workspace root too: ruff's server reads the configuration above its
             // workspace folder (a `pyproject.toml` one level up excluded `docs/conf.py` while
@@ -101,7 +179,9 @@ impl RuffFiles {
 /// The ruff configuration written in `folder` itself, if any, with its `extend` chain.
 fn read_config(folder: &Path) -> Result<Option<RuffConfig>, ProjectError> {
     let mut table: Option<(PathBuf, Value)> = None;
-    for name in ["ruff.toml", ".ruff.toml"] {
+    // `.ruff.toml` wins over `ruff.toml`, which wins over `pyproject.toml` (ruff_workspace
+    // `settings_toml`; `ruff check --show-settings` names `.ruff.toml` when both exist).
+    for name in [".ruff.toml", "ruff.toml"] {
         let file = folder.join(name);
         if file.is_file() {
             table = Some((file.clone(), super::toml_file(&file)?));
@@ -116,29 +196,48 @@ fn read_config(folder: &Path) -> Result<Option<RuffConfig>, ProjectError> {
         return Ok(None);
     };
     let mut exclude: Option<Vec<(PathBuf, NamePattern)>> = None;
+    let mut lint_exclude: Option<Vec<(PathBuf, NamePattern)>> = None;
     let mut extend_exclude: Vec<(PathBuf, NamePattern)> = Vec::new();
     let mut chain = vec![file.clone()];
     loop {
         let base = file.parent().unwrap_or(folder).to_path_buf();
-        let patterns = |key: &str| -> Option<Vec<(PathBuf, NamePattern)>> {
-            let array = table.get(key)?.as_array()?;
+        let patterns = |keys: &[&str]| -> Option<Vec<(PathBuf, NamePattern)>> {
+            let array = keys
+                .iter()
+                .try_fold(&table, |value, key| value.get(key))?
+                .as_array()?;
             Some(
                 array
                     .iter()
                     .filter_map(Value::as_str)
-                    .filter_map(NamePattern::new)
+                    .flat_map(expand_braces)
+                    .filter_map(|text| NamePattern::new(&text))
                     .map(|pattern| (base.clone(), pattern))
                     .collect(),
             )
         };
         if exclude.is_none() {
-            exclude = patterns("exclude");
+            exclude = patterns(&["exclude"]);
         }
-        extend_exclude.extend(patterns("extend-exclude").unwrap_or_default());
+        // `lint.exclude`: ruff's server leaves a file out when it or one of its folders
+        // matches, as it does for `exclude` (`ruff check` itself matches the file only, so it
+        // lints `gen/a.py` under `lint.exclude = ["gen"]` while the server answers nothing).
+        if lint_exclude.is_none() {
+            lint_exclude = patterns(&["lint", "exclude"]);
+        }
+        extend_exclude.extend(patterns(&["extend-exclude"]).unwrap_or_default());
         let Some(next) = table.get("extend").and_then(Value::as_str) else {
             break;
         };
-        let next = base.join(next);
+        let next = match expand_home_and_variables(next, |name| std::env::var(name).ok()) {
+            Some(next) => base.join(next),
+            None => {
+                return Err(ProjectError {
+                    file: file.clone(),
+                    message: format!("`extend` names an unset variable: {next}"),
+                })
+            }
+        };
         let next = std::fs::canonicalize(&next).unwrap_or(next);
         if chain.contains(&next) || chain.len() >= EXTEND_LIMIT {
             return Err(ProjectError {
@@ -166,10 +265,69 @@ fn read_config(folder: &Path) -> Result<Option<RuffConfig>, ProjectError> {
             .collect()
     });
     exclude.extend(extend_exclude);
+    exclude.extend(lint_exclude.unwrap_or_default());
     Ok(Some(RuffConfig {
         folder: folder.to_path_buf(),
         exclude,
     }))
+}
+
+/// ruff's patterns are `globset` globs, where `{a,b}` is either `a` or `b` (the `glob` crate
+/// has no alternation): `{gen,out}` becomes `gen` and `out`. Nested groups are expanded from
+/// the innermost out; an unclosed `{` is kept as it is.
+fn expand_braces(text: &str) -> Vec<String> {
+    let Some(close) = text.find('}') else {
+        return vec![text.to_owned()];
+    };
+    let Some(open) = text[..close].rfind('{') else {
+        return vec![text.to_owned()];
+    };
+    let (before, after) = (&text[..open], &text[close + 1..]);
+    let mut expanded: Vec<String> = Vec::new();
+    for choice in text[open + 1..close].split(',') {
+        for pattern in expand_braces(&format!("{before}{choice}{after}")) {
+            if !expanded.contains(&pattern) {
+                expanded.push(pattern);
+            }
+        }
+    }
+    expanded
+}
+
+/// `extend` as ruff reads it (`shellexpand::full`): a leading `~` is `$HOME`, and `$NAME` and
+/// `${NAME}` are environment variables. `None` when a variable (or `HOME`) is unset, which
+/// ruff reports as an error.
+fn expand_home_and_variables(
+    text: &str,
+    variable: impl Fn(&str) -> Option<String>,
+) -> Option<String> {
+    let mut expanded = String::new();
+    let mut rest = text;
+    if rest == "~" || rest.starts_with("~/") {
+        expanded.push_str(&variable("HOME")?);
+        rest = &rest[1..];
+    }
+    while let Some(dollar) = rest.find('$') {
+        expanded.push_str(&rest[..dollar]);
+        let after = &rest[dollar + 1..];
+        let (name, next) = if let Some(braced) = after.strip_prefix('{') {
+            let end = braced.find('}')?;
+            (&braced[..end], &braced[end + 1..])
+        } else {
+            let end = after
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(after.len());
+            (&after[..end], &after[end..])
+        };
+        if name.is_empty() {
+            expanded.push('$');
+        } else {
+            expanded.push_str(&variable(name)?);
+        }
+        rest = next;
+    }
+    expanded.push_str(rest);
+    Some(expanded)
 }
 
 impl FileSet for RuffFiles {
@@ -183,30 +341,7 @@ impl FileSet for RuffFiles {
 
     fn leaves_out(&self, file: &Path) -> Option<&'static str> {
         let folder = file.parent()?;
-        let (folder, exclude) = match self.config_for(folder) {
-            Some(config) => (config.folder, config.exclude),
-            None => (
-                self.root.clone(),
-                DEFAULT_EXCLUDE
-                    .iter()
-                    .filter_map(|p| NamePattern::new(p))
-                    .map(|pattern| (self.root.clone(), pattern))
-                    .collect(),
-            ),
-        };
-        // A bare name matches a folder of the project wherever it was written (`gen` in an
-        // `extend`ed file elsewhere still excludes this project's `gen/`); a path only below
-        // the folder of the file that wrote it.
-        let from_project = relative_to(file, &folder);
-        exclude
-            .iter()
-            .any(|(base, pattern)| {
-                let relative = match pattern {
-                    NamePattern::Component(_) => from_project.clone(),
-                    NamePattern::Path(_) => relative_to(file, base),
-                };
-                relative.is_some_and(|relative| pattern.covers(&relative))
-            })
+        self.excludes(self.config_for(folder), file)
             .then_some("excluded")
     }
 }
@@ -301,5 +436,94 @@ mod tests {
             files.errors()
         );
         std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// Each layout checked against `ruff check --show-settings`/`--show-files` and against what
+    /// ruff 0.17.6's server answers for the open file (before: lspc reported each excluded
+    /// file clean, or left ruff out of a file it lints).
+    #[test]
+    fn the_file_ruff_reads_and_what_its_server_leaves_out() {
+        let root = std::env::temp_dir().join(format!("lspc-ruff-server-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let write = |path: &str, text: &str| {
+            let path = root.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        // `.ruff.toml` wins over `ruff.toml` in the same folder.
+        write("dots/ruff.toml", "extend-exclude = [\"a\"]\n");
+        write("dots/.ruff.toml", "extend-exclude = [\"b\"]\n");
+        let files = RuffFiles::new(&root.join("dots"));
+        assert_eq!(files.leaves_out(&root.join("dots/a/x.py")), None);
+        assert_eq!(
+            files.leaves_out(&root.join("dots/b/y.py")),
+            Some("excluded")
+        );
+        // `lint.exclude` leaves out a file below a matching folder (ruff's server matches every
+        // folder of the file, as for `exclude`).
+        write(
+            "lint/pyproject.toml",
+            "[tool.ruff.lint]\nexclude = [\"gen\"]\n",
+        );
+        let files = RuffFiles::new(&root.join("lint"));
+        assert_eq!(
+            files.leaves_out(&root.join("lint/gen/a.py")),
+            Some("excluded")
+        );
+        assert_eq!(files.leaves_out(&root.join("lint/b.py")), None);
+        // A configuration inside a folder its parent's configuration excludes is never read.
+        write("nested/ruff.toml", "extend-exclude = [\"sub\"]\n");
+        write("nested/sub/ruff.toml", "line-length = 100\n");
+        let files = RuffFiles::new(&root.join("nested"));
+        assert_eq!(
+            files.leaves_out(&root.join("nested/sub/a.py")),
+            Some("excluded")
+        );
+        // ruff's user configuration governs a file no project configuration does.
+        write("home/ruff/ruff.toml", "extend-exclude = [\"gen\"]\n");
+        write("bare/b.py", "");
+        let mut files = RuffFiles::new(&root.join("bare"));
+        files.user_config_home = Some(root.join("home"));
+        assert_eq!(
+            files.leaves_out(&root.join("bare/gen/a.py")),
+            Some("excluded")
+        );
+        assert_eq!(files.leaves_out(&root.join("bare/b.py")), None);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn extend_expands_home_and_variables_as_ruff_does() {
+        let variable = |name: &str| match name {
+            "HOME" => Some("/home/me".to_string()),
+            "BASE" => Some("/etc/base".to_string()),
+            _ => None,
+        };
+        let expand = |text: &str| expand_home_and_variables(text, variable);
+        assert_eq!(expand("~/ruff.toml").as_deref(), Some("/home/me/ruff.toml"));
+        assert_eq!(
+            expand("$BASE/ruff.toml").as_deref(),
+            Some("/etc/base/ruff.toml")
+        );
+        assert_eq!(
+            expand("${BASE}x/ruff.toml").as_deref(),
+            Some("/etc/basex/ruff.toml")
+        );
+        assert_eq!(expand("../a~/b.toml").as_deref(), Some("../a~/b.toml"));
+        assert_eq!(expand("$UNSET/ruff.toml"), None);
+    }
+
+    /// Found breaking 7f82a98: `extend-exclude = ["{gen,out}"]` excludes both folders for
+    /// ruff (globset alternation), while lspc read one literal name and reported both clean.
+    #[test]
+    fn brace_alternatives_are_expanded_as_globset_does() {
+        assert_eq!(expand_braces("{gen,out}"), ["gen", "out"]);
+        assert_eq!(
+            expand_braces("src/{a,b}/*.{py,pyi}"),
+            ["src/a/*.py", "src/a/*.pyi", "src/b/*.py", "src/b/*.pyi"]
+        );
+        assert_eq!(expand_braces("{a,{b,c}}"), ["a", "b", "c"]);
+        assert_eq!(expand_braces("plain"), ["plain"]);
+        assert_eq!(expand_braces("{open"), ["{open"]);
     }
 }

@@ -989,6 +989,49 @@ fn a_rust_file_outside_the_module_tree_is_not_checked_not_clean() {
     assert_eq!(report["files"][1]["reason"], message, "{}", walked.story());
 }
 
+/// Found breaking c04d6b7 (round brk11): a `Cargo.toml` rust-analyzer 0.0.330 cannot parse
+/// (`[package` unclosed) leaves it with no workspace; it says `Failed to load workspaces.`
+/// (`experimental/serverStatus` health `error`), publishes nothing for `src/lib.rs`, and lspc
+/// reported the file clean (`1 file checked: 0 errors`, exit 0) while `cargo check` fails and
+/// the file has a type error. Now a server whose health is `error` and that gave the file
+/// nothing has not checked it, and that is a server failure (exit 3), named or walked, as
+/// `cargo check` fails there too.
+#[test]
+fn a_rust_file_of_a_workspace_rust_analyzer_cannot_load_is_not_clean() {
+    let Some(program) = rust_analyzer_0_0_330() else {
+        return;
+    };
+    let workspace = Workspace::new("rust-broken-manifest");
+    workspace.file("Cargo.toml", "[package\nname = \"broken\"\n");
+    workspace.file("src/lib.rs", "pub fn f() -> u32 {\n    \"x\"\n}\n");
+    let config = workspace.config(json!({
+        "rust-analyzer": {"command": program, "extensionToLanguage": {".rs": "rust"}}
+    }));
+    let named = workspace
+        .lspc()
+        .args(["check", "--no-builtin", "--format", "json", "--config"])
+        .arg(&config)
+        .args(["--timeout", "120", "src/lib.rs"])
+        .run();
+    named.status(3);
+    let report = named.json();
+    assert_eq!(report["files"][0]["state"], "error", "{}", named.story());
+    assert_eq!(
+        report["files"][0]["reason"],
+        "lib.rs not checked: rust-analyzer: Failed to load workspaces.",
+        "{}",
+        named.story()
+    );
+    let walked = workspace
+        .lspc()
+        .args(["check", "--no-builtin", "--format", "json", "--config"])
+        .arg(&config)
+        .args(["--timeout", "120"])
+        .run();
+    walked.status(3);
+    assert_eq!(walked.json()["summary"]["failed"], 1, "{}", walked.story());
+}
+
 /// Found on developit/mitt (ninth round, new-user test): its `tsconfig.json` has a trailing
 /// comma, which `tsc` accepts (TypeScript reads its project files as JSON with comments), and the
 /// built-in vscode-json-language-server 4.10.0 reported it as `error: Trailing comma [json

@@ -1060,6 +1060,69 @@ fn ruffs_exclude_above_the_workspace_root_still_counts() {
     );
 }
 
+/// Found breaking 7f82a98/287398b (round brk11): four layouts where ruff's server answers
+/// nothing for the open file while lspc, reading ruff's configuration its own way, called it
+/// clean. `.ruff.toml` wins over `ruff.toml` in one folder (lspc read `ruff.toml`: `b/y.py`
+/// clean, and ruff left out of `a/x.py`, which `ruff check .` lints); `lint.exclude` covers a
+/// folder for the server; a `ruff.toml` inside a folder the parent configuration excludes is
+/// never read; `extend = "~/…"` is under `$HOME`; `{out,dist2}` is globset alternation and `deep/*.py`'s `*` crosses `/`. Each excluded file has an unused import ruff
+/// would report. Now each is skipped, in ruff's exclude, and `a/x.py` gets its F401.
+#[test]
+fn ruffs_server_and_lspc_read_the_same_exclusions() {
+    require_program!("ruff");
+    let workspace = Workspace::new("ruff-exclusions");
+    workspace.file("ruff.toml", "extend-exclude = [\"a\"]\n");
+    workspace.file(
+        ".ruff.toml",
+        "extend = \"~/base.toml\"\nextend-exclude = [\"b\", \"sub\", \"{out,dist2}\", \"deep/*.py\"]\n\
+         [lint]\nexclude = [\"gen\"]\n",
+    );
+    workspace.file("home/base.toml", "extend-exclude = [\"from_home\"]\n");
+    workspace.file("a/x.py", "import os\n");
+    workspace.file("b/y.py", "import os\n");
+    workspace.file("gen/z.py", "import os\n");
+    workspace.file("sub/ruff.toml", "line-length = 100\n");
+    workspace.file("sub/w.py", "import os\n");
+    workspace.file("from_home/v.py", "import os\n");
+    workspace.file("out/u.py", "import os\n");
+    workspace.file("deep/er/t.py", "import os\n");
+    let config = workspace.config(json!({ "ruff": ruff_entry() }));
+    let run = workspace
+        .lspc()
+        .env("HOME", workspace.root.join("home"))
+        .env("XDG_CONFIG_HOME", "")
+        .args(["check", "--no-builtin", "--format", "json", "--config"])
+        .arg(&config)
+        .run();
+    let report = run.json();
+    assert_eq!(
+        ruff_rows(&report),
+        [("a/x.py".to_owned(), 1, 8, "F401".to_owned())]
+            .into_iter()
+            .collect(),
+        "{}",
+        run.story()
+    );
+    let skipped: Vec<String> = states(&report)
+        .into_iter()
+        .filter(|(_, state, _)| state == "skipped")
+        .map(|(path, _, _)| path)
+        .collect();
+    assert_eq!(
+        skipped,
+        [
+            "b/y.py",
+            "deep/er/t.py",
+            "from_home/v.py",
+            "gen/z.py",
+            "out/u.py",
+            "sub/w.py"
+        ],
+        "{}",
+        run.story()
+    );
+}
+
 /// Found trying lspc on google/btree (round nu11): `go vet ./...` is clean there, but
 /// `lspc check .` exited 1. gopls type-checks any file it is given, and lspc gave it every
 /// `.go` file: `btree_mem.go` (`// +build ignore`) became a package of its own whose import
