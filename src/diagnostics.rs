@@ -356,65 +356,101 @@ impl ServerSets {
     }
 }
 
-/// The servers that reported for one file, sorted by name. A sorted `Vec`, not a `BTreeMap`: a
-/// file has one or two, and a map's first node (about 800 bytes) was the store's largest cost per
-/// checked file (issue 15, `valgrind --tool=massif` over 1,000 ruff files).
+/// Which server reported a set: its configured name and which of its instances, the engine's
+/// server slot number (a server runs one instance per project root with `rootMarkers`). Two
+/// instances' sets are kept apart as two servers' are: an instance that publishes an empty set
+/// for a file another instance found errors in does not clean it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Reporter<'a> {
+    pub name: &'a str,
+    pub instance: u32,
+}
+
+impl Reporter<'_> {
+    pub fn new(name: &str, instance: u32) -> Reporter<'_> {
+        Reporter { name, instance }
+    }
+}
+
+/// The server instances that reported for one file, sorted by (name, instance). A sorted `Vec`,
+/// not a `BTreeMap`: a file has one or two, and a map's first node (about 800 bytes) was the
+/// store's largest cost per checked file (issue 15, `valgrind --tool=massif` over 1,000 ruff
+/// files).
 #[derive(Debug, Default, Clone)]
-struct FileServers(Vec<(String, ServerSets)>);
+struct FileServers(Vec<(String, u32, ServerSets)>);
 
 impl FileServers {
-    fn position(&self, server: &str) -> Result<usize, usize> {
-        self.0
-            .binary_search_by(|(name, _)| name.as_str().cmp(server))
+    fn position(&self, reporter: Reporter) -> Result<usize, usize> {
+        self.0.binary_search_by(|(name, instance, _)| {
+            (name.as_str(), *instance).cmp(&(reporter.name, reporter.instance))
+        })
     }
 
-    fn get(&self, server: &str) -> Option<&ServerSets> {
-        self.position(server).ok().map(|index| &self.0[index].1)
+    fn contains_key(&self, reporter: Reporter) -> bool {
+        self.position(reporter).is_ok()
     }
 
-    fn contains_key(&self, server: &str) -> bool {
-        self.position(server).is_ok()
+    fn has_name(&self, name: &str) -> bool {
+        self.0.iter().any(|(have, _, _)| have == name)
     }
 
-    /// `server`'s sets, inserted empty when it had none.
-    fn entry(&mut self, server: &str) -> &mut ServerSets {
-        let index = match self.position(server) {
+    /// `reporter`'s sets, inserted empty when it had none.
+    fn entry(&mut self, reporter: Reporter) -> &mut ServerSets {
+        let index = match self.position(reporter) {
             Ok(index) => index,
             Err(index) => {
-                self.0
-                    .insert(index, (server.to_string(), ServerSets::default()));
+                self.0.insert(
+                    index,
+                    (
+                        reporter.name.to_string(),
+                        reporter.instance,
+                        ServerSets::default(),
+                    ),
+                );
                 index
             }
         };
-        &mut self.0[index].1
+        &mut self.0[index].2
     }
 
-    fn remove(&mut self, server: &str) {
-        if let Ok(index) = self.position(server) {
-            self.0.remove(index);
-        }
+    /// Forgets every instance of the server `name`.
+    fn remove_name(&mut self, name: &str) {
+        self.0.retain(|(have, _, _)| have != name);
     }
 
     fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
-    /// The names, sorted.
-    fn keys(&self) -> impl Iterator<Item = &String> {
-        self.0.iter().map(|(name, _)| name)
+    /// The names, sorted, each once.
+    fn names(&self) -> impl Iterator<Item = &str> {
+        let mut last: Option<&str> = None;
+        self.0.iter().filter_map(move |(name, _, _)| {
+            let fresh = last != Some(name.as_str());
+            last = Some(name.as_str());
+            fresh.then_some(name.as_str())
+        })
+    }
+
+    /// Every set of every instance of the server `name`.
+    fn sets_of<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a ServerSets> {
+        self.0
+            .iter()
+            .filter(move |(have, _, _)| have == name)
+            .map(|(_, _, sets)| sets)
     }
 }
 
-/// The latest set per (server name, file, [`Origin`]), following LSP 3.17
+/// The latest set per (server instance, file, [`Origin`]), following LSP 3.17
 /// §`textDocument/publishDiagnostics`: each publish replaces only that server's published set for
 /// that file, and each full pull answer only its pulled set; a server's diagnostics for the file
-/// are the union of the two.
+/// are the union of the two, and of its instances' sets.
 ///
 /// An empty publish is kept as an empty set, so [`DiagnosticStore::has_published`] can tell
 /// "server said clean" from "server said nothing" (B14).
 #[derive(Debug, Default, Clone)]
 pub struct DiagnosticStore {
-    /// file -> server name -> latest sets.
+    /// file -> server instance -> latest sets.
     by_file: BTreeMap<PathBuf, FileServers>,
 }
 
@@ -423,16 +459,16 @@ impl DiagnosticStore {
         DiagnosticStore::default()
     }
 
-    /// Replaces `server`'s published set for `path` with `diags` (which may be empty).
-    pub fn replace(&mut self, server: &str, path: &Path, diags: Vec<Diagnostic>) {
-        self.replace_from(server, path, Origin::Published, diags);
+    /// Replaces `reporter`'s published set for `path` with `diags` (which may be empty).
+    pub fn replace(&mut self, reporter: Reporter, path: &Path, diags: Vec<Diagnostic>) {
+        self.replace_from(reporter, path, Origin::Published, diags);
     }
 
-    /// Replaces `server`'s set of `origin` for `path` with `diags` (which may be empty); its set
-    /// of the other origin is kept.
+    /// Replaces `reporter`'s set of `origin` for `path` with `diags` (which may be empty); its
+    /// set of the other origin, and every other instance's sets, are kept.
     pub fn replace_from(
         &mut self,
-        server: &str,
+        reporter: Reporter,
         path: &Path,
         origin: Origin,
         diags: Vec<Diagnostic>,
@@ -441,14 +477,15 @@ impl DiagnosticStore {
             .by_file
             .entry(path.to_path_buf())
             .or_default()
-            .entry(server)
+            .entry(reporter)
             .slot(origin) = Some(diags);
     }
 
-    /// Forgets everything `server` published or was pulled for (it exited or was restarted).
+    /// Forgets everything any instance of `server` published or was pulled for (it exited or
+    /// was restarted).
     pub fn clear_server(&mut self, server: &str) {
         self.by_file.retain(|_, servers| {
-            servers.remove(server);
+            servers.remove_name(server);
             !servers.is_empty()
         });
     }
@@ -458,19 +495,31 @@ impl DiagnosticStore {
         self.by_file.remove(path);
     }
 
-    /// True when `server` has reported for `path` (possibly an empty set, by either origin)
+    /// True when `reporter` has reported for `path` (possibly an empty set, by either origin)
     /// since the last clear.
-    pub fn has_published(&self, server: &str, path: &Path) -> bool {
+    pub fn has_published(&self, reporter: Reporter, path: &Path) -> bool {
         self.by_file
             .get(path)
-            .is_some_and(|servers| servers.contains_key(server))
+            .is_some_and(|servers| servers.contains_key(reporter))
     }
 
-    /// `server`'s diagnostics for `path`: its pulled set followed by its published set, unsorted
-    /// and not deduplicated, if it reported any.
-    pub fn get(&self, server: &str, path: &Path) -> Option<Vec<Diagnostic>> {
-        let sets = self.by_file.get(path)?.get(server)?;
-        Some(sets.iter().cloned().collect())
+    /// The server `name`'s diagnostics for `path`, if any of its instances reported: each
+    /// instance's pulled set followed by its published set, in instance order, unsorted, with
+    /// only a diagnostic another instance already gave (fully identical) left out.
+    pub fn get(&self, name: &str, path: &Path) -> Option<Vec<Diagnostic>> {
+        let servers = self.by_file.get(path)?;
+        if !servers.has_name(name) {
+            return None;
+        }
+        let mut seen: HashSet<&Diagnostic> = HashSet::new();
+        Some(
+            servers
+                .sets_of(name)
+                .flat_map(ServerSets::iter)
+                .filter(|diagnostic| seen.insert(diagnostic))
+                .cloned()
+                .collect(),
+        )
     }
 
     /// The union of every server's sets for `path`, in report order.
@@ -479,19 +528,18 @@ impl DiagnosticStore {
     /// as two instances of one server are, counts once), then any other server that reported
     /// for the file, by name. Duplicates across servers (same range, severity,
     /// message and code; source and server ignored) keep the first, highest-precedence copy;
-    /// within one server (both origins together) only fully identical diagnostics collapse.
+    /// within one server (both origins of all its instances together) only fully identical
+    /// diagnostics collapse.
     pub fn merged(&self, path: &Path, server_order: &[&str]) -> Vec<Diagnostic> {
         let Some(servers) = self.by_file.get(path) else {
             return Vec::new();
         };
-        // Each name once: the instances of one server (one per project root) share its name,
-        // and a set visited twice would be reported twice.
         let mut visited_names: HashSet<&str> = HashSet::new();
         let visit: Vec<&str> = server_order
             .iter()
             .copied()
-            .filter(|name| servers.contains_key(name))
-            .chain(servers.keys().map(String::as_str))
+            .filter(|name| servers.has_name(name))
+            .chain(servers.names())
             .filter(|name| visited_names.insert(name))
             .collect();
         // First server that contributed each cross-server key.
@@ -499,7 +547,7 @@ impl DiagnosticStore {
         let mut merged = Vec::new();
         for name in visit {
             let mut seen_here: HashSet<&Diagnostic> = HashSet::new();
-            for diagnostic in servers.get(name).into_iter().flat_map(ServerSets::iter) {
+            for diagnostic in servers.sets_of(name).flat_map(ServerSets::iter) {
                 if !seen_here.insert(diagnostic) {
                     continue;
                 }
@@ -1047,7 +1095,11 @@ mod tests {
     ) {
         let mut store = DiagnosticStore::new();
         for (server, path, diags) in publishes {
-            store.replace(server, &Path::new("/ws").join(path), diags);
+            store.replace(
+                Reporter::new(server, 0),
+                &Path::new("/ws").join(path),
+                diags,
+            );
         }
         let got = store.merged(&Path::new("/ws").join(file), order);
         assert_eq!(shows(&got), expected);
@@ -1141,8 +1193,13 @@ mod tests {
         let pushed = || dg("A", "a.py", 3, 1, 'E', "check", Some("rustc"), Some("E1"));
         let a = Path::new("/ws/a.py");
         let mut store = DiagnosticStore::new();
-        store.replace_from("A", a, Origin::Pulled, vec![pulled()]);
-        store.replace_from("A", a, Origin::Published, vec![pushed(), pulled()]);
+        store.replace_from(Reporter::new("A", 0), a, Origin::Pulled, vec![pulled()]);
+        store.replace_from(
+            Reporter::new("A", 0),
+            a,
+            Origin::Published,
+            vec![pushed(), pulled()],
+        );
         // The union, the identical copy kept once.
         assert_eq!(
             shows(&store.merged(a, &["A"])),
@@ -1152,7 +1209,7 @@ mod tests {
             ]
         );
         // A later pull answer replaces only the pulled set, an empty publish only the pushed.
-        store.replace_from("A", a, Origin::Pulled, vec![]);
+        store.replace_from(Reporter::new("A", 0), a, Origin::Pulled, vec![]);
         assert_eq!(
             shows(&store.merged(a, &["A"])),
             [
@@ -1160,7 +1217,7 @@ mod tests {
                 "a.py 3:1-3:2 error check src=rustc code=E1 @A",
             ]
         );
-        store.replace_from("A", a, Origin::Published, vec![]);
+        store.replace_from(Reporter::new("A", 0), a, Origin::Published, vec![]);
         assert_eq!(store.merged(a, &["A"]), vec![]);
         assert_eq!(store.get("A", a).map(|set| set.len()), Some(0));
     }
@@ -1170,22 +1227,63 @@ mod tests {
         let mut store = DiagnosticStore::new();
         let a = Path::new("/ws/a.py");
         let b = Path::new("/ws/b.py");
-        store.replace("A", b, vec![dg("A", "b.py", 1, 1, 'E', "x", None, None)]);
-        store.replace("A", a, vec![]);
-        store.replace("B", a, vec![dg("B", "a.py", 1, 1, 'E', "y", None, None)]);
+        store.replace(
+            Reporter::new("A", 0),
+            b,
+            vec![dg("A", "b.py", 1, 1, 'E', "x", None, None)],
+        );
+        store.replace(Reporter::new("A", 0), a, vec![]);
+        store.replace(
+            Reporter::new("B", 0),
+            a,
+            vec![dg("B", "a.py", 1, 1, 'E', "y", None, None)],
+        );
         let files: Vec<&Path> = store.files().collect();
         assert_eq!(files, [a, b]);
-        assert!(store.has_published("A", a));
-        assert!(!store.has_published("C", a));
+        assert!(store.has_published(Reporter::new("A", 0), a));
+        assert!(!store.has_published(Reporter::new("C", 0), a));
         assert_eq!(store.get("A", a).map(|set| set.len()), Some(0));
         store.clear_server("B");
-        assert!(!store.has_published("B", a));
+        assert!(!store.has_published(Reporter::new("B", 0), a));
         assert_eq!(store.merged(a, &["A", "B"]), vec![]);
         store.clear_server("A");
         assert_eq!(store.files().count(), 0);
-        store.replace("A", a, vec![]);
+        store.replace(Reporter::new("A", 0), a, vec![]);
         store.clear_file(a);
-        assert!(!store.has_published("A", a));
+        assert!(!store.has_published(Reporter::new("A", 0), a));
+    }
+
+    /// Two instances of one server (one per project root) keep their own sets: an empty publish
+    /// from one leaves the other's; a diagnostic both give counts once; clearing the server
+    /// clears both.
+    #[test]
+    fn store_keeps_each_instance_of_a_server_apart() {
+        let mut store = DiagnosticStore::new();
+        let a = Path::new("/ws/a.py");
+        let error = dg("A", "a.py", 1, 1, 'E', "x", None, None);
+        let warning = dg("A", "a.py", 2, 1, 'W', "y", None, None);
+        store.replace(Reporter::new("A", 0), a, vec![error.clone()]);
+        store.replace(Reporter::new("A", 3), a, vec![]);
+        assert_eq!(store.merged(a, &["A"]), vec![error.clone()]);
+        assert!(store.has_published(Reporter::new("A", 3), a));
+        assert!(!store.has_published(Reporter::new("A", 1), a));
+        store.replace(
+            Reporter::new("A", 3),
+            a,
+            vec![warning.clone(), error.clone()],
+        );
+        assert_eq!(
+            store.merged(a, &["A"]),
+            vec![error.clone(), warning.clone()]
+        );
+        assert_eq!(store.get("A", a), Some(vec![error.clone(), warning]));
+        store.replace(Reporter::new("A", 0), a, vec![]);
+        store.replace(Reporter::new("A", 3), a, vec![]);
+        assert_eq!(store.get("A", a), Some(vec![]));
+        assert_eq!(store.merged(a, &["A"]), vec![]);
+        store.replace(Reporter::new("A", 3), a, vec![error]);
+        store.clear_server("A");
+        assert_eq!(store.files().count(), 0);
     }
 
     fn file_of(name: &str, diags: Vec<Diagnostic>) -> (PathBuf, Vec<Diagnostic>) {

@@ -17,9 +17,10 @@ use crossbeam_channel::Sender;
 use serde_json::Value;
 
 use super::{ServerState, State};
-use crate::diagnostics::{Diagnostic, DrainedBatch, Origin, PassiveRegistry};
+use crate::diagnostics::{Diagnostic, DrainedBatch, Origin, PassiveRegistry, Reporter};
 use crate::doorbell::LoopSender;
 use crate::engine::{EngineError, Op};
+use crate::process::ServerId;
 
 /// Something a frontend may want to tell its own client about.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -147,13 +148,16 @@ impl State {
     /// "nothing published".
     pub(super) fn record_diagnostics(
         &mut self,
+        server_id: ServerId,
         server: &str,
         path: &Path,
         origin: Origin,
         diags: Vec<Diagnostic>,
     ) {
-        // The server's set for the file is the union of what it pulled and pushed.
-        self.store.replace_from(server, path, origin, diags);
+        // The server's set for the file is the union of what each of its instances pulled and
+        // pushed.
+        self.store
+            .replace_from(Reporter::new(server, server_id.0), path, origin, diags);
         let diags = self.store.get(server, path).unwrap_or_default();
         let fingerprint = {
             use std::hash::{Hash, Hasher};

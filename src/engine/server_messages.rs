@@ -21,7 +21,7 @@ use super::super::documents::read_text;
 use super::super::server_requests::{self, SideEffect};
 use super::super::settle::PublishInfo;
 use super::State;
-use crate::diagnostics::{self, Diagnostic, Origin};
+use crate::diagnostics::{self, Diagnostic, Origin, Reporter};
 use crate::process::{ServerEvent, ServerId};
 use crate::text::{LineIndex, PositionEncoding};
 use crate::transport::{IncomingMessage, Outgoing};
@@ -334,7 +334,7 @@ impl State {
         }
         let encoding = server.encoding;
         let converted = self.convert(&name, &path, &raw, encoding);
-        self.record_diagnostics(&name, &path, Origin::Published, converted);
+        self.record_diagnostics(server_id, &name, &path, Origin::Published, converted);
     }
 
     /// Records again `server_id`'s last publish for `path` when a settle rule made it stand for
@@ -348,7 +348,11 @@ impl State {
     pub(super) fn restore_standing_publish(&mut self, server_id: ServerId, path: &Path) {
         let server = &self.servers[server_id.0 as usize];
         let name = server.config.name.clone();
-        if !server.config.diagnostics || self.store.has_published(&name, path) {
+        if !server.config.diagnostics
+            || self
+                .store
+                .has_published(Reporter::new(&name, server_id.0), path)
+        {
             return;
         }
         let Some(raw) = server
@@ -371,7 +375,7 @@ impl State {
         );
         let encoding = server.encoding;
         let converted = self.convert(&name, path, &parsed, encoding);
-        self.record_diagnostics(&name, path, Origin::Published, converted);
+        self.record_diagnostics(server_id, &name, path, Origin::Published, converted);
     }
 
     fn convert(
@@ -450,7 +454,7 @@ impl State {
             })
             .unwrap_or_default();
         let converted = self.convert(&name, path, &items, encoding);
-        self.record_diagnostics(&name, path, Origin::Pulled, converted);
+        self.record_diagnostics(server_id, &name, path, Origin::Pulled, converted);
     }
 }
 

@@ -1431,3 +1431,44 @@ fn the_report_is_written_before_the_servers_are_stopped() {
         std::time::Duration::from_secs(5),
     );
 }
+
+/// Two instances of one server (one per project root, `rootMarkers`) both report for a file: the
+/// instance at `b/` publishes an empty set for `a/x.py` (150 ms after opening its own file), which the instance at `a/` opened and
+/// found an error in. Each instance's set is its own: the empty one does not replace the other's,
+/// as a second server's would not (B17). Before, the store kept one set per server name and the
+/// later, empty publish made `a/x.py` clean, exit 0.
+#[test]
+fn an_empty_publish_from_another_instance_does_not_clean_a_file() {
+    let mut workspace = Workspace::new("instances");
+    workspace
+        .file("a/marker.toml", "")
+        .file("a/x.py", "ERROR: seen by a\n")
+        .file("b/marker.toml", "")
+        .file("b/y.py", "ok = 1\n");
+    let x_uri = format!("file://{}", workspace.path("a/x.py").display());
+    let scenario_json = json!({"rules": [{
+        "method": "textDocument/didOpen",
+        "uriEndsWith": "/b/y.py",
+        "actions": [
+            {"default": true},
+            {"sleepMs": 150},
+            {"publish": {"uri": x_uri, "version": "omit", "diagnostics": []}},
+        ],
+    }]});
+    let config = workspace.fixture_config(&[("fx", &[".py"], scenario_json)]);
+    let mut entries: Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    entries["fx"]["rootMarkers"] = json!(["marker.toml"]);
+    std::fs::write(&config, entries.to_string()).unwrap();
+    let output = check_with(&workspace, &config, &["b/y.py", "a/x.py"]);
+    output
+        .status(1)
+        .stdout_is("a/x.py:1:1: error: seen by a [fixture FX1]\n");
+    // Both instances ran, and the one at b/ did publish for a/x.py.
+    let transcript = workspace.transcript("fx");
+    let starts = transcript
+        .iter()
+        .filter(|entry| entry["event"] == "start")
+        .count();
+    assert_eq!(starts, 2, "{}", output.story());
+}
