@@ -42,6 +42,7 @@
 //! - [`tagged_json`]: internally tagged JSON enums read by hand, not by serde's derive (binary size).
 
 pub mod batch;
+pub mod bounded_run;
 pub mod check;
 pub mod cli;
 pub mod config;

@@ -22,7 +22,7 @@ use std::fmt;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Once;
 
 /// Folder names the fallback walk never descends into (besides hidden entries): they hold
@@ -177,19 +177,13 @@ fn git_list_folder(folder: &Path) -> Option<Vec<PathBuf>> {
         return None;
     }
     let mut command = Command::new("git");
-    command
-        .arg("-C")
-        .arg(folder)
-        .args([
-            "ls-files",
-            "-z",
-            "--cached",
-            "--others",
-            "--exclude-standard",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    command.arg("-C").arg(folder).args([
+        "ls-files",
+        "-z",
+        "--cached",
+        "--others",
+        "--exclude-standard",
+    ]);
     // These would point git at some other repository than the one containing `folder` (they are
     // set, for example, while running inside a git hook).
     for variable in [
@@ -200,7 +194,13 @@ fn git_list_folder(folder: &Path) -> Option<Vec<PathBuf>> {
     ] {
         command.env_remove(variable);
     }
-    let output = match command.output() {
+    // Bounded: a git stuck on a lock or a slow `core.fsmonitor` hook must not hold the check up;
+    // past the deadline the folder is walked without it.
+    let output = match crate::bounded_run::output(
+        &mut command,
+        "git ls-files",
+        crate::bounded_run::DEFAULT_TIMEOUT,
+    ) {
         Ok(output) => output,
         Err(error) => {
             log::debug!(
@@ -467,6 +467,7 @@ fn parse_gitignore(base: &Path, text: &str) -> (Vec<IgnorePattern>, Vec<String>)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::process::Stdio;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// A temporary folder removed on drop (no tempfile crate allowed).

@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 /// Why the changed files could not be listed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,19 +105,25 @@ fn bytes_to_path(bytes: &[u8]) -> PathBuf {
 
 /// Runs `git -C dir args…` and returns its stdout.
 fn git(dir: &Path, args: &[&str]) -> Result<Vec<u8>, ChangedError> {
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|error| ChangedError::GitMissing(error.to_string()))?;
+    let command = format!("git {}", args.join(" "));
+    let output = crate::bounded_run::output(
+        Command::new("git").arg("-C").arg(dir).args(args),
+        &command,
+        crate::bounded_run::DEFAULT_TIMEOUT,
+    )
+    .map_err(|error| match error.kind() {
+        std::io::ErrorKind::TimedOut => ChangedError::Git {
+            command: command.clone(),
+            stderr: error.to_string(),
+        },
+        _ => ChangedError::GitMissing(error.to_string()),
+    })?;
     if output.status.success() {
         return Ok(output.stdout);
     }
     let stderr = String::from_utf8_lossy(&output.stderr);
     Err(ChangedError::Git {
-        command: format!("git {}", args.join(" ")),
+        command,
         stderr: stderr.trim().lines().next().unwrap_or("").to_owned(),
     })
 }
@@ -125,6 +131,7 @@ fn git(dir: &Path, args: &[&str]) -> Result<Vec<u8>, ChangedError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::process::Stdio;
 
     fn run(dir: &Path, args: &[&str]) {
         let status = Command::new("git")

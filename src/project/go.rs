@@ -21,7 +21,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::Value;
 
@@ -84,22 +84,21 @@ impl GoFiles {
 
     /// `go list` of the module at `module_root`; `None` when `go list` cannot run or fails.
     fn list_module(&self, module_root: &Path) -> Option<Listing> {
-        let output = Command::new("go")
-            .args(["list", "-e", "-find"])
-            .args(&self.build_flags)
-            .args([
-                "-f",
-                "{{.Dir}}{{range .IgnoredGoFiles}}|{{.}}{{end}}",
-                "./...",
-            ])
-            .current_dir(module_root)
-            .envs(self.env.iter().map(|(key, value)| (key, value)))
-            .env("GOPROXY", "off")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .and_then(|child| bounded_output(child, LIST_TIMEOUT));
+        let output = crate::bounded_run::output(
+            Command::new("go")
+                .args(["list", "-e", "-find"])
+                .args(&self.build_flags)
+                .args([
+                    "-f",
+                    "{{.Dir}}{{range .IgnoredGoFiles}}|{{.}}{{end}}",
+                    "./...",
+                ])
+                .current_dir(module_root)
+                .envs(self.env.iter().map(|(key, value)| (key, value)))
+                .env("GOPROXY", "off"),
+            "go list",
+            LIST_TIMEOUT,
+        );
         let output = match output {
             Ok(output) if output.status.success() => output,
             Ok(output) => {
@@ -122,54 +121,7 @@ impl GoFiles {
 
 /// How long one module's `go list` may take; past it the module keeps every file (a listing
 /// must never hold `lspc check` up: a stuck file system, a go command waiting on a lock).
-const LIST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// `child`'s output once it exits, read on two threads so a full pipe cannot stall it; a child
-/// still running after `timeout` is killed, reaped and reported as `TimedOut`.
-fn bounded_output(
-    mut child: std::process::Child,
-    timeout: std::time::Duration,
-) -> std::io::Result<std::process::Output> {
-    use std::io::Read;
-    use wait_timeout::ChildExt;
-    let read_all = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            if let Some(mut pipe) = pipe {
-                let _ = pipe.read_to_end(&mut bytes);
-            }
-            bytes
-        })
-    };
-    let stdout = read_all(
-        child
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let stderr = read_all(
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let status = match child.wait_timeout(timeout)? {
-        Some(status) => status,
-        None => {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                format!("go list took longer than {} s", timeout.as_secs()),
-            ));
-        }
-    };
-    Ok(std::process::Output {
-        status,
-        stdout: stdout.join().unwrap_or_default(),
-        stderr: stderr.join().unwrap_or_default(),
-    })
-}
+const LIST_TIMEOUT: std::time::Duration = crate::bounded_run::DEFAULT_TIMEOUT;
 
 /// What `go list -f '{{.Dir}}{{range .IgnoredGoFiles}}|{{.}}{{end}}' ./...` says of a module:
 /// one package a line, its folder then its ignored file names, `|`-separated. Paths canonical.
