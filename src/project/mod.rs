@@ -62,11 +62,13 @@ trait FileSet {
         Vec::new()
     }
 
-    /// Whether the server itself never checks a file its set leaves out, even when lspc opens
-    /// it: ruff's server answers nothing for an excluded document, while `ruff check FILE` lints
-    /// a file named on its command line. (pyright and tsserver check any open file.)
-    fn server_skips_what_it_leaves_out(&self) -> bool {
-        false
+    /// Why the server itself never checks `file`, even when lspc opens it and asks (the reason
+    /// as [`FileSet::leaves_out`] gives it): ruff's server answers nothing for a document in
+    /// its exclude, while `ruff check FILE` lints a file named on its command line. `None`
+    /// for a server that checks any open file (pyright, tsserver, and ruff outside its
+    /// `include`).
+    fn never_checks(&self, _file: &Path) -> Option<&'static str> {
+        None
     }
 
     /// Problems in the configuration files met so far that the project's own CLI reports as
@@ -155,24 +157,17 @@ impl ProjectFiles {
     /// `in ruff's exclude`; `None` when the server should check it.
     pub fn leaves_out(&self, index: usize, file: &Path) -> Option<String> {
         let (label, set) = self.sets.get(index)?.as_ref()?;
-        match set.leaves_out(file)? {
-            "outside" => Some(format!("outside {label}'s include")),
-            "excluded" => Some(format!("in {label}'s exclude")),
-            reason => Some(reason.to_owned()),
-        }
+        Some(reason_text(label, set.leaves_out(file)?))
     }
 
     /// Why server `index` will not check `file` even when lspc opens it and asks (see
-    /// `FileSet::server_skips_what_it_leaves_out`: ruff and its exclude), e.g. `in ruff's
-    /// exclude`; `None` when the server checks it. Asked for files `lspc check` keeps whole (named
-    /// on its command line, or walked with `--all-files`): for such a server, an empty answer
-    /// would be a "clean" that nothing checked.
+    /// `FileSet::never_checks`: ruff and its exclude), e.g. `in ruff's exclude`; `None` when
+    /// the server checks it. Asked for files `lspc check` keeps whole (named on its command
+    /// line, or walked with `--all-files`): for such a server, an empty answer would be a
+    /// "clean" that nothing checked.
     pub fn never_checks(&self, index: usize, file: &Path) -> Option<String> {
-        let (_, set) = self.sets.get(index)?.as_ref()?;
-        if !set.server_skips_what_it_leaves_out() {
-            return None;
-        }
-        self.leaves_out(index, file)
+        let (label, set) = self.sets.get(index)?.as_ref()?;
+        Some(reason_text(label, set.never_checks(file)?))
     }
 
     /// Diagnostics lspc found in the project configurations met so far (see
@@ -285,6 +280,15 @@ fn pyproject_tool(file: &Path, name: &str) -> Result<Option<Value>, ProjectError
     }
     let value = toml_file(file)?;
     Ok(value.get("tool").and_then(|tool| tool.get(name)).cloned())
+}
+
+/// A [`FileSet::leaves_out`] reason as the messages say it, for the set labelled `label`.
+fn reason_text(label: &str, reason: &str) -> String {
+    match reason {
+        "outside" => format!("outside {label}'s include"),
+        "excluded" => format!("in {label}'s exclude"),
+        reason => reason.to_owned(),
+    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,8 @@
 //!   folders, so `src` and `**/node_modules` cover everything below them.
 //! - [`NamePattern`] (ruff `exclude`/`extend-exclude`): a pattern without `/` matches any single
 //!   path component (`tests`, `*_pb2.py`); one with `/` is a [`PathPattern`] whose `*` and `?`
-//!   cross `/`, as ruff's globset matches.
+//!   cross `/`, as ruff's globset matches. As a ruff `include` entry it matches files only
+//!   ([`NamePattern::includes`]).
 //!
 //! Relative paths use `/` separators and never start with `./`.
 
@@ -87,6 +88,19 @@ impl NamePattern {
             NamePattern::Path(pattern) => ancestors_and_self(relative)
                 .any(|prefix| pattern.pattern.matches_with(prefix, GLOBSET_OPTIONS)),
         }
+    }
+
+    /// Whether the pattern, as a ruff `include` entry, takes the file at `relative` (a path
+    /// relative to the base): ruff anchors every entry at the base and matches the whole path
+    /// with `*` crossing `/`, so `*.py` takes `src/pkg/a.py` while `a.py` takes only the base's
+    /// own `a.py`. Unlike [`NamePattern::covers`], a match of one of its folders does not count:
+    /// ruff matches `include` against files, as it walks.
+    pub fn includes(&self, relative: &str) -> bool {
+        let pattern = match self {
+            NamePattern::Component(pattern) => pattern,
+            NamePattern::Path(pattern) => &pattern.pattern,
+        };
+        pattern.matches_with(relative, GLOBSET_OPTIONS)
     }
 }
 
@@ -176,6 +190,27 @@ mod tests {
         // ruff's globset: `*` crosses `/` (`ruff check --show-files` leaves out docs/sub/x.py).
         check("docs/*.py", "docs/sub/x.py", true);
         check("docs/*.py", "src/x.py", false);
+    }
+
+    /// As ruff `include` entries (checked with `ruff check --show-files`, ruff 0.17.6): the
+    /// whole relative path matches, with `*` crossing `/`; a matching folder alone takes
+    /// nothing.
+    #[test]
+    fn name_patterns_as_includes_match_files() {
+        let includes =
+            |pattern: &str, path: &str| NamePattern::new(pattern).unwrap().includes(path);
+        assert!(includes("*.py", "a.py"));
+        assert!(includes("*.py", "src/pkg/a.py"));
+        assert!(includes("a.py", "a.py"));
+        assert!(!includes("a.py", "src/pkg/a.py"));
+        assert!(includes("**/pyproject.toml", "pyproject.toml"));
+        assert!(!includes("*.py", "src/b.pyi"));
+        assert!(!includes("src", "src/a.py"));
+        assert!(includes("src/**/*.py", "src/pkg/a.py"));
+        assert!(includes("src/*.py", "src/pkg/a.py"));
+        assert!(!includes("src/**/*.py", "scripts/x.py"));
+        assert!(includes("**/pyproject.toml", "pkg/pyproject.toml"));
+        assert!(!includes("tools/*.pyi", "tools"));
     }
 
     #[test]

@@ -4,7 +4,12 @@
 //! (docs/configuration.md "Config file discovery"), past the workspace root as ruff's server
 //! does. Patterns are relative to the file that wrote them. `extend` is followed as ruff 0.17
 //! follows it (checked with `ruff check --show-files`): the nearest file of the chain that sets
-//! `exclude` gives it, and every file's `extend-exclude` adds to it.
+//! `exclude` gives it, and every file's `extend-exclude` adds to it; `include` and
+//! `extend-include` likewise.
+//!
+//! Two verdicts: a file in the exclude is one ruff's server never lints, even open
+//! ([`FileSet::never_checks`]); a file outside the `include` is one `ruff check .` does not
+//! walk into but the server lints when it is opened, so only a walk leaves ruff out of it.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -43,12 +48,25 @@ const DEFAULT_EXCLUDE: &[&str] = &[
     "venv",
 ];
 
-/// One ruff configuration: its folder and its exclusions, each with the folder of the file
-/// that wrote it (an `extend`ed file's patterns are relative to that file).
+/// ruff's `include` default (ruff 0.17 `ruff_workspace::settings::INCLUDE`).
+const DEFAULT_INCLUDE: &[&str] = &["*.py", "*.pyi", "*.ipynb", "**/pyproject.toml"];
+
+/// One ruff configuration: its folder, its exclusions and its inclusions, each with the folder
+/// of the file that wrote it (an `extend`ed file's patterns are relative to that file).
 #[derive(Debug, Clone)]
 struct RuffConfig {
     folder: PathBuf,
     exclude: Vec<(PathBuf, NamePattern)>,
+    include: Vec<(PathBuf, NamePattern)>,
+}
+
+/// `names` as patterns relative to `base`.
+fn patterns_at(names: &[&str], base: &Path) -> Vec<(PathBuf, NamePattern)> {
+    names
+        .iter()
+        .filter_map(|name| NamePattern::new(name))
+        .map(|pattern| (base.to_path_buf(), pattern))
+        .collect()
 }
 
 /// How many files an `extend` chain may have; a longer one is reported as a cycle.
@@ -74,14 +92,7 @@ impl RuffFiles {
     fn excludes(&self, config: Option<RuffConfig>, path: &Path) -> bool {
         let (folder, exclude) = match config.or_else(|| self.user_config()) {
             Some(config) => (config.folder, config.exclude),
-            None => (
-                self.root.clone(),
-                DEFAULT_EXCLUDE
-                    .iter()
-                    .filter_map(|p| NamePattern::new(p))
-                    .map(|pattern| (self.root.clone(), pattern))
-                    .collect(),
-            ),
+            None => (self.root.clone(), patterns_at(DEFAULT_EXCLUDE, &self.root)),
         };
         // A bare name matches a folder of the project wherever it was written (`gen` in an
         // `extend`ed file elsewhere still excludes this project's `gen/`); a path only below
@@ -93,6 +104,19 @@ impl RuffFiles {
                 NamePattern::Path(_) => relative_to(path, base),
             };
             relative.is_some_and(|relative| pattern.covers(&relative))
+        })
+    }
+
+    /// Whether `config` (`None`: ruff's defaults relative to the root) includes the file
+    /// `path`: its name or its path relative to the folder of the file that wrote a pattern
+    /// matches some `include` or `extend-include` entry.
+    fn includes(&self, config: Option<RuffConfig>, path: &Path) -> bool {
+        let include = match config.or_else(|| self.user_config()) {
+            Some(config) => config.include,
+            None => patterns_at(DEFAULT_INCLUDE, &self.root),
+        };
+        include.iter().any(|(base, pattern)| {
+            relative_to(path, base).is_some_and(|relative| pattern.includes(&relative))
         })
     }
 
@@ -115,6 +139,11 @@ impl RuffFiles {
                     folder: self.root.clone(),
                     exclude: config
                         .exclude
+                        .into_iter()
+                        .map(|(_, pattern)| (self.root.clone(), pattern))
+                        .collect(),
+                    include: config
+                        .include
                         .into_iter()
                         .map(|(_, pattern)| (self.root.clone(), pattern))
                         .collect(),
@@ -198,6 +227,8 @@ fn read_config(folder: &Path) -> Result<Option<RuffConfig>, ProjectError> {
     let mut exclude: Option<Vec<(PathBuf, NamePattern)>> = None;
     let mut lint_exclude: Option<Vec<(PathBuf, NamePattern)>> = None;
     let mut extend_exclude: Vec<(PathBuf, NamePattern)> = Vec::new();
+    let mut include: Option<Vec<(PathBuf, NamePattern)>> = None;
+    let mut extend_include: Vec<(PathBuf, NamePattern)> = Vec::new();
     let mut chain = vec![file.clone()];
     loop {
         let base = file.parent().unwrap_or(folder).to_path_buf();
@@ -226,6 +257,10 @@ fn read_config(folder: &Path) -> Result<Option<RuffConfig>, ProjectError> {
             lint_exclude = patterns(&["lint", "exclude"]);
         }
         extend_exclude.extend(patterns(&["extend-exclude"]).unwrap_or_default());
+        if include.is_none() {
+            include = patterns(&["include"]);
+        }
+        extend_include.extend(patterns(&["extend-include"]).unwrap_or_default());
         let Some(next) = table.get("extend").and_then(Value::as_str) else {
             break;
         };
@@ -257,18 +292,15 @@ fn read_config(folder: &Path) -> Result<Option<RuffConfig>, ProjectError> {
         chain.push(next.clone());
         file = next;
     }
-    let mut exclude = exclude.unwrap_or_else(|| {
-        DEFAULT_EXCLUDE
-            .iter()
-            .filter_map(|name| NamePattern::new(name))
-            .map(|pattern| (folder.to_path_buf(), pattern))
-            .collect()
-    });
+    let mut exclude = exclude.unwrap_or_else(|| patterns_at(DEFAULT_EXCLUDE, folder));
     exclude.extend(extend_exclude);
     exclude.extend(lint_exclude.unwrap_or_default());
+    let mut include = include.unwrap_or_else(|| patterns_at(DEFAULT_INCLUDE, folder));
+    include.extend(extend_include);
     Ok(Some(RuffConfig {
         folder: folder.to_path_buf(),
         exclude,
+        include,
     }))
 }
 
@@ -335,14 +367,19 @@ impl FileSet for RuffFiles {
         self.errors.borrow().clone()
     }
 
-    fn server_skips_what_it_leaves_out(&self) -> bool {
-        true
+    fn never_checks(&self, file: &Path) -> Option<&'static str> {
+        let folder = file.parent()?;
+        self.excludes(self.config_for(folder), file)
+            .then_some("excluded")
     }
 
     fn leaves_out(&self, file: &Path) -> Option<&'static str> {
         let folder = file.parent()?;
-        self.excludes(self.config_for(folder), file)
-            .then_some("excluded")
+        let config = self.config_for(folder);
+        if self.excludes(config.clone(), file) {
+            return Some("excluded");
+        }
+        (!self.includes(config, file)).then_some("outside")
     }
 }
 

@@ -135,6 +135,16 @@ fn ruff_rows(report: &Value) -> BTreeSet<(String, u64, u64, String)> {
     rows
 }
 
+/// `lspc check --format json` with only the servers of `config`, and `extra` arguments.
+fn json_check(workspace: &Workspace, config: &std::path::Path, extra: &[&str]) -> Output {
+    workspace
+        .lspc()
+        .args(["check", "--no-builtin", "--format", "json", "--config"])
+        .arg(config)
+        .args(extra)
+        .run()
+}
+
 fn python_project_check(workspace: &Workspace, extra: &[&str]) -> Output {
     let config = workspace.config(json!({ "pyright": pyright_entry(), "ruff": ruff_entry() }));
     workspace
@@ -917,14 +927,7 @@ fn a_file_in_ruffs_exclude_is_never_reported_clean_by_ruff() {
     );
     assert!(cli.contains("docs/conf.py:1:8: F401"), "{cli}");
     let config = workspace.config(json!({ "ruff": ruff_entry() }));
-    let check = |extra: &[&str]| {
-        workspace
-            .lspc()
-            .args(["check", "--no-builtin", "--format", "json", "--config"])
-            .arg(&config)
-            .args(extra)
-            .run()
-    };
+    let check = |extra: &[&str]| json_check(&workspace, &config, extra);
     let named = check(&["docs/conf.py"]);
     named.status(2);
     assert_eq!(
@@ -1242,4 +1245,68 @@ fn go_module_checks_what_go_vet_checks() {
         .run()
         .status(1)
         .stdout_contains("mem.go:5:8: error:");
+}
+
+/// ruff's `include` (and `extend-include`) decide which files `ruff check .` walks into: with
+/// `include = ["src/**/*.py"]` and `extend-include = ["tools/*.pyi"]` it lints `src/pkg/a.py`
+/// and `tools/y.pyi` only. lspc's walk had ruff lint every `.py`/`.pyi` file (four F401s where
+/// ruff's CLI reports two). A file outside the include is one ruff's server still lints when it
+/// is opened, so a named one is checked, as `ruff check scripts/x.py` lints it.
+#[test]
+fn a_walk_leaves_ruff_out_of_files_outside_its_include() {
+    require_program!("ruff");
+    let workspace = Workspace::new("ruff-include");
+    workspace.file(
+        "pyproject.toml",
+        "[tool.ruff]\ninclude = [\"src/**/*.py\"]\nextend-include = [\"tools/*.pyi\"]\n",
+    );
+    for file in ["src/pkg/a.py", "src/b.pyi", "scripts/x.py", "tools/y.pyi"] {
+        workspace.file(file, "import os\n");
+    }
+    let cli = tool_output(
+        &workspace,
+        "ruff",
+        &["check", "--output-format", "json", "."],
+    );
+    let root = workspace.root.canonicalize().unwrap();
+    let cli_rows: BTreeSet<(String, u64, u64, String)> = serde_json::from_str::<Value>(&cli)
+        .expect("ruff check --output-format json")
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|diagnostic| {
+            let file = std::path::Path::new(diagnostic["filename"].as_str().unwrap());
+            (
+                file.strip_prefix(&root).unwrap().display().to_string(),
+                diagnostic["location"]["row"].as_u64().unwrap(),
+                diagnostic["location"]["column"].as_u64().unwrap(),
+                diagnostic["code"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let expected: BTreeSet<(String, u64, u64, String)> = [
+        ("src/pkg/a.py".to_owned(), 1, 8, "F401".to_owned()),
+        ("tools/y.pyi".to_owned(), 1, 8, "F401".to_owned()),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(cli_rows, expected, "{cli}");
+    let config = workspace.config(json!({ "ruff": {
+        "command": "ruff", "args": ["server"],
+        "extensionToLanguage": {".py": "python", ".pyi": "python"}}}));
+    let check = |extra: &[&str]| json_check(&workspace, &config, extra);
+    let walked = check(&[]);
+    walked.status(0);
+    assert_eq!(ruff_rows(&walked.json()), expected, "{}", walked.story());
+    walked.stderr_contains("2 files outside ruff's include not checked");
+    let named = check(&["scripts/x.py"]);
+    named.status(0);
+    assert_eq!(
+        ruff_rows(&named.json()),
+        [("scripts/x.py".to_owned(), 1, 8, "F401".to_owned())]
+            .into_iter()
+            .collect(),
+        "{}",
+        named.story()
+    );
 }
