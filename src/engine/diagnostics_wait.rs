@@ -717,6 +717,7 @@ impl State {
             // lspc sends `didSave` with every later version to servers that asked for saves.
             saved: sent_version > doc.opened_version && server.save.is_some(),
             versioned_final: !readiness && server.settle_rule() == SettleRule::VersionedPublish,
+            unhealthy: server.health_error.is_some(),
         })
     }
 }
