@@ -285,12 +285,8 @@ impl State {
                 .iter()
                 .map(|&index| {
                     let config = &self.servers[index].config;
-                    let path_var = std::env::var("PATH").ok();
-                    let env = |name: &str| std::env::var(name).ok();
-                    if let Some(reason) =
-                        crate::config::linter::missing_linter(config, path_var.as_deref(), &env)
-                    {
-                        reason
+                    if let Some(reason) = &config.diagnostics_off_reason {
+                        reason.clone()
                     } else if config.origin == ConfigOrigin::BuiltIn
                         && !builtin_publishes_diagnostics(&config.name)
                     {
