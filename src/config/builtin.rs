@@ -396,6 +396,7 @@ pub(crate) fn builtin_servers(
             restart_on_crash: true,
             max_restarts: 3,
             diagnostics: builtin_publishes_diagnostics(builtin.name),
+            diagnostics_off_reason: None,
             origin: ConfigOrigin::BuiltIn,
         };
         server.root_markers = default_root_markers(&server.extension_to_language);

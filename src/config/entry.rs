@@ -316,6 +316,7 @@ fn parse_entry(
         restart_on_crash,
         max_restarts,
         diagnostics,
+        diagnostics_off_reason: None,
         origin: source.origin.clone(),
     })
 }

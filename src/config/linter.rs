@@ -8,6 +8,8 @@
 //! an empty set for every script: without the program, its empty answer would be a "clean"
 //! nothing checked. Such a server is loaded with `diagnostics: false` (queries still work), and
 //! a check says why no server gives a script's diagnostics.
+//!
+//! pylsp likewise lints only through its lint plugins (`pylsp_plugins.rs`).
 
 use std::path::Path;
 
@@ -15,8 +17,9 @@ use super::resolve::{find_in_path, is_executable_file};
 use super::ServerConfig;
 
 /// Why `server` cannot give diagnostics on this machine: the program its diagnostics come from
-/// is missing, e.g. "bash lints only through ShellCheck, and `shellcheck` is not on its PATH";
-/// `None` when it can (or lspc knows of no such program for it).
+/// is missing, e.g. "bash lints only through ShellCheck, and `shellcheck` is not on its PATH",
+/// or pylsp has no lint plugin that can run; `None` when it can (or lspc knows of no such
+/// program for it).
 ///
 /// `path_var` is lspc's `PATH` and `env` its environment; the server's own `env` entries
 /// (`PATH`, `SHELLCHECK_PATH`) win over them, as the server inherits lspc's environment plus
@@ -27,8 +30,17 @@ pub fn missing_linter(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Option<String> {
     if !runs_bash_language_server(server) {
-        return None;
+        return super::pylsp_plugins::missing_lint_plugins(server, path_var);
     }
+    missing_shellcheck(server, path_var, env)
+}
+
+/// [`missing_linter`] for bash-language-server: ShellCheck, looked up as it looks it up.
+fn missing_shellcheck(
+    server: &ServerConfig,
+    path_var: Option<&str>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<String> {
     let name = &server.name;
     let setting = server
         .settings
@@ -76,6 +88,7 @@ pub fn turn_off_unusable_diagnostics(
         if let Some(reason) = missing_linter(server, path_var, env) {
             log::info!("{reason}: its diagnostics are not used");
             server.diagnostics = false;
+            server.diagnostics_off_reason = Some(reason);
         }
     }
 }
@@ -122,6 +135,7 @@ mod tests {
             restart_on_crash: true,
             max_restarts: 3,
             diagnostics: true,
+            diagnostics_off_reason: None,
             origin: super::super::ConfigOrigin::BuiltIn,
         }
     }

@@ -23,6 +23,7 @@ mod expand;
 mod json;
 pub mod linter;
 pub mod probe;
+mod pylsp_plugins;
 mod resolve;
 mod sources;
 
@@ -80,6 +81,10 @@ pub struct ServerConfig {
     /// `false` (seed 000 `diagnostics:false`) keeps the server for queries but ignores its
     /// diagnostics.
     pub diagnostics: bool,
+    /// Why lspc turned `diagnostics` off on this machine: the program or plugins its
+    /// diagnostics come from are missing (`linter.rs`), e.g. "bash-language-server lints only
+    /// through ShellCheck, and `shellcheck` is not on its PATH"; `None` otherwise.
+    pub diagnostics_off_reason: Option<String>,
     /// Where this entry came from, for `lspc servers` and error messages.
     pub origin: ConfigOrigin,
 }
@@ -856,6 +861,7 @@ mod tests {
             restart_on_crash: false,
             max_restarts: 7,
             diagnostics: false,
+            diagnostics_off_reason: None,
             origin: ConfigOrigin::CommandLine(file),
         };
         assert_eq!(config.servers, [expected]);

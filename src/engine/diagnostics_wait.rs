@@ -285,12 +285,8 @@ impl State {
                 .iter()
                 .map(|&index| {
                     let config = &self.servers[index].config;
-                    let path_var = std::env::var("PATH").ok();
-                    let env = |name: &str| std::env::var(name).ok();
-                    if let Some(reason) =
-                        crate::config::linter::missing_linter(config, path_var.as_deref(), &env)
-                    {
-                        reason
+                    if let Some(reason) = &config.diagnostics_off_reason {
+                        reason.clone()
                     } else if config.origin == ConfigOrigin::BuiltIn
                         && !builtin_publishes_diagnostics(&config.name)
                     {
@@ -717,6 +713,7 @@ impl State {
             // lspc sends `didSave` with every later version to servers that asked for saves.
             saved: sent_version > doc.opened_version && server.save.is_some(),
             versioned_final: !readiness && server.settle_rule() == SettleRule::VersionedPublish,
+            unhealthy: server.health_error.is_some(),
         })
     }
 }

@@ -71,6 +71,9 @@ pub(super) struct Server {
     /// `error`: rust-analyzer says `Failed to load workspaces.` (a Cargo.toml it cannot
     /// parse) and then analyses no file, publishing nothing, so an empty answer is no clean.
     pub(super) health_error: Option<String>,
+    /// The `$/progress` token of gopls's `Error loading workspace` status, whose message is
+    /// `health_error` until it ends (`workspace_health.rs`); not counted as work.
+    pub(super) health_error_token: Option<String>,
     /// When `$/progress` or `quiescent` last changed.
     pub(super) last_progress_change: Option<Instant>,
     /// The last publish per document.
@@ -167,6 +170,7 @@ impl Server {
             active_progress: BTreeSet::new(),
             not_quiescent: false,
             health_error: None,
+            health_error_token: None,
             last_progress_change: None,
             publishes: HashMap::new(),
             raw_diagnostics: HashMap::new(),
@@ -602,6 +606,7 @@ impl State {
         server.active_progress.clear();
         server.not_quiescent = false;
         server.health_error = None;
+        server.health_error_token = None;
         server.publishes.clear();
         server.raw_diagnostics.clear();
         self.pulled.retain(|(id, _), _| *id != server_id);

@@ -35,6 +35,7 @@ mod tsserver_probe;
 pub use settle::SettleRule;
 pub mod supervisor;
 mod watchdog;
+mod workspace_health;
 pub use watchdog::{prepare as prepare_watchdog, WatchdogHold};
 
 use std::collections::HashMap;

@@ -256,6 +256,7 @@ mod tests {
             restart_on_crash: true,
             max_restarts: 3,
             diagnostics: true,
+            diagnostics_off_reason: None,
             origin: crate::config::ConfigOrigin::BuiltIn,
         }
     }

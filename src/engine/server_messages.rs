@@ -20,6 +20,7 @@ use serde_json::Value;
 use super::super::documents::read_text;
 use super::super::server_requests::{self, SideEffect};
 use super::super::settle::PublishInfo;
+use super::super::workspace_health;
 use super::State;
 use crate::diagnostics::{self, Diagnostic, Origin, Reporter};
 use crate::process::{ServerEvent, ServerId};
@@ -182,6 +183,7 @@ impl State {
     }
 
     fn handle_notification(&mut self, server_id: ServerId, method: &str, params: Value) {
+        let workspace_root = self.options.config.root.to_string_lossy().into_owned();
         let server = &mut self.servers[server_id.0 as usize];
         match method {
             "textDocument/publishDiagnostics" => self.queue_publish(server_id, params),
@@ -189,7 +191,25 @@ impl State {
                 let Some(token) = params.get("token").map(server_requests::token_key) else {
                     return;
                 };
-                let kind = params.pointer("/value/kind").and_then(Value::as_str);
+                let value = params.get("value").unwrap_or(&Value::Null);
+                if let Some(reason) = workspace_health::load_failure_began(value, &workspace_root) {
+                    log::warn!("{}: {reason}", server.config.name);
+                    server.health_error = Some(reason);
+                    server.health_error_token = Some(token);
+                    server.last_progress_change = Some(Instant::now());
+                    return;
+                }
+                if server.health_error_token.as_ref() == Some(&token) {
+                    let previous = server.health_error.as_deref().unwrap_or_default();
+                    server.health_error =
+                        workspace_health::load_failure_update(value, previous, &workspace_root);
+                    if server.health_error.is_none() {
+                        server.health_error_token = None;
+                    }
+                    server.last_progress_change = Some(Instant::now());
+                    return;
+                }
+                let kind = value.get("kind").and_then(Value::as_str);
                 // Tokens the server never created are accepted (pylsp does this, B03).
                 match kind {
                     Some("begin") | Some("report") => {
@@ -241,11 +261,18 @@ impl State {
                     .get("message")
                     .and_then(Value::as_str)
                     .unwrap_or_default();
-                match params.get("type").and_then(Value::as_u64) {
+                let message_type = params.get("type").and_then(Value::as_u64);
+                match message_type {
                     Some(1) if method == "window/showMessage" => {
                         log::warn!("{}: {text}", server.config.name)
                     }
                     _ => log::debug!("{}: {text}", server.config.name),
+                }
+                if method == "window/showMessage" {
+                    if let Some(reason) = workspace_health::no_view(message_type, text) {
+                        server.health_error = Some(reason);
+                        server.last_progress_change = Some(Instant::now());
+                    }
                 }
             }
             _ => log::trace!("{}: ignoring notification {method}", server.config.name),

@@ -209,6 +209,9 @@ pub(crate) struct PushState {
     pub saved: bool,
     /// [`SettleRule::VersionedPublish`]: the publish for the sent version is final.
     pub versioned_final: bool,
+    /// The server said it cannot load its workspace (its health is an error): silence after
+    /// the send stands ([`unhealthy_silence_settles`]).
+    pub unhealthy: bool,
 }
 
 /// The quiet period that applies to `state` after `publish`.
@@ -230,35 +233,15 @@ fn quiet_for(
     }
 }
 
-/// Whether the server's pushed diagnostics for the document are settled at `now`.
+/// Whether the server's pushed diagnostics for the document are settled at `now`
+/// ([`push_settle_time`] is past).
 pub(crate) fn push_settled(
     state: &PushState,
     now: Instant,
     quiet: Duration,
     quiet_unversioned: Duration,
 ) -> bool {
-    let Some(publish) = state.last_publish else {
-        return false;
-    };
-    if final_publish(state, &publish) {
-        return true;
-    }
-    let fresh = match publish.version {
-        Some(version) => version >= state.sent_version,
-        None => publish.at >= state.sent_at,
-    };
-    if state.progress_active {
-        return false;
-    }
-    if !fresh {
-        return silence_settles(state, &publish).is_some_and(|at| now >= at);
-    }
-    let quiet = quiet_for(state, &publish, quiet, quiet_unversioned);
-    let last_activity = match state.last_progress_change {
-        Some(progress) if progress > publish.at => progress,
-        _ => publish.at,
-    };
-    now.saturating_duration_since(last_activity) >= quiet
+    push_settle_time(state, quiet, quiet_unversioned).is_some_and(|at| now >= at)
 }
 
 /// [`SettleRule::PullAndPublish`]: when the pushed part of the file's diagnostics settles without
@@ -319,7 +302,9 @@ pub(crate) fn push_settle_time(
     quiet: Duration,
     quiet_unversioned: Duration,
 ) -> Option<Instant> {
-    let publish = state.last_publish?;
+    let Some(publish) = state.last_publish else {
+        return unhealthy_silence_settles(state, quiet_unversioned);
+    };
     if final_publish(state, &publish) {
         return Some(publish.at);
     }
@@ -331,7 +316,9 @@ pub(crate) fn push_settle_time(
         None => publish.at >= state.sent_at,
     };
     if !fresh {
-        return silence_settles(state, &publish);
+        let silence = silence_settles(state, &publish);
+        let unhealthy = unhealthy_silence_settles(state, quiet_unversioned);
+        return silence.into_iter().chain(unhealthy).min();
     }
     let quiet = quiet_for(state, &publish, quiet, quiet_unversioned);
     let last_activity = match state.last_progress_change {
@@ -339,6 +326,21 @@ pub(crate) fn push_settle_time(
         _ => publish.at,
     };
     Some(last_activity + quiet)
+}
+
+/// For a server whose health is an error (gopls could not load the workspace) and that has not
+/// published for the sent text: when its silence stands, the unversioned quiet period after the
+/// later of the send and the last progress or health change (gopls with no view of the folder
+/// never publishes, and a file it gives nothing is then a server failure, not a clean).
+fn unhealthy_silence_settles(state: &PushState, quiet_unversioned: Duration) -> Option<Instant> {
+    if !state.unhealthy || state.progress_active {
+        return None;
+    }
+    let since = match state.last_progress_change {
+        Some(progress) if progress > state.sent_at => progress,
+        _ => state.sent_at,
+    };
+    Some(since + quiet_unversioned)
 }
 
 #[cfg(test)]
@@ -369,6 +371,7 @@ mod tests {
             last_progress_change: None,
             saved: false,
             versioned_final: false,
+            unhealthy: false,
         }
     }
 
@@ -395,6 +398,34 @@ mod tests {
         check(state(t0, Some((Some(1), 5))), 60_000, t0, false);
         check(state(t0, Some((None, 60))), 400, t0, false);
         check(state(t0, Some((None, 60))), 1560, t0, true);
+    }
+
+    /// gopls with no `go` on its PATH never publishes; with a `go.mod` it cannot load, its
+    /// `Error loading workspace` status stays up: either way its silence stands once its health
+    /// is an error, after the unversioned quiet period (not the file's timeout).
+    #[test]
+    fn an_unhealthy_servers_silence_stands_after_the_unversioned_quiet_period() {
+        let t0 = Instant::now();
+        let unhealthy = |publish, progress_ms: Option<u64>| PushState {
+            unhealthy: true,
+            last_progress_change: progress_ms.map(|ms| t0 + Duration::from_millis(ms)),
+            ..state(t0, publish)
+        };
+        check(unhealthy(None, None), 1000, t0, false);
+        check(unhealthy(None, None), 1510, t0, true);
+        // Counted from the health change when it came after the send.
+        check(unhealthy(None, Some(500)), 1510, t0, false);
+        check(unhealthy(None, Some(500)), 2000, t0, true);
+        // A stale versioned publish stands no more than none.
+        check(unhealthy(Some((Some(1), 5)), None), 1510, t0, true);
+        // A fresh publish settles by its own quiet period.
+        check(unhealthy(Some((Some(2), 100)), None), 350, t0, true);
+        // Work still reported holds it.
+        let mut busy = unhealthy(None, None);
+        busy.progress_active = true;
+        check(busy, 60_000, t0, false);
+        // A healthy server's silence never stands.
+        check(state(t0, None), 60_000, t0, false);
     }
 
     #[test]

@@ -181,6 +181,7 @@ pub fn single_server_config(
         restart_on_crash: true,
         max_restarts: 3,
         diagnostics: true,
+        diagnostics_off_reason: None,
         origin: ConfigOrigin::CommandLine(PathBuf::from(command)),
     };
     let mut servers = vec![server];

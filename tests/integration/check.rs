@@ -44,16 +44,9 @@ fn pyright_reports_exact_diagnostics_for_the_python_workspace() {
         "{}",
         output.story()
     );
-    let states: Vec<(String, String)> = report["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|file| {
-            (
-                file["path"].as_str().unwrap().to_owned(),
-                file["state"].as_str().unwrap().to_owned(),
-            )
-        })
+    let states: Vec<(String, String)> = file_states(&report)
+        .into_iter()
+        .map(|(path, state, _)| (path, state))
         .collect();
     assert_eq!(
         states,
@@ -1292,16 +1285,9 @@ fn a_server_dying_during_the_pulls_gives_exit_3_for_every_file() {
         .status(3)
         .stderr_contains("panicked at src/pull.rs:7:3");
     let report = output.json();
-    let states: Vec<(String, String)> = report["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|file| {
-            (
-                file["path"].as_str().unwrap().to_owned(),
-                file["state"].as_str().unwrap().to_owned(),
-            )
-        })
+    let states: Vec<(String, String)> = file_states(&report)
+        .into_iter()
+        .map(|(path, state, _)| (path, state))
         .collect();
     assert_eq!(
         states,

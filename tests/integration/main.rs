@@ -4,7 +4,8 @@
 //!
 //! Modules: `check` (issue `lspc check`), `queries` (code-intelligence commands and batch),
 //! `edits` (safe edits), `faults` (supervision and fault tolerance), `ide` (`lspc ide`, the
-//! headless IDE), `monorepo` (repository scale: project instances, baselines, changed files,
+//! headless IDE), `gopls_load` (gopls when it cannot load the workspace), `pylsp_plugins` (pylsp
+//! with no lint plugin that can run), `monorepo` (repository scale: project instances, baselines, changed files,
 //! shards), `operations` (the one operation vocabulary across CLI, batch and MCP), `sessions`
 //! (warm sessions), `settle` (per-server settle rules), `instant_route` (issue 15: answers written
 //! by the thread that has them), `typed_answers` (issue 15: answers parsed and rendered without
@@ -17,6 +18,7 @@ mod doctor;
 mod edits;
 mod faults;
 mod fresh_eyes;
+mod gopls_load;
 mod ide;
 mod instant_route;
 mod mcp;
@@ -24,6 +26,7 @@ mod mcp_http;
 mod monorepo;
 mod operations;
 mod project_files;
+mod pylsp_plugins;
 mod queries;
 mod round_trip;
 mod servers;

@@ -37,21 +37,6 @@ fn server_rows(report: &Value, server: &str) -> BTreeSet<(String, u64, u64, Stri
     rows
 }
 
-fn states(report: &Value) -> Vec<(String, String, String)> {
-    report["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|file| {
-            (
-                file["path"].as_str().unwrap().to_owned(),
-                file["state"].as_str().unwrap().to_owned(),
-                file["reason"].as_str().unwrap_or("").to_owned(),
-            )
-        })
-        .collect()
-}
-
 fn tool_output(workspace: &Workspace, program: &str, args: &[&str]) -> String {
     let output = Command::new(program)
         .args(args)
@@ -202,7 +187,7 @@ fn python_project_checks_what_pyright_and_ruff_clis_check() {
     assert_eq!(ruff_cli_rows(&workspace), expected_ruff);
     let reason = "outside pyright's include and in ruff's exclude";
     assert_eq!(
-        states(&report),
+        file_states(&report),
         [
             (
                 "src/shop/__init__.py".to_owned(),
@@ -313,7 +298,7 @@ fn nested_pyproject_without_tool_pyright_uses_the_include_above_it() {
     );
     assert_eq!(pyright_cli_rows(&workspace), expected);
     assert_eq!(
-        states(&report),
+        file_states(&report),
         [
             (
                 "src/pkg/core.py".to_owned(),
@@ -369,7 +354,7 @@ fn pyrightconfig_extends_gives_the_include() {
     );
     assert_eq!(pyright_cli_rows(&workspace), expected);
     assert_eq!(
-        states(&report),
+        file_states(&report),
         [
             (
                 "src/a.py".to_owned(),
@@ -555,7 +540,7 @@ fn typescript_project_checks_what_tsc_checks() {
     assert_eq!(rows, expected, "{}", output.story());
     assert_eq!(tsc_rows(&workspace), expected);
     assert_eq!(
-        states(&report),
+        file_states(&report),
         [
             (
                 "source/index.ts".to_owned(),
@@ -625,7 +610,7 @@ fn a_slow_file_does_not_sink_the_small_files_results() {
         output.story()
     );
     assert_eq!(report["files"][1]["state"], "diagnostics");
-    let big_state = states(&report)[0].clone();
+    let big_state = file_states(&report)[0].clone();
     if big_state.1 == "timeout" {
         // Under load ruff may still be reading the 8 MB file too; either way the reason names
         // who did not answer and what the others gave.
@@ -703,7 +688,7 @@ fn configured_servers_add_to_the_builtins() {
         "{}",
         output.story()
     );
-    let states: Vec<(String, String)> = states(&report)
+    let states: Vec<(String, String)> = file_states(&report)
         .into_iter()
         .map(|(path, state, _)| (path, state))
         .collect();
@@ -773,7 +758,7 @@ fn skipped_files_are_listed_in_every_format() {
         output
     };
     let json_report = run("json").json();
-    let skipped: Vec<(String, String, String)> = states(&json_report)
+    let skipped: Vec<(String, String, String)> = file_states(&json_report)
         .into_iter()
         .filter(|(_, state, _)| state == "skipped")
         .collect();
@@ -931,7 +916,7 @@ fn a_file_in_ruffs_exclude_is_never_reported_clean_by_ruff() {
     let named = check(&["docs/conf.py"]);
     named.status(2);
     assert_eq!(
-        states(&named.json()),
+        file_states(&named.json()),
         [(
             "docs/conf.py".to_owned(),
             "error".to_owned(),
@@ -958,7 +943,7 @@ fn a_file_in_ruffs_exclude_is_never_reported_clean_by_ruff() {
     );
     // --all-files cannot have ruff check it either: skipped, with the reason.
     let all = check(&["--all-files"]);
-    let states_all = states(&all.json());
+    let states_all = file_states(&all.json());
     assert!(
         states_all.contains(&(
             "docs/conf.py".to_owned(),
@@ -1052,7 +1037,7 @@ fn ruffs_exclude_above_the_workspace_root_still_counts() {
         .run();
     run.status(2);
     assert_eq!(
-        states(&run.json()),
+        file_states(&run.json()),
         [(
             "conf.py".to_owned(),
             "error".to_owned(),
@@ -1106,7 +1091,7 @@ fn ruffs_server_and_lspc_read_the_same_exclusions() {
         "{}",
         run.story()
     );
-    let skipped: Vec<String> = states(&report)
+    let skipped: Vec<String> = file_states(&report)
         .into_iter()
         .filter(|(_, state, _)| state == "skipped")
         .map(|(path, _, _)| path)
@@ -1189,7 +1174,7 @@ fn go_module_checks_what_go_vet_checks() {
     let constrained = "excluded by Go build constraints".to_owned();
     let not_matched = "outside `go vet ./...` (testdata, vendor, `_` or `.` names)".to_owned();
     assert_eq!(
-        states(&report),
+        file_states(&report),
         [
             ("main.go".to_owned(), "clean".to_owned(), String::new()),
             (

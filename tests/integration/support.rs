@@ -545,6 +545,23 @@ pub fn typescript_entry() -> Value {
            "extensionToLanguage": {".ts": "typescript"}})
 }
 
+/// `(path, state, reason)` of each file of a `--format json` report, in its order (`reason`
+/// empty when the file has none).
+pub fn file_states(report: &Value) -> Vec<(String, String, String)> {
+    report["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|file| {
+            (
+                file["path"].as_str().unwrap().to_owned(),
+                file["state"].as_str().unwrap().to_owned(),
+                file["reason"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
 /// The diagnostics of a `--format json` report as compact tuples
 /// `(path, line, column, endLine, endColumn, severity, source, code, message)` for exact asserts.
 pub fn json_diagnostics(report: &Value) -> Vec<String> {

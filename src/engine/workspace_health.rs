@@ -1,0 +1,165 @@
+//! Messages by which gopls says it cannot load its workspace, so that a file it then gives
+//! nothing is not checked (never clean), and the wait for it ends without its timeout.
+//!
+//! gopls (Debian's `gopls` with Go 1.19, measured December 2026) says so two ways:
+//! - When a module cannot be loaded (a syntax error in `go.mod`; a required module that is not
+//!   in the module cache with `GOPROXY=off`), it begins a `$/progress` titled `Error loading
+//!   workspace` whose message is the go command's error, reports it again now and then, and ends
+//!   it only once the error is gone. It is a status, not work: counted as work it held every
+//!   file's wait until its timeout. Meanwhile it publishes an empty set for a file of a module
+//!   it could not load, and type-checks the files of a package it did load.
+//! - When it cannot make a view of the folder at all (no `go` on its `PATH`), it ends its
+//!   `Setting up workspace` progress and sends `window/showMessage` (type Error) `Error loading
+//!   workspace folders (expected 1, got 0)`, then `failed to load view for <folder URI>: <the
+//!   error>` on the next line; it never publishes for a file.
+//!
+//! Either way the server's health is an error (as rust-analyzer's `experimental/serverStatus`
+//! `health: "error"`), and `diagnostics_wait.rs` treats a file it gave nothing as a server
+//! failure.
+
+use serde_json::Value;
+
+/// The title of gopls's progress while a module cannot be loaded (its `WorkspaceLoadFailure`).
+const LOAD_FAILURE_TITLE: &str = "Error loading workspace";
+/// How gopls's error message begins when it could make no view of a workspace folder.
+const NO_VIEW_MESSAGE: &str = "Error loading workspace folders";
+
+/// For a `$/progress` `value` that begins gopls's load-failure status: its message, for the
+/// reason text (`None` for any other progress).
+pub(super) fn load_failure_began(value: &Value, workspace_root: &str) -> Option<String> {
+    if value.get("kind").and_then(Value::as_str) != Some("begin")
+        || value.get("title").and_then(Value::as_str) != Some(LOAD_FAILURE_TITLE)
+    {
+        return None;
+    }
+    Some(reason(
+        value.get("message").and_then(Value::as_str),
+        workspace_root,
+    ))
+}
+
+/// For a `$/progress` `value` of the load-failure status's token: `Some(reason)` while it goes
+/// on (a `report`, with the message it carries, else `previous`), `None` once it ends.
+pub(super) fn load_failure_update(
+    value: &Value,
+    previous: &str,
+    workspace_root: &str,
+) -> Option<String> {
+    match value.get("kind").and_then(Value::as_str) {
+        Some("end") => None,
+        _ => match value.get("message").and_then(Value::as_str) {
+            Some(message) => Some(reason(Some(message), workspace_root)),
+            None => Some(previous.to_owned()),
+        },
+    }
+}
+
+/// For a `window/showMessage` of `message_type` (1: Error) saying gopls could make no view of
+/// the folder: the reason, its first line and the error of the `failed to load view for …:`
+/// line (without the folder's URI).
+pub(super) fn no_view(message_type: Option<u64>, text: &str) -> Option<String> {
+    if message_type != Some(1) || !text.starts_with(NO_VIEW_MESSAGE) {
+        return None;
+    }
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or_default().trim();
+    let error = lines
+        .filter_map(|line| line.strip_prefix("failed to load view for "))
+        .filter_map(|rest| rest.split_once(": ").map(|(_, error)| error.trim()))
+        .next();
+    Some(match error {
+        Some(error) if !error.is_empty() => format!("{first}: {error}"),
+        _ => first.to_owned(),
+    })
+}
+
+/// The reason text of a load-failure message: `Error loading workspace`, then the message on
+/// one line (gopls separates the go command's lines with tabs) with the workspace root's prefix
+/// taken off its paths (reasons name files relative to the root).
+fn reason(message: Option<&str>, workspace_root: &str) -> String {
+    let words: Vec<&str> = message.unwrap_or_default().split_whitespace().collect();
+    if words.is_empty() {
+        return LOAD_FAILURE_TITLE.to_owned();
+    }
+    let text = words.join(" ");
+    format!(
+        "{LOAD_FAILURE_TITLE}: {}",
+        text.replace(&format!("{workspace_root}/"), "")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn gopls_load_failure_progress_is_a_health_error() {
+        let began = |value: Value| load_failure_began(&value, "/w");
+        assert_eq!(
+            began(json!({"kind": "begin", "title": "Error loading workspace",
+                "message": "/w/go.mod:5: syntax error (unterminated block started at /w/go.mod:4:1)"}))
+            .as_deref(),
+            Some(
+                "Error loading workspace: go.mod:5: syntax error (unterminated block started at \
+                 go.mod:4:1)"
+            )
+        );
+        assert_eq!(
+            began(json!({"kind": "begin", "title": "Error loading workspace",
+                "message": "1 modules have errors: \texample.com/x:example.com/m@v1.0.0: \
+                            missing go.sum entry; to add it: \tgo mod download example.com/m "}))
+            .as_deref(),
+            Some(
+                "Error loading workspace: 1 modules have errors: example.com/x:example.com/m@v1.0.0: \
+                 missing go.sum entry; to add it: go mod download example.com/m"
+            )
+        );
+        assert_eq!(
+            began(json!({"kind": "begin", "title": "Error loading workspace"})).as_deref(),
+            Some("Error loading workspace")
+        );
+        assert_eq!(
+            began(json!({"kind": "begin", "title": "Setting up workspace",
+                "message": "Loading packages..."})),
+            None
+        );
+        assert_eq!(
+            began(json!({"kind": "report", "title": "Error loading workspace"})),
+            None
+        );
+        let update = |value: Value| load_failure_update(&value, "Error loading workspace: a", "/w");
+        assert_eq!(
+            update(json!({"kind": "report", "message": "/w/sub/go.mod:1: b"})).as_deref(),
+            Some("Error loading workspace: sub/go.mod:1: b")
+        );
+        assert_eq!(
+            update(json!({"kind": "report"})).as_deref(),
+            Some("Error loading workspace: a")
+        );
+        assert_eq!(update(json!({"kind": "end", "message": "Done."})), None);
+    }
+
+    #[test]
+    fn gopls_no_view_message_is_a_health_error() {
+        let text = "Error loading workspace folders (expected 1, got 0)\nfailed to load view for \
+                    file:///w: err: exec: \"go\": executable file not found in $PATH: stderr: \n";
+        assert_eq!(
+            no_view(Some(1), text).as_deref(),
+            Some(
+                "Error loading workspace folders (expected 1, got 0): err: exec: \"go\": \
+                 executable file not found in $PATH: stderr:"
+            )
+        );
+        assert_eq!(
+            no_view(
+                Some(1),
+                "Error loading workspace folders (expected 1, got 0)"
+            )
+            .as_deref(),
+            Some("Error loading workspace folders (expected 1, got 0)")
+        );
+        assert_eq!(no_view(Some(2), text), None);
+        assert_eq!(no_view(Some(1), "something else"), None);
+    }
+}
