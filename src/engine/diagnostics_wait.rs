@@ -22,7 +22,7 @@ use super::super::{DiagnosticsOutcome, FileDiagnostics};
 use super::{Purpose, State};
 use crate::config::{builtin_publishes_diagnostics, ConfigOrigin};
 use crate::diagnostics::Origin;
-use crate::engine::not_analysed::says_not_analysed;
+use crate::engine::not_analysed::said_not_analysed;
 use crate::process::ServerId;
 
 /// How many files one diagnostics op keeps in flight (below the 50-document LRU bound).
@@ -471,9 +471,7 @@ impl State {
                 .zip(&wait.servers)
                 .filter(|(_, id)| wait.done.get(id).is_some_and(Result::is_ok))
                 .map(|(name, id)| {
-                    let said = merged
-                        .iter()
-                        .find(|d| d.server == *name && says_not_analysed(d))
+                    let said = said_not_analysed(&merged, name)
                         .map(|d| format!("{name}: {}", d.message.lines().next().unwrap_or("")));
                     said.or_else(|| {
                         let health_error = self.servers[id.0 as usize].health_error.as_ref()?;
