@@ -463,8 +463,10 @@ impl State {
             }
             // Every server that answered said it did not analyse the file: not a clean. A
             // server whose health is `error` and that gave the file nothing says so too
-            // (rust-analyzer's `Failed to load workspaces.`), and that is a server failure, as
-            // `cargo check` failing there is: exit 3, walked or named, never a skip.
+            // (rust-analyzer's `Failed to load workspaces.`), and so does one whose `cargo
+            // check` failed without a diagnostic (rustc's part of the file is missing, whatever
+            // its own analysis found); that is a server failure, as `cargo check` failing there
+            // is: exit 3, walked or named, never a skip.
             let mut unhealthy = false;
             let not_analysed: Vec<String> = names
                 .iter()
@@ -473,8 +475,14 @@ impl State {
                 .map(|(name, id)| {
                     let said = said_not_analysed(&merged, name)
                         .map(|d| format!("{name}: {}", d.message.lines().next().unwrap_or("")));
+                    let server = &self.servers[id.0 as usize];
                     said.or_else(|| {
-                        let health_error = self.servers[id.0 as usize].health_error.as_ref()?;
+                        let check_failure = server.check_failure.as_ref()?;
+                        unhealthy = true;
+                        Some(format!("{name}: {check_failure}"))
+                    })
+                    .or_else(|| {
+                        let health_error = server.health_error.as_ref()?;
                         unhealthy = true;
                         (!merged.iter().any(|d| d.server == *name))
                             .then(|| format!("{name}: {health_error}"))

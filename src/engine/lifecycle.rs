@@ -71,6 +71,10 @@ pub(super) struct Server {
     /// `error`: rust-analyzer says `Failed to load workspaces.` (a Cargo.toml it cannot
     /// parse) and then analyses no file, publishing nothing, so an empty answer is no clean.
     pub(super) health_error: Option<String>,
+    /// The flycheck failure of the server's last `experimental/serverStatus` message
+    /// (rust-analyzer's `cargo check failed to start: …`): rustc's findings are missing from
+    /// every file, so a file is not checked ([`super::server_health::check_failure`]).
+    pub(super) check_failure: Option<String>,
     /// When `$/progress` or `quiescent` last changed.
     pub(super) last_progress_change: Option<Instant>,
     /// The last publish per document.
@@ -167,6 +171,7 @@ impl Server {
             active_progress: BTreeSet::new(),
             not_quiescent: false,
             health_error: None,
+            check_failure: None,
             last_progress_change: None,
             publishes: HashMap::new(),
             raw_diagnostics: HashMap::new(),
@@ -602,6 +607,7 @@ impl State {
         server.active_progress.clear();
         server.not_quiescent = false;
         server.health_error = None;
+        server.check_failure = None;
         server.publishes.clear();
         server.raw_diagnostics.clear();
         self.pulled.retain(|(id, _), _| *id != server_id);

@@ -18,6 +18,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::super::documents::read_text;
+use super::super::server_health;
 use super::super::server_requests::{self, SideEffect};
 use super::super::settle::PublishInfo;
 use super::State;
@@ -217,16 +218,9 @@ impl State {
                         _ => log::warn!("{} ({health}): {message}", server.config.name),
                     }
                 }
-                server.health_error = (health == "error").then(|| {
-                    params
-                        .get("message")
-                        .and_then(Value::as_str)
-                        .unwrap_or("health error")
-                        .lines()
-                        .next()
-                        .unwrap_or_default()
-                        .to_owned()
-                });
+                let message = params.get("message").and_then(Value::as_str);
+                server.health_error = server_health::health_error(health, message);
+                server.check_failure = server_health::check_failure(message);
                 log::debug!(
                     "{}: serverStatus quiescent {quiescent}, health {health}",
                     server.config.name

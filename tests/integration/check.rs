@@ -1018,6 +1018,52 @@ fn rustc_errors_in_a_file_rust_analyzer_calls_unlinked_are_reported() {
     );
 }
 
+/// Found on a crate whose `build.rs` panics (twelfth round, new-user test; a build script that
+/// needs a system library does this): `cargo check` fails (exit 101) and never compiles
+/// `src/lib.rs`, whose use-after-move only rustc reports. rust-analyzer 0.0.330's flycheck got
+/// no diagnostics from it, said `cargo check failed to start: …` in its `experimental/serverStatus`
+/// message (health `warning`) and published nothing, and lspc reported `2 files checked: 0
+/// errors`, exit 0. A file of a server whose `cargo check` failed is not checked: exit 3, as
+/// for a workspace it cannot load.
+#[test]
+fn a_rust_file_whose_cargo_check_failed_is_not_clean() {
+    let Some(program) = rust_analyzer_0_0_330() else {
+        return;
+    };
+    let workspace = Workspace::new("rust-build-script-panics");
+    workspace.file(
+        "Cargo.toml",
+        "[package]\nname = \"needs_lib\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    );
+    workspace.file(
+        "build.rs",
+        "fn main() {\n    panic!(\"libfoo not found\");\n}\n",
+    );
+    workspace.file(
+        "src/lib.rs",
+        "pub fn twice() -> (String, String) {\n    let name = String::new();\n    (name, name)\n}\n",
+    );
+    let reason = "lib.rs not checked: rust-analyzer: cargo check failed to start: Cargo watcher \
+                  failed, the command produced no valid metadata (exit code: \
+                  ExitStatus(unix_wait_status(25856)))";
+    let named = check_with_rust_analyzer(&workspace, &program, &["src/lib.rs"]);
+    named.status(3);
+    let report = named.json();
+    assert_eq!(
+        (&report["files"][0]["state"], &report["files"][0]["reason"]),
+        (&json!("error"), &json!(reason)),
+        "{}",
+        named.story()
+    );
+    let walked = check_with_rust_analyzer(&workspace, &program, &[]);
+    walked.status(3);
+    assert_eq!(walked.json()["summary"]["failed"], 2, "{}", walked.story());
+    assert_cargo_check_says(
+        &workspace,
+        "failed to run custom build command for `needs_lib",
+    );
+}
+
 /// Found breaking c04d6b7 (round brk11): a `Cargo.toml` rust-analyzer 0.0.330 cannot parse
 /// (`[package` unclosed) leaves it with no workspace; it says `Failed to load workspaces.`
 /// (`experimental/serverStatus` health `error`), publishes nothing for `src/lib.rs`, and lspc
