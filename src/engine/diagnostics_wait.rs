@@ -22,7 +22,7 @@ use super::super::{DiagnosticsOutcome, FileDiagnostics};
 use super::{Purpose, State};
 use crate::config::{builtin_publishes_diagnostics, ConfigOrigin};
 use crate::diagnostics::Origin;
-use crate::engine::not_analysed::says_not_analysed;
+use crate::engine::not_analysed::said_not_analysed;
 use crate::process::ServerId;
 
 /// How many files one diagnostics op keeps in flight (below the 50-document LRU bound).
@@ -459,20 +459,26 @@ impl State {
             }
             // Every server that answered said it did not analyse the file: not a clean. A
             // server whose health is `error` and that gave the file nothing says so too
-            // (rust-analyzer's `Failed to load workspaces.`), and that is a server failure, as
-            // `cargo check` failing there is: exit 3, walked or named, never a skip.
+            // (rust-analyzer's `Failed to load workspaces.`), and so does one whose `cargo
+            // check` failed without a diagnostic (rustc's part of the file is missing, whatever
+            // its own analysis found); that is a server failure, as `cargo check` failing there
+            // is: exit 3, walked or named, never a skip.
             let mut unhealthy = false;
             let not_analysed: Vec<String> = names
                 .iter()
                 .zip(&wait.servers)
                 .filter(|(_, id)| wait.done.get(id).is_some_and(Result::is_ok))
                 .map(|(name, id)| {
-                    let said = merged
-                        .iter()
-                        .find(|d| d.server == *name && says_not_analysed(d))
+                    let said = said_not_analysed(&merged, name)
                         .map(|d| format!("{name}: {}", d.message.lines().next().unwrap_or("")));
+                    let server = &self.servers[id.0 as usize];
                     said.or_else(|| {
-                        let health_error = self.servers[id.0 as usize].health_error.as_ref()?;
+                        let check_failure = server.check_failure.as_ref()?;
+                        unhealthy = true;
+                        Some(format!("{name}: {check_failure}"))
+                    })
+                    .or_else(|| {
+                        let health_error = server.health_error.as_ref()?;
                         unhealthy = true;
                         (!merged.iter().any(|d| d.server == *name))
                             .then(|| format!("{name}: {health_error}"))

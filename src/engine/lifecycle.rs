@@ -72,8 +72,12 @@ pub(super) struct Server {
     /// parse) and then analyses no file, publishing nothing, so an empty answer is no clean.
     pub(super) health_error: Option<String>,
     /// The `$/progress` token of gopls's `Error loading workspace` status, whose message is
-    /// `health_error` until it ends (`workspace_health.rs`); not counted as work.
+    /// `health_error` until it ends (`server_health.rs`); not counted as work.
     pub(super) health_error_token: Option<String>,
+    /// The flycheck failure of the server's last `experimental/serverStatus` message
+    /// (rust-analyzer's `cargo check failed to start: …`): rustc's findings are missing from
+    /// every file, so a file is not checked ([`super::server_health::check_failure`]).
+    pub(super) check_failure: Option<String>,
     /// When `$/progress` or `quiescent` last changed.
     pub(super) last_progress_change: Option<Instant>,
     /// The last publish per document.
@@ -171,6 +175,7 @@ impl Server {
             not_quiescent: false,
             health_error: None,
             health_error_token: None,
+            check_failure: None,
             last_progress_change: None,
             publishes: HashMap::new(),
             raw_diagnostics: HashMap::new(),
@@ -607,6 +612,7 @@ impl State {
         server.not_quiescent = false;
         server.health_error = None;
         server.health_error_token = None;
+        server.check_failure = None;
         server.publishes.clear();
         server.raw_diagnostics.clear();
         self.pulled.retain(|(id, _), _| *id != server_id);

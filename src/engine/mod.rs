@@ -26,6 +26,7 @@ mod not_analysed;
 mod pending_publishes;
 pub use mailbox::{mailbox, Mailbox, MailboxSender};
 mod reply;
+mod server_health;
 pub use reply::{
     mark_serving_ops, serves_ops, AnswerBody, AnswerContinuation, AnswerOnce, ReplyTo,
 };
@@ -35,7 +36,6 @@ mod tsserver_probe;
 pub use settle::SettleRule;
 pub mod supervisor;
 mod watchdog;
-mod workspace_health;
 pub use watchdog::{prepare as prepare_watchdog, WatchdogHold};
 
 use std::collections::HashMap;

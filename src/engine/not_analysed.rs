@@ -6,13 +6,30 @@
 //! rust-analyzer can't offer IDE services." (`cargo check` does not compile such a file either.)
 //! The hint is below `lspc check`'s default severity, so `lspc check src/orphan.rs` used to say
 //! `1 file checked: 0 errors`, exit 0, for a file with a type error nothing had looked at.
+//!
+//! The hint speaks only for rust-analyzer's own analysis. Its flycheck (`cargo check`) may still
+//! compile the file and publish rustc's findings for it: a module `#[path]` takes from outside
+//! its crate's folder, which rust-analyzer does not load (rust-lang/rust-analyzer#3898) and rustc
+//! compiles. A server that gave the file anything besides the hint has checked it.
 
 use crate::diagnostics::Diagnostic;
 
 /// Whether `diagnostic` is its server's word that it did not analyse the file.
-pub(super) fn says_not_analysed(diagnostic: &Diagnostic) -> bool {
+fn says_not_analysed(diagnostic: &Diagnostic) -> bool {
     diagnostic.code.as_deref() == Some("unlinked-file")
         && diagnostic.source.as_deref() == Some("rust-analyzer")
+}
+
+/// The diagnostic by which `server` says it did not analyse the file whose `diagnostics` these
+/// are, when that is all it said about it; `None` when it said nothing of the kind, or also gave
+/// other findings (rustc's, through flycheck), which show that the file was checked.
+pub(super) fn said_not_analysed<'a>(
+    diagnostics: &'a [Diagnostic],
+    server: &str,
+) -> Option<&'a Diagnostic> {
+    let mut from_server = diagnostics.iter().filter(|d| d.server == server);
+    let said = from_server.clone().find(|d| says_not_analysed(d))?;
+    from_server.all(says_not_analysed).then_some(said)
 }
 
 #[cfg(test)]
@@ -48,5 +65,27 @@ mod tests {
             "unused_variables"
         )));
         assert!(!says_not_analysed(&diagnostic("rustc", "unlinked-file")));
+    }
+
+    #[test]
+    fn a_server_that_also_gave_other_findings_has_checked_the_file() {
+        let unlinked = diagnostic("rust-analyzer", "unlinked-file");
+        let rustc = diagnostic("rustc", "E0382");
+        let mut other_server = diagnostic("rustc", "E0382");
+        other_server.server = "other".to_owned();
+        let check = |diagnostics: &[Diagnostic]| {
+            said_not_analysed(diagnostics, "rust-analyzer").map(|d| d.code.clone().unwrap())
+        };
+        assert_eq!(
+            check(std::slice::from_ref(&unlinked)),
+            Some("unlinked-file".to_owned())
+        );
+        assert_eq!(
+            check(&[unlinked.clone(), other_server]),
+            Some("unlinked-file".to_owned())
+        );
+        assert_eq!(check(&[rustc.clone(), unlinked]), None);
+        assert_eq!(check(&[rustc]), None);
+        assert_eq!(check(&[]), None);
     }
 }

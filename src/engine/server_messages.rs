@@ -18,9 +18,9 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::super::documents::read_text;
+use super::super::server_health;
 use super::super::server_requests::{self, SideEffect};
 use super::super::settle::PublishInfo;
-use super::super::workspace_health;
 use super::State;
 use crate::diagnostics::{self, Diagnostic, Origin, Reporter};
 use crate::process::{ServerEvent, ServerId};
@@ -192,7 +192,7 @@ impl State {
                     return;
                 };
                 let value = params.get("value").unwrap_or(&Value::Null);
-                if let Some(reason) = workspace_health::load_failure_began(value, &workspace_root) {
+                if let Some(reason) = server_health::load_failure_began(value, &workspace_root) {
                     log::warn!("{}: {reason}", server.config.name);
                     server.health_error = Some(reason);
                     server.health_error_token = Some(token);
@@ -202,7 +202,7 @@ impl State {
                 if server.health_error_token.as_ref() == Some(&token) {
                     let previous = server.health_error.as_deref().unwrap_or_default();
                     server.health_error =
-                        workspace_health::load_failure_update(value, previous, &workspace_root);
+                        server_health::load_failure_update(value, previous, &workspace_root);
                     if server.health_error.is_none() {
                         server.health_error_token = None;
                     }
@@ -237,16 +237,9 @@ impl State {
                         _ => log::warn!("{} ({health}): {message}", server.config.name),
                     }
                 }
-                server.health_error = (health == "error").then(|| {
-                    params
-                        .get("message")
-                        .and_then(Value::as_str)
-                        .unwrap_or("health error")
-                        .lines()
-                        .next()
-                        .unwrap_or_default()
-                        .to_owned()
-                });
+                let message = params.get("message").and_then(Value::as_str);
+                server.health_error = server_health::health_error(health, message);
+                server.check_failure = server_health::check_failure(message);
                 log::debug!(
                     "{}: serverStatus quiescent {quiescent}, health {health}",
                     server.config.name
@@ -269,7 +262,7 @@ impl State {
                     _ => log::debug!("{}: {text}", server.config.name),
                 }
                 if method == "window/showMessage" {
-                    if let Some(reason) = workspace_health::no_view(message_type, text) {
+                    if let Some(reason) = server_health::no_view(message_type, text) {
                         server.health_error = Some(reason);
                         server.last_progress_change = Some(Instant::now());
                     }

@@ -892,16 +892,8 @@ fn rust_analyzer_type_error_is_reported_not_an_early_clean() {
         return;
     };
     let workspace = Workspace::copy_of("rust");
-    let config = workspace.config(json!({
-        "rust-analyzer": {"command": program, "extensionToLanguage": {".rs": "rust"}}
-    }));
-    let output = workspace
-        .lspc()
-        .args(["check", "--no-builtin", "--format", "json", "--config"])
-        .arg(&config)
-        // cargo check (flycheck) takes a while on a loaded machine; 30 s was not always enough.
-        .args(["--severity", "hint", "--timeout", "120", "src/lib.rs"])
-        .run();
+    let output =
+        check_with_rust_analyzer(&workspace, &program, &["--severity", "hint", "src/lib.rs"]);
     output.status(1);
     assert_eq!(
         json_diagnostics(&output.json()),
@@ -913,20 +905,10 @@ fn rust_analyzer_type_error_is_reported_not_an_early_clean() {
         "{}",
         output.story()
     );
-    if which("cargo").is_some() {
-        let cargo = TestCommand::new("cargo")
-            .current_dir(&workspace.root)
-            .args(["check", "--message-format", "short", "--offline"])
-            .timeout(std::time::Duration::from_secs(120))
-            .run();
-        assert!(
-            cargo.stderr.contains(
-                "src/lib.rs:19:18: error[E0308]: mismatched types: expected `u32`, found `&str`"
-            ),
-            "{}",
-            cargo.stderr
-        );
-    }
+    assert_cargo_check_says(
+        &workspace,
+        "src/lib.rs:19:18: error[E0308]: mismatched types: expected `u32`, found `&str`",
+    );
 }
 
 /// A `.rs` file outside every crate's module tree (or behind a `cfg` that is off, as termcolor's
@@ -942,18 +924,7 @@ fn a_rust_file_outside_the_module_tree_is_not_checked_not_clean() {
     };
     let workspace = Workspace::copy_of("rust");
     workspace.file("src/orphan.rs", "pub fn f() -> u32 {\n    \"x\"\n}\n");
-    let config = workspace.config(json!({
-        "rust-analyzer": {"command": program, "extensionToLanguage": {".rs": "rust"}}
-    }));
-    let check = |args: &[&str]| {
-        workspace
-            .lspc()
-            .args(["check", "--no-builtin", "--format", "json", "--config"])
-            .arg(&config)
-            .args(["--timeout", "120"])
-            .args(args)
-            .run()
-    };
+    let check = |args: &[&str]| check_with_rust_analyzer(&workspace, &program, args);
     let message = "orphan.rs not checked: rust-analyzer: This file is not included anywhere in \
                    the module tree, so rust-analyzer can't offer IDE services.";
     let named = check(&["src/orphan.rs"]);
@@ -982,6 +953,110 @@ fn a_rust_file_outside_the_module_tree_is_not_checked_not_clean() {
     assert_eq!(report["files"][1]["reason"], message, "{}", walked.story());
 }
 
+/// Found on a two-crate workspace (twelfth round, new-user test, shaped like thiserror's): a
+/// module that `#[path = "../../shared/moved.rs"]` takes from outside its crate's folder is
+/// compiled by `cargo check`, which reports its use-after-move there. rust-analyzer 0.0.330 does
+/// not load such a file (rust-lang/rust-analyzer#3898): its own pull answers `unlinked-file`, yet
+/// its flycheck publishes rustc's E0382 for the same file. lspc took the hint for "nobody checked
+/// it" and dropped rustc's error: `moved.rs not checked`, exit 2 when named, skipped when walked.
+/// A server that gave the file other diagnostics besides the hint has checked it.
+#[test]
+fn rustc_errors_in_a_file_rust_analyzer_calls_unlinked_are_reported() {
+    let Some(program) = rust_analyzer_0_0_330() else {
+        return;
+    };
+    let workspace = Workspace::new("rust-path-outside-crate");
+    workspace.file(
+        "Cargo.toml",
+        "[workspace]\nmembers = [\"app\"]\nresolver = \"2\"\n",
+    );
+    workspace.file(
+        "app/Cargo.toml",
+        "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    );
+    workspace.file(
+        "app/src/lib.rs",
+        "#[path = \"../../shared/moved.rs\"]\npub mod moved;\n",
+    );
+    workspace.file(
+        "shared/moved.rs",
+        "pub fn twice() -> (String, String) {\n    let name = String::new();\n    (name, name)\n}\n",
+    );
+    let check = |args: &[&str]| check_with_rust_analyzer(&workspace, &program, args);
+    let moved = "shared/moved.rs:3:12-3:16 error [rustc E0382] use of moved value: `name`\n\
+                 value used here after move";
+    let named = check(&["shared/moved.rs"]);
+    named.status(1);
+    assert_eq!(
+        json_diagnostics(&named.json()),
+        [moved],
+        "{}",
+        named.story()
+    );
+    let walked = check(&[]);
+    walked.status(1);
+    assert_eq!(
+        json_diagnostics(&walked.json()),
+        [
+            "app/src/lib.rs:1:1-2:15 error [rust-analyzer E0583] unresolved module, can't find \
+             module file: ../../shared/moved.rs",
+            moved,
+        ],
+        "{}",
+        walked.story()
+    );
+    assert_cargo_check_says(
+        &workspace,
+        "app/src/../../shared/moved.rs:3:12: error[E0382]: use of moved value: `name`",
+    );
+}
+
+/// Found on a crate whose `build.rs` panics (twelfth round, new-user test; a build script that
+/// needs a system library does this): `cargo check` fails (exit 101) and never compiles
+/// `src/lib.rs`, whose use-after-move only rustc reports. rust-analyzer 0.0.330's flycheck got
+/// no diagnostics from it, said `cargo check failed to start: …` in its `experimental/serverStatus`
+/// message (health `warning`) and published nothing, and lspc reported `2 files checked: 0
+/// errors`, exit 0. A file of a server whose `cargo check` failed is not checked: exit 3, as
+/// for a workspace it cannot load.
+#[test]
+fn a_rust_file_whose_cargo_check_failed_is_not_clean() {
+    let Some(program) = rust_analyzer_0_0_330() else {
+        return;
+    };
+    let workspace = Workspace::new("rust-build-script-panics");
+    workspace.file(
+        "Cargo.toml",
+        "[package]\nname = \"needs_lib\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    );
+    workspace.file(
+        "build.rs",
+        "fn main() {\n    panic!(\"libfoo not found\");\n}\n",
+    );
+    workspace.file(
+        "src/lib.rs",
+        "pub fn twice() -> (String, String) {\n    let name = String::new();\n    (name, name)\n}\n",
+    );
+    let reason = "lib.rs not checked: rust-analyzer: cargo check failed to start: Cargo watcher \
+                  failed, the command produced no valid metadata (exit code: \
+                  ExitStatus(unix_wait_status(25856)))";
+    let named = check_with_rust_analyzer(&workspace, &program, &["src/lib.rs"]);
+    named.status(3);
+    let report = named.json();
+    assert_eq!(
+        (&report["files"][0]["state"], &report["files"][0]["reason"]),
+        (&json!("error"), &json!(reason)),
+        "{}",
+        named.story()
+    );
+    let walked = check_with_rust_analyzer(&workspace, &program, &[]);
+    walked.status(3);
+    assert_eq!(walked.json()["summary"]["failed"], 2, "{}", walked.story());
+    assert_cargo_check_says(
+        &workspace,
+        "failed to run custom build command for `needs_lib",
+    );
+}
+
 /// Found breaking c04d6b7 (round brk11): a `Cargo.toml` rust-analyzer 0.0.330 cannot parse
 /// (`[package` unclosed) leaves it with no workspace; it says `Failed to load workspaces.`
 /// (`experimental/serverStatus` health `error`), publishes nothing for `src/lib.rs`, and lspc
@@ -997,15 +1072,7 @@ fn a_rust_file_of_a_workspace_rust_analyzer_cannot_load_is_not_clean() {
     let workspace = Workspace::new("rust-broken-manifest");
     workspace.file("Cargo.toml", "[package\nname = \"broken\"\n");
     workspace.file("src/lib.rs", "pub fn f() -> u32 {\n    \"x\"\n}\n");
-    let config = workspace.config(json!({
-        "rust-analyzer": {"command": program, "extensionToLanguage": {".rs": "rust"}}
-    }));
-    let named = workspace
-        .lspc()
-        .args(["check", "--no-builtin", "--format", "json", "--config"])
-        .arg(&config)
-        .args(["--timeout", "120", "src/lib.rs"])
-        .run();
+    let named = check_with_rust_analyzer(&workspace, &program, &["src/lib.rs"]);
     named.status(3);
     let report = named.json();
     assert_eq!(report["files"][0]["state"], "error", "{}", named.story());
@@ -1015,12 +1082,7 @@ fn a_rust_file_of_a_workspace_rust_analyzer_cannot_load_is_not_clean() {
         "{}",
         named.story()
     );
-    let walked = workspace
-        .lspc()
-        .args(["check", "--no-builtin", "--format", "json", "--config"])
-        .arg(&config)
-        .args(["--timeout", "120"])
-        .run();
+    let walked = check_with_rust_analyzer(&workspace, &program, &[]);
     walked.status(3);
     assert_eq!(walked.json()["summary"]["failed"], 1, "{}", walked.story());
 }
@@ -1123,6 +1185,39 @@ fn rust_analyzer_0_0_330() -> Option<std::path::PathBuf> {
         program.display()
     );
     None
+}
+
+/// `lspc check --format json` with rust-analyzer `program` as the only server, a 120 s timeout
+/// (cargo check, its flycheck, takes a while on a loaded machine) and `args`.
+fn check_with_rust_analyzer(
+    workspace: &Workspace,
+    program: &std::path::Path,
+    args: &[&str],
+) -> Output {
+    let config = workspace.config(json!({
+        "rust-analyzer": {"command": program, "extensionToLanguage": {".rs": "rust"}}
+    }));
+    workspace
+        .lspc()
+        .args(["check", "--no-builtin", "--format", "json", "--config"])
+        .arg(&config)
+        .args(["--timeout", "120"])
+        .args(args)
+        .run()
+}
+
+/// `cargo check --message-format short --offline` in `workspace` prints `expected` (the
+/// project's own verdict, next to lspc's); skipped where cargo is not installed.
+fn assert_cargo_check_says(workspace: &Workspace, expected: &str) {
+    if which("cargo").is_none() {
+        return;
+    }
+    let cargo = TestCommand::new("cargo")
+        .current_dir(&workspace.root)
+        .args(["check", "--message-format", "short", "--offline"])
+        .timeout(std::time::Duration::from_secs(120))
+        .run();
+    assert!(cargo.stderr.contains(expected), "{}", cargo.stderr);
 }
 
 /// Found on dtolnay/semver (ninth round, new-user test): rustc says "`#[warn(unused_variables)]`

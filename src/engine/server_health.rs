@@ -1,21 +1,34 @@
-//! Messages by which gopls says it cannot load its workspace, so that a file it then gives
-//! nothing is not checked (never clean), and the wait for it ends without its timeout.
+//! What a server says about its own health that decides whether a file it gave nothing (or
+//! only part of its findings) was checked: rust-analyzer's `experimental/serverStatus`, and
+//! gopls's load-failure progress and error message. A file such a server gave nothing while its
+//! health is an error is a server failure in `diagnostics_wait.rs`, never clean.
 //!
-//! gopls (Debian's `gopls` with Go 1.19, measured December 2026) says so two ways:
+//! rust-analyzer: its `message` gathers one paragraph per problem, and two of them mean that a
+//! file it gave nothing (or only its own analysis) was not checked the way `cargo check` checks
+//! it:
+//!
+//! - health `error`, `Failed to load workspaces.`: a `Cargo.toml` it cannot parse; it then
+//!   analyses no file ([`health_error`]);
+//! - `cargo check failed to start: …` (health `warning`), which rust-analyzer 0.0.330 says both
+//!   when its flycheck could not be spawned and when `cargo check` exited with an error and
+//!   printed no diagnostic at all (a `build.rs` that panics): rustc's part of every file is
+//!   missing, and `cargo check` itself fails ([`check_failure`]). The text follows the previous
+//!   paragraph without a line break (`…more details on the errors.cargo check failed to start:
+//!   …`), so it is found anywhere on its line. A later flycheck that succeeds removes it.
+//!
+//! gopls (Debian's `gopls` with Go 1.19, measured December 2026) says it cannot load its
+//! workspace two ways, and its health is then an error as rust-analyzer's is:
 //! - When a module cannot be loaded (a syntax error in `go.mod`; a required module that is not
 //!   in the module cache with `GOPROXY=off`), it begins a `$/progress` titled `Error loading
 //!   workspace` whose message is the go command's error, reports it again now and then, and ends
-//!   it only once the error is gone. It is a status, not work: counted as work it held every
-//!   file's wait until its timeout. Meanwhile it publishes an empty set for a file of a module
-//!   it could not load, and type-checks the files of a package it did load.
+//!   it only once the error is gone ([`load_failure_began`], [`load_failure_update`]). It is a
+//!   status, not work: counted as work it held every file's wait until its timeout. Meanwhile it
+//!   publishes an empty set for a file of a module it could not load, and type-checks the files
+//!   of a package it did load.
 //! - When it cannot make a view of the folder at all (no `go` on its `PATH`), it ends its
 //!   `Setting up workspace` progress and sends `window/showMessage` (type Error) `Error loading
 //!   workspace folders (expected 1, got 0)`, then `failed to load view for <folder URI>: <the
-//!   error>` on the next line; it never publishes for a file.
-//!
-//! Either way the server's health is an error (as rust-analyzer's `experimental/serverStatus`
-//! `health: "error"`), and `diagnostics_wait.rs` treats a file it gave nothing as a server
-//! failure.
+//!   error>` on the next line; it never publishes for a file ([`no_view`]).
 
 use serde_json::Value;
 
@@ -88,10 +101,76 @@ fn reason(message: Option<&str>, workspace_root: &str) -> String {
     )
 }
 
+/// rust-analyzer's prefix for a flycheck that failed (`main_loop.rs`, fixed whatever command
+/// `check.overrideCommand` configures).
+const CHECK_FAILED: &str = "cargo check failed";
+
+/// The first line of `message` when `health` is `error`: the server analyses nothing.
+pub(super) fn health_error(health: &str, message: Option<&str>) -> Option<String> {
+    (health == "error").then(|| {
+        message
+            .unwrap_or("health error")
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+    })
+}
+
+/// The flycheck failure `message` reports, from `cargo check failed` to the end of its line
+/// (a trailing `:` that introduced cargo's stderr dropped), whatever the health.
+pub(super) fn check_failure(message: Option<&str>) -> Option<String> {
+    let message = message?;
+    let start = message.find(CHECK_FAILED)?;
+    let line = message[start..].lines().next().unwrap_or_default();
+    Some(line.trim_end().trim_end_matches(':').to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn health_error_is_the_first_line_when_health_is_error() {
+        let check = |health, message| health_error(health, message);
+        assert_eq!(
+            check("error", Some("Failed to load workspaces.\n\n")),
+            Some("Failed to load workspaces.".to_owned())
+        );
+        assert_eq!(check("error", None), Some("health error".to_owned()));
+        assert_eq!(check("warning", Some("Failed to load workspaces.")), None);
+        assert_eq!(check("ok", None), None);
+    }
+
+    #[test]
+    fn check_failure_is_found_on_its_line_after_other_paragraphs() {
+        // rust-analyzer 0.0.330 on a crate whose build.rs panics.
+        let message = "Failed to run build scripts of some packages.\n\nPlease refer to the \
+                       language server logs for more details on the errors.cargo check failed \
+                       to start: Cargo watcher failed, the command produced no valid metadata \
+                       (exit code: ExitStatus(unix_wait_status(25856))):\n   0.03s  INFO \
+                       prepare_target\n";
+        assert_eq!(
+            check_failure(Some(message)),
+            Some(
+                "cargo check failed to start: Cargo watcher failed, the command produced no \
+                 valid metadata (exit code: ExitStatus(unix_wait_status(25856)))"
+                    .to_owned()
+            )
+        );
+        assert_eq!(
+            check_failure(Some(
+                "cargo check failed to start: No such file (os error 2)\n"
+            )),
+            Some("cargo check failed to start: No such file (os error 2)".to_owned())
+        );
+        assert_eq!(
+            check_failure(Some("Failed to run build scripts of some packages.")),
+            None
+        );
+        assert_eq!(check_failure(None), None);
+    }
 
     #[test]
     fn gopls_load_failure_progress_is_a_health_error() {
