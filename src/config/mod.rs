@@ -496,6 +496,20 @@ pub fn render_servers_with(
             .collect(),
     );
     section(
+        "diagnostics off",
+        config
+            .servers
+            .iter()
+            .filter_map(|server| {
+                let reason = server.diagnostics_off_reason.as_ref()?;
+                Some(format!(
+                    "{}: {reason}; its diagnostics are not used, queries still are",
+                    server.name
+                ))
+            })
+            .collect(),
+    );
+    section(
         "conflicts",
         config.conflicts.iter().map(ToString::to_string).collect(),
     );

@@ -59,6 +59,10 @@ pub struct ServerDetails {
     pub stderr_tail: String,
     /// How the server signals complete diagnostics (issue 15).
     pub settle_rule: crate::engine::SettleRule,
+    /// Why lspc does not use its diagnostics on this machine (the program or plugins they come
+    /// from are missing: [`crate::config::ServerConfig::diagnostics_off_reason`]).
+    #[serde(default)]
+    pub diagnostics_off: Option<String>,
 }
 
 /// The frontend-facing state the loop owns.
@@ -283,6 +287,7 @@ impl State {
                         restarts: status.restarts,
                         stderr_tail: status.stderr_tail,
                         settle_rule: status.settle_rule,
+                        diagnostics_off: server.config.diagnostics_off_reason.clone(),
                     })
                     .collect();
                 let _ = reply.send(details);

@@ -130,6 +130,9 @@ fn servers_json(context: &ToolContext) -> Value {
             if let Some(note) = engine::opens_note(&server.name) {
                 object["settleRule"]["opens"] = json!(note);
             }
+            if let Some(reason) = &server.diagnostics_off {
+                object["diagnosticsOff"] = json!(reason);
+            }
             if let Some(capabilities) = server.capabilities {
                 object["capabilities"] = (*capabilities).clone();
             }

@@ -776,6 +776,7 @@ mod tests {
             restarts: 0,
             stderr_tail: String::new(),
             settle_rule: crate::engine::SettleRule::QuietAfterPublish,
+            diagnostics_off: None,
         }
     }
 

@@ -198,6 +198,17 @@ fn bash_language_server_without_shellcheck_reports_no_script_clean() {
         .run()
         .status(2)
         .stderr_contains(&format!("a.sh: error: {reason}"));
+    // `lspc servers` says why the server's diagnostics are not used.
+    workspace
+        .lspc()
+        .args(["servers", "--no-builtin", "--config"])
+        .arg(&config)
+        .run()
+        .status(0)
+        .stdout_contains(
+            "diagnostics off:\n  bash: bash lints only through ShellCheck, and `shellcheck` is \
+             not on its PATH; its diagnostics are not used, queries still are\n",
+        );
 }
 
 /// B14 (REAL): typescript-language-server publishes about 2 s after didOpen and without a

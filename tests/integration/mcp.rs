@@ -95,6 +95,20 @@ impl Session {
         self.response(id, timeout)
     }
 
+    /// The `lsp://servers` resource, parsed (request `id`).
+    fn servers_resource(&mut self, id: Value) -> Value {
+        let servers = self.request(
+            id,
+            "resources/read",
+            json!({"uri": "lsp://servers"}),
+            10 * SECOND,
+        );
+        let text = servers["result"]["contents"][0]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no resource text: {servers}"));
+        serde_json::from_str(text).expect("lsp://servers is JSON")
+    }
+
     fn initialize(&mut self, version: &str) -> Value {
         let response = self.request(
             json!(0),
@@ -923,16 +937,7 @@ fn mcp_gives_nothing_away_and_says_what_it_expects() {
         30 * SECOND,
     );
     assert!(failed["result"].is_object(), "{failed}");
-    let servers = session.request(
-        json!(8),
-        "resources/read",
-        json!({"uri": "lsp://servers"}),
-        10 * SECOND,
-    );
-    let text = servers["result"]["contents"][0]["text"]
-        .as_str()
-        .expect("text");
-    let body: Value = serde_json::from_str(text).expect("json");
+    let body = session.servers_resource(json!(8));
     let fx = &body["servers"][0];
     assert!(
         fx["state"]
@@ -1980,4 +1985,37 @@ fn typescript_language_server_leaves_no_folder_in_tmpdir_after_stdin_closes() {
         crate::temp_files::lspc_parent_only()
     );
     let _ = std::fs::remove_dir_all(&root);
+}
+
+/// `lsp://servers` says why a server's diagnostics are not used: bash-language-server without
+/// ShellCheck publishes an empty set for every script, so lspc turns its diagnostics off (see
+/// check::bash_language_server_without_shellcheck_reports_no_script_clean).
+#[test]
+fn servers_resource_says_why_a_servers_diagnostics_are_off() {
+    crate::require_program!("bash-language-server");
+    crate::require_program!("node");
+    let workspace = Workspace::new("mcp-no-shellcheck");
+    workspace.file("a.sh", "#!/bin/bash\necho $1\n");
+    let bin = workspace.path("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(crate::support::which("node").unwrap(), bin.join("node")).unwrap();
+    let config = workspace.config(json!({"bash": {
+        "command": crate::support::which("bash-language-server").unwrap(),
+        "args": ["start"],
+        "extensionToLanguage": {".sh": "shellscript"},
+        "env": {"PATH": bin},
+    }}));
+    let config = config.display().to_string();
+    let mut session = Session::start(
+        &workspace.root,
+        &["--no-builtin", "--config", &config, "mcp"],
+    );
+    session.initialize("2025-06-18");
+    let body = session.servers_resource(json!(1));
+    assert_eq!(
+        body["servers"][0]["diagnosticsOff"],
+        "bash lints only through ShellCheck, and `shellcheck` is not on its PATH",
+        "{body}"
+    );
+    assert_eq!(session.finish(20 * SECOND), Some(0));
 }
