@@ -320,10 +320,7 @@ impl Config {
         if !broken.is_empty() {
             return broken.join("; ");
         }
-        match extension {
-            Some(extension) => format!("no language server is configured for {extension} files"),
-            None => "no language server is configured for files without an extension".to_owned(),
-        }
+        no_server_message(path)
     }
 
     /// The LSP language id (`textDocument.languageId`) server `server` uses for `path`; `None`
@@ -352,6 +349,16 @@ impl Config {
     /// The index of the server named `name` (e.g. `plugin:foo:ts`).
     pub fn server_index(&self, name: &str) -> Option<usize> {
         self.servers.iter().position(|s| s.name == name)
+    }
+}
+
+/// `no language server is configured for .ext files` (or `for files without an extension`):
+/// what serves a file is decided by its extension, and the message names no absolute path
+/// (every frontend shows paths relative to the workspace root).
+pub fn no_server_message(path: &Path) -> String {
+    match extension_key(path) {
+        Some(extension) => format!("no language server is configured for {extension} files"),
+        None => "no language server is configured for files without an extension".to_owned(),
     }
 }
 

@@ -583,9 +583,7 @@ fn decode_engine_error(value: Value) -> Result<EngineError, serde_json::Error> {
 impl std::fmt::Display for EngineError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            EngineError::NoServer { path } => {
-                write!(f, "no language server is configured for {}", path.display())
-            }
+            EngineError::NoServer { path } => f.write_str(&crate::config::no_server_message(path)),
             EngineError::Spawn { server, message } => {
                 write!(f, "server {server} failed to start: {message}")
             }

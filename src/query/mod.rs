@@ -1363,7 +1363,7 @@ mod tests {
             QueryError::from(EngineError::NoServer {
                 path: PathBuf::from("/w/x.zz"),
             }),
-            "no language server is configured for /w/x.zz",
+            "no language server is configured for .zz files",
             2,
         );
         check(

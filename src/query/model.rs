@@ -295,9 +295,7 @@ impl std::fmt::Display for QueryError {
             QueryError::InvalidPosition(message)
             | QueryError::Symbol(message)
             | QueryError::File(message) => f.write_str(message),
-            QueryError::NoServer(path) => {
-                write!(f, "no language server is configured for {}", path.display())
-            }
+            QueryError::NoServer(path) => f.write_str(&crate::config::no_server_message(path)),
         }
     }
 }

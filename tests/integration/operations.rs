@@ -430,3 +430,33 @@ fn batch_runs_edit_operations_and_check_with_ruff() {
     got.sort();
     assert_eq!(got, expected, "{}", output.story());
 }
+
+/// A file no server serves gets one message on every route, naming its extension (what decides
+/// the server) and no absolute path: the command line and batch said `no language server is
+/// configured for /tmp/…/notes/a.zz`, every other message names paths relative to the root.
+#[test]
+fn a_file_no_server_serves_is_named_by_its_extension_on_every_route() {
+    let workspace = Workspace::new("unserved");
+    workspace
+        .file("notes/a.zz", "x\n")
+        .file("notes/Notes", "x\n");
+    workspace
+        .lspc()
+        .args(["hover", "notes/a.zz:1:1"])
+        .run()
+        .status(2)
+        .stderr_contains("lspc: no language server is configured for .zz files\n");
+    workspace
+        .lspc()
+        .args(["definition", "notes/Notes:1:1"])
+        .run()
+        .status(2)
+        .stderr_contains("lspc: no language server is configured for files without an extension\n");
+    let mut batch = crate::support::BatchSession::start_with(&workspace, &[]);
+    assert_eq!(
+        batch.ask(json!({"id": 1, "op": "hover", "file": "notes/a.zz", "line": 1, "column": 1})),
+        json!({"id": 1, "error": {"message": "no language server is configured for .zz files"}})
+    );
+    let (status, _) = batch.finish();
+    assert_eq!(status, Some(0));
+}
