@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::Value;
 
@@ -159,16 +159,20 @@ fn pylsp_python(server: &ServerConfig, path_var: Option<&str>) -> Option<PathBuf
         .then_some(interpreter)
 }
 
-/// Runs [`PROBE`] with `python` in the server's environment; `None` when it cannot run.
+/// How long [`PROBE`] may take (it takes about 0.2 s); past it no verdict is given.
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Runs [`PROBE`] with `python` in the server's environment; `None` when it cannot run or
+/// takes longer than [`PROBE_TIMEOUT`].
 fn probe(python: &Path, server: &ServerConfig) -> Option<BTreeMap<String, Plugin>> {
-    let output = Command::new(python)
-        .args(["-c", PROBE])
-        .envs(&server.env)
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .map_err(|error| log::debug!("{}: plugin probe failed: {error}", server.name))
-        .ok()?;
+    // Bounded: a plugin whose import hangs must not hold lspc's start up.
+    let output = crate::bounded_run::output(
+        Command::new(python).args(["-c", PROBE]).envs(&server.env),
+        "pylsp's plugin probe",
+        PROBE_TIMEOUT,
+    )
+    .map_err(|error| log::debug!("{}: plugin probe failed: {error}", server.name))
+    .ok()?;
     if !output.status.success() {
         log::debug!(
             "{}: plugin probe exited with {}",

@@ -183,7 +183,8 @@ impl State {
     }
 
     fn handle_notification(&mut self, server_id: ServerId, method: &str, params: Value) {
-        let workspace_root = self.options.config.root.to_string_lossy().into_owned();
+        // A field borrow, not a copy: this runs for every notification (publishes included).
+        let root = &self.options.config.root;
         let server = &mut self.servers[server_id.0 as usize];
         match method {
             "textDocument/publishDiagnostics" => self.queue_publish(server_id, params),
@@ -192,6 +193,7 @@ impl State {
                     return;
                 };
                 let value = params.get("value").unwrap_or(&Value::Null);
+                let workspace_root = root.to_string_lossy();
                 if let Some(reason) = server_health::load_failure_began(value, &workspace_root) {
                     log::warn!("{}: {reason}", server.config.name);
                     server.health_error = Some(reason);
