@@ -53,6 +53,7 @@ pub mod edit;
 pub mod engine;
 pub mod exit;
 pub mod failure_text;
+pub mod fast_hash;
 pub mod ide;
 pub mod inotify;
 pub mod input_lines;

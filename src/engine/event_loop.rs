@@ -215,7 +215,9 @@ struct State {
     /// The last `typescript.tsserverRequest` confirmation per (server, document)
     /// (`tsserver_probe.rs`).
     probes: HashMap<(ServerId, PathBuf), super::tsserver_probe::Probe>,
-    pending: HashMap<(ServerId, i32), Purpose>,
+    /// Requests in flight to the servers, by lspc's own request ids (so the unkeyed
+    /// [`crate::fast_hash::FastMap`]).
+    pending: crate::fast_hash::FastMap<(ServerId, i32), Purpose>,
     retries: Vec<Retry>,
     syncs: Vec<PendingSync>,
     jobs: Vec<DiagnosticsJob>,
@@ -261,7 +263,7 @@ impl State {
             provisional_pulls: HashSet::new(),
             stale_pulls: HashSet::new(),
             probes: HashMap::new(),
-            pending: HashMap::new(),
+            pending: Default::default(),
             retries: Vec::new(),
             syncs: Vec::new(),
             jobs: Vec::new(),

@@ -33,7 +33,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::Sender;
 use serde_json::Value;
 
 use super::calls::{id_key, Calls, Completion, InFlight, WorkerPool};
@@ -137,9 +137,9 @@ pub(super) struct Front {
     pub out: OutboundStream,
     /// To wake the hub for a call that asked for progress.
     pub hub_sender: Sender<HubInput>,
-    /// The loop's decision on the last call started here, until [`Front::await_decision`]
-    /// has it.
-    pub undecided: Cell<Option<Receiver<()>>>,
+    /// The loop's decision on the last call started here, waited for by
+    /// [`Front::await_decision`].
+    pub decisions: super::decision::Decisions,
 }
 
 impl Front {
@@ -163,11 +163,8 @@ impl Front {
     /// call handed to a worker (so a later line never overtakes it). Usually decided long
     /// before the next line arrives: then no wait and no system call.
     fn await_decision(&self) {
-        if let Some(decision) = self.undecided.take() {
-            // `Err`: the op was dropped unrun with its call (the engine is gone), which
-            // answered as it went.
-            let _ = crate::engine::recv_parked(&decision);
-        }
+        // An op dropped unrun (the engine gone) decides as it goes, and its call answered.
+        self.decisions.wait();
     }
 
     /// Hand `incoming` to the hub; `Err` once the hub is gone.
@@ -276,7 +273,7 @@ impl Front {
         // The loop's turn decides; this thread reads the next line meanwhile and waits for the
         // decision only before handling it ([`Front::await_decision`]). A decision made while
         // this thread is in `read` is an atomic store, not a wake-up.
-        let (decided, decision) = crossbeam_channel::bounded::<()>(1);
+        let decided = self.decisions.start();
         let on_sent = decided.clone();
         let pool = self.pool.clone();
         crate::query::command::start_detached(
@@ -299,14 +296,13 @@ impl Front {
                     );
                     call.respond(result);
                 }));
-                let _ = decided.send(());
+                decided.decide();
             }),
             Some(Box::new(move || {
                 log::debug!("tools/call {name} started on the stdin reader: in flight");
-                let _ = on_sent.send(());
+                on_sent.decide();
             })),
         );
-        self.undecided.set(Some(decision));
         true
     }
 }

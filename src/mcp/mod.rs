@@ -28,6 +28,7 @@
 
 mod calls;
 pub mod cli;
+mod decision;
 pub mod edit_tools;
 mod fast_path;
 pub mod http;
@@ -469,7 +470,7 @@ fn serve_clients(
             client: stdio.client,
             out: stdio.out,
             hub_sender: stdio.sender,
-            undecided: Default::default(),
+            decisions: Default::default(),
         };
         let input = stdio.input;
         let active = Arc::clone(&active);
