@@ -9,8 +9,11 @@
 //! servers changed on disk behind lspc's back (`stale_analysis`: the server must analyse it
 //! again before its diagnostics are settled). Paths are canonical absolute paths.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
+use std::ffi::{OsStr, OsString};
 use std::fs::Metadata;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -145,11 +148,36 @@ pub(crate) fn read_text_with(
     String::from_utf8(bytes).map_err(|_| ReadError::NotUtf8)
 }
 
+/// A document's key in [`Documents`]: its path's bytes, hashed in one pass (issue 15: `Path`'s
+/// own `Hash` walks the path a byte at a time to skip what its component-wise equality ignores,
+/// about 20 instructions a byte, six times per query). Document paths are canonical, so the
+/// bytes are the path's components joined by `/`; a path that is not (an empty or `.`
+/// component, a trailing `/`, as a server's URI may give) is keyed by its components, so it
+/// finds what `Path`'s equality would find.
+fn key(path: &Path) -> Cow<'_, OsStr> {
+    let bytes = path.as_os_str().as_bytes();
+    // Every `/` must start a component that is neither empty nor `.`.
+    let lexically_normal = bytes.iter().enumerate().all(|(at, &byte)| {
+        byte != b'/'
+            || match bytes.get(at + 1) {
+                None => at == 0,
+                Some(b'/') => false,
+                Some(b'.') => !matches!(bytes.get(at + 2), None | Some(b'/')),
+                Some(_) => true,
+            }
+    });
+    if lexically_normal {
+        Cow::Borrowed(path.as_os_str())
+    } else {
+        Cow::Owned(path.components().collect::<PathBuf>().into_os_string())
+    }
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct Documents {
-    /// At most `max_open_documents` plus the pinned ones, so [`FastMap`] (issue 15: looked up
-    /// about five times per query).
-    docs: FastMap<PathBuf, Document>,
+    /// By [`key`]: at most `max_open_documents` plus the pinned ones, so [`FastMap`] (issue
+    /// 15: looked up about five times per query).
+    docs: FastMap<OsString, Document>,
     /// The last version of each document that was closed and forgotten: opened again, it
     /// continues from there (see the module invariants). One integer per file ever closed.
     closed_versions: HashMap<PathBuf, i32>,
@@ -161,23 +189,23 @@ pub(crate) struct Documents {
 impl Documents {
     /// Every document's path, sorted.
     pub fn paths(&self) -> Vec<PathBuf> {
-        let mut paths: Vec<PathBuf> = self.docs.keys().cloned().collect();
+        let mut paths: Vec<PathBuf> = self.docs.keys().map(PathBuf::from).collect();
         crate::sorting::sort(&mut paths);
         paths
     }
 
     pub fn get(&self, path: &Path) -> Option<&Document> {
-        self.docs.get(path)
+        self.docs.get(&*key(path))
     }
 
     pub fn get_mut(&mut self, path: &Path) -> Option<&mut Document> {
-        self.docs.get_mut(path)
+        self.docs.get_mut(&*key(path))
     }
 
     /// Whether the document is known and `metadata` shows its file unchanged since lspc read it;
     /// marks it used (LRU) when so.
     pub fn unchanged_on_disk(&mut self, path: &Path, metadata: &Metadata) -> bool {
-        let Some(doc) = self.docs.get_mut(path) else {
+        let Some(doc) = self.docs.get_mut(&*key(path)) else {
             return false;
         };
         if !doc.stamp.is_some_and(|stamp| stamp.unchanged(metadata)) {
@@ -190,7 +218,7 @@ impl Documents {
 
     /// Record what the disk said when the document's text was read.
     pub fn set_stamp(&mut self, path: &Path, stamp: DiskStamp) {
-        if let Some(doc) = self.docs.get_mut(path) {
+        if let Some(doc) = self.docs.get_mut(&*key(path)) {
             doc.stamp = Some(stamp);
         }
     }
@@ -199,7 +227,7 @@ impl Documents {
     pub fn refresh(&mut self, path: &Path, uri: String, text: String) -> Refresh {
         self.clock += 1;
         let clock = self.clock;
-        match self.docs.get_mut(path) {
+        match self.docs.get_mut(&*key(path)) {
             Some(doc) => {
                 doc.last_used = clock;
                 if *doc.text == *text {
@@ -218,7 +246,7 @@ impl Documents {
                     .remove(path)
                     .map_or(1, |closed| closed.saturating_add(1));
                 self.docs.insert(
-                    path.to_path_buf(),
+                    key(path).into_owned(),
                     Document {
                         uri,
                         text: Arc::from(text),
@@ -241,7 +269,7 @@ impl Documents {
     /// Documents open on at least one server, beyond `max_open`, least recently used first,
     /// skipping pinned ones. The caller sends `didClose` and calls [`Documents::forget`].
     pub fn eviction_candidates(&self, max_open: usize) -> Vec<PathBuf> {
-        let mut open: Vec<(&PathBuf, &Document)> = self
+        let mut open: Vec<(&OsString, &Document)> = self
             .docs
             .iter()
             .filter(|(_, doc)| !doc.open_on.is_empty())
@@ -254,7 +282,7 @@ impl Documents {
         open.into_iter()
             .filter(|(_, doc)| doc.pins == 0)
             .take(excess)
-            .map(|(path, _)| path.clone())
+            .map(|(path, _)| PathBuf::from(path))
             .collect()
     }
 
@@ -276,7 +304,7 @@ impl Documents {
                     doc.verified_in_turn = turn;
                     return None;
                 }
-                Some(path.clone())
+                Some(PathBuf::from(path))
             })
             .collect();
         crate::sorting::sort(&mut changed);
@@ -292,7 +320,7 @@ impl Documents {
     /// `stat` stands for the sync's, microseconds later); touches the LRU clock as
     /// [`Documents::unchanged_on_disk`] does.
     pub fn unchanged_this_turn(&mut self, path: &Path) -> bool {
-        let Some(doc) = self.docs.get_mut(path) else {
+        let Some(doc) = self.docs.get_mut(&*key(path)) else {
             return false;
         };
         if doc.verified_in_turn == 0 || doc.verified_in_turn != self.turn {
@@ -319,11 +347,10 @@ impl Documents {
     ) -> Vec<PathBuf> {
         let mut marked = Vec::new();
         for (path, doc) in &mut self.docs {
-            if !changed.contains(&path.as_path())
-                && servers.iter().any(|id| doc.open_on.contains_key(id))
-            {
+            let path = Path::new(path);
+            if !changed.contains(&path) && servers.iter().any(|id| doc.open_on.contains_key(id)) {
                 doc.stale_analysis = true;
-                marked.push(path.clone());
+                marked.push(path.to_path_buf());
             }
         }
         marked
@@ -333,7 +360,7 @@ impl Documents {
     /// unchanged text a new version (so each server gets `didChange` and analyses it again);
     /// returns whether it did.
     pub fn take_stale_analysis(&mut self, path: &Path) -> bool {
-        let Some(doc) = self.docs.get_mut(path) else {
+        let Some(doc) = self.docs.get_mut(&*key(path)) else {
             return false;
         };
         if !doc.stale_analysis {
@@ -347,7 +374,7 @@ impl Documents {
     /// Drop a document (after `didClose` went to every server holding it), remembering its
     /// version so that opened again it continues after it.
     pub fn forget(&mut self, path: &Path) -> Option<Document> {
-        let doc = self.docs.remove(path)?;
+        let doc = self.docs.remove(&*key(path))?;
         self.closed_versions.insert(path.to_path_buf(), doc.version);
         Some(doc)
     }
@@ -357,7 +384,7 @@ impl Documents {
         self.docs
             .iter()
             .filter(|(_, doc)| doc.open_on.contains_key(&server_id))
-            .map(|(path, _)| path.clone())
+            .map(|(path, _)| PathBuf::from(path))
             .collect()
     }
 }
@@ -374,6 +401,42 @@ mod tests {
             .unwrap()
             .open_on
             .insert(ServerId(0), (1, Instant::now()));
+    }
+
+    #[test]
+    fn a_document_is_found_by_any_spelling_path_equality_accepts() {
+        let mut documents = Documents::default();
+        documents.refresh(Path::new("/w/src/a.py"), "u".into(), "x\n".into());
+        for spelling in [
+            "/w/src/a.py",
+            "/w//src/a.py",
+            "/w/./src/a.py",
+            "/w/src/a.py/",
+            "/w/src/./a.py/.",
+        ] {
+            assert_eq!(Path::new(spelling), Path::new("/w/src/a.py"));
+            assert!(documents.get(Path::new(spelling)).is_some(), "{spelling}");
+            assert_eq!(
+                key(Path::new(spelling)),
+                OsStr::new("/w/src/a.py"),
+                "{spelling}"
+            );
+        }
+        for other in [
+            "/w/src/a.p",
+            "/w/src/../src/a.py",
+            "/w/src/.a.py",
+            "/w/src/a.py.",
+        ] {
+            assert!(documents.get(Path::new(other)).is_none(), "{other}");
+        }
+        // Normal spellings are borrowed: no allocation on the query path.
+        for normal in ["/", "/w/.hidden/..x", "/w/a"] {
+            assert!(
+                matches!(key(Path::new(normal)), Cow::Borrowed(_)),
+                "{normal}"
+            );
+        }
     }
 
     #[test]

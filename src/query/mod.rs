@@ -54,6 +54,7 @@ pub use result_json::ResultJson;
 pub use signature::parse_signature_help;
 
 use std::collections::{HashMap, HashSet};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -171,7 +172,6 @@ fn by_most_common_extension(files: Vec<PathBuf>) -> Vec<PathBuf> {
 /// instructions a request, the URI about 1.2k more). The URI's JSON string is remembered for
 /// the last path, as the loop asks about the same document again and again.
 fn position_params_text(path: &Path, position: lsp_types::Position) -> String {
-    use std::fmt::Write;
     thread_local! {
         static LAST_URI: std::cell::RefCell<Option<(PathBuf, String)>> =
             const { std::cell::RefCell::new(None) };
@@ -186,14 +186,33 @@ fn position_params_text(path: &Path, position: lsp_types::Position) -> String {
             *last = Some((path.to_path_buf(), uri));
         }
         let uri = last.as_ref().map_or("", |(_, uri)| uri.as_str());
+        // Pushed piece by piece: `write!`'s formatting machinery cost about 900 instructions
+        // here (issue 15).
         let mut text = String::with_capacity(64 + uri.len());
-        let _ = write!(
-            text,
-            "{{\"position\":{{\"character\":{},\"line\":{}}},\"textDocument\":{{\"uri\":{uri}}}}}",
-            position.character, position.line
-        );
+        text.push_str("{\"position\":{\"character\":");
+        push_decimal(&mut text, position.character);
+        text.push_str(",\"line\":");
+        push_decimal(&mut text, position.line);
+        text.push_str("},\"textDocument\":{\"uri\":");
+        text.push_str(uri);
+        text.push_str("}}");
         text
     })
+}
+
+/// `value` in decimal onto `text`.
+fn push_decimal(text: &mut String, mut value: u32) {
+    let mut digits = [0u8; 10];
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            break;
+        }
+    }
+    text.extend(digits[start..].iter().map(|&digit| char::from(digit)));
 }
 
 fn document_uri(path: &Path) -> String {
@@ -206,14 +225,16 @@ fn document_uri(path: &Path) -> String {
 
 /// The files whose first analysis wait ([`wait_analysed`]) a session has already done,
 /// shared by every clone of a [`Queries`] (and by a frontend that builds one per request, such
-/// as MCP, through [`Queries::with_analysed_files`]). Keyed by server and canonical path.
+/// as MCP, through [`Queries::with_analysed_files`]). Keyed by server and canonical path, as
+/// bytes (issue 15: `Path`'s own hash walks a path a byte at a time; for a canonical path byte
+/// equality is its equality, and a spelling that is not canonical only waits once more).
 #[derive(Debug, Clone, Default)]
-pub struct AnalysedFiles(Arc<Mutex<HashMap<crate::process::ServerId, HashSet<PathBuf>>>>);
+pub struct AnalysedFiles(Arc<Mutex<HashMap<crate::process::ServerId, HashSet<OsString>>>>);
 
 impl AnalysedFiles {
     fn with<R>(
         &self,
-        f: impl FnOnce(&mut HashMap<crate::process::ServerId, HashSet<PathBuf>>) -> R,
+        f: impl FnOnce(&mut HashMap<crate::process::ServerId, HashSet<OsString>>) -> R,
     ) -> R {
         match self.0.lock() {
             Ok(mut files) => f(&mut files),
@@ -228,7 +249,7 @@ impl AnalysedFiles {
             files
                 .entry(server_id)
                 .or_default()
-                .insert(path.to_path_buf())
+                .insert(path.as_os_str().to_owned())
         })
     }
 
@@ -238,7 +259,7 @@ impl AnalysedFiles {
         self.with(|files| {
             files
                 .get(&server_id)
-                .is_some_and(|paths| paths.contains(path))
+                .is_some_and(|paths| paths.contains(path.as_os_str()))
         })
     }
 }
@@ -251,10 +272,10 @@ impl AnalysedFiles {
 /// afresh (and forgets it here). A path given through a symlink is never recorded, so a
 /// retargeted link is always resolved again.
 #[derive(Debug, Clone, Default)]
-struct CanonicalFiles(Arc<Mutex<HashSet<PathBuf>>>);
+struct CanonicalFiles(Arc<Mutex<HashSet<OsString>>>);
 
 impl CanonicalFiles {
-    fn with<R>(&self, f: impl FnOnce(&mut HashSet<PathBuf>) -> R) -> R {
+    fn with<R>(&self, f: impl FnOnce(&mut HashSet<OsString>) -> R) -> R {
         match self.0.lock() {
             Ok(mut files) => f(&mut files),
             // A panicked holder only loses the cache's consistency: start over.
@@ -558,11 +579,12 @@ impl Queries {
         if metadata.as_ref().is_ok_and(|metadata| metadata.is_file()) {
             if path == file {
                 self.canonical_files
-                    .with(|files| files.insert(path.clone()));
+                    .with(|files| files.insert(path.clone().into_os_string()));
             }
             return Ok(path);
         }
-        self.canonical_files.with(|files| files.remove(file));
+        self.canonical_files
+            .with(|files| files.remove(file.as_os_str()));
         if metadata.is_ok_and(|metadata| metadata.is_dir()) {
             return Err(QueryError::File(format!(
                 "cannot read {}: it is a directory (give a file)",
@@ -716,7 +738,10 @@ impl Queries {
             readiness,
             params,
         } = first;
-        let path = if self.canonical_files.with(|files| files.contains(file)) {
+        let path = if self
+            .canonical_files
+            .with(|files| files.contains(file.as_os_str()))
+        {
             file.to_path_buf()
         } else {
             match self.checked_path(file) {
