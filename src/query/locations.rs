@@ -13,6 +13,7 @@
 //! server's numbers + 1 (exact for ASCII lines) and has no line text.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -138,7 +139,8 @@ pub struct SourceCache(Arc<SourceCacheState>);
 
 #[derive(Default)]
 struct SourceCacheState {
-    entries: Mutex<HashMap<PathBuf, (FileStamp, Source)>>,
+    /// By the path's bytes (see [`SourceFiles`]).
+    entries: Mutex<HashMap<OsString, (FileStamp, Source)>>,
     bytes: AtomicU64,
     /// Texts served from the cache (for tests and logs).
     hits: AtomicU64,
@@ -158,7 +160,7 @@ impl SourceCache {
         self.0.hits.load(Ordering::Relaxed)
     }
 
-    fn with<R>(&self, f: impl FnOnce(&mut HashMap<PathBuf, (FileStamp, Source)>) -> R) -> R {
+    fn with<R>(&self, f: impl FnOnce(&mut HashMap<OsString, (FileStamp, Source)>) -> R) -> R {
         match self.0.entries.lock() {
             Ok(mut entries) => f(&mut entries),
             // A panicked holder only loses the cache: start over.
@@ -181,7 +183,7 @@ impl SourceCache {
                 return None;
             }
         };
-        let cached = self.with(|entries| match entries.get(path) {
+        let cached = self.with(|entries| match entries.get(path.as_os_str()) {
             Some((stamp, source)) if *stamp == before => Some(source.clone()),
             _ => None,
         });
@@ -206,7 +208,7 @@ impl SourceCache {
                     entries.clear();
                     self.0.bytes.store(0, Ordering::Relaxed);
                 }
-                let old = entries.insert(path.to_path_buf(), (before, source.clone()));
+                let old = entries.insert(path.as_os_str().to_owned(), (before, source.clone()));
                 let old_size = old.map_or(0, |(stamp, _)| stamp.size);
                 self.0.bytes.fetch_add(size, Ordering::Relaxed);
                 self.0.bytes.fetch_sub(old_size, Ordering::Relaxed);
@@ -237,15 +239,16 @@ const LINEAR_FILES: usize = 4;
 /// Texts of the files one query's results point into, for converting server positions.
 ///
 /// A result usually points into one to three files, and each location asks for its file three
-/// times (start, end, line text): files are found by path comparison, the last one first, and
-/// hashed only past [`LINEAR_FILES`] (issue 15: hashing a `Path` costs hundreds of
-/// instructions).
+/// times (start, end, line text): files are found by comparing their paths' bytes, the last one
+/// first, and hashed (as bytes) only past [`LINEAR_FILES`] (issue 15: hashing a `Path`, or
+/// comparing two different ones, walks their components, hundreds of instructions). Two
+/// spellings of one file are two entries, each read once.
 pub struct SourceFiles {
     encoding: PositionEncoding,
     /// Each file once, in the order first asked for; `None` when it could not be read.
     files: Vec<(PathBuf, Option<Source>)>,
     /// Index into `files` by path, kept once there are more than [`LINEAR_FILES`].
-    index: HashMap<PathBuf, usize>,
+    index: HashMap<OsString, usize>,
     /// The file found last.
     last: Option<usize>,
     /// Where files not yet known are looked up before they are read.
@@ -295,14 +298,16 @@ impl SourceFiles {
     /// Where `path` is in `files`.
     fn slot_of(&self, path: &Path) -> Option<usize> {
         if let Some(last) = self.last {
-            if self.files[last].0 == path {
+            if self.files[last].0.as_os_str() == path.as_os_str() {
                 return Some(last);
             }
         }
         if self.files.len() <= LINEAR_FILES {
-            self.files.iter().position(|(known, _)| known == path)
+            self.files
+                .iter()
+                .position(|(known, _)| known.as_os_str() == path.as_os_str())
         } else {
-            self.index.get(path).copied()
+            self.index.get(path.as_os_str()).copied()
         }
     }
 
@@ -312,10 +317,11 @@ impl SourceFiles {
         self.files.push((path.to_path_buf(), source));
         if self.files.len() == LINEAR_FILES + 1 {
             for (known_slot, (known, _)) in self.files.iter().enumerate() {
-                self.index.insert(known.clone(), known_slot);
+                self.index
+                    .insert(known.clone().into_os_string(), known_slot);
             }
         } else if self.files.len() > LINEAR_FILES + 1 {
-            self.index.insert(path.to_path_buf(), slot);
+            self.index.insert(path.as_os_str().to_owned(), slot);
         }
         slot
     }
