@@ -379,6 +379,11 @@ impl State {
                 wait.done.insert(id, Err(reason.to_string()));
                 continue;
             }
+            // Its last word on the file: no publish follows (`given_up.rs`).
+            if self.given_up_since_sync(id, &wait.path).is_some() {
+                wait.done.insert(id, Ok(()));
+                continue;
+            }
             let key = (id, wait.path.clone());
             let provisional = self.provisional_pulls.contains(&key);
             let ask_again = provisional && !server.busy();
@@ -462,7 +467,8 @@ impl State {
             // (rust-analyzer's `Failed to load workspaces.`), and so does one whose `cargo
             // check` failed without a diagnostic (rustc's part of the file is missing, whatever
             // its own analysis found); that is a server failure, as `cargo check` failing there
-            // is: exit 3, walked or named, never a skip.
+            // is: exit 3, walked or named, never a skip. So is a server that gave up checking
+            // the file (bash-language-server's ShellCheck timeout).
             let mut unhealthy = false;
             let not_analysed: Vec<String> = names
                 .iter()
@@ -473,6 +479,11 @@ impl State {
                         .map(|d| format!("{name}: {}", d.message.lines().next().unwrap_or("")));
                     let server = &self.servers[id.0 as usize];
                     said.or_else(|| {
+                        let given_up = self.given_up_since_sync(*id, &wait.path)?;
+                        unhealthy = true;
+                        Some(format!("{name}: {given_up}"))
+                    })
+                    .or_else(|| {
                         let check_failure = server.check_failure.as_ref()?;
                         unhealthy = true;
                         Some(format!("{name}: {check_failure}"))
@@ -580,6 +591,14 @@ impl State {
             attempts: 0,
         };
         self.send_request(server_id, purpose);
+    }
+
+    /// Why `server_id` gave up checking `path` ([`super::super::given_up`]), if it said so after
+    /// the document's text was last sent to it.
+    fn given_up_since_sync(&self, server_id: ServerId, path: &Path) -> Option<&str> {
+        let &(_, sent_at) = self.documents.get(path)?.open_on.get(&server_id)?;
+        let (at, reason) = self.servers[server_id.0 as usize].given_up.get(path)?;
+        (*at >= sent_at).then_some(reason.as_str())
     }
 
     /// [`SettleRule::ConfirmedUnversionedPublish`]: whether the server's last publish for `path`

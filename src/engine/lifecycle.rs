@@ -78,6 +78,9 @@ pub(super) struct Server {
     /// (rust-analyzer's `cargo check failed to start: …`): rustc's findings are missing from
     /// every file, so a file is not checked ([`super::server_health::check_failure`]).
     pub(super) check_failure: Option<String>,
+    /// Per document: when the server said it gave up checking it, and its words
+    /// ([`super::given_up`]); such a file is not checked by it if that came after its sync.
+    pub(super) given_up: HashMap<PathBuf, (Instant, String)>,
     /// When `$/progress` or `quiescent` last changed.
     pub(super) last_progress_change: Option<Instant>,
     /// The last publish per document.
@@ -176,6 +179,7 @@ impl Server {
             health_error: None,
             health_error_token: None,
             check_failure: None,
+            given_up: HashMap::new(),
             last_progress_change: None,
             publishes: HashMap::new(),
             raw_diagnostics: HashMap::new(),
@@ -613,6 +617,7 @@ impl State {
         server.health_error = None;
         server.health_error_token = None;
         server.check_failure = None;
+        server.given_up.clear();
         server.publishes.clear();
         server.raw_diagnostics.clear();
         self.pulled.retain(|(id, _), _| *id != server_id);

@@ -21,6 +21,7 @@ pub use configuration_gate::opens_note;
 mod documents;
 mod duplicates;
 mod event_loop;
+mod given_up;
 mod mailbox;
 mod not_analysed;
 mod pending_publishes;

@@ -18,6 +18,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::super::documents::read_text;
+use super::super::given_up;
 use super::super::server_health;
 use super::super::server_requests::{self, SideEffect};
 use super::super::settle::PublishInfo;
@@ -262,6 +263,12 @@ impl State {
                         log::warn!("{}: {text}", server.config.name)
                     }
                     _ => log::debug!("{}: {text}", server.config.name),
+                }
+                if let Some((uri, reason)) = given_up::gave_up_on(text) {
+                    if let Ok(path) = uri::uri_to_path(uri) {
+                        let path = uri::canonical(&path);
+                        server.given_up.insert(path, (Instant::now(), reason));
+                    }
                 }
                 if method == "window/showMessage" {
                     if let Some(reason) = server_health::no_view(message_type, text) {

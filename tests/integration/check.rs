@@ -2,6 +2,8 @@
 //! `fixtures/workspaces/*/EXPECTED.md`), every output format, and the fixture server for the
 //! `[check]` cases of `CASES.md`.
 
+use std::time::Duration;
+
 use serde_json::{json, Value};
 
 use crate::require_program;
@@ -209,6 +211,62 @@ fn bash_language_server_without_shellcheck_reports_no_script_clean() {
             "diagnostics off:\n  bash: bash lints only through ShellCheck, and `shellcheck` is \
              not on its PATH; its diagnostics are not used, queries still are\n",
         );
+}
+
+/// Found trying lspc on nvm-sh/nvm (round nu13): bash-language-server 5.8.1 gives ShellCheck
+/// 10 s per script (`--external-sources`: `update_test_mocks.sh` sources the 4,960-line
+/// `nvm.sh`), then logs `ShellCheck: timed out after 10000ms for file:///…` and never publishes
+/// for that version. lspc waited out `--timeout` and said `update_test_mocks.sh: diagnostics
+/// incomplete: bash-language-server still analysing after 240 s` (`--timeout 240`, 4 minutes
+/// for a server that had given up after 10 s). Now the script is not checked as soon as the
+/// server says so: a server failure (exit 3), with its words. A `shellcheck` that sleeps 12 s
+/// stands in for the slow one.
+#[test]
+fn a_script_whose_shellcheck_timed_out_is_not_checked_at_once() {
+    require_program!("bash-language-server");
+    require_program!("shellcheck");
+    let workspace = Workspace::new("slow-shellcheck");
+    workspace.file("a.sh", "#!/bin/bash\necho $1\n");
+    let shellcheck = which("shellcheck").unwrap();
+    workspace.file(
+        "bin/shellcheck",
+        &format!(
+            "#!/bin/sh\ncase \"$*\" in *--version*) exec {0} \"$@\";; esac\nsleep 12\nexec {0} \"$@\"\n",
+            shellcheck.display()
+        ),
+    );
+    let slow = workspace.path("bin/shellcheck");
+    std::fs::set_permissions(&slow, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let config = workspace.config(json!({"bash": {
+        "command": which("bash-language-server").unwrap(),
+        "args": ["start"],
+        "extensionToLanguage": {".sh": "shellscript"},
+        "settings": {"bashIde": {"shellcheckPath": slow}},
+    }}));
+    let output = workspace
+        .lspc()
+        .args(["check", "--no-builtin", "--format", "json", "--config"])
+        .arg(&config)
+        .args(["a.sh", "--timeout", "40"])
+        .timeout(Duration::from_secs(90))
+        .run();
+    output.status(3);
+    assert_eq!(
+        file_states(&output.json()),
+        [(
+            "a.sh".to_owned(),
+            "error".to_owned(),
+            "a.sh not checked: bash: ShellCheck: timed out after 10000ms".to_owned()
+        )],
+        "{}",
+        output.story()
+    );
+    assert!(
+        output.elapsed < Duration::from_secs(25),
+        "waited {:?}, not stopped when the server gave up\n{}",
+        output.elapsed,
+        output.story()
+    );
 }
 
 /// B14 (REAL): typescript-language-server publishes about 2 s after didOpen and without a
