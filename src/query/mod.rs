@@ -200,8 +200,9 @@ fn position_params_text(path: &Path, position: lsp_types::Position) -> String {
     })
 }
 
-/// `value` in decimal onto `text`.
-fn push_decimal(text: &mut String, mut value: u32) {
+/// `value` in decimal onto `text` (what `write!(text, "{value}")` writes, without the
+/// formatting machinery).
+pub(crate) fn push_decimal(text: &mut String, mut value: u32) {
     let mut digits = [0u8; 10];
     let mut start = digits.len();
     loop {

@@ -34,7 +34,11 @@ pub fn location_line(location: &Location, root: &Path) -> String {
 /// about 1.5k instructions).
 fn push_location_line(out: &mut String, location: &Location, root: &Path) {
     out.push_str(&relative_display(&location.path, root));
-    let _ = write!(out, ":{}:{}", location.line, location.column);
+    // Without `write!`'s machinery (issue 15: this runs for every location of every result).
+    out.push(':');
+    super::push_decimal(out, location.line);
+    out.push(':');
+    super::push_decimal(out, location.column);
     if let Some(text) = location.line_text.as_deref().map(str::trim) {
         if !text.is_empty() {
             out.push_str("  ");
@@ -55,7 +59,10 @@ pub fn locations(result: &LocationsResult, root: &Path) -> String {
 
 /// The hover text as is.
 pub fn hover(result: &HoverResult) -> String {
-    format!("{}\n", result.text)
+    let mut text = String::with_capacity(result.text.len() + 1);
+    text.push_str(&result.text);
+    text.push('\n');
+    text
 }
 
 /// A document's symbols as an indented tree: `name kind line:col`, two spaces per level.
