@@ -211,6 +211,82 @@ fn bash_language_server_without_shellcheck_reports_no_script_clean() {
         );
 }
 
+/// Left over from round nu12 (the notes' "left alone" list): a relative `bashIde.shellcheckPath`
+/// was looked up from lspc's own working directory, but bash-language-server 5.8.1 spawns
+/// ShellCheck in its own, the workspace folder lspc starts it in (`out/shellcheck/index.js`:
+/// `spawn(executablePath, …, {cwd: process.cwd()})`). Run from another folder, lspc said
+/// "`tools/shellcheck` is not on its PATH" (exit 2) for a project whose `tools/shellcheck` the
+/// server ran, and reported a project without one clean (exit 0, "1 file checked") when the
+/// folder lspc ran in had one, while the server logged "ShellCheck: disabling linting".
+#[test]
+fn bash_language_server_takes_a_relative_shellcheck_path_from_its_workspace_folder() {
+    require_program!("bash-language-server");
+    require_program!("node");
+    require_program!("shellcheck");
+    let workspace = Workspace::new("relative-shellcheck");
+    let script = "#!/bin/bash\necho $1\ncd foo\n";
+    workspace.file("project/a.sh", script);
+    workspace.file("bare/a.sh", script);
+    let bin = workspace.path("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(which("node").unwrap(), bin.join("node")).unwrap();
+    let shellcheck = which("shellcheck").unwrap();
+    std::fs::create_dir_all(workspace.path("project/tools")).unwrap();
+    std::os::unix::fs::symlink(&shellcheck, workspace.path("project/tools/shellcheck")).unwrap();
+    let elsewhere = workspace.path("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let config = workspace.config(json!({"bash": {
+        "command": which("bash-language-server").unwrap(),
+        "args": ["start"],
+        "extensionToLanguage": {".sh": "shellscript"},
+        "env": {"PATH": bin},
+        "settings": {"bashIde": {"shellcheckPath": "tools/shellcheck"}},
+    }}));
+    let check = |root: &str| {
+        let output = workspace
+            .lspc()
+            .current_dir(&elsewhere)
+            .args(["check", "--no-builtin", "--format", "json", "--config"])
+            .arg(&config)
+            .arg("--root")
+            .arg(workspace.path(root))
+            .arg(workspace.path(root))
+            .args(["--timeout", "10"])
+            .run();
+        let report = output.json();
+        (report["files"].clone(), output)
+    };
+    // ShellCheck 0.9.0's findings, as the server publishes them.
+    let (files, output) = check("project");
+    assert_eq!(
+        json_diagnostics(&json!({"files": files})),
+        [
+            "a.sh:3:1-3:7 warning [shellcheck SC2164] Use 'cd ... || exit' or 'cd ... || return' \
+             in case cd fails.",
+            "a.sh:2:6-2:8 info [shellcheck SC2086] Double quote to prevent globbing and word \
+             splitting.",
+        ],
+        "{}",
+        output.story()
+    );
+    // lspc's own folder has a `tools/shellcheck`; the project the server runs in has none.
+    std::fs::create_dir_all(elsewhere.join("tools")).unwrap();
+    std::os::unix::fs::symlink(&shellcheck, elsewhere.join("tools/shellcheck")).unwrap();
+    let (files, output) = check("bare");
+    let reason = format!(
+        "no server for a.sh gives diagnostics (bash lints only through ShellCheck, and \
+         `tools/shellcheck` is not executable in its working directory {})",
+        workspace.path("bare").display()
+    );
+    assert_eq!(
+        files,
+        json!([{"path": "a.sh", "state": "skipped", "reason": reason,
+                "diagnostics": [], "omitted": 0}]),
+        "{}",
+        output.story()
+    );
+}
+
 /// B14 (REAL): typescript-language-server publishes about 2 s after didOpen and without a
 /// version; lspc waits for it instead of reporting the file clean.
 #[test]
