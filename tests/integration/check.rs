@@ -1038,6 +1038,36 @@ fn a_rust_file_outside_the_module_tree_is_not_checked_not_clean() {
         walked.story()
     );
     assert_eq!(report["files"][1]["reason"], message, "{}", walked.story());
+    // The summary counts the file as not checked (left over from round nu12: it said "1 file
+    // checked: 0 errors, …; 1 file could not be checked" named, and nothing of the skipped
+    // file walked), as the json summary does.
+    assert_summary(
+        &named,
+        "0 files checked: 0 errors, 0 warnings, 0 info, 0 hints; 1 file could not be checked",
+    );
+    assert_eq!(
+        (
+            &named.json()["summary"]["checked"],
+            &report["summary"]["checked"]
+        ),
+        (&json!(0), &json!(1)),
+        "{}",
+        walked.story()
+    );
+    assert_summary(
+        &walked,
+        "1 file checked: 2 errors, 0 warnings, 0 info, 0 hints in 1 file; 1 file skipped; \
+         1 hint not shown (`--severity hint` shows them)",
+    );
+}
+
+/// `output`'s stderr holds the summary line `expected`.
+fn assert_summary(output: &Output, expected: &str) {
+    assert!(
+        output.stderr.lines().any(|line| line == expected),
+        "expected the summary {expected:?}\n{}",
+        output.story()
+    );
 }
 
 /// Found on a two-crate workspace (twelfth round, new-user test, shaped like thiserror's): a
@@ -1138,6 +1168,13 @@ fn a_rust_file_whose_cargo_check_failed_is_not_clean() {
     let walked = check_with_rust_analyzer(&workspace, &program, &[]);
     walked.status(3);
     assert_eq!(walked.json()["summary"]["failed"], 2, "{}", walked.story());
+    // Left over from round nu12: the summary said "2 files checked: …; 2 files could not be
+    // checked", of `build.rs` and `src/lib.rs`, neither of which was.
+    assert_eq!(walked.json()["summary"]["checked"], 0, "{}", walked.story());
+    assert_summary(
+        &walked,
+        "0 files checked: 0 errors, 0 warnings, 0 info, 0 hints; 2 files could not be checked",
+    );
     assert_cargo_check_says(
         &workspace,
         "failed to run custom build command for `needs_lib",
