@@ -78,6 +78,8 @@ pub(super) struct Server {
     /// (rust-analyzer's `cargo check failed to start: …`): rustc's findings are missing from
     /// every file, so a file is not checked ([`super::server_health::check_failure`]).
     pub(super) check_failure: Option<String>,
+    /// The `experimental/serverStatus` messages logged so far: each distinct one is logged once.
+    pub(super) logged_statuses: crate::engine::server_health::LoggedStatuses,
     /// When `$/progress` or `quiescent` last changed.
     pub(super) last_progress_change: Option<Instant>,
     /// The last publish per document.
@@ -176,6 +178,7 @@ impl Server {
             health_error: None,
             health_error_token: None,
             check_failure: None,
+            logged_statuses: Default::default(),
             last_progress_change: None,
             publishes: HashMap::new(),
             raw_diagnostics: HashMap::new(),
