@@ -52,7 +52,7 @@ pub struct CheckReport {
 /// A file found while walking a folder that lspc did not check.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SkippedFile {
-    /// Canonical absolute path.
+    /// Canonical absolute path, or the link it was found as (as [`FileReport::path`]).
     pub path: PathBuf,
     /// Lowercase, e.g. `binary file`, `outside pyright's include`.
     pub reason: String,
@@ -64,7 +64,8 @@ pub struct SkippedFile {
 /// One checked file.
 #[derive(Debug, Clone)]
 pub struct FileReport {
-    /// Canonical absolute path.
+    /// Canonical absolute path; in the finished report, a file found only through a symlink is
+    /// shown as the link (`check/found_paths.rs`).
     pub path: PathBuf,
     pub state: FileState,
     pub diagnostics: Vec<Diagnostic>,

@@ -1211,6 +1211,53 @@ fn a_rust_file_of_a_workspace_rust_analyzer_cannot_load_is_not_clean() {
     assert_eq!(walked.json()["summary"]["failed"], 1, "{}", walked.story());
 }
 
+/// Left over from round nu12: a `compile_commands.json` that links to the build folder's (CMake's
+/// export plus `ln -s build/compile_commands.json .`, with `build/` ignored) was checked by the
+/// built-in vscode-json-language-server and reported under its target path,
+/// `build/compile_commands.json`, walked or named: a path the user never gave, in an ignored
+/// folder. It is reported as found. clangd 14 reads the database through the link: `main.c`
+/// uses a macro only its compile command defines.
+#[test]
+fn a_symlinked_compile_commands_json_is_reported_as_the_link() {
+    require_program!("vscode-json-language-server");
+    require_program!("clangd");
+    let workspace = Workspace::new("linked-compile-commands");
+    workspace.file(".gitignore", "build/\n");
+    workspace.file("main.c", "int main(void) { return FROM_DB; }\n");
+    let database = json!([{
+        "directory": workspace.root,
+        "file": "main.c",
+        "command": "cc -DFROM_DB=0 -c main.c",
+    }]);
+    workspace.file("build/compile_commands.json", &database.to_string());
+    std::os::unix::fs::symlink(
+        "build/compile_commands.json",
+        workspace.path("compile_commands.json"),
+    )
+    .unwrap();
+    for args in [&["."][..], &["compile_commands.json", "main.c"]] {
+        let output = workspace
+            .lspc()
+            .args(["check", "--format", "json", "--timeout", "30"])
+            .args(args)
+            .run();
+        assert_eq!(
+            file_states(&output.json()),
+            [
+                (
+                    "compile_commands.json".into(),
+                    "clean".into(),
+                    String::new()
+                ),
+                ("main.c".into(), "clean".into(), String::new()),
+            ],
+            "{}",
+            output.story()
+        );
+        output.status(0);
+    }
+}
+
 /// Found on developit/mitt (ninth round, new-user test): its `tsconfig.json` has a trailing
 /// comma, which `tsc` accepts (TypeScript reads its project files as JSON with comments), and the
 /// built-in vscode-json-language-server 4.10.0 reported it as `error: Trailing comma [json
