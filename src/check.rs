@@ -11,6 +11,7 @@
 
 pub mod baseline;
 pub mod changed;
+mod found_paths;
 pub mod sarif_merge;
 pub mod shard;
 mod tsconfig_diagnostics;
@@ -165,13 +166,16 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
     } else {
         options.paths.clone()
     };
-    let files = match walk::list_files(&root, &targets) {
-        Ok(files) => files,
+    let listed = match walk::list_files_found(&root, &targets) {
+        Ok(listed) => listed,
         Err(error) => {
             eprintln!("lspc: {error}");
             return EXIT_USAGE;
         }
     };
+    // The report shows a file found through a symlink as the link (`found_paths.rs`).
+    let found_paths = found_paths::FoundPaths::new(&listed);
+    let files: Vec<PathBuf> = listed.into_iter().map(|file| file.path).collect();
     if options.hints {
         for hint in crate::install_hints::hints_for(config, &files) {
             eprintln!("lspc: hint: {}", hint.message());
@@ -195,7 +199,8 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
     if selection.files.is_empty() {
         if !selection.skipped.is_empty() {
             // Everything walked was outside the servers' projects: say why, as a clean run.
-            let report = empty_report(&root, options, selection);
+            let mut report = empty_report(&root, options, selection);
+            found_paths.apply(&mut report);
             let ending = Ending {
                 had_config_errors,
                 ..Ending::default()
@@ -224,7 +229,8 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
     selection.files = narrowing.files(&root, std::mem::take(&mut selection.files));
     if selection.files.is_empty() {
         // An empty shard or an unchanged tree is a clean run: nothing starts.
-        let report = empty_report(&root, options, selection);
+        let mut report = empty_report(&root, options, selection);
+        found_paths.apply(&mut report);
         let ending = Ending {
             had_config_errors,
             baseline: baseline
@@ -286,9 +292,10 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         };
         let mut one = empty_report(&root, options, Selection::default());
         push_file(&mut one, options.severity, path.clone(), state, found);
+        found_paths.apply(&mut one);
         let mut stdout = std::io::stdout().lock();
         let _ = output::render(&one, Format::Human, &mut stdout).and_then(|()| stdout.flush());
-        streamed.insert(path);
+        streamed.insert(found_paths.shown(&path));
     };
     let waited = wait_with_progress(
         &engine,
@@ -417,6 +424,7 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
             found,
         );
     }
+    found_paths.apply(&mut report);
     crate::sorting::sort_by(&mut report.files, |a, b| a.path.cmp(&b.path));
     crate::sorting::sort_by(&mut report.skipped, |a, b| a.path.cmp(&b.path));
     if let Some(path) = &options.write_baseline {

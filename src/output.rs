@@ -52,7 +52,7 @@ pub struct CheckReport {
 /// A file found while walking a folder that lspc did not check.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SkippedFile {
-    /// Canonical absolute path.
+    /// Canonical absolute path, or the link it was found as (as [`FileReport::path`]).
     pub path: PathBuf,
     /// Lowercase, e.g. `binary file`, `outside pyright's include`.
     pub reason: String,
@@ -64,7 +64,8 @@ pub struct SkippedFile {
 /// One checked file.
 #[derive(Debug, Clone)]
 pub struct FileReport {
-    /// Canonical absolute path.
+    /// Canonical absolute path; in the finished report, a file found only through a symlink is
+    /// shown as the link (`check/found_paths.rs`).
     pub path: PathBuf,
     pub state: FileState,
     pub diagnostics: Vec<Diagnostic>,
@@ -319,18 +320,35 @@ struct Counts {
     information: usize,
     hints: usize,
     files_with_diagnostics: usize,
+    /// Files a server looked at: every file of the report but the failed ones (a timed-out
+    /// file is among them, its diagnostics incomplete).
+    checked: usize,
     timed_out: usize,
+    /// Files in `Error` state: a server failed on them, or they were named and no server
+    /// could take them.
     failed: usize,
+    /// Walked files skipped for a reason of their own (binary, too large, rust-analyzer's
+    /// `unlinked-file`), each said on its own stderr line; not those outside every server's
+    /// project, which the report's notes count.
+    skipped_alone: usize,
 }
 
 fn counts(report: &CheckReport) -> Counts {
-    let mut counts = Counts::default();
+    let mut counts = Counts {
+        skipped_alone: report
+            .skipped
+            .iter()
+            .filter(|skipped| !skipped.outside_projects)
+            .count(),
+        ..Counts::default()
+    };
     for file in &report.files {
         match file.state {
             FileState::Timeout { .. } => counts.timed_out += 1,
             FileState::Error { .. } => counts.failed += 1,
             FileState::Clean | FileState::Diagnostics => {}
         }
+        counts.checked += usize::from(!matches!(file.state, FileState::Error { .. }));
         let diagnostics = file.reported_diagnostics();
         if !diagnostics.is_empty() {
             counts.files_with_diagnostics += 1;
@@ -352,14 +370,18 @@ fn plural(n: usize, singular: &str, plural: &str) -> String {
 }
 
 /// One line for stderr, e.g. `5 files checked: 2 errors, 1 warning, 0 info, 0 hints in 2 files;
-/// 1 file timed out; 3 more diagnostics not shown (caps); 1 server failed`. The counts cover the
-/// rendered diagnostics; the `;` clauses appear only when non-zero ("could not be checked" counts
-/// files in `Error` state; "not shown" is `report.n_omitted`).
+/// 1 file timed out; 1 file could not be checked; 2 files skipped; 3 more diagnostics not shown
+/// (caps); 1 server failed`. The counts cover the rendered diagnostics; the `;` clauses appear
+/// only when non-zero. Every file of the report is counted once, as the json summary counts it:
+/// "checked" is its `checked` (timed-out files included, "timed out" says how many of them),
+/// "could not be checked" its `failed` (files in `Error` state, never among the checked ones),
+/// "skipped" its `skipped` but the files outside every server's project, which the notes count
+/// (`3 files outside pyright's include not checked`); "not shown" is `report.n_omitted`.
 pub fn summary_line(report: &CheckReport) -> String {
     let c = counts(report);
     let mut line = format!(
         "{} checked: {}, {}, {} info, {}",
-        plural(report.files.len(), "file", "files"),
+        plural(c.checked, "file", "files"),
         plural(c.errors, "error", "errors"),
         plural(c.warnings, "warning", "warnings"),
         c.information,
@@ -376,6 +398,9 @@ pub fn summary_line(report: &CheckReport) -> String {
             "; {} could not be checked",
             plural(c.failed, "file", "files")
         );
+    }
+    if c.skipped_alone > 0 {
+        line += &format!("; {} skipped", plural(c.skipped_alone, "file", "files"));
     }
     if report.n_omitted > 0 {
         line += &format!(
@@ -480,6 +505,8 @@ struct JsonBaseline {
 #[serde(rename_all = "camelCase")]
 struct JsonSummary {
     files: usize,
+    /// `files` but the failed ones: the count the human summary gives as "N files checked".
+    checked: usize,
     skipped: usize,
     below_severity: usize,
     errors: usize,
@@ -544,6 +571,7 @@ fn render_json(report: &CheckReport, details: &RunDetails, out: &mut dyn Write) 
             .collect(),
         summary: JsonSummary {
             files: report.files.len(),
+            checked: c.checked,
             skipped: report.skipped.len(),
             below_severity: report.n_below_severity,
             errors: c.errors,
@@ -1181,12 +1209,33 @@ mod tests {
             "4 files checked: 2 errors, 1 warning, 1 info, 1 hint in 3 files; 1 file timed out; \
              3 more diagnostics not shown (caps)",
         );
+        // A file that could not be checked is not counted as checked (its server failed, or
+        // it was named and no server could take it); the outside-the-project one is in its
+        // note.
         check_summary(
             &failing(),
-            "2 files checked: 1 error, 0 warnings, 0 info, 0 hints in 1 file; \
+            "1 file checked: 1 error, 0 warnings, 0 info, 0 hints in 1 file; \
              1 file could not be checked; 2 servers failed; 2 hints not shown \
              (`--severity hint` shows them); 1 file outside pyright's include not checked; \
              `--all-files` checks them",
+        );
+        // A walked file skipped for another reason (binary, rust-analyzer's `unlinked-file`)
+        // is counted too: its reason is on the line lspc printed for it.
+        let mut skipped = failing();
+        skipped.skipped.push(SkippedFile {
+            path: PathBuf::from("/ws/src/orphan.rs"),
+            reason: "orphan.rs not checked: rust-analyzer: This file is not included anywhere \
+                     in the module tree, so rust-analyzer can't offer IDE services."
+                .into(),
+            outside_projects: false,
+        });
+        skipped.files.remove(1);
+        skipped.server_failures.clear();
+        skipped.notes.clear();
+        check_summary(
+            &skipped,
+            "1 file checked: 1 error, 0 warnings, 0 info, 0 hints in 1 file; \
+             1 file skipped; 2 hints not shown (`--severity hint` shows them)",
         );
         let mut one = failing();
         one.files.truncate(1);
@@ -1233,7 +1282,7 @@ mod tests {
                 r#""source":null,"code":null,"server":"pyright"}],"omitted":0},"#,
                 r#"{"path":"c.py","state":"error","reason":"no server for .py","diagnostics":[],"omitted":0},"#,
                 r#"{"path":"tests/t.py","state":"skipped","reason":"outside pyright's include","diagnostics":[],"omitted":0}],"#,
-                r#""summary":{"files":2,"skipped":1,"belowSeverity":2,"errors":1,"warnings":0,"information":0,"hints":0,"timedOut":0,"failed":1,"omitted":0},"#,
+                r#""summary":{"files":2,"checked":1,"skipped":1,"belowSeverity":2,"errors":1,"warnings":0,"information":0,"hints":0,"timedOut":0,"failed":1,"omitted":0},"#,
                 r#""serverFailures":[{"server":"ruff","message":"exited with status 2"},"#,
                 r#"{"server":"mypy","message":"not found"}]}"#,
                 "\n"
@@ -1267,7 +1316,7 @@ mod tests {
                      ], "omitted": 0},
                     {"path": "src/ok.py", "state": "clean", "diagnostics": [], "omitted": 0},
                 ],
-                "summary": {"files": 4, "skipped": 0, "belowSeverity": 0, "errors": 2, "warnings": 1, "information": 1, "hints": 1,
+                "summary": {"files": 4, "checked": 4, "skipped": 0, "belowSeverity": 0, "errors": 2, "warnings": 1, "information": 1, "hints": 1,
                             "timedOut": 1, "failed": 0, "omitted": 3},
                 "serverFailures": [],
             }),

@@ -13,11 +13,13 @@
 //! - A Python virtual environment below a walked folder (a folder holding `pyvenv.cfg`, PEP 405)
 //!   is never listed, whether git lists it or not: its packages are not the project's sources.
 //! - Symlinked folders are never followed while walking (no cycles, no escaping the workspace);
-//!   symlinked files are listed by their target.
+//!   symlinked files are listed by their target, and [`list_files_found`] also says under which
+//!   path the link was found (a `compile_commands.json` linked to `build/compile_commands.json`
+//!   is shown as the user has it), unless the target itself is listed too.
 //! - Unreadable sub-folders are skipped with a warning rather than failing the whole listing; only
 //!   a missing or unusable *target* is an error.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::fs;
 use std::io;
@@ -94,6 +96,26 @@ impl std::error::Error for WalkError {
 /// target that is a FIFO/socket/device, [`WalkError::Io`] when a target or the root cannot be
 /// resolved or a target folder cannot be read.
 pub fn list_files(root: &Path, targets: &[PathBuf]) -> Result<Vec<PathBuf>, WalkError> {
+    let listed = list_files_with(root, targets, ListingMode::GitWhenAvailable)?;
+    Ok(listed.into_iter().map(|file| file.path).collect())
+}
+
+/// One file [`list_files_found`] lists.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ListedFile {
+    /// Canonical: what [`list_files`] returns.
+    pub path: PathBuf,
+    /// For a file listed only through a symlink (walked, or named): the link's own path, its
+    /// folder canonical (`/w/compile_commands.json` for a link to
+    /// `/w/build/compile_commands.json`). `None` when `path` itself was listed.
+    pub found_as: Option<PathBuf>,
+}
+
+/// [`list_files`], each file with the path it was found under when that was a symlink to it:
+/// a report shows a file as the user has it, while lspc keys it by its canonical path. Sorted
+/// by canonical path, no duplicates; a file listed both as itself and through a link (or
+/// through two links) is listed once, as itself (or under the first link listed).
+pub fn list_files_found(root: &Path, targets: &[PathBuf]) -> Result<Vec<ListedFile>, WalkError> {
     list_files_with(root, targets, ListingMode::GitWhenAvailable)
 }
 
@@ -111,34 +133,62 @@ fn list_files_with(
     root: &Path,
     targets: &[PathBuf],
     mode: ListingMode,
-) -> Result<Vec<PathBuf>, WalkError> {
+) -> Result<Vec<ListedFile>, WalkError> {
     let canonical_root = canonicalize_target(root)?;
-    let mut files = BTreeSet::new();
+    let mut files: BTreeMap<PathBuf, Option<PathBuf>> = BTreeMap::new();
+    let mut add = |listed: ListedFile| match files.get_mut(&listed.path) {
+        // Listed as itself now: that wins over any link found before.
+        Some(found_as) if listed.found_as.is_none() => *found_as = None,
+        Some(_) => {}
+        None => {
+            files.insert(listed.path, listed.found_as);
+        }
+    };
     for target in targets {
         let canonical_target = canonicalize_target(target)?;
         // `metadata` follows symlinks: an explicitly named symlink is taken for what it points to.
         let metadata = fs::metadata(&canonical_target).map_err(|error| io_error(target, error))?;
         if metadata.is_file() {
-            files.insert(canonical_target);
+            add(ListedFile {
+                found_as: named_link(target, &canonical_target),
+                path: canonical_target,
+            });
         } else if metadata.is_dir() {
             let listed = match mode {
                 ListingMode::GitWhenAvailable => git_list_folder(&canonical_target),
                 ListingMode::WalkOnly => None,
             };
-            match listed {
-                Some(listed) => {
-                    files.extend(without_virtual_environments(&canonical_target, listed))
-                }
+            let listed = match listed {
+                Some(listed) => without_virtual_environments(&canonical_target, listed),
                 None => {
                     let ignore = IgnoreRules::load(&canonical_root, &canonical_target);
-                    files.extend(walk_folder(&canonical_target, &ignore)?);
+                    walk_folder(&canonical_target, &ignore)?
                 }
-            }
+            };
+            listed.into_iter().for_each(&mut add);
         } else {
             return Err(WalkError::NotRegular(target.clone()));
         }
     }
-    Ok(files.into_iter().collect())
+    Ok(files
+        .into_iter()
+        .map(|(path, found_as)| ListedFile { path, found_as })
+        .collect())
+}
+
+/// For a file target named as `target` whose canonical path is `canonical`: the path of the
+/// link named, its folder canonical, when `target` is a symlink (`None` otherwise).
+fn named_link(target: &Path, canonical: &Path) -> Option<PathBuf> {
+    if !fs::symlink_metadata(target).ok()?.file_type().is_symlink() {
+        return None;
+    }
+    let name = target.file_name()?;
+    let folder = match target.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => fs::canonicalize(parent).ok()?,
+        _ => std::env::current_dir().ok()?,
+    };
+    let link = folder.join(name);
+    (link != canonical).then_some(link)
 }
 
 fn canonicalize_target(path: &Path) -> Result<PathBuf, WalkError> {
@@ -167,7 +217,7 @@ fn has_git_ancestor(folder: &Path) -> bool {
 
 /// Lists `folder` (canonical) through git. `None` when the folder is not inside a git work tree or
 /// git cannot run, in which case the caller walks the tree itself.
-fn git_list_folder(folder: &Path) -> Option<Vec<PathBuf>> {
+fn git_list_folder(folder: &Path) -> Option<Vec<ListedFile>> {
     if !has_git_ancestor(folder) {
         // git would only fail after its own start-up (about 5 ms here, issue 15).
         log::debug!(
@@ -237,9 +287,10 @@ fn git_list_folder(folder: &Path) -> Option<Vec<PathBuf>> {
 /// `files` (git's listing of `folder`) without the files of the virtual environments below
 /// `folder`: the folders whose `pyvenv.cfg` the listing holds. A virtual environment named as
 /// the target folder itself is kept.
-fn without_virtual_environments(folder: &Path, mut files: Vec<PathBuf>) -> Vec<PathBuf> {
+fn without_virtual_environments(folder: &Path, mut files: Vec<ListedFile>) -> Vec<ListedFile> {
     let environments: Vec<PathBuf> = files
         .iter()
+        .map(|file| &file.path)
         .filter(|file| {
             file.file_name()
                 .is_some_and(|name| name == VIRTUAL_ENVIRONMENT_MARKER)
@@ -260,7 +311,7 @@ fn without_virtual_environments(folder: &Path, mut files: Vec<PathBuf>) -> Vec<P
         files.retain(|file| {
             !environments
                 .iter()
-                .any(|environment| file.starts_with(environment))
+                .any(|environment| file.path.starts_with(environment))
         });
     }
     files
@@ -277,23 +328,31 @@ fn path_from_bytes(bytes: &[u8]) -> PathBuf {
     PathBuf::from(String::from_utf8_lossy(bytes).into_owned())
 }
 
-/// The canonical path of `path` when it is a regular file or a symlink to one. `None` for
-/// folders (including gitlinks of submodules and symlinked folders), vanished files (tracked but
-/// deleted), dangling links and special files.
-fn regular_file(path: &Path) -> Option<PathBuf> {
+/// `path` (a canonical folder plus plain names) when it is a regular file, its canonical path
+/// found as `path` when it is a symlink to one. `None` for folders (including gitlinks of
+/// submodules and symlinked folders), vanished files (tracked but deleted), dangling links and
+/// special files.
+fn regular_file(path: &Path) -> Option<ListedFile> {
     let link_metadata = fs::symlink_metadata(path).ok()?;
     if link_metadata.is_file() {
         // `path` is built from a canonical folder plus plain names, so it is already canonical.
-        return Some(path.to_path_buf());
+        return Some(ListedFile {
+            path: path.to_path_buf(),
+            found_as: None,
+        });
     }
     if link_metadata.file_type().is_symlink() && fs::metadata(path).ok()?.is_file() {
-        return fs::canonicalize(path).ok();
+        let canonical = fs::canonicalize(path).ok()?;
+        return Some(ListedFile {
+            found_as: (canonical != path).then(|| path.to_path_buf()),
+            path: canonical,
+        });
     }
     None
 }
 
 /// Walks `folder` (canonical) without git, iteratively so deep trees cannot overflow the stack.
-fn walk_folder(folder: &Path, ignore: &IgnoreRules) -> Result<Vec<PathBuf>, WalkError> {
+fn walk_folder(folder: &Path, ignore: &IgnoreRules) -> Result<Vec<ListedFile>, WalkError> {
     let mut files = Vec::new();
     let mut pending = vec![folder.to_path_buf()];
     while let Some(current) = pending.pop() {
@@ -533,6 +592,7 @@ mod tests {
         let listed = list_files_with(&folder.path, &targets, mode).expect("listing succeeds");
         let relative: Vec<String> = listed
             .iter()
+            .map(|file| &file.path)
             .map(|path| {
                 path.strip_prefix(&folder.path)
                     .unwrap_or(path)
@@ -541,6 +601,45 @@ mod tests {
             })
             .collect();
         assert_eq!(relative, expected, "targets {targets:?} in mode {mode:?}");
+    }
+
+    /// A file listed only through a symlink is found as the link; listed as itself too, it is
+    /// found as itself (left over from round nu12: a `compile_commands.json` linked into
+    /// `build/` was reported as `build/compile_commands.json`).
+    #[test]
+    fn a_file_listed_through_a_link_says_so() {
+        let folder = TempFolder::new().with(&[
+            (".gitignore", "build/\n"),
+            ("build/compile_commands.json", "[]\n"),
+            ("main.c", ""),
+        ]);
+        let link = folder.path.join("compile_commands.json");
+        std::os::unix::fs::symlink("build/compile_commands.json", &link).expect("symlink");
+        let target = folder.path.join("build/compile_commands.json");
+        let found = |targets: &[PathBuf]| {
+            list_files_with(&folder.path, targets, ListingMode::WalkOnly)
+                .expect("listing succeeds")
+                .into_iter()
+                .filter(|file| file.path == target)
+                .map(|file| file.found_as)
+                .collect::<Vec<_>>()
+        };
+        // Walked: `build/` is ignored, so only the link leads to it.
+        assert_eq!(
+            found(std::slice::from_ref(&folder.path)),
+            [Some(link.clone())]
+        );
+        // Named, as a link or as itself.
+        assert_eq!(found(std::slice::from_ref(&link)), [Some(link.clone())]);
+        assert_eq!(found(std::slice::from_ref(&target)), [None]);
+        // Both: listed once, as itself.
+        assert_eq!(found(&[link.clone(), target.clone()]), [None]);
+        assert_eq!(found(&[target.clone(), link.clone()]), [None]);
+        // `list_files` gives the canonical path either way.
+        assert_eq!(
+            list_files(&folder.path, std::slice::from_ref(&link)).expect("listing succeeds"),
+            [target]
+        );
     }
 
     fn sample_tree() -> TempFolder {

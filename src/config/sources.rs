@@ -87,7 +87,12 @@ pub(super) fn load_sources(
         servers.extend(builtins);
         skipped = unused;
     }
-    super::linter::turn_off_unusable_diagnostics(&mut servers, env("PATH").as_deref(), env);
+    super::linter::turn_off_unusable_diagnostics(
+        &mut servers,
+        &options.root,
+        env("PATH").as_deref(),
+        env,
+    );
     let conflicts = extension_conflicts(&servers);
     for conflict in &conflicts {
         log::info!("extension conflict: {conflict}");

@@ -81,6 +81,8 @@ pub(super) struct Server {
     /// Per document: when the server said it gave up checking it, and its words
     /// ([`super::given_up`]); such a file is not checked by it if that came after its sync.
     pub(super) given_up: HashMap<PathBuf, (Instant, String)>,
+    /// The `experimental/serverStatus` messages logged so far: each distinct one is logged once.
+    pub(super) logged_statuses: crate::engine::server_health::LoggedStatuses,
     /// When `$/progress` or `quiescent` last changed.
     pub(super) last_progress_change: Option<Instant>,
     /// The last publish per document.
@@ -180,6 +182,7 @@ impl Server {
             health_error_token: None,
             check_failure: None,
             given_up: HashMap::new(),
+            logged_statuses: Default::default(),
             last_progress_change: None,
             publishes: HashMap::new(),
             raw_diagnostics: HashMap::new(),

@@ -30,6 +30,9 @@
 //!   workspace folders (expected 1, got 0)`, then `failed to load view for <folder URI>: <the
 //!   error>` on the next line; it never publishes for a file ([`no_view`]).
 
+use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
+
 use serde_json::Value;
 
 /// The title of gopls's progress while a module cannot be loaded (its `WorkspaceLoadFailure`).
@@ -126,10 +129,56 @@ pub(super) fn check_failure(message: Option<&str>) -> Option<String> {
     Some(line.trim_end().trim_end_matches(':').to_owned())
 }
 
+/// The `experimental/serverStatus` messages a server instance has logged, so that each
+/// distinct one is logged once: rust-analyzer 0.0.330 sends its status again whenever its
+/// quiescence changes, with the whole message each time (a `build.rs` that panics made it
+/// three warnings of cargo's full output, backtraces included, in one `lspc check`). Kept
+/// across the instance's restarts. Only a hash of each (health, message) is kept: a message
+/// can be many kilobytes.
+#[derive(Debug, Default)]
+pub(super) struct LoggedStatuses {
+    hashes: HashSet<u64>,
+}
+
+impl LoggedStatuses {
+    /// Whether `message` with `health` is one this instance has not logged yet; remembers it.
+    pub(super) fn first_time(&mut self, health: &str, message: &str) -> bool {
+        // `DefaultHasher::new()` has fixed keys: the same text always hashes alike.
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        (health, message).hash(&mut hasher);
+        self.hashes.insert(hasher.finish())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn each_distinct_status_message_is_logged_once() {
+        // rust-analyzer 0.0.330's statuses on a crate whose build.rs panics, in order.
+        let build_scripts = "Failed to run build scripts of some packages.\n\nPlease refer to \
+                             the language server logs for more details on the errors.";
+        let with_check = format!("{build_scripts}cargo check failed to start: …");
+        let mut logged = LoggedStatuses::default();
+        let mut check = |health: &str, message: &str, expected: bool| {
+            assert_eq!(
+                logged.first_time(health, message),
+                expected,
+                "{health} {message}"
+            );
+        };
+        check("warning", build_scripts, true);
+        check("warning", &with_check, true);
+        check("warning", &with_check, false);
+        check("warning", build_scripts, false);
+        // The same text with another health is news.
+        check("error", build_scripts, true);
+        check("error", build_scripts, false);
+        // Another instance logs its own.
+        assert!(LoggedStatuses::default().first_time("warning", build_scripts));
+    }
 
     #[test]
     fn health_error_is_the_first_line_when_health_is_error() {

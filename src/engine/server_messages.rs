@@ -234,13 +234,17 @@ impl State {
                     .and_then(Value::as_bool)
                     .unwrap_or(true);
                 let health = params.get("health").and_then(Value::as_str).unwrap_or("ok");
-                if let Some(message) = params.get("message").and_then(Value::as_str) {
-                    match health {
-                        "ok" => log::debug!("{}: {message}", server.config.name),
-                        _ => log::warn!("{} ({health}): {message}", server.config.name),
-                    }
-                }
                 let message = params.get("message").and_then(Value::as_str);
+                match message {
+                    Some(message) if health == "ok" => {
+                        log::debug!("{}: {message}", server.config.name)
+                    }
+                    // Sent again with every change of quiescence: logged once per instance.
+                    Some(message) if server.logged_statuses.first_time(health, message) => {
+                        log::warn!("{} ({health}): {message}", server.config.name)
+                    }
+                    _ => {}
+                }
                 server.health_error = server_health::health_error(health, message);
                 server.check_failure = server_health::check_failure(message);
                 log::debug!(

@@ -185,9 +185,12 @@ pub fn single_server_config(
         origin: ConfigOrigin::CommandLine(PathBuf::from(command)),
     };
     let mut servers = vec![server];
-    config::linter::turn_off_unusable_diagnostics(&mut servers, path_var.as_deref(), &|name| {
-        std::env::var(name).ok()
-    });
+    config::linter::turn_off_unusable_diagnostics(
+        &mut servers,
+        root,
+        path_var.as_deref(),
+        &|name| std::env::var(name).ok(),
+    );
     Ok(Config {
         root: root.to_path_buf(),
         servers,

@@ -269,6 +269,82 @@ fn a_script_whose_shellcheck_timed_out_is_not_checked_at_once() {
     );
 }
 
+/// Left over from round nu12 (the notes' "left alone" list): a relative `bashIde.shellcheckPath`
+/// was looked up from lspc's own working directory, but bash-language-server 5.8.1 spawns
+/// ShellCheck in its own, the workspace folder lspc starts it in (`out/shellcheck/index.js`:
+/// `spawn(executablePath, …, {cwd: process.cwd()})`). Run from another folder, lspc said
+/// "`tools/shellcheck` is not on its PATH" (exit 2) for a project whose `tools/shellcheck` the
+/// server ran, and reported a project without one clean (exit 0, "1 file checked") when the
+/// folder lspc ran in had one, while the server logged "ShellCheck: disabling linting".
+#[test]
+fn bash_language_server_takes_a_relative_shellcheck_path_from_its_workspace_folder() {
+    require_program!("bash-language-server");
+    require_program!("node");
+    require_program!("shellcheck");
+    let workspace = Workspace::new("relative-shellcheck");
+    let script = "#!/bin/bash\necho $1\ncd foo\n";
+    workspace.file("project/a.sh", script);
+    workspace.file("bare/a.sh", script);
+    let bin = workspace.path("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(which("node").unwrap(), bin.join("node")).unwrap();
+    let shellcheck = which("shellcheck").unwrap();
+    std::fs::create_dir_all(workspace.path("project/tools")).unwrap();
+    std::os::unix::fs::symlink(&shellcheck, workspace.path("project/tools/shellcheck")).unwrap();
+    let elsewhere = workspace.path("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let config = workspace.config(json!({"bash": {
+        "command": which("bash-language-server").unwrap(),
+        "args": ["start"],
+        "extensionToLanguage": {".sh": "shellscript"},
+        "env": {"PATH": bin},
+        "settings": {"bashIde": {"shellcheckPath": "tools/shellcheck"}},
+    }}));
+    let check = |root: &str| {
+        let output = workspace
+            .lspc()
+            .current_dir(&elsewhere)
+            .args(["check", "--no-builtin", "--format", "json", "--config"])
+            .arg(&config)
+            .arg("--root")
+            .arg(workspace.path(root))
+            .arg(workspace.path(root))
+            .args(["--timeout", "10"])
+            .run();
+        let report = output.json();
+        (report["files"].clone(), output)
+    };
+    // ShellCheck 0.9.0's findings, as the server publishes them.
+    let (files, output) = check("project");
+    assert_eq!(
+        json_diagnostics(&json!({"files": files})),
+        [
+            "a.sh:3:1-3:7 warning [shellcheck SC2164] Use 'cd ... || exit' or 'cd ... || return' \
+             in case cd fails.",
+            "a.sh:2:6-2:8 info [shellcheck SC2086] Double quote to prevent globbing and word \
+             splitting.",
+        ],
+        "{}",
+        output.story()
+    );
+    // lspc's own folder has a `tools/shellcheck`; the project the server runs in has none.
+    std::fs::create_dir_all(elsewhere.join("tools")).unwrap();
+    std::os::unix::fs::symlink(&shellcheck, elsewhere.join("tools/shellcheck")).unwrap();
+    let (files, output) = check("bare");
+    let reason = format!(
+        "no server for a.sh gives diagnostics (bash lints only through ShellCheck, and \
+         `tools/shellcheck` is not executable in its working directory {})",
+        workspace.path("bare").display()
+    );
+    assert_eq!(
+        files,
+        json!([{"path": "a.sh", "state": "skipped", "reason": reason,
+                "diagnostics": [], "omitted": 0}]),
+        "{}",
+        output.story()
+    );
+}
+
 /// B14 (REAL): typescript-language-server publishes about 2 s after didOpen and without a
 /// version; lspc waits for it instead of reporting the file clean.
 #[test]
@@ -1020,6 +1096,36 @@ fn a_rust_file_outside_the_module_tree_is_not_checked_not_clean() {
         walked.story()
     );
     assert_eq!(report["files"][1]["reason"], message, "{}", walked.story());
+    // The summary counts the file as not checked (left over from round nu12: it said "1 file
+    // checked: 0 errors, …; 1 file could not be checked" named, and nothing of the skipped
+    // file walked), as the json summary does.
+    assert_summary(
+        &named,
+        "0 files checked: 0 errors, 0 warnings, 0 info, 0 hints; 1 file could not be checked",
+    );
+    assert_eq!(
+        (
+            &named.json()["summary"]["checked"],
+            &report["summary"]["checked"]
+        ),
+        (&json!(0), &json!(1)),
+        "{}",
+        walked.story()
+    );
+    assert_summary(
+        &walked,
+        "1 file checked: 2 errors, 0 warnings, 0 info, 0 hints in 1 file; 1 file skipped; \
+         1 hint not shown (`--severity hint` shows them)",
+    );
+}
+
+/// `output`'s stderr holds the summary line `expected`.
+fn assert_summary(output: &Output, expected: &str) {
+    assert!(
+        output.stderr.lines().any(|line| line == expected),
+        "expected the summary {expected:?}\n{}",
+        output.story()
+    );
 }
 
 /// Found on a two-crate workspace (twelfth round, new-user test, shaped like thiserror's): a
@@ -1120,6 +1226,13 @@ fn a_rust_file_whose_cargo_check_failed_is_not_clean() {
     let walked = check_with_rust_analyzer(&workspace, &program, &[]);
     walked.status(3);
     assert_eq!(walked.json()["summary"]["failed"], 2, "{}", walked.story());
+    // Left over from round nu12: the summary said "2 files checked: …; 2 files could not be
+    // checked", of `build.rs` and `src/lib.rs`, neither of which was.
+    assert_eq!(walked.json()["summary"]["checked"], 0, "{}", walked.story());
+    assert_summary(
+        &walked,
+        "0 files checked: 0 errors, 0 warnings, 0 info, 0 hints; 2 files could not be checked",
+    );
     assert_cargo_check_says(
         &workspace,
         "failed to run custom build command for `needs_lib",
@@ -1154,6 +1267,53 @@ fn a_rust_file_of_a_workspace_rust_analyzer_cannot_load_is_not_clean() {
     let walked = check_with_rust_analyzer(&workspace, &program, &[]);
     walked.status(3);
     assert_eq!(walked.json()["summary"]["failed"], 1, "{}", walked.story());
+}
+
+/// Left over from round nu12: a `compile_commands.json` that links to the build folder's (CMake's
+/// export plus `ln -s build/compile_commands.json .`, with `build/` ignored) was checked by the
+/// built-in vscode-json-language-server and reported under its target path,
+/// `build/compile_commands.json`, walked or named: a path the user never gave, in an ignored
+/// folder. It is reported as found. clangd 14 reads the database through the link: `main.c`
+/// uses a macro only its compile command defines.
+#[test]
+fn a_symlinked_compile_commands_json_is_reported_as_the_link() {
+    require_program!("vscode-json-language-server");
+    require_program!("clangd");
+    let workspace = Workspace::new("linked-compile-commands");
+    workspace.file(".gitignore", "build/\n");
+    workspace.file("main.c", "int main(void) { return FROM_DB; }\n");
+    let database = json!([{
+        "directory": workspace.root,
+        "file": "main.c",
+        "command": "cc -DFROM_DB=0 -c main.c",
+    }]);
+    workspace.file("build/compile_commands.json", &database.to_string());
+    std::os::unix::fs::symlink(
+        "build/compile_commands.json",
+        workspace.path("compile_commands.json"),
+    )
+    .unwrap();
+    for args in [&["."][..], &["compile_commands.json", "main.c"]] {
+        let output = workspace
+            .lspc()
+            .args(["check", "--format", "json", "--timeout", "30"])
+            .args(args)
+            .run();
+        assert_eq!(
+            file_states(&output.json()),
+            [
+                (
+                    "compile_commands.json".into(),
+                    "clean".into(),
+                    String::new()
+                ),
+                ("main.c".into(), "clean".into(), String::new()),
+            ],
+            "{}",
+            output.story()
+        );
+        output.status(0);
+    }
 }
 
 /// Found on developit/mitt (ninth round, new-user test): its `tsconfig.json` has a trailing
