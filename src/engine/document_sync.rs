@@ -158,6 +158,13 @@ impl State {
     }
 
     pub(super) fn open_on_server(&mut self, server_id: ServerId, path: &Path) {
+        let opening = self
+            .documents
+            .get(path)
+            .is_some_and(|doc| !doc.open_on.contains_key(&server_id));
+        if opening {
+            self.send_c_header_command(server_id, path);
+        }
         let Some(doc) = self.documents.get_mut(path) else {
             return;
         };
@@ -205,6 +212,41 @@ impl State {
                 doc.open_on.insert(server_id, (doc.version, Instant::now()));
             }
         }
+    }
+
+    /// Before `path` is opened on `server_id`: when it is a `.h` of a C project that clangd would
+    /// parse as Objective-C++ ([`crate::project::c_header`]), give clangd a C header command for
+    /// it. Sent before every open (a restarted clangd has forgotten it; clangd ignores a command
+    /// equal to the one it has).
+    fn send_c_header_command(&mut self, server_id: ServerId, path: &Path) {
+        use crate::project::c_header;
+        let server = &self.servers[server_id.0 as usize];
+        if !c_header::wants_c_header_command(&server.config, path) {
+            return;
+        }
+        let folder = server.workspace_folder.clone();
+        let is_c_project =
+            *self.c_projects.entry(folder).or_insert_with_key(
+                |folder| match crate::walk::list_files(folder, std::slice::from_ref(folder)) {
+                    Ok(files) => c_header::is_c_project(files.iter().map(PathBuf::as_path)),
+                    Err(error) => {
+                        log::debug!("cannot list {} for C headers: {error}", folder.display());
+                        false
+                    }
+                },
+            );
+        if !is_c_project {
+            return;
+        }
+        log::debug!(
+            "{} is a C header for {}",
+            path.display(),
+            server.config.name
+        );
+        server.notify(
+            "workspace/didChangeConfiguration",
+            json!({ "settings": c_header::c_header_settings(path) }),
+        );
     }
 
     pub(super) fn evict_documents(&mut self) {

@@ -215,6 +215,9 @@ struct State {
     /// The last `typescript.tsserverRequest` confirmation per (server, document)
     /// (`tsserver_probe.rs`).
     probes: HashMap<(ServerId, PathBuf), super::tsserver_probe::Probe>,
+    /// Per clangd workspace folder, whether its files make a C project
+    /// ([`crate::project::c_header::is_c_project`]); walked once, on its first `.h`.
+    c_projects: HashMap<PathBuf, bool>,
     /// Requests in flight to the servers, by lspc's own request ids (so the unkeyed
     /// [`crate::fast_hash::FastMap`]).
     pending: crate::fast_hash::FastMap<(ServerId, i32), Purpose>,
@@ -263,6 +266,7 @@ impl State {
             provisional_pulls: HashSet::new(),
             stale_pulls: HashSet::new(),
             probes: HashMap::new(),
+            c_projects: HashMap::new(),
             pending: Default::default(),
             retries: Vec::new(),
             syncs: Vec::new(),

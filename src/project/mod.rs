@@ -15,6 +15,7 @@
 //! - A project file that cannot be read or parsed leaves that server with every file, and is
 //!   reported once as a warning.
 
+pub mod c_header;
 mod go;
 mod jsonc;
 pub mod pattern;

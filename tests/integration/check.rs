@@ -1782,3 +1782,107 @@ fn an_empty_publish_from_another_instance_does_not_clean_a_file() {
         .count();
     assert_eq!(starts, 2, "{}", output.story());
 }
+
+/// A C project with only a Makefile (antirez/sds at 5347739b, new-user trial): `clangd
+/// --check=sds.h` says "Generic fallback command is: clang -xobjective-c++-header", so clangd 14
+/// parsed its headers as Objective-C++ whatever `languageId` lspc sent, and valid C such as an
+/// implicit `void *` conversion or a variable named `class` became errors where `gcc
+/// -fsyntax-only -Wall` is clean. lspc now gives clangd a C header command for such a header:
+/// the clean header is clean (its `<stdio.h>` still resolves), and a real C error is still
+/// reported with clangd's exact message.
+#[test]
+fn clangd_parses_a_c_projects_header_as_c_without_a_compilation_database() {
+    require_program!("clangd");
+    let workspace = Workspace::new("c-headers");
+    workspace
+        .file("Makefile", "all:\n\tcc -c main.c\n")
+        .file("main.c", C_MAIN)
+        .file("include/clean.h", C_ONLY_HEADER)
+        .file(
+            "include/broken.h",
+            "#include <stdio.h>\nstatic inline void say(void) { printf(\"%d\\n\", missing); }\n",
+        );
+    let output = clangd_check_json(&workspace, ".");
+    output.status(1);
+    assert_eq!(
+        json_diagnostics(&output.json()),
+        ["include/broken.h:2:47-2:54 error [clang undeclared_var_use] Use of undeclared identifier 'missing'"],
+        "{}",
+        output.story()
+    );
+}
+
+/// The other side of the rule above: a header in a project with C++ sources keeps clangd's
+/// fallback (C++), so the same C-only header gets clangd 14's C++ errors (`g++ -fsyntax-only -x
+/// c++` rejects the same lines 5, 6 and 7; `gcc -fsyntax-only -Wall` accepts the header).
+#[test]
+fn clangd_keeps_cpp_parsing_for_a_header_of_a_cpp_project() {
+    require_program!("clangd");
+    let workspace = Workspace::new("cpp-headers");
+    workspace
+        .file("main.c", C_MAIN)
+        .file("tool.cpp", "int main() { return 0; }\n")
+        .file("include/clean.h", C_ONLY_HEADER);
+    let output = clangd_check_json(&workspace, "include/clean.h");
+    output.status(1);
+    assert_eq!(
+        json_diagnostics(&output.json()),
+        [
+            "include/clean.h:5:19-5:20 error [clang init_conversion_failed] Cannot initialize a variable of type 'struct point *' with an lvalue of type 'void *'",
+            "include/clean.h:6:9-6:14 error [clang anon_type_definition] Declaration of anonymous class must be a definition",
+            "include/clean.h:7:20-7:25 error [clang expected_expression] Expected expression",
+            "include/clean.h:6:5-6:8 warning [clang -Wmissing-declarations] Declaration does not declare anything",
+        ],
+        "{}",
+        output.story()
+    );
+}
+
+/// A compilation database is never overridden: with `compile_flags.txt` clangd parses the header
+/// with its flags (here a define the header requires), not with lspc's C header command.
+#[test]
+fn clangd_header_keeps_the_projects_compile_flags() {
+    require_program!("clangd");
+    let workspace = Workspace::new("c-flags");
+    workspace
+        .file("compile_flags.txt", "-xc\n-DLSPC_CONFIGURED\n")
+        .file("main.c", C_MAIN)
+        .file(
+            "include/clean.h",
+            &format!("#ifndef LSPC_CONFIGURED\n#error not configured\n#endif\n{C_ONLY_HEADER}"),
+        );
+    let output = clangd_check_json(&workspace, "include/clean.h");
+    output.status(0);
+    assert_eq!(
+        json_diagnostics(&output.json()),
+        Vec::<String>::new(),
+        "{}",
+        output.story()
+    );
+}
+
+/// `lspc check TARGET --format json` with clangd alone, in `workspace`.
+fn clangd_check_json(workspace: &Workspace, target: &str) -> Output {
+    let config = workspace.config(json!({ "clangd": clangd_entry() }));
+    workspace
+        .lspc()
+        .args([
+            "check",
+            target,
+            "--no-builtin",
+            "--format",
+            "json",
+            "--config",
+        ])
+        .arg(&config)
+        .run()
+}
+
+const C_MAIN: &str = "#include \"include/clean.h\"\nint main(void) { return 0; }\n";
+
+/// Valid C, errors in C++: an implicit conversion from `void *` (line 5) and a variable named
+/// `class` (line 6).
+const C_ONLY_HEADER: &str = "#include <stdio.h>\n\
+struct point { int x; };\n\
+static inline struct point *as_point(void *p)\n\
+{\n    struct point *q = p;\n    int class = q->x;\n    printf(\"%d\\n\", class);\n    return q;\n}\n";
