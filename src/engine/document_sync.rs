@@ -158,10 +158,12 @@ impl State {
     }
 
     pub(super) fn open_on_server(&mut self, server_id: ServerId, path: &Path) {
-        let opening = self
-            .documents
-            .get(path)
-            .is_some_and(|doc| !doc.open_on.contains_key(&server_id));
+        // Only a `.h` is looked up twice (issue 15: this runs in every query's turn).
+        let opening = path.extension().is_some_and(|extension| extension == "h")
+            && self
+                .documents
+                .get(path)
+                .is_some_and(|doc| !doc.open_on.contains_key(&server_id));
         if opening {
             self.send_c_header_command(server_id, path);
         }
