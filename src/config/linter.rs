@@ -5,9 +5,9 @@
 //! ShellCheck: the program named by its `bashIde.shellcheckPath` setting, else the
 //! `SHELLCHECK_PATH` environment variable, else `shellcheck` on its `PATH`, started in the
 //! server's own working directory (its workspace folder), so a relative path is taken from
-//! there, never from lspc's. When that program is missing it logs "ShellCheck: disabling linting as no executable was found" and publishes
-//! an empty set for every script: without the program, its empty answer would be a "clean"
-//! nothing checked. Such a server is loaded with `diagnostics: false` (queries still work), and
+//! there, never from lspc's. When that program is missing it logs "ShellCheck: disabling
+//! linting as no executable was found" and publishes an empty set for every script: without the
+//! program, its empty answer would be a "clean" nothing checked. Such a server is loaded with `diagnostics: false` (queries still work), and
 //! a check says why no server gives a script's diagnostics.
 //!
 //! pylsp likewise lints only through its lint plugins (`pylsp_plugins.rs`).

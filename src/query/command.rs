@@ -305,8 +305,12 @@ fn locations_answer(
 ) -> QueryAnswer {
     let human = rendered(rendering, || render::locations(&result, root));
     result.make_relative(root);
+    let direct = match rendering {
+        Rendering::Structured => super::cleaned_json::cleaned_locations(&result, root),
+        Rendering::Both | Rendering::JsonOnly => None,
+    };
     QueryAnswer {
-        json: json_for(rendering, &result, root),
+        json: direct.map_or_else(|| json_for(rendering, &result, root), ResultJson::Cleaned),
         human,
         found: !result.locations.is_empty(),
         incomplete: result.incomplete,
