@@ -6,10 +6,12 @@
 //! hashes a word at a time with one multiply, a rotate and a final mix.
 //!
 //! It has no key, so whoever chooses the keys can make them collide. Use it only where lspc
-//! bounds the number of entries (the open documents, at most `max_open_documents` plus the
-//! pinned ones) or chooses the keys itself (its own request ids): then a collision costs a probe
-//! over a few dozen entries, never a quadratic walk. A map whose keys a server or a network
-//! client chooses, in any number, keeps `std`'s hasher.
+//! bounds the number of entries or chooses the keys itself (its own request ids): then a
+//! collision costs a probe over a few dozen entries, never a quadratic walk. The documents are
+//! the one borderline use: the LRU bounds those open on a server (`max_open_documents` plus the
+//! pinned ones), but not the ones no running server holds; every key is an existing file's
+//! canonical path, so colliding keys need colliding files in the workspace. A map whose keys a
+//! server or a network client chooses freely keeps `std`'s hasher.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};

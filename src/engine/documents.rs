@@ -175,8 +175,8 @@ fn key(path: &Path) -> Cow<'_, OsStr> {
 
 #[derive(Debug, Default)]
 pub(crate) struct Documents {
-    /// By [`key`]: at most `max_open_documents` plus the pinned ones, so [`FastMap`] (issue
-    /// 15: looked up about five times per query).
+    /// By [`key`], in a [`FastMap`] (issue 15: looked up about five times per query; see its
+    /// module doc for why the unkeyed hasher is safe here).
     docs: FastMap<OsString, Document>,
     /// The last version of each document that was closed and forgotten: opened again, it
     /// continues from there (see the module invariants). One integer per file ever closed.
