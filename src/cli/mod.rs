@@ -293,11 +293,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             let mut text = config::render_servers_with(&config, &config::probe::broken_reason);
             // A server with `"diagnostics": false` is never waited for: it has no rule.
             text.push_str(&crate::engine::SettleRule::render_expected(
-                config
-                    .servers
-                    .iter()
-                    .filter(|server| server.diagnostics)
-                    .map(|server| server.name.as_str()),
+                config.servers.iter().filter(|server| server.diagnostics),
             ));
             // Which instances a check would start: one per server and project root (issue 17).
             let root = config.root.clone();

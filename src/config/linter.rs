@@ -204,8 +204,6 @@ mod tests {
 
     fn bash(settings: Option<serde_json::Value>, env: &[(&str, &str)]) -> ServerConfig {
         ServerConfig {
-            name: "bash-language-server".into(),
-            command: "bash-language-server".into(),
             resolved_command: None,
             args: vec!["start".into()],
             env: env
@@ -213,18 +211,8 @@ mod tests {
                 .map(|(key, value)| (key.to_string(), value.to_string()))
                 .collect(),
             extension_to_language: [(".sh".to_owned(), "shellscript".to_owned())].into(),
-            transport: super::super::Transport::Stdio,
-            initialization_options: None,
             settings,
-            workspace_folder: None,
-            root_markers: Vec::new(),
-            startup_timeout_ms: None,
-            shutdown_timeout_ms: None,
-            restart_on_crash: true,
-            max_restarts: 3,
-            diagnostics: true,
-            diagnostics_off_reason: None,
-            origin: super::super::ConfigOrigin::BuiltIn,
+            ..crate::config::test_entry("bash-language-server", "bash-language-server")
         }
     }
 

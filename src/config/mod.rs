@@ -20,6 +20,7 @@ pub mod roots;
 pub use builtin::default_root_markers;
 mod entry;
 mod expand;
+pub mod gopls;
 mod json;
 pub mod linter;
 pub mod probe;
@@ -526,6 +527,32 @@ pub fn render_servers_with(
     );
     section("notes", config.notes.clone());
     out
+}
+
+/// A built-in-like entry `name` running `command` (found at that path), serving `.go` files,
+/// with every option at its default: the base of unit tests' entries.
+#[cfg(test)]
+pub(crate) fn test_entry(name: &str, command: &str) -> ServerConfig {
+    ServerConfig {
+        name: name.to_owned(),
+        command: command.to_owned(),
+        resolved_command: Some(command.into()),
+        args: Vec::new(),
+        env: BTreeMap::new(),
+        extension_to_language: [(".go".to_owned(), "go".to_owned())].into(),
+        transport: Transport::Stdio,
+        initialization_options: None,
+        settings: None,
+        workspace_folder: None,
+        root_markers: Vec::new(),
+        startup_timeout_ms: None,
+        shutdown_timeout_ms: None,
+        restart_on_crash: true,
+        max_restarts: 3,
+        diagnostics: true,
+        diagnostics_off_reason: None,
+        origin: ConfigOrigin::BuiltIn,
+    }
 }
 
 #[cfg(test)]

@@ -93,6 +93,7 @@ pub(super) fn load_sources(
         env("PATH").as_deref(),
         env,
     );
+    super::gopls::ask_single_phase(&mut servers);
     let conflicts = extension_conflicts(&servers);
     for conflict in &conflicts {
         log::info!("extension conflict: {conflict}");

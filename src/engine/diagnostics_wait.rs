@@ -739,6 +739,7 @@ impl State {
             saved: sent_version > doc.opened_version && server.save.is_some(),
             versioned_final: !readiness && server.settle_rule() == SettleRule::VersionedPublish,
             unhealthy: server.health_error.is_some(),
+            deferred_round: server.deferred_round,
         })
     }
 }

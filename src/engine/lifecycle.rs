@@ -112,6 +112,10 @@ pub(super) struct Server {
     pub(super) configuration_hold: Option<Instant>,
     /// Documents the previous process had open, re-opened when the hold ends.
     pub(super) reopen_after_hold: Vec<PathBuf>,
+    /// How long after a publish the server may still publish a deeper round for the same
+    /// version, added to its quiet period (gopls's `diagnosticsDelay` when its entry sets one,
+    /// `config/gopls.rs`); zero for other servers.
+    pub(super) deferred_round: std::time::Duration,
 }
 
 pub(super) enum ServerState {
@@ -196,6 +200,7 @@ impl Server {
             failed_stderr_tail: String::new(),
             configuration_hold: None,
             reopen_after_hold: Vec::new(),
+            deferred_round: crate::config::gopls::deferred_round(config),
         }
     }
 

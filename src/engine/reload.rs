@@ -238,26 +238,11 @@ mod tests {
 
     fn server(name: &str, command: &str) -> ServerConfig {
         ServerConfig {
-            name: name.to_owned(),
-            command: command.to_owned(),
             resolved_command: Some(PathBuf::from(format!("/bin/{command}"))),
-            args: Vec::new(),
-            env: Default::default(),
             extension_to_language: [(".py".to_owned(), "python".to_owned())]
                 .into_iter()
                 .collect(),
-            transport: crate::config::Transport::Stdio,
-            initialization_options: None,
-            settings: None,
-            workspace_folder: None,
-            root_markers: Vec::new(),
-            startup_timeout_ms: None,
-            shutdown_timeout_ms: None,
-            restart_on_crash: true,
-            max_restarts: 3,
-            diagnostics: true,
-            diagnostics_off_reason: None,
-            origin: crate::config::ConfigOrigin::BuiltIn,
+            ..crate::config::test_entry(name, command)
         }
     }
 

@@ -129,15 +129,26 @@ impl SettleRule {
     }
 
     /// The `lspc servers` section naming each server's expected rule, one line per server
-    /// (`  NAME: RULE: DESCRIPTION`); empty for no servers.
-    pub fn render_expected<'a>(names: impl Iterator<Item = &'a str>) -> String {
-        let lines: Vec<String> = names
-            .map(|name| {
+    /// (`  NAME: RULE: DESCRIPTION`, then its notes: held opens, gopls's diagnostics delay);
+    /// empty for no servers.
+    pub fn render_expected<'a>(
+        servers: impl Iterator<Item = &'a crate::config::ServerConfig>,
+    ) -> String {
+        let lines: Vec<String> = servers
+            .map(|server| {
+                let name = server.name.as_str();
                 let rule = SettleRule::expected(name);
                 let opens = super::configuration_gate::opens_note(name)
                     .map(|note| format!("; {note}"))
                     .unwrap_or_default();
-                format!("  {name}: {}: {}{opens}\n", rule.name(), rule.description())
+                let delay = crate::config::gopls::note(server)
+                    .map(|note| format!("; {note}"))
+                    .unwrap_or_default();
+                format!(
+                    "  {name}: {}: {}{opens}{delay}\n",
+                    rule.name(),
+                    rule.description()
+                )
             })
             .collect();
         if lines.is_empty() {
@@ -212,6 +223,10 @@ pub(crate) struct PushState {
     /// The server said it cannot load its workspace (its health is an error): silence after
     /// the send stands ([`unhealthy_silence_settles`]).
     pub unhealthy: bool,
+    /// How long after a publish the server may still publish a deeper round for the same
+    /// version (gopls's `diagnosticsDelay` when its entry sets one): added to every quiet
+    /// period.
+    pub deferred_round: Duration,
 }
 
 /// The quiet period that applies to `state` after `publish`.
@@ -226,11 +241,12 @@ fn quiet_for(
     } else {
         quiet_unversioned
     };
-    if state.saved {
+    let quiet = if state.saved {
         quiet.max(QUIET_AFTER_SAVE)
     } else {
         quiet
-    }
+    };
+    quiet + state.deferred_round
 }
 
 /// Whether the server's pushed diagnostics for the document are settled at `now`
@@ -265,7 +281,7 @@ pub(crate) fn pushed_part_settle_time(state: &PushState, quiet: Duration) -> Opt
     } else {
         quiet
     };
-    Some(last_activity + quiet)
+    Some(last_activity + quiet + state.deferred_round)
 }
 
 /// Whether the pushed part has settled at `now` ([`pushed_part_settle_time`]).
@@ -372,6 +388,7 @@ mod tests {
             saved: false,
             versioned_final: false,
             unhealthy: false,
+            deferred_round: Duration::ZERO,
         }
     }
 
@@ -426,6 +443,30 @@ mod tests {
         check(busy, 60_000, t0, false);
         // A healthy server's silence never stands.
         check(state(t0, None), 60_000, t0, false);
+    }
+
+    /// gopls with a `diagnosticsDelay` of its entry's publishes its analyzer findings that long
+    /// after its first round for the same version: the quiet period covers it.
+    #[test]
+    fn a_servers_deferred_round_lengthens_every_quiet_period() {
+        let t0 = Instant::now();
+        let deferred = |publish| PushState {
+            deferred_round: Duration::from_millis(1000),
+            ..state(t0, publish)
+        };
+        check(deferred(Some((Some(2), 100))), 350, t0, false);
+        check(deferred(Some((Some(2), 100))), 1340, t0, false);
+        check(deferred(Some((Some(2), 100))), 1350, t0, true);
+        check(deferred(Some((None, 60))), 1560, t0, false);
+        check(deferred(Some((None, 60))), 2560, t0, true);
+        let mut saved = deferred(Some((Some(2), 100)));
+        saved.saved = true;
+        check(saved, 1840, t0, false);
+        check(saved, 1850, t0, true);
+        assert_eq!(
+            pushed_part_settle_time(&deferred(Some((Some(2), 100))), QUIET),
+            Some(t0 + Duration::from_millis(1350))
+        );
     }
 
     #[test]

@@ -191,6 +191,7 @@ pub fn single_server_config(
         path_var.as_deref(),
         &|name| std::env::var(name).ok(),
     );
+    config::gopls::ask_single_phase(&mut servers);
     Ok(Config {
         root: root.to_path_buf(),
         servers,

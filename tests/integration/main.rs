@@ -4,7 +4,8 @@
 //!
 //! Modules: `check` (issue `lspc check`), `queries` (code-intelligence commands and batch),
 //! `edits` (safe edits), `faults` (supervision and fault tolerance), `ide` (`lspc ide`, the
-//! headless IDE), `gopls_load` (gopls when it cannot load the workspace), `pylsp_plugins` (pylsp
+//! headless IDE), `gopls_load` (gopls when it cannot load the workspace), `gopls_phases` (gopls's
+//! two-phase diagnostics), `pylsp_plugins` (pylsp
 //! with no lint plugin that can run), `monorepo` (repository scale: project instances, baselines, changed files,
 //! shards), `operations` (the one operation vocabulary across CLI, batch and MCP), `sessions`
 //! (warm sessions), `settle` (per-server settle rules), `instant_route` (issue 15: answers written
@@ -19,6 +20,7 @@ mod edits;
 mod faults;
 mod fresh_eyes;
 mod gopls_load;
+mod gopls_phases;
 mod ide;
 mod instant_route;
 mod mcp;
