@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::resolve::PathSearch;
-use super::{ConfigOrigin, ServerConfig, SkippedServer, Transport};
+use super::{ConfigOrigin, Program, ServerConfig, SkippedServer, Transport};
 
 /// One row of the built-in table.
 struct BuiltIn {
@@ -415,17 +415,26 @@ pub(crate) fn builtin_servers(
     (servers, skipped)
 }
 
-/// Whether `server` runs `program` (its command's file name), e.g. a configured `"py"` entry with
-/// `"command": "/opt/bin/pyright-langserver"` runs `pyright-langserver`.
-fn runs_program(server: &ServerConfig, program: &str) -> bool {
-    Path::new(&server.command)
-        .file_name()
-        .is_some_and(|name| name == program)
+/// Whether `server` runs the program named `command` ([`Program::of`]), e.g. a configured `"py"`
+/// entry with `"command": "/opt/bin/pyright-langserver"` runs `pyright-langserver`, and one with
+/// `"command": "python3", "args": ["-m", "pylsp"]` runs `pylsp`.
+fn runs_program(server: &ServerConfig, command: &str) -> bool {
+    Program::from_name(command).is_some_and(|program| Program::of(server) == Some(program))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every built-in's command is a [`Program`], so a configured entry running it through a
+    /// launcher replaces it as the plain command does.
+    #[test]
+    fn every_builtin_command_is_a_known_program() {
+        for builtin in TABLE {
+            let program = Program::from_name(builtin.command);
+            assert_eq!(program.map(Program::name), Some(builtin.command));
+        }
+    }
 
     #[test]
     fn default_root_markers_by_language() {

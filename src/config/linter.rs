@@ -15,7 +15,7 @@
 use std::path::Path;
 
 use super::resolve::{find_in_path, is_executable_file};
-use super::ServerConfig;
+use super::{Program, ServerConfig};
 
 /// Why `server` cannot give diagnostics on this machine: the program its diagnostics come from
 /// is missing, e.g. "bash lints only through ShellCheck, and `shellcheck` is not on its PATH",
@@ -181,21 +181,19 @@ pub fn turn_off_unusable_diagnostics(
     }
 }
 
-/// Whether `server` runs bash-language-server: its command is named so (the npm bin link), or
-/// resolves into an npm package of that name (`…/bash-language-server/out/cli.js`).
+/// Whether `server` runs bash-language-server ([`Program::of`]: the npm bin link, `npx
+/// bash-language-server`, `node …/bash-language-server/out/cli.js`), or its command resolves
+/// into an npm package of that name (a link named otherwise to `…/bash-language-server/out/cli.js`).
 fn runs_bash_language_server(server: &ServerConfig) -> bool {
-    const PROGRAM: &str = "bash-language-server";
-    if Path::new(&server.command)
-        .file_name()
-        .is_some_and(|name| name == PROGRAM)
-    {
+    const PROGRAM: Program = Program::BashLanguageServer;
+    if Program::of(server) == Some(PROGRAM) {
         return true;
     }
     server
         .resolved_command
         .as_ref()
         .and_then(|resolved| std::fs::canonicalize(resolved).ok())
-        .is_some_and(|target| target.components().any(|part| part.as_os_str() == PROGRAM))
+        .is_some_and(|target| Program::of_script(&target) == Some(PROGRAM))
 }
 
 #[cfg(test)]

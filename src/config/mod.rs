@@ -12,7 +12,8 @@
 //!
 //! Owners: `sources.rs` reads the sources in precedence order; `resolve.rs` resolves commands and
 //! the workspace root; `entry.rs` validates one entry, `expand.rs` expands variables,
-//! `builtin.rs` is the built-in table; this file holds the model and routing.
+//! `builtin.rs` is the built-in table, `program.rs` tells which known program an entry runs
+//! (through launchers such as `python3 -m` or `uvx`); this file holds the model and routing.
 
 mod builtin;
 pub use builtin::{builtin_for_extension, builtin_publishes_diagnostics};
@@ -24,6 +25,7 @@ pub mod gopls;
 mod json;
 pub mod linter;
 pub mod probe;
+pub mod program;
 mod pylsp_plugins;
 mod resolve;
 mod sources;
@@ -35,6 +37,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use json::SyntaxError;
+pub use program::Program;
 pub use resolve::{find_in_path, resolve_command, workspace_root};
 use sources::merge_by_name;
 pub use sources::{load, load_for_extension, load_with_env};
@@ -1449,6 +1452,23 @@ mod tests {
             r#"{"strict": {"command": "pyright-langserver", "args": ["--stdio"], "extensionToLanguage": {".py": "python"}}}"#,
             &[("strict", ".py"), ("ruff", ".py .pyi")],
             &["basedpyright: strict is preferred"],
+        );
+        // Entries running a built-in's program through a launcher replace it as the plain
+        // command does, and a Python type checker so run takes the one slot (prog14).
+        check_builtins(
+            &[
+                "pyright-langserver",
+                "ruff",
+                "clangd",
+                "python3",
+                "uvx",
+                "env",
+            ],
+            r#"{"lint": {"command": "python3", "args": ["-m", "ruff", "server"], "extensionToLanguage": {".py": "python"}},
+                "types": {"command": "uvx", "args": ["--from", "basedpyright", "basedpyright-langserver", "--stdio"], "extensionToLanguage": {".pyi": "python"}},
+                "c": {"command": "env", "args": ["CLANGD_FLAGS=-j=1", "clangd-14"], "extensionToLanguage": {".c": "c", ".h": "c"}}}"#,
+            &[("lint", ".py"), ("types", ".pyi"), ("c", ".c .h")],
+            &["pyright: types is preferred"],
         );
         // A configured server named like a built-in replaces it.
         check_builtins(

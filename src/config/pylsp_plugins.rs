@@ -19,8 +19,9 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use super::program::is_python;
 use super::resolve::find_in_path;
-use super::ServerConfig;
+use super::{Program, ServerConfig};
 
 /// Loads every `pylsp` entry point that may lint (the built-in `*_lint` modules and every
 /// third-party plugin) and prints `{name: {"enabled": bool} | {"error": text}}` for those with a
@@ -116,18 +117,19 @@ pub(super) fn unusable(
 
 /// The Python that runs pylsp for `server`: the interpreter itself for `python -m pylsp`, the
 /// `#!` interpreter of a `pylsp` console script, or the `python3` next to a pyenv shim; `None`
-/// when the server does not run pylsp or the interpreter cannot be told.
+/// when the server does not run pylsp ([`Program::of`]) or the interpreter cannot be told (a
+/// launcher such as `uvx pylsp` picks its own).
 fn pylsp_python(server: &ServerConfig, path_var: Option<&str>) -> Option<PathBuf> {
     let resolved = server.resolved_command.as_ref()?;
-    let program = Path::new(&server.command).file_name()?.to_str()?;
-    if program.starts_with("python") {
-        let runs_module = server
-            .args
-            .windows(2)
-            .any(|pair| pair[0] == "-m" && pair[1] == "pylsp");
-        return runs_module.then(|| resolved.clone());
+    if Program::of(server) != Some(Program::Pylsp) {
+        return None;
     }
-    if program != "pylsp" {
+    let command_name = Path::new(&server.command).file_name()?.to_str()?;
+    if is_python(command_name) {
+        return Some(resolved.clone());
+    }
+    // A launcher (`uvx`, `env`) runs whichever Python it finds.
+    if Program::from_name(command_name) != Some(Program::Pylsp) {
         return None;
     }
     let text = std::fs::read(resolved).ok()?;

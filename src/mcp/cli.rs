@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::config::{self, Config, ConfigOrigin, ServerConfig, Transport};
+use crate::config::{self, Config, ConfigOrigin, Program, ServerConfig, Transport};
 use crate::exit::EXIT_USAGE;
 use crate::mcp::http::{self, HttpOptions};
 use crate::options::{load_config, GlobalOptions, UsageError};
@@ -108,8 +108,10 @@ pub fn parse_json(flag: &str, parser: &mut lexopt::Parser) -> Result<Value, Usag
 }
 
 /// The configuration of single-server mode: exactly one server, from the command line.
-/// Extensions come from `--language`, else from the built-in table entry whose command has the
-/// same file name. Errors are usage errors naming the server.
+/// Extensions come from `--language`, else from the built-in table entry running the same
+/// program ([`Program::of_command`], also through a launcher: `lspc mcp -- uvx ruff server`).
+/// The server is named by its command's file name, or by the program a launcher runs (`ruff`,
+/// not `uvx`). Errors are usage errors naming the server.
 pub fn single_server_config(
     root: &Path,
     options: &McpCliOptions,
@@ -132,20 +134,23 @@ pub fn single_server_config(
                 .ok_or_else(|| UsageError(format!("mcp: argument {arg:?} is not valid UTF-8")))
         })
         .collect::<Result<Vec<String>, UsageError>>()?;
-    let program_name = Path::new(&command)
+    let command_name = Path::new(&command)
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_default();
+    let program = Program::of_command(&command, &args);
+    let program_name = match program {
+        Some(program) if Program::from_name(&command_name) != Some(program) => {
+            program.name().to_owned()
+        }
+        _ => command_name,
+    };
     let extension_to_language: BTreeMap<String, String> = if options.languages.is_empty() {
         builtin
             .servers
             .iter()
             .chain(builtin.skipped.iter().map(|skipped| &skipped.server))
-            .find(|server| {
-                Path::new(&server.command)
-                    .file_name()
-                    .is_some_and(|name| name.to_string_lossy() == program_name)
-            })
+            .find(|server| program.is_some() && Program::of(server) == program)
             .map(|server| server.extension_to_language.clone())
             .ok_or_else(|| {
                 UsageError(format!(
@@ -390,6 +395,29 @@ mod tests {
         assert_eq!(
             single_server_config(Path::new("/w"), &no_language, &empty).unwrap_err().0,
             "mcp: sh is not in lspc's built-in table; say which files it serves with --language EXT=ID"
+        );
+        // Through a launcher, the built-in running the same program gives the extensions and
+        // the program names the server (prog14).
+        let mut ruff = server.clone();
+        ruff.name = "ruff".to_owned();
+        ruff.command = "ruff".to_owned();
+        ruff.extension_to_language = BTreeMap::from([(".py".to_owned(), "python".to_owned())]);
+        let builtin = Config {
+            servers: vec![ruff],
+            ..empty.clone()
+        };
+        let wrapped = McpCliOptions {
+            server_command: Some("env".into()),
+            server_args: vec!["RUFF_CACHE_DIR=/tmp".into(), "ruff".into(), "server".into()],
+            ..no_language.clone()
+        };
+        let config = single_server_config(Path::new("/w"), &wrapped, &builtin).unwrap();
+        let server = &config.servers[0];
+        assert_eq!(server.name, "ruff");
+        assert_eq!((server.command.as_str(), server.args.len()), ("env", 3));
+        assert_eq!(
+            server.extension_to_language,
+            BTreeMap::from([(".py".to_owned(), "python".to_owned())])
         );
         let missing = McpCliOptions {
             server_command: Some("lspc-no-such-server".into()),

@@ -14,8 +14,9 @@
 //!
 //! The rule, all of which must hold ([`wants_c_header_command`]):
 //! - the file's extension is `.h` (exactly: clang reads `.H` as C++);
-//! - the server runs clangd (program `clangd` or `clangd-NN`) with no
-//!   `--compile-commands-dir` argument and no `compilationDatabasePath` initialization option;
+//! - the server runs clangd ([`Program::of`]: `clangd` or `clangd-NN`, also through a launcher
+//!   such as `env`) with no `--compile-commands-dir` argument and no `compilationDatabasePath`
+//!   initialization option;
 //! - clangd would find no compilation database for it ([`finds_compilation_database`]): no
 //!   `compile_commands.json`, `compile_flags.txt` (also under `build/`) or `.clangd` in the
 //!   header's folder or any folder above it, up to the file system root as clangd looks. A real
@@ -28,7 +29,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::config::ServerConfig;
+use crate::config::{Program, ServerConfig};
 
 /// Extensions (lowercase, without the dot) whose presence makes a project not plain C. `.C`
 /// (capital) is checked separately since extensions are compared lowercased.
@@ -48,24 +49,13 @@ pub fn wants_c_header_command(server: &ServerConfig, header: &Path) -> bool {
     if header.extension().is_none_or(|extension| extension != "h") {
         return false;
     }
-    if !runs_clangd(server) || names_database(server) {
+    if Program::of(server) != Some(Program::Clangd) || names_database(server) {
         return false;
     }
     let Some(folder) = header.parent() else {
         return false;
     };
     !finds_compilation_database(folder)
-}
-
-/// Whether `server` runs clangd: its program's file name is `clangd` or `clangd-<version>`
-/// (Debian's `clangd-14`).
-fn runs_clangd(server: &ServerConfig) -> bool {
-    let is_clangd = |name: &str| name == "clangd" || name.starts_with("clangd-");
-    let program = Path::new(&server.command)
-        .file_name()
-        .and_then(|name| name.to_str())
-        .unwrap_or_default();
-    is_clangd(program)
 }
 
 /// Whether the server's arguments or initialization options point clangd at a database.

@@ -9,9 +9,10 @@
 //!   its set leaves out ([`ProjectFiles::never_checks`]: ruff), which is left out of it and said.
 //! - Servers lspc does not know a project format for (clangd, rust-analyzer, configured ones with
 //!   other programs) keep every file they claim.
-//! - The server kind comes from the program name (`pyright-langserver`, `basedpyright-langserver`,
-//!   `ruff`, `typescript-language-server`), so a configured entry running the same program gets
-//!   the same rules as the built-in one.
+//! - The server kind comes from the program the entry runs ([`Program::of`]:
+//!   `pyright-langserver`, `basedpyright-langserver`, `ruff`, `typescript-language-server`,
+//!   `gopls`, also through a launcher such as `python3 -m ruff` or `uvx ruff`), so a configured
+//!   entry running the same program gets the same rules as the built-in one.
 //! - A project file that cannot be read or parsed leaves that server with every file, and is
 //!   reported once as a warning.
 
@@ -28,7 +29,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::config::ServerConfig;
+use crate::config::{Program, ServerConfig};
 use crate::diagnostics::Diagnostic;
 
 /// A project configuration that could not be used.
@@ -98,14 +99,14 @@ impl ProjectFiles {
     /// read. For [`ProjectFiles::never_checks`] outside `lspc check`: a diagnostics request
     /// for one file.
     pub fn load_never_checking(root: &Path, servers: &[ServerConfig]) -> ProjectFiles {
-        ProjectFiles::load_where(root, servers, |program| program == "ruff")
+        ProjectFiles::load_where(root, servers, |program| program == Program::Ruff)
     }
 
-    /// The sets of the servers whose program's file name `wanted` accepts.
+    /// The sets of the servers whose program ([`Program::of`]) `wanted` accepts.
     fn load_where(
         root: &Path,
         servers: &[ServerConfig],
-        wanted: impl Fn(&str) -> bool,
+        wanted: impl Fn(Program) -> bool,
     ) -> ProjectFiles {
         let mut sets: Vec<Option<(String, Box<dyn FileSet>)>> = Vec::new();
         let mut errors = Vec::new();
@@ -114,16 +115,12 @@ impl ProjectFiles {
                 .workspace_folder
                 .clone()
                 .unwrap_or_else(|| root.to_path_buf());
-            let program = Path::new(&server.command)
-                .file_name()
-                .map(|name| name.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            if !wanted(&program) {
+            let Some(program) = Program::of(server).filter(|&program| wanted(program)) else {
                 sets.push(None);
                 continue;
-            }
-            let set: Option<(String, Box<dyn FileSet>)> = match program.as_str() {
-                "pyright-langserver" | "basedpyright-langserver"
+            };
+            let set: Option<(String, Box<dyn FileSet>)> = match program {
+                Program::PyrightLangserver | Program::BasedpyrightLangserver
                     if server.workspace_folder.is_none() && !server.root_markers.is_empty() =>
                 {
                     // One pyright instance per project root (issue 17): each reads its own.
@@ -132,7 +129,7 @@ impl ProjectFiles {
                         Box::new(PerProjectPyright::new(root, &server.root_markers)),
                     ))
                 }
-                "pyright-langserver" | "basedpyright-langserver" => {
+                Program::PyrightLangserver | Program::BasedpyrightLangserver => {
                     match pyright::PyrightFiles::load(&folder) {
                         Ok(files) => Some((server.name.clone(), Box::new(files))),
                         Err(error) => {
@@ -141,12 +138,14 @@ impl ProjectFiles {
                         }
                     }
                 }
-                "ruff" => Some((server.name.clone(), Box::new(ruff::RuffFiles::new(&folder)))),
-                "typescript-language-server" => Some((
+                Program::Ruff => {
+                    Some((server.name.clone(), Box::new(ruff::RuffFiles::new(&folder))))
+                }
+                Program::TypescriptLanguageServer => Some((
                     "tsconfig".to_string(),
                     Box::new(tsconfig::TsconfigFiles::new(&folder)),
                 )),
-                "gopls" => Some((server.name.clone(), Box::new(go::GoFiles::new(server)))),
+                Program::Gopls => Some((server.name.clone(), Box::new(go::GoFiles::new(server)))),
                 _ => None,
             };
             sets.push(set);

@@ -1048,6 +1048,52 @@ fn ruffs_exclude_above_the_workspace_root_still_counts() {
     );
 }
 
+/// The Python interpreter that has ruff installed as a module (`python3 -m ruff`), resolved past
+/// any pyenv shim; `None` (the test skips) when there is none.
+fn python_with_ruff() -> Option<std::path::PathBuf> {
+    let output = Command::new("python3")
+        .args(["-c", "import sys, ruff; print(sys.executable)"])
+        .output()
+        .ok()?;
+    let python = std::path::PathBuf::from(String::from_utf8(output.stdout).ok()?.trim());
+    (output.status.success() && python.is_file()).then_some(python)
+}
+
+/// Reported for prog14: a configuration running ruff through a launcher (`python3 -m ruff
+/// server`, as `uvx ruff server` or `pipx run ruff server` also do) was not known as ruff, so
+/// lspc never read ruff's `exclude` and `lspc check gen.py` said clean (exit 0) for a file
+/// ruff's server never lints. Now the launcher is seen through: the same verdict as with the
+/// plain `ruff` command (ruff 0.17.6 from PyPI).
+#[test]
+fn ruff_run_through_python_m_keeps_its_exclude() {
+    require_program!("ruff");
+    let Some(python) = python_with_ruff() else {
+        eprintln!("skipped: no python3 with the ruff module");
+        return;
+    };
+    let workspace = Workspace::new("ruff-python-m");
+    workspace
+        .file("pyproject.toml", "[tool.ruff]\nexclude = [\"gen.py\"]\n")
+        .file("gen.py", "import os\n");
+    let reason = "gen.py not checked: ruff never checks it: it is in ruff's exclude (the server \
+                  does not lint an excluded file even when it is open)";
+    let mut wrapped = ruff_entry();
+    wrapped["command"] = json!(python);
+    wrapped["args"] = json!(["-m", "ruff", "server"]);
+    for entry in [ruff_entry(), wrapped] {
+        let config = workspace.config(json!({ "ruff": entry }));
+        let run = json_check(&workspace, &config, &["gen.py"]);
+        run.status(2);
+        assert_eq!(
+            file_states(&run.json()),
+            [("gen.py".to_owned(), "error".to_owned(), reason.to_owned())],
+            "{}",
+            run.story()
+        );
+        run.stderr_contains("1 file in ruff's exclude not checked by that server");
+    }
+}
+
 /// Found breaking 7f82a98/287398b (round brk11): four layouts where ruff's server answers
 /// nothing for the open file while lspc, reading ruff's configuration its own way, called it
 /// clean. `.ruff.toml` wins over `ruff.toml` in one folder (lspc read `ruff.toml`: `b/y.py`
