@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::ServerConfig;
+use super::{Program, ServerConfig};
 
 /// The gopls setting that delays its second, deeper diagnostics round.
 pub const DELAY_SETTING: &str = "diagnosticsDelay";
@@ -32,11 +32,9 @@ pub const DELAY_SETTING: &str = "diagnosticsDelay";
 /// gopls's own default for [`DELAY_SETTING`] since 0.12, also taken for a value it would reject.
 const GOPLS_DEFAULT_DELAY: Duration = Duration::from_secs(1);
 
-/// Whether `server` runs gopls: its command's file name is `gopls`.
+/// Whether `server` runs gopls, also through a launcher ([`Program::of`]).
 pub fn runs_gopls(server: &ServerConfig) -> bool {
-    std::path::Path::new(&server.command)
-        .file_name()
-        .is_some_and(|name| name == "gopls")
+    Program::of(server) == Some(Program::Gopls)
 }
 
 /// Adds `diagnosticsDelay: "0s"` to the `gopls` section of the settings of every server in
@@ -222,6 +220,10 @@ mod tests {
             gopls(None, None),
             gopls(Some(json!({"gopls": {"buildFlags": ["-tags=x"]}})), None),
             gopls(Some(json!({"other": 1})), None),
+            ServerConfig {
+                args: vec!["GOFLAGS=-mod=mod".into(), "gopls".into()],
+                ..server("/usr/bin/env")
+            },
         ];
         ask_single_phase(&mut servers);
         assert_eq!(
@@ -235,6 +237,10 @@ mod tests {
         assert_eq!(
             servers[2].settings,
             Some(json!({"other": 1, "gopls": {"diagnosticsDelay": "0s"}}))
+        );
+        assert_eq!(
+            servers[3].settings,
+            Some(json!({"gopls": {"diagnosticsDelay": "0s"}}))
         );
         for server in &servers {
             assert_eq!(deferred_round(server), Duration::ZERO);
@@ -287,9 +293,11 @@ mod tests {
 
     #[test]
     fn other_servers_are_left_alone() {
-        let mut servers = vec![server("pyright-langserver")];
+        let mut servers = vec![server("pyright-langserver"), server("/opt/gopls-wrapper")];
         ask_single_phase(&mut servers);
-        assert_eq!(servers[0].settings, None);
-        assert_eq!(deferred_round(&servers[0]), Duration::ZERO);
+        for server in &servers {
+            assert_eq!(server.settings, None);
+            assert_eq!(deferred_round(server), Duration::ZERO);
+        }
     }
 }

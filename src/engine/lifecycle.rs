@@ -53,6 +53,10 @@ pub(super) struct Server {
     /// §`InitializeResult`), which picks the [`SettleRule`] of a server configured under
     /// another name.
     pub(super) server_info_name: Option<String>,
+    /// The known program the entry runs, also through a launcher (`config/program.rs`): stands
+    /// in for `server_info_name` where a server sends none (bash-language-server,
+    /// typescript-language-server) and its entry has another name.
+    pub(super) program: Option<crate::config::Program>,
     /// A static `diagnosticProvider`, and the live dynamic registrations of
     /// `textDocument/diagnostic` (pyright registers, re-registers and unregisters at start-up).
     pub(super) static_pull: bool,
@@ -176,6 +180,7 @@ impl Server {
             encoding: PositionEncoding::Utf16,
             pull_diagnostics: false,
             server_info_name: None,
+            program: crate::config::Program::of(config),
             static_pull: false,
             publishes_with_pull: false,
             pull_registrations: BTreeSet::new(),
@@ -227,7 +232,7 @@ impl Server {
     pub(super) fn settle_rule(&self) -> SettleRule {
         let rule = SettleRule::for_server(
             &self.config.name,
-            self.server_info_name.as_deref(),
+            self.known_name(),
             self.pull_diagnostics,
             self.publishes_with_pull,
         );
@@ -239,6 +244,14 @@ impl Server {
             }
             rule => rule,
         }
+    }
+
+    /// The name that picks per-server rules besides the configured one: the `serverInfo.name`
+    /// of the `initialize` result, else the known program the entry runs.
+    pub(super) fn known_name(&self) -> Option<&str> {
+        self.server_info_name
+            .as_deref()
+            .or(self.program.map(crate::config::Program::name))
     }
 
     /// Initialized and ready for documents and requests (not held by the configuration gate).
@@ -515,11 +528,9 @@ impl State {
             );
         }
         let server = &mut self.servers[server_id.0 as usize];
-        server.configuration_hold = configuration_gate::holds_opens(
-            &server.config.name,
-            server.server_info_name.as_deref(),
-        )
-        .then(|| Instant::now() + configuration_gate::CONFIGURATION_GATE_TIMEOUT);
+        server.configuration_hold =
+            configuration_gate::holds_opens(&server.config.name, server.known_name())
+                .then(|| Instant::now() + configuration_gate::CONFIGURATION_GATE_TIMEOUT);
         // After a restart, re-open what the previous process had open, with current text
         // (once the configuration hold ends, for a held server).
         for path in self.documents.open_on(server_id) {

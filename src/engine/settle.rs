@@ -137,8 +137,16 @@ impl SettleRule {
         let lines: Vec<String> = servers
             .map(|server| {
                 let name = server.name.as_str();
-                let rule = SettleRule::expected(name);
+                // The known program the entry runs picks the rule, as `serverInfo.name` does
+                // once the server is up; else its name.
+                let known =
+                    crate::config::Program::of(server).map_or(name, |program| program.name());
+                let rule = match SettleRule::expected(name) {
+                    SettleRule::QuietAfterPublish => SettleRule::expected(known),
+                    by_name => by_name,
+                };
                 let opens = super::configuration_gate::opens_note(name)
+                    .or_else(|| super::configuration_gate::opens_note(known))
                     .map(|note| format!("; {note}"))
                     .unwrap_or_default();
                 let delay = crate::config::gopls::note(server)
@@ -606,6 +614,39 @@ mod tests {
             Some("unknown"),
             false,
             SettleRule::QuietAfterPublish,
+        );
+    }
+
+    /// An entry under another name picks its rule and notes by the program it runs, also
+    /// through a launcher: bash-language-server sends no `serverInfo.name`, so its entry name
+    /// alone gave it neither the configuration gate nor, for clangd behind `env`, its rule.
+    #[test]
+    fn lspc_servers_picks_rules_by_the_program_an_entry_runs() {
+        let sh = crate::config::ServerConfig {
+            args: vec!["start".into()],
+            ..crate::config::test_entry("sh", "/usr/bin/bash-language-server")
+        };
+        let c = crate::config::ServerConfig {
+            args: vec!["CLANGD_FLAGS=-j=1".into(), "clangd-14".into()],
+            ..crate::config::test_entry("c", "env")
+        };
+        let py = crate::config::test_entry("pyright", "/opt/bin/pyright-langserver");
+        let text = SettleRule::render_expected([&sh, &c, &py].into_iter());
+        let lines: Vec<&str> = text.lines().skip(1).collect();
+        assert_eq!(
+            lines,
+            [
+                format!(
+                    "  sh: quiet-after-publish: {}; {}",
+                    SettleRule::QuietAfterPublish.description(),
+                    super::super::configuration_gate::DESCRIPTION
+                ),
+                format!(
+                    "  c: versioned-publish: {}",
+                    SettleRule::VersionedPublish.description()
+                ),
+                format!("  pyright: pull: {}", SettleRule::Pull.description()),
+            ]
         );
     }
 }
