@@ -10,7 +10,11 @@
 //! The hint speaks only for rust-analyzer's own analysis. Its flycheck (`cargo check`) may still
 //! compile the file and publish rustc's findings for it: a module `#[path]` takes from outside
 //! its crate's folder, which rust-analyzer does not load (rust-lang/rust-analyzer#3898) and rustc
-//! compiles. A server that gave the file anything besides the hint has checked it.
+//! compiles. A server that gave the file anything besides the hint has checked it, except
+//! rust-analyzer's own `syntax-error`s: it parses every file it is given, linked or not, so
+//! those say nothing about analysis (BurntSushi/memchr's `benchmarks/haystacks/code/
+//! rust-library.rs`, a haystack no crate compiles, got 116 of them and failed the check while
+//! `cargo check` passes; an orphan's type errors were never looked at).
 
 use crate::diagnostics::Diagnostic;
 
@@ -20,16 +24,26 @@ fn says_not_analysed(diagnostic: &Diagnostic) -> bool {
         && diagnostic.source.as_deref() == Some("rust-analyzer")
 }
 
+/// Whether `diagnostic` comes from parsing alone, which a server does for a file it did not
+/// analyse too: rust-analyzer's own syntax errors.
+fn only_parsed(diagnostic: &Diagnostic) -> bool {
+    diagnostic.code.as_deref() == Some("syntax-error")
+        && diagnostic.source.as_deref() == Some("rust-analyzer")
+}
+
 /// The diagnostic by which `server` says it did not analyse the file whose `diagnostics` these
-/// are, when that is all it said about it; `None` when it said nothing of the kind, or also gave
-/// other findings (rustc's, through flycheck), which show that the file was checked.
+/// are, when that is all it said about it besides parse errors; `None` when it said nothing of
+/// the kind, or also gave other findings (rustc's, through flycheck), which show that the file
+/// was checked.
 pub(super) fn said_not_analysed<'a>(
     diagnostics: &'a [Diagnostic],
     server: &str,
 ) -> Option<&'a Diagnostic> {
     let mut from_server = diagnostics.iter().filter(|d| d.server == server);
     let said = from_server.clone().find(|d| says_not_analysed(d))?;
-    from_server.all(says_not_analysed).then_some(said)
+    from_server
+        .all(|d| says_not_analysed(d) || only_parsed(d))
+        .then_some(said)
 }
 
 #[cfg(test)]
@@ -87,5 +101,21 @@ mod tests {
         assert_eq!(check(&[rustc.clone(), unlinked]), None);
         assert_eq!(check(&[rustc]), None);
         assert_eq!(check(&[]), None);
+    }
+
+    #[test]
+    fn rust_analyzers_syntax_errors_do_not_show_the_file_was_analysed() {
+        let unlinked = diagnostic("rust-analyzer", "unlinked-file");
+        let syntax = diagnostic("rust-analyzer", "syntax-error");
+        let check = |diagnostics: &[Diagnostic]| {
+            said_not_analysed(diagnostics, "rust-analyzer").map(|d| d.code.clone().unwrap())
+        };
+        assert_eq!(
+            check(&[syntax.clone(), unlinked.clone(), syntax.clone()]),
+            Some("unlinked-file".to_owned())
+        );
+        assert_eq!(check(std::slice::from_ref(&syntax)), None);
+        let rustc_syntax = diagnostic("rustc", "syntax-error");
+        assert_eq!(check(&[unlinked, rustc_syntax]), None);
     }
 }

@@ -11,6 +11,14 @@
 //! whose last component has no `*`, `?` or `.` names a folder. JavaScript files count only with
 //! `allowJs` (always in a `jsconfig.json`). A base that cannot be found is left out (tsc reports
 //! it as TS6053, which lspc passes on from the server).
+//!
+//! A file the nearest configuration leaves out still belongs to the project when a configuration
+//! it names in `references` (not inherited through `extends`; a folder means its
+//! `tsconfig.json`) includes it, followed further: `tsc -b` checks the referenced projects, and
+//! tsserver opens such a file in the referenced project. That is the solution-style layout of
+//! every `npm create vite` TypeScript template (`tsconfig.json` with `"files": []` and references
+//! to `tsconfig.app.json` and `tsconfig.node.json`), whose sources were all skipped as
+//! "outside tsconfig's include" while `tsc -b` reported their errors.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -42,13 +50,21 @@ struct Project {
     include: Vec<Anchored>,
     exclude: Vec<Anchored>,
     allow_js: bool,
+    /// The configuration files its `references` name.
+    references: Vec<PathBuf>,
 }
+
+/// How many referenced configurations one file's verdict may look at (a guard against huge or
+/// cyclic reference graphs; tsc reports cycles itself).
+const MAX_REFERENCES_FOLLOWED: usize = 64;
 
 /// The TypeScript file set below `root`; configurations are read once per folder.
 #[derive(Debug)]
 pub struct TsconfigFiles {
     root: PathBuf,
     by_folder: std::cell::RefCell<HashMap<PathBuf, Option<std::rc::Rc<Project>>>>,
+    /// Configurations by file, for `references`.
+    by_file: std::cell::RefCell<HashMap<PathBuf, Option<std::rc::Rc<Project>>>>,
     errors: std::cell::RefCell<Vec<ProjectError>>,
     /// `extends` entries that name no file (tsc's TS6053), in the order met.
     missing_bases: std::cell::RefCell<Vec<Diagnostic>>,
@@ -59,6 +75,7 @@ impl TsconfigFiles {
         TsconfigFiles {
             root: root.to_path_buf(),
             by_folder: Default::default(),
+            by_file: Default::default(),
             errors: Default::default(),
             missing_bases: Default::default(),
         }
@@ -73,13 +90,7 @@ impl TsconfigFiles {
             .map(|name| folder.join(name))
             .find(|file| file.is_file());
         let found = match own {
-            Some(file) => match load_project(&file, &mut self.missing_bases.borrow_mut()) {
-                Ok(project) => Some(std::rc::Rc::new(project)),
-                Err(error) => {
-                    self.errors.borrow_mut().push(error);
-                    None
-                }
-            },
+            Some(file) => self.project_in(&file),
             None if folder != self.root && folder.starts_with(&self.root) => {
                 folder.parent().and_then(|parent| self.project_for(parent))
             }
@@ -90,6 +101,74 @@ impl TsconfigFiles {
             .insert(folder.to_path_buf(), found.clone());
         found
     }
+
+    /// The configuration `file`, read once.
+    fn project_in(&self, file: &Path) -> Option<std::rc::Rc<Project>> {
+        if let Some(found) = self.by_file.borrow().get(file) {
+            return found.clone();
+        }
+        let found = match load_project(file, &mut self.missing_bases.borrow_mut()) {
+            Ok(project) => Some(std::rc::Rc::new(project)),
+            Err(error) => {
+                self.errors.borrow_mut().push(error);
+                None
+            }
+        };
+        self.by_file
+            .borrow_mut()
+            .insert(file.to_path_buf(), found.clone());
+        found
+    }
+
+    /// Whether a configuration `project` references, directly or further, includes `file`.
+    fn referenced_project_includes(&self, project: &Project, file: &Path) -> bool {
+        let mut queue: std::collections::VecDeque<PathBuf> =
+            project.references.iter().cloned().collect();
+        let mut seen: Vec<PathBuf> = Vec::new();
+        while let Some(config) = queue.pop_front() {
+            if seen.contains(&config) || seen.len() >= MAX_REFERENCES_FOLLOWED {
+                continue;
+            }
+            seen.push(config.clone());
+            let Some(referenced) = self.project_in(&config) else {
+                continue;
+            };
+            if verdict(&referenced, file).is_none() {
+                return true;
+            }
+            queue.extend(referenced.references.iter().cloned());
+        }
+        false
+    }
+}
+
+/// Why `project` alone leaves `file` out (`outside` its files and include, or `excluded`).
+fn verdict(project: &Project, file: &Path) -> Option<&'static str> {
+    if project.files.iter().any(|listed| listed == file) {
+        return None;
+    }
+    let name = file.file_name()?.to_string_lossy().to_lowercase();
+    let is_ts = TS_EXTENSIONS.iter().any(|ext| name.ends_with(ext));
+    let is_js = JS_EXTENSIONS.iter().any(|ext| name.ends_with(ext));
+    let included = project.include.iter().any(|anchored| {
+        let Some(relative) = relative_to(file, &anchored.folder) else {
+            return false;
+        };
+        let matched = if anchored.names_folder {
+            anchored.pattern.covers(&relative)
+        } else {
+            anchored.pattern.matches(&relative)
+        };
+        matched && (is_ts || (is_js && project.allow_js))
+    });
+    if !included {
+        return Some("outside");
+    }
+    let excluded = project.exclude.iter().any(|anchored| {
+        relative_to(file, &anchored.folder)
+            .is_some_and(|relative| anchored.pattern.covers(&relative))
+    });
+    excluded.then_some("excluded")
 }
 
 impl FileSet for TsconfigFiles {
@@ -103,31 +182,8 @@ impl FileSet for TsconfigFiles {
 
     fn leaves_out(&self, file: &Path) -> Option<&'static str> {
         let project = self.project_for(file.parent()?)?;
-        if project.files.iter().any(|listed| listed == file) {
-            return None;
-        }
-        let name = file.file_name()?.to_string_lossy().to_lowercase();
-        let is_ts = TS_EXTENSIONS.iter().any(|ext| name.ends_with(ext));
-        let is_js = JS_EXTENSIONS.iter().any(|ext| name.ends_with(ext));
-        let included = project.include.iter().any(|anchored| {
-            let Some(relative) = relative_to(file, &anchored.folder) else {
-                return false;
-            };
-            let matched = if anchored.names_folder {
-                anchored.pattern.covers(&relative)
-            } else {
-                anchored.pattern.matches(&relative)
-            };
-            matched && (is_ts || (is_js && project.allow_js))
-        });
-        if !included {
-            return Some("outside");
-        }
-        let excluded = project.exclude.iter().any(|anchored| {
-            relative_to(file, &anchored.folder)
-                .is_some_and(|relative| anchored.pattern.covers(&relative))
-        });
-        excluded.then_some("excluded")
+        let reason = verdict(&project, file)?;
+        (!self.referenced_project_includes(&project, file)).then_some(reason)
     }
 }
 
@@ -139,6 +195,8 @@ struct Layer {
     exclude: Option<Vec<Anchored>>,
     allow_js: Option<bool>,
     out_dir: Option<PathBuf>,
+    /// This file's own `references` (never inherited).
+    references: Vec<PathBuf>,
 }
 
 fn load_project(file: &Path, missing_bases: &mut Vec<Diagnostic>) -> Result<Project, ProjectError> {
@@ -171,6 +229,7 @@ fn load_project(file: &Path, missing_bases: &mut Vec<Diagnostic>) -> Result<Proj
         include,
         exclude,
         allow_js: layer.allow_js.unwrap_or(is_jsconfig),
+        references: layer.references,
     })
 }
 
@@ -249,6 +308,21 @@ fn load_layer(
     {
         layer.out_dir = Some(folder.join(out_dir));
     }
+    layer.references = value
+        .get("references")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|reference| reference.get("path")?.as_str())
+        .map(|path| {
+            let named = crate::uri::canonical(&folder.join(path));
+            if named.is_dir() {
+                named.join("tsconfig.json")
+            } else {
+                named
+            }
+        })
+        .collect();
     Ok(layer)
 }
 
@@ -366,6 +440,53 @@ mod tests {
             (3, 31, 47)
         );
         assert_eq!(missing[0].message, "File './missing.json' not found.");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn references_add_their_files_but_are_not_inherited() {
+        let root = std::env::temp_dir().join(format!("lspc-tsconfig-refs-{}", std::process::id()));
+        std::fs::create_dir_all(root.join("packages/lib")).unwrap();
+        std::fs::create_dir_all(root.join("other")).unwrap();
+        let write = |name: &str, text: &str| std::fs::write(root.join(name), text).unwrap();
+        // A folder reference means its tsconfig.json; a cycle back to the root ends the search.
+        write(
+            "tsconfig.json",
+            r#"{ "files": [], "references": [{ "path": "./tsconfig.app.json" }, { "path": "packages/lib" }] }"#,
+        );
+        write(
+            "tsconfig.app.json",
+            r#"{ "include": ["src"], "exclude": ["src/gen"], "references": [{ "path": "." }] }"#,
+        );
+        write(
+            "packages/lib/tsconfig.json",
+            r#"{ "include": ["lib"], "references": [{ "path": "../../tsconfig.json" }] }"#,
+        );
+        // `extends` gives include, never references.
+        write(
+            "other/tsconfig.json",
+            r#"{ "extends": "../tsconfig.app.json", "include": ["a.ts"] }"#,
+        );
+        let files = TsconfigFiles::new(&root);
+        assert_eq!(files.leaves_out(&root.join("src/main.ts")), None);
+        assert_eq!(files.leaves_out(&root.join("packages/lib/lib/x.ts")), None);
+        assert_eq!(
+            files.leaves_out(&root.join("packages/lib/y.ts")),
+            Some("outside")
+        );
+        assert_eq!(
+            files.leaves_out(&root.join("scripts/a.ts")),
+            Some("outside")
+        );
+        assert_eq!(
+            files.leaves_out(&root.join("src/gen/g.ts")),
+            Some("outside")
+        );
+        assert_eq!(files.leaves_out(&root.join("other/a.ts")), None);
+        assert_eq!(
+            files.leaves_out(&root.join("other/src/b.ts")),
+            Some("outside")
+        );
         std::fs::remove_dir_all(&root).unwrap();
     }
 }

@@ -433,18 +433,7 @@ fn tsconfig_errors_are_reported_as_tsc_reports_them() {
         .run();
     output.status(1);
     let report = output.json();
-    let mut rows = BTreeSet::new();
-    for file in report["files"].as_array().unwrap() {
-        for diagnostic in file["diagnostics"].as_array().unwrap() {
-            rows.insert((
-                file["path"].as_str().unwrap().to_owned(),
-                diagnostic["line"].as_u64().unwrap(),
-                diagnostic["column"].as_u64().unwrap(),
-                diagnostic["code"].as_str().unwrap().to_owned(),
-                diagnostic["message"].as_str().unwrap().to_owned(),
-            ));
-        }
-    }
+    let rows = typescript_rows(&report);
     let expected: BTreeSet<_> = [
         (
             "src/index.ts".to_owned(),
@@ -468,9 +457,39 @@ fn tsconfig_errors_are_reported_as_tsc_reports_them() {
     assert_eq!(report["summary"]["errors"], 2, "{}", output.story());
 }
 
+/// `(path, line, column, code, message)` of every diagnostic in a `--format json` report, the
+/// code without tsc's `TS` prefix.
+fn typescript_rows(report: &Value) -> BTreeSet<(String, u64, u64, String, String)> {
+    let mut rows = BTreeSet::new();
+    for file in report["files"].as_array().unwrap() {
+        for diagnostic in file["diagnostics"].as_array().unwrap() {
+            rows.insert((
+                file["path"].as_str().unwrap().to_owned(),
+                diagnostic["line"].as_u64().unwrap(),
+                diagnostic["column"].as_u64().unwrap(),
+                diagnostic["code"]
+                    .as_str()
+                    .unwrap()
+                    .trim_start_matches("TS")
+                    .to_owned(),
+                diagnostic["message"].as_str().unwrap().to_owned(),
+            ));
+        }
+    }
+    rows
+}
+
 /// `(path, line, column, code, message)` from `tsc -p . --pretty false`.
 fn tsc_rows(workspace: &Workspace) -> BTreeSet<(String, u64, u64, String, String)> {
-    let text = tool_output(workspace, "tsc", &["-p", ".", "--pretty", "false"]);
+    tsc_rows_of(workspace, &["-p", ".", "--pretty", "false"])
+}
+
+/// `(path, line, column, code, message)` from `tsc ARGS`.
+fn tsc_rows_of(
+    workspace: &Workspace,
+    args: &[&str],
+) -> BTreeSet<(String, u64, u64, String, String)> {
+    let text = tool_output(workspace, "tsc", args);
     text.lines()
         .filter_map(|line| {
             let (location, rest) = line.split_once("): error ")?;
@@ -503,22 +522,7 @@ fn typescript_project_checks_what_tsc_checks() {
         .run();
     output.status(1);
     let report = output.json();
-    let mut rows = BTreeSet::new();
-    for file in report["files"].as_array().unwrap() {
-        for diagnostic in file["diagnostics"].as_array().unwrap() {
-            rows.insert((
-                file["path"].as_str().unwrap().to_owned(),
-                diagnostic["line"].as_u64().unwrap(),
-                diagnostic["column"].as_u64().unwrap(),
-                diagnostic["code"]
-                    .as_str()
-                    .unwrap()
-                    .trim_start_matches("TS")
-                    .to_owned(),
-                diagnostic["message"].as_str().unwrap().to_owned(),
-            ));
-        }
-    }
+    let rows = typescript_rows(&report);
     let expected: BTreeSet<_> = [
         (
             "source/index.ts".to_owned(),
@@ -559,6 +563,69 @@ fn typescript_project_checks_what_tsc_checks() {
             ),
             (
                 "test/index.test.ts".to_owned(),
+                "skipped".to_owned(),
+                "outside tsconfig's include".to_owned()
+            ),
+        ],
+        "{}",
+        output.story()
+    );
+}
+
+/// Found by trying a solution-style layout (fourteenth round, new-user test), the one every
+/// `npm create vite` TypeScript template has: `tsconfig.json` with `"files": []` and
+/// `references` to `tsconfig.app.json` (`src`) and `tsconfig.node.json` (`vite.config.ts`).
+/// `lspc check .` skipped both sources as "outside tsconfig's include", exit 0, while `tsc -b`
+/// reports an error in each (and tsserver, asked about a named file, checks it in its referenced
+/// project). A file a referenced configuration includes belongs to the project.
+#[test]
+fn files_of_referenced_tsconfigs_are_checked_as_tsc_b_checks_them() {
+    require_program!("typescript-language-server");
+    require_program!("tsc");
+    let workspace = Workspace::new("tsconfig-references");
+    let options = |include: &str| {
+        format!(
+            "{{\n  \"compilerOptions\": {{ \"composite\": true, \"strict\": true, \"noEmit\": true, \
+             \"module\": \"ESNext\", \"moduleResolution\": \"bundler\", \"types\": [] }},\n  \
+             \"include\": [\"{include}\"]\n}}\n"
+        )
+    };
+    workspace
+        .file(
+            "tsconfig.json",
+            "{\n  \"files\": [],\n  \"references\": [{ \"path\": \"./tsconfig.app.json\" }, \
+             { \"path\": \"./tsconfig.node.json\" }]\n}\n",
+        )
+        .file("tsconfig.app.json", &options("src"))
+        .file("tsconfig.node.json", &options("vite.config.ts"))
+        .file("src/main.ts", "export const n: number = \"x\";\n")
+        .file("vite.config.ts", "export default { x: 1 as string };\n")
+        .file("scripts/build.ts", "export const m: number = \"y\";\n");
+    let config = workspace.config(json!({ "typescript": typescript_entry() }));
+    let output = json_check(&workspace, &config, &[]);
+    output.status(1);
+    let report = output.json();
+    let expected = tsc_rows_of(&workspace, &["-b", "--pretty", "false"]);
+    assert_eq!(expected.len(), 2, "{expected:?}");
+    assert_eq!(typescript_rows(&report), expected, "{}", output.story());
+    assert_eq!(
+        file_states(&report)
+            .into_iter()
+            .filter(|(path, _, _)| path.ends_with(".ts"))
+            .collect::<Vec<_>>(),
+        [
+            (
+                "src/main.ts".to_owned(),
+                "diagnostics".to_owned(),
+                String::new()
+            ),
+            (
+                "vite.config.ts".to_owned(),
+                "diagnostics".to_owned(),
+                String::new()
+            ),
+            (
+                "scripts/build.ts".to_owned(),
                 "skipped".to_owned(),
                 "outside tsconfig's include".to_owned()
             ),
