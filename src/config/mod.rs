@@ -367,9 +367,11 @@ pub fn no_server_message(path: &Path) -> String {
 }
 
 /// The routing key of `path`: its last extension, lowercased, with a dot (`"a/B.PY"` →
-/// `".py"`); `None` without one (`Makefile`, `.bashrc`). Files whose language is given by their
-/// whole name route as that language's extension: `Dockerfile` and `Containerfile` as
-/// `.dockerfile`, `CMakeLists.txt` as `.cmake`. A name that is not UTF-8 (`caf\xE9.py`) routes by
+/// `".py"`). Files whose language is given by their whole name route as that language's
+/// extension: `Dockerfile` and `Containerfile` as `.dockerfile`, `CMakeLists.txt` as `.cmake`.
+/// A file without an extension routes by its `#!` line when that names a shell ShellCheck
+/// knows ([`shebang_key`]: `bin/tool` starting `#!/usr/bin/env bash` as `.sh`); else `None`
+/// (`Makefile`, `.bashrc`, a missing file). A name that is not UTF-8 (`caf\xE9.py`) routes by
 /// its extension all the same (the servers take its URI's percent-encoded bytes).
 pub fn extension_key(path: &Path) -> Option<String> {
     let file_name = path.file_name()?.to_string_lossy();
@@ -378,16 +380,47 @@ pub fn extension_key(path: &Path) -> Option<String> {
         "CMakeLists.txt" => return Some(".cmake".to_owned()),
         _ => {}
     }
-    path.extension()
-        .map(|e| e.to_string_lossy())
-        .filter(|e| !e.is_empty())
-        .map(|e| {
+    match path.extension().map(|e| e.to_string_lossy()) {
+        Some(e) if !e.is_empty() => {
             // One allocation: this runs for every request (issue 15).
             let mut key = String::with_capacity(e.len() + 1);
             key.push('.');
             key.extend(e.chars().flat_map(char::to_lowercase));
-            key
-        })
+            Some(key)
+        }
+        Some(_) => None,
+        None => shebang_key(path),
+    }
+}
+
+/// The routing key of a script without an extension, from its first line: `.sh` when its `#!`
+/// runs `sh`, `bash`, `dash` or `ksh` (the shells ShellCheck, and so bash-language-server,
+/// lints), by path (`#!/bin/bash -e`) or through `env` (`#!/usr/bin/env bash`, `#!/usr/bin/env
+/// -S bash -e`); `None` for any other file, a `zsh` or `python` script, or one that cannot be
+/// read. Reads at most the first 128 bytes (rbenv's `libexec/` and shunit2's `shunit2` are
+/// such scripts: without it, `lspc check .` passed over them without a word).
+pub fn shebang_key(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut head = [0u8; 128];
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut read = 0;
+    while read < head.len() {
+        match file.read(&mut head[read..]) {
+            Ok(0) => break,
+            Ok(n) => read += n,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    let line = head[..read].strip_prefix(b"#!")?;
+    let line = line.split(|&byte| byte == b'\n').next()?;
+    let line = std::str::from_utf8(line).ok()?;
+    let mut words = line.split_ascii_whitespace();
+    let mut program = words.next()?.rsplit('/').next()?;
+    if program == "env" {
+        program = words.find(|word| !word.starts_with('-') && !word.contains('='))?;
+    }
+    matches!(program, "sh" | "bash" | "dash" | "ksh").then(|| ".sh".to_owned())
 }
 
 /// How `lspc servers` names an origin: `--config ./x.json`, `plugin foo`, `workspace`,
@@ -562,6 +595,39 @@ pub(crate) fn test_entry(name: &str, command: &str) -> ServerConfig {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn a_script_without_an_extension_routes_by_its_shebang() {
+        let dir = std::env::temp_dir().join(format!("lspc-shebang-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let key = |name: &str, text: &[u8]| {
+            let path = dir.join(name);
+            std::fs::write(&path, text).unwrap();
+            extension_key(&path)
+        };
+        let sh = Some(".sh".to_owned());
+        assert_eq!(key("a", b"#!/bin/bash\necho hi\n"), sh);
+        assert_eq!(key("b", b"#!/bin/sh -e\n"), sh);
+        assert_eq!(key("c", b"#!/usr/bin/env bash\n"), sh);
+        assert_eq!(key("d", b"#!/usr/bin/env -S bash -e\n"), sh);
+        assert_eq!(key("e", b"#! /usr/bin/env LC_ALL=C dash\n"), sh);
+        assert_eq!(key("f", b"#!/bin/ksh"), sh);
+        for (name, text) in [
+            ("g", &b"#!/usr/bin/env zsh\n"[..]),
+            ("h", b"#!/usr/bin/env python3\n"),
+            ("i", b"echo no shebang\n"),
+            ("j", b""),
+            ("k", b"#!/usr/bin/env\n"),
+            ("l", b"#!\xff\xfe\n"),
+            ("m", b"\n#!/bin/bash\n"),
+        ] {
+            assert_eq!(key(name, text), None, "{name}");
+        }
+        // An extension wins; a missing file has no key.
+        assert_eq!(key("n.txt", b"#!/bin/bash\n").as_deref(), Some(".txt"));
+        assert_eq!(extension_key(&dir.join("missing")), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn extension_key_routes_by_extension_and_by_whole_name() {

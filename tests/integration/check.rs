@@ -345,6 +345,67 @@ fn bash_language_server_takes_a_relative_shellcheck_path_from_its_workspace_fold
     );
 }
 
+/// Found trying lspc on rbenv and shunit2 (round trial14): a script without an extension
+/// (rbenv's 29 `libexec/` commands, shunit2's `shunit2`) was passed over without a word by
+/// `lspc check .` ("7 files checked") while ShellCheck reports findings in them. A file without
+/// an extension whose `#!` runs sh, bash, dash or ksh is now a shell script, checked by
+/// bash-language-server with ShellCheck's findings (the same three as `shellcheck bin/tool`);
+/// a `zsh` script and a `Makefile` stay unrouted.
+#[test]
+fn a_script_without_an_extension_is_checked_by_its_shebang() {
+    require_program!("bash-language-server");
+    require_program!("shellcheck");
+    let workspace = Workspace::new("shebang-scripts");
+    workspace.file(
+        "bin/tool",
+        "#!/usr/bin/env bash\nfor f in $(ls *.txt); do echo $f; done\n",
+    );
+    workspace.file("bin/clean", "#!/bin/sh\necho \"$1\"\n");
+    workspace.file("bin/zshy", "#!/usr/bin/env zsh\necho $1\n");
+    workspace.file("Makefile", "all:\n\techo hi\n");
+    let output = workspace
+        .lspc()
+        .args([
+            "check",
+            "--format",
+            "json",
+            "--severity",
+            "info",
+            "--timeout",
+            "30",
+            ".",
+        ])
+        .run();
+    output.status(1);
+    let report = output.json();
+    assert_eq!(
+        file_states(&report),
+        [
+            ("bin/clean".to_owned(), "clean".to_owned(), String::new()),
+            (
+                "bin/tool".to_owned(),
+                "diagnostics".to_owned(),
+                String::new()
+            ),
+        ],
+        "{}",
+        output.story()
+    );
+    assert_eq!(
+        json_diagnostics(&report),
+        [
+            "bin/tool:2:10-2:21 error [shellcheck SC2045] Iterating over ls output is fragile. \
+             Use globs.",
+            "bin/tool:2:15-2:16 info [shellcheck SC2035] Use ./*glob* or -- *glob* so names with \
+             dashes won't become options.",
+            "bin/tool:2:31-2:33 info [shellcheck SC2086] Double quote to prevent globbing and \
+             word splitting.",
+        ],
+        "{}",
+        output.story()
+    );
+}
+
 /// B14 (REAL): typescript-language-server publishes about 2 s after didOpen and without a
 /// version; lspc waits for it instead of reporting the file clean.
 #[test]
