@@ -255,3 +255,64 @@ fn real_gopls_edit_keeps_the_analyzers_findings() {
     let (status, stderr) = session.finish();
     assert_eq!(status, Some(0), "{stderr}");
 }
+
+/// A generated module of 150 packages (600 files, each package importing the one before),
+/// with an analyzer's `printf` finding in `p0/f3.go` and `p100/f3.go` (`go vet ./...` reports
+/// both). With gopls's two phases, lspc opening 50 files at a time kept gopls re-diagnosing.
+/// Six runs of the previous lspc took 80–171 s: three timed files out (exit 3), two called
+/// `p100/f3.go` clean, one was right. Asked for one phase: both findings, nothing timed out,
+/// 15–38 s in five runs.
+#[test]
+fn real_gopls_reports_every_analyzer_finding_of_a_large_module() {
+    require_program!("gopls");
+    require_program!("go");
+    let workspace = Workspace::new("gopls-large");
+    workspace.file("go.mod", "module example.com/big\n\ngo 1.19\n");
+    let bad = "func Bad(name string) { fmt.Printf(\"%d\\n\", name) }\n";
+    for package in 0..150 {
+        for file in 0..4 {
+            let mut text = format!("package p{package}\n\nimport (\n\t\"fmt\"\n\t\"strings\"\n");
+            if package > 0 && file == 0 {
+                text += &format!("\t\"example.com/big/p{}\"\n", package - 1);
+            }
+            text += ")\n\n";
+            for k in 0..40 {
+                text += &format!(
+                    "func F{file}_{k}(s string) string {{ return strings.ToUpper(fmt.Sprint(s, {k})) }}\n"
+                );
+            }
+            if package > 0 && file == 0 {
+                text += &format!(
+                    "func Use() string {{ return p{}.F0_0(\"x\") }}\n",
+                    package - 1
+                );
+            }
+            if (package == 0 || package == 100) && file == 3 {
+                text += bad;
+            }
+            workspace.file(&format!("p{package}/f{file}.go"), &text);
+        }
+    }
+    let output = workspace
+        .lspc()
+        .env("GOPROXY", "off")
+        .args(["check", "--format", "json", "--timeout", "120", "."])
+        .timeout(Duration::from_secs(300))
+        .run();
+    output.status(0);
+    let report = output.json();
+    let printf = |file: &str| {
+        format!(
+            "{file}:48:25-48:49 warning [printf -] fmt.Printf format %d has arg name of wrong \
+             type string, see also https://pkg.go.dev/fmt#hdr-Printing"
+        )
+    };
+    assert_eq!(
+        json_diagnostics(&report),
+        [printf("p0/f3.go"), printf("p100/f3.go")],
+        "{}",
+        output.story()
+    );
+    assert_eq!(report["summary"]["files"], 600, "{}", output.story());
+    assert_eq!(report["summary"]["timedOut"], 0, "{}", output.story());
+}
