@@ -397,10 +397,14 @@ pub fn extension_key(path: &Path) -> Option<String> {
 /// runs `sh`, `bash`, `dash` or `ksh` (the shells ShellCheck, and so bash-language-server,
 /// lints), by path (`#!/bin/bash -e`) or through `env` (`#!/usr/bin/env bash`, `#!/usr/bin/env
 /// -S bash -e`); `None` for any other file, a `zsh` or `python` script, or one that cannot be
-/// read. Reads at most the first 128 bytes (rbenv's `libexec/` and shunit2's `shunit2` are
-/// such scripts: without it, `lspc check .` passed over them without a word).
+/// read. Reads at most the first 128 bytes, of a regular file only: opening a named pipe would
+/// wait for a writer (rbenv's `libexec/` and shunit2's `shunit2` are such scripts: without it,
+/// `lspc check .` passed over them without a word).
 pub fn shebang_key(path: &Path) -> Option<String> {
     use std::io::Read;
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
     let mut head = [0u8; 128];
     let mut file = std::fs::File::open(path).ok()?;
     let mut read = 0;
@@ -623,9 +627,17 @@ mod tests {
         ] {
             assert_eq!(key(name, text), None, "{name}");
         }
-        // An extension wins; a missing file has no key.
+        // An extension wins; a missing file, a folder and a named pipe (never opened: that
+        // would wait for a writer) have no key.
         assert_eq!(key("n.txt", b"#!/bin/bash\n").as_deref(), Some(".txt"));
         assert_eq!(extension_key(&dir.join("missing")), None);
+        std::fs::create_dir(dir.join("folder")).unwrap();
+        assert_eq!(extension_key(&dir.join("folder")), None);
+        let fifo = dir.join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|status| status.success()) {
+            assert_eq!(extension_key(&fifo), None);
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
