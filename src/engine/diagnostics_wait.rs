@@ -4,6 +4,8 @@
 //! A child module of `event_loop` so it can reach the loop's state. Invariants:
 //! - At most [`FILES_IN_FLIGHT`] files per job are synced and pinned at once (below the LRU bound);
 //!   a finished wait unpins its document.
+//! - At most [`instances_at_once`] instances of one server have files in flight
+//!   (`instance_gate`); a file that would engage one more waits in the job's `deferred`.
 //! - A file's settle timeout counts from its sync, not from the op: servers start first, bounded
 //!   by the startup timeout.
 //! - Pull servers are asked once per document version; push servers settle by
@@ -16,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
 
+use super::super::instance_gate::{instances_at_once, Deferred, Engaged};
 use super::super::settle::{push_settled, pushed_part_settled, PushState, SettleRule};
 use super::super::tsserver_probe::{self, ProbeOutcome};
 use super::super::{DiagnosticsOutcome, FileDiagnostics};
@@ -36,6 +39,8 @@ const LARGE_FILE_BYTES: u64 = 512 * 1024;
 /// One diagnostics op in progress.
 pub(super) struct DiagnosticsJob {
     pub(super) queue: std::collections::VecDeque<PathBuf>,
+    /// Files taken from `queue` that wait for an instance of their server to have room.
+    pub(super) deferred: Deferred,
     pub(super) active: Vec<FileWait>,
     pub(super) results: Vec<FileDiagnostics>,
     pub(super) order: Vec<PathBuf>,
@@ -77,6 +82,7 @@ impl DiagnosticsJob {
             .collect();
         DiagnosticsJob {
             queue: sized.into_iter().map(|(_, path)| path).collect(),
+            deferred: Deferred::default(),
             active: Vec::new(),
             results: Vec::new(),
             order: paths,
@@ -98,14 +104,20 @@ impl DiagnosticsJob {
         self.results.push(result);
     }
 
-    /// Whether the next queued file may start now: the window has room, and a large file waits
-    /// until it would be alone.
+    /// Whether the next queued file may be taken now: the window has room, and a large file waits
+    /// until it would be alone. (A file the instance gate defers is taken from `deferred` when a
+    /// file finishes, not by this.)
     pub(super) fn may_start_next(&self) -> bool {
         let Some(next) = self.queue.front() else {
             return false;
         };
         self.active.len() < FILES_IN_FLIGHT
             && (self.active.is_empty() || !self.large.contains(next))
+    }
+
+    /// Whether every file has its result.
+    fn is_finished(&self) -> bool {
+        self.queue.is_empty() && self.active.is_empty() && self.deferred.is_empty()
     }
 }
 
@@ -181,61 +193,21 @@ impl State {
 
     pub(super) fn advance_jobs(&mut self, now: Instant) {
         let mut jobs = std::mem::take(&mut self.jobs);
-        for job in &mut jobs {
-            // Fill the window.
-            while job.may_start_next() {
-                let Some(path) = job.queue.pop_front() else {
-                    break;
-                };
-                let leave_out = job.leave_out.get(&path).map(Vec::as_slice).unwrap_or(&[]);
-                match self.begin_file_wait(&path, leave_out, job.timeout, job.readiness, now) {
-                    Ok(wait) => job.active.push(wait),
-                    Err(FileWaitError::LeftOut) => {
-                        let message = job.why_left_out.remove(&path).unwrap_or_else(|| {
-                            format!(
-                                "every server for {} is left out of it by its project configuration",
-                                file_name(&path)
-                            )
-                        });
-                        job.finish(FileDiagnostics {
-                            path,
-                            outcome: DiagnosticsOutcome::NotChecked(message),
-                        });
-                    }
-                    Err(FileWaitError::Unserved(message)) => {
-                        // A configured server whose command is missing is a server failure; no
-                        // server for the extension (or diagnostics turned off) is not.
-                        let broken_server = self.options.config.servers_for_path(&path).is_empty()
-                            && self.options.config.claims(&path);
-                        let outcome = if broken_server {
-                            DiagnosticsOutcome::Failed(message)
-                        } else {
-                            DiagnosticsOutcome::NotChecked(message)
-                        };
-                        job.finish(FileDiagnostics { path, outcome });
-                    }
-                }
+        // A finished file may free an instance that deferred files (of any job) wait for: fill
+        // again until a round finishes nothing or nothing waits.
+        loop {
+            let mut engaged = self.engaged_instances(&jobs);
+            let mut finished_any = false;
+            for job in &mut jobs {
+                self.fill_window(job, &mut engaged, now);
+                finished_any |= self.advance_active(job, now);
             }
-            let mut index = 0;
-            while index < job.active.len() {
-                if let Some(outcome) = self.advance_file_wait(&mut job.active[index], now) {
-                    let wait = job.active.swap_remove(index);
-                    if wait.pinned {
-                        if let Some(doc) = self.documents.get_mut(&wait.path) {
-                            doc.pins = doc.pins.saturating_sub(1);
-                        }
-                    }
-                    job.finish(FileDiagnostics {
-                        path: wait.path,
-                        outcome,
-                    });
-                } else {
-                    index += 1;
-                }
+            if !finished_any || jobs.iter().all(|job| job.deferred.is_empty()) {
+                break;
             }
         }
         for job in jobs {
-            if job.queue.is_empty() && job.active.is_empty() {
+            if job.is_finished() {
                 let mut results = job.results;
                 let position: HashMap<&PathBuf, usize> = job
                     .order
@@ -253,6 +225,120 @@ impl State {
         }
     }
 
+    /// The instances with a file in flight in any of `jobs` (`instance_gate`).
+    fn engaged_instances(&self, jobs: &[DiagnosticsJob]) -> Engaged {
+        let mut engaged = Engaged::new(instances_at_once());
+        for wait in jobs.iter().flat_map(|job| &job.active) {
+            for &slot in &wait.servers {
+                engaged.engage(slot, self.servers[slot.0 as usize].config_index);
+            }
+        }
+        engaged
+    }
+
+    /// Starts files until the job's window is full: deferred files whose instance has room
+    /// first (they came first in the queue), then the queue's, deferring each file whose
+    /// instance has none.
+    fn fill_window(&mut self, job: &mut DiagnosticsJob, engaged: &mut Engaged, now: Instant) {
+        while job.active.len() < FILES_IN_FLIGHT {
+            let alone = job.active.is_empty();
+            let servers = &self.servers;
+            let large = &job.large;
+            let deferred = job.deferred.pop_first(|slot, path| {
+                engaged.admits(slot, servers[slot.0 as usize].config_index)
+                    && (alone || !large.contains(path))
+            });
+            let path = match deferred {
+                Some(path) => path,
+                None if job.may_start_next() => match job.queue.pop_front() {
+                    Some(path) => path,
+                    None => break,
+                },
+                None => break,
+            };
+            let leave_out = job.leave_out.get(&path).map(Vec::as_slice).unwrap_or(&[]);
+            if let Some(slot) = self
+                .diagnostic_slots(&path, leave_out)
+                .into_iter()
+                .find(|&slot| !engaged.admits(slot, self.servers[slot.0 as usize].config_index))
+            {
+                job.deferred.push(slot, path);
+                continue;
+            }
+            match self.begin_file_wait(&path, leave_out, job.timeout, job.readiness, now) {
+                Ok(wait) => {
+                    for &slot in &wait.servers {
+                        engaged.engage(slot, self.servers[slot.0 as usize].config_index);
+                    }
+                    job.active.push(wait);
+                }
+                Err(FileWaitError::LeftOut) => {
+                    let message = job.why_left_out.remove(&path).unwrap_or_else(|| {
+                        format!(
+                            "every server for {} is left out of it by its project configuration",
+                            file_name(&path)
+                        )
+                    });
+                    job.finish(FileDiagnostics {
+                        path,
+                        outcome: DiagnosticsOutcome::NotChecked(message),
+                    });
+                }
+                Err(FileWaitError::Unserved(message)) => {
+                    // A configured server whose command is missing is a server failure; no
+                    // server for the extension (or diagnostics turned off) is not.
+                    let broken_server = self.options.config.servers_for_path(&path).is_empty()
+                        && self.options.config.claims(&path);
+                    let outcome = if broken_server {
+                        DiagnosticsOutcome::Failed(message)
+                    } else {
+                        DiagnosticsOutcome::NotChecked(message)
+                    };
+                    job.finish(FileDiagnostics { path, outcome });
+                }
+            }
+        }
+    }
+
+    /// Advances the job's files in flight; whether any finished.
+    fn advance_active(&mut self, job: &mut DiagnosticsJob, now: Instant) -> bool {
+        let mut finished_any = false;
+        let mut index = 0;
+        while index < job.active.len() {
+            if let Some(outcome) = self.advance_file_wait(&mut job.active[index], now) {
+                let wait = job.active.swap_remove(index);
+                if wait.pinned {
+                    if let Some(doc) = self.documents.get_mut(&wait.path) {
+                        doc.pins = doc.pins.saturating_sub(1);
+                    }
+                }
+                job.finish(FileDiagnostics {
+                    path: wait.path,
+                    outcome,
+                });
+                finished_any = true;
+            } else {
+                index += 1;
+            }
+        }
+        finished_any
+    }
+
+    /// The slots that would give `path` diagnostics in a job leaving `leave_out` out of it:
+    /// its servers' instances with diagnostics on (a project root's instance is left out with
+    /// its configured server).
+    fn diagnostic_slots(&mut self, path: &Path, leave_out: &[ServerId]) -> Vec<ServerId> {
+        let slots = self.slots_for_path(path);
+        slots
+            .into_iter()
+            .filter(|&index| self.servers[index].config.diagnostics)
+            .filter(|&index| {
+                !leave_out.contains(&ServerId(self.servers[index].config_index as u32))
+            })
+            .map(|index| ServerId(index as u32))
+            .collect()
+    }
+
     fn begin_file_wait(
         &mut self,
         path: &Path,
@@ -262,15 +348,10 @@ impl State {
         now: Instant,
     ) -> Result<FileWait, FileWaitError> {
         let slots = self.slots_for_path(path);
-        // `leave_out` names configured servers: a project root's own instance (issue 17) is
-        // left out with its configured server.
-        let indexes: Vec<usize> = slots
-            .iter()
-            .copied()
-            .filter(|&index| self.servers[index].config.diagnostics)
-            .filter(|&index| {
-                !leave_out.contains(&ServerId(self.servers[index].config_index as u32))
-            })
+        let indexes: Vec<usize> = self
+            .diagnostic_slots(path, leave_out)
+            .into_iter()
+            .map(|slot| slot.0 as usize)
             .collect();
         if indexes.is_empty() && !leave_out.is_empty() {
             return Err(FileWaitError::LeftOut);

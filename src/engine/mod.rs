@@ -22,6 +22,7 @@ mod documents;
 mod duplicates;
 mod event_loop;
 mod given_up;
+mod instance_gate;
 mod mailbox;
 mod not_analysed;
 mod pending_publishes;

@@ -751,3 +751,78 @@ fn a_file_outside_its_projects_include_is_left_out_of_that_projects_pyright() {
         output.story()
     );
 }
+
+/// Issue 15: a check over many projects keeps few instances of one server busy at once. Six
+/// projects (a `proj.marker` each) get six instances of the fixture server, each publishing
+/// 300 ms after `didOpen`. At most the machine's parallelism, from 2 to 4, may have a file in
+/// flight at once: an instance starts (lazily, for its first file) only while fewer than that
+/// many started instances have yet to publish, counted in the shared transcript, which every
+/// instance appends to in order. Before, all six started at once (BurntSushi/memchr: 11
+/// rust-analyzers on 2 cores, 32 files timed out).
+#[test]
+fn a_check_over_many_projects_keeps_few_instances_of_a_server_busy_at_once() {
+    let mut workspace = Workspace::new("instances");
+    for n in 0..6 {
+        workspace.file(&format!("p{n}/proj.marker"), "");
+        workspace.file(&format!("p{n}/m.py"), "# WARNING: marker\n");
+    }
+    let config = workspace.fixture_config(&[(
+        "fx",
+        &[".py"],
+        json!({"publishDelayMs": 300, "recordPublishes": true}),
+    )]);
+    let mut entries: Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    entries["fx"]["rootMarkers"] = json!(["proj.marker"]);
+    std::fs::write(&config, entries.to_string()).unwrap();
+    let output = workspace
+        .lspc()
+        .args([
+            "check",
+            "--no-builtin",
+            "--format",
+            "json",
+            "--timeout",
+            "60",
+        ])
+        .arg("--config")
+        .arg(&config)
+        .timeout(Duration::from_secs(120))
+        .run();
+    output.status(0);
+    let expected: Vec<String> = (0..6)
+        .map(|n| format!("p{n}/m.py:1:3-1:18 warning [fixture FX2] marker"))
+        .collect();
+    assert_eq!(
+        json_diagnostics(&output.json()),
+        expected,
+        "{}",
+        output.story()
+    );
+    let at_once = std::thread::available_parallelism()
+        .map_or(2, std::num::NonZeroUsize::get)
+        .clamp(2, 4);
+    let mut busy: BTreeSet<u64> = BTreeSet::new();
+    let mut started = 0;
+    let mut most_busy = 0;
+    for line in workspace.transcript("fx") {
+        let pid = line["pid"].as_u64().unwrap();
+        match line["event"].as_str() {
+            Some("start") => {
+                started += 1;
+                busy.insert(pid);
+                most_busy = most_busy.max(busy.len());
+            }
+            Some("published") => {
+                busy.remove(&pid);
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(started, 6, "one instance per project\n{}", output.story());
+    assert!(
+        most_busy <= at_once,
+        "{most_busy} instances were busy at once, more than {at_once}\n{}",
+        output.story()
+    );
+}
