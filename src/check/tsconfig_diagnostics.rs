@@ -12,6 +12,14 @@
 //! answers its errors (tsserver's `getConfigFileDiagnostics`: the project's errors and option
 //! errors located in that file). They are reported with the configuration file, as tsc does.
 //!
+//! The project's errors that have no location at all (tsc prints them as `error TS2688: Cannot
+//! find type definition file for 'x'.`, with no file) come from `compilerOptionsDiagnostics-full`
+//! with the configuration as `projectFileName` (tsserver's `getCompilerOptionsDiagnostics`, which
+//! keeps exactly the diagnostics without a file): a `"types"` entry that is not installed
+//! (TS2688), a `"files"` entry that does not exist (TS6053), a `"lib"` without the global types
+//! (TS2318). `tsc -p` fails on each, and `lspc check` called such a project clean. They are
+//! reported at line 1, column 1 of the configuration file.
+//!
 //! Invariants: only servers offering the command are asked, and only after every file settled;
 //! a request that fails or times out adds nothing (the files' own verdicts are unchanged);
 //! configuration files outside the workspace root are not reported. Positions: tsserver's are
@@ -89,6 +97,12 @@ pub fn tsconfig_diagnostics(
                 continue;
             }
             found.extend(config_errors(op_sender, server, &config_file, remaining()));
+            found.extend(unlocated_errors(
+                op_sender,
+                server,
+                &config_file,
+                remaining(),
+            ));
         }
     }
     found
@@ -182,13 +196,50 @@ fn config_errors(
         return Vec::new();
     };
     let text = std::fs::read_to_string(config_file).unwrap_or_default();
-    from_tsserver(&server.name, config_file, &text, &body)
+    from_tsserver(&server.name, config_file, &text, &body, Unlocated::LeftOut)
+}
+
+/// The diagnostics of the project of `config_file` that have no file (see the module doc),
+/// placed at the start of `config_file`.
+fn unlocated_errors(
+    op_sender: &LoopSender<Op>,
+    server: &ServerInfo,
+    config_file: &Path,
+    timeout: Duration,
+) -> Vec<Diagnostic> {
+    let arguments = json!({ "projectFileName": config_file.to_string_lossy() });
+    let Some(body) = tsserver_request(
+        op_sender,
+        server,
+        "compilerOptionsDiagnostics-full",
+        arguments,
+        timeout,
+    ) else {
+        return Vec::new();
+    };
+    from_tsserver(&server.name, config_file, "", &body, Unlocated::AtStart)
+}
+
+/// What [`from_tsserver`] does with an entry that has no position.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Unlocated {
+    /// Leaves it out.
+    LeftOut,
+    /// Reports it at line 1, column 1.
+    AtStart,
 }
 
 /// tsserver diagnostics (`[{start: {line, offset}, end, text, code, category}]`, 1-based lines
-/// and UTF-16 offsets) of `path`, whose text is `text`, as lspc's. An entry without a position
-/// is left out.
-fn from_tsserver(server: &str, path: &Path, text: &str, body: &Value) -> Vec<Diagnostic> {
+/// and UTF-16 offsets; or `[{message, code, category}]`, a `-full` request's entries without a
+/// file) of `path`, whose text is `text`, as lspc's; an entry without a position as `unlocated`
+/// says.
+fn from_tsserver(
+    server: &str,
+    path: &Path,
+    text: &str,
+    body: &Value,
+    unlocated: Unlocated,
+) -> Vec<Diagnostic> {
     let line_index = LineIndex::new(text);
     let position = |diagnostic: &Value, side: &str| {
         let at = |field: &str| {
@@ -209,8 +260,12 @@ fn from_tsserver(server: &str, path: &Path, text: &str, body: &Value) -> Vec<Dia
     entries
         .iter()
         .filter_map(|diagnostic| {
-            let (line, column) = position(diagnostic, "start")?;
-            let (end_line, end_column) = position(diagnostic, "end")?;
+            let located = position(diagnostic, "start").zip(position(diagnostic, "end"));
+            let ((line, column), (end_line, end_column)) = match (located, unlocated) {
+                (Some(located), _) => located,
+                (None, Unlocated::AtStart) => ((1, 1), (1, 1)),
+                (None, Unlocated::LeftOut) => return None,
+            };
             let severity = match diagnostic.get("category").and_then(Value::as_str) {
                 Some("warning") => Severity::Warning,
                 Some("suggestion") => Severity::Hint,
@@ -224,8 +279,11 @@ fn from_tsserver(server: &str, path: &Path, text: &str, body: &Value) -> Vec<Dia
                 end_line,
                 end_column,
                 severity,
+                // `text` in a `Diagnostic`, `message` in a `DiagnosticWithLinePosition` (the
+                // `-full` answers).
                 message: diagnostic
                     .get("text")
+                    .or_else(|| diagnostic.get("message"))
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .trim_end()
@@ -259,15 +317,21 @@ mod tests {
             {"text": "no position", "code": 1, "category": "error"}
         ]);
         let path = Path::new("/p/tsconfig.json");
-        let rows: Vec<String> = from_tsserver("typescript-language-server", path, text, &body)
-            .into_iter()
-            .map(|d| {
-                format!(
-                    "{}:{}-{}:{} {:?} {:?} {}",
-                    d.line, d.column, d.end_line, d.end_column, d.severity, d.code, d.message
-                )
-            })
-            .collect();
+        let rows: Vec<String> = from_tsserver(
+            "typescript-language-server",
+            path,
+            text,
+            &body,
+            Unlocated::LeftOut,
+        )
+        .into_iter()
+        .map(|d| {
+            format!(
+                "{}:{}-{}:{} {:?} {:?} {}",
+                d.line, d.column, d.end_line, d.end_column, d.severity, d.code, d.message
+            )
+        })
+        .collect();
         assert_eq!(
             rows,
             [
@@ -275,6 +339,34 @@ mod tests {
                 "3:41-3:44 Warning Some(\"5023\") Unknown compiler option 'x'.",
             ]
         );
+    }
+
+    /// A `compilerOptionsDiagnostics-full` answer (TypeScript 6.0.3 for `"types": ["nope"]`):
+    /// `message`, no location; placed at 1:1 only when asked to.
+    #[test]
+    fn unlocated_entries_go_to_the_start_when_asked() {
+        let body = json!([{"message": "Cannot find type definition file for 'nope'.", "code": 2688,
+                           "category": "error", "start": null, "length": null}]);
+        let path = Path::new("/p/tsconfig.json");
+        let at_start = from_tsserver("ts", path, "", &body, Unlocated::AtStart);
+        let found: Vec<_> = at_start
+            .iter()
+            .map(|d| {
+                (
+                    d.line,
+                    d.column,
+                    d.end_line,
+                    d.end_column,
+                    d.message.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            found,
+            [(1, 1, 1, 1, "Cannot find type definition file for 'nope'.")]
+        );
+        assert_eq!(at_start[0].code.as_deref(), Some("2688"));
+        assert!(from_tsserver("ts", path, "", &body, Unlocated::LeftOut).is_empty());
     }
 
     #[test]

@@ -457,6 +457,78 @@ fn tsconfig_errors_are_reported_as_tsc_reports_them() {
     assert_eq!(report["summary"]["errors"], 2, "{}", output.story());
 }
 
+/// Found by a new user (trial 15): tsc's errors that have no location at all, as `tsc -p .`
+/// prints them (`error TS2688: Cannot find type definition file for 'does-not-exist'.`, exit 2),
+/// were dropped, so `lspc check` called the project clean (exit 0). zustand without its
+/// `node_modules` is such a project: tsc reports only the missing `"types"` entry. They are
+/// now reported at the start of the tsconfig.json, with tsc's text.
+#[test]
+fn tsconfig_errors_without_a_location_fail_the_check_as_they_fail_tsc() {
+    require_program!("typescript-language-server");
+    require_program!("tsc");
+    let workspace = Workspace::new("tsconfig-unlocated");
+    workspace
+        .file(
+            "tsconfig.json",
+            "{\n  \"compilerOptions\": { \"strict\": true, \"noEmit\": true, \"types\": [\"does-not-exist\"] },\n  \"files\": [\"main.ts\", \"missing.ts\"]\n}\n",
+        )
+        .file("main.ts", "export const n: number = 1;\n");
+    let config = workspace.config(json!({ "typescript": typescript_entry() }));
+    let output = workspace
+        .lspc()
+        .args(["check", "--no-builtin", "--format", "json", "--config"])
+        .arg(&config)
+        .run();
+    output.status(1);
+    let root = workspace.root.canonicalize().unwrap();
+    let missing = root.join("missing.ts");
+    let because = "\n  The file is in the program because:\n    ";
+    let expected: BTreeSet<_> = [
+        (
+            "tsconfig.json".to_owned(),
+            1,
+            1,
+            "2688".to_owned(),
+            format!("Cannot find type definition file for 'does-not-exist'.{because}Entry point of type library 'does-not-exist' specified in compilerOptions"),
+        ),
+        (
+            "tsconfig.json".to_owned(),
+            1,
+            1,
+            "6053".to_owned(),
+            format!("File '{}' not found.{because}Part of 'files' list in tsconfig.json", missing.display()),
+        ),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(
+        typescript_rows(&output.json()),
+        expected,
+        "{}",
+        output.story()
+    );
+    // tsc's own lines: `error TSnnnn: message`, its chain indented below.
+    let tsc = tool_output(&workspace, "tsc", &["-p", ".", "--pretty", "false"]);
+    let mut from_tsc: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut current: Option<(String, String)> = None;
+    for line in tsc.lines() {
+        if let Some(rest) = line.strip_prefix("error TS") {
+            from_tsc.extend(current.take());
+            let (code, message) = rest.split_once(": ").unwrap();
+            current = Some((code.to_owned(), message.to_owned()));
+        } else if let Some((_, message)) = current.as_mut() {
+            message.push('\n');
+            message.push_str(line);
+        }
+    }
+    from_tsc.extend(current);
+    let ours: BTreeSet<(String, String)> = expected
+        .into_iter()
+        .map(|(_, _, _, code, message)| (code, message))
+        .collect();
+    assert_eq!(from_tsc, ours, "tsc said:\n{tsc}");
+}
+
 /// `(path, line, column, code, message)` of every diagnostic in a `--format json` report, the
 /// code without tsc's `TS` prefix.
 fn typescript_rows(report: &Value) -> BTreeSet<(String, u64, u64, String, String)> {
