@@ -435,23 +435,74 @@ pub fn summary_line(report: &CheckReport) -> String {
 /// Lines for stderr about incomplete results, in report order: `path: diagnostics incomplete:
 /// <reason>` for timed-out files, `path: error: <message>` for failed ones, then `server <name>
 /// failed: <message>` per server failure.
+///
+/// Files that share one reason, [`COLLAPSE_AT`] or more of them, get it once, where the first
+/// of them would be, with their paths on the next line: `17 files not checked: gopls: Error
+/// loading workspace: …` then `  a.go, b.go, …` (a module gopls cannot load made every file
+/// repeat the same 300-character message). A failed file's message starts with its own name
+/// (`a.go not checked: <reason>`); the reason after that is what is compared.
 pub fn state_lines(report: &CheckReport) -> Vec<String> {
-    let mut lines = Vec::new();
+    struct Group {
+        kind: &'static str,
+        reason: String,
+        /// (shown path, the line it would have alone).
+        files: Vec<(String, String)>,
+    }
+    let mut groups: Vec<Group> = Vec::new();
     for file in &report.files {
         let path = display_path(&report.human_base, &file.path);
-        match &file.state {
-            FileState::Timeout { reason } => {
-                lines.push(format!("{path}: diagnostics incomplete: {reason}"))
+        let (kind, reason, alone) = match &file.state {
+            FileState::Timeout { reason } => (
+                "diagnostics incomplete",
+                reason.clone(),
+                format!("{path}: diagnostics incomplete: {reason}"),
+            ),
+            FileState::Error { message } => {
+                let own_prefix = file
+                    .path
+                    .file_name()
+                    .map(|name| format!("{} not checked: ", name.to_string_lossy()));
+                let reason = own_prefix
+                    .and_then(|prefix| message.strip_prefix(&prefix))
+                    .map_or_else(|| message.clone(), str::to_owned);
+                ("error", reason, format!("{path}: error: {message}"))
             }
-            FileState::Error { message } => lines.push(format!("{path}: error: {message}")),
-            FileState::Clean | FileState::Diagnostics => {}
+            FileState::Clean | FileState::Diagnostics => continue,
+        };
+        match groups
+            .iter_mut()
+            .find(|group| group.kind == kind && group.reason == reason)
+        {
+            Some(group) => group.files.push((path, alone)),
+            None => groups.push(Group {
+                kind,
+                reason,
+                files: vec![(path, alone)],
+            }),
         }
+    }
+    let mut lines = Vec::new();
+    for group in groups {
+        if group.files.len() < COLLAPSE_AT {
+            lines.extend(group.files.into_iter().map(|(_, alone)| alone));
+            continue;
+        }
+        let n = group.files.len();
+        lines.push(match group.kind {
+            "error" => format!("{n} files not checked: {}", group.reason),
+            kind => format!("{n} files: {kind}: {}", group.reason),
+        });
+        let paths: Vec<String> = group.files.into_iter().map(|(path, _)| path).collect();
+        lines.push(format!("  {}", paths.join(", ")));
     }
     for failure in &report.server_failures {
         lines.push(format!("server {}: {}", failure.server, failure.message));
     }
     lines
 }
+
+/// How many files sharing one reason [`state_lines`] says it for once.
+pub const COLLAPSE_AT: usize = 3;
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -1195,6 +1246,45 @@ mod tests {
                 "c.py: error: no server for .py",
                 "server ruff: exited with status 2",
                 "server mypy: not found",
+            ],
+        );
+        // Three files with one reason get it once; two keep a line each.
+        let mut shared = failing();
+        shared.server_failures.clear();
+        shared
+            .files
+            .retain(|file| matches!(file.state, FileState::Error { .. }));
+        let load_error = "gopls: Error loading workspace: missing go.sum entry";
+        for name in ["a.go", "sub/b.go", "c.go"] {
+            let path = PathBuf::from("/ws").join(name);
+            let file_name = path.file_name().unwrap().to_string_lossy().into_owned();
+            shared.files.push(FileReport {
+                path,
+                state: FileState::Error {
+                    message: format!("{file_name} not checked: {load_error}"),
+                },
+                diagnostics: Vec::new(),
+                n_omitted: 0,
+            });
+        }
+        for name in ["x.rs", "y.rs"] {
+            shared.files.push(FileReport {
+                path: PathBuf::from("/ws").join(name),
+                state: FileState::Timeout {
+                    reason: "rust-analyzer still analysing after 30 s".into(),
+                },
+                diagnostics: Vec::new(),
+                n_omitted: 0,
+            });
+        }
+        check_lines(
+            &shared,
+            &[
+                "c.py: error: no server for .py",
+                "3 files not checked: gopls: Error loading workspace: missing go.sum entry",
+                "  a.go, sub/b.go, c.go",
+                "x.rs: diagnostics incomplete: rust-analyzer still analysing after 30 s",
+                "y.rs: diagnostics incomplete: rust-analyzer still analysing after 30 s",
             ],
         );
     }
