@@ -685,8 +685,9 @@ fn pyright_rename_lists_references_outside_its_project() {
     let commands = project.commands();
     let at = project.at("src/pkg/utils.py", 1, "format_filename");
     let expected_note = "not renamed by the server: tests/helpers.py:1, tests/test_utils.py:1, \
-                         tests/test_utils.py:5 (outside the server's project? rename them by hand, \
-                         or widen the project)";
+                         tests/test_utils.py:5 (each is another symbol of that name, a comment or a \
+                         string, or code outside the server's project: check it before editing it \
+                         by hand)";
     let preview = commands.rename(&at, "format_file_name", false).unwrap();
     let left: Vec<(PathBuf, Vec<u32>)> = preview
         .not_renamed
