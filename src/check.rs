@@ -180,6 +180,9 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         for hint in crate::install_hints::hints_for(config, &files) {
             eprintln!("lspc: hint: {}", hint.message());
         }
+        for note in crate::unchecked_kinds::notes_for(config, &files) {
+            eprintln!("lspc: hint: {note}");
+        }
     }
     // Files named explicitly are checked even when no server serves them (they get an error);
     // files found by walking a folder are skipped unless a server claims them (a configured

@@ -33,6 +33,7 @@
 //! - [`walk`]: listing the files under a folder, honouring `.gitignore`.
 //! - [`project`]: each server's own project file set (pyright include, tsconfig, ruff exclude).
 //! - [`install_hints`]: which built-in server would serve unserved files, and its install command.
+//! - [`unchecked_kinds`]: source files no language server checks (Go assembly, Bats, notebooks).
 //! - [`doctor`]: `lspc doctor`: start each server the workspace needs and report how it behaves.
 //! - [`ide`]: `lspc ide`, the headless IDE an agent connects to (MCP over WebSocket, lock files),
 //!   and `lspc ide list`, the agent's IDE discovery.
@@ -71,6 +72,7 @@ pub mod sorting;
 pub mod tagged_json;
 pub mod text;
 pub mod transport;
+pub mod unchecked_kinds;
 pub mod uri;
 pub mod walk;
 

@@ -157,3 +157,43 @@ fn check_hints_once_which_server_to_install() {
         .run();
     assert!(!quiet.stderr.contains("lspc: hint:"), "{}", quiet.stderr);
 }
+
+/// Found by a new user (trial 15): `go vet ./...` failed on xxhash's `xxhash_amd64.s` while
+/// `lspc check .` said clean, and bats-core's `.bats` tests were passed over without a word.
+/// Code that no language server checks is named once per kind; `--no-hints` turns it off.
+#[test]
+fn check_names_the_source_kinds_no_server_checks() {
+    let mut workspace = Workspace::new("unchecked-kinds");
+    workspace
+        .file("a.py", "x = 1\n")
+        .file("go/main.go", "package main\n")
+        .file("go/sum_amd64.s", "TEXT ·sum(SB),4,$0\n")
+        .file("go/sum_arm64.s", "TEXT ·sum(SB),4,$0\n")
+        .file("test/one.bats", "@test \"one\" { true; }\n")
+        .file("notes.md", "# notes\n");
+    let config = workspace.fixture_config(&[("fx", &[".py", ".go"], json!({}))]);
+    let output = workspace
+        .lspc()
+        .args(["check", "--no-builtin", "--config"])
+        .arg(&config)
+        .run();
+    output.status(0);
+    output.stderr_contains(
+        "lspc: hint: 2 .s files not checked: no language server checks Go assembly; \
+         `go vet ./...` does (its asmdecl analyzer)\n\
+         lspc: hint: 1 .bats file not checked: no language server checks Bats tests; \
+         `shellcheck` lints them directly\n",
+    );
+    assert_eq!(
+        output.stderr.matches("lspc: hint:").count(),
+        2,
+        "{}",
+        output.stderr
+    );
+    let quiet = workspace
+        .lspc()
+        .args(["--no-hints", "check", "--no-builtin", "--config"])
+        .arg(&config)
+        .run();
+    assert!(!quiet.stderr.contains("lspc: hint:"), "{}", quiet.stderr);
+}
