@@ -400,11 +400,66 @@ pub fn extension_key(path: &Path) -> Option<String> {
 /// read. Reads at most the first 128 bytes, of a regular file only: opening a named pipe would
 /// wait for a writer (rbenv's `libexec/` and shunit2's `shunit2` are such scripts: without it,
 /// `lspc check .` passed over them without a word).
+///
+/// Answers are remembered by path, modification time and length, since one file is routed
+/// several times (what claims it, which servers serve it, its language id): rbenv's
+/// `libexec/rbenv-which` was read 6 times by one `lspc check`.
 pub fn shebang_key(path: &Path) -> Option<String> {
-    use std::io::Read;
-    if !std::fs::metadata(path).ok()?.is_file() {
+    let metadata = std::fs::metadata(path).ok()?;
+    if !metadata.is_file() {
         return None;
     }
+    let stamp = (metadata.modified().ok()?, metadata.len());
+    if let Some(key) = recent_sniffs::recall(path, stamp) {
+        return key;
+    }
+    let key = sniff_shebang(path);
+    recent_sniffs::remember(path, stamp, key.clone());
+    key
+}
+
+/// [`shebang_key`]'s answers, at most [`recent_sniffs::KEPT`] (all forgotten when full).
+mod recent_sniffs {
+    use std::collections::HashMap;
+    use std::path::{Path, PathBuf};
+    use std::sync::Mutex;
+    use std::time::SystemTime;
+
+    /// How many answers are kept: a check routes every file in a few passes (hints, selection,
+    /// servers), so each pass must find the whole tree's scripts still there.
+    pub(super) const KEPT: usize = 4096;
+
+    type Stamp = (SystemTime, u64);
+
+    /// Path → (stamp, key).
+    type Known = HashMap<PathBuf, (Stamp, Option<String>)>;
+
+    static KNOWN: Mutex<Option<Known>> = Mutex::new(None);
+
+    /// The remembered key of `path` if its stamp (modification time, length) is unchanged.
+    pub(super) fn recall(path: &Path, stamp: Stamp) -> Option<Option<String>> {
+        let known = KNOWN
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let (known_stamp, key) = known.as_ref()?.get(path)?;
+        (*known_stamp == stamp).then(|| key.clone())
+    }
+
+    pub(super) fn remember(path: &Path, stamp: Stamp, key: Option<String>) {
+        let mut known = KNOWN
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let known = known.get_or_insert_with(HashMap::new);
+        if known.len() >= KEPT {
+            known.clear();
+        }
+        known.insert(path.to_path_buf(), (stamp, key));
+    }
+}
+
+/// [`shebang_key`]'s reading, of a regular file.
+fn sniff_shebang(path: &Path) -> Option<String> {
+    use std::io::Read;
     let mut head = [0u8; 128];
     let mut file = std::fs::File::open(path).ok()?;
     let mut read = 0;
@@ -638,6 +693,13 @@ mod tests {
         if made.is_ok_and(|status| status.success()) {
             assert_eq!(extension_key(&fifo), None);
         }
+        // A remembered answer holds while the file is unchanged, and not after it changes.
+        let script = dir.join("script");
+        std::fs::write(&script, b"#!/bin/bash\n").unwrap();
+        assert_eq!(extension_key(&script), sh);
+        assert_eq!(extension_key(&script), sh);
+        std::fs::write(&script, b"#!/usr/bin/env python3\n").unwrap();
+        assert_eq!(extension_key(&script), None);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
