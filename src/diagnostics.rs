@@ -665,6 +665,9 @@ struct PendingEntry {
 ///   and [`MAX_TOTAL`] in total. Queued entries are removed whether delivered or capped: nothing is
 ///   replayed. Only delivered identities are remembered, so a capped diagnostic is delivered when a
 ///   later publish repeats it.
+/// - [`mark_shown`](Self::mark_shown) records a file's whole current set as delivered when a
+///   tool has just shown it in full, so none of it comes again as new, and none of its queued
+///   diagnostics count in a later drain's caps or [`DrainedBatch::n_more`].
 /// - Delivered identities are remembered for the [`MAX_DELIVERED_FILES`] most recently delivered
 ///   files.
 #[derive(Debug, Default, Clone)]
@@ -768,6 +771,18 @@ impl PassiveRegistry {
             files,
             n_more,
         })
+    }
+
+    /// `diags`, the whole current set of `path`, were just shown in full (the MCP `diagnostics`
+    /// tool with a file): each counts as delivered, queued or not, so the next
+    /// [`drain`](Self::drain) neither delivers nor counts them, and a later publish repeating one
+    /// does not bring it back as new.
+    pub fn mark_shown(&mut self, path: &Path, diags: &[Diagnostic]) {
+        self.tick += 1;
+        let (tick, set) = self.delivered.entry(path.to_path_buf()).or_default();
+        *tick = self.tick;
+        set.extend(diags.iter().map(delivery_identity));
+        self.evict_delivered();
     }
 
     /// After `path` was edited: forgets what was delivered for it (so diagnostics that reappear are
@@ -1507,6 +1522,42 @@ mod tests {
         // The capped diagnostics were not marked delivered: a republish delivers them.
         registry.register("B", Path::new("/ws/f5.py"), warnings("B", "f5.py", 5));
         check_drain(&mut registry, Some((&["B"], &["/ws/f5.py:5"], 0)));
+    }
+
+    /// Found with `lspc mcp` on pallets/click@2c8cd3a (pyright): the `diagnostics` tool showed
+    /// all 14 of `_compat.py`'s, yet its own `newDiagnostics` said "4 more diagnostics not
+    /// shown", and a later call delivered those 4 as new. A shown file's whole set now counts as
+    /// delivered; other files are capped as before.
+    #[test]
+    fn registry_shown_file_counts_as_delivered() {
+        let a = Path::new("/ws/a.py");
+        let a_set = || {
+            let mut set: Vec<Diagnostic> = (1..=3)
+                .map(|line| dg("A", "a.py", line, 1, 'E', "e", None, None))
+                .collect();
+            set.extend((4..=14).map(|line| dg("A", "a.py", line, 1, 'H', "h", None, None)));
+            set
+        };
+        let mut registry = PassiveRegistry::new();
+        registry.register("A", a, a_set());
+        registry.register("A", Path::new("/ws/b.py"), warnings("A", "b.py", 12));
+        registry.mark_shown(a, &a_set());
+        check_drain(&mut registry, Some((&["A"], &["/ws/b.py:10"], 2)));
+        // A republish of the shown set is not new; a diagnostic it did not have is.
+        registry.register("A", a, a_set());
+        check_drain(&mut registry, None);
+        let mut grown = a_set();
+        grown.push(dg("A", "a.py", 15, 1, 'W', "w", None, None));
+        registry.register("A", a, grown);
+        check_drain(&mut registry, Some((&["A"], &["/ws/a.py:1"], 0)));
+        // Shown with nothing queued (an earlier drain capped the file): the rest is not new later.
+        registry.reset_file(a);
+        registry.register("A", a, a_set());
+        check_drain(&mut registry, Some((&["A"], &["/ws/a.py:10"], 4)));
+        registry.mark_shown(a, &a_set());
+        check_drain(&mut registry, None);
+        registry.register("A", a, a_set());
+        check_drain(&mut registry, None);
     }
 
     #[test]

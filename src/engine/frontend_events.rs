@@ -220,16 +220,36 @@ impl State {
         });
     }
 
+    /// The configured servers' names, highest precedence first (the order
+    /// [`crate::diagnostics::DiagnosticStore::merged`] takes).
+    fn server_order(&self) -> Vec<&str> {
+        self.servers
+            .iter()
+            .map(|server| server.config.name.as_str())
+            .collect()
+    }
+
     /// Handle one of the frontend ops ([`Op::DrainPassive`], [`Op::OpenPassive`],
     /// [`Op::ClosePassive`], [`Op::SubscribeEvents`], [`Op::CurrentDiagnostics`],
     /// [`Op::ServerDetails`], [`Op::OpenDocuments`]).
     pub(super) fn handle_frontend_op(&mut self, op: Op) {
         match op {
-            Op::DrainPassive { consumer, reply } => {
+            Op::DrainPassive {
+                consumer,
+                shown_file,
+                reply,
+            } => {
+                let shown = shown_file.map(|path| {
+                    let diags = self.store.merged(&path, &self.server_order());
+                    (path, diags)
+                });
                 let registry = match consumer {
                     None => &mut self.frontend.passive,
                     Some(consumer) => self.frontend.consumers.entry(consumer).or_default(),
                 };
+                if let Some((path, diags)) = shown {
+                    registry.mark_shown(&path, &diags);
+                }
                 let _ = reply.send(registry.drain());
             }
             Op::OpenPassive { consumer } => {
@@ -244,11 +264,7 @@ impl State {
             Op::SubscribeEvents { sender } => self.frontend.subscribers.push(sender),
             Op::FilesChanged { changes } => self.announce_watched_changes(&changes),
             Op::CurrentDiagnostics { reply } => {
-                let order: Vec<&str> = self
-                    .servers
-                    .iter()
-                    .map(|server| server.config.name.as_str())
-                    .collect();
+                let order = self.server_order();
                 let files: Vec<(PathBuf, Vec<Diagnostic>)> = self
                     .store
                     .files()
@@ -302,11 +318,19 @@ impl State {
 
 /// Receiver-side helpers for frontends: blocking round trips through an op sender. Each returns
 /// an empty answer when the engine is gone.
-pub fn drain_passive(op_sender: &LoopSender<Op>, consumer: Option<&str>) -> Option<DrainedBatch> {
+///
+/// [`Op::DrainPassive`] of `consumer`'s queue, `shown_file`'s whole set counted as delivered
+/// first.
+pub fn drain_passive(
+    op_sender: &LoopSender<Op>,
+    consumer: Option<&str>,
+    shown_file: Option<&Path>,
+) -> Option<DrainedBatch> {
     let (reply, receiver) = crossbeam_channel::bounded(1);
     op_sender
         .send(Op::DrainPassive {
             consumer: consumer.map(str::to_owned),
+            shown_file: shown_file.map(Path::to_path_buf),
             reply,
         })
         .ok()?;

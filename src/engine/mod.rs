@@ -296,8 +296,13 @@ pub enum Op {
     /// what was delivered, at most 10 per file and 30 in total). `None` when nothing is new.
     /// `consumer`: `None` for the engine's shared queue (stdio, stateless MCP requests), or a
     /// queue opened with [`Op::OpenPassive`] (one per MCP HTTP session, issue 14).
+    /// `shown_file`: a file (canonical path) whose diagnostics the caller has just shown in full
+    /// (the MCP `diagnostics` tool): its whole current merged set counts as delivered first
+    /// ([`crate::diagnostics::PassiveRegistry::mark_shown`]), so none of it is new or counted
+    /// in the batch's `n_more`.
     DrainPassive {
         consumer: Option<String>,
+        shown_file: Option<PathBuf>,
         reply: Sender<Option<crate::diagnostics::DrainedBatch>>,
     },
     /// Open a passive-delivery queue of its own for `consumer`: it collects every publish from now

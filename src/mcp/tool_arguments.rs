@@ -77,14 +77,17 @@ impl PassiveDrains {
     }
 
     /// [`crate::engine::drain_passive`] of `consumer`'s queue, skipped (`None`) when nothing
-    /// was queued anywhere since that queue's last drain began.
+    /// was queued anywhere since that queue's last drain began, unless a `shown_file` is to be
+    /// marked delivered (a skipped drain would leave what an earlier drain capped to come back
+    /// as new).
     pub fn drain(
         &self,
         op_sender: &LoopSender<Op>,
         consumer: Option<&str>,
+        shown_file: Option<&std::path::Path>,
     ) -> Option<crate::diagnostics::DrainedBatch> {
         let Some(counter) = &self.counter else {
-            return crate::engine::drain_passive(op_sender, consumer);
+            return crate::engine::drain_passive(op_sender, consumer, shown_file);
         };
         let key = consumer.map(str::to_owned);
         let queued = counter.queued();
@@ -93,10 +96,10 @@ impl PassiveDrains {
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
         };
-        if lock().get(&key) == Some(&queued) {
+        if shown_file.is_none() && lock().get(&key) == Some(&queued) {
             return None;
         }
-        let batch = crate::engine::drain_passive(op_sender, consumer);
+        let batch = crate::engine::drain_passive(op_sender, consumer, shown_file);
         // A lower mark written by a concurrent call only makes a later drain happen anyway.
         lock().insert(key, queued);
         batch

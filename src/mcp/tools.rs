@@ -356,19 +356,16 @@ impl PassiveDrain<'_> {
             name,
             asked_file,
         } = self;
+        // The diagnostics tool just showed its file in full: that file's whole set counts as
+        // delivered, so none of it is repeated as new nor counted in the "N more" note.
+        let shown_file = asked_file.filter(|_| name == "diagnostics");
         context
             .passive_drains
-            .drain(&context.op_sender, context.passive_consumer.as_deref())
-            .map(|mut batch| {
-                // The diagnostics tool just delivered its file in full; draining marks those
-                // delivered, and they are not repeated as "new".
-                if name == "diagnostics" {
-                    batch
-                        .files
-                        .retain(|(path, _)| Some(path.as_path()) != asked_file);
-                }
-                batch
-            })
+            .drain(
+                &context.op_sender,
+                context.passive_consumer.as_deref(),
+                shown_file,
+            )
             .filter(|batch| !batch.files.is_empty() || batch.n_more > 0)
     }
 }
@@ -688,7 +685,11 @@ fn diagnostics_tool(
 ) -> Result<(Value, String), ToolFailure> {
     let root = &context.root;
     let Some(path) = file else {
-        let batch = engine::drain_passive(&context.op_sender, context.passive_consumer.as_deref());
+        let batch = engine::drain_passive(
+            &context.op_sender,
+            context.passive_consumer.as_deref(),
+            None,
+        );
         return Ok(match batch {
             Some(batch) => {
                 let (json, text) = drained_json(root, &batch);

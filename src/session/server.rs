@@ -886,10 +886,17 @@ impl Connection {
                 self.send_op(Op::Status { reply });
                 Pending::Status(receiver)
             }
-            WireOp::DrainPassive { consumer } => {
+            WireOp::DrainPassive {
+                consumer,
+                shown_file,
+            } => {
                 let consumer = Some(self.consumer_name(consumer.as_deref()));
                 let (reply, receiver) = bounded(1);
-                self.send_op(Op::DrainPassive { consumer, reply });
+                self.send_op(Op::DrainPassive {
+                    consumer,
+                    shown_file,
+                    reply,
+                });
                 Pending::DrainPassive(receiver)
             }
             WireOp::OpenPassive { consumer } => {

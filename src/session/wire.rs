@@ -118,9 +118,11 @@ pub enum WireOp {
         path: PathBuf,
     },
     Status,
-    /// `consumer`: `None` for this connection's own queue, else one it opened.
+    /// `consumer`: `None` for this connection's own queue, else one it opened; `shown_file`:
+    /// see [`Op::DrainPassive`].
     DrainPassive {
         consumer: Option<String>,
+        shown_file: Option<PathBuf>,
     },
     OpenPassive {
         consumer: String,
@@ -266,6 +268,7 @@ fn decode_request(
         "status" => WireOp::Status,
         "drainPassive" => WireOp::DrainPassive {
             consumer: fields.optional("consumer")?,
+            shown_file: fields.optional("shownFile")?,
         },
         "openPassive" => WireOp::OpenPassive {
             consumer: fields.required("consumer")?,
@@ -562,8 +565,15 @@ pub fn split(op: Op) -> Split {
             ReplySlot::RawDiagnostics(reply),
         ),
         Op::Status { reply } => Split::Wire(WireOp::Status, ReplySlot::Status(reply)),
-        Op::DrainPassive { consumer, reply } => Split::Wire(
-            WireOp::DrainPassive { consumer },
+        Op::DrainPassive {
+            consumer,
+            shown_file,
+            reply,
+        } => Split::Wire(
+            WireOp::DrainPassive {
+                consumer,
+                shown_file,
+            },
             ReplySlot::DrainPassive(reply),
         ),
         Op::OpenPassive { consumer } => {
@@ -976,9 +986,13 @@ mod tests {
             WireOp::ServerEdits,
             WireOp::RawDiagnostics { path: path() },
             WireOp::Status,
-            WireOp::DrainPassive { consumer: None },
+            WireOp::DrainPassive {
+                consumer: None,
+                shown_file: None,
+            },
             WireOp::DrainPassive {
                 consumer: Some("c".to_owned()),
+                shown_file: Some(path()),
             },
             WireOp::OpenPassive {
                 consumer: "c".to_owned(),

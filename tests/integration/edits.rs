@@ -3,7 +3,8 @@
 //! action and formatting with exact results, and refused edits that leave every byte as it was.
 //!
 //! Each test skips with a printed reason when its server is not on PATH. Every wait is bounded by
-//! the commands' timeout (requests and diagnostics settle waits).
+//! the commands' timeout (requests and diagnostics settle waits). One test uses the fixture
+//! server: a rename preview of a large file is small hunks that `git apply` and `patch` accept.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -771,4 +772,69 @@ fn typescript_rename_includes_files_outside_the_project_once_opened() {
     ]);
     assert!(outcome.not_renamed.is_empty(), "{:?}", outcome.not_renamed);
     assert_eq!(outcome.note, None);
+}
+
+/// Found renaming `echo` in pallets/click@2c8cd3a (pyright 1.1.414): five renamed lines in the
+/// 3,000-line `core.py` were previewed as one 2,734-line hunk (`@@ -44,2734 +44,2734 @@`), the
+/// whole preview 5,800 lines for 82 changed ones. The preview of five renamed lines in a 3,000-line
+/// file is now five 7-line hunks; `git apply --check` and `patch --dry-run` accept it, and
+/// applying it gives the file `--apply` writes.
+#[test]
+fn a_rename_preview_of_a_large_file_is_small_hunks_that_apply_as_the_rename() {
+    crate::require_program!("git");
+    crate::require_program!("patch");
+    use crate::support::{TestCommand, Workspace};
+    const RENAMED_LINES: [usize; 5] = [10, 700, 1500, 2200, 2999];
+    let text_with = |name: &str| -> String {
+        (1..=3000)
+            .map(|i| match RENAMED_LINES.contains(&i) {
+                true => format!("{name}({i})\n"),
+                false => format!("line_{i} = {i}\n"),
+            })
+            .collect()
+    };
+    let mut workspace = Workspace::new("rename-preview-large");
+    workspace.file("big.py", &text_with("target"));
+    let config = workspace.fixture_config(&[("fx", &[".py"], serde_json::json!({}))]);
+    let rename = |extra: &[&str]| {
+        workspace
+            .lspc()
+            .args(["rename", "--no-builtin", "--config"])
+            .arg(&config)
+            .args(["big.py:10:1", "renamed"])
+            .args(extra)
+            .run()
+    };
+    let preview = rename(&[]);
+    preview.status(0);
+    let mut expected = "--- a/big.py\n+++ b/big.py\n".to_owned();
+    for i in RENAMED_LINES {
+        let after = if i == 2999 { 1 } else { 3 };
+        expected.push_str(&format!("@@ -{0},{1} +{0},{1} @@\n", i - 3, 4 + after));
+        for context in i - 3..i {
+            expected.push_str(&format!(" line_{context} = {context}\n"));
+        }
+        expected.push_str(&format!("-target({i})\n+renamed({i})\n"));
+        for context in i + 1..=i + after {
+            expected.push_str(&format!(" line_{context} = {context}\n"));
+        }
+    }
+    preview.stdout_is(&expected);
+    assert_eq!(workspace.read("big.py"), text_with("target"));
+    for check in [
+        &["git", "apply", "--check"][..],
+        &["patch", "-p1", "--dry-run", "--quiet"][..],
+        &["git", "apply"][..],
+    ] {
+        TestCommand::new(check[0])
+            .args(&check[1..])
+            .current_dir(&workspace.root)
+            .stdin(preview.stdout.clone())
+            .run()
+            .status(0);
+    }
+    assert_eq!(workspace.read("big.py"), text_with("renamed"));
+    workspace.file("big.py", &text_with("target"));
+    rename(&["--apply"]).status(0);
+    assert_eq!(workspace.read("big.py"), text_with("renamed"));
 }

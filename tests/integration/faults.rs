@@ -205,7 +205,7 @@ fn an_engine_without_passive_delivery_queues_nothing_and_answers_the_same() {
                 .map(|d| (d.line, d.message.clone()))
                 .collect::<Vec<_>>(),
         );
-        let queued = lspc::engine::drain_passive(&engine.op_sender(), None);
+        let queued = lspc::engine::drain_passive(&engine.op_sender(), None, None);
         assert_eq!(
             queued.map(|batch| batch.files.len()),
             passive.then_some(1),

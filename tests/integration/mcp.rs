@@ -1696,6 +1696,63 @@ fn publish_on_definition(
     (workspace, results, log)
 }
 
+/// Found with `lspc mcp` on pallets/click@2c8cd3a (pyright 1.1.414, a new-user trial):
+/// `diagnostics` with `src/click/_compat.py` returned all 14 of its diagnostics, while the same
+/// result's `newDiagnostics` said "4 more diagnostics not shown (caps: 10 per file, 30 in
+/// total); call diagnostics with a file to see all of that file's", and after a republish a
+/// later call delivered those 4 as new: the drain marked only the 10 the cap let through as
+/// delivered. A file the tool has just shown counts as delivered whole. Here a.py has 3 errors
+/// and 11 hints; the server publishes them again on the first hover.
+#[test]
+fn diagnostics_shown_by_the_tool_are_not_new_again() {
+    let mut workspace = Workspace::new("mcp-shown-file");
+    let text: String = (1..=14)
+        .map(|n| match n <= 3 {
+            true => format!("x{n} = {n}  # ERROR: e{n}\n"),
+            false => format!("x{n} = {n}  # HINT: h{n}\n"),
+        })
+        .collect();
+    workspace.file("a.py", &text);
+    let scenario = json!({"rules": [{"method": "textDocument/hover", "times": 1, "actions": [
+        {"publish": {"diagnostics": "markers"}}, {"default": true}]}]});
+    let config = workspace.fixture_config(&[("fx", &[".py"], scenario)]);
+    let mut session = start_with_config(&workspace, &config);
+    let shown = call_tool(&mut session, 1, "diagnostics", json!({"file": "a.py"}));
+    // Each marker starts right after `x{n} = {n}  # `.
+    let expected: Vec<String> = (1..=14)
+        .map(|n| {
+            let column = format!("x{n} = {n}  # ").len() + 1;
+            match n <= 3 {
+                true => format!("a.py:{n}:{column}: error: e{n} [fixture FX1]"),
+                false => format!("a.py:{n}:{column}: hint: h{n} [fixture FX4]"),
+            }
+        })
+        .collect();
+    assert_eq!(
+        shown["content"][0]["text"],
+        json!(expected.join("\n")),
+        "{shown}"
+    );
+    assert_eq!(
+        shown["structuredContent"].get("newDiagnostics"),
+        None,
+        "{shown}"
+    );
+    let hover = json!({"file": "a.py", "line": 1, "symbol": "x1"});
+    let republished = call_tool(&mut session, 2, "hover", hover.clone());
+    std::thread::sleep(Duration::from_millis(500));
+    let next = call_tool(&mut session, 3, "hover", hover);
+    for result in [&republished, &next] {
+        assert_eq!(result["content"][0]["text"], json!("x1 at 0:0"), "{result}");
+        assert_eq!(
+            result["structuredContent"].get("newDiagnostics"),
+            None,
+            "{result}"
+        );
+    }
+    assert_eq!(session.finish(20 * SECOND), Some(0));
+}
+
 /// Issue 15: diagnostics a server publishes while fast-path calls run reach the client once,
 /// in a later call's `newDiagnostics`, as on the hub's route. When a drain is due, the thread
 /// that has the server's answer hands the result's rendering to a worker (a drain waits for the
