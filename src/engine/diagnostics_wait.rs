@@ -4,7 +4,7 @@
 //! A child module of `event_loop` so it can reach the loop's state. Invariants:
 //! - At most [`FILES_IN_FLIGHT`] files per job are synced and pinned at once (below the LRU bound);
 //!   a finished wait unpins its document.
-//! - At most [`instances_at_once`] instances of one server have files in flight
+//! - At most [`instances_at_once`] instances of one server have files of one job in flight
 //!   (`instance_gate`); a file that would engage one more waits in the job's `deferred`.
 //! - A file's settle timeout counts from its sync, not from the op: servers start first, bounded
 //!   by the startup timeout.
@@ -193,17 +193,16 @@ impl State {
 
     pub(super) fn advance_jobs(&mut self, now: Instant) {
         let mut jobs = std::mem::take(&mut self.jobs);
-        // A finished file may free an instance that deferred files (of any job) wait for: fill
-        // again until a round finishes nothing or nothing waits.
-        loop {
-            let mut engaged = self.engaged_instances(&jobs);
-            let mut finished_any = false;
-            for job in &mut jobs {
+        for job in &mut jobs {
+            // A finished file may free an instance that deferred files wait for: fill again
+            // until a round finishes nothing or nothing waits.
+            loop {
+                let mut engaged = self.engaged_instances(job);
                 self.fill_window(job, &mut engaged, now);
-                finished_any |= self.advance_active(job, now);
-            }
-            if !finished_any || jobs.iter().all(|job| job.deferred.is_empty()) {
-                break;
+                let finished_any = self.advance_active(job, now);
+                if !finished_any || job.deferred.is_empty() {
+                    break;
+                }
             }
         }
         for job in jobs {
@@ -225,10 +224,10 @@ impl State {
         }
     }
 
-    /// The instances with a file in flight in any of `jobs` (`instance_gate`).
-    fn engaged_instances(&self, jobs: &[DiagnosticsJob]) -> Engaged {
+    /// The instances with a file of `job` in flight (`instance_gate`).
+    fn engaged_instances(&self, job: &DiagnosticsJob) -> Engaged {
         let mut engaged = Engaged::new(instances_at_once());
-        for wait in jobs.iter().flat_map(|job| &job.active) {
+        for wait in &job.active {
             for &slot in &wait.servers {
                 engaged.engage(slot, self.servers[slot.0 as usize].config_index);
             }

@@ -8,7 +8,9 @@
 //! fill the machine; the rest wait without their timeout running (it counts from the sync).
 //!
 //! Invariants:
-//! - An instance is *engaged* while a file it gives diagnostics for is in flight in any op.
+//! - An instance is *engaged* while a file of the op that it gives diagnostics for is in flight.
+//!   Ops do not hold each other back: in a session, an agent's diagnostics for one file never
+//!   waits for a `lspc check` running beside it.
 //! - A file may start only if each of its instances is engaged already or its server has fewer
 //!   than [`instances_at_once`] engaged instances; otherwise it waits in [`Deferred`], under the
 //!   first instance that has no room, in the order it would have started.
