@@ -256,15 +256,17 @@ impl State {
                 None => break,
             };
             let leave_out = job.leave_out.get(&path).map(Vec::as_slice).unwrap_or(&[]);
-            if let Some(slot) = self
-                .diagnostic_slots(&path, leave_out)
-                .into_iter()
-                .find(|&slot| !engaged.admits(slot, self.servers[slot.0 as usize].config_index))
+            let slots = self.diagnostic_slots(&path, leave_out);
+            if let Some(&slot) = slots
+                .iter()
+                .find(|&&slot| !engaged.admits(slot, self.servers[slot.0 as usize].config_index))
             {
                 job.deferred.push(slot, path);
                 continue;
             }
-            match self.begin_file_wait(&path, leave_out, job.timeout, job.readiness, now) {
+            let begun =
+                self.begin_file_wait(&path, slots, leave_out, job.timeout, job.readiness, now);
+            match begun {
                 Ok(wait) => {
                     for &slot in &wait.servers {
                         engaged.engage(slot, self.servers[slot.0 as usize].config_index);
@@ -338,17 +340,19 @@ impl State {
             .collect()
     }
 
+    /// Begins the wait for `path`, given its [`Self::diagnostic_slots`] in a job leaving
+    /// `leave_out` out of it, starting those servers.
     fn begin_file_wait(
         &mut self,
         path: &Path,
+        diagnostic_slots: Vec<ServerId>,
         leave_out: &[ServerId],
         timeout: Duration,
         readiness: bool,
         now: Instant,
     ) -> Result<FileWait, FileWaitError> {
         let slots = self.slots_for_path(path);
-        let indexes: Vec<usize> = self
-            .diagnostic_slots(path, leave_out)
+        let indexes: Vec<usize> = diagnostic_slots
             .into_iter()
             .map(|slot| slot.0 as usize)
             .collect();
