@@ -185,12 +185,8 @@ mod tests {
     fn hints_only_for_unserved_extensions_with_a_builtin() {
         let config = crate::config::load_with_env(
             &crate::config::ConfigOptions {
-                root: PathBuf::from("/r"),
-                config_files: Vec::new(),
-                plugin_dirs: Vec::new(),
-                trust_workspace: false,
-                user_config: None,
                 builtin: true,
+                ..crate::config::test_options(std::path::Path::new("/r"))
             },
             &|name| (name == "PATH").then(|| "/nonexistent".to_owned()),
         );

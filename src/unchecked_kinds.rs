@@ -81,14 +81,7 @@ mod tests {
 
     fn config(entries: &[(&str, &str)]) -> Config {
         let mut config = crate::config::load_with_env(
-            &crate::config::ConfigOptions {
-                root: PathBuf::from("/r"),
-                config_files: Vec::new(),
-                plugin_dirs: Vec::new(),
-                trust_workspace: false,
-                user_config: None,
-                builtin: false,
-            },
+            &crate::config::test_options(std::path::Path::new("/r")),
             &|_| None,
         );
         for (name, extension) in entries {

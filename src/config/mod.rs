@@ -624,6 +624,20 @@ pub fn render_servers_with(
     out
 }
 
+/// Options loading nothing but what a test adds: no files, no plugins, no user configuration,
+/// no built-ins, rooted at `root`.
+#[cfg(test)]
+pub(crate) fn test_options(root: &Path) -> ConfigOptions {
+    ConfigOptions {
+        root: root.to_path_buf(),
+        config_files: Vec::new(),
+        plugin_dirs: Vec::new(),
+        trust_workspace: false,
+        user_config: None,
+        builtin: false,
+    }
+}
+
 /// A built-in-like entry `name` running `command` (found at that path), serving `.go` files,
 /// with every option at its default: the base of unit tests' entries.
 #[cfg(test)]
@@ -783,17 +797,6 @@ mod tests {
         move |name| vars.get(name).cloned()
     }
 
-    fn bare_options(root: &Path) -> ConfigOptions {
-        ConfigOptions {
-            root: root.to_path_buf(),
-            config_files: Vec::new(),
-            plugin_dirs: Vec::new(),
-            trust_workspace: false,
-            user_config: None,
-            builtin: false,
-        }
-    }
-
     fn names(config: &Config) -> Vec<&str> {
         config.servers.iter().map(|s| s.name.as_str()).collect()
     }
@@ -815,7 +818,7 @@ mod tests {
                 "ok": {{"command": "ok", "extensionToLanguage": {{".ok": "ok"}}}}}}"#
         );
         let file = dir.write("x.json", &text);
-        let mut options = bare_options(&dir.0);
+        let mut options = test_options(&dir.0);
         options.config_files.push(file);
         let config = load_with_env(&options, &env_of(&[]));
         assert_eq!(error_strings(&config, &dir), expected, "{extra}");
@@ -963,7 +966,7 @@ mod tests {
                 "c": "srv",
                 "": {"command": "srv", "extensionToLanguage": {"py": "python"}}}"#,
         );
-        let mut options = bare_options(&dir.0);
+        let mut options = test_options(&dir.0);
         options.config_files.push(file);
         let config = load_with_env(&options, &env_of(&[]));
         assert_eq!(
@@ -987,7 +990,7 @@ mod tests {
             "good.json",
             r#"{"go": {"command": "gopls", "extensionToLanguage": {".go": "go"}}}"#,
         );
-        let mut options = bare_options(&dir.0);
+        let mut options = test_options(&dir.0);
         options.config_files = vec![broken, dir.path("missing.json"), array, good];
         options.user_config = Some(dir.path("no-user.json"));
         let config = load_with_env(&options, &env_of(&[]));
@@ -1025,7 +1028,7 @@ mod tests {
                 "rootMarkers": ["BUILD", ".project"]
             }}"#,
         );
-        let mut options = bare_options(&dir.0);
+        let mut options = test_options(&dir.0);
         options.config_files.push(file.clone());
         let config = load_with_env(&options, &env_of(&[("HOME", "/home/u")]));
         assert_eq!(config.errors, []);
@@ -1067,7 +1070,7 @@ mod tests {
             r#"{"py": {"command": "srv", "extensionToLanguage": {".py": "python"},
                        "workspaceFolder": "/abs/${MISSING}w"}}"#,
         );
-        let mut options = bare_options(&dir.0);
+        let mut options = test_options(&dir.0);
         options.config_files.push(file);
         let config = load_with_env(&options, &env_of(&[]));
         let server = &config.servers[0];
@@ -1110,7 +1113,7 @@ mod tests {
         for (path, content) in files {
             dir.write(path, content);
         }
-        let mut options = bare_options(&dir.path("ws"));
+        let mut options = test_options(&dir.path("ws"));
         options.plugin_dirs.push(dir.path("plug"));
         let env = env_of(&[("XDG_DATA_HOME", "/data")]);
         let config = load_with_env(&options, &env);
@@ -1279,7 +1282,7 @@ mod tests {
         dir.write("plug/plugin.json", r#"{"lspServers": "link.json"}"#);
         std::os::unix::fs::symlink(dir.path("outside.json"), dir.path("plug/link.json")).unwrap();
         std::os::unix::fs::symlink(dir.path("outside.json"), dir.path("plug/.lsp.json")).unwrap();
-        let mut options = bare_options(&dir.path("ws"));
+        let mut options = test_options(&dir.path("ws"));
         options.plugin_dirs.push(dir.path("plug"));
         let config = load_with_env(&options, &env_of(&[]));
         assert_eq!(
@@ -1301,7 +1304,7 @@ mod tests {
                       "extensionToLanguage": {"s": "s"}}}"#,
         );
         dir.write("plug/plugin.json", r#"{"name": "my plugin"}"#);
-        let mut options = bare_options(&dir.path("ws"));
+        let mut options = test_options(&dir.path("ws"));
         options.plugin_dirs.push(dir.path("plug"));
         let config = load_with_env(&options, &env_of(&[("HOME", "/home/u")]));
         let server = &config.servers[0];
@@ -1368,7 +1371,7 @@ mod tests {
             "user.json",
             &format!(r#"{{"u": {}}}"#, entry("a", r#"{"go": "golang"}"#)),
         );
-        let mut options = bare_options(&dir.path("ws"));
+        let mut options = test_options(&dir.path("ws"));
         options.config_files.push(cli);
         options.plugin_dirs.push(dir.path("plug"));
         options.user_config = Some(user);
@@ -1426,7 +1429,7 @@ mod tests {
             ".lsp.json",
             r#"{"w": {"command": "w", "extensionToLanguage": {".w": "w"}}}"#,
         );
-        let mut options = bare_options(&dir.0);
+        let mut options = test_options(&dir.0);
         let untrusted = load_with_env(&options, &env_of(&[]));
         assert_eq!(names(&untrusted), Vec::<&str>::new());
         assert_eq!(
@@ -1485,7 +1488,7 @@ mod tests {
         }
         // Present but not executable: must count as not found.
         dir.write("bin/gopls", "");
-        let mut options = bare_options(&dir.0);
+        let mut options = test_options(&dir.0);
         options.builtin = true;
         if !configured.is_empty() {
             options.config_files.push(dir.write("x.json", configured));
@@ -1624,7 +1627,7 @@ mod tests {
         let config = load_with_env(
             &ConfigOptions {
                 builtin: true,
-                ..bare_options(Path::new("/r"))
+                ..test_options(Path::new("/r"))
             },
             &env_of(&[]),
         );
@@ -1747,7 +1750,7 @@ mod tests {
         let builtins = load_with_env(
             &ConfigOptions {
                 builtin: true,
-                ..bare_options(Path::new("/r"))
+                ..test_options(Path::new("/r"))
             },
             &env_of(&[]),
         );
@@ -1848,7 +1851,7 @@ mod tests {
             "x.json",
             r#"{"lspServers": {"a": {"command": "a", "extensionToLanguage": {"a": "a"}}}}"#,
         );
-        let mut options = bare_options(&dir.0);
+        let mut options = test_options(&dir.0);
         options.config_files = vec![file.clone(), dir.path("./x.json")];
         options.user_config = Some(file);
         let config = load_with_env(&options, &env_of(&[]));
