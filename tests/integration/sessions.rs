@@ -1101,3 +1101,69 @@ fn a_session_that_cannot_start_is_reported_at_once_and_tried_once() {
     ));
     std::fs::remove_dir(&socket).unwrap();
 }
+
+/// Issue 15: the cap on busy instances of one server counts one command's files. In a session,
+/// a check of six projects (each its own instance, publishing 3 s after open) keeps 2 to 4 of
+/// them busy; a second command's file in a seventh project starts its instance at once, before
+/// any of the check's instances has published, instead of waiting for one of them.
+#[test]
+fn a_second_command_does_not_wait_for_a_checks_busy_instances() {
+    let ws = SessionWorkspace::new(
+        "instances-per-op",
+        json!({"publishDelayMs": 3000, "recordPublishes": true}),
+    );
+    let mut folders = Vec::new();
+    for name in ["p0", "p1", "p2", "p3", "p4", "p5", "q"] {
+        ws.workspace
+            .file(&format!("{name}/proj.marker"), "")
+            .file(&format!("{name}/m.py"), "# WARNING: marker\n");
+        folders.push(name);
+    }
+    let mut entries: Value =
+        serde_json::from_str(&std::fs::read_to_string(&ws.config).unwrap()).unwrap();
+    entries["fx"]["rootMarkers"] = json!(["proj.marker"]);
+    std::fs::write(&ws.config, entries.to_string()).unwrap();
+    let at_once = std::thread::available_parallelism()
+        .map_or(2, std::num::NonZeroUsize::get)
+        .clamp(2, 4);
+    let mut check_args = vec!["--session", "always", "check"];
+    check_args.extend(&folders[..6]);
+    let mut check = ws.raw(&check_args).spawn().unwrap();
+    let starts = |ws: &SessionWorkspace| events(&ws.workspace.transcript("fx"), "start").len();
+    wait_until(
+        "the check's first instances start",
+        Duration::from_secs(60),
+        || starts(&ws) >= at_once,
+    );
+    let second = ws
+        .lspc(&["--session", "always", "check", "q/m.py"])
+        .timeout(Duration::from_secs(60))
+        .run();
+    second.status(0);
+    assert!(
+        second.stdout.contains("q/m.py:1:3: warning: marker"),
+        "{}",
+        second.story()
+    );
+    let status = check.wait_timeout(Duration::from_secs(120)).unwrap();
+    assert_eq!(status.and_then(|status| status.code()), Some(0));
+    let transcript = ws.workspace.transcript("fx");
+    let q_root = ws.workspace.root.canonicalize().unwrap().join("q");
+    let q_uri = format!("file://{}", q_root.display());
+    let q_pid = transcript
+        .iter()
+        .find(|line| {
+            line["message"]["method"] == "initialize"
+                && line["message"]["params"]["rootUri"] == q_uri.as_str()
+        })
+        .and_then(|line| line["pid"].as_u64())
+        .expect("q's instance was initialized");
+    let position = |wanted: &dyn Fn(&Value) -> bool| transcript.iter().position(wanted);
+    let q_start = position(&|line| line["event"] == "start" && line["pid"] == q_pid).unwrap();
+    let first_publish = position(&|line| line["event"] == "published").unwrap();
+    assert!(
+        q_start < first_publish,
+        "q's instance started only after the check's first publish (line {q_start} > {first_publish})"
+    );
+    assert_eq!(starts(&ws), 7, "one instance per project");
+}
