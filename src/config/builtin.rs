@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::resolve::PathSearch;
-use super::{ConfigOrigin, Program, ServerConfig, SkippedServer, Transport};
+use super::{ConfigOrigin, Program, ServerConfig, SkippedServer};
 
 /// One row of the built-in table.
 struct BuiltIn {
@@ -379,27 +379,16 @@ pub(crate) fn builtin_servers(
         for (extension, language) in builtin.extensions {
             extension_to_language.insert(extension.to_string(), language.to_string());
         }
-        let mut server = ServerConfig {
-            name: builtin.name.to_string(),
-            command: builtin.command.to_string(),
+        let server = ServerConfig {
             resolved_command: path_search.find(builtin.command),
             args: builtin.args.iter().map(|a| a.to_string()).collect(),
             env: BTreeMap::from([("CLAUDE_PROJECT_DIR".to_string(), root.display().to_string())]),
+            root_markers: default_root_markers(&extension_to_language),
             extension_to_language,
-            transport: Transport::Stdio,
-            initialization_options: None,
             settings: builtin_settings(builtin.name),
-            workspace_folder: None,
-            root_markers: Vec::new(),
-            startup_timeout_ms: None,
-            shutdown_timeout_ms: None,
-            restart_on_crash: true,
-            max_restarts: 3,
             diagnostics: builtin_publishes_diagnostics(builtin.name),
-            diagnostics_off_reason: None,
-            origin: ConfigOrigin::BuiltIn,
+            ..ServerConfig::new(builtin.name, builtin.command, ConfigOrigin::BuiltIn)
         };
-        server.root_markers = default_root_markers(&server.extension_to_language);
         if builtin.python_type_checker && server.resolved_command.is_some() {
             if let Some(chosen) = python_type_checker {
                 skipped.push(SkippedServer {

@@ -93,6 +93,35 @@ pub struct ServerConfig {
     pub origin: ConfigOrigin,
 }
 
+impl ServerConfig {
+    /// An entry `name` running `command`, from `origin`, with every other field at the seeds'
+    /// defaults: not yet found on PATH, no arguments, environment, languages, options, settings
+    /// or root markers, stdio, lspc's timeouts, restarted on a crash at most 3 times in a row,
+    /// diagnostics on. Callers set what differs with struct-update syntax.
+    pub fn new(name: &str, command: &str, origin: ConfigOrigin) -> ServerConfig {
+        ServerConfig {
+            name: name.to_owned(),
+            command: command.to_owned(),
+            resolved_command: None,
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            extension_to_language: BTreeMap::new(),
+            transport: Transport::Stdio,
+            initialization_options: None,
+            settings: None,
+            workspace_folder: None,
+            root_markers: Vec::new(),
+            startup_timeout_ms: None,
+            shutdown_timeout_ms: None,
+            restart_on_crash: true,
+            max_restarts: 3,
+            diagnostics: true,
+            diagnostics_off_reason: None,
+            origin,
+        }
+    }
+}
+
 /// How lspc talks to a server: `stdio` (its stdin/stdout), or `socket` (lspc listens on a
 /// loopback port and starts the server with `--socket=PORT`; see `process/socket.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -643,24 +672,9 @@ pub(crate) fn test_options(root: &Path) -> ConfigOptions {
 #[cfg(test)]
 pub(crate) fn test_entry(name: &str, command: &str) -> ServerConfig {
     ServerConfig {
-        name: name.to_owned(),
-        command: command.to_owned(),
         resolved_command: Some(command.into()),
-        args: Vec::new(),
-        env: BTreeMap::new(),
         extension_to_language: [(".go".to_owned(), "go".to_owned())].into(),
-        transport: Transport::Stdio,
-        initialization_options: None,
-        settings: None,
-        workspace_folder: None,
-        root_markers: Vec::new(),
-        startup_timeout_ms: None,
-        shutdown_timeout_ms: None,
-        restart_on_crash: true,
-        max_restarts: 3,
-        diagnostics: true,
-        diagnostics_off_reason: None,
-        origin: ConfigOrigin::BuiltIn,
+        ..ServerConfig::new(name, command, ConfigOrigin::BuiltIn)
     }
 }
 

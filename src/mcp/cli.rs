@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::config::{self, Config, ConfigOrigin, Program, ServerConfig, Transport};
+use crate::config::{self, Config, ConfigOrigin, Program, ServerConfig};
 use crate::exit::EXIT_USAGE;
 use crate::mcp::http::{self, HttpOptions};
 use crate::options::{load_config, GlobalOptions, UsageError};
@@ -170,24 +170,17 @@ pub fn single_server_config(
     }
     let root_markers = config::default_root_markers(&extension_to_language);
     let server = ServerConfig {
-        name: program_name,
-        command: command.clone(),
         resolved_command,
         args,
-        env: BTreeMap::new(),
         extension_to_language,
-        transport: Transport::Stdio,
         initialization_options: options.init_options.clone(),
         settings: options.settings.clone(),
-        workspace_folder: None,
         root_markers,
-        startup_timeout_ms: None,
-        shutdown_timeout_ms: None,
-        restart_on_crash: true,
-        max_restarts: 3,
-        diagnostics: true,
-        diagnostics_off_reason: None,
-        origin: ConfigOrigin::CommandLine(PathBuf::from(command)),
+        ..ServerConfig::new(
+            &program_name,
+            &command,
+            ConfigOrigin::CommandLine(PathBuf::from(&command)),
+        )
     };
     let mut servers = vec![server];
     config::linter::turn_off_unusable_diagnostics(
