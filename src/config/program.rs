@@ -213,6 +213,36 @@ impl Program {
         }
     }
 
+    /// Whether a change to a file named `file_name` changes how this program checks its
+    /// project, and the server applies it later, on a timer of its own, with no message lspc
+    /// could wait for: a pull or a publish right after `workspace/didChangeWatchedFiles` still
+    /// answers with the old configuration. pyright reloads `pyproject.toml` and
+    /// `pyrightconfig.json` after a delay and only then sends `workspace/diagnostic/refresh`
+    /// (pyright 1.1.414: a pull 0.5 s after the change still answered with the old
+    /// `typeCheckingMode`); tsserver re-reads a `tsconfig*.json`/`jsconfig*.json` on its own
+    /// throttled watch. The engine restarts such a server's instance instead
+    /// (`engine/frontend_events.rs`). ruff re-reads its configuration before it answers the next
+    /// request and sends `workspace/diagnostic/refresh`; rust-analyzer and gopls report their
+    /// reload through `experimental/serverStatus` and `$/progress`, which the settle rules wait
+    /// for: none of them is restarted.
+    pub fn reloads_configuration_late(self, file_name: &str) -> bool {
+        match self {
+            Program::PyrightLangserver | Program::BasedpyrightLangserver => {
+                matches!(file_name, "pyproject.toml" | "pyrightconfig.json")
+            }
+            Program::TypescriptLanguageServer => {
+                let stem = file_name.strip_suffix(".json").unwrap_or("");
+                ["tsconfig", "jsconfig"].iter().any(|base| {
+                    stem == *base
+                        || stem
+                            .strip_prefix(base)
+                            .is_some_and(|rest| rest.starts_with('.'))
+                })
+            }
+            _ => false,
+        }
+    }
+
     /// The program a command's file name `name` is: its [`Program::name`], or that name with a
     /// version suffix `-N[.N…]` (`clangd-14`).
     pub fn from_name(name: &str) -> Option<Program> {
@@ -422,6 +452,61 @@ mod tests {
         let command = words.next().unwrap();
         let args: Vec<String> = words.map(str::to_owned).collect();
         assert_eq!(Program::of_command(command, &args), expected, "{line}");
+    }
+
+    #[test]
+    fn configuration_files_a_server_reloads_late() {
+        let late = |program: Program, names: &[&str]| -> Vec<bool> {
+            names
+                .iter()
+                .map(|name| program.reloads_configuration_late(name))
+                .collect()
+        };
+        assert_eq!(
+            late(
+                Program::PyrightLangserver,
+                &[
+                    "pyproject.toml",
+                    "pyrightconfig.json",
+                    "setup.cfg",
+                    "tsconfig.json"
+                ]
+            ),
+            [true, true, false, false]
+        );
+        assert_eq!(
+            late(Program::BasedpyrightLangserver, &["pyproject.toml"]),
+            [true]
+        );
+        assert_eq!(
+            late(
+                Program::TypescriptLanguageServer,
+                &[
+                    "tsconfig.json",
+                    "tsconfig.app.json",
+                    "jsconfig.json",
+                    "tsconfigs.json",
+                    "tsconfig.json.bak",
+                    "package.json",
+                ]
+            ),
+            [true, true, true, false, false, false]
+        );
+        for program in [
+            Program::Ruff,
+            Program::RustAnalyzer,
+            Program::Gopls,
+            Program::Clangd,
+        ] {
+            assert_eq!(
+                late(
+                    program,
+                    &["pyproject.toml", "ruff.toml", "Cargo.toml", "go.mod"]
+                ),
+                [false; 4],
+                "{program:?}"
+            );
+        }
     }
 
     #[test]

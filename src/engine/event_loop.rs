@@ -27,7 +27,8 @@ mod edit_sync;
 // MCP/frontend support (passive diagnostics, event subscriptions, snapshots).
 #[path = "frontend_events.rs"]
 pub(super) mod frontend_events;
-// Configuration reload (issue 4): `Op::Reload`.
+// Configuration reload (issue 4): `Op::Reload`; restarts for changed project configuration
+// files (`Op::FilesChanged`).
 #[path = "reload.rs"]
 pub(super) mod reload;
 // Diagnostics ops: per-file waits for servers to settle.
@@ -149,6 +150,10 @@ pub(super) fn run(options: EngineOptions, bell: Bell, op_receiver: Receiver<Op>)
             // Needs the event receiver: stopping servers waits for their answers.
             Input::Op(Op::Reload { config, reply }) => {
                 let _ = reply.send(state.reload(config, &event_receiver));
+            }
+            // Needs it too: a server that reads a changed configuration file late is restarted.
+            Input::Op(Op::FilesChanged { changes }) => {
+                state.files_changed(&changes, &event_receiver);
             }
             Input::Op(op) => state.handle_op(op),
             Input::OpsClosed => {
@@ -457,7 +462,9 @@ impl State {
                     .collect();
                 let _ = reply.send(raw);
             }
-            Op::Shutdown { .. } | Op::Reload { .. } => unreachable!("handled by the loop"),
+            Op::Shutdown { .. } | Op::Reload { .. } | Op::FilesChanged { .. } => {
+                unreachable!("handled by the loop")
+            }
             op => self.handle_frontend_op(op),
         }
     }

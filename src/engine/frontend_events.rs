@@ -92,7 +92,10 @@ impl State {
     /// server reads its configuration from), and does not have open (an open document is
     /// re-synced when next used). The documents open on a server that heard of a change are
     /// sent again under a new version when next used, so their diagnostics are settled anew.
-    fn announce_watched_changes(&mut self, changes: &[(PathBuf, crate::engine::WatchedChange)]) {
+    pub(super) fn announce_watched_changes(
+        &mut self,
+        changes: &[(PathBuf, crate::engine::WatchedChange)],
+    ) {
         let mut told = Vec::new();
         for server in &self.servers {
             if !server.is_running() {
@@ -262,7 +265,6 @@ impl State {
                 self.frontend.consumers.remove(&consumer);
             }
             Op::SubscribeEvents { sender } => self.frontend.subscribers.push(sender),
-            Op::FilesChanged { changes } => self.announce_watched_changes(&changes),
             Op::CurrentDiagnostics { reply } => {
                 let order = self.server_order();
                 let files: Vec<(PathBuf, Vec<Diagnostic>)> = self

@@ -2,7 +2,16 @@
 //! again lazily; others keep running"), for long-lived frontends such as `lspc mcp`.
 //!
 //! A child module of the event loop (it reads the loop's state directly); the loop calls it for
-//! [`Op::Reload`](crate::engine::Op::Reload) only.
+//! [`Op::Reload`](crate::engine::Op::Reload) and
+//! [`Op::FilesChanged`](crate::engine::Op::FilesChanged) only.
+//!
+//! A project configuration file that changed on disk (`pyproject.toml`, `tsconfig.json`) is
+//! announced to the servers as `workspace/didChangeWatchedFiles`, but a server that applies it
+//! late, on a timer of its own ([`Program::reloads_configuration_late`]: pyright, tsserver),
+//! answers the next pull or publish with its old configuration, and a warm check right after
+//! an agent turned on `strict` said clean. Those servers' instances are restarted instead (the
+//! same stop and fresh slot as a reload), before the change is announced to the others, so the
+//! request that asked for the scan is answered by a server that read the new file.
 //!
 //! Invariants:
 //! - A [`ServerId`] is a slot index and never changes meaning: the new configuration is aligned to
@@ -17,12 +26,17 @@
 //! - Stopping is the LSP sequence (`shutdown`, `exit`, then close/SIGTERM/SIGKILL), bounded by the
 //!   server's shutdown timeout; other servers' events that arrive meanwhile are handled normally.
 
+use std::path::PathBuf;
+
 use crossbeam_channel::Receiver;
 
 use super::{Purpose, Server, ServerState, State};
 use crate::config::{Config, ServerConfig};
-use crate::engine::EngineError;
+use crate::engine::{EngineError, WatchedChange};
 use crate::process::{ServerEvent, ServerId};
+
+/// Why a reload stops a server (the status its waiting requests fail with).
+const RELOAD: &str = "by a configuration reload";
 
 /// What a reload did, by server name (each list in slot order). Serialisable: the session wire
 /// carries it (`reload` op).
@@ -133,7 +147,7 @@ impl State {
                 SlotChange::StillRemoved => {}
                 SlotChange::Restart => {
                     for slot in self.instances.slots_of(index) {
-                        self.replace_slot(slot.0 as usize, config.clone(), None);
+                        self.replace_slot(slot.0 as usize, config.clone(), None, RELOAD);
                     }
                     report.restarted.push(name);
                 }
@@ -143,7 +157,12 @@ impl State {
                         message: "removed by a configuration reload".to_owned(),
                     };
                     for slot in self.instances.slots_of(index) {
-                        self.replace_slot(slot.0 as usize, config.clone(), Some(reason.clone()));
+                        self.replace_slot(
+                            slot.0 as usize,
+                            config.clone(),
+                            Some(reason.clone()),
+                            RELOAD,
+                        );
                     }
                     report.removed.push(name);
                 }
@@ -168,14 +187,74 @@ impl State {
         report
     }
 
+    /// [`Op::FilesChanged`](crate::engine::Op::FilesChanged): restart the running instances
+    /// that read one of the changed files late (see the module doc), then announce the changes
+    /// to the servers still running.
+    pub(super) fn files_changed(
+        &mut self,
+        changes: &[(PathBuf, WatchedChange)],
+        event_receiver: &Receiver<ServerEvent>,
+    ) {
+        let mut restarting = Vec::new();
+        for server in &self.servers {
+            let Some(program) = server.program.filter(|_| server.is_running()) else {
+                continue;
+            };
+            // The file is the instance's when it lies in its workspace folder, or in a folder
+            // above it (a configuration the server finds by looking up).
+            let changed = changes.iter().find(|(path, _)| {
+                path.file_name()
+                    .and_then(|name| name.to_str())
+                    .is_some_and(|name| program.reloads_configuration_late(name))
+                    && (path.starts_with(&server.workspace_folder)
+                        || path
+                            .parent()
+                            .is_some_and(|folder| server.workspace_folder.starts_with(folder)))
+            });
+            if let Some((path, _)) = changed {
+                log::info!(
+                    "{}: restarting: {} changed, and the server applies it late",
+                    server.config.name,
+                    path.display()
+                );
+                restarting.push(server.server_id);
+            }
+        }
+        if !restarting.is_empty() {
+            self.stop_servers(
+                &restarting,
+                event_receiver,
+                "for a change of its configuration file",
+            );
+            for server_id in restarting {
+                let index = server_id.0 as usize;
+                let config = self.servers[index].config.clone();
+                self.replace_slot(
+                    index,
+                    config,
+                    None,
+                    "because its configuration file changed",
+                );
+            }
+        }
+        self.announce_watched_changes(changes);
+    }
+
     /// Put a fresh server for `config` in slot `index` (not started; `failed` when given), after
-    /// failing everything that waited on the old one and forgetting its per-server state.
-    fn replace_slot(&mut self, index: usize, config: ServerConfig, failed: Option<EngineError>) {
+    /// failing everything that waited on the old one (`why` it stopped) and forgetting its
+    /// per-server state.
+    fn replace_slot(
+        &mut self,
+        index: usize,
+        config: ServerConfig,
+        failed: Option<EngineError>,
+        why: &str,
+    ) {
         let server_id = ServerId(index as u32);
         let old_name = self.servers[index].config.name.clone();
         let reason = EngineError::ServerExited {
             server: old_name.clone(),
-            status: "stopped by a configuration reload".to_owned(),
+            status: format!("stopped {why}"),
             stderr_tail: String::new(),
         };
         for purpose in self.take_pending_of(server_id) {

@@ -1480,3 +1480,117 @@ fn a_walk_leaves_ruff_out_of_files_outside_its_include() {
         named.story()
     );
 }
+
+/// `(line, column, severity, code, message)` of each diagnostic of a batch `diagnostics`
+/// answer, for exact asserts.
+fn batch_rows(answer: &Value) -> Vec<(u64, u64, String, String, String)> {
+    answer["result"]["diagnostics"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no diagnostics in {answer}"))
+        .iter()
+        .map(|diagnostic| {
+            (
+                diagnostic["line"].as_u64().unwrap(),
+                diagnostic["column"].as_u64().unwrap(),
+                diagnostic["severity"].as_str().unwrap().to_owned(),
+                match &diagnostic["code"] {
+                    Value::String(code) => code.clone(),
+                    other => other.to_string(),
+                },
+                diagnostic["message"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// A new user's trial: in a running `lspc batch` (as in a session or `lspc mcp`), an agent turns
+/// on pyright's `strict` in `pyproject.toml` and asks for diagnostics at once. pyright applies a
+/// changed configuration file late, so the pull right after `didChangeWatchedFiles` answered
+/// with the old mode and lspc said clean where `pyright` reports reportPrivateUsage; turning it
+/// off again left the error behind. lspc now restarts pyright's instance when its
+/// configuration file changes (`Program::reloads_configuration_late`).
+#[test]
+fn a_changed_pyproject_is_applied_to_the_very_next_diagnostics() {
+    require_program!("pyright-langserver");
+    require_program!("pyright");
+    let workspace = Workspace::new("pyproject-changed");
+    let plain = "[project]\nname = \"x\"\nversion = \"0\"\n";
+    let strict = format!("{plain}\n[tool.pyright]\ntypeCheckingMode = \"strict\"\n");
+    workspace
+        .file("pyproject.toml", plain)
+        .file("pkg/__init__.py", "")
+        .file("pkg/a.py", "def _priv() -> int:\n    return 1\n")
+        .file("pkg/b.py", "from pkg.a import _priv\n\nprint(_priv())\n");
+    let config = workspace.config(json!({ "pyright": pyright_entry() }));
+    let mut batch = BatchSession::start(&workspace, &config, 60);
+    let mut diagnostics = |id: u64| {
+        batch_rows(&batch.ask(json!({"id": id, "op": "diagnostics", "file": "pkg/b.py"})))
+    };
+    assert_eq!(diagnostics(1), []);
+    workspace.file("pyproject.toml", &strict);
+    let private = (
+        1,
+        19,
+        "error".to_owned(),
+        "reportPrivateUsage".to_owned(),
+        "\"_priv\" is private and used outside of the module in which it is declared".to_owned(),
+    );
+    assert_eq!(diagnostics(2), [private]);
+    // pyright's own CLI on the same tree agrees.
+    let cli = tool_output(&workspace, "pyright", &["pkg/b.py"]);
+    assert!(
+        cli.contains("b.py:1:19 - error: \"_priv\" is private and used outside of the module in which it is declared (reportPrivateUsage)"),
+        "{cli}"
+    );
+    workspace.file("pyproject.toml", plain);
+    assert_eq!(diagnostics(3), []);
+    let (status, stderr) = batch.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("pyright: restarting: ")
+            && stderr.contains("pyproject.toml changed, and the server applies it late"),
+        "{stderr}"
+    );
+}
+
+/// The same for typescript-language-server: tsserver re-reads a changed `tsconfig.json` on a
+/// throttled watch of its own, so a check right after `noUnusedParameters` was turned on said
+/// clean where `tsc` reports TS6133.
+#[test]
+fn a_changed_tsconfig_is_applied_to_the_very_next_diagnostics() {
+    require_program!("typescript-language-server");
+    require_program!("tsc");
+    let workspace = Workspace::new("tsconfig-changed");
+    let loose = "{\n  \"compilerOptions\": { \"strict\": true, \"noEmit\": true }\n}\n";
+    let unused = "{\n  \"compilerOptions\": { \"strict\": true, \"noEmit\": true, \"noUnusedParameters\": true }\n}\n";
+    workspace.file("tsconfig.json", loose).file(
+        "u.ts",
+        "export function f(x: number): number {\n  return 1;\n}\n",
+    );
+    let config = workspace.config(json!({ "typescript": typescript_entry() }));
+    let mut batch = BatchSession::start(&workspace, &config, 60);
+    let mut diagnostics =
+        |id: u64| batch_rows(&batch.ask(json!({"id": id, "op": "diagnostics", "file": "u.ts"})));
+    // Without the option tsserver still reports the unused parameter, as a hint (its
+    // "unnecessary" suggestion), which tsc does not print.
+    let unread = |severity: &str| {
+        (
+            1,
+            19,
+            severity.to_owned(),
+            "6133".to_owned(),
+            "'x' is declared but its value is never read.".to_owned(),
+        )
+    };
+    assert_eq!(diagnostics(1), [unread("hint")]);
+    workspace.file("tsconfig.json", unused);
+    let expected = unread("error");
+    assert_eq!(diagnostics(2), [expected]);
+    let cli = tool_output(&workspace, "tsc", &["-p", "."]);
+    assert!(
+        cli.contains("u.ts(1,19): error TS6133: 'x' is declared but its value is never read."),
+        "{cli}"
+    );
+    let (status, stderr) = batch.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+}
