@@ -924,3 +924,47 @@ fn a_walked_symlink_loop_is_reported_as_not_checked() {
             );
     }
 }
+
+/// Found in a new user's trial (issue 16): in a Python repository whose `.github/` holds more
+/// YAML files than it has modules, `lspc workspace-symbols naturalsize` said `server
+/// yaml-language-server does not support workspace/symbol` (exit 3): the most common kind of
+/// file chose the server, whether it could answer or not. A server that does not advertise
+/// `workspaceSymbolProvider` is now passed over for the next kind of file. pyright 1.1.414,
+/// yaml-language-server 2.0.0, ruff 0.17.6 (which has no workspace symbols either).
+#[test]
+fn workspace_symbols_without_a_file_passes_over_a_server_that_cannot_answer() {
+    require_program!("pyright-langserver");
+    require_program!("yaml-language-server");
+    require_program!("ruff");
+    let workspace = Workspace::new("symbols-past-yaml");
+    workspace.file(".github/FUNDING.yml", "github: [someone]\n");
+    workspace.file(".github/workflows/ci.yml", "name: ci\non: push\njobs: {}\n");
+    workspace.file(
+        "src/sizes.py",
+        "def naturalsize(value: int) -> str:\n    return str(value)\n",
+    );
+    // In git's listing, as in the trial: lspc's own walk skips the hidden `.github`.
+    git_add_all(&workspace);
+    let yaml = json!({"command": "yaml-language-server", "args": ["--stdio"],
+                      "extensionToLanguage": {".yml": "yaml"}});
+    let symbols = |servers: Value| {
+        let config = workspace.config(servers);
+        workspace
+            .lspc()
+            .args(["--no-builtin", "--config"])
+            .arg(&config)
+            .args(["workspace-symbols", "naturalsize", "--timeout", "60"])
+            .timeout(std::time::Duration::from_secs(120))
+            .run()
+    };
+    symbols(json!({ "yaml": yaml, "pyright": pyright_entry() }))
+        .status(0)
+        .stdout_is("src/sizes.py:1:5  naturalsize function\n");
+    // With no server that can answer, the error names the servers tried.
+    symbols(json!({ "yaml": yaml, "ruff": ruff_entry() }))
+        .status(3)
+        .stderr_contains(
+            "lspc: no server here supports workspace/symbol: yaml, ruff (no \
+             workspaceSymbolProvider)\n",
+        );
+}
