@@ -166,16 +166,16 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
     } else {
         options.paths.clone()
     };
-    let listed = match walk::list_files_found(&root, &targets) {
-        Ok(listed) => listed,
+    let listing = match walk::list_files_found(&root, &targets) {
+        Ok(listing) => listing,
         Err(error) => {
             eprintln!("lspc: {error}");
             return EXIT_USAGE;
         }
     };
     // The report shows a file found through a symlink as the link (`found_paths.rs`).
-    let found_paths = found_paths::FoundPaths::new(&listed);
-    let files: Vec<PathBuf> = listed.into_iter().map(|file| file.path).collect();
+    let found_paths = found_paths::FoundPaths::new(&listing.files);
+    let files: Vec<PathBuf> = listing.files.iter().map(|file| file.path.clone()).collect();
     if options.hints {
         for hint in crate::install_hints::hints_for(config, &files) {
             eprintln!("lspc: hint: {}", hint.message());
@@ -197,7 +197,7 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         .filter(|target| target.is_dir())
         .map(|target| crate::uri::canonical(target))
         .collect();
-    let mut selection = select_files(config, options, &explicit, files);
+    let mut selection = select_files(config, options, &explicit, listing);
     let had_config_errors = !config.errors.is_empty();
     if selection.files.is_empty() {
         if !selection.skipped.is_empty() {
@@ -847,13 +847,13 @@ pub(crate) struct Selection {
     pub(crate) config_diagnostics: Vec<diagnostics::Diagnostic>,
 }
 
-/// What `lspc check` with its default options checks among `walked` (canonical paths; files
-/// named on the command line in `explicit`), so `lspc batch`'s `check` operation checks the
-/// same files with the same servers and gives the project's own verdict too.
+/// What `lspc check` with its default options checks among `walked` (files named on the
+/// command line in `explicit`, canonical), so `lspc batch`'s `check` operation checks the same
+/// files with the same servers and gives the project's own verdict too.
 pub(crate) fn default_selection(
     config: &crate::config::Config,
     explicit: &[PathBuf],
-    walked: Vec<PathBuf>,
+    walked: walk::Listing,
 ) -> Selection {
     select_files(config, &CheckOptions::default(), explicit, walked)
 }
@@ -890,11 +890,17 @@ pub(crate) fn add_tsconfig_errors(
 /// whole, except that a server that never checks a file its set leaves out (ruff: its server
 /// answers nothing for an excluded file) is left out of it, with a note, rather than counted
 /// as having found it clean.
+///
+/// A walked file is judged by `--exclude` and the project file sets under the path it was
+/// found as (a symlink's own path inside the root, as pyright's and ruff's CLIs judge it), and
+/// checked under its canonical path: `util.py -> ../shared/util.py` is in a default `include`,
+/// its target outside the root is not (issue 16). A walked entry that cannot be read (a symlink
+/// loop) is skipped with the OS error, as a walked file no server can be sent is.
 fn select_files(
     config: &crate::config::Config,
     options: &CheckOptions,
     explicit: &[PathBuf],
-    walked: Vec<PathBuf>,
+    walked: walk::Listing,
 ) -> Selection {
     let projects = ProjectFiles::load(&config.root, &config.servers);
     let mut selection = Selection {
@@ -930,7 +936,15 @@ fn select_files(
         }
         selection.files.push(file);
     };
-    for file in walked {
+    let readable = walked.files.into_iter().map(|file| {
+        let found_as = file.found_as.unwrap_or_else(|| file.path.clone());
+        (file.path, found_as, None)
+    });
+    let unreadable = walked
+        .unreadable
+        .into_iter()
+        .map(|file| (file.path.clone(), file.path, Some(file.error)));
+    for (file, found_as, unreadable) in readable.chain(unreadable) {
         if explicit.contains(&file) {
             keep_whole(file, &mut selection);
             continue;
@@ -938,11 +952,19 @@ fn select_files(
         if !config.claims(&file) {
             continue;
         }
-        if excluded_by_flag(options, &config.root, &file) {
+        if excluded_by_flag(options, &config.root, &found_as) {
             continue;
         }
+        let unreadable_skip = |error: std::io::Error| SkippedFile {
+            path: file.clone(),
+            reason: format!("cannot read it: {error}"),
+            outside_projects: false,
+        };
         if options.all_files {
-            keep_whole(file, &mut selection);
+            match unreadable {
+                Some(error) => selection.skipped.push(unreadable_skip(error)),
+                None => keep_whole(file, &mut selection),
+            }
             continue;
         }
         let servers: Vec<usize> = config
@@ -952,7 +974,7 @@ fn select_files(
             .collect();
         let reasons: Vec<(usize, String)> = servers
             .iter()
-            .filter_map(|&index| Some((index, projects.leaves_out(index, &file)?)))
+            .filter_map(|&index| Some((index, projects.leaves_out(index, &found_as)?)))
             .collect();
         if !servers.is_empty() && reasons.len() == servers.len() {
             let reason = reasons
@@ -974,6 +996,10 @@ fn select_files(
                 reason,
                 outside_projects: true,
             });
+            continue;
+        }
+        if let Some(error) = unreadable {
+            selection.skipped.push(unreadable_skip(error));
             continue;
         }
         if !reasons.is_empty() {

@@ -17,7 +17,11 @@
 //!   path the link was found (a `compile_commands.json` linked to `build/compile_commands.json`
 //!   is shown as the user has it), unless the target itself is listed too.
 //! - Unreadable sub-folders are skipped with a warning rather than failing the whole listing; only
-//!   a missing or unusable *target* is an error.
+//!   a missing or unusable *target* is an error. A walked entry that exists but cannot be resolved
+//!   or read (a symlink loop, `l1.py -> l2.py -> l1.py`) is not a file [`list_files`] returns:
+//!   [`list_files_found`] gives it apart, with the OS error, so a check can say it was not checked
+//!   (ruff reports it as E902). A dangling symlink and a tracked file deleted from disk are not
+//!   listed at all: there is nothing there to check.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -97,7 +101,7 @@ impl std::error::Error for WalkError {
 /// resolved or a target folder cannot be read.
 pub fn list_files(root: &Path, targets: &[PathBuf]) -> Result<Vec<PathBuf>, WalkError> {
     let listed = list_files_with(root, targets, ListingMode::GitWhenAvailable)?;
-    Ok(listed.into_iter().map(|file| file.path).collect())
+    Ok(listed.files.into_iter().map(|file| file.path).collect())
 }
 
 /// One file [`list_files_found`] lists.
@@ -111,11 +115,31 @@ pub struct ListedFile {
     pub found_as: Option<PathBuf>,
 }
 
+/// A walked entry that exists but cannot be read as a file.
+#[derive(Debug)]
+pub struct UnreadableFile {
+    /// As found: the walked folder (canonical) plus the entry's own names, since the entry may
+    /// have no canonical path (a symlink loop).
+    pub path: PathBuf,
+    /// Why it cannot be read (`Too many levels of symbolic links (os error 40)`).
+    pub error: io::Error,
+}
+
+/// What [`list_files_found`] lists.
+#[derive(Debug, Default)]
+pub struct Listing {
+    /// [`list_files`]' files, each with the path it was found under.
+    pub files: Vec<ListedFile>,
+    /// Walked entries that could not be read, sorted by path, no duplicates.
+    pub unreadable: Vec<UnreadableFile>,
+}
+
 /// [`list_files`], each file with the path it was found under when that was a symlink to it:
 /// a report shows a file as the user has it, while lspc keys it by its canonical path. Sorted
 /// by canonical path, no duplicates; a file listed both as itself and through a link (or
-/// through two links) is listed once, as itself (or under the first link listed).
-pub fn list_files_found(root: &Path, targets: &[PathBuf]) -> Result<Vec<ListedFile>, WalkError> {
+/// through two links) is listed once, as itself (or under the first link listed). The walked
+/// entries that could not be read come apart, in [`Listing::unreadable`].
+pub fn list_files_found(root: &Path, targets: &[PathBuf]) -> Result<Listing, WalkError> {
     list_files_with(root, targets, ListingMode::GitWhenAvailable)
 }
 
@@ -133,9 +157,10 @@ fn list_files_with(
     root: &Path,
     targets: &[PathBuf],
     mode: ListingMode,
-) -> Result<Vec<ListedFile>, WalkError> {
+) -> Result<Listing, WalkError> {
     let canonical_root = canonicalize_target(root)?;
     let mut files: BTreeMap<PathBuf, Option<PathBuf>> = BTreeMap::new();
+    let mut unreadable: BTreeMap<PathBuf, io::Error> = BTreeMap::new();
     let mut add = |listed: ListedFile| match files.get_mut(&listed.path) {
         // Listed as itself now: that wins over any link found before.
         Some(found_as) if listed.found_as.is_none() => *found_as = None,
@@ -165,15 +190,24 @@ fn list_files_with(
                     walk_folder(&canonical_target, &ignore)?
                 }
             };
-            listed.into_iter().for_each(&mut add);
+            listed.files.into_iter().for_each(&mut add);
+            for file in listed.unreadable {
+                unreadable.entry(file.path).or_insert(file.error);
+            }
         } else {
             return Err(WalkError::NotRegular(target.clone()));
         }
     }
-    Ok(files
-        .into_iter()
-        .map(|(path, found_as)| ListedFile { path, found_as })
-        .collect())
+    Ok(Listing {
+        files: files
+            .into_iter()
+            .map(|(path, found_as)| ListedFile { path, found_as })
+            .collect(),
+        unreadable: unreadable
+            .into_iter()
+            .map(|(path, error)| UnreadableFile { path, error })
+            .collect(),
+    })
 }
 
 /// For a file target named as `target` whose canonical path is `canonical`: the path of the
@@ -217,7 +251,7 @@ fn has_git_ancestor(folder: &Path) -> bool {
 
 /// Lists `folder` (canonical) through git. `None` when the folder is not inside a git work tree or
 /// git cannot run, in which case the caller walks the tree itself.
-fn git_list_folder(folder: &Path) -> Option<Vec<ListedFile>> {
+fn git_list_folder(folder: &Path) -> Option<Listing> {
     if !has_git_ancestor(folder) {
         // git would only fail after its own start-up (about 5 ms here, issue 15).
         log::debug!(
@@ -269,7 +303,7 @@ fn git_list_folder(folder: &Path) -> Option<Vec<ListedFile>> {
         );
         return None;
     }
-    let mut files = Vec::new();
+    let mut listing = Listing::default();
     for relative in output.stdout.split(|&byte| byte == 0) {
         if relative.is_empty() {
             continue;
@@ -277,18 +311,17 @@ fn git_list_folder(folder: &Path) -> Option<Vec<ListedFile>> {
         // ls-files prints paths relative to the folder it ran in, without symlinks in the folder
         // part; only the last component may itself be a symlink.
         let path = folder.join(path_from_bytes(relative));
-        if let Some(file) = regular_file(&path) {
-            files.push(file);
-        }
+        listing.add(path);
     }
-    Some(files)
+    Some(listing)
 }
 
 /// `files` (git's listing of `folder`) without the files of the virtual environments below
 /// `folder`: the folders whose `pyvenv.cfg` the listing holds. A virtual environment named as
 /// the target folder itself is kept.
-fn without_virtual_environments(folder: &Path, mut files: Vec<ListedFile>) -> Vec<ListedFile> {
-    let environments: Vec<PathBuf> = files
+fn without_virtual_environments(folder: &Path, mut listing: Listing) -> Listing {
+    let environments: Vec<PathBuf> = listing
+        .files
         .iter()
         .map(|file| &file.path)
         .filter(|file| {
@@ -308,13 +341,15 @@ fn without_virtual_environments(folder: &Path, mut files: Vec<ListedFile>) -> Ve
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        files.retain(|file| {
+        let outside = |path: &Path| {
             !environments
                 .iter()
-                .any(|environment| file.path.starts_with(environment))
-        });
+                .any(|environment| path.starts_with(environment))
+        };
+        listing.files.retain(|file| outside(&file.path));
+        listing.unreadable.retain(|file| outside(&file.path));
     }
-    files
+    listing
 }
 
 #[cfg(unix)]
@@ -328,32 +363,63 @@ fn path_from_bytes(bytes: &[u8]) -> PathBuf {
     PathBuf::from(String::from_utf8_lossy(bytes).into_owned())
 }
 
-/// `path` (a canonical folder plus plain names) when it is a regular file, its canonical path
-/// found as `path` when it is a symlink to one. `None` for folders (including gitlinks of
-/// submodules and symlinked folders), vanished files (tracked but deleted), dangling links and
-/// special files.
-fn regular_file(path: &Path) -> Option<ListedFile> {
-    let link_metadata = fs::symlink_metadata(path).ok()?;
+impl Listing {
+    /// Adds the walked entry `path` (a canonical folder plus plain names) as [`walked_entry`]
+    /// finds it.
+    fn add(&mut self, path: PathBuf) {
+        match walked_entry(&path) {
+            WalkedEntry::File(file) => self.files.push(file),
+            WalkedEntry::Unreadable(error) => self.unreadable.push(UnreadableFile { path, error }),
+            WalkedEntry::Other => {}
+        }
+    }
+}
+
+/// What a walked entry is.
+enum WalkedEntry {
+    /// A regular file, or a symlink to one.
+    File(ListedFile),
+    /// It exists, but what it is cannot be told or its target cannot be resolved: a symlink
+    /// loop (`ELOOP`), a permission error.
+    Unreadable(io::Error),
+    /// A folder (including gitlinks of submodules and symlinked folders), a vanished file
+    /// (tracked but deleted), a dangling link or a special file.
+    Other,
+}
+
+/// `path` (a canonical folder plus plain names) as a file when it is a regular file, its
+/// canonical path found as `path` when it is a symlink to one.
+fn walked_entry(path: &Path) -> WalkedEntry {
+    let not_found = |error: &io::Error| error.kind() == io::ErrorKind::NotFound;
+    let link_metadata = match fs::symlink_metadata(path) {
+        Ok(metadata) => metadata,
+        Err(error) if not_found(&error) => return WalkedEntry::Other,
+        Err(error) => return WalkedEntry::Unreadable(error),
+    };
     if link_metadata.is_file() {
         // `path` is built from a canonical folder plus plain names, so it is already canonical.
-        return Some(ListedFile {
+        return WalkedEntry::File(ListedFile {
             path: path.to_path_buf(),
             found_as: None,
         });
     }
-    if link_metadata.file_type().is_symlink() && fs::metadata(path).ok()?.is_file() {
-        let canonical = fs::canonicalize(path).ok()?;
-        return Some(ListedFile {
+    if !link_metadata.file_type().is_symlink() {
+        return WalkedEntry::Other;
+    }
+    match fs::metadata(path).and_then(|metadata| Ok((metadata, fs::canonicalize(path)?))) {
+        Ok((metadata, canonical)) if metadata.is_file() => WalkedEntry::File(ListedFile {
             found_as: (canonical != path).then(|| path.to_path_buf()),
             path: canonical,
-        });
+        }),
+        Ok(_) => WalkedEntry::Other,
+        Err(error) if not_found(&error) => WalkedEntry::Other,
+        Err(error) => WalkedEntry::Unreadable(error),
     }
-    None
 }
 
 /// Walks `folder` (canonical) without git, iteratively so deep trees cannot overflow the stack.
-fn walk_folder(folder: &Path, ignore: &IgnoreRules) -> Result<Vec<ListedFile>, WalkError> {
-    let mut files = Vec::new();
+fn walk_folder(folder: &Path, ignore: &IgnoreRules) -> Result<Listing, WalkError> {
+    let mut listing = Listing::default();
     let mut pending = vec![folder.to_path_buf()];
     while let Some(current) = pending.pop() {
         let entries = match fs::read_dir(&current) {
@@ -392,13 +458,11 @@ fn walk_folder(folder: &Path, ignore: &IgnoreRules) -> Result<Vec<ListedFile>, W
                 }
                 pending.push(path);
             } else if !ignore.is_ignored(&path, false) {
-                if let Some(file) = regular_file(&path) {
-                    files.push(file);
-                }
+                listing.add(path);
             }
         }
     }
-    Ok(files)
+    Ok(listing)
 }
 
 /// One simple `.gitignore` pattern.
@@ -591,6 +655,7 @@ mod tests {
         let targets: Vec<PathBuf> = targets.iter().map(|t| folder.path.join(t)).collect();
         let listed = list_files_with(&folder.path, &targets, mode).expect("listing succeeds");
         let relative: Vec<String> = listed
+            .files
             .iter()
             .map(|file| &file.path)
             .map(|path| {
@@ -619,6 +684,7 @@ mod tests {
         let found = |targets: &[PathBuf]| {
             list_files_with(&folder.path, targets, ListingMode::WalkOnly)
                 .expect("listing succeeds")
+                .files
                 .into_iter()
                 .filter(|file| file.path == target)
                 .map(|file| file.found_as)
@@ -787,6 +853,44 @@ mod tests {
             &["other/loop"],
             &["real/a.py"],
         );
+    }
+
+    /// A walked symlink loop is listed apart with its OS error, in both modes, and never as a
+    /// file; a dangling link is not listed at all (issue 16: lspc said nothing about
+    /// `l1.py -> l2.py -> l1.py`, which ruff reports as E902).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_walked_symlink_loop_is_listed_as_unreadable() {
+        let folder = TempFolder::new().with(&[("a.py", "")]);
+        std::os::unix::fs::symlink("l2.py", folder.path.join("l1.py")).expect("symlink");
+        std::os::unix::fs::symlink("l1.py", folder.path.join("l2.py")).expect("symlink");
+        std::os::unix::fs::symlink("gone.py", folder.path.join("dangling.py")).expect("symlink");
+        folder.git(&["init", "-q"]);
+        folder.git(&["add", "-A"]);
+        for mode in [ListingMode::WalkOnly, ListingMode::GitWhenAvailable] {
+            let listed = list_files_with(&folder.path, std::slice::from_ref(&folder.path), mode)
+                .expect("listing succeeds");
+            let files: Vec<&Path> = listed
+                .files
+                .iter()
+                .map(|file| file.path.as_path())
+                .collect();
+            assert_eq!(files, [folder.path.join("a.py")], "{mode:?}");
+            let unreadable: Vec<(PathBuf, Option<i32>)> = listed
+                .unreadable
+                .iter()
+                .map(|file| (file.path.clone(), file.error.raw_os_error()))
+                .collect();
+            // ELOOP is 40 on Linux.
+            assert_eq!(
+                unreadable,
+                [
+                    (folder.path.join("l1.py"), Some(40)),
+                    (folder.path.join("l2.py"), Some(40))
+                ],
+                "{mode:?}"
+            );
+        }
     }
 
     #[test]

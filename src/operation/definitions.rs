@@ -152,7 +152,7 @@ pub const SERVER_FILE: ArgumentDef = ArgumentDef {
     name: "file",
     aliases: &[],
     value: ValueKind::File,
-    doc: "A file whose language server to ask (default: every running server)",
+    doc: "A file whose language server to ask (default: the server of the most common kind of file under the root that answers workspace/symbol)",
     cli: CliForm::Option("--file", "FILE"),
 };
 pub const CALL_DIRECTION: ArgumentDef = ArgumentDef {

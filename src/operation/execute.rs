@@ -454,7 +454,7 @@ fn check(context: &Context<'_>, paths: &[PathBuf], root: &Path) -> Result<Answer
         exit_status: EXIT_USAGE,
     };
     let files =
-        crate::walk::list_files(root, &targets).map_err(|error| usage(error.to_string()))?;
+        crate::walk::list_files_found(root, &targets).map_err(|error| usage(error.to_string()))?;
     let explicit: Vec<PathBuf> = targets
         .iter()
         .filter(|target| target.is_file())

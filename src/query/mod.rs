@@ -396,7 +396,8 @@ impl Queries {
     }
 
     /// `workspace/symbol` for `query`, asked of a server serving `file_hint`, or when none is
-    /// given, of the server of the first file under the root that some server serves. Waits for
+    /// given, of the server of the most common kind of file under the root that advertises
+    /// `workspaceSymbolProvider` ([`Queries::sync_file_with_capability`]). Waits for
     /// indexing. Every other running instance of that server (one per project root, issue 17)
     /// is asked too and its symbols are appended, duplicates (same name, kind and location)
     /// left out; an instance that fails is logged and skipped.
@@ -405,12 +406,15 @@ impl Queries {
         query: &str,
         file_hint: Option<&Path>,
     ) -> Result<SymbolsResult, QueryError> {
-        let method = "workspace/symbol";
-        let doc = match file_hint {
-            Some(file) => self.sync(file)?,
-            None => self.sync_any_served_file()?,
+        let (method, capability) = ("workspace/symbol", "workspaceSymbolProvider");
+        let (doc, server) = match file_hint {
+            Some(file) => {
+                let doc = self.sync(file)?;
+                let server = pick_server(&doc, method, capability)?;
+                (doc, server)
+            }
+            None => self.sync_file_with_capability(method, capability)?,
         };
-        let server = pick_server(&doc, method, "workspaceSymbolProvider")?;
         let files = SourceFiles::new(server.encoding);
         let mut target = Target {
             doc,
@@ -598,20 +602,60 @@ impl Queries {
         )))
     }
 
-    /// Sync a file under the root that a server serves (for workspace queries without a file):
-    /// the first, in path order, of the most common extension that a server serves, so the
-    /// workspace's main language answers rather than whichever server claims the first path (a
-    /// `.devcontainer/*.sh` ahead of a Python package).
-    fn sync_any_served_file(&self) -> Result<SyncedDocument, QueryError> {
+    /// Sync a file under the root whose servers include one advertising `capability` (for
+    /// workspace queries without a file), and that server: the first file, in path order, of
+    /// the most common extension whose server does, so the workspace's main language answers
+    /// rather than whichever server claims the first path (a `.devcontainer/*.sh` ahead of a
+    /// Python package) or a server that cannot answer at all (issue 16: the yaml-language-server
+    /// of a Python repository's `.github/*.yml`, more numerous than its `.py` files). Knowing
+    /// a capability takes a started server, so one file per extension is synced until one
+    /// serves; the servers met that do not are named when none does (exit 3).
+    fn sync_file_with_capability(
+        &self,
+        method: &str,
+        capability: &str,
+    ) -> Result<(SyncedDocument, ServerInfo), QueryError> {
         let files = crate::walk::list_files(&self.root, std::slice::from_ref(&self.root))
             .map_err(|error| QueryError::File(error.to_string()))?;
+        let mut passed_over: Vec<Option<std::ffi::OsString>> = Vec::new();
+        let mut without_capability: Vec<String> = Vec::new();
         for file in by_most_common_extension(files) {
-            match sync_with(&self.op_sender, file, self.timeout) {
+            let extension = file.extension().map(|ext| ext.to_os_string());
+            if passed_over.contains(&extension) {
+                continue;
+            }
+            let doc = match sync_with(&self.op_sender, file, self.timeout) {
                 Err(EngineError::NoServer { .. }) | Err(EngineError::InvalidInput(_)) => continue,
-                other => return Ok(other?),
+                other => other?,
+            };
+            if let Some(server) = doc
+                .servers
+                .iter()
+                .find(|server| server.supports(capability))
+            {
+                let server = server.clone();
+                return Ok((doc, server));
+            }
+            passed_over.push(extension);
+            for server in &doc.servers {
+                if !without_capability.contains(&server.name) {
+                    without_capability.push(server.name.clone());
+                }
             }
         }
-        Err(QueryError::NoServer(self.root.clone()))
+        match without_capability.len() {
+            0 => Err(QueryError::NoServer(self.root.clone())),
+            1 => Err(QueryError::Unsupported {
+                server: without_capability.remove(0),
+                capability: capability.to_owned(),
+                method: method.to_owned(),
+            }),
+            _ => Err(QueryError::UnsupportedByAll {
+                servers: without_capability,
+                capability: capability.to_owned(),
+                method: method.to_owned(),
+            }),
+        }
     }
 
     /// The first request of a query, `method` at `at` (or about the whole `file` when `at` is
@@ -1383,6 +1427,16 @@ mod tests {
                 method: "textDocument/references".into(),
             },
             "server ruff does not support textDocument/references (no referencesProvider)",
+            3,
+        );
+        check(
+            QueryError::UnsupportedByAll {
+                servers: vec!["yaml-language-server".into(), "taplo".into()],
+                capability: "workspaceSymbolProvider".into(),
+                method: "workspace/symbol".into(),
+            },
+            "no server here supports workspace/symbol: yaml-language-server, taplo (no \
+             workspaceSymbolProvider)",
             3,
         );
         check(

@@ -255,6 +255,13 @@ pub enum QueryError {
         capability: String,
         method: String,
     },
+    /// A workspace query without a file: none of the servers tried (`servers`, two or more, in
+    /// the order met) advertises `capability`.
+    UnsupportedByAll {
+        servers: Vec<String>,
+        capability: String,
+        method: String,
+    },
     /// The line or column does not exist; the message shows the line's text.
     InvalidPosition(String),
     /// The symbol is not on the line (or the occurrence is missing); shows the line's text.
@@ -275,7 +282,9 @@ impl QueryError {
             | QueryError::Symbol(_)
             | QueryError::NoServer(_)
             | QueryError::File(_) => crate::exit::EXIT_USAGE,
-            QueryError::Engine(_) | QueryError::Unsupported { .. } => crate::exit::EXIT_SERVER,
+            QueryError::Engine(_)
+            | QueryError::Unsupported { .. }
+            | QueryError::UnsupportedByAll { .. } => crate::exit::EXIT_SERVER,
         }
     }
 }
@@ -291,6 +300,15 @@ impl std::fmt::Display for QueryError {
             } => write!(
                 f,
                 "server {server} does not support {method} (no {capability})"
+            ),
+            QueryError::UnsupportedByAll {
+                servers,
+                capability,
+                method,
+            } => write!(
+                f,
+                "no server here supports {method}: {} (no {capability})",
+                servers.join(", ")
             ),
             QueryError::InvalidPosition(message)
             | QueryError::Symbol(message)

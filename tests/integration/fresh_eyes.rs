@@ -806,3 +806,165 @@ fn a_batch_definition_after_an_edit_behind_lspc_lands_on_the_new_text() {
     };
     assert!(status.success(), "{status:?}");
 }
+
+/// Makes `workspace` a real git work tree (its `.git` marker folder replaced by `git init`) and
+/// adds every file, as the trial's `git add -A` did.
+fn git_add_all(workspace: &Workspace) {
+    std::fs::remove_dir_all(workspace.path(".git")).unwrap();
+    git(workspace, &["init", "-q"]);
+    git(workspace, &["add", "-A"]);
+}
+
+/// Found in a new user's trial (issue 16): with `util.py -> ../shared/util.py` in a git
+/// repository and no `include` configured, `lspc check .` said `1 file outside pyright's
+/// include and outside ruff's include not checked` and passed, where `pyright .` reports
+/// `util.py:1:10 - error: Type "Literal['a']" …` and `ruff check` lints the link too. The walked
+/// link was judged by its target's path, outside the root; it is now judged as the user has it,
+/// in git's listing and in lspc's own walk alike. pyright 1.1.414, ruff 0.17.6.
+#[test]
+fn a_walked_link_to_a_file_outside_the_root_is_checked() {
+    require_program!("pyright-langserver");
+    require_program!("ruff");
+    for git in [true, false] {
+        let workspace = Workspace::new("linked-outside");
+        let shared = workspace.root.parent().unwrap().join("shared");
+        std::fs::create_dir_all(&shared).unwrap();
+        std::fs::write(shared.join("util.py"), "import os\nx: int = \"a\"\n").unwrap();
+        std::os::unix::fs::symlink("../shared/util.py", workspace.path("util.py")).unwrap();
+        if git {
+            git_add_all(&workspace);
+        } else {
+            std::fs::remove_dir_all(workspace.path(".git")).unwrap();
+        }
+        let config = workspace.config(json!({ "pyright": pyright_entry(), "ruff": ruff_entry() }));
+        let output = workspace
+            .lspc()
+            .args(["--no-builtin", "--root", ".", "--config"])
+            .arg(&config)
+            .args(["check", ".", "--format", "json", "--timeout", "60"])
+            .timeout(std::time::Duration::from_secs(120))
+            .run();
+        assert_eq!(
+            rows(&output.json()),
+            [
+                (
+                    "util.py".to_owned(),
+                    "pyright".to_owned(),
+                    2,
+                    10,
+                    "reportAssignmentType".to_owned()
+                ),
+                (
+                    "util.py".to_owned(),
+                    "ruff".to_owned(),
+                    1,
+                    1,
+                    "I001".to_owned()
+                ),
+                (
+                    "util.py".to_owned(),
+                    "ruff".to_owned(),
+                    1,
+                    8,
+                    "F401".to_owned()
+                ),
+            ],
+            "git: {git}: {}",
+            output.story()
+        );
+        output.status(1);
+    }
+}
+
+/// Found in a new user's trial (issue 16): a walked symlink loop, `l1.py -> l2.py -> l1.py`,
+/// was left out without a word (`ruff check` reports `E902 … Too many levels of symbolic
+/// links`; naming it already failed with `cannot read l1.py: …`, exit 2). Each link of the loop
+/// is now skipped with the OS's reason, as a walked file that cannot be sent to a server is,
+/// in git's listing and in lspc's own walk alike. ruff 0.17.6.
+#[test]
+fn a_walked_symlink_loop_is_reported_as_not_checked() {
+    require_program!("ruff");
+    for git in [true, false] {
+        let workspace = Workspace::new("link-loop");
+        workspace.file("a.py", "x = 1\n");
+        std::os::unix::fs::symlink("l2.py", workspace.path("l1.py")).unwrap();
+        std::os::unix::fs::symlink("l1.py", workspace.path("l2.py")).unwrap();
+        if git {
+            git_add_all(&workspace);
+        }
+        let config = workspace.config(json!({ "ruff": ruff_entry() }));
+        let run = |format: &str| {
+            workspace
+                .lspc()
+                .args(["--no-builtin", "--config"])
+                .arg(&config)
+                .args(["check", ".", "--format", format])
+                .timeout(std::time::Duration::from_secs(60))
+                .run()
+        };
+        let reason = "cannot read it: Too many levels of symbolic links (os error 40)";
+        let json = run("json");
+        assert_eq!(
+            file_states(&json.json()),
+            [
+                ("a.py".to_owned(), "clean".to_owned(), String::new()),
+                ("l1.py".to_owned(), "skipped".to_owned(), reason.to_owned()),
+                ("l2.py".to_owned(), "skipped".to_owned(), reason.to_owned()),
+            ],
+            "git: {git}: {}",
+            json.story()
+        );
+        json.status(0);
+        let human = run("human");
+        human
+            .status(0)
+            .stderr_contains(&format!("lspc: skipped l1.py: {reason}\n"))
+            .stderr_contains(
+                "1 file checked: 0 errors, 0 warnings, 0 info, 0 hints; 2 files skipped\n",
+            );
+    }
+}
+
+/// Found in a new user's trial (issue 16): in a Python repository whose `.github/` holds more
+/// YAML files than it has modules, `lspc workspace-symbols naturalsize` said `server
+/// yaml-language-server does not support workspace/symbol` (exit 3): the most common kind of
+/// file chose the server, whether it could answer or not. A server that does not advertise
+/// `workspaceSymbolProvider` is now passed over for the next kind of file. pyright 1.1.414,
+/// yaml-language-server 2.0.0, ruff 0.17.6 (which has no workspace symbols either).
+#[test]
+fn workspace_symbols_without_a_file_passes_over_a_server_that_cannot_answer() {
+    require_program!("pyright-langserver");
+    require_program!("yaml-language-server");
+    require_program!("ruff");
+    let workspace = Workspace::new("symbols-past-yaml");
+    workspace.file(".github/FUNDING.yml", "github: [someone]\n");
+    workspace.file(".github/workflows/ci.yml", "name: ci\non: push\njobs: {}\n");
+    workspace.file(
+        "src/sizes.py",
+        "def naturalsize(value: int) -> str:\n    return str(value)\n",
+    );
+    // In git's listing, as in the trial: lspc's own walk skips the hidden `.github`.
+    git_add_all(&workspace);
+    let yaml = json!({"command": "yaml-language-server", "args": ["--stdio"],
+                      "extensionToLanguage": {".yml": "yaml"}});
+    let symbols = |servers: Value| {
+        let config = workspace.config(servers);
+        workspace
+            .lspc()
+            .args(["--no-builtin", "--config"])
+            .arg(&config)
+            .args(["workspace-symbols", "naturalsize", "--timeout", "60"])
+            .timeout(std::time::Duration::from_secs(120))
+            .run()
+    };
+    symbols(json!({ "yaml": yaml, "pyright": pyright_entry() }))
+        .status(0)
+        .stdout_is("src/sizes.py:1:5  naturalsize function\n");
+    // With no server that can answer, the error names the servers tried.
+    symbols(json!({ "yaml": yaml, "ruff": ruff_entry() }))
+        .status(3)
+        .stderr_contains(
+            "lspc: no server here supports workspace/symbol: yaml, ruff (no \
+             workspaceSymbolProvider)\n",
+        );
+}

@@ -515,19 +515,6 @@ fn sarif_results(document: &Value) -> Vec<String> {
         .collect()
 }
 
-fn git(workspace: &Workspace, args: &[&str]) {
-    let status = Command::new("git")
-        .arg("-C")
-        .arg(&workspace.root)
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .expect("git runs");
-    assert!(status.success(), "git {args:?}");
-}
-
 /// `--changed-since REV` checks the files changed since REV (committed, staged or not) plus
 /// untracked files that are not ignored, and nothing else; no change at all is a clean run.
 /// ruff 0.17.6.

@@ -526,6 +526,24 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// Runs `git ARGS` in `workspace` (with a committer identity, and none of the `GIT_*`
+/// variables of a hook that would point it at another repository); panics when it fails.
+pub fn git(workspace: &Workspace, args: &[&str]) {
+    let status = Command::new("git")
+        .arg("-C")
+        .arg(&workspace.root)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("git runs");
+    assert!(status.success(), "git {args:?}");
+}
+
 /// `.lsp.json` entries for the real servers the tests use.
 pub fn pyright_entry() -> Value {
     json!({"command": "pyright-langserver", "args": ["--stdio"],
