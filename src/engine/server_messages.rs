@@ -263,7 +263,7 @@ impl State {
                     .unwrap_or_default();
                 let message_type = params.get("type").and_then(Value::as_u64);
                 match message_type {
-                    Some(1) if method == "window/showMessage" => {
+                    Some(1) if method == "window/showMessage" && !is_developer_note(text) => {
                         log::warn!("{}: {text}", server.config.name)
                     }
                     _ => log::debug!("{}: {text}", server.config.name),
@@ -491,9 +491,18 @@ impl State {
     }
 }
 
+/// Whether a `window/showMessage` error is a note for the server's own developers: a
+/// rust-analyzer built from source (as `cargo install ra_ap_rust-analyzer` builds it) shows its
+/// performance notes as errors (`overly long loop turn took 177ms (event handling took …)`, its
+/// `poke_rust_analyzer_developer`). They say nothing of the user's code or the server's health
+/// and the user can do nothing about them, so they are logged at debug level, not as warnings.
+fn is_developer_note(text: &str) -> bool {
+    text.starts_with("overly long loop turn took ")
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{parse_raw_diagnostics, raw_diagnostic_values};
+    use super::{is_developer_note, parse_raw_diagnostics, raw_diagnostic_values};
     use serde_json::json;
 
     #[test]
@@ -515,5 +524,16 @@ mod tests {
             [list[0].clone(), list[2].clone()]
         );
         assert!(raw_diagnostic_values(None).is_empty());
+    }
+
+    #[test]
+    fn developer_notes_are_not_warnings() {
+        assert!(is_developer_note(
+            "overly long loop turn took 177.30ms (event handling took 176.1ms): PrimeCaches(End { cancelled: false })"
+        ));
+        assert!(!is_developer_note("Failed to load workspaces."));
+        assert!(!is_developer_note(
+            "rust-analyzer: overly long loop turn took 1s"
+        ));
     }
 }
