@@ -45,6 +45,10 @@ pub struct SentDocument {
     /// The version the document was opened with (1, or more when lspc closed it and opened it
     /// again): `version` equals it while lspc has sent only that one text.
     pub opened_version: i32,
+    /// The first version lspc sent `text` under: the versions from it up to `version` all
+    /// carry `text` (lspc sends an unchanged text again under a new version when another file
+    /// changed on disk), and an edit for any of them is an edit of `text`.
+    pub text_version: i32,
     pub text: Arc<str>,
 }
 
@@ -542,6 +546,7 @@ mod tests {
                 SentDocument {
                     version,
                     opened_version: 1,
+                    text_version: version,
                     text: Arc::from(text),
                 },
             );
@@ -965,6 +970,34 @@ mod tests {
             },
             &[("a.py", "x\n"), ("b.py", "y\n")],
         );
+    }
+
+    /// lspc sends an unchanged document again under a new version when another file changed on
+    /// disk; a server that answered for the earlier version of the same text (rust-analyzer's
+    /// rename, a new user's trial on dtolnay/semver) edits that text, so the edit applies. An
+    /// edit for a version before the text changed is still refused.
+    #[test]
+    fn an_edit_for_an_earlier_version_of_the_same_text_applies() {
+        let mut workspace = Workspace::new(&[("a.py", "x = 1\n")]);
+        workspace.send("a.py", 3);
+        let a = workspace.uri("a.py");
+        let sent = workspace
+            .sent
+            .get_mut(&workspace.root.join("a.py"))
+            .unwrap();
+        sent.text_version = 2;
+        let edit_for = |version: i32| {
+            json!({ "documentChanges": [
+                { "textDocument": { "uri": a, "version": version }, "edits": [edit(0, 0, 0, 1, "y")] }
+            ]})
+        };
+        assert_eq!(
+            workspace.error(edit_for(1)),
+            "<root>/a.py: the edit is for version 1 but lspc sent version 3"
+        );
+        let report = workspace.run(edit_for(2), ApplyMode::Write).unwrap();
+        assert!(report.written);
+        assert_eq!(workspace.files()[0].1, "y = 1\n");
     }
 
     #[test]

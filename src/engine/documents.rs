@@ -34,6 +34,10 @@ pub(crate) struct Document {
     /// The version this document was opened with (1, or one more than the version it had when
     /// it was last closed): `version` is greater once a later text was sent.
     pub opened_version: i32,
+    /// The first version that carried `text`: every version from it up to `version` carries
+    /// the same text (a stale analysis sends it again under a new version,
+    /// [`Documents::take_stale_analysis`]), so a server's edit for any of them applies to it.
+    pub text_version: i32,
     /// Servers that have the document open: the version they hold and when it was sent.
     pub open_on: BTreeMap<ServerId, (i32, Instant)>,
     /// LRU clock value of the last use.
@@ -236,6 +240,7 @@ impl Documents {
                 doc.line_index = Arc::new(LineIndex::new(&text));
                 doc.text = Arc::from(text);
                 doc.version += 1;
+                doc.text_version = doc.version;
                 doc.stale_analysis = false;
                 Refresh::Changed
             }
@@ -253,6 +258,7 @@ impl Documents {
                         line_index,
                         version,
                         opened_version: version,
+                        text_version: version,
                         open_on: BTreeMap::new(),
                         last_used: clock,
                         pins: 0,

@@ -76,6 +76,7 @@ impl State {
             documents.get(path).map(|doc| SentDocument {
                 version: doc.version,
                 opened_version: doc.opened_version,
+                text_version: doc.text_version,
                 text: Arc::clone(&doc.text),
             })
         };

@@ -968,3 +968,44 @@ fn workspace_symbols_without_a_file_passes_over_a_server_that_cannot_answer() {
              workspaceSymbolProvider)\n",
         );
 }
+
+/// A new user's trial (dtolnay/semver with rust-analyzer, spf13/pflag with gopls): an agent asks
+/// a definition (lspc opens `a.go`), another tool edits `b.go` on disk, and the agent renames
+/// from `b.go`. lspc sends `a.go` again, unchanged, under version 2 (its analysis may describe
+/// the old `b.go`), but only after the rename request went out; gopls answered for version 1,
+/// and lspc refused its own server's edit ("the edit is for version 1 but lspc sent version 2",
+/// nothing written). An edit for any version that carried the text lspc holds now applies.
+#[test]
+fn a_rename_right_after_another_tool_edited_a_file_applies() {
+    require_program!("gopls");
+    require_program!("go");
+    let workspace = Workspace::new("rename-after-disk-edit");
+    let a = "package rn\n\n// Twice doubles x.\nfunc Twice(x int) int {\n\treturn 2 * x\n}\n";
+    let b = "package rn\n\nfunc Four(x int) int {\n\treturn Twice(Twice(x))\n}\n";
+    workspace
+        .file("go.mod", "module example.com/rn\n\ngo 1.19\n")
+        .file("a.go", a)
+        .file("b.go", b);
+    let mut batch = BatchSession::start_with(&workspace, &["--timeout", "60"]);
+    let definition = batch
+        .ask(json!({"id": 1, "op": "definition", "file": "a.go", "line": 4, "symbol": "Twice"}));
+    assert_eq!(
+        definition["result"]["locations"][0]["line"], 4,
+        "{definition}"
+    );
+    let edited_b = format!("// generated\n{b}");
+    workspace.file("b.go", &edited_b);
+    let rename = batch.ask(json!({"id": 2, "op": "rename", "file": "b.go", "line": 5,
+                                  "symbol": "Twice", "newName": "Double", "apply": true}));
+    assert_eq!(rename["result"]["applied"], true, "{rename}");
+    assert_eq!(
+        std::fs::read_to_string(workspace.path("a.go")).unwrap(),
+        a.replace("Twice", "Double")
+    );
+    assert_eq!(
+        std::fs::read_to_string(workspace.path("b.go")).unwrap(),
+        edited_b.replace("Twice", "Double")
+    );
+    let (status, stderr) = batch.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+}

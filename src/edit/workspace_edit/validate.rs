@@ -450,8 +450,16 @@ impl Planner<'_, '_> {
                     .as_ref()
                     .is_some_and(|sent| sent.version != sent.opened_version)
         });
+        // Any version that carried the text lspc holds now names that text (a re-send of an
+        // unchanged document after another file changed on disk: rust-analyzer answered a
+        // rename for version 1 while lspc's version 2 of the same text was on its way).
+        let carries_text = |version: i32| {
+            sent_document
+                .as_ref()
+                .is_some_and(|sent| (sent.text_version..=sent.version).contains(&version))
+        };
         match version {
-            Some(version) if sent != Some(version) => Err(EditError::StaleVersion {
+            Some(version) if !carries_text(version) => Err(EditError::StaleVersion {
                 path: path.to_path_buf(),
                 version,
                 sent,
