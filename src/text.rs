@@ -362,19 +362,42 @@ pub enum SymbolError {
     },
 }
 
+/// How many characters of a symbol or a line a [`SymbolError`] message quotes.
+const QUOTED_CHARS: usize = 200;
+
+/// `text` as an error message quotes it: whole up to [`QUOTED_CHARS`] characters, else its first
+/// ones, `…` and its length (a 5 MB `symbol` argument was echoed whole, into an agent's context).
+fn quoted(text: &str) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(QUOTED_CHARS) {
+        None => std::borrow::Cow::Borrowed(text),
+        Some((end, _)) => std::borrow::Cow::Owned(format!(
+            "{}… ({} characters)",
+            &text[..end],
+            text.chars().count()
+        )),
+    }
+}
+
 impl fmt::Display for SymbolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SymbolError::EmptySymbol => write!(f, "the symbol to look for is empty"),
-            SymbolError::ZeroOccurrence { symbol } => {
-                write!(f, "occurrence 0 of symbol `{symbol}` asked for; occurrences count from 1")
-            }
+            SymbolError::ZeroOccurrence { symbol } => write!(
+                f,
+                "occurrence 0 of symbol `{}` asked for; occurrences count from 1",
+                quoted(symbol)
+            ),
             SymbolError::NotFound {
                 symbol,
                 line_text,
                 found: 0,
                 ..
-            } => write!(f, "symbol `{symbol}` not found on line: `{line_text}`"),
+            } => write!(
+                f,
+                "symbol `{}` not found on line: `{}`",
+                quoted(symbol),
+                quoted(line_text)
+            ),
             SymbolError::NotFound {
                 symbol,
                 line_text,
@@ -382,8 +405,10 @@ impl fmt::Display for SymbolError {
                 found,
             } => write!(
                 f,
-                "occurrence {occurrence} of symbol `{symbol}` asked for but it occurs {found} time{} on line: `{line_text}`",
-                if *found == 1 { "" } else { "s" }
+                "occurrence {occurrence} of symbol `{}` asked for but it occurs {found} time{} on line: `{}`",
+                quoted(symbol),
+                if *found == 1 { "" } else { "s" },
+                quoted(line_text)
             ),
         }
     }
@@ -895,5 +920,21 @@ mod tests {
                     .to_string()
             )
         );
+        // A huge symbol or line is quoted by its start and its length, not whole.
+        let long = "é".repeat(250);
+        let start = "é".repeat(200);
+        assert_eq!(
+            message("let x = 1;", &long, 1),
+            Err(format!(
+                "symbol `{start}… (250 characters)` not found on line: `let x = 1;`"
+            ))
+        );
+        assert_eq!(
+            message(&long, "x", 1),
+            Err(format!(
+                "symbol `x` not found on line: `{start}… (250 characters)`"
+            ))
+        );
+        assert_eq!(quoted(&start), start);
     }
 }

@@ -499,14 +499,21 @@ impl Queries {
                         CallDirection::Incoming => other.location.path.clone(),
                         CallDirection::Outgoing => item.location.path.clone(),
                     };
-                    let call_sites = call
+                    // Each site once, in the server's order: pyright 1.1.414 repeats a call's
+                    // range in `fromRanges` (a new user's trial on pallets/itsdangerous).
+                    let mut call_sites: Vec<Location> = Vec::new();
+                    for range in call
                         .get("fromRanges")
                         .and_then(Value::as_array)
                         .into_iter()
                         .flatten()
                         .filter_map(parse_range)
-                        .map(|range| target.files.location(&sites_path, range))
-                        .collect();
+                    {
+                        let site = target.files.location(&sites_path, range);
+                        if !call_sites.contains(&site) {
+                            call_sites.push(site);
+                        }
+                    }
                     calls.push(Call {
                         item: other,
                         call_sites,

@@ -276,6 +276,31 @@ fn pyright_symbols_and_call_hierarchy() {
     );
 }
 
+/// A new user's trial on pallets/itsdangerous: pyright 1.1.414 repeats each range of a method
+/// call in `fromRanges` (`self.derive_key()` inside a method), and lspc listed every call site
+/// twice. Each site is listed once, in the server's order.
+#[test]
+fn pyright_call_sites_are_listed_once() {
+    if !have("pyright-langserver", "pyright_call_sites_once") {
+        return;
+    }
+    let workspace = Workspace::new("call-sites-once");
+    let servers = json!({
+        "pyright": { "command": "pyright-langserver", "args": ["--stdio"],
+                     "extensionToLanguage": { ".py": "python" } }
+    });
+    workspace.write("lsp.json", &servers.to_string()).write(
+        "s.py",
+        "class Signer:\n    def derive_key(self) -> bytes:\n        return b\"k\"\n\n    def get_signature(self) -> bytes:\n        key = self.derive_key()\n        return key\n\n    def verify(self) -> bool:\n        return self.derive_key() == b\"k\"\n",
+    );
+    let incoming = workspace.lspc(&["incoming-calls", "s.py:2", "--symbol", "derive_key"], "");
+    assert_eq!(
+        incoming.stdout,
+        "s.py:2:9  derive_key method\nincoming calls:\n  s.py:5:9  get_signature function\n    s.py:6:20  key = self.derive_key()\n  s.py:9:9  verify function\n    s.py:10:21  return self.derive_key() == b\"k\"\n",
+        "{incoming:?}"
+    );
+}
+
 /// Found on pallets/itsdangerous: `workspace-symbols` without `--file` asked the server of the first
 /// file in path order (there `.devcontainer/on-create-command.sh`, bash-language-server), which knows no
 /// Python class, and said "no matching symbols found". It must ask the server of the workspace's
