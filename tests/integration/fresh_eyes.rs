@@ -1009,3 +1009,39 @@ fn a_rename_right_after_another_tool_edited_a_file_applies() {
     let (status, stderr) = batch.finish();
     assert_eq!(status, Some(0), "{stderr}");
 }
+
+/// A new user's trial on sindresorhus/ky: `lspc format` of an already formatted TypeScript file
+/// that begins with a UTF-8 byte order mark showed `-\u{feff}export …` / `+export …` and, with
+/// `--apply`, wrote the file without its first three bytes: lspc sends the mark as text and
+/// tsserver's formatting deletes it. An editor keeps it (it is the file's encoding); so does
+/// lspc now, whatever the edits do with it.
+#[test]
+fn formatting_keeps_a_byte_order_mark() {
+    require_program!("typescript-language-server");
+    let workspace = Workspace::new("format-bom");
+    workspace
+        .file(
+            "tsconfig.json",
+            "{\"compilerOptions\": {\"strict\": true, \"noEmit\": true}}\n",
+        )
+        .file("formatted.ts", "\u{feff}export const a = 1;\n")
+        .file("loose.ts", "\u{feff}export  const b=2\n");
+    let config = workspace.config(json!({ "typescript": typescript_entry() }));
+    let format = |file: &str| {
+        workspace
+            .lspc()
+            .args(["format", file, "--apply", "--no-builtin", "--config"])
+            .arg(&config)
+            .run()
+    };
+    format("formatted.ts").status(0).stdout_is("no changes\n");
+    assert_eq!(
+        std::fs::read(workspace.path("formatted.ts")).unwrap(),
+        b"\xef\xbb\xbfexport const a = 1;\n"
+    );
+    format("loose.ts").status(0);
+    assert_eq!(
+        std::fs::read(workspace.path("loose.ts")).unwrap(),
+        b"\xef\xbb\xbfexport const b = 2\n"
+    );
+}

@@ -13,6 +13,9 @@ use super::apply::{apply_text_edits, RawTextEdit};
 use super::{EditContext, EditError, Operation};
 use crate::uri;
 
+/// U+FEFF, which a UTF-8 file may begin with (its byte order mark, `EF BB BF`).
+const BYTE_ORDER_MARK: char = '\u{feff}';
+
 // ----- parsing ---------------------------------------------------------------------------------
 
 #[derive(Debug, Clone)]
@@ -503,7 +506,15 @@ impl Planner<'_, '_> {
         let text = std::str::from_utf8(content).map_err(|_| EditError::NotUtf8 {
             path: path.to_path_buf(),
         })?;
-        let new_text = apply_text_edits(path, text, edits, encoding)?;
+        let mut new_text = apply_text_edits(path, text, edits, encoding)?;
+        // A UTF-8 byte order mark is the file's encoding, not its text: an editor strips it
+        // before the server sees the text and writes it back on save. lspc sends it as text,
+        // and typescript-language-server's formatting deleted it (a new user's trial on
+        // sindresorhus/ky: `lspc format` of a formatted file removed its first three bytes).
+        // Kept when the edits took it away.
+        if text.starts_with(BYTE_ORDER_MARK) && !new_text.starts_with(BYTE_ORDER_MARK) {
+            new_text.insert(0, BYTE_ORDER_MARK);
+        }
         slot.content = Some(new_text.into_bytes());
         Ok(())
     }
