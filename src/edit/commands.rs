@@ -31,6 +31,7 @@ use serde_json::{json, Value};
 use super::diff::unified_diff;
 use super::formatting::{self, FormattingOverrides};
 use super::leftovers;
+use super::local_rename;
 use super::workspace_edit::{ApplyMode, EditError, EditReport, Operation};
 use crate::diagnostics::{comparison_message, Diagnostic, Severity};
 use crate::doorbell::LoopSender;
@@ -260,7 +261,12 @@ impl EditCommands {
             .line_text(&synced.text, line - 1)
             .unwrap_or_default();
         if let Some(old_name) = leftovers::identifier_at(line_text, column) {
-            (edit, left) = self.include_leftovers(server, edit, &params, &old_name)?;
+            match self.local_to(server, &path, &document, &edit) {
+                Some(function) => log::info!(
+                    "{old_name} is local to {function}: other files are not searched for it"
+                ),
+                None => (edit, left) = self.include_leftovers(server, edit, &params, &old_name)?,
+            }
         }
         let mut outcome = self.finish(edit, server.encoding, apply)?;
         let mut notes = Vec::new();
@@ -273,6 +279,31 @@ impl EditCommands {
         outcome.note = (!notes.is_empty()).then(|| notes.join("; "));
         outcome.not_renamed = left;
         Ok(outcome)
+    }
+
+    /// The function of `path` that a rename `edit` stays inside ([`local_rename::local_to`]), by
+    /// the server's `textDocument/documentSymbol`; `None` when the rename may reach other files
+    /// or the server cannot tell.
+    fn local_to(
+        &self,
+        server: &ServerInfo,
+        path: &Path,
+        document: &Value,
+        edit: &Value,
+    ) -> Option<String> {
+        if !server.supports("documentSymbolProvider") {
+            return None;
+        }
+        let symbols = self
+            .request(
+                server,
+                "textDocument/documentSymbol",
+                json!({ "textDocument": document }),
+            )
+            .ok()?;
+        let is_target =
+            |uri: &str| uri::uri_to_path(uri).is_ok_and(|target| uri::canonical(&target) == path);
+        local_rename::local_to(edit, &is_target, &symbols)
     }
 
     /// Whole-word occurrences of `old_name` in files the rename `edit` does not touch

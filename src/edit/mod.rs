@@ -18,6 +18,7 @@ pub mod commands;
 pub mod diff;
 pub mod formatting;
 pub mod leftovers;
+pub mod local_rename;
 pub mod workspace_edit;
 
 pub use workspace_edit::{

@@ -651,6 +651,63 @@ fn typescript_formats_a_tab_indented_file_to_zero_changes() {
     assert_eq!(project.read("src/ky.ts"), KY_TS.replace('\t', "  "));
 }
 
+/// A new user's trial on sindresorhus/ky: renaming a function's local `value` scanned the whole
+/// root for the word, listed every `value` of other files as "not renamed" (243 places), and
+/// opened 32 of those files in tsserver to ask again (6.4 s; their diagnostics reached the agent
+/// as new). A rename whose every edit lies inside one function (by the server's document
+/// symbols) is of a name no other file can use: nothing else is searched or opened.
+#[test]
+fn renaming_a_local_searches_no_other_file() {
+    if !have(
+        "renaming_a_local_searches_no_other_file",
+        &["pyright-langserver", "typescript-language-server"],
+    ) {
+        return;
+    }
+    let project = Project::new(&[
+        (
+            "a.py",
+            "def area(value):\n    double = value * 2\n    return value * double\n",
+        ),
+        ("b.py", "value = 3\nprint(value)\n"),
+        (
+            "weird.ts",
+            "export function f(value: number): number {\n  const x = value + 1;\n  return x * value;\n}\n",
+        ),
+        ("other.ts", "export const value = 3;\n"),
+        ("tsconfig.json", "{\"compilerOptions\": {\"strict\": true}, \"files\": [\"weird.ts\"]}\n"),
+    ]);
+    let commands = project.commands();
+    for (file, line) in [("a.py", 1), ("weird.ts", 1)] {
+        let at = project.at(file, line, "value");
+        let preview = commands.rename(&at, "width", false).unwrap();
+        assert_eq!(preview.not_renamed, [], "{file}: {:?}", preview.note);
+        assert_eq!(preview.note, None, "{file}");
+        assert_eq!(preview.report.files.len(), 1, "{file}: {}", preview.diff);
+        let renamed: String = project
+            .read(file)
+            .lines()
+            .filter(|line| line.contains("value"))
+            .map(|line| format!("{}\n", line.replace("value", "width")))
+            .collect();
+        let added: String = preview
+            .diff
+            .lines()
+            .filter(|line| line.starts_with('+') && !line.starts_with("+++"))
+            .map(|line| format!("{}\n", &line[1..]))
+            .collect();
+        assert_eq!(added, renamed, "{file}: {}", preview.diff);
+    }
+    // The files holding another `value` were never opened.
+    let open = lspc::engine::open_documents(&project.engine.as_ref().unwrap().op_sender());
+    assert!(
+        !open
+            .iter()
+            .any(|path| path.ends_with("b.py") || path.ends_with("other.ts")),
+        "{open:?}"
+    );
+}
+
 /// Regression (issue 11, found on pallets/click): pyright's project (`include = ["src"]`) does
 /// not cover `tests/`, so a rename edited `src/` and silently left the calls in `tests/` broken.
 /// lspc now scans the root (`.gitignore` honoured, files of the server's extensions) for the old

@@ -1,0 +1,208 @@
+//! Whether a rename is of a name local to one function (a parameter, a local variable, a nested
+//! function), so that no other file can name it and the search for leftovers in other files
+//! (`leftovers.rs`) is skipped.
+//!
+//! Why: a rename of a function-local `value` in sindresorhus/ky listed 243 whole-word places in
+//! other files as "not renamed", opened 32 of them in tsserver to ask again (6.4 s), and their
+//! diagnostics (test files outside the tsconfig, checked with default options) reached the agent
+//! as new (a new user's trial).
+//!
+//! The rule: the server's rename edits one file only (no other file, no resource operation), and
+//! every edited range lies inside the range of one function, method or constructor of that file's
+//! hierarchical `textDocument/documentSymbol` answer (LSP 3.17 §`DocumentSymbol`: `kind` 12, 6 or
+//! 9) and outside its `selectionRange` (its own name: renaming the function itself is not local).
+//! A name that is declared outside the function (a module's function called inside it, an
+//! attribute set in `__init__` and read in another method) has an edit outside it. A flat
+//! `SymbolInformation[]` answer has no `selectionRange`, so it proves nothing. Ranges are compared
+//! as the server sent them (one file, one encoding).
+
+use serde_json::Value;
+
+/// An LSP position as `(line, character)`, both 0-based in the server's encoding.
+type Point = (u64, u64);
+
+/// `Function`, `Method` and `Constructor` (LSP 3.17 §`SymbolKind`).
+const FUNCTION_KINDS: [u64; 3] = [12, 6, 9];
+
+fn point(position: &Value) -> Option<Point> {
+    Some((
+        position.get("line")?.as_u64()?,
+        position.get("character")?.as_u64()?,
+    ))
+}
+
+fn range(range: &Value) -> Option<(Point, Point)> {
+    Some((point(range.get("start")?)?, point(range.get("end")?)?))
+}
+
+fn contains(outer: (Point, Point), inner: (Point, Point)) -> bool {
+    outer.0 <= inner.0 && inner.1 <= outer.1
+}
+
+fn overlaps(a: (Point, Point), b: (Point, Point)) -> bool {
+    a.0 < b.1 && b.0 < a.1 || a.0 == b.0
+}
+
+/// The ranges a `WorkspaceEdit` (`changes` or `documentChanges`) edits, when it edits only the
+/// document `is_target` accepts the URI of; `None` when it edits another document, has a
+/// resource operation, or cannot be read.
+fn edited_ranges(edit: &Value, is_target: &dyn Fn(&str) -> bool) -> Option<Vec<(Point, Point)>> {
+    let mut ranges = Vec::new();
+    let mut push_edits = |edits: &Value| -> Option<()> {
+        for text_edit in edits.as_array()? {
+            ranges.push(range(text_edit.get("range")?)?);
+        }
+        Some(())
+    };
+    if let Some(changes) = edit.get("documentChanges").and_then(Value::as_array) {
+        for change in changes {
+            let uri = change.pointer("/textDocument/uri")?.as_str()?;
+            if change.get("kind").is_some() || !is_target(uri) {
+                return None;
+            }
+            push_edits(change.get("edits")?)?;
+        }
+    } else {
+        for (uri, edits) in edit.get("changes")?.as_object()? {
+            if !is_target(uri) {
+                return None;
+            }
+            push_edits(edits)?;
+        }
+    }
+    (!ranges.is_empty()).then_some(ranges)
+}
+
+/// The innermost function of `symbols` (and its children) holding every range of `edited`
+/// outside its own name: its name.
+fn enclosing(symbols: &[Value], edited: &[(Point, Point)]) -> Option<String> {
+    for symbol in symbols {
+        let Some(full) = symbol.get("range").and_then(range) else {
+            continue;
+        };
+        if !edited.iter().all(|edit| contains(full, *edit)) {
+            continue;
+        }
+        let children = symbol
+            .get("children")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        if let Some(inner) = enclosing(children, edited) {
+            return Some(inner);
+        }
+        let Some(name_range) = symbol.get("selectionRange").and_then(range) else {
+            continue;
+        };
+        let is_function = symbol
+            .get("kind")
+            .and_then(Value::as_u64)
+            .is_some_and(|kind| FUNCTION_KINDS.contains(&kind));
+        if is_function && !edited.iter().any(|edit| overlaps(name_range, *edit)) {
+            return symbol.get("name")?.as_str().map(str::to_owned);
+        }
+    }
+    None
+}
+
+/// The function a rename `edit` stays inside (see the module doc), given the edited file's
+/// `textDocument/documentSymbol` answer; `None` when the rename may reach other files.
+pub fn local_to(edit: &Value, is_target: &dyn Fn(&str) -> bool, symbols: &Value) -> Option<String> {
+    let edited = edited_ranges(edit, is_target)?;
+    enclosing(symbols.as_array()?, &edited)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn at(line: u64, start: u64, end: u64) -> Value {
+        json!({"start": {"line": line, "character": start}, "end": {"line": line, "character": end}})
+    }
+
+    fn span(start: u64, end: u64) -> Value {
+        json!({"start": {"line": start, "character": 0}, "end": {"line": end, "character": 80}})
+    }
+
+    /// `def outer(value):` on line 0 (name at 4..9), its body to line 5, with `def inner():` on
+    /// line 2 (name at 8..13, body to line 3); `class C:` on lines 7-9 with method `m`.
+    fn symbols() -> Value {
+        json!([
+            {"name": "outer", "kind": 12, "range": span(0, 5), "selectionRange": at(0, 4, 9),
+             "children": [
+                {"name": "value", "kind": 13, "range": at(0, 10, 15), "selectionRange": at(0, 10, 15)},
+                {"name": "inner", "kind": 12, "range": span(2, 3), "selectionRange": at(2, 8, 13)}
+             ]},
+            {"name": "C", "kind": 5, "range": span(7, 9), "selectionRange": at(7, 6, 7),
+             "children": [
+                {"name": "m", "kind": 6, "range": span(8, 9), "selectionRange": at(8, 8, 9)}
+             ]}
+        ])
+    }
+
+    fn local(edits: Value) -> Option<String> {
+        let is_target = |uri: &str| uri == "file:///w/a.py";
+        local_to(&edits, &is_target, &symbols())
+    }
+
+    fn changes(ranges: &[Value]) -> Value {
+        let edits: Vec<Value> = ranges
+            .iter()
+            .map(|range| json!({"range": range, "newText": "renamed"}))
+            .collect();
+        json!({"changes": {"file:///w/a.py": edits}})
+    }
+
+    #[test]
+    fn a_parameter_or_a_nested_function_is_local() {
+        // `value`: the parameter and two uses in the body.
+        assert_eq!(
+            local(changes(&[at(0, 10, 15), at(1, 4, 9), at(4, 11, 16)])),
+            Some("outer".to_owned())
+        );
+        // A local of `inner`, used in `inner` only: the innermost function.
+        assert_eq!(
+            local(changes(&[at(3, 8, 9), at(3, 12, 13)])),
+            Some("inner".to_owned())
+        );
+        // `inner` itself, declared and called in `outer`: local to `outer`.
+        assert_eq!(
+            local(changes(&[at(2, 8, 13), at(4, 4, 9)])),
+            Some("outer".to_owned())
+        );
+        // The same as documentChanges.
+        let document_changes = json!({"documentChanges": [{
+            "textDocument": {"uri": "file:///w/a.py", "version": 3},
+            "edits": [{"range": at(1, 4, 9), "newText": "x"}, {"range": at(4, 11, 16), "newText": "x"}]
+        }]});
+        assert_eq!(local(document_changes), Some("outer".to_owned()));
+    }
+
+    #[test]
+    fn anything_that_may_reach_another_file_is_not() {
+        // The function's own name.
+        assert_eq!(local(changes(&[at(0, 4, 9), at(6, 0, 5)])), None);
+        assert_eq!(local(changes(&[at(0, 4, 9)])), None);
+        // A method's name (inside a class, which is no function).
+        assert_eq!(local(changes(&[at(8, 8, 9)])), None);
+        // Edits in two functions, or at module level.
+        assert_eq!(local(changes(&[at(1, 4, 9), at(8, 12, 13)])), None);
+        assert_eq!(local(changes(&[at(6, 0, 5)])), None);
+        // Another file, a resource operation, no edit at all.
+        let two_files = json!({"changes": {"file:///w/a.py": [{"range": at(1, 4, 9), "newText": "x"}],
+                                           "file:///w/b.py": [{"range": at(1, 4, 9), "newText": "x"}]}});
+        assert_eq!(local(two_files), None);
+        let rename_file = json!({"documentChanges": [
+            {"textDocument": {"uri": "file:///w/a.py", "version": 3},
+             "edits": [{"range": at(1, 4, 9), "newText": "x"}]},
+            {"kind": "rename", "oldUri": "file:///w/a.py", "newUri": "file:///w/b.py"}]});
+        assert_eq!(local(rename_file), None);
+        assert_eq!(local(json!({"changes": {}})), None);
+        // A flat SymbolInformation answer proves nothing.
+        let flat = json!([{"name": "outer", "kind": 12,
+                           "location": {"uri": "file:///w/a.py", "range": span(0, 5)}}]);
+        let is_target = |uri: &str| uri == "file:///w/a.py";
+        assert_eq!(local_to(&changes(&[at(1, 4, 9)]), &is_target, &flat), None);
+    }
+}
