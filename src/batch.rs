@@ -299,6 +299,7 @@ pub fn run_with(
         timeout,
         config: &config,
         rendering: crate::query::command::Rendering::JsonOnly,
+        severity: None,
     };
     let output: SharedOutput = Arc::new(SharedWriter::new(output));
     // Each operation's `Done` reports here once it holds the output to write its line.

@@ -58,7 +58,8 @@ Commands:
   outgoing-calls LOC  what the function at LOC calls
   type-hierarchy LOC  --supertypes (default) or --subtypes of the type at LOC
   signature-help LOC  the signature of the call around LOC
-  diagnostics FILE    the settled diagnostics of FILE (exit 1 when there are any)
+  diagnostics FILE    the settled diagnostics of FILE (exit 1 when there are any);
+                      --severity LEVEL shows only those at or above LEVEL
   batch               JSON-lines operations on stdin, one JSON answer line each on stdout
   sarif-merge FILE... join the SARIF outputs of `check --shard` jobs into one log on stdout
   mcp [-- SERVER ARGS...]
@@ -187,6 +188,8 @@ pub enum Command {
         operation: Operation,
         format: QueryFormat,
         timeout: Duration,
+        /// `--severity`, when given: `diagnostics` reports only diagnostics at or above it.
+        severity: Option<crate::diagnostics::Severity>,
     },
     /// `lspc batch`: JSON-lines queries on stdin; `timeout` bounds each one.
     Batch {
@@ -351,6 +354,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             operation,
             format,
             timeout,
+            severity,
         } => {
             if let Operation::Query(request) = &operation {
                 let options = QueryOptions {
@@ -372,7 +376,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             run_operation(
                 engine_options(config, &args.global),
                 operation,
-                format,
+                (format, severity),
                 timeout,
                 args.global.quiet,
             )
@@ -386,7 +390,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
 fn run_operation(
     engine_options: EngineOptions,
     operation: Operation,
-    format: QueryFormat,
+    (format, severity): (QueryFormat, Option<crate::diagnostics::Severity>),
     timeout: Duration,
     quiet: bool,
 ) -> i32 {
@@ -413,6 +417,7 @@ fn run_operation(
         timeout,
         config: &config,
         rendering: crate::query::command::Rendering::Both,
+        severity,
     };
     let result = execute(&context, &operation);
     engine.shutdown();

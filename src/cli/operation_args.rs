@@ -257,6 +257,7 @@ pub fn operation_command(
         operation,
         format,
         timeout,
+        severity: None,
     })
 }
 

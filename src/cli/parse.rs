@@ -67,6 +67,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
     let mut mcp = McpCliOptions::default();
     let mut ide = crate::ide::IdeCliOptions::default();
     let mut timeout_given: Option<Duration> = None;
+    let mut severity_given: Option<crate::diagnostics::Severity> = None;
     let mut help = false;
     let mut version = false;
     // Operation flags (`--symbol`, `--apply`, ...), in order, checked once the command is known.
@@ -121,7 +122,10 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
                     ))
                 })?;
             }
-            Long("severity") => check.severity = parse_severity("--severity", &mut parser)?,
+            Long("severity") => {
+                check.severity = parse_severity("--severity", &mut parser)?;
+                severity_given = Some(check.severity);
+            }
             Long("fail-on") => check.fail_on = parse_severity("--fail-on", &mut parser)?,
             Long("timeout") => {
                 let value: String = parser.value()?.string()?;
@@ -365,13 +369,17 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
                     .into_iter()
                     .map(PathBuf::into_os_string)
                     .collect();
-                operation_args::operation_command(
+                let mut command = operation_args::operation_command(
                     name,
                     &positionals,
                     &op_flags,
                     format,
                     check.timeout,
-                )?
+                )?;
+                if let Command::Operation { severity, .. } = &mut command {
+                    *severity = severity_given;
+                }
+                command
             }
             Some(other) => {
                 return Err(UsageError(format!(
@@ -442,6 +450,7 @@ mod tests {
                 operation,
                 format,
                 timeout,
+                ..
             } => (operation, format, timeout),
             other => panic!("not an operation: {other:?}"),
         }
@@ -730,6 +739,7 @@ mod tests {
                 },
                 format: QueryFormat::Human,
                 timeout: Duration::from_secs(30),
+                severity: None,
             }
         );
     }

@@ -38,6 +38,9 @@ pub struct Context<'a> {
     pub config: &'a crate::config::Config,
     /// Whether the caller reads [`Answer::human`] (`lspc batch` does not: queries then skip it).
     pub rendering: crate::query::command::Rendering,
+    /// `diagnostics` reports only the diagnostics at or above this severity (`lspc diagnostics
+    /// --severity`); `None`: every one.
+    pub severity: Option<crate::diagnostics::Severity>,
 }
 
 /// An operation's outcome in both renderings.
@@ -218,9 +221,20 @@ pub fn execute(context: &Context<'_>, operation: &Operation) -> Result<Answer, F
                     exit_status: EXIT_SERVER,
                 }),
                 FileOutcome::Done {
-                    diagnostics,
+                    mut diagnostics,
                     incomplete,
                 } => {
+                    let total = diagnostics.len();
+                    if let Some(threshold) = context.severity {
+                        diagnostics.retain(|diagnostic| diagnostic.severity <= threshold);
+                    }
+                    let below = (total > diagnostics.len()).then(|| {
+                        let level = context.severity.map_or("", |level| level.as_str());
+                        match total - diagnostics.len() {
+                            1 => format!("1 diagnostic below {level} not shown"),
+                            n => format!("{n} diagnostics below {level} not shown"),
+                        }
+                    });
                     let mut json = json!({
                         "diagnostics": diagnostics.iter().map(|d| diagnostic_json(d, &root)).collect::<Vec<_>>(),
                         "complete": incomplete.is_none(),
@@ -228,10 +242,15 @@ pub fn execute(context: &Context<'_>, operation: &Operation) -> Result<Answer, F
                     if let Some(incomplete) = &incomplete {
                         json["incomplete"] = json!(format!("diagnostics incomplete: {incomplete}"));
                     }
+                    let incomplete = incomplete.map(|text| format!("diagnostics incomplete: {text}"));
+                    let note = match (incomplete, below) {
+                        (Some(incomplete), Some(below)) => Some(format!("{incomplete}; {below}")),
+                        (incomplete, below) => incomplete.or(below),
+                    };
                     Ok(Answer {
                         human: diagnostics_text(&diagnostics, &root),
                         found: !diagnostics.is_empty(),
-                        note: incomplete.map(|text| format!("diagnostics incomplete: {text}")),
+                        note,
                         json: json.into(),
                     })
                 }

@@ -1045,3 +1045,29 @@ fn formatting_keeps_a_byte_order_mark() {
         b"\xef\xbb\xbfexport const b = 2\n"
     );
 }
+
+/// A new user's trial on pallets/itsdangerous: `lspc diagnostics FILE --severity warning`
+/// accepted `--severity` and ignored it, so a file with only pyright's "is not accessed" hints
+/// printed them and exited 1; `lspc diagnostics f && echo clean` was never clean. The option
+/// now filters what is shown and counted, and stderr says what it left out.
+#[test]
+fn diagnostics_honours_severity() {
+    require_program!("pyright-langserver");
+    let workspace = Workspace::new("diagnostics-severity");
+    workspace.file("h.py", "def f(key):\n    return 1\n");
+    let config = workspace.config(json!({ "pyright": pyright_entry() }));
+    let diagnostics = |extra: &[&str]| {
+        workspace
+            .lspc()
+            .args(["diagnostics", "h.py", "--no-builtin", "--config"])
+            .arg(&config)
+            .args(extra)
+            .run()
+    };
+    let all = diagnostics(&[]);
+    all.status(1)
+        .stdout_is("h.py:1:7: hint: \"key\" is not accessed [Pyright]\n");
+    let warnings = diagnostics(&["--severity", "warning"]);
+    warnings.status(0).stdout_is("");
+    warnings.stderr_contains("\nlspc: 1 diagnostic below warning not shown\n");
+}
