@@ -10,7 +10,10 @@
 //! The rule: the server's rename edits one file only (no other file, no resource operation), and
 //! every edited range lies inside the range of one function, method or constructor of that file's
 //! hierarchical `textDocument/documentSymbol` answer (LSP 3.17 §`DocumentSymbol`: `kind` 12, 6 or
-//! 9) and outside its `selectionRange` (its own name: renaming the function itself is not local).
+//! 9) and outside its `selectionRange` (its own name: renaming the function itself is not local);
+//! or inside one variable or constant (13, 14: an arrow function's parameter, which tsserver
+//! lists under the constant holding the function) and on neither its name nor the name of one
+//! of its members (an object literal's property, which other files may use).
 //! A name that is declared outside the function (a module's function called inside it, an
 //! attribute set in `__init__` and read in another method) has an edit outside it. A flat
 //! `SymbolInformation[]` answer has no `selectionRange`, so it proves nothing. Ranges are compared
@@ -23,6 +26,14 @@ type Point = (u64, u64);
 
 /// `Function`, `Method` and `Constructor` (LSP 3.17 §`SymbolKind`).
 const FUNCTION_KINDS: [u64; 3] = [12, 6, 9];
+
+/// `Variable` and `Constant`: `const isRequest = (value: unknown) => …` is tsserver's constant,
+/// with no function symbol for the arrow function it holds.
+const VARIABLE_KINDS: [u64; 2] = [13, 14];
+
+/// `Method`, `Property`, `Field`, `Constructor`, `EnumMember`, `Event` and `Operator`: a member a
+/// variable's value (an object literal, a class expression) lets other files use.
+const MEMBER_KINDS: [u64; 7] = [6, 7, 8, 9, 22, 24, 25];
 
 fn point(position: &Value) -> Option<Point> {
     Some((
@@ -94,11 +105,24 @@ fn enclosing(symbols: &[Value], edited: &[(Point, Point)]) -> Option<String> {
         let Some(name_range) = symbol.get("selectionRange").and_then(range) else {
             continue;
         };
-        let is_function = symbol
-            .get("kind")
-            .and_then(Value::as_u64)
-            .is_some_and(|kind| FUNCTION_KINDS.contains(&kind));
-        if is_function && !edited.iter().any(|edit| overlaps(name_range, *edit)) {
+        let kind = symbol.get("kind").and_then(Value::as_u64).unwrap_or(0);
+        let on_name = |range: (Point, Point)| edited.iter().any(|edit| overlaps(range, *edit));
+        // A variable's own members are not its locals.
+        let on_member = || {
+            children.iter().any(|child| {
+                child
+                    .get("kind")
+                    .and_then(Value::as_u64)
+                    .is_some_and(|kind| MEMBER_KINDS.contains(&kind))
+                    && child
+                        .get("selectionRange")
+                        .and_then(range)
+                        .is_none_or(on_name)
+            })
+        };
+        let local =
+            FUNCTION_KINDS.contains(&kind) || VARIABLE_KINDS.contains(&kind) && !on_member();
+        if local && !on_name(name_range) {
             return symbol.get("name")?.as_str().map(str::to_owned);
         }
     }
@@ -177,6 +201,38 @@ mod tests {
             "edits": [{"range": at(1, 4, 9), "newText": "x"}, {"range": at(4, 11, 16), "newText": "x"}]
         }]});
         assert_eq!(local(document_changes), Some("outer".to_owned()));
+    }
+
+    #[test]
+    fn an_arrow_functions_parameter_is_local_to_its_constant() {
+        // `const isRequest = (value: unknown) =>\n  value instanceof Request;` (tsserver: a
+        // constant without children); `const options = {value: 1, other: value};` (a property).
+        let symbols = json!([
+            {"name": "isRequest", "kind": 14, "range": span(0, 1), "selectionRange": at(0, 6, 15)},
+            {"name": "options", "kind": 14, "range": span(3, 3), "selectionRange": at(3, 6, 13),
+             "children": [
+                {"name": "value", "kind": 7, "range": at(3, 17, 25), "selectionRange": at(3, 17, 22)},
+                {"name": "other", "kind": 7, "range": at(3, 27, 39), "selectionRange": at(3, 27, 32)}
+             ]}
+        ]);
+        let is_target = |uri: &str| uri == "file:///w/a.py";
+        assert_eq!(
+            local_to(
+                &changes(&[at(0, 19, 24), at(1, 2, 7)]),
+                &is_target,
+                &symbols
+            ),
+            Some("isRequest".to_owned())
+        );
+        // The constant's own name, and a property of an object literal, are not.
+        assert_eq!(
+            local_to(&changes(&[at(0, 6, 15)]), &is_target, &symbols),
+            None
+        );
+        assert_eq!(
+            local_to(&changes(&[at(3, 17, 22)]), &is_target, &symbols),
+            None
+        );
     }
 
     #[test]
