@@ -19,10 +19,10 @@
 //! `SymbolInformation[]` answer has no `selectionRange`, so it proves nothing. Ranges are compared
 //! as the server sent them (one file, one encoding).
 
+use lsp_types::Range;
 use serde_json::Value;
 
-/// An LSP position as `(line, character)`, both 0-based in the server's encoding.
-type Point = (u64, u64);
+use crate::query::locations::parse_range as range;
 
 /// `Function`, `Method` and `Constructor` (LSP 3.17 §`SymbolKind`).
 const FUNCTION_KINDS: [u64; 3] = [12, 6, 9];
@@ -35,29 +35,18 @@ const VARIABLE_KINDS: [u64; 2] = [13, 14];
 /// variable's value (an object literal, a class expression) lets other files use.
 const MEMBER_KINDS: [u64; 7] = [6, 7, 8, 9, 22, 24, 25];
 
-fn point(position: &Value) -> Option<Point> {
-    Some((
-        position.get("line")?.as_u64()?,
-        position.get("character")?.as_u64()?,
-    ))
+fn contains(outer: &Range, inner: &Range) -> bool {
+    outer.start <= inner.start && inner.end <= outer.end
 }
 
-fn range(range: &Value) -> Option<(Point, Point)> {
-    Some((point(range.get("start")?)?, point(range.get("end")?)?))
-}
-
-fn contains(outer: (Point, Point), inner: (Point, Point)) -> bool {
-    outer.0 <= inner.0 && inner.1 <= outer.1
-}
-
-fn overlaps(a: (Point, Point), b: (Point, Point)) -> bool {
-    a.0 < b.1 && b.0 < a.1 || a.0 == b.0
+fn overlaps(a: &Range, b: &Range) -> bool {
+    a.start < b.end && b.start < a.end || a.start == b.start
 }
 
 /// The ranges a `WorkspaceEdit` (`changes` or `documentChanges`) edits, when it edits only the
 /// document `is_target` accepts the URI of; `None` when it edits another document, has a
 /// resource operation, or cannot be read.
-fn edited_ranges(edit: &Value, is_target: &dyn Fn(&str) -> bool) -> Option<Vec<(Point, Point)>> {
+fn edited_ranges(edit: &Value, is_target: &dyn Fn(&str) -> bool) -> Option<Vec<Range>> {
     let mut ranges = Vec::new();
     let mut push_edits = |edits: &Value| -> Option<()> {
         for text_edit in edits.as_array()? {
@@ -86,12 +75,12 @@ fn edited_ranges(edit: &Value, is_target: &dyn Fn(&str) -> bool) -> Option<Vec<(
 
 /// The innermost function of `symbols` (and its children) holding every range of `edited`
 /// outside its own name: its name.
-fn enclosing(symbols: &[Value], edited: &[(Point, Point)]) -> Option<String> {
+fn enclosing(symbols: &[Value], edited: &[Range]) -> Option<String> {
     for symbol in symbols {
         let Some(full) = symbol.get("range").and_then(range) else {
             continue;
         };
-        if !edited.iter().all(|edit| contains(full, *edit)) {
+        if !edited.iter().all(|edit| contains(&full, edit)) {
             continue;
         }
         let children = symbol
@@ -106,7 +95,7 @@ fn enclosing(symbols: &[Value], edited: &[(Point, Point)]) -> Option<String> {
             continue;
         };
         let kind = symbol.get("kind").and_then(Value::as_u64).unwrap_or(0);
-        let on_name = |range: (Point, Point)| edited.iter().any(|edit| overlaps(range, *edit));
+        let on_name = |range: Range| edited.iter().any(|edit| overlaps(&range, edit));
         // A variable's own members are not its locals.
         let on_member = || {
             children.iter().any(|child| {
