@@ -1482,24 +1482,20 @@ fn a_walk_leaves_ruff_out_of_files_outside_its_include() {
 }
 
 /// `(line, column, severity, code, message)` of each diagnostic of a batch `diagnostics`
-/// answer, for exact asserts.
+/// answer, for exact asserts: support's [`batch_diagnostics`] with each diagnostic's code.
 fn batch_rows(answer: &Value) -> Vec<(u64, u64, String, String, String)> {
-    answer["result"]["diagnostics"]
+    let codes = answer["result"]["diagnostics"]
         .as_array()
-        .unwrap_or_else(|| panic!("no diagnostics in {answer}"))
-        .iter()
-        .map(|diagnostic| {
-            (
-                diagnostic["line"].as_u64().unwrap(),
-                diagnostic["column"].as_u64().unwrap(),
-                diagnostic["severity"].as_str().unwrap().to_owned(),
-                match &diagnostic["code"] {
-                    Value::String(code) => code.clone(),
-                    other => other.to_string(),
-                },
-                diagnostic["message"].as_str().unwrap().to_owned(),
-            )
-        })
+        .into_iter()
+        .flatten()
+        .map(|diagnostic| match &diagnostic["code"] {
+            Value::String(code) => code.clone(),
+            other => other.to_string(),
+        });
+    batch_diagnostics(answer)
+        .into_iter()
+        .zip(codes)
+        .map(|((line, column, severity, message), code)| (line, column, severity, code, message))
         .collect()
 }
 
