@@ -15,6 +15,7 @@ mod found_paths;
 pub mod sarif_merge;
 pub mod shard;
 mod tsconfig_diagnostics;
+pub mod verdict;
 
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
@@ -23,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, select};
 
-use crate::diagnostics::{self, Severity};
+use crate::diagnostics::{self, Diagnostic, Severity};
 use crate::engine::{DiagnosticsOutcome, EngineHandle, EngineOptions, Op};
 use crate::exit::{EXIT_FOUND, EXIT_OK, EXIT_SERVER, EXIT_USAGE};
 use crate::output::{self, CheckReport, FileReport, FileState, Format, ServerFailure, SkippedFile};
@@ -40,8 +41,9 @@ pub struct CheckOptions {
     /// Report only diagnostics at or above this severity (default `info`: hints, LSP severity 4,
     /// are mostly editor decorations no CLI prints; the summary counts what was left out).
     pub severity: Severity,
-    /// Exit 1 when a reported diagnostic is at or above this severity.
-    pub fail_on: Severity,
+    /// Which reported diagnostics make the exit status 1 (default: each server's own CLI's
+    /// verdict, [`verdict::FailOn`]).
+    pub fail_on: verdict::FailOn,
     /// How long each file's servers may take to settle, counted from the file's sync.
     pub timeout: Duration,
     pub max_per_file: Option<usize>,
@@ -73,7 +75,7 @@ impl Default for CheckOptions {
             paths: Vec::new(),
             format: Format::Human,
             severity: Severity::Information,
-            fail_on: Severity::Error,
+            fail_on: verdict::FailOn::LikeEachCli,
             timeout: Duration::from_secs(30),
             max_per_file: None,
             hints: true,
@@ -441,11 +443,15 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         .map(|baseline| baseline.apply(&mut report, options.severity));
     // The exit status counts every reported diagnostic (new ones only, with a baseline),
     // including those the caps leave out.
-    let found = report
+    let verdict = verdict::Verdict::new(config, options.fail_on);
+    let failing: Vec<&Diagnostic> = report
         .files
         .iter()
         .flat_map(|file| &file.diagnostics)
-        .any(|diagnostic| diagnostic.severity <= options.fail_on);
+        .filter(|diagnostic| verdict.fails(diagnostic))
+        .collect();
+    let found = !failing.is_empty();
+    let cli_verdict_note = verdict_note(&verdict, &failing);
     if options.max_per_file.is_some() || options.max_total.is_some() {
         let mut capped: Vec<_> = report
             .files
@@ -461,6 +467,7 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
     }
     let ending = Ending {
         found,
+        cli_verdict_note,
         n_named_not_checked,
         had_config_errors,
         baseline: baseline_counts,
@@ -627,12 +634,50 @@ fn finish(report: &CheckReport, options: &CheckOptions, ending: Ending) -> i32 {
         );
         return 128 + signal;
     }
-    exit_status(
+    let status = exit_status(
         report,
         ending.found,
         ending.n_named_not_checked,
         ending.had_config_errors,
-    )
+    );
+    if let (EXIT_FOUND, Some(note)) = (status, &ending.cli_verdict_note) {
+        eprintln!("{note}");
+    }
+    status
+}
+
+/// When every diagnostic that fails the check is a warning that fails it only because its
+/// server's own CLI fails on it (ruff's, gopls's `go vet` analyzers), the note saying so, e.g.
+/// "lspc: exit status 1: ruff's 2 warnings fail `ruff check` too (`--fail-on error` fails on
+/// errors only)". `None` when an error (or `--fail-on`) decides.
+fn verdict_note(verdict: &verdict::Verdict, failing: &[&Diagnostic]) -> Option<String> {
+    if failing.is_empty()
+        || !failing
+            .iter()
+            .all(|diagnostic| verdict.fails_only_like_its_cli(diagnostic))
+    {
+        return None;
+    }
+    let mut by_server: std::collections::BTreeMap<(&str, &str), usize> = Default::default();
+    for diagnostic in failing {
+        let cli = verdict.cli_for(diagnostic).unwrap_or("its CLI");
+        *by_server.entry((&diagnostic.server, cli)).or_default() += 1;
+    }
+    let parts: Vec<String> = by_server
+        .into_iter()
+        .map(|((server, cli), n)| {
+            let noun = if n == 1 {
+                "warning fails"
+            } else {
+                "warnings fail"
+            };
+            format!("{server}'s {n} {noun} `{cli}` too")
+        })
+        .collect();
+    Some(format!(
+        "lspc: exit status 1: {} (`--fail-on error` fails on errors only)",
+        parts.join("; ")
+    ))
 }
 
 /// `--changed-since` and `--shard`: which of the selected files this run checks.
@@ -721,8 +766,10 @@ fn write_baseline(report: &CheckReport, path: &Path) -> std::io::Result<()> {
 /// How the run ended, for [`finish`].
 #[derive(Default)]
 struct Ending {
-    /// A reported diagnostic is at or above `--fail-on` (counted before the caps).
+    /// A reported diagnostic fails the check (`--fail-on`; counted before the caps).
     found: bool,
+    /// Why the exit status is 1 when only warnings some server's CLI fails on make it so.
+    cli_verdict_note: Option<String>,
     n_named_not_checked: usize,
     had_config_errors: bool,
     /// `--baseline`: what matching it did.

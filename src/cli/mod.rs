@@ -103,7 +103,8 @@ check options:
   --format FORMAT     human (default), json, jsonl, sarif, github
   --severity LEVEL    report only diagnostics at or above LEVEL: error, warning,
                       info (default), hint
-  --fail-on LEVEL     exit 1 when a diagnostic at or above LEVEL is reported (default: error)
+  --fail-on LEVEL     exit 1 when a diagnostic at or above LEVEL is reported (default: an
+                      error, or a warning the server's own CLI fails on: ruff, go vet)
   --timeout SECONDS   how long each file's servers may take to settle (default: 30)
   --max-per-file N    report at most N diagnostics per file (default: all)
   --max-total N       report at most N diagnostics in total (default: all)
@@ -159,7 +160,7 @@ ide options:
   --timeout SECONDS   how long one tool call may wait for its servers (default: 60)
   --format FORMAT     ide list: human (default) or json
 
-Exit status: check: 0 nothing at or above --fail-on, 1 found; queries: 0 found, 1 nothing
+Exit status: check: 0 nothing that fails (--fail-on), 1 found; queries: 0 found, 1 nothing
 found; all: 2 usage or config error, 3 a server failed, timed out or lacks the feature.
 ";
 

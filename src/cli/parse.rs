@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::{operation_args, Args, Command, GlobalOptions, UsageError};
-use crate::check::CheckOptions;
+use crate::check::{verdict::FailOn, CheckOptions};
 use crate::diagnostics::Severity;
 use crate::mcp::cli::McpCliOptions;
 use crate::output::Format;
@@ -126,7 +126,9 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
                 check.severity = parse_severity("--severity", &mut parser)?;
                 severity_given = Some(check.severity);
             }
-            Long("fail-on") => check.fail_on = parse_severity("--fail-on", &mut parser)?,
+            Long("fail-on") => {
+                check.fail_on = FailOn::AtLeast(parse_severity("--fail-on", &mut parser)?)
+            }
             Long("timeout") => {
                 let value: String = parser.value()?.string()?;
                 check.timeout = parse_timeout(&value)?;
@@ -441,7 +443,11 @@ mod tests {
             check.paths,
             vec![PathBuf::from("src"), PathBuf::from("a.py")]
         );
-        assert_eq!(check.fail_on, Severity::Error);
+        assert_eq!(check.fail_on, FailOn::LikeEachCli);
+        let Command::Check(check) = parse_str("check --fail-on error").unwrap().command else {
+            panic!("not check")
+        };
+        assert_eq!(check.fail_on, FailOn::AtLeast(Severity::Error));
     }
 
     fn operation(line: &str) -> (Operation, QueryFormat, Duration) {

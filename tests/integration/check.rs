@@ -551,7 +551,8 @@ fn builtin_table_serves_python_without_config() {
     );
 }
 
-/// `--severity` filters what is shown and `--fail-on` decides the exit status.
+/// `--severity` filters what is shown and `--fail-on` decides the exit status; by default a ruff
+/// warning fails the check, as it fails `ruff check`.
 #[test]
 fn severity_filter_and_fail_on_set_output_and_exit_status() {
     require_program!("ruff");
@@ -578,10 +579,87 @@ fn severity_filter_and_fail_on_set_output_and_exit_status() {
             output.story()
         );
     };
-    // F401 is a warning: shown, but only --fail-on warning fails.
-    check(&[], 0, 1);
+    // F401 is a warning, and `ruff check a.py` exits 1 on it: so does the check, unless
+    // `--fail-on error` says errors only.
+    let cli = std::process::Command::new("ruff")
+        .args(["check", "--no-cache", "a.py"])
+        .current_dir(&workspace.root)
+        .output()
+        .unwrap();
+    assert_eq!(cli.status.code(), Some(1), "{cli:?}");
+    check(&[], 1, 1);
+    check(&["--fail-on", "error"], 0, 1);
     check(&["--fail-on", "warning"], 1, 1);
     check(&["--severity", "error"], 0, 0);
+}
+
+/// gopls publishes `go vet`'s analyzers as warnings (source `printf`, `assign`), and its own
+/// `simplifycompositelit` as a warning too. `go vet ./vet` fails and `go vet ./simplify` passes;
+/// so does the check of each folder by default (exit 1 with a note naming `go vet`, and 0).
+#[test]
+fn gopls_vet_warnings_fail_the_check_as_go_vet_does() {
+    require_program!("gopls");
+    require_program!("go");
+    let workspace = Workspace::new("gopls-vet-verdict");
+    workspace
+        .file("go.mod", "module example.com/verdict\n\ngo 1.19\n")
+        .file(
+            "vet/vet.go",
+            "package vet\n\nimport \"fmt\"\n\nfunc Show() {\n\tfmt.Printf(\"%d\\n\", \"str\")\n}\n",
+        )
+        .file(
+            "simplify/simplify.go",
+            "package simplify\n\ntype T struct{ A int }\n\nvar All = []T{T{A: 1}}\n",
+        );
+    let go_vet = |package: &str| {
+        std::process::Command::new("go")
+            .args(["vet", package])
+            .current_dir(&workspace.root)
+            .env("GOFLAGS", "-mod=mod")
+            .env("GOPROXY", "off")
+            .output()
+            .unwrap()
+            .status
+            .code()
+    };
+    // Go 1.19's vet exits 2 on a finding (later releases 1).
+    assert_ne!(go_vet("./vet"), Some(0));
+    assert_eq!(go_vet("./simplify"), Some(0));
+    let check = |folder: &str, extra: &[&str]| {
+        workspace
+            .lspc()
+            .args(["check", "--timeout", "60", folder])
+            .args(extra)
+            .run()
+    };
+    let vet = check("vet", &[]);
+    vet.status(1).stderr_contains(
+        "lspc: exit status 1: gopls's 1 warning fails `go vet` too (`--fail-on error` fails on \
+         errors only)",
+    );
+    assert!(
+        vet.stdout.contains(
+            "vet/vet.go:6:2: warning: fmt.Printf format %d has arg \"str\" of wrong type string"
+        ),
+        "{}",
+        vet.story()
+    );
+    check("vet", &["--fail-on", "error"]).status(0);
+    let simplify = check("simplify", &[]);
+    simplify.status(0);
+    assert!(
+        simplify.stdout.contains(
+            "simplify/simplify.go:5:15: warning: redundant type from array, slice, or map \
+             composite literal [simplifycompositelit]"
+        ),
+        "{}",
+        simplify.story()
+    );
+    assert!(
+        !simplify.stderr.contains("exit status 1"),
+        "{}",
+        simplify.story()
+    );
 }
 
 // ----- fixture server: the [check] cases of CASES.md -------------------------------------------
