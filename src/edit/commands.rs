@@ -328,7 +328,7 @@ impl EditCommands {
         if left.is_empty() {
             return Ok((edit, left));
         }
-        let mut opened = 0;
+        let mut opened = Vec::new();
         for file in left.iter().take(MAX_LEFTOVER_FILES_OPENED) {
             match sync_with(&self.op_sender, file.path.clone(), self.timeout) {
                 Ok(synced)
@@ -337,16 +337,26 @@ impl EditCommands {
                         .iter()
                         .any(|s| s.server_id == server.server_id) =>
                 {
-                    opened += 1
+                    opened.push(file.path.clone())
                 }
                 Ok(_) => {}
                 Err(error) => log::debug!("cannot open {}: {error}", file.path.display()),
             }
         }
-        if opened == 0 {
+        if opened.is_empty() {
             return Ok((edit, left));
         }
-        log::info!("opened {opened} file(s) holding {old_name}; asking for the rename again");
+        // A server renames in the files it has analysed, not in those it was just sent: clangd
+        // (without a compilation database) asked at once renamed in a different subset of the
+        // opened files each run. Their settled diagnostics say the analysis is done.
+        let (_, unsettled) = self.diagnostics(&opened);
+        if let Some(unsettled) = unsettled {
+            log::info!("{unsettled}");
+        }
+        log::info!(
+            "opened {} file(s) holding {old_name}; asking for the rename again",
+            opened.len()
+        );
         let again = self.request(server, "textDocument/rename", params.clone())?;
         if again.is_null() {
             return Ok((edit, left));

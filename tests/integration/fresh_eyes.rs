@@ -1071,3 +1071,64 @@ fn diagnostics_honours_severity() {
     warnings.status(0).stdout_is("");
     warnings.stderr_contains("\nlspc: 1 diagnostic below warning not shown\n");
 }
+
+/// A new user's trial on zserge/jsmn (no compilation database): `lspc rename jsmn.h:99:14
+/// json_parse` renamed a different subset of the files on each run, and with `--apply` left 17
+/// calls in `test/tests.c` that no longer compiled. lspc opened the files holding the name and
+/// asked clangd again 1 ms later, before clangd had built (and indexed) them; it now waits for
+/// their diagnostics to settle first. Without the wait, each of three runs here missed some of
+/// the six callers.
+#[test]
+fn a_clangd_rename_waits_for_the_files_it_opened() {
+    require_program!("clangd");
+    let workspace = Workspace::new("clangd-rename-opened");
+    workspace.file("lib.h", "int lib_parse(const char *s);\n");
+    let includes =
+        "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include \"lib.h\"\n";
+    workspace.file(
+        "lib.c",
+        &format!("{includes}int lib_parse(const char *s) {{ return (int)strlen(s); }}\n"),
+    );
+    let callers = ["a", "b", "c", "d", "e", "f"];
+    for caller in callers {
+        workspace.file(
+            &format!("{caller}.c"),
+            &format!("{includes}int use_{caller}(void) {{ return lib_parse(\"{caller}\"); }}\n"),
+        );
+    }
+    let mut expected: Vec<String> = callers
+        .iter()
+        .map(|caller| format!("+++ b/{caller}.c"))
+        .collect();
+    expected.extend(["+++ b/lib.c".to_owned(), "+++ b/lib.h".to_owned()]);
+    for _ in 0..3 {
+        let output = workspace
+            .lspc()
+            .args(["rename", "lib.h:1:5", "parse_lib", "--timeout", "60"])
+            .run();
+        output.status(0);
+        let files: Vec<&str> = output
+            .stdout
+            .lines()
+            .filter(|line| line.starts_with("+++ "))
+            .collect();
+        assert_eq!(files, expected, "{}", output.story());
+        assert!(!output.stderr.contains("not renamed"), "{}", output.story());
+    }
+    workspace
+        .lspc()
+        .args([
+            "rename",
+            "lib.h:1:5",
+            "parse_lib",
+            "--apply",
+            "--timeout",
+            "60",
+        ])
+        .run()
+        .status(0);
+    assert_eq!(
+        workspace.read("d.c"),
+        format!("{includes}int use_d(void) {{ return parse_lib(\"d\"); }}\n")
+    );
+}
