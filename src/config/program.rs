@@ -243,6 +243,17 @@ impl Program {
         }
     }
 
+    /// Whether a file named `file_name` is one of the configuration files this program reads
+    /// for its project, for the programs whose configuration can fail to load while they go on
+    /// serving: ruff's `ruff.toml`, `.ruff.toml` and `pyproject.toml`
+    /// (`engine/server_health.rs`'s settings failure).
+    pub fn reads_configuration(self, file_name: &str) -> bool {
+        match self {
+            Program::Ruff => matches!(file_name, "ruff.toml" | ".ruff.toml" | "pyproject.toml"),
+            _ => false,
+        }
+    }
+
     /// The program a command's file name `name` is: its [`Program::name`], or that name with a
     /// version suffix `-N[.N…]` (`clangd-14`).
     pub fn from_name(name: &str) -> Option<Program> {

@@ -548,11 +548,33 @@ impl State {
             }
             // Every server that answered said it did not analyse the file: not a clean. A
             // server whose health is `error` and that gave the file nothing says so too
-            // (rust-analyzer's `Failed to load workspaces.`), and so does one whose `cargo
-            // check` failed without a diagnostic (rustc's part of the file is missing, whatever
-            // its own analysis found); that is a server failure, as `cargo check` failing there
-            // is: exit 3, walked or named, never a skip. So is a server that gave up checking
-            // the file (bash-language-server's ShellCheck timeout).
+            // (rust-analyzer's `Failed to load workspaces.`); that is a server failure, as
+            // `cargo check` failing there is: exit 3, walked or named, never a skip. So is a
+            // server that gave up checking the file (bash-language-server's ShellCheck
+            // timeout).
+            // A server whose whole check failed (rust-analyzer's `cargo check`, ruff's project
+            // settings) did not check the file the project's way, whatever the others found.
+            let check_failures: Vec<String> = names
+                .iter()
+                .zip(&wait.servers)
+                .filter(|(_, id)| wait.done.get(id).is_some_and(Result::is_ok))
+                .filter_map(|(name, id)| {
+                    let check_failure = self.servers[id.0 as usize].check_failure.as_ref()?;
+                    Some(format!("{name}: {check_failure}"))
+                })
+                .collect();
+            if !check_failures.is_empty() {
+                let message = format!(
+                    "{} not checked: {}",
+                    file_name(&wait.path),
+                    check_failures.join("; ")
+                );
+                return Some(DiagnosticsOutcome::Failed(if failures.is_empty() {
+                    message
+                } else {
+                    format!("{}; {message}", failures.join("; "))
+                }));
+            }
             let mut unhealthy = false;
             let not_analysed: Vec<String> = names
                 .iter()
@@ -566,11 +588,6 @@ impl State {
                         let given_up = self.given_up_since_sync(*id, &wait.path)?;
                         unhealthy = true;
                         Some(format!("{name}: {given_up}"))
-                    })
-                    .or_else(|| {
-                        let check_failure = server.check_failure.as_ref()?;
-                        unhealthy = true;
-                        Some(format!("{name}: {check_failure}"))
                     })
                     .or_else(|| {
                         let health_error = server.health_error.as_ref()?;

@@ -80,7 +80,9 @@ pub(super) struct Server {
     pub(super) health_error_token: Option<String>,
     /// The flycheck failure of the server's last `experimental/serverStatus` message
     /// (rust-analyzer's `cargo check failed to start: …`): rustc's findings are missing from
-    /// every file, so a file is not checked ([`super::server_health::check_failure`]).
+    /// every file, so a file is not checked ([`super::server_health::check_failure`]). Also
+    /// ruff's settings that it could not resolve ([`super::server_health::settings_failure`]),
+    /// until the instance restarts.
     pub(super) check_failure: Option<String>,
     /// Per document: when the server said it gave up checking it, and its words
     /// ([`super::given_up`]); such a file is not checked by it if that came after its sync.

@@ -202,18 +202,29 @@ impl State {
             };
             // The file is the instance's when it lies in its workspace folder, or in a folder
             // above it (a configuration the server finds by looking up).
+            // An instance that could not resolve its configuration restarts on any change of
+            // it: ruff says nothing when a reload succeeds.
+            let restarts_for = |name: &str| {
+                program.reloads_configuration_late(name)
+                    || (server.check_failure.is_some() && program.reads_configuration(name))
+            };
             let changed = changes.iter().find(|(path, _)| {
                 path.file_name()
                     .and_then(|name| name.to_str())
-                    .is_some_and(|name| program.reloads_configuration_late(name))
+                    .is_some_and(restarts_for)
                     && (path.starts_with(&server.workspace_folder)
                         || path
                             .parent()
                             .is_some_and(|folder| server.workspace_folder.starts_with(folder)))
             });
             if let Some((path, _)) = changed {
+                let why = if server.check_failure.is_some() {
+                    "the server could not resolve its configuration"
+                } else {
+                    "the server applies it late"
+                };
                 log::info!(
-                    "{}: restarting: {} changed, and the server applies it late",
+                    "{}: restarting: {} changed, and {why}",
                     server.config.name,
                     path.display()
                 );

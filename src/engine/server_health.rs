@@ -16,6 +16,15 @@
 //!   paragraph without a line break (`…more details on the errors.cargo check failed to start:
 //!   …`), so it is found anywhere on its line. A later flycheck that succeeds removes it.
 //!
+//! ruff (0.17.6) that cannot resolve a configuration file of its workspace (an unknown rule
+//! selector, a TOML syntax error in `ruff.toml` or `pyproject.toml`) logs the error on its
+//! stderr, sends `window/showMessage` (type Error) `Error while resolving settings from
+//! workspace <folder>. Please refer to the logs for more details.`, and lints with its default
+//! rules instead of the project's, while `ruff check` fails with the error (exit 2). Every file
+//! it then gives is not checked the project's way: a check failure, as rust-analyzer's failed
+//! `cargo check` is ([`settings_failure`]). The engine restarts the instance when one of its
+//! configuration files changes ([`crate::config::Program::reads_configuration`]).
+//!
 //! gopls (Debian's `gopls` with Go 1.19, measured December 2026) says it cannot load its
 //! workspace two ways, and its health is then an error as rust-analyzer's is:
 //! - When a module cannot be loaded (a syntax error in `go.mod`; a required module that is not
@@ -104,6 +113,33 @@ fn reason(message: Option<&str>, workspace_root: &str) -> String {
     )
 }
 
+/// How ruff's error message begins when a configuration file of its workspace cannot be
+/// resolved (`ruff_server`'s settings index).
+const RUFF_SETTINGS_FAILURE: &str = "Error while resolving settings from workspace";
+
+/// For ruff's `window/showMessage` of `message_type` (1: Error) saying it could not resolve
+/// its settings: the reason, e.g. "Error while resolving settings from workspace /w (ruff's log,
+/// shown with -vv, names the error); `ruff check` fails there too". `None` for any other
+/// message, or another program's.
+pub(super) fn settings_failure(
+    program: Option<crate::config::Program>,
+    message_type: Option<u64>,
+    text: &str,
+) -> Option<String> {
+    if program != Some(crate::config::Program::Ruff)
+        || message_type != Some(1)
+        || !text.starts_with(RUFF_SETTINGS_FAILURE)
+    {
+        return None;
+    }
+    let first = text.lines().next().unwrap_or_default();
+    let first = first.split(". Please refer").next().unwrap_or(first).trim();
+    let first = first.trim_end_matches('.');
+    Some(format!(
+        "{first} (ruff's log, shown with -vv, names the error); `ruff check` fails there too"
+    ))
+}
+
 /// rust-analyzer's prefix for a flycheck that failed (`main_loop.rs`, fixed whatever command
 /// `check.overrideCommand` configures).
 const CHECK_FAILED: &str = "cargo check failed";
@@ -154,6 +190,26 @@ impl LoggedStatuses {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn ruffs_settings_failure_is_told_by_its_error_message_only() {
+        use crate::config::Program;
+        let text = "Error while resolving settings from workspace /w. Please refer to the logs \
+                    for more details.";
+        assert_eq!(
+            settings_failure(Some(Program::Ruff), Some(1), text).as_deref(),
+            Some(
+                "Error while resolving settings from workspace /w (ruff's log, shown with -vv, \
+                 names the error); `ruff check` fails there too"
+            )
+        );
+        assert_eq!(settings_failure(Some(Program::Ruff), Some(2), text), None);
+        assert_eq!(settings_failure(Some(Program::Pylsp), Some(1), text), None);
+        assert_eq!(
+            settings_failure(Some(Program::Ruff), Some(1), "Ruff: something else"),
+            None
+        );
+    }
 
     #[test]
     fn each_distinct_status_message_is_logged_once() {

@@ -279,6 +279,11 @@ impl State {
                         server.health_error = Some(reason);
                         server.last_progress_change = Some(Instant::now());
                     }
+                    if let Some(reason) =
+                        server_health::settings_failure(server.program, message_type, text)
+                    {
+                        server.check_failure = Some(reason);
+                    }
                 }
             }
             _ => log::trace!("{}: ignoring notification {method}", server.config.name),

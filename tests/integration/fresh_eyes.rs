@@ -1132,3 +1132,65 @@ fn a_clangd_rename_waits_for_the_files_it_opened() {
         format!("{includes}int use_d(void) {{ return parse_lib(\"d\"); }}\n")
     );
 }
+
+/// A new user's trial on kennethreitz/records: with a `ruff.toml` that selects an unknown rule,
+/// `ruff check` fails (exit 2, "Unknown rule selector"), while ruff's server says "Error while
+/// resolving settings" and lints with its default rules: `lspc check` printed findings of rules
+/// the project never selected and exited 0. The file is now not checked (exit 3), and in a warm
+/// batch the instance restarts once the configuration is fixed.
+#[test]
+fn ruff_settings_it_cannot_resolve_fail_the_check() {
+    require_program!("ruff");
+    let workspace = Workspace::new("ruff-broken-settings");
+    let broken = "[lint]\nselect = [\"F\", \"NOPE999\"]\n";
+    workspace
+        .file("ruff.toml", broken)
+        .file("a.py", "import os\n");
+    let cli = Command::new("ruff")
+        .args(["check", "--no-cache", "a.py"])
+        .current_dir(&workspace.root)
+        .output()
+        .unwrap();
+    assert_eq!(cli.status.code(), Some(2), "{cli:?}");
+    let config = workspace.config(json!({ "ruff": ruff_entry() }));
+    let output = workspace
+        .lspc()
+        .args(["check", "--no-builtin", "--config"])
+        .arg(&config)
+        .arg("a.py")
+        .run();
+    output
+        .status(3)
+        .stderr_contains("a.py not checked: ruff: Error while resolving settings from workspace ");
+    assert!(!output.stdout.contains("F401"), "{}", output.story());
+
+    let mut batch = BatchSession::start(&workspace, &config, 60);
+    let first = batch.ask(json!({"id": 1, "op": "diagnostics", "file": "a.py"}));
+    assert!(
+        first["error"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("Error while resolving settings")),
+        "{first}"
+    );
+    workspace.file("ruff.toml", "[lint]\nselect = [\"F\"]\n");
+    let second = batch.ask(json!({"id": 2, "op": "diagnostics", "file": "a.py"}));
+    assert_eq!(
+        batch_rows(&second),
+        [(
+            1,
+            8,
+            "warning".to_owned(),
+            "F401".to_owned(),
+            "`os` imported but unused\n\nhelp: Remove unused import: `os`".to_owned()
+        )],
+        "{second}"
+    );
+    let (status, stderr) = batch.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("ruff: restarting: ")
+            && stderr
+                .contains("ruff.toml changed, and the server could not resolve its configuration"),
+        "{stderr}"
+    );
+}

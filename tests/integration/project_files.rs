@@ -1481,24 +1481,6 @@ fn a_walk_leaves_ruff_out_of_files_outside_its_include() {
     );
 }
 
-/// `(line, column, severity, code, message)` of each diagnostic of a batch `diagnostics`
-/// answer, for exact asserts: support's [`batch_diagnostics`] with each diagnostic's code.
-fn batch_rows(answer: &Value) -> Vec<(u64, u64, String, String, String)> {
-    let codes = answer["result"]["diagnostics"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|diagnostic| match &diagnostic["code"] {
-            Value::String(code) => code.clone(),
-            other => other.to_string(),
-        });
-    batch_diagnostics(answer)
-        .into_iter()
-        .zip(codes)
-        .map(|((line, column, severity, message), code)| (line, column, severity, code, message))
-        .collect()
-}
-
 /// A new user's trial: in a running `lspc batch` (as in a session or `lspc mcp`), an agent turns
 /// on pyright's `strict` in `pyproject.toml` and asks for diagnostics at once. pyright applies a
 /// changed configuration file late, so the pull right after `didChangeWatchedFiles` answered

@@ -742,3 +742,21 @@ pub fn batch_diagnostics(answer: &Value) -> Vec<(u64, u64, String, String)> {
         })
         .collect()
 }
+
+/// `(line, column, severity, code, message)` of each diagnostic of a batch `diagnostics`
+/// answer, for exact asserts: [`batch_diagnostics`] with each diagnostic's code.
+pub fn batch_rows(answer: &Value) -> Vec<(u64, u64, String, String, String)> {
+    let codes = answer["result"]["diagnostics"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|diagnostic| match &diagnostic["code"] {
+            Value::String(code) => code.clone(),
+            other => other.to_string(),
+        });
+    batch_diagnostics(answer)
+        .into_iter()
+        .zip(codes)
+        .map(|((line, column, severity, message), code)| (line, column, severity, code, message))
+        .collect()
+}
