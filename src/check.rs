@@ -634,6 +634,36 @@ fn finish(report: &CheckReport, options: &CheckOptions, ending: Ending) -> i32 {
         );
         return 128 + signal;
     }
+    // Files were found, but every one was skipped for a reason of its own (not UTF-8, too
+    // large, unreadable), not because the project leaves it out: nothing was checked, as when
+    // nothing was found.
+    let n_unsent = report
+        .skipped
+        .iter()
+        .filter(|skipped| !skipped.outside_projects)
+        .count();
+    if report.files.is_empty() && n_unsent > 0 {
+        if n_unsent == 1 {
+            eprintln!(
+                "lspc: no file was checked: the one file found could not be sent to a server"
+            );
+        } else {
+            eprintln!(
+                "lspc: no file was checked: none of the {n_unsent} files found could be sent to \
+                 a server"
+            );
+        }
+        return if ending.had_config_errors || ending.n_named_not_checked > 0 {
+            exit_status(
+                report,
+                false,
+                ending.n_named_not_checked,
+                ending.had_config_errors,
+            )
+        } else {
+            EXIT_USAGE
+        };
+    }
     let status = exit_status(
         report,
         ending.found,

@@ -1194,3 +1194,35 @@ fn ruff_settings_it_cannot_resolve_fail_the_check() {
         "{stderr}"
     );
 }
+
+/// A new user's trial: `lspc check .` in a folder whose one C file is Latin-1 said `skipped
+/// latin1.c: file is not valid UTF-8`, `0 files checked`, exit 0, where `clangd --check` reports
+/// its missing `;` (and a folder with nothing to check at all exits 2). When every file found was
+/// skipped for a reason of its own, nothing was checked: exit 2. A check that checked something
+/// beside such a file still exits 0 with the file listed as skipped.
+#[test]
+fn a_check_whose_every_walked_file_was_skipped_is_no_clean() {
+    require_program!("ruff");
+    let workspace = Workspace::new("all-skipped");
+    std::fs::create_dir_all(workspace.path("only")).unwrap();
+    std::fs::write(workspace.path("only/latin1.py"), b"# caf\xe9\nx = 1\n").unwrap();
+    let config = workspace.config(json!({ "ruff": ruff_entry() }));
+    let check = |folder: &str| {
+        workspace
+            .lspc()
+            .args(["--no-builtin", "--config"])
+            .arg(&config)
+            .args(["check", folder])
+            .run()
+    };
+    check("only")
+        .status(2)
+        .stderr_contains("lspc: skipped only/latin1.py: file is not valid UTF-8\n")
+        .stderr_contains(
+            "lspc: no file was checked: the one file found could not be sent to a server\n",
+        );
+    workspace.file("only/fine.py", "x = 1\n");
+    check("only")
+        .status(0)
+        .stderr_contains("1 file checked: 0 errors, 0 warnings, 0 info, 0 hints; 1 file skipped\n");
+}
