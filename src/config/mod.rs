@@ -91,6 +91,11 @@ pub struct ServerConfig {
     /// diagnostics come from are missing (`linter.rs`), e.g. "bash-language-server lints only
     /// through ShellCheck, and `shellcheck` is not on its PATH"; `None` otherwise.
     pub diagnostics_off_reason: Option<String>,
+    /// Why this server cannot format on this machine although it advertises formatting: the
+    /// program its formatting runs is missing (`linter.rs`), e.g. "bash-language-server formats
+    /// only through shfmt, and `shfmt` is not on its PATH"; `None` otherwise. `format` refuses
+    /// its files with this reason, as it refuses a server without `documentFormattingProvider`.
+    pub formatting_off_reason: Option<String>,
     /// Where this entry came from, for `lspc servers` and error messages.
     pub origin: ConfigOrigin,
 }
@@ -119,6 +124,7 @@ impl ServerConfig {
             max_restarts: 3,
             diagnostics: true,
             diagnostics_off_reason: None,
+            formatting_off_reason: None,
             origin,
         }
     }
@@ -652,6 +658,20 @@ pub fn render_servers_with(
             .collect(),
     );
     section(
+        "formatting off",
+        config
+            .servers
+            .iter()
+            .filter_map(|server| {
+                let reason = server.formatting_off_reason.as_ref()?;
+                Some(format!(
+                    "{}: {reason}; `format` refuses its files",
+                    server.name
+                ))
+            })
+            .collect(),
+    );
+    section(
         "conflicts",
         config.conflicts.iter().map(ToString::to_string).collect(),
     );
@@ -1080,6 +1100,7 @@ mod tests {
             max_restarts: 7,
             diagnostics: false,
             diagnostics_off_reason: None,
+            formatting_off_reason: None,
             origin: ConfigOrigin::CommandLine(file),
         };
         assert_eq!(config.servers, [expected]);

@@ -167,15 +167,7 @@ fn bash_language_server_without_shellcheck_reports_no_script_clean() {
     require_program!("node");
     let workspace = Workspace::new("no-shellcheck");
     workspace.file("a.sh", "#!/bin/bash\necho $1\ncd foo\n");
-    let bin = workspace.path("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink(which("node").unwrap(), bin.join("node")).unwrap();
-    let config = workspace.config(json!({"bash": {
-        "command": which("bash-language-server").unwrap(),
-        "args": ["start"],
-        "extensionToLanguage": {".sh": "shellscript"},
-        "env": {"PATH": bin},
-    }}));
+    let (config, _) = bash_with_only_node(&workspace);
     let reason = "no server for a.sh gives diagnostics (bash lints only through ShellCheck, \
                   and `shellcheck` is not on its PATH)";
     let output = workspace
