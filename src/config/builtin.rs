@@ -149,7 +149,13 @@ const TABLE: &[BuiltIn] = &[
         name: "vscode-json-language-server",
         command: "vscode-json-language-server",
         args: &["--stdio"],
-        extensions: &[(".json", "json"), (".jsonc", "jsonc")],
+        // VS Code opens `.code-workspace` files as JSON with comments; the `.json` files it
+        // opens so are sent as `jsonc` too (`json_with_comments`).
+        extensions: &[
+            (".json", "json"),
+            (".jsonc", "jsonc"),
+            (".code-workspace", "jsonc"),
+        ],
         python_type_checker: false,
     },
     BuiltIn {
@@ -241,8 +247,9 @@ const TSCONFIG_SCHEMA_FILE_MATCH: [&str; 4] = [
 /// The settings (answers to `workspace/configuration`) a built-in needs to work out of the box:
 /// vscode-css-language-server validates only when `css.validate` (and its scss/less twins) is
 /// set, dockerfile-language-server ignores every check whose severity is not configured, and
-/// vscode-json-language-server reads `tsconfig.json` as strict JSON (comments are errors,
-/// trailing commas too) while TypeScript reads it as JSONC: [`TSCONFIG_SCHEMA_FILE_MATCH`].
+/// vscode-json-language-server warns of a trailing comma in `tsconfig.json` (sent as `jsonc`,
+/// whose comments it allows) while TypeScript accepts one: [`TSCONFIG_SCHEMA_FILE_MATCH`]. The
+/// schema allows comments too, for a configured entry that sends `tsconfig.json` as `json`.
 fn builtin_settings(name: &str) -> Option<serde_json::Value> {
     match name {
         // An inline schema that only allows comments and trailing commas (the flags schemastore's

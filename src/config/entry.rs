@@ -317,6 +317,7 @@ fn parse_entry(
         max_restarts,
         diagnostics,
         diagnostics_off_reason: None,
+        formatting_off_reason: None,
         origin: source.origin.clone(),
     })
 }

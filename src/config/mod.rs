@@ -12,8 +12,9 @@
 //!
 //! Owners: `sources.rs` reads the sources in precedence order; `resolve.rs` resolves commands and
 //! the workspace root; `entry.rs` validates one entry, `expand.rs` expands variables,
-//! `builtin.rs` is the built-in table, `program.rs` tells which known program an entry runs
-//! (through launchers such as `python3 -m` or `uvx`); this file holds the model and routing.
+//! `builtin.rs` is the built-in table, `json_with_comments.rs` the `.json` files sent as `jsonc`,
+//! `program.rs` tells which known program an entry runs (through launchers such as `python3 -m`
+//! or `uvx`); this file holds the model and routing.
 
 mod builtin;
 pub use builtin::{builtin_for_extension, builtin_publishes_diagnostics};
@@ -23,6 +24,7 @@ mod entry;
 mod expand;
 pub mod gopls;
 mod json;
+mod json_with_comments;
 pub mod linter;
 pub mod probe;
 pub mod program;
@@ -89,6 +91,11 @@ pub struct ServerConfig {
     /// diagnostics come from are missing (`linter.rs`), e.g. "bash-language-server lints only
     /// through ShellCheck, and `shellcheck` is not on its PATH"; `None` otherwise.
     pub diagnostics_off_reason: Option<String>,
+    /// Why this server cannot format on this machine although it advertises formatting: the
+    /// program its formatting runs is missing (`linter.rs`), e.g. "bash-language-server formats
+    /// only through shfmt, and `shfmt` is not on its PATH"; `None` otherwise. `format` refuses
+    /// its files with this reason, as it refuses a server without `documentFormattingProvider`.
+    pub formatting_off_reason: Option<String>,
     /// Where this entry came from, for `lspc servers` and error messages.
     pub origin: ConfigOrigin,
 }
@@ -117,6 +124,7 @@ impl ServerConfig {
             max_restarts: 3,
             diagnostics: true,
             diagnostics_off_reason: None,
+            formatting_off_reason: None,
             origin,
         }
     }
@@ -357,14 +365,22 @@ impl Config {
     }
 
     /// The LSP language id (`textDocument.languageId`) server `server` uses for `path`; `None`
-    /// when the index is out of range or the server does not claim the extension.
+    /// when the index is out of range or the server does not claim the extension. A `.json`
+    /// file VS Code opens as JSON with comments (`.vscode/settings.json`, `.eslintrc.json`,
+    /// [`json_with_comments`]) is `jsonc` instead of `json` for a server that also claims some
+    /// extension as `jsonc` (the built-in vscode-json-language-server's `.jsonc`): such a server
+    /// then ignores the file's comments and warns of a trailing comma, as in VS Code.
     pub fn language_id(&self, server: usize, path: &Path) -> Option<&str> {
         let extension = extension_key(path)?;
-        self.servers
-            .get(server)?
-            .extension_to_language
-            .get(&extension)
-            .map(String::as_str)
+        let languages = &self.servers.get(server)?.extension_to_language;
+        let language = languages.get(&extension)?;
+        if language == "json"
+            && json_with_comments::is_json_with_comments(path)
+            && languages.values().any(|language| language == "jsonc")
+        {
+            return Some("jsonc");
+        }
+        Some(language)
     }
 
     /// Every extension (`".py"`) some available server claims.
@@ -636,6 +652,20 @@ pub fn render_servers_with(
                 let reason = server.diagnostics_off_reason.as_ref()?;
                 Some(format!(
                     "{}: {reason}; its diagnostics are not used, queries still are",
+                    server.name
+                ))
+            })
+            .collect(),
+    );
+    section(
+        "formatting off",
+        config
+            .servers
+            .iter()
+            .filter_map(|server| {
+                let reason = server.formatting_off_reason.as_ref()?;
+                Some(format!(
+                    "{}: {reason}; `format` refuses its files",
                     server.name
                 ))
             })
@@ -1070,6 +1100,7 @@ mod tests {
             max_restarts: 7,
             diagnostics: false,
             diagnostics_off_reason: None,
+            formatting_off_reason: None,
             origin: ConfigOrigin::CommandLine(file),
         };
         assert_eq!(config.servers, [expected]);
@@ -1437,6 +1468,39 @@ mod tests {
     }
 
     #[test]
+    fn json_with_comments_files_are_jsonc_for_a_server_that_claims_jsonc() {
+        let dir = TempDir::new("jsonc-language-id");
+        dir.exe("bin/a");
+        let cli = dir.write(
+            "cli.json",
+            r#"{"plain": {"command": "a", "extensionToLanguage": {".json": "json"}},
+                "both": {"command": "a",
+                         "extensionToLanguage": {".json": "json", ".jsonc": "jsonc"}}}"#,
+        );
+        let mut options = test_options(&dir.path("ws"));
+        options.config_files.push(cli);
+        let path_var = dir.path("bin").display().to_string();
+        let config = load_with_env(&options, &env_of(&[("PATH", &path_var)]));
+        assert_eq!(config.errors, []);
+        let check = |path: &str, plain: &str, both: &str| {
+            assert_eq!(
+                [
+                    config.language_id(0, Path::new(path)),
+                    config.language_id(1, Path::new(path))
+                ],
+                [Some(plain), Some(both)],
+                "{path}"
+            );
+        };
+        check(".vscode/settings.json", "json", "jsonc");
+        check(".eslintrc.json", "json", "jsonc");
+        check("package.json", "json", "json");
+        check("settings.json", "json", "json");
+        assert_eq!(config.language_id(0, Path::new("a.jsonc")), None);
+        assert_eq!(config.language_id(1, Path::new("a.jsonc")), Some("jsonc"));
+    }
+
+    #[test]
     fn workspace_trust_gating() {
         let dir = TempDir::new("trust");
         dir.write(
@@ -1674,7 +1738,7 @@ mod tests {
                 "bash-language-server bash-language-server [\"start\"] .bash=shellscript,.sh=shellscript",
                 "taplo taplo [\"lsp\", \"stdio\"] .toml=toml",
                 "yaml-language-server yaml-language-server [\"--stdio\"] .yaml=yaml,.yml=yaml",
-                "vscode-json-language-server vscode-json-language-server [\"--stdio\"] .json=json,.jsonc=jsonc",
+                "vscode-json-language-server vscode-json-language-server [\"--stdio\"] .code-workspace=jsonc,.json=json,.jsonc=jsonc",
                 "vscode-css-language-server vscode-css-language-server [\"--stdio\"] .css=css,.less=less,.scss=scss",
                 "vscode-html-language-server vscode-html-language-server [\"--stdio\"] .htm=html,.html=html",
                 "dockerfile-language-server docker-langserver [\"--stdio\"] .dockerfile=dockerfile",

@@ -87,7 +87,7 @@ pub(super) fn load_sources(
         servers.extend(builtins);
         skipped = unused;
     }
-    super::linter::turn_off_unusable_diagnostics(
+    super::linter::turn_off_unusable_features(
         &mut servers,
         &options.root,
         env("PATH").as_deref(),

@@ -74,6 +74,14 @@ pub enum CommandError {
         path: PathBuf,
         capability: String,
     },
+    /// The servers for the file that advertise formatting cannot format on this machine, for
+    /// `reason` (the program their formatting runs is missing,
+    /// [`crate::config::ServerConfig::formatting_off_reason`]): refused as
+    /// [`CommandError::Unsupported`] is, a server that lacks the feature.
+    CannotFormat {
+        path: PathBuf,
+        reason: String,
+    },
     /// A position that does not exist in the file (the message has the details).
     InvalidPosition(String),
     /// `prepareRename` answered `null`: nothing renameable there.
@@ -120,6 +128,9 @@ impl std::fmt::Display for CommandError {
                 "no language server for {} offers {capability}",
                 path.display()
             ),
+            CommandError::CannotFormat { path, reason } => {
+                write!(f, "cannot format {}: {reason}", path.display())
+            }
             CommandError::InvalidPosition(message) => f.write_str(message),
             CommandError::NothingToRename { path, line, column } => write!(
                 f,
@@ -522,7 +533,7 @@ impl EditCommands {
     ) -> Result<EditOutcome, CommandError> {
         let path = uri::canonical(file);
         let synced = sync_with(&self.op_sender, path.clone(), self.timeout)?;
-        let server = pick_server(&synced, "documentFormattingProvider")?;
+        let server = pick_formatter(&synced)?;
         let options = formatting::options_for(&path, &synced.text, overrides);
         let edits = self.request(
             server,
@@ -862,6 +873,36 @@ fn pick_server<'a>(
             path: synced.path.clone(),
             capability: capability.to_owned(),
         })
+}
+
+/// The first server for the document that formats it: it advertises
+/// `documentFormattingProvider` and can run the program its formatting needs. When the only
+/// ones advertising it cannot (bash-language-server without shfmt answers every request with no
+/// edits, which read as "no changes"), [`CommandError::CannotFormat`] gives their reasons.
+fn pick_formatter(synced: &SyncedDocument) -> Result<&ServerInfo, CommandError> {
+    let capability = "documentFormattingProvider";
+    let advertising: Vec<&ServerInfo> = synced
+        .servers
+        .iter()
+        .filter(|server| server.supports(capability))
+        .collect();
+    if let Some(server) = advertising
+        .iter()
+        .find(|server| server.formatting_off.is_none())
+    {
+        return Ok(server);
+    }
+    let reasons: Vec<&str> = advertising
+        .iter()
+        .filter_map(|server| server.formatting_off.as_deref())
+        .collect();
+    if reasons.is_empty() {
+        return pick_server(synced, capability);
+    }
+    Err(CommandError::CannotFormat {
+        path: synced.path.clone(),
+        reason: reasons.join("; "),
+    })
 }
 
 fn code_action_item(server: &ServerInfo, action: &Value) -> CodeActionItem {

@@ -63,6 +63,9 @@ pub struct ServerDetails {
     /// from are missing: [`crate::config::ServerConfig::diagnostics_off_reason`]).
     #[serde(default)]
     pub diagnostics_off: Option<String>,
+    /// Why it cannot format on this machine ([`crate::config::ServerConfig::formatting_off_reason`]).
+    #[serde(default)]
+    pub formatting_off: Option<String>,
 }
 
 /// The frontend-facing state the loop owns.
@@ -306,6 +309,7 @@ impl State {
                         stderr_tail: status.stderr_tail,
                         settle_rule: status.settle_rule,
                         diagnostics_off: server.config.diagnostics_off_reason.clone(),
+                        formatting_off: server.config.formatting_off_reason.clone(),
                     })
                     .collect();
                 let _ = reply.send(details);

@@ -286,6 +286,7 @@ impl Server {
             encoding: self.encoding,
             capabilities: Arc::clone(&self.capabilities),
             busy: self.busy(),
+            formatting_off: self.config.formatting_off_reason.clone(),
         }
     }
 

@@ -392,6 +392,10 @@ pub struct ServerInfo {
     pub capabilities: Arc<Value>,
     /// Whether a `$/progress` token is active (the server is still loading or indexing).
     pub busy: bool,
+    /// Why it cannot format on this machine although it may advertise formatting
+    /// ([`crate::config::ServerConfig::formatting_off_reason`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub formatting_off: Option<String>,
 }
 
 impl ServerInfo {

@@ -183,12 +183,9 @@ pub fn single_server_config(
         )
     };
     let mut servers = vec![server];
-    config::linter::turn_off_unusable_diagnostics(
-        &mut servers,
-        root,
-        path_var.as_deref(),
-        &|name| std::env::var(name).ok(),
-    );
+    config::linter::turn_off_unusable_features(&mut servers, root, path_var.as_deref(), &|name| {
+        std::env::var(name).ok()
+    });
     config::gopls::ask_single_phase(&mut servers);
     Ok(Config {
         root: root.to_path_buf(),

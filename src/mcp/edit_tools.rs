@@ -174,7 +174,7 @@ fn command_failure(root: &Path, tool: &str, error: CommandError) -> ToolFailure 
     let root_text = format!("{}/", root.display());
     let message = error.to_string().replace(&root_text, "");
     let hint = match &error {
-        CommandError::Unsupported { .. } => {
+        CommandError::Unsupported { .. } | CommandError::CannotFormat { .. } => {
             " (see lsp://servers for each server's capabilities; use edit to change the text directly)"
         }
         CommandError::NothingToRename { .. } => {

@@ -133,6 +133,9 @@ fn servers_json(context: &ToolContext) -> Value {
             if let Some(reason) = &server.diagnostics_off {
                 object["diagnosticsOff"] = json!(reason);
             }
+            if let Some(reason) = &server.formatting_off {
+                object["formattingOff"] = json!(reason);
+            }
             if let Some(capabilities) = server.capabilities {
                 object["capabilities"] = (*capabilities).clone();
             }

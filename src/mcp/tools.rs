@@ -778,6 +778,7 @@ mod tests {
             stderr_tail: String::new(),
             settle_rule: crate::engine::SettleRule::QuietAfterPublish,
             diagnostics_off: None,
+            formatting_off: None,
         }
     }
 

@@ -77,7 +77,10 @@ impl std::fmt::Display for Failure {
 
 fn command_failure(error: CommandError) -> Failure {
     let exit_status = match &error {
-        CommandError::Engine(_) => EXIT_SERVER,
+        // A server that lacks the feature, or cannot use it here (README "Exit status": 3).
+        CommandError::Engine(_)
+        | CommandError::Unsupported { .. }
+        | CommandError::CannotFormat { .. } => EXIT_SERVER,
         // A refused edit: nothing was written (README: exit 1).
         CommandError::Edit(_)
         | CommandError::Occurrences { .. }

@@ -34,8 +34,9 @@ use crate::tagged_json::{unknown_variant, Fields};
 use crate::text::PositionEncoding;
 
 /// Bumped whenever a request or reply shape changes; part of the session key too (2: `reload`
-/// and `configHash`; 3: `logs`; 4: `query`).
-pub const PROTOCOL_VERSION: u32 = 5;
+/// and `configHash`; 3: `logs`; 4: `query`; 5: per-extension configuration hashes; 6: a
+/// server's `formattingOff`, which `format` refuses on).
+pub const PROTOCOL_VERSION: u32 = 6;
 
 /// The longest line either side accepts (64 MiB: a sync reply carries a whole file's text, up to
 /// the 10 MiB default size limit, JSON-escaped).

@@ -168,15 +168,7 @@ fn bash_language_server_without_shellcheck_reports_no_script_clean() {
     require_program!("node");
     let workspace = Workspace::new("no-shellcheck");
     workspace.file("a.sh", "#!/bin/bash\necho $1\ncd foo\n");
-    let bin = workspace.path("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink(which("node").unwrap(), bin.join("node")).unwrap();
-    let config = workspace.config(json!({"bash": {
-        "command": which("bash-language-server").unwrap(),
-        "args": ["start"],
-        "extensionToLanguage": {".sh": "shellscript"},
-        "env": {"PATH": bin},
-    }}));
+    let (config, _) = bash_with_only_node(&workspace);
     let reason = "no server for a.sh gives diagnostics (bash lints only through ShellCheck, \
                   and `shellcheck` is not on its PATH)";
     let output = workspace
@@ -1527,6 +1519,76 @@ fn tsconfig_comments_and_trailing_commas_are_not_json_errors() {
             .run()
             .status(0);
     }
+}
+
+/// Found on sindresorhus/p-limit (a new user's trial): a comment in `.vscode/settings.json`,
+/// `.devcontainer/devcontainer.json`, `.eslintrc.json`, `api-extractor.json` and the other
+/// files VS Code opens as JSON with comments was reported as `error: Comments are not permitted
+/// in JSON. [521]` (exit 1) by the built-in vscode-json-language-server 4.10.0, which lspc sent
+/// every `.json` file as `json`. They are sent as `jsonc` now: the server ignores their
+/// comments and reports a trailing comma as a warning (as in VS Code), while a real syntax
+/// error is still an error. A plain `.json` file keeps both errors. The comment error has no
+/// source because the server gives it none (vscode-json-languageservice 5.7.2 creates it with
+/// `Diagnostic.create` and no source argument, while its parser's errors carry the document's
+/// language id), not because lspc drops one.
+#[test]
+fn vscode_json_with_comments_files_are_not_json_errors() {
+    require_program!("vscode-json-language-server");
+    let workspace = Workspace::new("jsonc-files");
+    // In the order of the report (by path).
+    let names = [
+        ".babelrc.json",
+        ".devcontainer/devcontainer.json",
+        ".devcontainer.json",
+        ".eslintrc.json",
+        ".vscode/extensions.json",
+        ".vscode/launch.json",
+        ".vscode/settings.json",
+        "api-extractor.json",
+        "project.code-workspace",
+        "tslint.json",
+        "typedoc.json",
+    ];
+    for name in names {
+        workspace.file(name, "{\n  // c\n  \"x\": 1\n}\n");
+    }
+    let output = workspace
+        .lspc()
+        .args(["check", "--format", "json"])
+        .args(names)
+        .run();
+    assert_eq!(
+        file_states(&output.json()),
+        names
+            .iter()
+            .map(|name| (name.to_string(), "clean".to_owned(), String::new()))
+            .collect::<Vec<_>>(),
+        "{}",
+        output.story()
+    );
+    output.status(0);
+
+    workspace.file(
+        ".vscode/settings.json",
+        "{\n  // c\n  \"x\" 1,\n  \"y\": 2,\n}\n",
+    );
+    workspace.file("other.json", "{\n  // c\n  \"x\": 1\n}\n");
+    let output = workspace
+        .lspc()
+        .args(["check", "--format", "json"])
+        .args([".vscode/settings.json", "other.json"])
+        .run();
+    assert_eq!(
+        json_diagnostics(&output.json()),
+        [
+            ".vscode/settings.json:3:7-3:8 error [jsonc 515] Colon expected",
+            ".vscode/settings.json:4:9-4:10 warning [jsonc 519] Trailing comma",
+            "other.json:2:3-2:7 error [- 521] Comments are not permitted in JSON.",
+        ],
+        "{}",
+        output.story()
+    );
+    output.status(1);
 }
 
 /// Found on pallets/markupsafe (ninth round, new-user test, pyright 1.1.414): a symbol that

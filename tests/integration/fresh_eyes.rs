@@ -1226,3 +1226,99 @@ fn a_check_whose_every_walked_file_was_skipped_is_no_clean() {
         .status(0)
         .stderr_contains("1 file checked: 0 errors, 0 warnings, 0 info, 0 hints; 1 file skipped\n");
 }
+
+/// A new user's trial: `lspc format t.sh` of a badly indented script said `no changes` (exit 0;
+/// batch `edits: 0`, MCP the same), because bash-language-server 5.8.1 formats only through
+/// shfmt, which was not installed: it logs `Shfmt: disabling formatting as no executable was
+/// found` (seen only with `-vv`) and answers no edits. Every route of `format` now refuses,
+/// naming the cause, with the exit status of a server that lacks the feature (3), and writes
+/// nothing. A stand-in `shfmt` on the server's `PATH` makes it format again.
+#[test]
+fn formatting_a_script_without_shfmt_is_refused_not_no_changes() {
+    require_program!("bash-language-server");
+    require_program!("node");
+    let workspace = Workspace::new("no-shfmt");
+    let script = "#!/bin/bash\nif true;then\necho   hi\n  fi\n";
+    workspace.file("t.sh", script);
+    // The server's PATH holds node and, later, the stand-in shfmt: nothing else.
+    let (config, bin) = bash_with_only_node(&workspace);
+    let lspc = |args: &[&str], stdin: &str| {
+        workspace
+            .lspc()
+            .args(["--no-builtin", "--config"])
+            .arg(&config)
+            .args(args)
+            .stdin(stdin)
+            .run()
+    };
+    let reason = "bash formats only through shfmt, and `shfmt` is not on its PATH";
+    // The command line and batch name the file as the other edit errors do (its full path).
+    let refusal = format!(
+        "cannot format {}: {reason}",
+        std::fs::canonicalize(workspace.path("t.sh"))
+            .unwrap()
+            .display()
+    );
+
+    lspc(&["format", "t.sh", "--apply"], "")
+        .status(3)
+        .stdout_is("")
+        .stderr_contains(&format!("lspc: {refusal}\n"));
+    let batch = lspc(
+        &["batch"],
+        "{\"id\": 1, \"op\": \"format\", \"file\": \"t.sh\"}\n",
+    );
+    batch.status(0);
+    assert_eq!(
+        batch.json(),
+        json!({"id": 1, "error": {"message": refusal}}),
+        "{}",
+        batch.story()
+    );
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "format", "arguments": {"file": "t.sh", "apply": true}}}),
+    ];
+    let mcp_input: String = requests.iter().map(|r| format!("{r}\n")).collect();
+    let mcp = lspc(&["mcp"], &mcp_input);
+    let call = mcp
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .find(|message| message["id"] == 2)
+        .unwrap_or_else(|| mcp.fail("no answer to the tools/call"));
+    assert_eq!(call["result"]["isError"], true, "{}", mcp.story());
+    assert_eq!(
+        call["result"]["content"][0]["text"],
+        format!(
+            "format: cannot format t.sh: {reason} (see lsp://servers for each server's \
+             capabilities; use edit to change the text directly)"
+        ),
+        "{}",
+        mcp.story()
+    );
+    assert_eq!(workspace.read("t.sh"), script);
+    lspc(&["servers"], "").status(0).stdout_contains(&format!(
+        "formatting off:\n  bash: {reason}; `format` refuses its files\n"
+    ));
+
+    // A stand-in shfmt on the server's PATH that prints the formatted script (no shfmt is
+    // installed here or by `.ci/run`): the server formats through it, and lspc lets it.
+    let shfmt = bin.join("shfmt");
+    std::fs::write(
+        &shfmt,
+        "#!/bin/sh\ncat >/dev/null\nprintf '#!/bin/bash\\nif true; then\\n\\techo hi\\nfi\\n'\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&shfmt, std::fs::Permissions::from_mode(0o755)).unwrap();
+    lspc(&["format", "t.sh", "--apply"], "").status(0);
+    assert_eq!(
+        workspace.read("t.sh"),
+        "#!/bin/bash\nif true; then\n\techo hi\nfi\n"
+    );
+}

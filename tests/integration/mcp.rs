@@ -2046,22 +2046,15 @@ fn typescript_language_server_leaves_no_folder_in_tmpdir_after_stdin_closes() {
 
 /// `lsp://servers` says why a server's diagnostics are not used: bash-language-server without
 /// ShellCheck publishes an empty set for every script, so lspc turns its diagnostics off (see
-/// check::bash_language_server_without_shellcheck_reports_no_script_clean).
+/// check::bash_language_server_without_shellcheck_reports_no_script_clean); and why it does not
+/// format: without shfmt (fresh_eyes::formatting_a_script_without_shfmt_is_refused_not_no_changes).
 #[test]
 fn servers_resource_says_why_a_servers_diagnostics_are_off() {
     crate::require_program!("bash-language-server");
     crate::require_program!("node");
     let workspace = Workspace::new("mcp-no-shellcheck");
     workspace.file("a.sh", "#!/bin/bash\necho $1\n");
-    let bin = workspace.path("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink(crate::support::which("node").unwrap(), bin.join("node")).unwrap();
-    let config = workspace.config(json!({"bash": {
-        "command": crate::support::which("bash-language-server").unwrap(),
-        "args": ["start"],
-        "extensionToLanguage": {".sh": "shellscript"},
-        "env": {"PATH": bin},
-    }}));
+    let (config, _) = crate::support::bash_with_only_node(&workspace);
     let config = config.display().to_string();
     let mut session = Session::start(
         &workspace.root,
@@ -2072,6 +2065,11 @@ fn servers_resource_says_why_a_servers_diagnostics_are_off() {
     assert_eq!(
         body["servers"][0]["diagnosticsOff"],
         "bash lints only through ShellCheck, and `shellcheck` is not on its PATH",
+        "{body}"
+    );
+    assert_eq!(
+        body["servers"][0]["formattingOff"],
+        "bash formats only through shfmt, and `shfmt` is not on its PATH",
         "{body}"
     );
     assert_eq!(session.finish(20 * SECOND), Some(0));

@@ -660,7 +660,7 @@ print(hello["lspc"], hello["protocol"])
     let status: Value = serde_json::from_str(lines[3]).unwrap();
     assert_eq!(status["id"], 8);
     assert_eq!(status["result"][0]["name"], "fx");
-    assert_eq!(lines[4], "lspc-session 5");
+    assert_eq!(lines[4], "lspc-session 6");
 }
 
 /// The one-shot query op (`query`), here even written before the hello is read: it is answered

@@ -554,6 +554,22 @@ pub fn ruff_entry() -> Value {
     json!({"command": "ruff", "args": ["server"], "extensionToLanguage": {".py": "python"}})
 }
 
+/// A config file for bash-language-server (as `bash`, serving `.sh`) whose `PATH` is the
+/// workspace's `bin` folder holding only `node`, so it finds no ShellCheck and no shfmt whatever
+/// this machine has; and that folder, for stand-ins.
+pub fn bash_with_only_node(workspace: &Workspace) -> (PathBuf, PathBuf) {
+    let bin = workspace.path("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(which("node").unwrap(), bin.join("node")).unwrap();
+    let config = workspace.config(json!({"bash": {
+        "command": which("bash-language-server").unwrap(),
+        "args": ["start"],
+        "extensionToLanguage": {".sh": "shellscript"},
+        "env": {"PATH": bin},
+    }}));
+    (config, bin)
+}
+
 pub fn clangd_entry() -> Value {
     json!({"command": "clangd", "extensionToLanguage": {".c": "c", ".h": "c"}})
 }
