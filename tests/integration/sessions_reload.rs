@@ -565,7 +565,8 @@ fn a_real_session_gains_ruff_and_keeps_clangd_running() {
     )
     .unwrap();
     let warm = lspc(&["check", "a.py", "--format", "json"]).run();
-    warm.status(0);
+    // F401 fails `ruff check` (below), and the check.
+    warm.status(1);
     let expected = ["a.py:1:8-1:10 warning [Ruff F401] `os` imported but unused\n\nhelp: Remove unused import: `os`".to_owned()];
     assert_eq!(json_diagnostics(&warm.json()), expected, "{}", warm.story());
     let cold = lspc(&["--session", "never", "check", "a.py", "--format", "json"]).run();
