@@ -653,15 +653,15 @@ fn finish(report: &CheckReport, options: &CheckOptions, ending: Ending) -> i32 {
                  a server"
             );
         }
-        return if ending.had_config_errors || ending.n_named_not_checked > 0 {
-            exit_status(
-                report,
-                false,
-                ending.n_named_not_checked,
-                ending.had_config_errors,
-            )
-        } else {
-            EXIT_USAGE
+        // A graver status (a configuration error, a server failure) stands.
+        return match exit_status(
+            report,
+            false,
+            ending.n_named_not_checked,
+            ending.had_config_errors,
+        ) {
+            EXIT_OK => EXIT_USAGE,
+            graver => graver,
         };
     }
     let status = exit_status(
