@@ -208,6 +208,7 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
             found_paths.apply(&mut report);
             let ending = Ending {
                 had_config_errors,
+                n_unsent: n_unsent(config, &report),
                 ..Ending::default()
             };
             return finish(&report, options, ending);
@@ -468,6 +469,7 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
     let ending = Ending {
         found,
         cli_verdict_note,
+        n_unsent: n_unsent(config, &report),
         n_named_not_checked,
         had_config_errors,
         baseline: baseline_counts,
@@ -635,13 +637,8 @@ fn finish(report: &CheckReport, options: &CheckOptions, ending: Ending) -> i32 {
         return 128 + signal;
     }
     // Files were found, but every one was skipped for a reason of its own (not UTF-8, too
-    // large, unreadable), not because the project leaves it out: nothing was checked, as when
-    // nothing was found.
-    let n_unsent = report
-        .skipped
-        .iter()
-        .filter(|skipped| !skipped.outside_projects)
-        .count();
+    // large, unreadable): nothing was checked, as when nothing was found.
+    let n_unsent = ending.n_unsent;
     if report.files.is_empty() && n_unsent > 0 {
         if n_unsent == 1 {
             eprintln!(
@@ -674,6 +671,25 @@ fn finish(report: &CheckReport, options: &CheckOptions, ending: Ending) -> i32 {
         eprintln!("{note}");
     }
     status
+}
+
+/// How many of `report`'s skipped files a server would have checked but could not be sent to
+/// one (not UTF-8, too large, binary, unreadable). Not counted: files the servers' projects
+/// leave out, and files whose every server gives no diagnostics (cmake-language-server, a
+/// bash-language-server without ShellCheck), which no server checks on any machine as
+/// configured, like files no server serves.
+fn n_unsent(config: &crate::config::Config, report: &CheckReport) -> usize {
+    report
+        .skipped
+        .iter()
+        .filter(|skipped| {
+            !skipped.outside_projects
+                && config
+                    .servers_for_path(&skipped.path)
+                    .into_iter()
+                    .any(|index| config.servers[index].diagnostics)
+        })
+        .count()
 }
 
 /// When every diagnostic that fails the check is a warning that fails it only because its
@@ -800,6 +816,8 @@ struct Ending {
     found: bool,
     /// Why the exit status is 1 when only warnings some server's CLI fails on make it so.
     cli_verdict_note: Option<String>,
+    /// Skipped files a server would have checked ([`n_unsent`]).
+    n_unsent: usize,
     n_named_not_checked: usize,
     had_config_errors: bool,
     /// `--baseline`: what matching it did.
