@@ -546,12 +546,6 @@ impl State {
             if failures.len() == wait.servers.len() {
                 return Some(DiagnosticsOutcome::Failed(failures.join("; ")));
             }
-            // Every server that answered said it did not analyse the file: not a clean. A
-            // server whose health is `error` and that gave the file nothing says so too
-            // (rust-analyzer's `Failed to load workspaces.`); that is a server failure, as
-            // `cargo check` failing there is: exit 3, walked or named, never a skip. So is a
-            // server that gave up checking the file (bash-language-server's ShellCheck
-            // timeout).
             // A server whose whole check failed (rust-analyzer's `cargo check`, ruff's project
             // settings) did not check the file the project's way, whatever the others found.
             let check_failures: Vec<String> = names
@@ -575,6 +569,12 @@ impl State {
                     format!("{}; {message}", failures.join("; "))
                 }));
             }
+            // Every server that answered said it did not analyse the file: not a clean. A
+            // server whose health is `error` and that gave the file nothing says so too
+            // (rust-analyzer's `Failed to load workspaces.`); that is a server failure, as
+            // `cargo check` failing there is: exit 3, walked or named, never a skip. So is a
+            // server that gave up checking the file (bash-language-server's ShellCheck
+            // timeout).
             let mut unhealthy = false;
             let not_analysed: Vec<String> = names
                 .iter()

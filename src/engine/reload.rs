@@ -200,14 +200,14 @@ impl State {
             let Some(program) = server.program.filter(|_| server.is_running()) else {
                 continue;
             };
-            // The file is the instance's when it lies in its workspace folder, or in a folder
-            // above it (a configuration the server finds by looking up).
             // An instance that could not resolve its configuration restarts on any change of
             // it: ruff says nothing when a reload succeeds.
             let restarts_for = |name: &str| {
                 program.reloads_configuration_late(name)
                     || (server.check_failure.is_some() && program.reads_configuration(name))
             };
+            // The file is the instance's when it lies in its workspace folder, or in a folder
+            // above it (a configuration the server finds by looking up).
             let changed = changes.iter().find(|(path, _)| {
                 path.file_name()
                     .and_then(|name| name.to_str())
