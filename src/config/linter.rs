@@ -53,8 +53,22 @@ pub fn missing_program(
     path_var: Option<&str>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Option<String> {
+    let is_bash = runs_bash_language_server(server);
+    missing_program_of(server, is_bash, feature, root, path_var, env)
+}
+
+/// [`missing_program`] for a server already known to run bash-language-server or not
+/// (`is_bash`, [`runs_bash_language_server`], which may resolve the command's symlinks).
+fn missing_program_of(
+    server: &ServerConfig,
+    is_bash: bool,
+    feature: Feature,
+    root: &Path,
+    path_var: Option<&str>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<String> {
     let cwd = server.workspace_folder.as_deref().unwrap_or(root);
-    match (feature, runs_bash_language_server(server)) {
+    match (feature, is_bash) {
         (Feature::Diagnostics, true) => missing_helper(&SHELLCHECK, server, cwd, path_var, env),
         (Feature::Formatting, true) => missing_helper(&SHFMT, server, cwd, path_var, env),
         (Feature::Diagnostics, false) => {
@@ -240,15 +254,19 @@ pub fn turn_off_unusable_features(
         .iter_mut()
         .filter(|server| server.resolved_command.is_some())
     {
+        // Asked once for both features: it may resolve the command's symlinks.
+        let is_bash = runs_bash_language_server(server);
+        let missing = |server: &ServerConfig, feature| {
+            missing_program_of(server, is_bash, feature, root, path_var, env)
+        };
         if server.diagnostics {
-            if let Some(reason) = missing_program(server, Feature::Diagnostics, root, path_var, env)
-            {
+            if let Some(reason) = missing(server, Feature::Diagnostics) {
                 log::info!("{reason}: its diagnostics are not used");
                 server.diagnostics = false;
                 server.diagnostics_off_reason = Some(reason);
             }
         }
-        if let Some(reason) = missing_program(server, Feature::Formatting, root, path_var, env) {
+        if let Some(reason) = missing(server, Feature::Formatting) {
             log::info!("{reason}: `format` refuses its files");
             server.formatting_off_reason = Some(reason);
         }

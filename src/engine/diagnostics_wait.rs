@@ -546,28 +546,38 @@ impl State {
             if failures.len() == wait.servers.len() {
                 return Some(DiagnosticsOutcome::Failed(failures.join("; ")));
             }
+            // The servers that answered, by name, and the outcome of a file not checked for
+            // `reasons` (after the other servers' failures, when there are some).
+            let answered = || {
+                names
+                    .iter()
+                    .zip(&wait.servers)
+                    .filter(|(_, id)| wait.done.get(id).is_some_and(Result::is_ok))
+            };
+            let not_checked = |reasons: &[String], failed: bool| {
+                let message = format!(
+                    "{} not checked: {}",
+                    file_name(&wait.path),
+                    reasons.join("; ")
+                );
+                if failures.is_empty() && !failed {
+                    DiagnosticsOutcome::NotChecked(message)
+                } else if failures.is_empty() {
+                    DiagnosticsOutcome::Failed(message)
+                } else {
+                    DiagnosticsOutcome::Failed(format!("{}; {message}", failures.join("; ")))
+                }
+            };
             // A server whose whole check failed (rust-analyzer's `cargo check`, ruff's project
             // settings) did not check the file the project's way, whatever the others found.
-            let check_failures: Vec<String> = names
-                .iter()
-                .zip(&wait.servers)
-                .filter(|(_, id)| wait.done.get(id).is_some_and(Result::is_ok))
+            let check_failures: Vec<String> = answered()
                 .filter_map(|(name, id)| {
                     let check_failure = self.servers[id.0 as usize].check_failure.as_ref()?;
                     Some(format!("{name}: {check_failure}"))
                 })
                 .collect();
             if !check_failures.is_empty() {
-                let message = format!(
-                    "{} not checked: {}",
-                    file_name(&wait.path),
-                    check_failures.join("; ")
-                );
-                return Some(DiagnosticsOutcome::Failed(if failures.is_empty() {
-                    message
-                } else {
-                    format!("{}; {message}", failures.join("; "))
-                }));
+                return Some(not_checked(&check_failures, true));
             }
             // Every server that answered said it did not analyse the file: not a clean. A
             // server whose health is `error` and that gave the file nothing says so too
@@ -576,10 +586,7 @@ impl State {
             // server that gave up checking the file (bash-language-server's ShellCheck
             // timeout).
             let mut unhealthy = false;
-            let not_analysed: Vec<String> = names
-                .iter()
-                .zip(&wait.servers)
-                .filter(|(_, id)| wait.done.get(id).is_some_and(Result::is_ok))
+            let not_analysed: Vec<String> = answered()
                 .map(|(name, id)| {
                     let said = said_not_analysed(&merged, name)
                         .map(|d| format!("{name}: {}", d.message.lines().next().unwrap_or("")));
@@ -599,18 +606,7 @@ impl State {
                 .collect::<Option<_>>()
                 .unwrap_or_default();
             if !not_analysed.is_empty() {
-                let message = format!(
-                    "{} not checked: {}",
-                    file_name(&wait.path),
-                    not_analysed.join("; ")
-                );
-                return Some(if failures.is_empty() && !unhealthy {
-                    DiagnosticsOutcome::NotChecked(message)
-                } else if failures.is_empty() {
-                    DiagnosticsOutcome::Failed(message)
-                } else {
-                    DiagnosticsOutcome::Failed(format!("{}; {message}", failures.join("; ")))
-                });
+                return Some(not_checked(&not_analysed, unhealthy));
             }
             return Some(DiagnosticsOutcome::Settled(merged));
         }
