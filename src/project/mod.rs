@@ -198,6 +198,27 @@ impl ProjectFiles {
     }
 }
 
+/// TypeScript's file sets on their own, whatever server serves the files: for choosing a file
+/// that stands for its project. tsserver answers a workspace question (`workspace/symbol`) from
+/// the projects of the documents open on it, and a file no `tsconfig.json` includes (a
+/// `jest.config.ts` beside a tsconfig with `"include": ["src/*.ts"]`) opens an inferred project
+/// of its own, which holds nothing else.
+pub struct TypeScriptProjects(tsconfig::TsconfigFiles);
+
+impl TypeScriptProjects {
+    /// The tsconfig/jsconfig files under `root` (the canonical workspace root), read lazily.
+    pub fn new(root: &Path) -> TypeScriptProjects {
+        TypeScriptProjects(tsconfig::TsconfigFiles::new(root))
+    }
+
+    /// Whether the nearest `tsconfig.json` (or `jsconfig.json`) of `file` (canonical) leaves it
+    /// out (outside its `files`/`include`, or in its `exclude`, references followed). False
+    /// for a file no configuration governs, and for a file of another language.
+    pub fn leaves_out(&self, file: &Path) -> bool {
+        tsconfig::is_typescript_or_javascript(file) && self.0.leaves_out(file).is_some()
+    }
+}
+
 /// pyright's file set when lspc runs one pyright per project root (issue 17,
 /// [`crate::config::roots`]): a file is judged by the `pyrightconfig.json` / `[tool.pyright]` of
 /// its own project root, as the instance serving it reads them. Each root's configuration is

@@ -34,6 +34,19 @@ const DEFAULT_EXCLUDE: &[&str] = &["**/node_modules", "**/bower_components", "**
 const TS_EXTENSIONS: &[&str] = &[".ts", ".tsx", ".mts", ".cts"];
 const JS_EXTENSIONS: &[&str] = &[".js", ".jsx", ".mjs", ".cjs"];
 
+/// Whether `file`'s name ends in one of the extensions tsc takes (TypeScript's or, with
+/// `allowJs`, JavaScript's), any case.
+pub(super) fn is_typescript_or_javascript(file: &Path) -> bool {
+    let Some(name) = file.file_name() else {
+        return false;
+    };
+    let name = name.to_string_lossy().to_lowercase();
+    TS_EXTENSIONS
+        .iter()
+        .chain(JS_EXTENSIONS)
+        .any(|ext| name.ends_with(ext))
+}
+
 /// A pattern and the folder it is relative to.
 #[derive(Debug, Clone)]
 struct Anchored {

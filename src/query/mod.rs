@@ -626,7 +626,27 @@ impl Queries {
             .map_err(|error| QueryError::File(error.to_string()))?;
         let mut passed_over: Vec<Option<std::ffi::OsString>> = Vec::new();
         let mut without_capability: Vec<String> = Vec::new();
-        for file in by_most_common_extension(files) {
+        // A file its tsconfig leaves out goes last: tsserver would answer from the inferred
+        // project that file alone opens (a new user's trial on vercel/ms: `jest.config.ts`, met
+        // first, made `workspace-symbols parse` find nothing).
+        let typescript = crate::project::TypeScriptProjects::new(&self.root);
+        let mut left_out: Vec<PathBuf> = Vec::new();
+        let mut candidates = by_most_common_extension(files).into_iter();
+        let mut trying_left_out = false;
+        loop {
+            let file = match candidates.next() {
+                Some(file) if !trying_left_out && typescript.leaves_out(&file) => {
+                    left_out.push(file);
+                    continue;
+                }
+                Some(file) => file,
+                None if !trying_left_out && !left_out.is_empty() => {
+                    trying_left_out = true;
+                    candidates = std::mem::take(&mut left_out).into_iter();
+                    continue;
+                }
+                None => break,
+            };
             let extension = file.extension().map(|ext| ext.to_os_string());
             if passed_over.contains(&extension) {
                 continue;

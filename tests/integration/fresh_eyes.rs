@@ -971,6 +971,48 @@ fn workspace_symbols_without_a_file_passes_over_a_server_that_cannot_answer() {
         );
 }
 
+/// A new user's trial on vercel/ms: `lspc workspace-symbols parse` found nothing (exit 1) where
+/// `--file src/index.ts` found `parse` and `parseStrict`. Without `--file`, lspc opened the first
+/// `.ts` file of the walk, `jest.config.ts`, which the tsconfig's `"include": ["src/*.ts"]`
+/// leaves out: tsserver put it in an inferred project of its own and searched only that. A file
+/// its tsconfig leaves out is now tried last. typescript-language-server 5.3.0, TypeScript 6.
+#[test]
+fn workspace_symbols_without_a_file_asks_from_inside_the_tsconfig() {
+    require_program!("typescript-language-server");
+    let workspace = Workspace::new("symbols-inside-tsconfig");
+    workspace
+        .file(
+            "tsconfig.json",
+            "{\"compilerOptions\": {\"strict\": true, \"noEmit\": true},\n \"include\": [\"src/*.ts\"]}\n",
+        )
+        .file("a.config.ts", "export default { verbose: true };\n")
+        .file("b.config.ts", "export const other = 1;\n")
+        .file(
+            "src/parse.ts",
+            "export function parseDuration(text: string): number {\n  return text.length;\n}\n",
+        )
+        .file(
+            "src/format.ts",
+            "import { parseDuration } from './parse';\nexport const two = parseDuration('ab');\n",
+        );
+    let config = workspace.config(json!({ "typescript": typescript_entry() }));
+    let symbols = |extra: &[&str]| {
+        workspace
+            .lspc()
+            .args(["--no-builtin", "--config"])
+            .arg(&config)
+            .args(["workspace-symbols", "parseDuration", "--timeout", "60"])
+            .args(extra)
+            .timeout(std::time::Duration::from_secs(120))
+            .run()
+    };
+    let expected = "src/parse.ts:1:1  parseDuration function\n";
+    symbols(&["--file", "src/format.ts"])
+        .status(0)
+        .stdout_is(expected);
+    symbols(&[]).status(0).stdout_is(expected);
+}
+
 /// A new user's trial (dtolnay/semver with rust-analyzer, spf13/pflag with gopls): an agent asks
 /// a definition (lspc opens `a.go`), another tool edits `b.go` on disk, and the agent renames
 /// from `b.go`. lspc sends `a.go` again, unchanged, under version 2 (its analysis may describe
