@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, select};
 
-use crate::diagnostics::{self, Diagnostic, Severity};
+use crate::diagnostics::{self, Diagnostic};
 use crate::engine::{DiagnosticsOutcome, EngineHandle, EngineOptions, Op};
 use crate::exit::{EXIT_FOUND, EXIT_OK, EXIT_SERVER, EXIT_USAGE};
 use crate::output::{self, CheckReport, FileReport, FileState, Format, ServerFailure, SkippedFile};
@@ -38,9 +38,9 @@ pub struct CheckOptions {
     /// Files or folders; empty means the workspace root.
     pub paths: Vec<PathBuf>,
     pub format: Format,
-    /// Report only diagnostics at or above this severity (default `info`: hints, LSP severity 4,
-    /// are mostly editor decorations no CLI prints; the summary counts what was left out).
-    pub severity: Severity,
+    /// Which diagnostics are reported (`--severity`; by default information and above, and
+    /// every ShellCheck finding, [`verdict::ReportFrom`]); the summary counts what was left out.
+    pub severity: verdict::ReportFrom,
     /// Which reported diagnostics make the exit status 1 (default: each server's own CLI's
     /// verdict, [`verdict::FailOn`]).
     pub fail_on: verdict::FailOn,
@@ -74,7 +74,7 @@ impl Default for CheckOptions {
         CheckOptions {
             paths: Vec::new(),
             format: Format::Human,
-            severity: Severity::Information,
+            severity: verdict::ReportFrom::LikeEachCli,
             fail_on: verdict::FailOn::LikeEachCli,
             timeout: Duration::from_secs(30),
             max_per_file: None,
@@ -712,10 +712,11 @@ fn verdict_note(verdict: &verdict::Verdict, failing: &[&Diagnostic]) -> Option<S
     let parts: Vec<String> = by_server
         .into_iter()
         .map(|((server, cli), n)| {
-            let noun = if n == 1 {
-                "warning fails"
-            } else {
-                "warnings fail"
+            let noun = match (cli, n) {
+                ("shellcheck", 1) => "finding fails",
+                ("shellcheck", _) => "findings fail",
+                (_, 1) => "warning fails",
+                _ => "warnings fail",
             };
             format!("{server}'s {n} {noun} `{cli}` too")
         })
@@ -828,16 +829,16 @@ struct Ending {
     interrupted: Option<(i32, usize, usize)>,
 }
 
-/// Adds one file's result, leaving out (and counting) what is below `--severity`.
+/// Adds one file's result, leaving out (and counting) what `--severity` does not report.
 fn push_file(
     report: &mut CheckReport,
-    severity: Severity,
+    severity: verdict::ReportFrom,
     path: PathBuf,
     state: FileState,
     mut found: Vec<diagnostics::Diagnostic>,
 ) {
     let before = found.len();
-    found.retain(|diagnostic| diagnostic.severity <= severity);
+    found.retain(|diagnostic| severity.reports(diagnostic.severity, diagnostic.source.as_deref()));
     report.n_below_severity += before - found.len();
     let state = match state {
         FileState::Diagnostics if found.is_empty() => FileState::Clean,
@@ -857,10 +858,10 @@ fn push_file(
 fn add_config_diagnostic(
     file: &mut FileReport,
     n_below_severity: &mut usize,
-    severity: Severity,
+    severity: verdict::ReportFrom,
     diagnostic: diagnostics::Diagnostic,
 ) {
-    if diagnostic.severity > severity {
+    if !severity.reports(diagnostic.severity, diagnostic.source.as_deref()) {
         *n_below_severity += 1;
         return;
     }
@@ -924,7 +925,7 @@ fn empty_report(root: &Path, options: &CheckOptions, selection: Selection) -> Ch
         files: Vec::new(),
         n_omitted: 0,
         server_failures: Vec::new(),
-        severity: options.severity,
+        severity: options.severity.level(),
         n_below_severity: 0,
         skipped: selection.skipped,
         notes: selection.notes,

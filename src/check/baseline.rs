@@ -122,12 +122,16 @@ impl Baseline {
     /// completed count toward "gone" (a timed-out file proves nothing), plus files that no longer
     /// exist under the root; baseline findings below `severity` are ignored, as the run did not
     /// look for them.
-    pub fn apply(&self, report: &mut CheckReport, severity: Severity) -> BaselineCounts {
+    pub fn apply(
+        &self,
+        report: &mut CheckReport,
+        severity: super::verdict::ReportFrom,
+    ) -> BaselineCounts {
         let mut remaining = self.findings.clone();
         for keys in remaining.values_mut() {
             keys.retain(|key, _| match key {
-                Key::Exact(found, ..) => *found <= severity,
-                Key::Sarif(level, ..) => sarif_level_at_least(level, severity),
+                Key::Exact(found, _, source, _) => severity.reports(*found, source.as_deref()),
+                Key::Sarif(level, ..) => sarif_level_at_least(level, severity.level()),
             });
         }
         let mut counts = BaselineCounts::default();
@@ -328,6 +332,7 @@ fn sarif_path(uri: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::check::verdict::ReportFrom;
     use crate::output::{FileReport, FileState};
 
     fn diagnostic(path: &str, line: u32, severity: Severity, message: &str) -> Diagnostic {
@@ -382,7 +387,7 @@ mod tests {
                 diagnostic("/nonexistent-root/a b.py", 7, Severity::Error, "m1"),
                 diagnostic("/nonexistent-root/a b.py", 8, Severity::Error, "m3"),
             ]);
-            let counts = baseline.apply(&mut current, Severity::Hint);
+            let counts = baseline.apply(&mut current, ReportFrom::AtLeast(Severity::Hint));
             assert_eq!(
                 counts,
                 BaselineCounts {
@@ -422,7 +427,7 @@ mod tests {
                 clang("Unknown type name 'uint32_t' (fix available)"),
                 clang("Unknown type name 'size_t'"),
             ]);
-            let counts = baseline.apply(&mut current, Severity::Hint);
+            let counts = baseline.apply(&mut current, ReportFrom::AtLeast(Severity::Hint));
             assert_eq!(
                 counts,
                 BaselineCounts {
@@ -446,7 +451,7 @@ mod tests {
             Severity::Error,
             "m1",
         )]);
-        let counts = baseline.apply(&mut current, Severity::Warning);
+        let counts = baseline.apply(&mut current, ReportFrom::AtLeast(Severity::Warning));
         assert_eq!(
             counts,
             BaselineCounts {

@@ -101,10 +101,11 @@ Options (any command):
 
 check options:
   --format FORMAT     human (default), json, jsonl, sarif, github
-  --severity LEVEL    report only diagnostics at or above LEVEL: error, warning,
-                      info (default), hint
+  --severity LEVEL    report only diagnostics at or above LEVEL: error, warning, info,
+                      hint (default: info, and every ShellCheck finding, as shellcheck)
   --fail-on LEVEL     exit 1 when a diagnostic at or above LEVEL is reported (default: an
-                      error, or a warning the server's own CLI fails on: ruff, go vet)
+                      error, or a finding the server's own CLI fails on: ruff, go vet,
+                      shellcheck)
   --timeout SECONDS   how long each file's servers may take to settle (default: 30)
   --max-per-file N    report at most N diagnostics per file (default: all)
   --max-total N       report at most N diagnostics in total (default: all)

@@ -10,7 +10,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::{operation_args, Args, Command, GlobalOptions, UsageError};
-use crate::check::{verdict::FailOn, CheckOptions};
+use crate::check::{
+    verdict::{FailOn, ReportFrom},
+    CheckOptions,
+};
 use crate::diagnostics::Severity;
 use crate::mcp::cli::McpCliOptions;
 use crate::output::Format;
@@ -123,8 +126,9 @@ pub fn parse(args: Vec<OsString>) -> Result<Args, UsageError> {
                 })?;
             }
             Long("severity") => {
-                check.severity = parse_severity("--severity", &mut parser)?;
-                severity_given = Some(check.severity);
+                let level = parse_severity("--severity", &mut parser)?;
+                check.severity = ReportFrom::AtLeast(level);
+                severity_given = Some(level);
             }
             Long("fail-on") => {
                 check.fail_on = FailOn::AtLeast(parse_severity("--fail-on", &mut parser)?)
@@ -438,7 +442,7 @@ mod tests {
             panic!("not check")
         };
         assert_eq!(check.format, Format::Json);
-        assert_eq!(check.severity, Severity::Warning);
+        assert_eq!(check.severity, ReportFrom::AtLeast(Severity::Warning));
         assert_eq!(
             check.paths,
             vec![PathBuf::from("src"), PathBuf::from("a.py")]

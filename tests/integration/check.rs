@@ -207,6 +207,59 @@ fn bash_language_server_without_shellcheck_reports_no_script_clean() {
         );
 }
 
+/// Left open in the seventeenth note, met on tj/n: `shellcheck bin/n` prints SC2001 (`style`)
+/// and exits 1, but bash-language-server 5.8.1 publishes ShellCheck's `style` findings as hints,
+/// which `lspc check` hid by default: `bin/n` was clean, exit 0. By default every ShellCheck
+/// finding is now reported and fails the check, as `shellcheck` does; `--severity` and
+/// `--fail-on` still set one level for every server. ShellCheck 0.9.0.
+#[test]
+fn every_shellcheck_finding_is_reported_and_fails_as_shellcheck_does() {
+    require_program!("bash-language-server");
+    require_program!("shellcheck");
+    let workspace = Workspace::new("shellcheck-style");
+    workspace.file(
+        "trim.sh",
+        "#!/bin/bash\nversion=\"$1\"\nversion=\"$(echo \"$version\" | sed 's/ .*//')\"\nprintf '%s\\n' \"$version\"\n",
+    );
+    let shellcheck = TestCommand::new("shellcheck")
+        .current_dir(&workspace.root)
+        .args(["-f", "gcc", "trim.sh"])
+        .run();
+    shellcheck.status(1).stdout_is(
+        "trim.sh:3:12: note: See if you can use ${variable//search/replace} instead. [SC2001]\n",
+    );
+    let config = workspace.config(json!({"bash": {
+        "command": which("bash-language-server").unwrap(),
+        "args": ["start"],
+        "extensionToLanguage": {".sh": "shellscript"},
+    }}));
+    let check = |extra: &[&str]| {
+        workspace
+            .lspc()
+            .args(["check", "--no-builtin", "--config"])
+            .arg(&config)
+            .args(["trim.sh", "--timeout", "60"])
+            .args(extra)
+            .timeout(Duration::from_secs(90))
+            .run()
+    };
+    let finding = "trim.sh:3:12: hint: See if you can use ${variable//search/replace} instead. \
+                   [shellcheck SC2001]\n";
+    check(&[])
+        .status(1)
+        .stdout_is(finding)
+        .stderr_contains("1 file checked: 0 errors, 0 warnings, 0 info, 1 hint in 1 file\n")
+        .stderr_contains(
+            "lspc: exit status 1: bash's 1 finding fails `shellcheck` too (`--fail-on error` \
+             fails on errors only)\n",
+        );
+    check(&["--fail-on", "error"]).status(0).stdout_is(finding);
+    check(&["--severity", "info"])
+        .status(0)
+        .stdout_is("")
+        .stderr_contains("1 hint not shown (`--severity hint` shows them)");
+}
+
 /// Found trying lspc on nvm-sh/nvm (round nu13): bash-language-server 5.8.1 gives ShellCheck
 /// 10 s per script (`--external-sources`: `update_test_mocks.sh` sources the 4,960-line
 /// `nvm.sh`), then logs `ShellCheck: timed out after 10000ms for file:///…` and never publishes
