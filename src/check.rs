@@ -189,17 +189,14 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
     // Files named explicitly are checked even when no server serves them (they get an error);
     // files found by walking a folder are skipped unless a server claims them (a configured
     // server whose command is missing still claims its files, so they are reported, not skipped).
-    let explicit: Vec<PathBuf> = targets
-        .iter()
-        .filter(|target| target.is_file())
-        .map(|target| crate::uri::canonical(target))
-        .collect();
+    let named = NamedPaths::new(&targets);
+    let explicit = named.files.clone();
     let folders: Vec<PathBuf> = targets
         .iter()
         .filter(|target| target.is_dir())
         .map(|target| crate::uri::canonical(target))
         .collect();
-    let mut selection = select_files(config, options, &explicit, listing);
+    let mut selection = select_files(config, options, &named, listing);
     let had_config_errors = !config.errors.is_empty();
     if selection.files.is_empty() {
         if !selection.skipped.is_empty() {
@@ -948,10 +945,35 @@ pub(crate) struct Selection {
 /// files with the same servers and gives the project's own verdict too.
 pub(crate) fn default_selection(
     config: &crate::config::Config,
-    explicit: &[PathBuf],
+    named: &NamedPaths,
     walked: walk::Listing,
 ) -> Selection {
-    select_files(config, &CheckOptions::default(), explicit, walked)
+    select_files(config, &CheckOptions::default(), named, walked)
+}
+
+/// The paths named on `lspc check`'s command line (or in batch's `check` operation), canonical:
+/// files, checked whole, and folders, under which a server's CLI may judge files differently
+/// from a walk of the whole project ([`ProjectFiles::leaves_out_when_named`]).
+pub(crate) struct NamedPaths {
+    pub(crate) files: Vec<PathBuf>,
+    pub(crate) folders: Vec<PathBuf>,
+}
+
+impl NamedPaths {
+    /// The named `targets` (as given; relative ones against the current directory).
+    pub(crate) fn new(targets: &[PathBuf]) -> NamedPaths {
+        let canonical = |wanted: fn(&Path) -> bool| -> Vec<PathBuf> {
+            targets
+                .iter()
+                .filter(|target| wanted(target))
+                .map(|target| crate::uri::canonical(target))
+                .collect()
+        };
+        NamedPaths {
+            files: canonical(Path::is_file),
+            folders: canonical(Path::is_dir),
+        }
+    }
 }
 
 /// Adds to `config_diagnostics` the errors tsserver reports in the configuration files of the
@@ -995,9 +1017,10 @@ pub(crate) fn add_tsconfig_errors(
 fn select_files(
     config: &crate::config::Config,
     options: &CheckOptions,
-    explicit: &[PathBuf],
+    named: &NamedPaths,
     walked: walk::Listing,
 ) -> Selection {
+    let explicit = named.files.as_slice();
     let projects = ProjectFiles::load(&config.root, &config.servers);
     let mut selection = Selection {
         files: Vec::new(),
@@ -1011,6 +1034,9 @@ fn select_files(
     let mut outside: Vec<(String, usize, bool)> = Vec::new();
     // Reason → how many files kept whole that a server will not check anyway.
     let mut never_checked: Vec<(String, usize)> = Vec::new();
+    // Reason → how many files some of their servers' projects leave out while others check
+    // them (`tests/` outside pyright's `include`, still linted by ruff), in first-seen order.
+    let mut partly: Vec<(String, usize)> = Vec::new();
     let mut keep_whole = |file: PathBuf, selection: &mut Selection| {
         let left_out: Vec<(ServerId, String)> = config
             .servers_for_path(&file)
@@ -1068,9 +1094,19 @@ fn select_files(
             .into_iter()
             .filter(|&index| config.servers[index].diagnostics)
             .collect();
+        let named_folder = named
+            .folders
+            .iter()
+            .find(|folder| found_as.starts_with(folder));
         let reasons: Vec<(usize, String)> = servers
             .iter()
-            .filter_map(|&index| Some((index, projects.leaves_out(index, &found_as)?)))
+            .filter_map(|&index| {
+                let reason = match named_folder {
+                    Some(folder) => projects.leaves_out_when_named(index, &found_as, folder),
+                    None => projects.leaves_out(index, &found_as),
+                };
+                Some((index, reason?))
+            })
             .collect();
         if !servers.is_empty() && reasons.len() == servers.len() {
             let reason = reasons
@@ -1099,6 +1135,15 @@ fn select_files(
             continue;
         }
         if !reasons.is_empty() {
+            let reason = reasons
+                .iter()
+                .map(|(_, reason)| reason.as_str())
+                .collect::<Vec<_>>()
+                .join(" and ");
+            match partly.iter_mut().find(|(known, _)| *known == reason) {
+                Some((_, n)) => *n += 1,
+                None => partly.push((reason, 1)),
+            }
             let ids = reasons
                 .iter()
                 .map(|(index, _)| ServerId(*index as u32))
@@ -1106,6 +1151,12 @@ fn select_files(
             selection.leave_out.insert(file.clone(), ids);
         }
         selection.files.push(file);
+    }
+    for (reason, n) in partly {
+        let files = if n == 1 { "file" } else { "files" };
+        selection.notes.push(format!(
+            "{n} {files} {reason} checked by the other servers only"
+        ));
     }
     if !options.all_files {
         for error in projects.errors() {

@@ -31,6 +31,7 @@
 //! - [`batch`]: `lspc batch`, JSON-lines operations over one engine session.
 //! - [`input_lines`]: batch's stdin lines, waited for with `poll` beside stdout's hang-up.
 //! - [`walk`]: listing the files under a folder, honouring `.gitignore`.
+//! - [`word_occurrences`]: whole-word occurrences of a name in the workspace's files.
 //! - [`project`]: each server's own project file set (pyright include, tsconfig, ruff exclude).
 //! - [`install_hints`]: which built-in server would serve unserved files, and its install command.
 //! - [`unchecked_kinds`]: source files no language server checks (Go assembly, Bats, notebooks).
@@ -75,6 +76,7 @@ pub mod transport;
 pub mod unchecked_kinds;
 pub mod uri;
 pub mod walk;
+pub mod word_occurrences;
 
 #[cfg(test)]
 mod module_graph;

@@ -375,15 +375,29 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             if let Operation::Query(request) = &operation {
                 print_query_hints(&args.global, &config, request);
             }
-            run_operation(
+            let had_config_errors = !config.errors.is_empty();
+            let status = run_operation(
                 engine_options(config, &args.global),
                 operation,
                 (format, severity),
                 timeout,
                 args.global.quiet,
-            )
+            );
+            with_config_errors(status, had_config_errors)
         }
         Command::HelpFor(name) => write_stdout(&command_help(&name)),
+    }
+}
+
+/// The exit status of a query or edit that ran although its configuration had errors (printed
+/// as it loaded): 2, as for `lspc check` ("Exit status: … 2 usage or config error"), whatever it
+/// found. A new user's trial: `--config /nonexistent.json` and a `.lsp.json` that did not parse
+/// each gave a hover and exit 0, so a script never learnt that its configuration was not used.
+fn with_config_errors(status: i32, had_config_errors: bool) -> i32 {
+    if had_config_errors {
+        EXIT_USAGE
+    } else {
+        status
     }
 }
 
@@ -495,6 +509,7 @@ fn warm_query(global: &GlobalOptions, options: &QueryOptions) -> Warm {
         };
     crate::options::print_config_messages(&engine_options.config, global.quiet);
     print_query_hints(global, &engine_options.config, &options.request);
+    let had_config_errors = !engine_options.config.errors.is_empty();
     let outcome = match client::read_answer(connected) {
         client::QueryExchange::Answered(outcome) => outcome,
         client::QueryExchange::ConfigMismatch => {
@@ -508,7 +523,10 @@ fn warm_query(global: &GlobalOptions, options: &QueryOptions) -> Warm {
             run_query(engine_options, options)
         }
     };
-    Warm::Answered(crate::query::command::report(outcome, options))
+    Warm::Answered(with_config_errors(
+        crate::query::command::report(outcome, options),
+        had_config_errors,
+    ))
 }
 
 /// What [`warm_query`] did.

@@ -340,17 +340,8 @@ impl Config {
     /// extension but whose command was not found, `server X cannot start: command not found: C`;
     /// otherwise `no language server is configured for .ext files`.
     pub fn why_unserved(&self, path: &Path) -> String {
-        let extension = extension_key(path);
         let broken: Vec<String> = self
-            .servers
-            .iter()
-            .filter(|server| server.resolved_command.is_none())
-            .filter(|server| server.origin != ConfigOrigin::BuiltIn)
-            .filter(|server| {
-                extension
-                    .as_ref()
-                    .is_some_and(|extension| server.extension_to_language.contains_key(extension))
-            })
+            .unavailable_for(path)
             .map(|server| {
                 format!(
                     "server {} cannot start: command not found: {}",
@@ -362,6 +353,21 @@ impl Config {
             return broken.join("; ");
         }
         no_server_message(path)
+    }
+
+    /// The servers configured (not built in) for `path`'s extension whose command was not
+    /// found, in precedence order: listed, never started or routed to.
+    pub fn unavailable_for<'a>(&'a self, path: &Path) -> impl Iterator<Item = &'a ServerConfig> {
+        let extension = extension_key(path);
+        self.servers
+            .iter()
+            .filter(|server| server.resolved_command.is_none())
+            .filter(|server| server.origin != ConfigOrigin::BuiltIn)
+            .filter(move |server| {
+                extension
+                    .as_ref()
+                    .is_some_and(|extension| server.extension_to_language.contains_key(extension))
+            })
     }
 
     /// The LSP language id (`textDocument.languageId`) server `server` uses for `path`; `None`

@@ -24,13 +24,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crossbeam_channel::bounded;
 use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::diff::unified_diff;
 use super::formatting::{self, FormattingOverrides};
-use super::leftovers;
 use super::local_rename;
 use super::workspace_edit::{ApplyMode, EditError, EditReport, Operation};
 use crate::diagnostics::{comparison_message, Diagnostic, Severity};
@@ -42,6 +40,7 @@ use crate::engine::{
 use crate::query::{resolve_position, wait_until_ready, ColumnOrSymbol, TextPosition};
 use crate::text::{LineIndex, PositionEncoding};
 use crate::uri;
+use crate::word_occurrences as leftovers;
 
 /// The cap on the `<new-diagnostics>` block, in characters (seed 000).
 pub const NEW_DIAGNOSTICS_CAP: usize = 4_000;
@@ -84,6 +83,13 @@ pub enum CommandError {
     },
     /// A position that does not exist in the file (the message has the details).
     InvalidPosition(String),
+    /// The new name of a rename cannot be a name in the file's language ([`super::identifier`]);
+    /// `reason` says why (`it starts with '1'`). Nothing was asked or written.
+    InvalidName {
+        name: String,
+        language: &'static str,
+        reason: String,
+    },
     /// `prepareRename` answered `null`: nothing renameable there.
     NothingToRename {
         path: PathBuf,
@@ -132,6 +138,11 @@ impl std::fmt::Display for CommandError {
                 write!(f, "cannot format {}: {reason}", path.display())
             }
             CommandError::InvalidPosition(message) => f.write_str(message),
+            CommandError::InvalidName {
+                name,
+                language,
+                reason,
+            } => write!(f, "{name:?} is not a valid {language} name: {reason}"),
             CommandError::NothingToRename { path, line, column } => write!(
                 f,
                 "nothing to rename at {}:{line}:{column}",
@@ -206,7 +217,7 @@ pub struct EditOutcome {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     /// After a rename: whole-word occurrences of the old name the server's edit left alone, in
-    /// files it does not touch (see [`super::leftovers`]); empty for other commands.
+    /// files it does not touch (see [`crate::word_occurrences`]); empty for other commands.
     #[serde(skip)]
     pub not_renamed: Vec<leftovers::Occurrences>,
 }
@@ -241,6 +252,15 @@ impl EditCommands {
         apply: bool,
     ) -> Result<EditOutcome, CommandError> {
         let path = uri::canonical(&at.file);
+        if let Some(language) = super::identifier::Language::of(&path) {
+            if let Some(reason) = super::identifier::invalid_reason(language, new_name) {
+                return Err(CommandError::InvalidName {
+                    name: new_name.to_owned(),
+                    language: language.name(),
+                    reason,
+                });
+            }
+        }
         let synced = sync_with(&self.op_sender, path.clone(), self.timeout)?;
         let mut server = pick_server(&synced, "renameProvider")?.clone();
         let (position, line, column) = self.lsp_position(&synced, at, server.encoding)?;
@@ -339,21 +359,14 @@ impl EditCommands {
         if left.is_empty() {
             return Ok((edit, left));
         }
-        let mut opened = Vec::new();
-        for file in left.iter().take(MAX_LEFTOVER_FILES_OPENED) {
-            match sync_with(&self.op_sender, file.path.clone(), self.timeout) {
-                Ok(synced)
-                    if synced
-                        .servers
-                        .iter()
-                        .any(|s| s.server_id == server.server_id) =>
-                {
-                    opened.push(file.path.clone())
-                }
-                Ok(_) => {}
-                Err(error) => log::debug!("cannot open {}: {error}", file.path.display()),
-            }
-        }
+        let opened = crate::engine::open_on(
+            &self.op_sender,
+            left.iter()
+                .take(MAX_LEFTOVER_FILES_OPENED)
+                .map(|file| file.path.clone()),
+            server.server_id,
+            self.timeout,
+        );
         if opened.is_empty() {
             return Ok((edit, left));
         }
@@ -693,18 +706,14 @@ impl EditCommands {
         if paths.is_empty() {
             return (Vec::new(), None);
         }
-        let (reply, receiver) = bounded(1);
-        let op = Op::Diagnostics {
-            paths: paths.to_vec(),
-            timeout: self.timeout,
-            reply,
-        };
-        if self.op_sender.send(op).is_err() {
+        let Some(files) =
+            crate::engine::diagnostics_with(&self.op_sender, paths.to_vec(), self.timeout)
+        else {
             return (Vec::new(), Some("the engine has shut down".to_owned()));
-        }
+        };
         let mut all = Vec::new();
         let mut unsettled = Vec::new();
-        for file in receiver.recv().unwrap_or_default() {
+        for file in files {
             match file.outcome {
                 DiagnosticsOutcome::Settled(diagnostics) => all.extend(diagnostics),
                 DiagnosticsOutcome::TimedOut { diagnostics, .. } => {

@@ -7,7 +7,9 @@
 //!   before writing anything, then writes atomically and rolls back on a half-way failure.
 //! - [`diff`]: the unified diff shown before an edit is applied.
 //! - [`formatting`]: the `FormattingOptions` of a file, from `.editorconfig` and its text.
-//! - [`leftovers`]: after a rename, whole-word occurrences of the old name the server left.
+//! - whole-word occurrences of the old name a rename left are found by [`crate::word_occurrences`].
+//! - [`identifier`]: whether a rename's new name can be a name in Python or JavaScript/TypeScript,
+//!   whose servers rename to anything.
 //! - [`commands`]: `rename`, `code-actions`, `format` and `edit`, callable from the CLI and MCP,
 //!   each returning the files changed and the block of diagnostics new since before the edit.
 //!
@@ -17,7 +19,7 @@
 pub mod commands;
 pub mod diff;
 pub mod formatting;
-pub mod leftovers;
+pub mod identifier;
 pub mod local_rename;
 pub mod workspace_edit;
 

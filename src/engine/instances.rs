@@ -118,10 +118,19 @@ impl State {
     }
 
     /// The slots serving `path` ([`Self::slots_for_path`]), each started if it is not running:
-    /// what every sync of a file does first. `NoServer` when no server claims the file.
+    /// what every sync of a file does first. `NoServer` when no server claims the file, `Spawn`
+    /// when only configured servers whose command is missing do (a new user's trial: a
+    /// `.lsp.json` naming `gopls-nonexistent` gave "no language server is configured for .go
+    /// files" to a query, where `lspc check` said the command was not found).
     pub(super) fn start_servers_for(&mut self, path: &Path) -> Result<Vec<usize>, EngineError> {
         let servers = self.slots_for_path(path);
         if servers.is_empty() {
+            if let Some(server) = self.options.config.unavailable_for(path).next() {
+                return Err(EngineError::Spawn {
+                    server: server.name.clone(),
+                    message: format!("command not found: {}", server.command),
+                });
+            }
             return Err(EngineError::NoServer {
                 path: path.to_path_buf(),
             });

@@ -837,6 +837,27 @@ pub fn sync_with(
     recv_parked(&receiver).map_err(|_| EngineError::Gone)?
 }
 
+/// [`sync_with`] for each of `paths` in turn (opening those not open yet); answers those that
+/// server `server_id` now holds. A path that cannot be synced is logged and skipped.
+pub fn open_on(
+    op_sender: &LoopSender<Op>,
+    paths: impl IntoIterator<Item = PathBuf>,
+    server_id: ServerId,
+    timeout: Duration,
+) -> Vec<PathBuf> {
+    let mut opened = Vec::new();
+    for path in paths {
+        match sync_with(op_sender, path.clone(), timeout) {
+            Ok(synced) if synced.servers.iter().any(|s| s.server_id == server_id) => {
+                opened.push(path)
+            }
+            Ok(_) => {}
+            Err(error) => log::debug!("cannot open {}: {error}", path.display()),
+        }
+    }
+    opened
+}
+
 /// [`Op::Request`] through any op sender, blocking, with ContentModified retries.
 pub fn request_with(
     op_sender: &LoopSender<Op>,
@@ -907,6 +928,23 @@ pub fn raw_diagnostics_with(
         return Vec::new();
     }
     receiver.recv().unwrap_or_default()
+}
+
+/// [`Op::Diagnostics`] for `paths` through any op sender, blocking: each file's settled
+/// diagnostics (`None` when the engine is gone).
+pub fn diagnostics_with(
+    op_sender: &LoopSender<Op>,
+    paths: Vec<PathBuf>,
+    timeout: Duration,
+) -> Option<Vec<FileDiagnostics>> {
+    let (reply, receiver) = bounded(1);
+    let op = Op::Diagnostics {
+        paths,
+        timeout,
+        reply,
+    };
+    op_sender.send(op).ok()?;
+    receiver.recv().ok()
 }
 
 /// Receiver type re-exported for frontends that select over engine replies.

@@ -477,12 +477,8 @@ fn check(context: &Context<'_>, paths: &[PathBuf], root: &Path) -> Result<Answer
     };
     let files =
         crate::walk::list_files_found(root, &targets).map_err(|error| usage(error.to_string()))?;
-    let explicit: Vec<PathBuf> = targets
-        .iter()
-        .filter(|target| target.is_file())
-        .map(|target| uri::canonical(target))
-        .collect();
-    let selection = crate::check::default_selection(context.config, &explicit, files);
+    let named = crate::check::NamedPaths::new(&targets);
+    let selection = crate::check::default_selection(context.config, &named, files);
     if selection.files.is_empty() && selection.skipped.is_empty() {
         return Err(usage(
             "check: no files to check: no configured language server serves the given paths"

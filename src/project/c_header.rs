@@ -58,6 +58,17 @@ pub fn wants_c_header_command(server: &ServerConfig, header: &Path) -> bool {
     !finds_compilation_database(folder)
 }
 
+/// Whether clangd 14 finds a `compile_commands.json` for files in `folder` (in it, in a folder
+/// above it, or in the `build/` folder of any of them): the one database that lists a project's
+/// files, so the only one from which clangd's background index covers files it was not sent
+/// (`compile_flags.txt` gives flags, not files).
+pub fn finds_compile_commands(folder: &Path) -> bool {
+    folder.ancestors().any(|dir| {
+        dir.join("compile_commands.json").exists()
+            || dir.join("build").join("compile_commands.json").exists()
+    })
+}
+
 /// Whether the server's arguments or initialization options point clangd at a database.
 fn names_database(server: &ServerConfig) -> bool {
     let argument = server.args.iter().any(|arg| {

@@ -59,6 +59,13 @@ trait FileSet {
     /// `file` is canonical.
     fn leaves_out(&self, file: &Path) -> Option<&'static str>;
 
+    /// [`FileSet::leaves_out`] for a file found in `folder` (canonical), named on `lspc check`'s
+    /// command line, as the server's CLI judges a file under a folder it is given. The same
+    /// unless the CLI takes its arguments in place of `include` (pyright).
+    fn leaves_out_when_named(&self, file: &Path, _folder: &Path) -> Option<&'static str> {
+        self.leaves_out(file)
+    }
+
     /// Configuration files met so far that could not be used.
     fn errors(&self) -> Vec<ProjectError> {
         Vec::new()
@@ -160,6 +167,21 @@ impl ProjectFiles {
         Some(reason_text(label, set.leaves_out(file)?))
     }
 
+    /// [`ProjectFiles::leaves_out`] for a file found in `folder` (canonical), named on the
+    /// command line: `lspc check tests` with pyright's `include = ["src"]` checks `tests/` with
+    /// pyright, as `pyright tests` does (a new user's trial on pallets/itsdangerous, where only
+    /// ruff looked at them and they were reported clean); a folder that is (or holds) the
+    /// project's own keeps its `include`.
+    pub fn leaves_out_when_named(
+        &self,
+        index: usize,
+        file: &Path,
+        folder: &Path,
+    ) -> Option<String> {
+        let (label, set) = self.sets.get(index)?.as_ref()?;
+        Some(reason_text(label, set.leaves_out_when_named(file, folder)?))
+    }
+
     /// Why server `index` will not check `file` even when lspc opens it and asks (see
     /// `FileSet::never_checks`: ruff and its exclude), e.g. `in ruff's exclude`; `None` when
     /// the server checks it. Asked for files `lspc check` keeps whole (named on its command
@@ -245,8 +267,10 @@ impl PerProjectPyright {
     }
 }
 
-impl FileSet for PerProjectPyright {
-    fn leaves_out(&self, file: &Path) -> Option<&'static str> {
+impl PerProjectPyright {
+    /// The file set of `file`'s project root (read the first time), or `None` when its
+    /// configuration could not be used.
+    fn project_of(&self, file: &Path) -> Option<std::cell::RefMut<'_, pyright::PyrightFiles>> {
         let folder = file.parent()?;
         let root = self
             .folder_roots
@@ -257,18 +281,30 @@ impl FileSet for PerProjectPyright {
                     .unwrap_or_else(|| self.workspace_root.clone())
             })
             .clone();
-        let mut projects = self.projects.borrow_mut();
-        let set =
-            projects.entry(root.clone()).or_insert_with(|| {
-                match pyright::PyrightFiles::load(&root) {
+        let projects = self.projects.borrow_mut();
+        std::cell::RefMut::filter_map(projects, |projects| {
+            projects
+                .entry(root.clone())
+                .or_insert_with(|| match pyright::PyrightFiles::load(&root) {
                     Ok(files) => Some(files),
                     Err(error) => {
                         self.errors.borrow_mut().push(error);
                         None
                     }
-                }
-            });
-        set.as_ref()?.leaves_out(file)
+                })
+                .as_mut()
+        })
+        .ok()
+    }
+}
+
+impl FileSet for PerProjectPyright {
+    fn leaves_out(&self, file: &Path) -> Option<&'static str> {
+        self.project_of(file)?.leaves_out(file)
+    }
+
+    fn leaves_out_when_named(&self, file: &Path, folder: &Path) -> Option<&'static str> {
+        self.project_of(file)?.leaves_out_when_named(file, folder)
     }
 
     fn errors(&self) -> Vec<ProjectError> {

@@ -71,7 +71,7 @@ impl PyrightFiles {
                 .collect()
         });
         Ok(PyrightFiles {
-            folder: folder.to_path_buf(),
+            folder: crate::uri::canonical(folder),
             include,
             exclude,
         })
@@ -164,8 +164,9 @@ fn read_pyrightconfig(config_file: &Path) -> Result<Value, ProjectError> {
     })
 }
 
-impl FileSet for PyrightFiles {
-    fn leaves_out(&self, file: &Path) -> Option<&'static str> {
+impl PyrightFiles {
+    /// [`FileSet::leaves_out`], or with `include_applies` false [`FileSet::leaves_out_when_named`].
+    fn judge(&self, file: &Path, include_applies: bool) -> Option<&'static str> {
         if relative_to(file, &self.folder).is_none() {
             // Outside the workspace folder: pyright's CLI would not list it either, but lspc
             // only walks inside the root, so this is a file the user named.
@@ -176,13 +177,29 @@ impl FileSet for PyrightFiles {
                 relative_to(file, base).is_some_and(|relative| pattern.covers(&relative))
             })
         };
-        if !self.include.is_empty() && !covers(&self.include) {
+        if include_applies && !self.include.is_empty() && !covers(&self.include) {
             return Some("outside");
         }
         if covers(&self.exclude) {
             return Some("excluded");
         }
         None
+    }
+}
+
+impl FileSet for PyrightFiles {
+    fn leaves_out(&self, file: &Path) -> Option<&'static str> {
+        self.judge(file, true)
+    }
+
+    /// pyright's CLI takes the paths it is given in place of `include` ("files specified on the
+    /// command line override include"), and still leaves out what `exclude` covers under them:
+    /// `pyright tests` in the project. A named folder that is the project's own folder, or holds
+    /// it (`lspc check services/beta` in a monorepo, one pyright per project), names the project:
+    /// its `include` stands, as for `pyright` run in it.
+    fn leaves_out_when_named(&self, file: &Path, folder: &Path) -> Option<&'static str> {
+        let inside_the_project = folder != self.folder && folder.starts_with(&self.folder);
+        self.judge(file, !inside_the_project)
     }
 }
 

@@ -29,7 +29,8 @@
 //!
 //! This file holds [`Queries`], the requests themselves. The vocabulary and result types are in
 //! `model.rs`, position resolution in `position.rs`, readiness waits in `readiness.rs`, signature
-//! help normalisation in `signature.rs`, root-relative paths in `relative_paths.rs`; result
+//! help normalisation in `signature.rs`, root-relative paths in `relative_paths.rs`, references
+//! beyond the files clangd without a compilation database parsed in `unparsed_files.rs`; result
 //! parsing per kind in `locations.rs`, `hover.rs`, `symbols.rs`; human rendering in `render.rs`.
 
 pub mod cleaned_json;
@@ -45,6 +46,7 @@ mod result_json;
 mod signature;
 pub mod symbols;
 pub(crate) mod typed_answer;
+mod unparsed_files;
 
 pub use model::*;
 pub use position::resolve_position;
@@ -358,6 +360,8 @@ impl Queries {
     }
 
     /// `textDocument/references` at `at`, sorted by path, line and column. Waits for indexing.
+    /// clangd without a compilation database is asked again once the files that mention the
+    /// name are open (see `unparsed_files.rs`).
     pub fn references(
         &self,
         at: &TextPosition,
@@ -368,6 +372,15 @@ impl Queries {
             Some(at),
             FirstRequest::references(include_declaration),
         )?;
+        if let Some((again, note)) =
+            self.references_from_unparsed_files(&target, include_declaration)
+        {
+            let incomplete = match (incomplete, note) {
+                (Some(first), Some(second)) => Some(format!("{first}; {second}")),
+                (first, second) => first.or(second),
+            };
+            return Ok(references_result(target, &again, incomplete));
+        }
         Ok(references_result(target, &answer, incomplete))
     }
 
@@ -626,6 +639,7 @@ impl Queries {
             .map_err(|error| QueryError::File(error.to_string()))?;
         let mut passed_over: Vec<Option<std::ffi::OsString>> = Vec::new();
         let mut without_capability: Vec<String> = Vec::new();
+        let mut cannot_start: Option<EngineError> = None;
         // A file its tsconfig leaves out goes last: tsserver would answer from the inferred
         // project that file alone opens (a new user's trial on vercel/ms: `jest.config.ts`, met
         // first, made `workspace-symbols parse` find nothing).
@@ -653,6 +667,12 @@ impl Queries {
             }
             let doc = match sync_with(&self.op_sender, file, self.timeout) {
                 Err(EngineError::NoServer { .. }) | Err(EngineError::InvalidInput(_)) => continue,
+                // Said only if no kind of file has a server that can answer.
+                Err(error @ EngineError::Spawn { .. }) => {
+                    passed_over.push(extension);
+                    cannot_start.get_or_insert(error);
+                    continue;
+                }
                 other => other?,
             };
             if let Some(server) = doc
@@ -671,7 +691,8 @@ impl Queries {
             }
         }
         match without_capability.len() {
-            0 => Err(QueryError::NoServer(self.root.clone())),
+            0 => Err(cannot_start
+                .map_or_else(|| QueryError::NoServer(self.root.clone()), QueryError::from)),
             1 => Err(QueryError::Unsupported {
                 server: without_capability.remove(0),
                 capability: capability.to_owned(),

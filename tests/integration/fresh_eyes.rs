@@ -971,6 +971,248 @@ fn workspace_symbols_without_a_file_passes_over_a_server_that_cannot_answer() {
         );
 }
 
+/// A new user's trial on spf13/pflag: with a `.lsp.json` that did not parse (`--trust`), and with
+/// `--config /nonexistent.json`, `lspc hover` printed `lspc: config error: …`, answered, and
+/// exited 0, where the help says a configuration error exits 2 on every command (`lspc check`
+/// did). A query now still answers from the rest of the configuration, and exits 2. And with a
+/// configured server whose command is missing, a query said "no language server is configured
+/// for .go files" where `lspc check` said the command was not found: it now says so too (exit 3).
+#[test]
+fn queries_exit_2_on_a_configuration_error_and_name_a_missing_command() {
+    require_program!("pyright-langserver");
+    let workspace = Workspace::new("query-config-errors");
+    workspace
+        .file("a.py", "def f(x: int) -> int:\n    return x\n")
+        .file("main.go", "package main\n\nfunc main() {}\n")
+        .file(".lsp.json", "{\"x\": {broken\n");
+    let pyright = workspace.config(json!({ "pyright": pyright_entry() }));
+    let hover = "(function) def f(x: int) -> int\n";
+    workspace
+        .lspc()
+        .args(["--trust", "--no-builtin", "--config"])
+        .arg(&pyright)
+        .args(["hover", "a.py:1:5"])
+        .run()
+        .status(2)
+        .stdout_is(hover)
+        .stderr_contains(&format!(
+            "lspc: config error: {}:1:8: invalid json: key must be a string\n",
+            workspace.path(".lsp.json").display()
+        ));
+    workspace
+        .lspc()
+        .args(["--no-builtin", "--config"])
+        .arg(&pyright)
+        .args(["--config", "missing.json", "hover", "a.py:1:5"])
+        .run()
+        .status(2)
+        .stdout_is(hover)
+        .stderr_contains("lspc: config error: missing.json: file not found\n");
+    let go = workspace.config(json!({"gopls": {
+        "command": "gopls-nonexistent",
+        "extensionToLanguage": {".go": "go"},
+    }}));
+    workspace
+        .lspc()
+        .args(["--no-builtin", "--config"])
+        .arg(&go)
+        .args(["hover", "main.go:3:6"])
+        .run()
+        .status(3)
+        .stdout_is("")
+        .stderr_contains(
+            "lspc: server gopls failed to start: command not found: gopls-nonexistent\n",
+        );
+}
+
+/// A new user's trial on pallets/itsdangerous and sindresorhus/ky: `lspc rename … 1bad --apply`
+/// wrote `def 1bad(` (pyright 1.1.414 renames to anything), and `rename … a-b` gave tsserver's
+/// `class a-b extends Error` in 7 files; both exited 0. A new name that cannot be a Python or
+/// JavaScript/TypeScript name is now refused (exit 2) before any server is asked, and nothing is
+/// written; a valid one still renames.
+#[test]
+fn a_rename_to_a_name_the_language_cannot_have_is_refused() {
+    require_program!("pyright-langserver");
+    require_program!("typescript-language-server");
+    let workspace = Workspace::new("rename-invalid-name");
+    let python = "def sign(value: str) -> str:\n    return value\n\n\nprint(sign(\"x\"))\n";
+    let typescript = "export class KyError extends Error {}\nexport const e = new KyError();\n";
+    workspace
+        .file("signer.py", python)
+        .file("errors.ts", typescript)
+        .file(
+            "tsconfig.json",
+            "{\"compilerOptions\": {\"strict\": true, \"noEmit\": true}}\n",
+        );
+    let config = workspace.config(json!({
+        "pyright": pyright_entry(),
+        "typescript": typescript_entry(),
+    }));
+    let rename = |at: &str, name: &str| {
+        workspace
+            .lspc()
+            .args(["--no-builtin", "--config"])
+            .arg(&config)
+            .args(["rename", at, name, "--apply", "--timeout", "60"])
+            .timeout(std::time::Duration::from_secs(120))
+            .run()
+    };
+    rename("signer.py:1:5", "1bad")
+        .status(2)
+        .stdout_is("")
+        .stderr_contains("lspc: \"1bad\" is not a valid Python name: it starts with '1'\n");
+    rename("signer.py:1:5", "class")
+        .status(2)
+        .stderr_contains("lspc: \"class\" is not a valid Python name: it is a keyword\n");
+    rename("errors.ts:1:14", "a-b")
+        .status(2)
+        .stderr_contains("lspc: \"a-b\" is not a valid JavaScript/TypeScript name: it holds '-'\n");
+    assert_eq!(workspace.read("signer.py"), python);
+    assert_eq!(workspace.read("errors.ts"), typescript);
+    rename("signer.py:1:5", "sign_value").status(0);
+    assert_eq!(
+        workspace.read("signer.py"),
+        python.replace("sign(", "sign_value(")
+    );
+}
+
+/// A new user's trial on zserge/jsmn (no `compile_commands.json`): `lspc references
+/// jsmn.h:99:14` said "no references found" for `jsmn_parse`, called 19 times in `test/` and
+/// `example/`. clangd without a compilation database answers from the files it has parsed, and
+/// lspc had opened only `jsmn.h`. The files that mention the name are now opened and parsed
+/// first, then the references asked again. clangd 14.0.6; the same answer through batch.
+#[test]
+fn clangd_references_without_a_compilation_database_reach_the_other_files() {
+    require_program!("clangd");
+    let workspace = Workspace::new("clangd-references-no-cdb");
+    let includes = "#include <stdio.h>\n#include <string.h>\n#include \"lib.h\"\n";
+    workspace
+        .file("lib.h", "int lib_parse(const char *s);\n")
+        .file(
+            "lib.c",
+            &format!("{includes}int lib_parse(const char *s) {{ return (int)strlen(s); }}\n"),
+        )
+        .file(
+            "a.c",
+            &format!("{includes}int use_a(void) {{ return lib_parse(\"a\"); }}\n"),
+        )
+        .file(
+            "b/b.c",
+            "#include <string.h>\n#include \"../lib.h\"\n\
+             int use_b(void) { return lib_parse(\"b\") + lib_parse(\"c\"); }\n",
+        )
+        .file("notes.txt", "lib_parse is documented elsewhere\n");
+    git_add_all(&workspace);
+    let expected = "a.c:4:26  int use_a(void) { return lib_parse(\"a\"); }\n\
+                    b/b.c:3:26  int use_b(void) { return lib_parse(\"b\") + lib_parse(\"c\"); }\n\
+                    b/b.c:3:43  int use_b(void) { return lib_parse(\"b\") + lib_parse(\"c\"); }\n";
+    for _ in 0..2 {
+        workspace
+            .lspc()
+            .args(["references", "lib.h:1:5", "--timeout", "60"])
+            .timeout(std::time::Duration::from_secs(120))
+            .run()
+            .status(0)
+            .stdout_is(expected);
+    }
+    let batch = workspace
+        .lspc()
+        .args(["batch", "--timeout", "60"])
+        .stdin(
+            json!({"id": 1, "op": "references", "file": "lib.h", "line": 1, "column": 5})
+                .to_string()
+                + "\n",
+        )
+        .timeout(std::time::Duration::from_secs(120))
+        .run();
+    let answer: Value = serde_json::from_str(batch.stdout.trim()).expect("one answer line");
+    let paths: Vec<(String, u64)> = answer["result"]["locations"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{}", batch.story()))
+        .iter()
+        .map(|location| {
+            (
+                location["path"].as_str().unwrap().to_owned(),
+                location["column"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            ("a.c".into(), 26),
+            ("b/b.c".into(), 26),
+            ("b/b.c".into(), 43)
+        ]
+    );
+}
+
+/// A new user's trial on pallets/itsdangerous (`[tool.pyright] include = ["src"]`): `pyright
+/// tests` reported 15 errors (exit 1), `lspc check tests` said "7 files checked: 0 errors" (exit
+/// 0): pyright's `include` was applied to the files of a folder named on the command line, so
+/// only ruff looked at them, and each was reported clean. pyright's CLI takes the paths it is
+/// given in place of `include`, keeping `exclude`; so does lspc for a named folder other than
+/// the root. A walk of the whole project keeps `include`, and now says which files only the
+/// other servers checked. pyright 1.1.414, ruff 0.17.6.
+#[test]
+fn a_folder_named_on_the_command_line_is_checked_as_pyright_checks_it() {
+    require_program!("pyright-langserver");
+    require_program!("ruff");
+    let workspace = Workspace::new("named-folder-pyright");
+    workspace
+        .file(
+            "pyproject.toml",
+            "[tool.pyright]\ninclude = [\"src\"]\nexclude = [\"tests/fixtures\"]\n",
+        )
+        .file("src/ok.py", "def f() -> int:\n    return 1\n")
+        .file("tests/bad.py", "x: int = \"s\"\n")
+        .file("tests/fixtures/generated.py", "y: int = \"t\"\n");
+    git_add_all(&workspace);
+    let config = workspace.config(json!({ "pyright": pyright_entry(), "ruff": ruff_entry() }));
+    let check = |paths: &[&str]| {
+        workspace
+            .lspc()
+            .args(["check", "--no-builtin", "--config"])
+            .arg(&config)
+            .args(["--timeout", "60"])
+            .args(paths)
+            .timeout(std::time::Duration::from_secs(120))
+            .run()
+    };
+    if which("pyright").is_some() {
+        let cli = TestCommand::new("pyright")
+            .current_dir(&workspace.root)
+            .args(["--outputjson", "tests"])
+            .run();
+        cli.status(1);
+        let files: Vec<String> = cli.json()["generalDiagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|diagnostic| diagnostic["file"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            files,
+            [workspace.path("tests/bad.py").display().to_string()]
+        );
+    }
+    check(&["tests"])
+        .status(1)
+        .stdout_is(
+            "tests/bad.py:1:10: error: Type \"Literal['s']\" is not assignable to declared type \
+             \"int\" [Pyright reportAssignmentType]\n    \u{a0}\u{a0}\"Literal['s']\" is not \
+             assignable to \"int\"\n",
+        )
+        .stderr_contains(
+            "2 files checked: 1 error, 0 warnings, 0 info, 0 hints in 1 file; 1 file in \
+             pyright's exclude checked by the other servers only\n",
+        );
+    check(&[]).status(0).stderr_contains(
+        "3 files checked: 0 errors, 0 warnings, 0 info, 0 hints; 2 files outside pyright's \
+         include checked by the other servers only\n",
+    );
+}
+
 /// A new user's trial on vercel/ms: `lspc workspace-symbols parse` found nothing (exit 1) where
 /// `--file src/index.ts` found `parse` and `parseStrict`. Without `--file`, lspc opened the first
 /// `.ts` file of the walk, `jest.config.ts`, which the tsconfig's `"include": ["src/*.ts"]`

@@ -1,12 +1,15 @@
-//! After a rename: whole-word occurrences of the old name that the server's edit does not touch
-//! (issue 11: pyright's project `include = ["src"]` left five calls in `tests/` broken, silently).
+//! Whole-word occurrences of a name in the workspace's files, where a server's answer may not
+//! reach: after a rename, the occurrences its edit does not touch (issue 11: pyright's project
+//! `include = ["src"]` left five calls in `tests/` broken, silently); before references, the files
+//! clangd without a compilation database has not parsed.
 //!
-//! A language server renames only within the files it considers part of its project; lspc cannot
+//! A language server answers only from the files it considers part of its project; lspc cannot
 //! change that, but it can look. [`scan`] lists the files inside the root (through
-//! [`crate::walk::list_files`], so `.gitignore` is honoured) that the renaming server would serve
-//! (by extension) and that hold the old name as a whole word, with the 1-based lines where it
-//! occurs. The rename command opens those files so the server can include them, asks again, and
-//! reports whatever is still left ("not renamed by the server").
+//! [`crate::walk::list_files`], so `.gitignore` is honoured) that the server would serve (by
+//! extension) and that hold the name as a whole word, with the 1-based lines where it occurs. The
+//! rename command opens those files so the server can include them, asks again, and reports
+//! whatever is still left ("not renamed by the server"); the references query opens them and
+//! asks again.
 //!
 //! A whole word is a run of identifier characters (Unicode alphanumerics, `_`, `$`) equal to the
 //! name, not preceded or followed by another identifier character. Matches in comments and strings
