@@ -77,6 +77,11 @@ impl std::fmt::Display for Failure {
 
 fn command_failure(error: CommandError) -> Failure {
     let exit_status = match &error {
+        // No server for the file, or input the engine refuses: a usage error, as for a query
+        // (a new user's trial: `lspc format README.md` exited 3, `lspc hover README.md:1:1` 2).
+        CommandError::Engine(EngineError::NoServer { .. } | EngineError::InvalidInput(_)) => {
+            EXIT_USAGE
+        }
         // A server that lacks the feature, or cannot use it here (README "Exit status": 3).
         CommandError::Engine(_)
         | CommandError::Unsupported { .. }

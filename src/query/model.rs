@@ -273,10 +273,17 @@ pub enum QueryError {
 }
 
 impl QueryError {
-    /// 2 for usage errors (bad position, symbol, file, no server), 3 for server failures and
-    /// unsupported operations (see [`crate::exit`]).
+    /// 1 for a server's "nothing there" error ([`NOTHING_AT_THE_POSITION`]), 2 for usage errors
+    /// (bad position, symbol, file, no server), 3 for server failures and unsupported
+    /// operations (see [`crate::exit`]).
     pub fn exit_status(&self) -> i32 {
         match self {
+            // "Nothing there", said as an error: exit 1 as for an empty answer.
+            QueryError::Engine(EngineError::Server { message, .. })
+                if NOTHING_AT_THE_POSITION.contains(&message.as_str()) =>
+            {
+                crate::exit::EXIT_FOUND
+            }
             QueryError::Engine(EngineError::InvalidInput(_))
             | QueryError::InvalidPosition(_)
             | QueryError::Symbol(_)
@@ -288,6 +295,12 @@ impl QueryError {
         }
     }
 }
+
+/// Error messages a server answers a position request with where others answer `null`: gopls
+/// (0.x) on a keyword or a literal, "no identifier found" (`type-definition flag.go:427:4` on
+/// `return`) and "no object found" (references). A new user's trial: exit 3, "a server failed",
+/// for a position with nothing to find.
+const NOTHING_AT_THE_POSITION: &[&str] = &["no identifier found", "no object found"];
 
 impl std::fmt::Display for QueryError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

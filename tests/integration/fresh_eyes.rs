@@ -971,6 +971,50 @@ fn workspace_symbols_without_a_file_passes_over_a_server_that_cannot_answer() {
         );
 }
 
+/// A new user's trial on spf13/pflag: `lspc type-definition flag.go:427:4` (on `return`) exited
+/// 3, "a server failed", because gopls answers a position with nothing there with an error ("no
+/// identifier found"; "no object found" for references) where other servers answer `null`: it
+/// is exit 1, nothing found, now. And `lspc format README.md` with no server for `.md` exited 3
+/// where `lspc hover README.md:1:1` exits 2: both are usage errors now. gopls with Go 1.19.
+#[test]
+fn nothing_at_a_position_and_no_server_exit_as_queries_do() {
+    require_program!("gopls");
+    require_program!("go");
+    let workspace = Workspace::new("gopls-nothing-here");
+    workspace
+        .file("go.mod", "module example.com/a\n\ngo 1.19\n")
+        .file("a.go", "package a\n\nfunc F() int {\n\treturn 1\n}\n")
+        .file("README.md", "hi\n");
+    let config = workspace.config(json!({"gopls": {
+        "command": "gopls", "extensionToLanguage": {".go": "go"},
+    }}));
+    let lspc = |args: &[&str]| {
+        workspace
+            .lspc()
+            .args(["--no-builtin", "--config"])
+            .arg(&config)
+            .args(args)
+            .args(["--timeout", "60"])
+            .timeout(std::time::Duration::from_secs(120))
+            .run()
+    };
+    lspc(&["type-definition", "a.go:4:2"])
+        .status(1)
+        .stdout_is("")
+        .stderr_contains(
+            "lspc: server gopls answered textDocument/typeDefinition with error 0: no \
+             identifier found\n",
+        );
+    lspc(&["references", "a.go:4:2"]).status(1).stderr_contains(
+        "lspc: server gopls answered textDocument/references with error 0: no object found\n",
+    );
+    for args in [&["format", "README.md"][..], &["hover", "README.md:1:1"]] {
+        lspc(args)
+            .status(2)
+            .stderr_contains("lspc: no language server is configured for .md files\n");
+    }
+}
+
 /// A new user's trial on spf13/pflag: with a `.lsp.json` that did not parse (`--trust`), and with
 /// `--config /nonexistent.json`, `lspc hover` printed `lspc: config error: …`, answered, and
 /// exited 0, where the help says a configuration error exits 2 on every command (`lspc check`
