@@ -350,7 +350,9 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         }
         Command::Batch { timeout } => {
             let config = load_config(&args.global);
-            crate::batch::run(engine_options(config, &args.global), timeout)
+            let had_config_errors = !config.errors.is_empty();
+            let status = crate::batch::run(engine_options(config, &args.global), timeout);
+            with_config_errors(status, had_config_errors)
         }
         Command::Operation {
             operation,
@@ -376,6 +378,12 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
                 print_query_hints(&args.global, &config, request);
             }
             let had_config_errors = !config.errors.is_empty();
+            if had_config_errors && operation.writes() {
+                // A helper's trial: `rename --apply` wrote its files, then exited 2; a script
+                // reading any failure as "nothing written" was wrong.
+                eprintln!("lspc: nothing written: fix the configuration errors above first");
+                return EXIT_USAGE;
+            }
             let status = run_operation(
                 engine_options(config, &args.global),
                 operation,

@@ -267,6 +267,7 @@ impl EditCommands {
         let readiness = wait_until_ready(&self.op_sender, &path, &mut server, self.timeout, true);
         let server = &server;
         let document = json!({ "uri": uri_text(&path) });
+        self.refuse_a_reserved_binding(server, &path, &document, position, new_name)?;
         let prepare = server
             .capabilities
             .pointer("/renameProvider/prepareProvider")
@@ -310,6 +311,44 @@ impl EditCommands {
         outcome.note = (!notes.is_empty()).then(|| notes.join("; "));
         outcome.not_renamed = left;
         Ok(outcome)
+    }
+
+    /// Refuses a JavaScript/TypeScript reserved word as the new name of a name that binds, as
+    /// the server's hover at `position` tells it ([`super::identifier::hover_binds_a_name`]); a
+    /// member may take one. Nothing is asked unless `new_name` is a reserved word.
+    fn refuse_a_reserved_binding(
+        &self,
+        server: &ServerInfo,
+        path: &Path,
+        document: &Value,
+        position: lsp_types::Position,
+        new_name: &str,
+    ) -> Result<(), CommandError> {
+        use super::identifier::{hover_binds_a_name, is_reserved_word, Language};
+        let Some(language) = Language::of(path).filter(|&l| is_reserved_word(l, new_name)) else {
+            return Ok(());
+        };
+        let hover = self
+            .request(
+                server,
+                "textDocument/hover",
+                json!({ "textDocument": document, "position": position }),
+            )
+            .ok()
+            .and_then(|answer| {
+                answer
+                    .get("contents")
+                    .map(crate::query::hover::hover_contents_to_text)
+            })
+            .unwrap_or_default();
+        if hover_binds_a_name(&hover) {
+            return Err(CommandError::InvalidName {
+                name: new_name.to_owned(),
+                language: language.name(),
+                reason: "it is a reserved word, which only a member may be named".to_owned(),
+            });
+        }
+        Ok(())
     }
 
     /// The function of `path` that a rename `edit` stays inside ([`local_rename::local_to`]), by

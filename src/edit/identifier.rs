@@ -13,8 +13,10 @@
 //! - Python: a letter or `_`, then letters, digits and `_`; not one of the 35 hard keywords
 //!   (soft keywords such as `match` and `type` are names).
 //! - JavaScript/TypeScript: a letter, `_` or `$`, then letters, digits, `_`, `$`, ZWNJ and ZWJ,
-//!   optionally after one `#` (a private name). Reserved words are not refused: a property may
-//!   be named `default` or `delete`.
+//!   optionally after one `#` (a private name). A reserved word ([`is_reserved_word`]) is
+//!   refused for a name that binds (a function, class, variable, parameter, type, enum, import:
+//!   tsserver wrote `export function class(` from `rename src/index.ts:71:17 class`), and kept
+//!   for a member, which may be named `delete` or `default` ([`hover_binds_a_name`]).
 
 use std::path::Path;
 
@@ -55,6 +57,91 @@ const PYTHON_KEYWORDS: &[&str] = &[
     "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
     "with", "yield",
 ];
+
+/// ECMAScript's reserved words, strict mode's and `await` (modules) included: no binding may
+/// take them, a property may.
+const JAVASCRIPT_RESERVED: &[&str] = &[
+    "await",
+    "break",
+    "case",
+    "catch",
+    "class",
+    "const",
+    "continue",
+    "debugger",
+    "default",
+    "delete",
+    "do",
+    "else",
+    "enum",
+    "export",
+    "extends",
+    "false",
+    "finally",
+    "for",
+    "function",
+    "if",
+    "implements",
+    "import",
+    "in",
+    "instanceof",
+    "interface",
+    "let",
+    "new",
+    "null",
+    "package",
+    "private",
+    "protected",
+    "public",
+    "return",
+    "static",
+    "super",
+    "switch",
+    "this",
+    "throw",
+    "true",
+    "try",
+    "typeof",
+    "var",
+    "void",
+    "while",
+    "with",
+    "yield",
+];
+
+/// Whether `name` is a JavaScript/TypeScript reserved word, which only a member may be named.
+pub fn is_reserved_word(language: Language, name: &str) -> bool {
+    language == Language::JavaScript && JAVASCRIPT_RESERVED.contains(&name)
+}
+
+/// Whether tsserver's hover text for the renamed name (its first line, as `lspc hover` shows
+/// it: `function parse(str: string): number`, `(method) Cache.delete(key: string): void`) says
+/// it binds a name (function, class, variable, parameter, type, enum, namespace, import) rather
+/// than naming a member (`(method)`, `(property)`, `(enum member)`, accessors). Unknown text is
+/// a member: the check refuses only what it recognises.
+pub fn hover_binds_a_name(hover: &str) -> bool {
+    const BINDINGS: &[&str] = &[
+        "function ",
+        "class ",
+        "const ",
+        "let ",
+        "var ",
+        "interface ",
+        "type ",
+        "enum ",
+        "namespace ",
+        "module ",
+        "import ",
+        "(local var) ",
+        "(local function) ",
+        "(local class) ",
+        "(parameter) ",
+        "(type parameter) ",
+        "(alias) ",
+    ];
+    let first = hover.lines().next().unwrap_or("").trim_start();
+    BINDINGS.iter().any(|binding| first.starts_with(binding))
+}
 
 /// Why `name` cannot be a name in `language`, e.g. `it starts with "1"`; `None` when it can.
 pub fn invalid_reason(language: Language, name: &str) -> Option<String> {
@@ -116,6 +203,24 @@ mod tests {
         assert_eq!(reason("a-b").as_deref(), Some("it holds '-'"));
         assert_eq!(reason("9lives").as_deref(), Some("it starts with '9'"));
         assert_eq!(reason("#").as_deref(), Some("it is empty"));
+    }
+
+    /// typescript-language-server 5.3.0 (TypeScript 6) hover first lines.
+    #[test]
+    fn reserved_words_bind_only_outside_members() {
+        assert!(is_reserved_word(Language::JavaScript, "class"));
+        assert!(!is_reserved_word(Language::JavaScript, "parse"));
+        assert!(!is_reserved_word(Language::Python, "let"));
+        assert!(hover_binds_a_name(
+            "function parse(str: string): number\nParse the given string"
+        ));
+        assert!(hover_binds_a_name("(local var) x: number"));
+        assert!(hover_binds_a_name("class KyError"));
+        assert!(!hover_binds_a_name(
+            "(method) Cache.delete(key: string): void"
+        ));
+        assert!(!hover_binds_a_name("(property) Options.default: number"));
+        assert!(!hover_binds_a_name(""));
     }
 
     #[test]

@@ -96,6 +96,31 @@ impl DiagnosticsJob {
         }
     }
 
+    /// Fails at once each queued file that a server configured for it cannot check because its
+    /// command is missing ([`crate::config::Config::unavailable_for`]): the other servers'
+    /// diagnostics, or none, are not the file's. For `Op::Diagnostics` (`lspc diagnostics`, the
+    /// MCP `diagnostics` tool; a new user's trial: with pyright's command missing beside ruff,
+    /// a file was "clean", exit 0); `lspc check` keeps the others' findings and reports the
+    /// server's failure.
+    pub(super) fn fail_where_a_server_cannot_start(&mut self, config: &crate::config::Config) {
+        let mut failed = Vec::new();
+        self.queue
+            .retain(|path| match config.unavailable_for(path).next() {
+                Some(server) => {
+                    let message = super::super::EngineError::command_not_found(server).to_string();
+                    failed.push((path.clone(), message));
+                    false
+                }
+                None => true,
+            });
+        for (path, message) in failed {
+            self.finish(FileDiagnostics {
+                path,
+                outcome: DiagnosticsOutcome::Failed(message),
+            });
+        }
+    }
+
     /// Records one file's result (and sends it to `progress`).
     fn finish(&mut self, result: FileDiagnostics) {
         if let Some(progress) = &self.progress {

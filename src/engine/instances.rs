@@ -118,19 +118,19 @@ impl State {
     }
 
     /// The slots serving `path` ([`Self::slots_for_path`]), each started if it is not running:
-    /// what every sync of a file does first. `NoServer` when no server claims the file, `Spawn`
-    /// when only configured servers whose command is missing do (a new user's trial: a
-    /// `.lsp.json` naming `gopls-nonexistent` gave "no language server is configured for .go
-    /// files" to a query, where `lspc check` said the command was not found).
+    /// what every sync of a file does first. `Spawn` when a server configured for the file
+    /// (not a built-in one) cannot start because its command is missing, whatever other servers
+    /// claim it; `NoServer` when no server claims the file. A new user's trial: with a
+    /// `.lsp.json` naming `gopls-nonexistent`, a query said "no language server is configured
+    /// for .go files"; with `nonexistent-pyright` beside ruff, `hover` said "no hover
+    /// information found" and `definition` "server ruff does not support
+    /// textDocument/definition", where `lspc check` said pyright's command was not found.
     pub(super) fn start_servers_for(&mut self, path: &Path) -> Result<Vec<usize>, EngineError> {
+        if let Some(server) = self.options.config.unavailable_for(path).next() {
+            return Err(EngineError::command_not_found(server));
+        }
         let servers = self.slots_for_path(path);
         if servers.is_empty() {
-            if let Some(server) = self.options.config.unavailable_for(path).next() {
-                return Err(EngineError::Spawn {
-                    server: server.name.clone(),
-                    message: format!("command not found: {}", server.command),
-                });
-            }
             return Err(EngineError::NoServer {
                 path: path.to_path_buf(),
             });

@@ -661,6 +661,16 @@ impl std::fmt::Display for EngineError {
 }
 
 impl EngineError {
+    /// `Spawn` for a configured server whose command was not found
+    /// ([`crate::config::Config::unavailable_for`]): `server NAME failed to start: command not
+    /// found: COMMAND`.
+    pub fn command_not_found(server: &crate::config::ServerConfig) -> EngineError {
+        EngineError::Spawn {
+            server: server.name.clone(),
+            message: format!("command not found: {}", server.command),
+        }
+    }
+
     /// The error without the server's name, for lists already keyed by server:
     /// `failed to start: command not found: clangd`, `crashed (exit 134): panicked at …`.
     pub fn detail(&self) -> String {

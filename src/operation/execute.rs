@@ -221,6 +221,15 @@ pub fn execute(context: &Context<'_>, operation: &Operation) -> Result<Answer, F
                     exit_status: EXIT_USAGE,
                 });
             }
+            // As the engine answers `Op::Diagnostics` (the MCP tool): a server configured for the
+            // file that cannot start leaves its part unsaid, and the others' diagnostics (or
+            // none) are not the file's. `check` keeps them and reports the server's failure.
+            if let Some(server) = context.config.unavailable_for(&path).next() {
+                return Err(Failure {
+                    message: EngineError::command_not_found(server).to_string(),
+                    exit_status: EXIT_SERVER,
+                });
+            }
             let mut files = diagnostics_of(context, vec![path], Default::default())?;
             let file = files.remove(0);
             match file.outcome {

@@ -67,6 +67,23 @@ pub enum Operation {
     },
 }
 
+impl Operation {
+    /// Whether running it writes files: `edit`, and `rename`, `apply-code-action` and `format`
+    /// with `apply`.
+    pub fn writes(&self) -> bool {
+        match self {
+            Operation::Rename { apply, .. }
+            | Operation::ApplyCodeAction { apply, .. }
+            | Operation::Format { apply, .. } => *apply,
+            Operation::Edit { .. } => true,
+            Operation::Query(_)
+            | Operation::Diagnostics { .. }
+            | Operation::Check { .. }
+            | Operation::CodeActions { .. } => false,
+        }
+    }
+}
+
 /// A bad operation or argument: the message names the operation and the argument, and is the
 /// same whichever frontend the operation came from.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1052,6 +1052,90 @@ fn queries_exit_2_on_a_configuration_error_and_name_a_missing_command() {
         .status(2)
         .stdout_is(hover)
         .stderr_contains("lspc: config error: missing.json: file not found\n");
+    // A second trial: nothing is written on a configuration error, and batch exits 2 too.
+    let before = workspace.read("a.py");
+    workspace
+        .lspc()
+        .args(["--no-builtin", "--config"])
+        .arg(&pyright)
+        .args([
+            "--config",
+            "missing.json",
+            "rename",
+            "a.py:1:5",
+            "g",
+            "--apply",
+        ])
+        .run()
+        .status(2)
+        .stdout_is("")
+        .stderr_contains("lspc: nothing written: fix the configuration errors above first\n");
+    assert_eq!(workspace.read("a.py"), before);
+    workspace
+        .lspc()
+        .args(["--no-builtin", "--config"])
+        .arg(&pyright)
+        .args(["--config", "missing.json", "batch"])
+        .stdin("{\"id\":1,\"op\":\"hover\",\"file\":\"a.py\",\"line\":1,\"column\":5}\n")
+        .run()
+        .status(2)
+        .stdout_contains("(function) def f(x: int) -> int");
+    // pyright's command missing beside a working ruff: hover said "no hover information found"
+    // and `diagnostics` gave ruff's clean answer (exit 0).
+    let broken_pyright = workspace.config(json!({
+        "pyright": {"command": "nonexistent-pyright", "args": ["--stdio"],
+                    "extensionToLanguage": {".py": "python"}},
+        "ruff": ruff_entry(),
+    }));
+    for args in [&["hover", "a.py:1:5"][..], &["diagnostics", "a.py"]] {
+        workspace
+            .lspc()
+            .args(["--no-builtin", "--config"])
+            .arg(&broken_pyright)
+            .args(args)
+            .run()
+            .status(3)
+            .stdout_is("")
+            .stderr_contains(
+                "lspc: server pyright failed to start: command not found: nonexistent-pyright\n",
+            );
+    }
+    // The MCP `diagnostics` tool answered "a.py: no diagnostics", `isError: false`.
+    let mcp_lines = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "diagnostics", "arguments": {"file": "a.py"}}}),
+    ];
+    let mcp = workspace
+        .lspc()
+        .args(["--no-builtin", "--config"])
+        .arg(&broken_pyright)
+        .arg("mcp")
+        .stdin(
+            mcp_lines
+                .iter()
+                .map(|line| format!("{line}\n"))
+                .collect::<String>(),
+        )
+        .run();
+    let answer: Value = mcp
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .find(|message| message["id"] == 2)
+        .unwrap_or_else(|| panic!("{}", mcp.story()));
+    assert_eq!(answer["result"]["isError"], true, "{}", mcp.story());
+    assert!(
+        answer["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("server pyright failed to start: command not found: nonexistent-pyright"),
+        "{}",
+        mcp.story()
+    );
     let go = workspace.config(json!({"gopls": {
         "command": "gopls-nonexistent",
         "extensionToLanguage": {".go": "go"},
@@ -1111,6 +1195,21 @@ fn a_rename_to_a_name_the_language_cannot_have_is_refused() {
     rename("errors.ts:1:14", "a-b")
         .status(2)
         .stderr_contains("lspc: \"a-b\" is not a valid JavaScript/TypeScript name: it holds '-'\n");
+    // A second trial: tsserver wrote `export function class(` too. A reserved word is refused
+    // for a name that binds, and kept for a member (tsserver's hover tells which).
+    rename("errors.ts:1:14", "class").status(2).stderr_contains(
+        "lspc: \"class\" is not a valid JavaScript/TypeScript name: it is a reserved word, \
+         which only a member may be named\n",
+    );
+    workspace.file(
+        "cache.ts",
+        "export class Cache {\n  remove(key: string): void {}\n}\nnew Cache().remove(\"k\");\n",
+    );
+    rename("cache.ts:2:3", "delete").status(0);
+    assert_eq!(
+        workspace.read("cache.ts"),
+        "export class Cache {\n  delete(key: string): void {}\n}\nnew Cache().delete(\"k\");\n"
+    );
     assert_eq!(workspace.read("signer.py"), python);
     assert_eq!(workspace.read("errors.ts"), typescript);
     rename("signer.py:1:5", "sign_value").status(0);
