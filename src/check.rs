@@ -191,11 +191,7 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
     // server whose command is missing still claims its files, so they are reported, not skipped).
     let named = NamedPaths::new(&targets);
     let explicit = named.files.clone();
-    let folders: Vec<PathBuf> = targets
-        .iter()
-        .filter(|target| target.is_dir())
-        .map(|target| crate::uri::canonical(target))
-        .collect();
+    let folders = named.folders.clone();
     let mut selection = select_files(config, options, &named, listing);
     let had_config_errors = !config.errors.is_empty();
     if selection.files.is_empty() {
@@ -1108,12 +1104,12 @@ fn select_files(
                 Some((index, reason?))
             })
             .collect();
+        let reason = reasons
+            .iter()
+            .map(|(_, reason)| reason.as_str())
+            .collect::<Vec<_>>()
+            .join(" and ");
         if !servers.is_empty() && reasons.len() == servers.len() {
-            let reason = reasons
-                .iter()
-                .map(|(_, reason)| reason.as_str())
-                .collect::<Vec<_>>()
-                .join(" and ");
             match outside.iter_mut().find(|(known, _, _)| *known == reason) {
                 Some((_, n, _)) => *n += 1,
                 None => {
@@ -1135,11 +1131,6 @@ fn select_files(
             continue;
         }
         if !reasons.is_empty() {
-            let reason = reasons
-                .iter()
-                .map(|(_, reason)| reason.as_str())
-                .collect::<Vec<_>>()
-                .join(" and ");
             match partly.iter_mut().find(|(known, _)| *known == reason) {
                 Some((_, n)) => *n += 1,
                 None => partly.push((reason, 1)),

@@ -357,17 +357,22 @@ impl Config {
 
     /// The servers configured (not built in) for `path`'s extension whose command was not
     /// found, in precedence order: listed, never started or routed to.
+    ///
+    /// Asked on every sync (the event loop's hot path): the file's extension is computed only
+    /// when some configured server is unavailable at all.
     pub fn unavailable_for<'a>(&'a self, path: &Path) -> impl Iterator<Item = &'a ServerConfig> {
-        let extension = extension_key(path);
-        self.servers
+        let mut unavailable = self
+            .servers
             .iter()
             .filter(|server| server.resolved_command.is_none())
             .filter(|server| server.origin != ConfigOrigin::BuiltIn)
-            .filter(move |server| {
-                extension
-                    .as_ref()
-                    .is_some_and(|extension| server.extension_to_language.contains_key(extension))
-            })
+            .peekable();
+        let extension = unavailable.peek().and_then(|_| extension_key(path));
+        unavailable.filter(move |server| {
+            extension
+                .as_ref()
+                .is_some_and(|extension| server.extension_to_language.contains_key(extension))
+        })
     }
 
     /// The LSP language id (`textDocument.languageId`) server `server` uses for `path`; `None`
