@@ -98,8 +98,8 @@ impl DiagnosticsJob {
 
     /// Fails at once each queued file that a server configured for it cannot check because its
     /// command is missing ([`crate::config::Config::unavailable_for`]): the other servers'
-    /// diagnostics, or none, are not the file's. For `Op::Diagnostics` (`lspc diagnostics`, the
-    /// MCP `diagnostics` tool; a new user's trial: with pyright's command missing beside ruff,
+    /// diagnostics, or none, are not the file's. For `Op::Diagnostics` (`lspc diagnostics` and
+    /// batch's, the MCP `diagnostics` tool; a new user's trial: with pyright's command missing beside ruff,
     /// a file was "clean", exit 0); `lspc check` keeps the others' findings and reports the
     /// server's failure.
     pub(super) fn fail_where_a_server_cannot_start(&mut self, config: &crate::config::Config) {

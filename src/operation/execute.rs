@@ -221,16 +221,9 @@ pub fn execute(context: &Context<'_>, operation: &Operation) -> Result<Answer, F
                     exit_status: EXIT_USAGE,
                 });
             }
-            // As the engine answers `Op::Diagnostics` (the MCP tool): a server configured for the
-            // file that cannot start leaves its part unsaid, and the others' diagnostics (or
-            // none) are not the file's. `check` keeps them and reports the server's failure.
-            if let Some(server) = context.config.unavailable_for(&path).next() {
-                return Err(Failure {
-                    message: EngineError::command_not_found(server).to_string(),
-                    exit_status: EXIT_SERVER,
-                });
-            }
-            let mut files = diagnostics_of(context, vec![path], Default::default())?;
+            // `Op::Diagnostics`, as the MCP tool asks: a server configured for the file that
+            // cannot start fails it, where `check` keeps the others' findings.
+            let mut files = diagnostics_of(context, Asked::OneFile(path))?;
             let file = files.remove(0);
             match file.outcome {
                 FileOutcome::Failed(message) => Err(Failure {
@@ -413,28 +406,42 @@ enum FileOutcome {
     Failed(String),
 }
 
-/// The settled diagnostics of `paths`; `leave_out` names the servers not to ask about a file
-/// (`check`: those whose project leaves it out).
-fn diagnostics_of(
-    context: &Context<'_>,
-    paths: Vec<PathBuf>,
-    leave_out: std::collections::HashMap<PathBuf, Vec<crate::process::ServerId>>,
-) -> Result<Vec<FileDiagnostics>, Failure> {
+/// What [`diagnostics_of`] asks the engine.
+enum Asked {
+    /// `diagnostics FILE`: [`Op::Diagnostics`] (a server configured for the file that cannot
+    /// start fails it).
+    OneFile(PathBuf),
+    /// `check`: [`Op::DiagnosticsLeavingOut`]; `leave_out` names the servers not to ask about a
+    /// file (those whose project leaves it out).
+    Check {
+        paths: Vec<PathBuf>,
+        leave_out: std::collections::HashMap<PathBuf, Vec<crate::process::ServerId>>,
+    },
+}
+
+/// The settled diagnostics of the files `asked`.
+fn diagnostics_of(context: &Context<'_>, asked: Asked) -> Result<Vec<FileDiagnostics>, Failure> {
     let gone = || Failure {
         message: "the engine has shut down".to_owned(),
         exit_status: EXIT_SERVER,
     };
     let (reply, receiver) = crossbeam_channel::bounded(1);
-    context
-        .op_sender
-        .send(Op::DiagnosticsLeavingOut {
+    let timeout = context.timeout;
+    let op = match asked {
+        Asked::OneFile(path) => Op::Diagnostics {
+            paths: vec![path],
+            timeout,
+            reply,
+        },
+        Asked::Check { paths, leave_out } => Op::DiagnosticsLeavingOut {
             paths,
             leave_out,
-            timeout: context.timeout,
+            timeout,
             progress: None,
             reply,
-        })
-        .map_err(|_| gone())?;
+        },
+    };
+    context.op_sender.send(op).map_err(|_| gone())?;
     let results = receiver.recv().map_err(|_| gone())?;
     if results.is_empty() {
         return Err(Failure {
@@ -502,7 +509,13 @@ fn check(context: &Context<'_>, paths: &[PathBuf], root: &Path) -> Result<Answer
     let checked = selection.files.clone();
     let results = match checked.is_empty() {
         true => Vec::new(),
-        false => diagnostics_of(context, selection.files, selection.leave_out)?,
+        false => diagnostics_of(
+            context,
+            Asked::Check {
+                paths: selection.files,
+                leave_out: selection.leave_out,
+            },
+        )?,
     };
     let mut config_diagnostics = selection.config_diagnostics;
     crate::check::add_tsconfig_errors(
