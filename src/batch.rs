@@ -145,6 +145,25 @@ fn inside_root(root: &Path, operation: Operation) -> Result<Operation, String> {
     })
 }
 
+/// `operation`, unless it would write files while the configuration has errors: then the
+/// line's error, as `lspc rename --apply` refuses (a trial: batch's `rename` with `apply` wrote
+/// its files, and only the exit status at the end said the configuration was not the user's).
+fn refuse_writes_on_config_errors(
+    config: &crate::config::Config,
+    operation: Operation,
+) -> Result<Operation, String> {
+    match config.errors.first() {
+        Some(first) if operation.writes() => Err(format!(
+            "nothing written: fix the configuration errors first ({first}{})",
+            match config.errors.len() {
+                1 => String::new(),
+                more => format!(", and {} more", more - 1),
+            }
+        )),
+        _ => Ok(operation),
+    }
+}
+
 /// Work for the batch's worker thread: what must not run on the batch thread, which is
 /// blocked reading the next line while an operation runs.
 enum Job {
@@ -401,6 +420,7 @@ fn read_lines(
                 match parsed
                     .map_err(|error| error.to_string())
                     .and_then(|operation| inside_root(root, operation))
+                    .and_then(|operation| refuse_writes_on_config_errors(context.config, operation))
                 {
                     Ok(operation) => Ok((id, operation)),
                     Err(message) => Err((id, message)),

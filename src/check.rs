@@ -226,6 +226,13 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         }
     };
     selection.files = narrowing.files(&root, std::mem::take(&mut selection.files));
+    // Nothing changed, nothing broken: no note then.
+    if let Some(note) = narrowing
+        .unchanged_note()
+        .filter(|_| !selection.files.is_empty())
+    {
+        selection.notes.push(note);
+    }
     if selection.files.is_empty() {
         // An empty shard or an unchanged tree is a clean run: nothing starts.
         let mut report = empty_report(&root, options, selection);
@@ -554,6 +561,14 @@ fn classify(
             let reason = timeout_reason(&diagnostics, &servers, &answered, after);
             (FileState::Timeout { reason }, diagnostics, false)
         }
+        // Not clean, and not a timeout: an error, with the other servers' findings kept.
+        DiagnosticsOutcome::PartlyFailed {
+            diagnostics,
+            failures,
+        } => {
+            let message = format!("not checked by every server: {failures}");
+            (FileState::Error { message }, diagnostics, false)
+        }
         DiagnosticsOutcome::Failed(message) => (FileState::Error { message }, Vec::new(), false),
         DiagnosticsOutcome::NotChecked(message) if !explicit.contains(&path) => {
             // Found by walking a folder (a binary `.py`, a 20 MB generated file): skipped, said
@@ -767,6 +782,32 @@ impl Narrowing {
             .filter(|file| !kept.contains(file))
             .collect();
         files
+    }
+
+    /// With `--changed-since`, what the run did not look at: a change can break the files that
+    /// use it (a new user's trial on sindresorhus/p-queue: a changed return type broke
+    /// `source/priority-queue.ts`, which `tsc` reports and `--changed-since HEAD` called clean).
+    /// `None` without the option, or when every selected file changed.
+    fn unchanged_note(&self) -> Option<String> {
+        self.changed.as_ref()?;
+        let unchanged = self
+            .left_out
+            .iter()
+            .filter(|file| {
+                self.changed
+                    .as_ref()
+                    .is_some_and(|changed| !changed.contains(*file))
+            })
+            .count();
+        let (files, them) = match unchanged {
+            0 => return None,
+            1 => ("file", "it"),
+            _ => ("files", "them"),
+        };
+        Some(format!(
+            "{unchanged} unchanged {files} not checked (`--changed-since`): errors the changes \
+             cause in {them} are not reported; a check without the option finds them"
+        ))
     }
 
     /// Whether diagnostics for `path`, a file this run did not open (a `tsconfig.json`), are

@@ -196,7 +196,12 @@ fn probe_one(
             Some(DiagnosticsOutcome::TimedOut { after, .. }) => {
                 probe.diagnostics_timed_out_s = Some(after.as_secs_f64().round() as u64);
             }
-            Some(DiagnosticsOutcome::Failed(message)) => {
+            Some(
+                DiagnosticsOutcome::Failed(message)
+                | DiagnosticsOutcome::PartlyFailed {
+                    failures: message, ..
+                },
+            ) => {
                 probe.state = DoctorState::Broken {
                     detail: first_meaningful_line(&message),
                 };

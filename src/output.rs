@@ -185,14 +185,10 @@ impl FileState {
 impl FileReport {
     /// The diagnostics to render: all of them for a complete file, what had arrived for a
     /// timed-out one (partial results from the servers that answered, issue 10; the state still
-    /// says it is incomplete), none for a failed one.
+    /// says it is incomplete), and for a failed one what the servers that did not fail found
+    /// (none when every server failed).
     pub fn reported_diagnostics(&self) -> &[Diagnostic] {
-        match self.state {
-            FileState::Error { .. } => &[],
-            FileState::Clean | FileState::Diagnostics | FileState::Timeout { .. } => {
-                &self.diagnostics
-            }
-        }
+        &self.diagnostics
     }
 }
 

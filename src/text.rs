@@ -17,6 +17,17 @@
 
 use std::fmt;
 
+/// U+FEFF, which a UTF-8 file may begin with (its byte order mark, `EF BB BF`).
+pub const BYTE_ORDER_MARK: char = '\u{feff}';
+
+/// `text` without a leading UTF-8 byte order mark: the text an editor gives a server. The mark
+/// is the file's encoding, not its text: an editor strips it on reading and writes it back on
+/// save, so line 1's columns do not count it. tsserver and ruff count it as a character when it
+/// is sent (tsc's `1:7` was lspc's `1:8`, ruff check's `1:8` lspc's `1:9`: new users' trials).
+pub fn without_byte_order_mark(text: &str) -> &str {
+    text.strip_prefix(BYTE_ORDER_MARK).unwrap_or(text)
+}
+
 /// The unit LSP `Position.character` counts in (LSP 3.17 `PositionEncodingKind`; clangd's older
 /// `offsetEncoding` extension uses the same strings).
 #[derive(

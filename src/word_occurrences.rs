@@ -79,6 +79,17 @@ pub fn whole_word_lines(text: &str, word: &str) -> Vec<u32> {
 /// that cannot be listed or read, are not UTF-8 or are larger than [`MAX_SCANNED_FILE_SIZE`]
 /// are left out (logged at debug level).
 pub fn scan(root: &Path, word: &str, extensions: &[String], skip: &[PathBuf]) -> Vec<Occurrences> {
+    scan_where(root, word, extensions, skip, |_| true)
+}
+
+/// [`scan`] of the files `wanted` accepts (asked before a file is read).
+pub fn scan_where(
+    root: &Path,
+    word: &str,
+    extensions: &[String],
+    skip: &[PathBuf],
+    wanted: impl Fn(&Path) -> bool,
+) -> Vec<Occurrences> {
     let files = match crate::walk::list_files(root, &[root.to_path_buf()]) {
         Ok(files) => files,
         Err(error) => {
@@ -91,7 +102,7 @@ pub fn scan(root: &Path, word: &str, extensions: &[String], skip: &[PathBuf]) ->
         let Some(extension) = crate::config::extension_key(&path) else {
             continue;
         };
-        if !extensions.contains(&extension) || skip.contains(&path) {
+        if !extensions.contains(&extension) || skip.contains(&path) || !wanted(&path) {
             continue;
         }
         if std::fs::metadata(&path).map_or(true, |meta| meta.len() > MAX_SCANNED_FILE_SIZE) {

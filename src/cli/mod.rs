@@ -454,8 +454,12 @@ fn run_operation(
                 QueryFormat::Json => format!("{}\n", answer.json),
                 QueryFormat::Human => answer.human,
             });
-            // Diagnostics are findings (exit 1), as for check.
+            // Diagnostics are findings (exit 1), as for check; an incomplete set (a server
+            // failed or timed out) is a server failure (exit 3), as for check.
             match (&operation, answer.found) {
+                (Operation::Diagnostics { .. }, _) if status == EXIT_OK && answer.incomplete => {
+                    EXIT_SERVER
+                }
                 (Operation::Diagnostics { .. }, true) if status == EXIT_OK => EXIT_FOUND,
                 _ => status,
             }

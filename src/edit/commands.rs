@@ -81,6 +81,9 @@ pub enum CommandError {
         path: PathBuf,
         reason: String,
     },
+    /// None of the file's running servers offers the feature, and its primary server is not
+    /// running ([`crate::engine::SyncedDocument::primary_failure`], the engine's error as text).
+    PrimaryFailed(String),
     /// A position that does not exist in the file (the message has the details).
     InvalidPosition(String),
     /// The new name of a rename cannot be a name in the file's language ([`super::identifier`]);
@@ -89,6 +92,15 @@ pub enum CommandError {
         name: String,
         language: &'static str,
         reason: String,
+    },
+    /// The server answered `textDocument/prepareRename` or `textDocument/rename` with an error:
+    /// it refuses this rename (gopls: `renaming this func "hello" to "world" conflicts with func
+    /// in same block`). `bad_name` when the error is about the new name itself
+    /// ([`refuses_the_name`]). Nothing was written.
+    RenameRefused {
+        server: String,
+        message: String,
+        bad_name: bool,
     },
     /// `prepareRename` answered `null`: nothing renameable there.
     NothingToRename {
@@ -137,12 +149,17 @@ impl std::fmt::Display for CommandError {
             CommandError::CannotFormat { path, reason } => {
                 write!(f, "cannot format {}: {reason}", path.display())
             }
-            CommandError::InvalidPosition(message) => f.write_str(message),
+            CommandError::InvalidPosition(message) | CommandError::PrimaryFailed(message) => {
+                f.write_str(message)
+            }
             CommandError::InvalidName {
                 name,
                 language,
                 reason,
             } => write!(f, "{name:?} is not a valid {language} name: {reason}"),
+            CommandError::RenameRefused {
+                server, message, ..
+            } => write!(f, "{server} refused the rename: {message}"),
             CommandError::NothingToRename { path, line, column } => write!(
                 f,
                 "nothing to rename at {}:{line}:{column}",
@@ -186,6 +203,45 @@ impl From<EngineError> for CommandError {
     fn from(error: EngineError) -> CommandError {
         CommandError::Engine(error)
     }
+}
+
+/// A server's error answer to a rename as [`CommandError::RenameRefused`]; other failures (a
+/// timeout, a crash, a method the server lacks) as they are.
+fn rename_refused(error: CommandError) -> CommandError {
+    match error {
+        CommandError::Engine(EngineError::Server {
+            server,
+            code,
+            message,
+            ..
+        }) if !matches!(code, METHOD_NOT_FOUND | CONTENT_MODIFIED) => CommandError::RenameRefused {
+            bad_name: refuses_the_name(&message),
+            server,
+            message,
+        },
+        other => other,
+    }
+}
+
+/// Whether the file at `path` begins with a UTF-8 byte order mark (`EF BB BF`).
+fn begins_with_a_byte_order_mark(path: &Path) -> bool {
+    use std::io::Read;
+    let mut first = [0u8; 3];
+    std::fs::File::open(path)
+        .and_then(|mut file| file.read_exact(&mut first))
+        .is_ok_and(|()| first == [0xEF, 0xBB, 0xBF])
+}
+
+/// JSON-RPC's and LSP's codes that say nothing about the rename itself.
+const METHOD_NOT_FOUND: i32 = -32601;
+const CONTENT_MODIFIED: i32 = -32801;
+
+/// Whether a server's rename error is about the new name: gopls `invalid identifier to rename:
+/// "1bad"`, clangd `invalid name: the chosen name "int" is a keyword`, rust-analyzer `Invalid
+/// name `1bad`: not an identifier`.
+fn refuses_the_name(message: &str) -> bool {
+    let message = message.to_ascii_lowercase();
+    message.starts_with("invalid name") || message.starts_with("invalid identifier")
 }
 
 /// One code action as listed.
@@ -274,20 +330,25 @@ impl EditCommands {
             .and_then(Value::as_bool)
             == Some(true);
         if prepare {
-            let answer = self.request(
-                server,
-                "textDocument/prepareRename",
-                json!({ "textDocument": document, "position": position }),
-            )?;
+            let answer = self
+                .request(
+                    server,
+                    "textDocument/prepareRename",
+                    json!({ "textDocument": document, "position": position }),
+                )
+                .map_err(rename_refused)?;
             if answer.is_null() {
                 return Err(CommandError::NothingToRename { path, line, column });
             }
         }
         let params = json!({ "textDocument": document, "position": position, "newName": new_name });
-        let mut edit = self.request(server, "textDocument/rename", params.clone())?;
+        let mut edit = self
+            .request(server, "textDocument/rename", params.clone())
+            .map_err(rename_refused)?;
         if edit.is_null() {
             return Err(CommandError::NothingToRename { path, line, column });
         }
+        edit = self.with_marked_files_open(server, edit, &params)?;
         let mut left = Vec::new();
         let line_text = LineIndex::new(&synced.text)
             .line_text(&synced.text, line - 1)
@@ -427,6 +488,41 @@ impl EditCommands {
         let touched = self.touched_paths(&again, server.encoding)?;
         left.retain(|file| !touched.contains(&file.path));
         Ok((again, left))
+    }
+
+    /// `edit` asked again once every file it changes that begins with a byte order mark is
+    /// open on `server`. lspc sends a file's text without the mark, as an editor does, and the
+    /// edit engine applies positions to that text; a server reading an unopened file from disk
+    /// may count the mark as a character of line 1 (pyright does: a rename of `x` in such a
+    /// file wrote `xyy= 1`). Open, the file's positions are the ones lspc sent. Files without a
+    /// mark (nearly all) cost nothing.
+    fn with_marked_files_open(
+        &self,
+        server: &ServerInfo,
+        edit: Value,
+        params: &Value,
+    ) -> Result<Value, CommandError> {
+        let marked: Vec<PathBuf> = self
+            .touched_paths(&edit, server.encoding)?
+            .into_iter()
+            .filter(|path| begins_with_a_byte_order_mark(path))
+            .collect();
+        if marked.is_empty() {
+            return Ok(edit);
+        }
+        let opened =
+            crate::engine::open_on(&self.op_sender, marked, server.server_id, self.timeout);
+        if opened.is_empty() {
+            return Ok(edit);
+        }
+        log::info!(
+            "{} file(s) of the rename begin with a byte order mark: asking again with them open",
+            opened.len()
+        );
+        let again = self
+            .request(server, "textDocument/rename", params.clone())
+            .map_err(rename_refused)?;
+        Ok(if again.is_null() { edit } else { again })
     }
 
     /// The canonical paths `edit` changes, creates, renames or deletes (from a preview).
@@ -611,21 +707,23 @@ impl EditCommands {
     /// Errors: [`CommandError::Occurrences`] (a refused edit) when it does not occur exactly once.
     pub fn edit(&self, file: &Path, old: &str, new: &str) -> Result<EditOutcome, CommandError> {
         let path = uri::canonical(file);
-        let text = std::fs::read_to_string(&path).map_err(|error| CommandError::Io {
+        let disk = std::fs::read_to_string(&path).map_err(|error| CommandError::Io {
             path: path.clone(),
             message: error.to_string(),
         })?;
-        let old = &search_text(&text, old);
-        let offsets = occurrences(&text, old);
+        // Positions count from after a byte order mark, as the edit engine applies them.
+        let text = crate::text::without_byte_order_mark(&disk);
+        let old = &search_text(text, old);
+        let offsets = occurrences(text, old);
         if offsets.len() != 1 {
             return Err(CommandError::Occurrences {
                 path,
                 count: offsets.len(),
             });
         }
-        let index = LineIndex::new(&text);
-        let start = index.position_of_offset(&text, offsets[0], PositionEncoding::Utf8);
-        let end = index.position_of_offset(&text, offsets[0] + old.len(), PositionEncoding::Utf8);
+        let index = LineIndex::new(text);
+        let start = index.position_of_offset(text, offsets[0], PositionEncoding::Utf8);
+        let end = index.position_of_offset(text, offsets[0] + old.len(), PositionEncoding::Utf8);
         let edit = json!({ "changes": { uri_text(&path): [{
             "range": { "start": start, "end": end }, "newText": new
         }]}});
@@ -752,6 +850,7 @@ impl EditCommands {
         };
         let mut all = Vec::new();
         let mut unsettled = Vec::new();
+        let mut failed = Vec::new();
         for file in files {
             match file.outcome {
                 DiagnosticsOutcome::Settled(diagnostics) => all.extend(diagnostics),
@@ -759,17 +858,28 @@ impl EditCommands {
                     all.extend(diagnostics);
                     unsettled.push(uri::relative_display(&file.path, &self.root));
                 }
+                DiagnosticsOutcome::PartlyFailed {
+                    diagnostics,
+                    failures,
+                } => {
+                    all.extend(diagnostics);
+                    failed.push(format!(
+                        "{}: {failures}",
+                        uri::relative_display(&file.path, &self.root)
+                    ));
+                }
                 DiagnosticsOutcome::Failed(reason) | DiagnosticsOutcome::NotChecked(reason) => {
                     log::debug!("no diagnostics for {}: {reason}", file.path.display())
                 }
             }
         }
-        let note = (!unsettled.is_empty()).then(|| {
-            format!(
-                "diagnostics incomplete: server still analysing {}",
-                unsettled.join(", ")
-            )
-        });
+        let mut notes = Vec::new();
+        if !unsettled.is_empty() {
+            notes.push(format!("server still analysing {}", unsettled.join(", ")));
+        }
+        notes.extend(failed);
+        let note =
+            (!notes.is_empty()).then(|| format!("diagnostics incomplete: {}", notes.join("; ")));
         (all, note)
     }
 
@@ -917,9 +1027,13 @@ fn pick_server<'a>(
         .servers
         .iter()
         .find(|server| server.supports(capability))
-        .ok_or_else(|| CommandError::Unsupported {
-            path: synced.path.clone(),
-            capability: capability.to_owned(),
+        .ok_or_else(|| match &synced.primary_failure {
+            // The failed server may well have offered it: say why it is not running.
+            Some(failure) => CommandError::PrimaryFailed(failure.clone()),
+            None => CommandError::Unsupported {
+                path: synced.path.clone(),
+                capability: capability.to_owned(),
+            },
         })
 }
 

@@ -52,13 +52,19 @@ pub(super) struct DiagnosticsJob {
     /// Configured servers (index in the config's list) not to ask about a file
     /// ([`crate::engine::Op::DiagnosticsLeavingOut`]).
     pub(super) leave_out: HashMap<PathBuf, Vec<ServerId>>,
-    /// Why a file's servers were left out, said when that leaves it none (`ruff never checks
-    /// docs/conf.py: it is in ruff's exclude`).
+    /// Why a file's servers were left out (`ruff never checks it: it is in ruff's exclude`):
+    /// the file's `NotChecked` message when that leaves it none, else its result's
+    /// `not_checked_by`.
     pub(super) why_left_out: HashMap<PathBuf, String>,
     /// The queued files that are at least [`LARGE_FILE_BYTES`] long.
     pub(super) large: std::collections::HashSet<PathBuf>,
     /// Gets a copy of each file's result when it is finished.
     pub(super) progress: Option<Sender<FileDiagnostics>>,
+    /// `timeout` bounds the servers' start too, not only the settling after the sync: for
+    /// [`Op::Diagnostics`](super::super::Op::Diagnostics), whose `--timeout` "bounds server
+    /// start" as a query's does (a trial: `lspc diagnostics --timeout 5` with a server that never
+    /// answers `initialize` took the 30 s of its startup timeout).
+    pub(super) start_within_timeout: bool,
 }
 
 impl DiagnosticsJob {
@@ -92,6 +98,7 @@ impl DiagnosticsJob {
             why_left_out: HashMap::new(),
             large,
             progress: None,
+            start_within_timeout: false,
             readiness: false,
         }
     }
@@ -117,6 +124,7 @@ impl DiagnosticsJob {
             self.finish(FileDiagnostics {
                 path,
                 outcome: DiagnosticsOutcome::Failed(message),
+                not_checked_by: None,
             });
         }
     }
@@ -175,7 +183,7 @@ impl State {
     /// For a diagnostics op on `paths` (canonical): the configured servers that never check a
     /// file though they serve it (ruff and a file in its `exclude`: its server answers nothing
     /// for such a file, so its empty answer would be a "clean" nothing checked), and for each
-    /// such file why. Reads only those servers' configurations, and nothing when none is
+    /// such file why (`ruff never checks it: it is in ruff's exclude`). Reads only those servers' configurations, and nothing when none is
     /// configured.
     pub(super) fn never_checked(
         &self,
@@ -202,14 +210,7 @@ impl State {
                 }
             }
             if !left_out.is_empty() {
-                why.insert(
-                    path.clone(),
-                    format!(
-                        "{} not checked: {} (the server does not lint an excluded file even when it is open)",
-                        file_name(path),
-                        reasons.join("; ")
-                    ),
-                );
+                why.insert(path.clone(), reasons.join("; "));
                 leave_out.insert(path.clone(), left_out);
             }
         }
@@ -292,22 +293,31 @@ impl State {
             let begun =
                 self.begin_file_wait(&path, slots, leave_out, job.timeout, job.readiness, now);
             match begun {
-                Ok(wait) => {
+                Ok(mut wait) => {
+                    if job.start_within_timeout {
+                        wait.start_deadline = wait.start_deadline.min(now + job.timeout);
+                    }
                     for &slot in &wait.servers {
                         engaged.engage(slot, self.servers[slot.0 as usize].config_index);
                     }
                     job.active.push(wait);
                 }
                 Err(FileWaitError::LeftOut) => {
-                    let message = job.why_left_out.remove(&path).unwrap_or_else(|| {
-                        format!(
+                    let message = match job.why_left_out.remove(&path) {
+                        Some(reasons) => format!(
+                            "{} not checked: {reasons} (the server does not lint an excluded \
+                             file even when it is open)",
+                            file_name(&path)
+                        ),
+                        None => format!(
                             "every server for {} is left out of it by its project configuration",
                             file_name(&path)
-                        )
-                    });
+                        ),
+                    };
                     job.finish(FileDiagnostics {
                         path,
                         outcome: DiagnosticsOutcome::NotChecked(message),
+                        not_checked_by: None,
                     });
                 }
                 Err(FileWaitError::Unserved(message)) => {
@@ -320,7 +330,11 @@ impl State {
                     } else {
                         DiagnosticsOutcome::NotChecked(message)
                     };
-                    job.finish(FileDiagnostics { path, outcome });
+                    job.finish(FileDiagnostics {
+                        path,
+                        outcome,
+                        not_checked_by: None,
+                    });
                 }
             }
         }
@@ -338,9 +352,11 @@ impl State {
                         doc.pins = doc.pins.saturating_sub(1);
                     }
                 }
+                let not_checked_by = job.why_left_out.remove(&wait.path);
                 job.finish(FileDiagnostics {
                     path: wait.path,
                     outcome,
+                    not_checked_by,
                 });
                 finished_any = true;
             } else {
@@ -451,7 +467,10 @@ impl State {
                         .failure()
                         .map(|error| error.to_string())
                         .unwrap_or_else(|| {
-                            format!("server {} is still starting", server.config.name)
+                            format!(
+                                "server {} was still starting when the wait ended",
+                                server.config.name
+                            )
                         });
                     wait.done.insert(*id, Err(reason));
                 }
@@ -601,8 +620,24 @@ impl State {
                     Some(format!("{name}: {check_failure}"))
                 })
                 .collect();
-            if !check_failures.is_empty() {
+            let failing: Vec<&str> = answered()
+                .filter(|(_, id)| self.servers[id.0 as usize].check_failure.is_some())
+                .map(|(name, _)| *name)
+                .collect();
+            if !check_failures.is_empty() && failing.len() == answered().count() {
                 return Some(not_checked(&check_failures, true));
+            }
+            if !check_failures.is_empty() {
+                // The others' findings stand beside the failure (a trial: a broken
+                // `sub/ruff.toml` made ruff's whole check fail, and pyright's type error in an
+                // unrelated file was dropped with it).
+                merged.retain(|diagnostic| !failing.contains(&diagnostic.server.as_str()));
+                let failures: Vec<String> =
+                    failures.iter().cloned().chain(check_failures).collect();
+                return Some(DiagnosticsOutcome::PartlyFailed {
+                    diagnostics: merged,
+                    failures: failures.join("; "),
+                });
             }
             // Every server that answered said it did not analyse the file: not a clean. A
             // server whose health is `error` and that gave the file nothing says so too
@@ -632,6 +667,12 @@ impl State {
                 .unwrap_or_default();
             if !not_analysed.is_empty() {
                 return Some(not_checked(&not_analysed, unhealthy));
+            }
+            if !failures.is_empty() {
+                return Some(DiagnosticsOutcome::PartlyFailed {
+                    diagnostics: merged,
+                    failures: failures.join("; "),
+                });
             }
             return Some(DiagnosticsOutcome::Settled(merged));
         }

@@ -363,9 +363,20 @@ impl State {
                 message: "still starting when the timeout hit".to_owned(),
             }));
         }
+        let primary = &self.servers[indexes[0]];
+        let primary_failure = (!primary.is_running()).then(|| {
+            primary
+                .failure()
+                .unwrap_or(EngineError::Spawn {
+                    server: primary.config.name.clone(),
+                    message: "still starting when the timeout hit".to_owned(),
+                })
+                .to_string()
+        });
         self.sync_document_on(path, indexes)?;
         let doc = self.documents.get(path).ok_or(EngineError::Gone)?;
         Ok(SyncedDocument {
+            primary_failure,
             path: path.to_path_buf(),
             text: Arc::clone(&doc.text),
             version: doc.version,

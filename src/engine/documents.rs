@@ -127,7 +127,8 @@ impl std::fmt::Display for ReadError {
     }
 }
 
-/// Read a file for a server: size limit first, then NUL bytes, then UTF-8.
+/// Read a file for a server: size limit first, then NUL bytes, then UTF-8; the text without a
+/// leading byte order mark ([`crate::text::without_byte_order_mark`]), as an editor sends it.
 pub(crate) fn read_text(path: &Path, max_size: u64) -> Result<String, ReadError> {
     let metadata = std::fs::metadata(path).map_err(|error| ReadError::Io(error.to_string()))?;
     read_text_with(path, &metadata, max_size)
@@ -149,7 +150,11 @@ pub(crate) fn read_text_with(
     if bytes.contains(&0) {
         return Err(ReadError::Binary);
     }
-    String::from_utf8(bytes).map_err(|_| ReadError::NotUtf8)
+    let mut text = String::from_utf8(bytes).map_err(|_| ReadError::NotUtf8)?;
+    if text.starts_with(crate::text::BYTE_ORDER_MARK) {
+        text.drain(..crate::text::BYTE_ORDER_MARK.len_utf8());
+    }
+    Ok(text)
 }
 
 /// A document's key in [`Documents`]: its path's bytes, hashed in one pass (issue 15: `Path`'s

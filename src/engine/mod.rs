@@ -36,6 +36,12 @@ pub mod server_requests;
 mod settle;
 mod tsserver_probe;
 pub use settle::SettleRule;
+
+/// Whether a server's capabilities are typescript-language-server's: it offers
+/// `workspace/executeCommand` `typescript.tsserverRequest`.
+pub fn is_typescript_language_server(capabilities: &Value) -> bool {
+    tsserver_probe::offered(capabilities)
+}
 pub mod supervisor;
 mod watchdog;
 pub use watchdog::{prepare as prepare_watchdog, WatchdogHold};
@@ -375,6 +381,13 @@ pub struct SyncedDocument {
     pub version: i32,
     /// Running servers claiming the file, primary (the one that serves queries) first.
     pub servers: Vec<ServerInfo>,
+    /// Why the file's primary server (the first in precedence order) is not among `servers`:
+    /// it failed to start, crashed for good, or was still starting at the timeout (the
+    /// engine's error as text). A query then fails with it rather than asking the next server:
+    /// a trial's pyright that could not start left ruff, whose empty hover read as "no hover
+    /// information found" (exit 1) and whose missing `definitionProvider` was blamed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub primary_failure: Option<String>,
     /// The line index of `text` the engine keeps, so frontends convert positions without
     /// indexing the text again; `None` across the session wire (each side indexes its copy).
     #[serde(skip)]
@@ -414,6 +427,12 @@ impl ServerInfo {
 pub struct FileDiagnostics {
     pub path: PathBuf,
     pub outcome: DiagnosticsOutcome,
+    /// Why a server serving the file never checked it while the others did, e.g. `ruff never
+    /// checks it: it is in ruff's exclude` (ruff's server answers nothing for a document in its
+    /// exclude); `None` when every server serving it checked it. A note to give beside the
+    /// diagnostics: without it, the others' answer reads as every server's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_checked_by: Option<String>,
 }
 
 /// How a file's diagnostics wait ended.
@@ -427,6 +446,14 @@ pub enum DiagnosticsOutcome {
         diagnostics: Vec<Diagnostic>,
         servers: Vec<String>,
         after: Duration,
+    },
+    /// Some of the file's servers failed (to start, or crashed: `failures` joins their
+    /// reasons) and the others settled with `diagnostics`. Never to be reported as clean: a
+    /// trial's pyright that could not start left ruff's empty answer, which `lspc diagnostics`
+    /// printed as clean (exit 0).
+    PartlyFailed {
+        diagnostics: Vec<Diagnostic>,
+        failures: String,
     },
     /// The file's servers could not check it: they failed to start or crashed.
     Failed(String),

@@ -119,7 +119,7 @@ const RUFF_SETTINGS_FAILURE: &str = "Error while resolving settings from workspa
 
 /// For ruff's `window/showMessage` of `message_type` (1: Error) saying it could not resolve
 /// its settings: the reason, e.g. "Error while resolving settings from workspace /w (ruff's log,
-/// shown with -vv, names the error); `ruff check` fails there too". `None` for any other
+/// shown with -vv, names the error); `ruff check .` fails there too". `None` for any other
 /// message, or another program's.
 pub(super) fn settings_failure(
     program: Option<crate::config::Program>,
@@ -136,7 +136,7 @@ pub(super) fn settings_failure(
     let first = first.split(". Please refer").next().unwrap_or(first).trim();
     let first = first.trim_end_matches('.');
     Some(format!(
-        "{first} (ruff's log, shown with -vv, names the error); `ruff check` fails there too"
+        "{first} (ruff's log, shown with -vv, names the error); `ruff check .` fails there too"
     ))
 }
 
@@ -200,7 +200,7 @@ mod tests {
             settings_failure(Some(Program::Ruff), Some(1), text).as_deref(),
             Some(
                 "Error while resolving settings from workspace /w (ruff's log, shown with -vv, \
-                 names the error); `ruff check` fails there too"
+                 names the error); `ruff check .` fails there too"
             )
         );
         assert_eq!(settings_failure(Some(Program::Ruff), Some(2), text), None);

@@ -659,6 +659,16 @@ fn get_diagnostics(
                 );
                 diagnostics
             }
+            DiagnosticsOutcome::PartlyFailed {
+                diagnostics,
+                failures,
+            } => {
+                log::warn!(
+                    "{}: {failures}; answering with the other servers' diagnostics",
+                    result.path.display()
+                );
+                diagnostics
+            }
             DiagnosticsOutcome::Failed(message) => {
                 return Err(ToolError::failed(format!(
                     "no diagnostics for {}: {message}",

@@ -180,7 +180,11 @@ fn command_failure(root: &Path, tool: &str, error: CommandError) -> ToolFailure 
         CommandError::NothingToRename { .. } => {
             " (point at an identifier: give symbol with its name on that line)"
         }
-        CommandError::InvalidName { .. } => " (nothing was written; give a valid name)",
+        CommandError::InvalidName { .. }
+        | CommandError::RenameRefused { bad_name: true, .. } => {
+            " (nothing was written; give a valid name)"
+        }
+        CommandError::RenameRefused { .. } => " (nothing was written; choose another name)",
         CommandError::Edit(_) => " (nothing was written; re-read the file and try again)",
         CommandError::CommandOnly { .. } => " (call apply_code_action with apply: true)",
         CommandError::Disabled { .. } => {

@@ -348,14 +348,14 @@ impl FastCall {
 
 impl FastCall {
     /// Whether a success is answered as is: a handshake-era call (a stateless-era one gets
-    /// extra fields), no passive diagnostics due, no install hints pending (which
+    /// extra fields), no passive diagnostics due, no notes pending (which
     /// [`tools::call_result`] would add, and mark delivered).
     fn plain_success_due(&self) -> bool {
         !self.modern
             && !tools::passive_drain_due(&self.context)
             && !self
                 .context
-                .install_hints_pending
+                .notes_pending
                 .load(std::sync::atomic::Ordering::SeqCst)
     }
 
@@ -504,6 +504,7 @@ mod tests {
                 human: human.to_owned(),
                 found: true,
                 note: note.map(str::to_owned),
+                incomplete: false,
             };
             let id = json!(41);
             let Ok(text) = tools::query_call_result_text(root, query, answer.clone()) else {
@@ -540,6 +541,7 @@ mod tests {
             human: String::new(),
             found: false,
             note: None,
+            incomplete: false,
         };
         assert!(tools::query_call_result_text(root, &definition, bare).is_err());
     }

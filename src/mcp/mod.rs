@@ -106,6 +106,16 @@ Positions are 1-based lines and 1-based columns in characters; give `symbol` (a 
 instead of `column` when unsure. Files are relative to the workspace root. Tool results carry new \
 diagnostics under newDiagnostics.";
 
+/// [`INSTRUCTIONS`], and the configuration errors in force, which an agent would otherwise
+/// never see (they go to stderr): a `.lsp.json` that does not parse leaves its servers out.
+fn instructions(context: &ToolContext) -> String {
+    let notes = context.config_error_notes();
+    if notes.is_empty() {
+        return INSTRUCTIONS.to_owned();
+    }
+    format!("{INSTRUCTIONS}\n\n{}", notes.join("\n"))
+}
+
 fn server_info() -> Value {
     json!({"name": SERVER_NAME, "title": "lspc", "version": env!("CARGO_PKG_VERSION")})
 }
@@ -428,8 +438,11 @@ fn serve_clients(
         timeout: options.timeout,
         analysed_files: crate::query::AnalysedFiles::default(),
         install_hints: std::sync::Arc::new(options.install_hints.clone()),
-        install_hints_pending: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(
-            !options.install_hints.is_empty(),
+        config_errors: Arc::new(std::sync::Mutex::new(config_error_texts(
+            &options.engine.config,
+        ))),
+        notes_pending: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(
+            !options.install_hints.is_empty() || !options.engine.config.errors.is_empty(),
         )),
         passive_consumer: None,
         passive_drains: tool_arguments::PassiveDrains::new(&engine.op_sender()),
@@ -879,7 +892,7 @@ impl Hub {
                         "protocolVersion": version,
                         "capabilities": server_capabilities(),
                         "serverInfo": server_info(),
-                        "instructions": INSTRUCTIONS,
+                        "instructions": instructions(&self.context),
                     }),
                 ));
             }
@@ -893,7 +906,7 @@ impl Hub {
                     "supportedVersions": protocol::supported_versions(),
                     "capabilities": server_capabilities(),
                     "serverInfo": server_info(),
-                    "instructions": INSTRUCTIONS,
+                    "instructions": instructions(&self.context),
                     "_meta": {protocol::META_SERVER_INFO: server_info()},
                 }),
             )),
@@ -1206,6 +1219,12 @@ impl Hub {
             }
             return;
         }
+        // Applied only without new errors, so the list can only shrink here.
+        *self
+            .context
+            .config_errors
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = errors.clone();
         self.accepted_config_errors = errors;
         let (reply, receiver) = bounded(1);
         if self

@@ -151,6 +151,7 @@ fn servers_json(context: &ToolContext) -> Value {
         "root": context.root.display().to_string(),
         "servers": servers,
         "installHints": *context.install_hints,
+        "configErrors": *context.config_errors.lock().unwrap_or_else(|poisoned| poisoned.into_inner()),
     })
 }
 
@@ -182,6 +183,10 @@ fn file_diagnostics(context: &ToolContext, file: &str) -> Result<Value, ReadErro
     let (diags, state) = match result.outcome {
         DiagnosticsOutcome::Settled(diags) => (diags, "settled".to_owned()),
         DiagnosticsOutcome::TimedOut { diagnostics, .. } => (diagnostics, "timed out".to_owned()),
+        DiagnosticsOutcome::PartlyFailed {
+            diagnostics,
+            failures,
+        } => (diagnostics, format!("incomplete: {failures}")),
         DiagnosticsOutcome::Failed(message) | DiagnosticsOutcome::NotChecked(message) => {
             (Vec::new(), format!("failed: {message}"))
         }

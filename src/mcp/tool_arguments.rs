@@ -26,10 +26,27 @@ pub struct ToolContext {
     pub passive_consumer: Option<String>,
     /// Install hints for the session ([`crate::install_hints`]), shown in `lsp://servers`.
     pub install_hints: std::sync::Arc<Vec<String>>,
-    /// True until a tool result has carried the hints in its `notes` (once per session).
-    pub install_hints_pending: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// The errors of the configuration in force ([`crate::config::ConfigError`] as text),
+    /// shown in `lsp://servers` (`configErrors`) and in `initialize`'s `instructions`; a
+    /// reload that is applied (one without new errors) replaces them.
+    pub config_errors: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// True until a tool result has carried the configuration errors and install hints in its
+    /// `notes` (once per session).
+    pub notes_pending: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// When each passive queue was last drained, to skip a drain that would deliver nothing.
     pub passive_drains: PassiveDrains,
+}
+
+impl ToolContext {
+    /// The configuration errors in force, each as a note for an agent.
+    pub fn config_error_notes(&self) -> Vec<String> {
+        self.config_errors
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .iter()
+            .map(|error| format!("configuration error, the entry is not used: {error}"))
+            .collect()
+    }
 }
 
 /// The engine's [`crate::engine::PassiveCounter`] (when it gave one) and, per passive queue

@@ -388,13 +388,17 @@ pub fn call_result(
                 text.push_str(&passive_text);
             }
             if context
-                .install_hints_pending
+                .notes_pending
                 .swap(false, std::sync::atomic::Ordering::SeqCst)
             {
-                structured["notes"] = json!(*context.install_hints);
-                text.push_str("\nNotes:\n");
-                for hint in context.install_hints.iter() {
-                    text.push_str(&format!("- {hint}\n"));
+                let mut notes = context.config_error_notes();
+                notes.extend(context.install_hints.iter().cloned());
+                if !notes.is_empty() {
+                    text.push_str("\nNotes:\n");
+                    for note in &notes {
+                        text.push_str(&format!("- {note}\n"));
+                    }
+                    structured["notes"] = json!(notes);
                 }
             }
             CallResult {
@@ -735,6 +739,15 @@ fn diagnostics_tool(
                 after.as_secs()
             )),
         ),
+        DiagnosticsOutcome::PartlyFailed {
+            diagnostics,
+            failures,
+        } => (
+            diagnostics,
+            Some(format!(
+                "diagnostics incomplete: {failures}; only the other servers' diagnostics are shown"
+            )),
+        ),
         DiagnosticsOutcome::Failed(message) | DiagnosticsOutcome::NotChecked(message) => {
             return Err(query_failure(message))
         }
@@ -744,7 +757,12 @@ fn diagnostics_tool(
         text.push_str(&diagnostic_text(root, diagnostic));
         text.push('\n');
     }
-    if diags.is_empty() {
+    if diags.is_empty() && note.is_some() {
+        // Not "no diagnostics": a server still analysing or failed may have some.
+        text.push_str(&format!(
+            "{relative}: no diagnostics from the servers that answered\n"
+        ));
+    } else if diags.is_empty() {
         text.push_str(&format!("{relative}: no diagnostics\n"));
     }
     let mut json = json!({
@@ -756,6 +774,14 @@ fn diagnostics_tool(
     if let Some(note) = note {
         text.push_str(&note);
         json["note"] = json!(note);
+        json["complete"] = json!(false);
+    }
+    if let Some(reason) = result.not_checked_by {
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&format!("not checked by every server: {reason}\n"));
+        json["files"][0]["notCheckedBy"] = json!(reason);
     }
     Ok((json, text))
 }
@@ -798,7 +824,8 @@ mod tests {
             analysed_files: Default::default(),
             passive_consumer: None,
             install_hints: Default::default(),
-            install_hints_pending: Default::default(),
+            config_errors: Default::default(),
+            notes_pending: Default::default(),
             passive_drains: Default::default(),
         };
         let check = |tool: &str, arguments: &str, read: bool| {

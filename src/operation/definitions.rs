@@ -464,11 +464,13 @@ pub const CHECK_OPTIONS: &[(&str, &str)] = &[
     ),
     (
         "--severity LEVEL",
-        "report only diagnostics at or above LEVEL: error, warning, info (default), hint",
+        "report only diagnostics at or above LEVEL: error, warning, info, hint (default: info, \
+         and every ShellCheck finding, as shellcheck)",
     ),
     (
         "--fail-on LEVEL",
-        "exit 1 when a diagnostic at or above LEVEL is reported (default: error)",
+        "exit 1 when a diagnostic at or above LEVEL is reported (default: an error, or a \
+         finding the server's own CLI fails on: ruff, go vet, shellcheck)",
     ),
     (
         "--timeout SECONDS",
@@ -497,6 +499,21 @@ pub const CHECK_OPTIONS: &[(&str, &str)] = &[
     (
         "--shard K/N",
         "check only shard K of N (deterministic, balanced by size)",
+    ),
+    (
+        "--all-files",
+        "check every file a server claims, ignoring the servers' project include/exclude \
+         (pyrightconfig/pyproject, tsconfig, ruff)",
+    ),
+    (
+        "--exclude GLOB",
+        "leave out walked files matching GLOB (a name such as tests, or a path relative to the \
+         root such as docs/*.py; repeatable)",
+    ),
+    (
+        "--color WHEN",
+        "colour human output: auto (default: on a terminal, unless NO_COLOR is set), always, \
+         never",
     ),
 ];
 

@@ -54,6 +54,10 @@ pub struct Answer {
     pub found: bool,
     /// A note for stderr (a server still indexing, a preview not written).
     pub note: Option<String>,
+    /// The answer is not the whole of it: a server timed out or failed (`diagnostics`, whose
+    /// `complete` is then false). `lspc diagnostics` exits 3 then, as `lspc check` does, and
+    /// never 0: an empty, incomplete answer is no "clean".
+    pub incomplete: bool,
 }
 
 /// Why an operation failed; the message is the frontends' error text.
@@ -84,12 +88,18 @@ fn command_failure(error: CommandError) -> Failure {
         }
         // A server that lacks the feature, or cannot use it here (README "Exit status": 3).
         CommandError::Engine(_)
+        | CommandError::PrimaryFailed(_)
         | CommandError::Unsupported { .. }
         | CommandError::CannotFormat { .. } => EXIT_SERVER,
         // A refused edit: nothing was written (README: exit 1).
         CommandError::Edit(_)
         | CommandError::Occurrences { .. }
-        | CommandError::Disabled { .. } => EXIT_FOUND,
+        | CommandError::Disabled { .. }
+        | CommandError::RenameRefused {
+            bad_name: false, ..
+        } => EXIT_FOUND,
+        // A new name the server says the language cannot have, as lspc's own check says it.
+        CommandError::RenameRefused { bad_name: true, .. } => EXIT_USAGE,
         _ => EXIT_USAGE,
     };
     Failure {
@@ -115,6 +125,7 @@ impl From<QueryAnswer> for Answer {
             human: answer.human,
             found: answer.found,
             note: answer.incomplete,
+            incomplete: false,
         }
     }
 }
@@ -233,6 +244,7 @@ pub fn execute(context: &Context<'_>, operation: &Operation) -> Result<Answer, F
                 FileOutcome::Done {
                     mut diagnostics,
                     incomplete,
+                    ..
                 } => {
                     let total = diagnostics.len();
                     if let Some(threshold) = context.severity {
@@ -252,15 +264,23 @@ pub fn execute(context: &Context<'_>, operation: &Operation) -> Result<Answer, F
                     if let Some(incomplete) = &incomplete {
                         json["incomplete"] = json!(format!("diagnostics incomplete: {incomplete}"));
                     }
+                    // A trial on psf/requests: `docs/conf.py`, in ruff's exclude, was clean with
+                    // no word that only pyright had looked at it.
+                    if let Some(reason) = &file.not_checked_by {
+                        json["notCheckedBy"] = json!(reason);
+                    }
                     let incomplete = incomplete.map(|text| format!("diagnostics incomplete: {text}"));
-                    let note = match (incomplete, below) {
-                        (Some(incomplete), Some(below)) => Some(format!("{incomplete}; {below}")),
-                        (incomplete, below) => incomplete.or(below),
-                    };
+                    let not_checked = file
+                        .not_checked_by
+                        .map(|reason| format!("not checked by every server: {reason}"));
+                    let notes: Vec<String> =
+                        [incomplete, not_checked, below].into_iter().flatten().collect();
+                    let note = (!notes.is_empty()).then(|| notes.join("; "));
                     Ok(Answer {
                         human: diagnostics_text(&diagnostics, &root),
                         found: !diagnostics.is_empty(),
                         note,
+                        incomplete: json["complete"] == false,
                         json: json.into(),
                     })
                 }
@@ -280,6 +300,7 @@ pub fn execute(context: &Context<'_>, operation: &Operation) -> Result<Answer, F
                 human: code_actions_text(&actions),
                 found: !actions.is_empty(),
                 note: None,
+                incomplete: false,
                 json: json.into(),
             })
         }
@@ -333,6 +354,7 @@ fn edit_answer(outcome: Result<EditOutcome, CommandError>, root: &Path) -> Resul
         human: render_outcome(&outcome, root),
         found: true,
         note,
+        incomplete: false,
     })
 }
 
@@ -395,13 +417,17 @@ pub fn outcome_json(outcome: &EditOutcome, root: &Path) -> Value {
 struct FileDiagnostics {
     path: PathBuf,
     outcome: FileOutcome,
+    /// The engine's [`crate::engine::FileDiagnostics::not_checked_by`].
+    not_checked_by: Option<String>,
 }
 
 enum FileOutcome {
-    /// Settled, or timed out with what had arrived (`incomplete` says which servers).
+    /// Settled, or timed out with what had arrived (`incomplete` says which servers), or
+    /// settled on some servers while the others failed (`failed`; `incomplete` says why).
     Done {
         diagnostics: Vec<Diagnostic>,
         incomplete: Option<String>,
+        failed: bool,
     },
     Failed(String),
 }
@@ -453,10 +479,12 @@ fn diagnostics_of(context: &Context<'_>, asked: Asked) -> Result<Vec<FileDiagnos
         .into_iter()
         .map(|result| FileDiagnostics {
             path: result.path,
+            not_checked_by: result.not_checked_by,
             outcome: match result.outcome {
                 DiagnosticsOutcome::Settled(diagnostics) => FileOutcome::Done {
                     diagnostics,
                     incomplete: None,
+                    failed: false,
                 },
                 DiagnosticsOutcome::TimedOut {
                     diagnostics,
@@ -469,6 +497,15 @@ fn diagnostics_of(context: &Context<'_>, asked: Asked) -> Result<Vec<FileDiagnos
                         servers.join(", "),
                         after.as_secs_f64()
                     )),
+                    failed: false,
+                },
+                DiagnosticsOutcome::PartlyFailed {
+                    diagnostics,
+                    failures,
+                } => FileOutcome::Done {
+                    diagnostics,
+                    incomplete: Some(failures),
+                    failed: true,
                 },
                 DiagnosticsOutcome::Failed(message) | DiagnosticsOutcome::NotChecked(message) => {
                     FileOutcome::Failed(message)
@@ -550,6 +587,7 @@ fn check(context: &Context<'_>, paths: &[PathBuf], root: &Path) -> Result<Answer
                     FileOutcome::Done {
                         diagnostics: vec![diagnostic],
                         incomplete: None,
+                        failed: false,
                     },
                 ))
             }
@@ -566,19 +604,32 @@ fn check(context: &Context<'_>, paths: &[PathBuf], root: &Path) -> Result<Answer
             FileOutcome::Done {
                 mut diagnostics,
                 incomplete,
+                failed,
             } => {
                 diagnostics.retain(|diagnostic| diagnostic.severity <= Severity::Information);
                 crate::diagnostics::sort(&mut diagnostics);
                 found |= !diagnostics.is_empty();
                 human.push_str(&diagnostics_text(&diagnostics, root));
+                // As `lspc check` reports them: a server that failed makes the file an error,
+                // with the other servers' findings kept.
+                let state = match (&incomplete, failed) {
+                    (Some(_), true) => "error",
+                    (Some(_), false) => "timeout",
+                    (None, _) if diagnostics.is_empty() => "clean",
+                    (None, _) => "diagnostics",
+                };
                 let mut entry = json!({
                     "path": shown,
-                    "state": if incomplete.is_some() { "timeout" } else if diagnostics.is_empty() { "clean" } else { "diagnostics" },
+                    "state": state,
                     "diagnostics": diagnostics.iter().map(|d| diagnostic_json(d, root)).collect::<Vec<_>>(),
                 });
                 if let Some(incomplete) = incomplete {
-                    human.push_str(&format!("{shown}: timeout: {incomplete}\n"));
-                    entry["reason"] = json!(incomplete);
+                    let reason = match failed {
+                        true => format!("not checked by every server: {incomplete}"),
+                        false => incomplete,
+                    };
+                    human.push_str(&format!("{shown}: {state}: {reason}\n"));
+                    entry["reason"] = json!(reason);
                 }
                 json_files.push(entry);
             }
@@ -602,6 +653,7 @@ fn check(context: &Context<'_>, paths: &[PathBuf], root: &Path) -> Result<Answer
         human,
         found,
         note: None,
+        incomplete: false,
     })
 }
 

@@ -1244,12 +1244,16 @@ fn build_target(
 }
 
 /// The first server (primary first) advertising `capability`; [`QueryError::Unsupported`]
-/// naming the primary when none does.
+/// naming the primary when none does, and [`QueryError::PrimaryFailed`] when the primary is
+/// not running.
 fn pick_server(
     doc: &SyncedDocument,
     method: &str,
     capability: &str,
 ) -> Result<ServerInfo, QueryError> {
+    if let Some(failure) = &doc.primary_failure {
+        return Err(QueryError::PrimaryFailed(failure.clone()));
+    }
     if let Some(server) = doc
         .servers
         .iter()

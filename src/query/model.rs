@@ -270,6 +270,10 @@ pub enum QueryError {
     NoServer(PathBuf),
     /// The file does not exist or cannot be read.
     File(String),
+    /// The file's primary server is not running (its failure, as
+    /// [`crate::engine::SyncedDocument::primary_failure`] says it): the others are not asked
+    /// in its place.
+    PrimaryFailed(String),
 }
 
 impl QueryError {
@@ -290,6 +294,7 @@ impl QueryError {
             | QueryError::NoServer(_)
             | QueryError::File(_) => crate::exit::EXIT_USAGE,
             QueryError::Engine(_)
+            | QueryError::PrimaryFailed(_)
             | QueryError::Unsupported { .. }
             | QueryError::UnsupportedByAll { .. } => crate::exit::EXIT_SERVER,
         }
@@ -325,7 +330,8 @@ impl std::fmt::Display for QueryError {
             ),
             QueryError::InvalidPosition(message)
             | QueryError::Symbol(message)
-            | QueryError::File(message) => f.write_str(message),
+            | QueryError::File(message)
+            | QueryError::PrimaryFailed(message) => f.write_str(message),
             QueryError::NoServer(path) => f.write_str(&crate::config::no_server_message(path)),
         }
     }

@@ -1,5 +1,5 @@
-//! References that a server can only find in files it has parsed: clangd without a
-//! `compile_commands.json`.
+//! References that a server can only find in files it has been sent: clangd without a
+//! `compile_commands.json`, and typescript-language-server outside its tsconfig's project.
 //!
 //! With `compile_commands.json` clangd indexes every file it lists in the background, and
 //! `textDocument/references` answers from that index. Without one (none at all, or only a
@@ -16,6 +16,13 @@
 //! [`MAX_FILES_OPENED`], their diagnostics waited for (clangd publishes once it has parsed a
 //! file, and then answers from it), and the references are asked again. A note says so when
 //! more files hold the name than were opened, or when some did not settle in time.
+//!
+//! typescript-language-server is the same for the files its tsconfig leaves out: tsserver
+//! searches the projects of the documents it has open, so a method of `source/index.ts` called
+//! 84 times from `test/*.ts` (outside `"include": ["source"]`) had "no references found" (a new
+//! user's trial on sindresorhus/p-queue), while the rename, which opens the files holding the
+//! name, renamed all 84. The files the tsconfig leaves out that mention the name are opened
+//! the same way (those it includes, tsserver already knows).
 
 use std::path::PathBuf;
 
@@ -40,12 +47,7 @@ impl Queries {
         target: &Target,
         include_declaration: bool,
     ) -> Option<(Value, Option<String>)> {
-        // clangd's own capability: `{"automaticReload": true}` (clangd 14 and later).
-        target.server.capabilities.get("compilationDatabase")?;
-        let folder = target.doc.path.parent()?;
-        if crate::project::c_header::finds_compile_commands(folder) {
-            return None;
-        }
+        let unparsed = Unparsed::of(target)?;
         let text = &target.doc.text;
         let index = LineIndex::new(text);
         let (line, column) = index.from_lsp(text, target.position, target.server.encoding);
@@ -55,11 +57,16 @@ impl Queries {
             .find(|details| details.name == target.server.name)
             .map(|details| details.extensions)
             .unwrap_or_default();
-        let mentions = word_occurrences::scan(
+        let typescript = crate::project::TypeScriptProjects::new(&self.root);
+        let mentions = word_occurrences::scan_where(
             &self.root,
             &name,
             &extensions,
             std::slice::from_ref(&target.doc.path),
+            |path| match unparsed {
+                Unparsed::NoCompilationDatabase => true,
+                Unparsed::OutsideTheTsconfig => typescript.leaves_out(path),
+            },
         );
         let opened = crate::engine::open_on(
             &self.op_sender,
@@ -75,9 +82,9 @@ impl Queries {
         }
         let unsettled = self.wait_settled(&opened);
         log::info!(
-            "{}: no compilation database; opened {} file(s) mentioning {name} and asking for its \
-             references again",
+            "{}: {}; opened {} file(s) mentioning {name} and asking for its references again",
             target.server.name,
+            unparsed.why(),
             opened.len()
         );
         let params = json!({
@@ -95,9 +102,9 @@ impl Queries {
         let mut notes = Vec::new();
         if mentions.len() > opened.len() {
             notes.push(format!(
-                "{} has no compilation database and finds references only in the files it has \
-                 parsed: lspc opened {} of the {} files that mention {name}",
+                "{} {}: lspc opened {} of the {} files that mention {name}",
                 target.server.name,
+                unparsed.finds_only(),
                 opened.len(),
                 mentions.len()
             ));
@@ -121,5 +128,47 @@ impl Queries {
             .filter(|file| matches!(file.outcome, DiagnosticsOutcome::TimedOut { .. }))
             .map(|file| self.display(&file.path))
             .collect()
+    }
+}
+
+/// Why a server's references miss files it has not been sent.
+#[derive(Clone, Copy)]
+enum Unparsed {
+    /// clangd without a `compile_commands.json` above the file.
+    NoCompilationDatabase,
+    /// typescript-language-server, for the files the file's tsconfig leaves out.
+    OutsideTheTsconfig,
+}
+
+impl Unparsed {
+    /// Which applies to `target`'s server, if any.
+    fn of(target: &Target) -> Option<Unparsed> {
+        let capabilities = &target.server.capabilities;
+        // clangd's own capability: `{"automaticReload": true}` (clangd 14 and later).
+        if capabilities.get("compilationDatabase").is_some() {
+            let folder = target.doc.path.parent()?;
+            return (!crate::project::c_header::finds_compile_commands(folder))
+                .then_some(Unparsed::NoCompilationDatabase);
+        }
+        crate::engine::is_typescript_language_server(capabilities)
+            .then_some(Unparsed::OutsideTheTsconfig)
+    }
+
+    fn why(self) -> &'static str {
+        match self {
+            Unparsed::NoCompilationDatabase => "no compilation database",
+            Unparsed::OutsideTheTsconfig => "files outside the tsconfig's project",
+        }
+    }
+
+    fn finds_only(self) -> &'static str {
+        match self {
+            Unparsed::NoCompilationDatabase => {
+                "has no compilation database and finds references only in the files it has parsed"
+            }
+            Unparsed::OutsideTheTsconfig => {
+                "finds references outside its tsconfig's project only in the files it has open"
+            }
+        }
     }
 }

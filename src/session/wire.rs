@@ -710,6 +710,7 @@ impl ReplySlot {
                     .map(|path| FileDiagnostics {
                         path,
                         outcome: DiagnosticsOutcome::Failed(message.to_owned()),
+                        not_checked_by: None,
                     })
                     .collect();
                 let _ = sender.send(results);

@@ -1076,10 +1076,57 @@ fn queries_exit_2_on_a_configuration_error_and_name_a_missing_command() {
         .args(["--no-builtin", "--config"])
         .arg(&pyright)
         .args(["--config", "missing.json", "batch"])
-        .stdin("{\"id\":1,\"op\":\"hover\",\"file\":\"a.py\",\"line\":1,\"column\":5}\n")
+        .stdin(concat!(
+            "{\"id\":1,\"op\":\"hover\",\"file\":\"a.py\",\"line\":1,\"column\":5}\n",
+            "{\"id\":2,\"op\":\"rename\",\"file\":\"a.py\",\"line\":1,\"column\":5,",
+            "\"newName\":\"g\",\"apply\":true}\n",
+            "{\"id\":3,\"op\":\"rename\",\"file\":\"a.py\",\"line\":1,\"column\":5,",
+            "\"newName\":\"g\"}\n",
+        ))
         .run()
         .status(2)
-        .stdout_contains("(function) def f(x: int) -> int");
+        .stdout_contains("(function) def f(x: int) -> int")
+        // A later trial: the rename with `apply` wrote a.py, and only the exit status said so.
+        .stdout_contains(
+            "{\"error\":{\"message\":\"nothing written: fix the configuration errors first \
+             (missing.json: file not found)\"},\"id\":2}\n",
+        )
+        .stdout_contains("{\"id\":3,\"result\":{");
+    assert_eq!(workspace.read("a.py"), before);
+    // `lspc mcp` said its configuration errors on stderr only, which an agent never reads:
+    // they are in `initialize`'s instructions, the first tool result's notes and lsp://servers.
+    let hover = json!({"name": "hover", "arguments": {"file": "a.py", "line": 1, "column": 5}});
+    let mcp = workspace
+        .lspc()
+        .args(["--no-builtin", "--config"])
+        .arg(&pyright)
+        .args(["--config", "missing.json", "mcp"])
+        .stdin(mcp_stdin(&[
+            ("tools/call", hover.clone()),
+            ("tools/call", hover),
+            ("resources/read", json!({"uri": "lsp://servers"})),
+        ]))
+        .run();
+    let answer = |id: i64| mcp.mcp_answer(id);
+    let note = "configuration error, the entry is not used: missing.json: file not found";
+    let initialized = answer(1);
+    let instructions = initialized["result"]["instructions"].as_str().unwrap();
+    assert!(
+        instructions.ends_with(&format!("\n\n{note}")),
+        "{instructions}"
+    );
+    // Once: the two calls run at once, so either may be the first to finish.
+    let notes: Vec<Value> = [answer(2), answer(3)]
+        .iter()
+        .filter_map(|answer| answer["result"]["structuredContent"].get("notes").cloned())
+        .collect();
+    assert_eq!(notes, [json!([note])], "{}", mcp.story());
+    let servers: Value =
+        serde_json::from_str(answer(4)["result"]["contents"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        servers["configErrors"],
+        json!(["missing.json: file not found"])
+    );
     // pyright's command missing beside a working ruff: hover said "no hover information found"
     // and `diagnostics` gave ruff's clean answer (exit 0).
     let broken_pyright = workspace.config(json!({
@@ -1101,32 +1148,12 @@ fn queries_exit_2_on_a_configuration_error_and_name_a_missing_command() {
             );
     }
     // The MCP `diagnostics` tool answered "a.py: no diagnostics", `isError: false`.
-    let mcp_lines = [
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"}}}),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-            "name": "diagnostics", "arguments": {"file": "a.py"}}}),
-    ];
-    let mcp = workspace
-        .lspc()
-        .args(["--no-builtin", "--config"])
-        .arg(&broken_pyright)
-        .arg("mcp")
-        .stdin(
-            mcp_lines
-                .iter()
-                .map(|line| format!("{line}\n"))
-                .collect::<String>(),
-        )
-        .run();
-    let answer: Value = mcp
-        .stdout
-        .lines()
-        .map(|line| serde_json::from_str::<Value>(line).unwrap())
-        .find(|message| message["id"] == 2)
-        .unwrap_or_else(|| panic!("{}", mcp.story()));
+    let (answer, mcp) = mcp_tool_call(
+        &workspace,
+        &broken_pyright,
+        "diagnostics",
+        json!({"file": "a.py"}),
+    );
     assert_eq!(answer["result"]["isError"], true, "{}", mcp.story());
     assert!(
         answer["result"]["content"][0]["text"]
@@ -1176,15 +1203,7 @@ fn a_rename_to_a_name_the_language_cannot_have_is_refused() {
         "pyright": pyright_entry(),
         "typescript": typescript_entry(),
     }));
-    let rename = |at: &str, name: &str| {
-        workspace
-            .lspc()
-            .args(["--no-builtin", "--config"])
-            .arg(&config)
-            .args(["rename", at, name, "--apply", "--timeout", "60"])
-            .timeout(std::time::Duration::from_secs(120))
-            .run()
-    };
+    let rename = |at: &str, name: &str| rename_applying(&workspace, &config, at, name);
     rename("signer.py:1:5", "1bad")
         .status(2)
         .stdout_is("")
@@ -1475,6 +1494,63 @@ fn formatting_keeps_a_byte_order_mark() {
     );
 }
 
+/// Two new users' trials (sindresorhus/p-queue, pallets/markupsafe): on a file that begins
+/// with a byte order mark, line 1's columns counted the mark, because lspc sent it as text:
+/// `tsc` says `bom.ts(1,7)`, lspc said `1:8`; `ruff check` `1:8`, lspc `1:9`; and `hover
+/// bom.ts:1:7` found nothing. lspc now sends the text as an editor does, without the mark, and
+/// writes it back. pyright reads an unopened file from disk counting the mark, so a rename
+/// reaching one is asked again with it open (without that, `x = 1` became `xyy= 1`).
+#[test]
+fn line_one_columns_do_not_count_a_byte_order_mark() {
+    require_program!("typescript-language-server");
+    require_program!("tsc");
+    require_program!("pyright-langserver");
+    require_program!("ruff");
+    let workspace = Workspace::new("bom-columns");
+    workspace
+        .file(
+            "tsconfig.json",
+            "{\"compilerOptions\": {\"strict\": true, \"noEmit\": true}}\n",
+        )
+        .file(
+            "bom.ts",
+            "\u{feff}const a: number = \"x\";\nexport { a };\n",
+        )
+        .file("b.py", "\u{feff}import os\n")
+        .file("c.py", "\u{feff}x = 1\nz = x\n")
+        .file("d.py", "from c import x\nprint(x)\n");
+    let tsc = Command::new("tsc")
+        .args(["--noEmit", "-p", "."])
+        .current_dir(workspace.path("."))
+        .output()
+        .unwrap();
+    let tsc = String::from_utf8_lossy(&tsc.stdout);
+    assert!(tsc.contains("bom.ts(1,7): error TS2322"), "{tsc}");
+    let config = workspace.config(json!({
+        "typescript": typescript_entry(),
+        "pyright": pyright_entry(),
+        "ruff": ruff_entry(),
+    }));
+    let lspc = |args: &[&str]| workspace.run_with(&config, args);
+    lspc(&["check", "bom.ts", "b.py"])
+        .status(1)
+        .stdout_contains("bom.ts:1:7: error: Type 'string' is not assignable to type 'number'.")
+        .stdout_contains("b.py:1:8: warning: `os` imported but unused [Ruff F401]");
+    lspc(&["hover", "bom.ts:1:7"])
+        .status(0)
+        .stdout_contains("const a: number");
+    lspc(&["rename", "d.py:1:15", "yy", "--apply"]).status(0);
+    assert_eq!(
+        std::fs::read(workspace.path("c.py")).unwrap(),
+        b"\xef\xbb\xbfyy = 1\nz = yy\n"
+    );
+    lspc(&["edit", "b.py", "--old", "import os", "--new", "import sys"]).status(0);
+    assert_eq!(
+        std::fs::read(workspace.path("b.py")).unwrap(),
+        b"\xef\xbb\xbfimport sys\n"
+    );
+}
+
 /// A new user's trial on pallets/itsdangerous: `lspc diagnostics FILE --severity warning`
 /// accepted `--severity` and ignored it, so a file with only pyright's "is not accessed" hints
 /// printed them and exited 1; `lspc diagnostics f && echo clean` was never clean. The option
@@ -1592,6 +1668,31 @@ fn ruff_settings_it_cannot_resolve_fail_the_check() {
         .status(3)
         .stderr_contains("a.py not checked: ruff: Error while resolving settings from workspace ");
     assert!(!output.stdout.contains("F401"), "{}", output.story());
+    // A later trial (a broken `sub/ruff.toml` in pallets/markupsafe): pyright's findings were
+    // dropped with ruff's failure. They stand beside it now.
+    if crate::support::which("pyright-langserver").is_some() {
+        workspace.file("b.py", "x: int = \"s\"\n");
+        let both = workspace.config(json!({ "pyright": pyright_entry(), "ruff": ruff_entry() }));
+        let output = workspace
+            .lspc()
+            .args(["check", "--no-builtin", "--config"])
+            .arg(&both)
+            .arg("b.py")
+            .run();
+        output
+            .status(3)
+            .stdout_contains(
+                "b.py:1:10: error: Type \"Literal['s']\" is not assignable to declared type \"int\"",
+            )
+            .stderr_contains(
+                "b.py: error: not checked by every server: ruff: Error while resolving settings \
+                 from workspace ",
+            )
+            .stderr_contains("`ruff check .` fails there too");
+        std::fs::remove_file(workspace.path("b.py")).unwrap();
+        // One configuration file a workspace: ruff alone again.
+        workspace.config(json!({ "ruff": ruff_entry() }));
+    }
 
     let mut batch = BatchSession::start(&workspace, &config, 60);
     let first = batch.ask(json!({"id": 1, "op": "diagnostics", "file": "a.py"}));
@@ -1750,4 +1851,183 @@ fn formatting_a_script_without_shfmt_is_refused_not_no_changes() {
         workspace.read("t.sh"),
         "#!/bin/bash\nif true; then\n\techo hi\nfi\n"
     );
+}
+
+/// The eighteenth note's leftover: gopls, clangd and rust-analyzer refuse a name their language
+/// cannot have with an error answer, which exited 3 ("a server failed") where lspc's own check
+/// of a Python name exits 2; and gopls's refusal of a clashing name exited 3 where a refused
+/// edit exits 1. Nothing is written either way. gopls with Go 1.19, clangd 14.
+#[test]
+fn a_rename_the_server_refuses_exits_as_a_refused_edit() {
+    require_program!("gopls");
+    require_program!("go");
+    require_program!("clangd");
+    let workspace = Workspace::new("rename-refused-by-server");
+    let go =
+        "package main\n\nfunc hello() {}\n\nfunc world() {}\n\nfunc main() { hello(); world() }\n";
+    let c = "int hello(void) { return 1; }\nint main(void) { return hello(); }\n";
+    workspace
+        .file("go.mod", "module example.com/a\n\ngo 1.19\n")
+        .file("main.go", go)
+        .file("a.c", c);
+    let config = workspace.config(json!({
+        "gopls": {"command": "gopls", "extensionToLanguage": {".go": "go"}},
+        "clangd": clangd_entry(),
+    }));
+    let rename = |at: &str, name: &str| rename_applying(&workspace, &config, at, name);
+    rename("main.go:3:6", "1bad")
+        .status(2)
+        .stdout_is("")
+        .stderr_contains(
+            "lspc: gopls refused the rename: invalid identifier to rename: \"1bad\"\n",
+        );
+    rename("main.go:3:6", "world")
+        .status(1)
+        .stdout_is("")
+        .stderr_contains(
+            "lspc: gopls refused the rename: renaming this func \"hello\" to \"world\"\t\
+             conflicts with func in same block\n",
+        );
+    rename("a.c:1:5", "int")
+        .status(2)
+        .stdout_is("")
+        .stderr_contains(
+            "lspc: clangd refused the rename: invalid name: the chosen name \"int\" is a keyword\n",
+        );
+    assert_eq!(workspace.read("main.go"), go);
+    assert_eq!(workspace.read("a.c"), c);
+}
+
+/// A new user's trial (markupsafe, a `pyright-langserver` that exits at once first on PATH):
+/// ruff answered, pyright's failure was dropped, and every route but `lspc check` called a file
+/// with a type error clean: `lspc diagnostics` printed nothing (exit 0), batch's `check` said
+/// `"state":"clean"`, the MCP tool "no diagnostics"; `lspc check --format json` exited 3 but
+/// still said `"state":"clean"` for the file. `hover` said "no hover information found" (ruff's
+/// empty hover, exit 1) and `definition` blamed ruff. And `diagnostics --timeout 5` with a
+/// server that never answers `initialize` took the 30 s of its startup timeout.
+#[test]
+fn a_server_that_fails_beside_another_never_leaves_a_clean_file() {
+    require_program!("ruff");
+    let workspace = Workspace::new("primary-fails");
+    workspace.file("err.py", "x: int = \"s\"\n");
+    let config = workspace.config(json!({
+        "pyright": {"command": "sh", "args": ["-c", "echo broken install >&2; exit 1"],
+                    "extensionToLanguage": {".py": "python"}},
+        "ruff": ruff_entry(),
+    }));
+    let failure = "server pyright failed to start: exited (exit 1) before answering initialize: \
+                   broken install";
+    let lspc = |args: &[&str]| workspace.run_with(&config, args);
+    lspc(&["diagnostics", "err.py"])
+        .status(3)
+        .stdout_is("")
+        .stderr_contains(&format!("lspc: diagnostics incomplete: {failure}\n"));
+    let json = lspc(&["diagnostics", "err.py", "--format", "json"]);
+    json.status(3);
+    assert_eq!(json.json()["complete"], false, "{}", json.story());
+    let reason = format!("not checked by every server: {failure}");
+    let check = lspc(&["check", "err.py", "--format", "json"]);
+    check.status(3);
+    assert_eq!(
+        file_states(&check.json()),
+        [("err.py".to_owned(), "error".to_owned(), reason.clone())],
+        "{}",
+        check.story()
+    );
+    let batch = workspace
+        .lspc()
+        .args(["--no-builtin", "--config"])
+        .arg(&config)
+        .arg("batch")
+        .stdin("{\"id\":1,\"op\":\"check\",\"paths\":[\"err.py\"]}\n")
+        .run();
+    let line: Value = serde_json::from_str(batch.stdout.trim()).unwrap();
+    assert_eq!(
+        line["result"]["files"][0],
+        json!({"diagnostics": [], "path": "err.py", "reason": reason, "state": "error"}),
+        "{}",
+        batch.story()
+    );
+    for query in [&["hover", "err.py:1:1"][..], &["definition", "err.py:1:1"]] {
+        lspc(query)
+            .status(3)
+            .stdout_is("")
+            .stderr_contains(&format!("lspc: {failure}\n"));
+    }
+    let (answer, mcp) = mcp_tool_call(
+        &workspace,
+        &config,
+        "diagnostics",
+        json!({"file": "err.py"}),
+    );
+    assert_eq!(
+        answer["result"]["content"][0]["text"],
+        format!(
+            "err.py: no diagnostics from the servers that answered\ndiagnostics incomplete: \
+             {failure}; only the other servers' diagnostics are shown"
+        ),
+        "{}",
+        mcp.story()
+    );
+    assert_eq!(answer["result"]["structuredContent"]["complete"], false);
+    // A server that never answers `initialize`: `--timeout 3` bounds its start (it took the
+    // 30 s of the startup timeout).
+    let stuck = workspace.config(json!({
+        "pyright": {"command": "sleep", "args": ["1000"],
+                    "extensionToLanguage": {".py": "python"}},
+        "ruff": ruff_entry(),
+    }));
+    workspace
+        .run_with(&stuck, &["diagnostics", "err.py", "--timeout", "3"])
+        .status(3)
+        .stderr_contains(
+            "lspc: diagnostics incomplete: server pyright was still starting when the wait ended\n",
+        );
+}
+
+/// A new user's trial on sindresorhus/p-queue (`"include": ["source"]`): `lspc references
+/// source/index.ts:684:onIdle` said "no references found" for a method the tests call 84 times,
+/// which `lspc rename` (opening the files that hold the name) renamed. tsserver searches the
+/// projects of the documents it has open; the files the tsconfig leaves out that mention the
+/// name are now opened and the references asked again. typescript-language-server 5.
+#[test]
+fn typescript_references_reach_files_outside_the_tsconfig() {
+    require_program!("typescript-language-server");
+    let workspace = Workspace::new("ts-references-outside");
+    workspace
+        .file(
+            "tsconfig.json",
+            "{\"compilerOptions\": {\"strict\": true, \"noEmit\": true}, \"include\": [\"source\"]}\n",
+        )
+        .file(
+            "source/index.ts",
+            "export class Queue {\n\tasync onIdle(): Promise<void> {}\n}\n",
+        )
+        .file(
+            "test/basic.ts",
+            "import { Queue } from '../source/index.js';\n\nconst queue = new Queue();\nawait queue.onIdle();\nvoid queue.onIdle();\n",
+        )
+        .file("test/other.ts", "export const onIdle = 1;\n");
+    let config = workspace.config(json!({ "typescript": typescript_entry() }));
+    workspace
+        .run_with(
+            &config,
+            &["references", "source/index.ts:2:onIdle", "--timeout", "60"],
+        )
+        .status(0)
+        .stdout_is(
+            "test/basic.ts:4:13  await queue.onIdle();\n\
+             test/basic.ts:5:12  void queue.onIdle();\n",
+        );
+}
+
+/// `lspc rename AT NAME --apply` with only the servers of `config`.
+fn rename_applying(workspace: &Workspace, config: &Path, at: &str, name: &str) -> Output {
+    workspace
+        .lspc()
+        .args(["--no-builtin", "--config"])
+        .arg(config)
+        .args(["rename", at, name, "--apply", "--timeout", "60"])
+        .timeout(std::time::Duration::from_secs(120))
+        .run()
 }

@@ -555,6 +555,11 @@ fn changed_since_checks_changed_and_untracked_files_only() {
         .map(|file| file["path"].as_str().unwrap())
         .collect();
     assert_eq!(paths, ["a.py", "b.py", "new.py"], "{}", output.story());
+    // A trial: a change that broke a file using it was "clean"; the run says what it skipped.
+    output.stderr_contains(
+        "1 unchanged file not checked (`--changed-since`): errors the changes cause in it are \
+         not reported; a check without the option finds them",
+    );
     ruff_check(&workspace, &config, &["--changed-since", "no-such-revision"])
         .status(2)
         .stderr_contains("lspc: --changed-since: `git diff --name-only -z --no-renames --end-of-options no-such-revision --` failed: fatal: bad revision 'no-such-revision'");

@@ -1573,3 +1573,74 @@ fn a_changed_tsconfig_is_applied_to_the_very_next_diagnostics() {
     let (status, stderr) = batch.finish();
     assert_eq!(status, Some(0), "{stderr}");
 }
+
+/// The eighteenth note's leftover, on psf/requests: `lspc diagnostics docs/conf.py` (in ruff's
+/// `exclude`) gave pyright's answer alone, and nothing said ruff had not looked: an empty
+/// answer read as both servers' "clean". Now each diagnostics route says which server never
+/// checked the file, beside the others' findings (pyright and ruff 0.17.6).
+#[test]
+fn diagnostics_say_which_server_never_checked_an_excluded_file() {
+    require_program!("ruff");
+    require_program!("pyright-langserver");
+    let workspace = Workspace::copy_of("python-project");
+    let config = workspace.config(json!({ "pyright": pyright_entry(), "ruff": ruff_entry() }));
+    let reason = "ruff never checks it: it is in ruff's exclude";
+    let pyright_error = "docs/conf.py:3:16: error: Type \"Literal['shop']\" is not assignable to \
+                         declared type \"int\" [Pyright reportAssignmentType]";
+    let lspc = || {
+        let mut command = workspace.lspc();
+        command.args(["--no-builtin", "--config"]).arg(&config);
+        command
+    };
+    lspc()
+        .args(["diagnostics", "docs/conf.py"])
+        .run()
+        .status(1)
+        .stdout_contains(pyright_error)
+        .stderr_contains(&format!("lspc: not checked by every server: {reason}\n"));
+    let batch = lspc()
+        .arg("batch")
+        .stdin("{\"id\":1,\"op\":\"diagnostics\",\"file\":\"docs/conf.py\"}\n")
+        .run();
+    batch.status(0);
+    let line: Value = serde_json::from_str(batch.stdout.trim()).unwrap();
+    assert_eq!(line["result"]["notCheckedBy"], reason, "{}", batch.story());
+    assert_eq!(
+        line["result"]["diagnostics"][0]["line"],
+        3,
+        "{}",
+        batch.story()
+    );
+    // A file ruff does check has no such field.
+    let checked = lspc()
+        .args(["diagnostics", "--format", "json", "tests/test_cart.py"])
+        .run();
+    assert_eq!(
+        checked.json().get("notCheckedBy"),
+        None,
+        "{}",
+        checked.story()
+    );
+    let mcp = lspc()
+        .arg("mcp")
+        .stdin(mcp_stdin(&[(
+            "tools/call",
+            json!({"name": "diagnostics", "arguments": {"file": "docs/conf.py"}}),
+        )]))
+        .run();
+    let answer = mcp.mcp_answer(2);
+    let result = &answer["result"];
+    assert_eq!(result["isError"], false, "{}", mcp.story());
+    assert_eq!(
+        result["structuredContent"]["files"][0]["notCheckedBy"],
+        reason,
+        "{}",
+        mcp.story()
+    );
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains(pyright_error)
+            && text.ends_with(&format!("not checked by every server: {reason}")),
+        "{text}"
+    );
+}

@@ -144,6 +144,16 @@ impl Workspace {
     }
 
     /// A `lspc` command rooted in this workspace.
+    /// Runs `lspc --no-builtin --config CONFIG ARGS...` here (at most 120 s).
+    pub fn run_with(&self, config: &Path, args: &[&str]) -> Output {
+        self.lspc()
+            .args(["--no-builtin", "--config"])
+            .arg(config)
+            .args(args)
+            .timeout(Duration::from_secs(120))
+            .run()
+    }
+
     pub fn lspc(&self) -> TestCommand {
         let mut command = TestCommand::new(lspc_bin());
         command.current_dir(&self.root);
@@ -385,7 +395,53 @@ fn read_all(mut reader: impl std::io::Read + Send + 'static) -> std::thread::Joi
     })
 }
 
+/// The stdin of a one-shot `lspc mcp` run: `initialize` (protocol 2025-06-18, id 1),
+/// `notifications/initialized`, then each `(method, params)` of `requests` with ids 2, 3, …
+pub fn mcp_stdin(requests: &[(&str, Value)]) -> String {
+    let mut lines = vec![
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ];
+    for (id, (method, params)) in (2..).zip(requests) {
+        lines.push(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+    }
+    lines.iter().map(|line| format!("{line}\n")).collect()
+}
+
+/// One `tools/call` of `tool` with `arguments` through `lspc --no-builtin --config CONFIG mcp`
+/// in `workspace`: the answer (id 2) and the run.
+pub fn mcp_tool_call(
+    workspace: &Workspace,
+    config: &Path,
+    tool: &str,
+    arguments: Value,
+) -> (Value, Output) {
+    let run = workspace
+        .lspc()
+        .args(["--no-builtin", "--config"])
+        .arg(config)
+        .arg("mcp")
+        .stdin(mcp_stdin(&[(
+            "tools/call",
+            json!({"name": tool, "arguments": arguments}),
+        )]))
+        .run();
+    (run.mcp_answer(2), run)
+}
+
 impl Output {
+    /// The message with `id` among the JSON lines of an `lspc mcp` run's stdout; panics with
+    /// the run's story when there is none.
+    pub fn mcp_answer(&self, id: i64) -> Value {
+        self.stdout
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .find(|message| message["id"] == id)
+            .unwrap_or_else(|| panic!("no answer {id}: {}", self.story()))
+    }
+
     /// Assert the exit status, printing everything on failure.
     pub fn status(&self, expected: i32) -> &Output {
         assert_eq!(

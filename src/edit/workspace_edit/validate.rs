@@ -13,8 +13,7 @@ use super::apply::{apply_text_edits, RawTextEdit};
 use super::{EditContext, EditError, Operation};
 use crate::uri;
 
-/// U+FEFF, which a UTF-8 file may begin with (its byte order mark, `EF BB BF`).
-const BYTE_ORDER_MARK: char = '\u{feff}';
+use crate::text::BYTE_ORDER_MARK;
 
 // ----- parsing ---------------------------------------------------------------------------------
 
@@ -493,9 +492,15 @@ impl Planner<'_, '_> {
                 operation: "edit",
             });
         };
+        let text = std::str::from_utf8(content).map_err(|_| EditError::NotUtf8 {
+            path: path.to_path_buf(),
+        })?;
+        // The servers hold the text without its byte order mark, and their positions count
+        // from there ([`crate::text::without_byte_order_mark`]).
+        let unmarked = crate::text::without_byte_order_mark(text);
         if !slot.checked {
             if let Some(sent) = &sent {
-                if sent.text.as_bytes() != content.as_slice() {
+                if *sent.text != *unmarked {
                     return Err(EditError::ChangedOnDisk {
                         path: path.to_path_buf(),
                     });
@@ -503,16 +508,11 @@ impl Planner<'_, '_> {
             }
             slot.checked = true;
         }
-        let text = std::str::from_utf8(content).map_err(|_| EditError::NotUtf8 {
-            path: path.to_path_buf(),
-        })?;
-        let mut new_text = apply_text_edits(path, text, edits, encoding)?;
-        // A UTF-8 byte order mark is the file's encoding, not its text: an editor strips it
-        // before the server sees the text and writes it back on save. lspc sends it as text,
-        // and typescript-language-server's formatting deleted it (a new user's trial on
-        // sindresorhus/ky: `lspc format` of a formatted file removed its first three bytes).
-        // Kept when the edits took it away.
-        if text.starts_with(BYTE_ORDER_MARK) && !new_text.starts_with(BYTE_ORDER_MARK) {
+        let mut new_text = apply_text_edits(path, unmarked, edits, encoding)?;
+        // A UTF-8 byte order mark is the file's encoding, not its text: written back as an
+        // editor saves it (a new user's trial on sindresorhus/ky: when lspc sent it as text,
+        // `lspc format` of a formatted file removed its first three bytes).
+        if unmarked.len() != text.len() {
             new_text.insert(0, BYTE_ORDER_MARK);
         }
         slot.content = Some(new_text.into_bytes());
