@@ -152,15 +152,13 @@ fn refuse_writes_on_config_errors(
     config: &crate::config::Config,
     operation: Operation,
 ) -> Result<Operation, String> {
-    match config.errors.first() {
-        Some(first) if operation.writes() => Err(format!(
-            "nothing written: fix the configuration errors first ({first}{})",
-            match config.errors.len() {
-                1 => String::new(),
-                more => format!(", and {} more", more - 1),
-            }
-        )),
-        _ => Ok(operation),
+    if !operation.writes() || config.errors.is_empty() {
+        return Ok(operation);
+    }
+    let errors: Vec<String> = config.errors.iter().map(ToString::to_string).collect();
+    match crate::operation::refused_on_config_errors(&operation, &errors) {
+        Some(refusal) => Err(refusal),
+        None => Ok(operation),
     }
 }
 

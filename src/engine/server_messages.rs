@@ -371,7 +371,7 @@ impl State {
             return;
         }
         let encoding = server.encoding;
-        let converted = self.convert(&name, &path, &raw, encoding);
+        let converted = self.convert(server_id, &path, &raw, encoding);
         self.record_diagnostics(server_id, &name, &path, Origin::Published, converted);
     }
 
@@ -412,17 +412,26 @@ impl State {
             parsed.len()
         );
         let encoding = server.encoding;
-        let converted = self.convert(&name, path, &parsed, encoding);
+        let converted = self.convert(server_id, path, &parsed, encoding);
         self.record_diagnostics(server_id, &name, path, Origin::Published, converted);
     }
 
+    /// `raw` as lspc's diagnostics of `path`, positions converted from `encoding` (the
+    /// server's). bash-language-server 5 gives ShellCheck's columns, which count characters
+    /// (code points), as if they were UTF-16 offsets: after an emoji on the line, each column
+    /// was one short (`echo "😀😀😀" $x1`: shellcheck 2:12, lspc 2:9). Those are read as the
+    /// characters they are.
     fn convert(
         &mut self,
-        server: &str,
+        server_id: ServerId,
         path: &Path,
         raw: &[lsp_types::Diagnostic],
         encoding: PositionEncoding,
     ) -> Vec<Diagnostic> {
+        let config = &self.servers[server_id.0 as usize].config;
+        let server = config.name.clone();
+        let shellcheck_in_characters =
+            crate::config::Program::of(config) == Some(crate::config::Program::BashLanguageServer);
         let (text, index) = match self.documents.get(path) {
             Some(doc) => (Arc::clone(&doc.text), Arc::clone(&doc.line_index)),
             None => {
@@ -439,7 +448,11 @@ impl State {
         };
         raw.iter()
             .map(|diagnostic| {
-                diagnostics::normalize(server, path, diagnostic, |position| {
+                let encoding = match diagnostic.source.as_deref() {
+                    Some("shellcheck") if shellcheck_in_characters => PositionEncoding::Utf32,
+                    _ => encoding,
+                };
+                diagnostics::normalize(&server, path, diagnostic, |position| {
                     index.from_lsp(&text, position, encoding)
                 })
             })
@@ -491,7 +504,7 @@ impl State {
                     .collect()
             })
             .unwrap_or_default();
-        let converted = self.convert(&name, path, &items, encoding);
+        let converted = self.convert(server_id, path, &items, encoding);
         self.record_diagnostics(server_id, &name, path, Origin::Pulled, converted);
     }
 }

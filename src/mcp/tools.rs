@@ -515,13 +515,37 @@ fn run_tool(
     let query = match operation {
         Operation::Query(query) => query,
         Operation::Diagnostics { file } => return diagnostics_tool(context, file.as_deref()),
-        operation => return super::edit_tools::run(context, name, &operation),
+        operation => {
+            refuse_writes_on_config_errors(context, &operation)?;
+            return super::edit_tools::run(context, name, &operation);
+        }
     };
     let queries = queries(context, tag);
     // The answer is rendered where the command line's and batch's are
     // (`query::command::execute`); MCP only wraps it in the key its `outputSchema` names.
     let answer = execute_query(&queries, &query).map_err(query_failure)?;
     Ok(query_output(root, &query, answer.into()))
+}
+
+/// Refuses an operation that would write files while the configuration in force has errors,
+/// as `lspc rename --apply` and `lspc batch` do (a trial: the MCP `edit`, `rename` and `format`
+/// tools wrote where the command line refused). The configuration reloads when its files
+/// change, and the errors with it.
+fn refuse_writes_on_config_errors(
+    context: &ToolContext,
+    operation: &Operation,
+) -> Result<(), ToolFailure> {
+    let errors = context
+        .config_errors
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .clone();
+    match crate::operation::refused_on_config_errors(operation, &errors) {
+        Some(refusal) => Err(ToolFailure(format!(
+            "{refusal}; see lsp://servers configErrors"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The queries of one tool call: its LSP requests carry `tag` (for [`Op::Cancel`]), and the

@@ -84,6 +84,20 @@ impl Operation {
     }
 }
 
+/// Why `operation` is refused when the configuration in force has `errors` (each as text): an
+/// operation that would write files writes nothing then, as `lspc rename --apply` refuses.
+/// `None` when it may run (it does not write, or there are no errors).
+pub fn refused_on_config_errors(operation: &Operation, errors: &[String]) -> Option<String> {
+    let first = errors.first().filter(|_| operation.writes())?;
+    let more = match errors.len() {
+        1 => String::new(),
+        n => format!(", and {} more", n - 1),
+    };
+    Some(format!(
+        "nothing written: fix the configuration errors first ({first}{more})"
+    ))
+}
+
 /// A bad operation or argument: the message names the operation and the argument, and is the
 /// same whichever frontend the operation came from.
 #[derive(Debug, Clone, PartialEq, Eq)]

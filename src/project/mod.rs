@@ -239,6 +239,14 @@ impl TypeScriptProjects {
     pub fn leaves_out(&self, file: &Path) -> bool {
         tsconfig::is_typescript_or_javascript(file) && self.0.leaves_out(file).is_some()
     }
+
+    /// Whether `file` is a TypeScript or JavaScript file that no `tsconfig.json` or
+    /// `jsconfig.json` governs: tsserver gives it an inferred project of what it imports, so
+    /// a question asked elsewhere does not reach it unless it is open.
+    pub fn ungoverned(&self, file: &Path) -> bool {
+        tsconfig::is_typescript_or_javascript(file)
+            && file.parent().is_none_or(|folder| !self.0.governs(folder))
+    }
 }
 
 /// pyright's file set when lspc runs one pyright per project root (issue 17,

@@ -94,6 +94,12 @@ impl TsconfigFiles {
         }
     }
 
+    /// Whether a `tsconfig.json`/`jsconfig.json` at or above `folder` (inside the root) governs
+    /// it, one that could be read.
+    pub(super) fn governs(&self, folder: &Path) -> bool {
+        self.project_for(folder).is_some()
+    }
+
     fn project_for(&self, folder: &Path) -> Option<std::rc::Rc<Project>> {
         if let Some(found) = self.by_folder.borrow().get(folder) {
             return found.clone();

@@ -22,7 +22,9 @@
 //! 84 times from `test/*.ts` (outside `"include": ["source"]`) had "no references found" (a new
 //! user's trial on sindresorhus/p-queue), while the rename, which opens the files holding the
 //! name, renamed all 84. The files the tsconfig leaves out that mention the name are opened
-//! the same way (those it includes, tsserver already knows).
+//! the same way (those it includes, tsserver already knows), and so are the files no tsconfig
+//! or jsconfig governs (lukeed/dequal: `test/index.js` uses `src/index.js`, and no
+//! configuration ties them).
 
 use std::path::PathBuf;
 
@@ -65,7 +67,9 @@ impl Queries {
             std::slice::from_ref(&target.doc.path),
             |path| match unparsed {
                 Unparsed::NoCompilationDatabase => true,
-                Unparsed::OutsideTheTsconfig => typescript.leaves_out(path),
+                Unparsed::OutsideTheTsconfig => {
+                    typescript.leaves_out(path) || typescript.ungoverned(path)
+                }
             },
         );
         let opened = crate::engine::open_on(

@@ -260,6 +260,49 @@ fn every_shellcheck_finding_is_reported_and_fails_as_shellcheck_does() {
         .stderr_contains("1 hint not shown (`--severity hint` shows them)");
 }
 
+/// A new user's trial on rbenv/rbenv: after an emoji, bash-language-server's ShellCheck columns
+/// were one short per emoji (`echo "😀😀😀" $x1`: `shellcheck` 2:12, lspc 2:9): the server
+/// sends ShellCheck's character columns as UTF-16 offsets. They are read as characters now;
+/// a line of CJK (one UTF-16 unit a character) and a tab were right before and stay right.
+#[test]
+fn shellcheck_columns_after_an_emoji_are_shellchecks() {
+    require_program!("bash-language-server");
+    require_program!("shellcheck");
+    let workspace = Workspace::new("shellcheck-emoji");
+    let script = "#!/bin/bash\necho \"😀😀😀\" $x1\necho \"\t中文\" $y2\n";
+    workspace.file("emoji.sh", script);
+    let shellcheck = TestCommand::new("shellcheck")
+        .current_dir(&workspace.root)
+        .args(["-f", "gcc", "--severity", "warning", "emoji.sh"])
+        .run();
+    shellcheck.status(1).stdout_is(
+        "emoji.sh:2:12: warning: x1 is referenced but not assigned. [SC2154]\n\
+         emoji.sh:3:12: warning: y2 is referenced but not assigned. [SC2154]\n",
+    );
+    let config = workspace.config(json!({"bash": {
+        "command": which("bash-language-server").unwrap(),
+        "args": ["start"],
+        "extensionToLanguage": {".sh": "shellscript"},
+    }}));
+    workspace
+        .run_with(
+            &config,
+            &[
+                "check",
+                "emoji.sh",
+                "--severity",
+                "warning",
+                "--timeout",
+                "60",
+            ],
+        )
+        .status(1)
+        .stdout_is(
+            "emoji.sh:2:12: warning: x1 is referenced but not assigned. [shellcheck SC2154]\n\
+             emoji.sh:3:12: warning: y2 is referenced but not assigned. [shellcheck SC2154]\n",
+        );
+}
+
 /// Found trying lspc on nvm-sh/nvm (round nu13): bash-language-server 5.8.1 gives ShellCheck
 /// 10 s per script (`--external-sources`: `update_test_mocks.sh` sources the 4,960-line
 /// `nvm.sh`), then logs `ShellCheck: timed out after 10000ms for file:///…` and never publishes

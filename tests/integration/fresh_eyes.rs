@@ -1105,6 +1105,11 @@ fn queries_exit_2_on_a_configuration_error_and_name_a_missing_command() {
             ("tools/call", hover.clone()),
             ("tools/call", hover),
             ("resources/read", json!({"uri": "lsp://servers"})),
+            (
+                "tools/call",
+                json!({"name": "edit", "arguments": {
+                    "file": "a.py", "old": "return x", "new": "return x + 1"}}),
+            ),
         ]))
         .run();
     let answer = |id: i64| mcp.mcp_answer(id);
@@ -1127,6 +1132,15 @@ fn queries_exit_2_on_a_configuration_error_and_name_a_missing_command() {
         servers["configErrors"],
         json!(["missing.json: file not found"])
     );
+    // A later trial: the MCP `edit`, `rename` and `format` tools still wrote.
+    let edit = answer(5);
+    assert_eq!(edit["result"]["isError"], true, "{}", mcp.story());
+    assert_eq!(
+        edit["result"]["content"][0]["text"],
+        "nothing written: fix the configuration errors first (missing.json: file not found); \
+         see lsp://servers configErrors"
+    );
+    assert_eq!(workspace.read("a.py"), before);
     // pyright's command missing beside a working ruff: hover said "no hover information found"
     // and `diagnostics` gave ruff's clean answer (exit 0).
     let broken_pyright = workspace.config(json!({
@@ -2009,16 +2023,22 @@ fn typescript_references_reach_files_outside_the_tsconfig() {
         )
         .file("test/other.ts", "export const onIdle = 1;\n");
     let config = workspace.config(json!({ "typescript": typescript_entry() }));
-    workspace
-        .run_with(
-            &config,
-            &["references", "source/index.ts:2:onIdle", "--timeout", "60"],
-        )
-        .status(0)
-        .stdout_is(
-            "test/basic.ts:4:13  await queue.onIdle();\n\
-             test/basic.ts:5:12  void queue.onIdle();\n",
-        );
+    let references = || {
+        workspace
+            .run_with(
+                &config,
+                &["references", "source/index.ts:2:onIdle", "--timeout", "60"],
+            )
+            .status(0)
+            .stdout_is(
+                "test/basic.ts:4:13  await queue.onIdle();\n\
+                 test/basic.ts:5:12  void queue.onIdle();\n",
+            );
+    };
+    references();
+    // A later trial on lukeed/dequal: no tsconfig or jsconfig at all, and the same miss.
+    std::fs::remove_file(workspace.path("tsconfig.json")).unwrap();
+    references();
 }
 
 /// `lspc rename AT NAME --apply` with only the servers of `config`.
