@@ -183,8 +183,8 @@ impl State {
     /// For a diagnostics op on `paths` (canonical): the configured servers that never check a
     /// file though they serve it (ruff and a file in its `exclude`: its server answers nothing
     /// for such a file, so its empty answer would be a "clean" nothing checked), and for each
-    /// such file why (`ruff never checks it: it is in ruff's exclude`). Reads only those servers' configurations, and nothing when none is
-    /// configured.
+    /// such file why (`ruff never checks it: it is in ruff's exclude`). Reads only those
+    /// servers' configurations, and nothing when none is configured.
     pub(super) fn never_checked(
         &self,
         paths: &[PathBuf],
