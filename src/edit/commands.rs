@@ -348,7 +348,8 @@ impl EditCommands {
         if edit.is_null() {
             return Err(CommandError::NothingToRename { path, line, column });
         }
-        edit = self.with_marked_files_open(server, edit, &params)?;
+        let touched;
+        (edit, touched) = self.with_marked_files_open(server, edit, &params)?;
         let mut left = Vec::new();
         let line_text = LineIndex::new(&synced.text)
             .line_text(&synced.text, line - 1)
@@ -358,7 +359,10 @@ impl EditCommands {
                 Some(function) => log::info!(
                     "{old_name} is local to {function}: other files are not searched for it"
                 ),
-                None => (edit, left) = self.include_leftovers(server, edit, &params, &old_name)?,
+                None => {
+                    (edit, left) =
+                        self.include_leftovers(server, edit, &touched, &params, &old_name)?
+                }
             }
         }
         let mut outcome = self.finish(edit, server.encoding, apply)?;
@@ -446,6 +450,7 @@ impl EditCommands {
         &self,
         server: &ServerInfo,
         edit: Value,
+        touched: &[PathBuf],
         params: &Value,
         old_name: &str,
     ) -> Result<(Value, Vec<leftovers::Occurrences>), CommandError> {
@@ -454,8 +459,7 @@ impl EditCommands {
             .find(|details| details.name == server.name)
             .map(|details| details.extensions)
             .unwrap_or_default();
-        let touched = self.touched_paths(&edit, server.encoding)?;
-        let mut left = leftovers::scan(&self.root, old_name, &extensions, &touched);
+        let mut left = leftovers::scan(&self.root, old_name, &extensions, touched);
         if left.is_empty() {
             return Ok((edit, left));
         }
@@ -495,25 +499,27 @@ impl EditCommands {
     /// edit engine applies positions to that text; a server reading an unopened file from disk
     /// may count the mark as a character of line 1 (pyright does: a rename of `x` in such a
     /// file wrote `xyy= 1`). Open, the file's positions are the ones lspc sent. Files without a
-    /// mark (nearly all) cost nothing.
+    /// mark (nearly all) cost nothing more than reading their first bytes. Answers the edit and
+    /// the paths it touches ([`Self::touched_paths`], previewed once for both steps).
     fn with_marked_files_open(
         &self,
         server: &ServerInfo,
         edit: Value,
         params: &Value,
-    ) -> Result<Value, CommandError> {
-        let marked: Vec<PathBuf> = self
-            .touched_paths(&edit, server.encoding)?
-            .into_iter()
+    ) -> Result<(Value, Vec<PathBuf>), CommandError> {
+        let touched = self.touched_paths(&edit, server.encoding)?;
+        let marked: Vec<PathBuf> = touched
+            .iter()
             .filter(|path| begins_with_a_byte_order_mark(path))
+            .cloned()
             .collect();
         if marked.is_empty() {
-            return Ok(edit);
+            return Ok((edit, touched));
         }
         let opened =
             crate::engine::open_on(&self.op_sender, marked, server.server_id, self.timeout);
         if opened.is_empty() {
-            return Ok(edit);
+            return Ok((edit, touched));
         }
         log::info!(
             "{} file(s) of the rename begin with a byte order mark: asking again with them open",
@@ -522,7 +528,11 @@ impl EditCommands {
         let again = self
             .request(server, "textDocument/rename", params.clone())
             .map_err(rename_refused)?;
-        Ok(if again.is_null() { edit } else { again })
+        if again.is_null() {
+            return Ok((edit, touched));
+        }
+        let touched = self.touched_paths(&again, server.encoding)?;
+        Ok((again, touched))
     }
 
     /// The canonical paths `edit` changes, creates, renames or deletes (from a preview).
