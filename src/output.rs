@@ -3,9 +3,9 @@
 //! Invariants:
 //! - Paths are printed relative to `CheckReport::root` with `/` separators, or absolute when the
 //!   file is outside the root. Lines and columns are 1-based; columns count Unicode characters.
-//! - Only diagnostics of files in `Clean`/`Diagnostics` state are rendered as diagnostics. A file in
-//!   `Timeout`/`Error` state has incomplete results: it is reported as such (stderr lines in human
-//!   and jsonl, notifications in sarif, `::error` in github, its state in json), never as clean.
+//! - A file in `Timeout`/`Error` state has incomplete results: its partial set is rendered and the
+//!   file is reported as incomplete (stderr lines in human, a state line in jsonl, notifications in
+//!   sarif, `::error` in github, its state in json), never as clean.
 //! - Library code never prints: [`render`] writes to the writer it is given; [`summary_line`] and
 //!   [`state_lines`] return text for the caller to put on stderr.
 //! - Output is deterministic: files and diagnostics are rendered in report order.
@@ -660,6 +660,14 @@ fn render_jsonl(report: &CheckReport, out: &mut dyn Write) -> io::Result<()> {
                 path: &path,
                 diagnostic: JsonDiagnostic::new(diagnostic),
             };
+            write_json_line(out, &line)?;
+        }
+        if let Some(reason) = file.state.reason() {
+            let line = json!({
+                "path": path,
+                "state": file.state.as_str(),
+                "reason": reason,
+            });
             write_json_line(out, &line)?;
         }
     }
@@ -1430,6 +1438,23 @@ mod tests {
                 "\n",
                 r#"{"path":"src/slow.py","line":1,"column":1,"endLine":1,"endColumn":2,"severity":"error","#,
                 r#""message":"partial","source":null,"code":null,"server":"pyright"}"#,
+                "\n",
+                r#"{"path":"src/slow.py","reason":"server still analysing (timed out after 30 s)","#,
+                r#""state":"timeout"}"#,
+                "\n",
+            ),
+        );
+        // A failed file outside the root keeps its absolute path, as its diagnostics do.
+        check(
+            &failing(),
+            Format::Jsonl,
+            concat!(
+                r#"{"path":"/elsewhere/x.py","line":1,"column":1,"endLine":1,"endColumn":2,"#,
+                r#""severity":"error","message":"e","source":null,"code":null,"server":"pyright"}"#,
+                "\n",
+                r#"{"path":"c.py","reason":"no server for .py","state":"error"}"#,
+                "\n",
+                r#"{"path":"tests/t.py","reason":"outside pyright's include","state":"skipped"}"#,
                 "\n",
             ),
         );

@@ -1948,6 +1948,13 @@ fn a_server_that_fails_beside_another_never_leaves_a_clean_file() {
         "{}",
         check.story()
     );
+    // jsonl ends the file with a state line (it used to write nothing: an empty output, exit 3).
+    lspc(&["check", "err.py", "--format", "jsonl"])
+        .status(3)
+        .stdout_is(&format!(
+            "{}\n",
+            json!({"path": "err.py", "reason": reason, "state": "error"})
+        ));
     let batch = workspace
         .lspc()
         .args(["--no-builtin", "--config"])
