@@ -14,7 +14,7 @@ pub mod changed;
 mod found_paths;
 pub mod sarif_merge;
 pub mod shard;
-mod tsconfig_diagnostics;
+pub(crate) mod tsconfig_diagnostics;
 pub mod verdict;
 
 use std::collections::HashMap;

@@ -58,11 +58,29 @@ pub fn tsconfig_diagnostics(
     let mut found = Vec::new();
     let deadline = std::time::Instant::now() + timeout;
     let remaining = || deadline.saturating_duration_since(std::time::Instant::now());
-    for file in files {
+    // The source files first: a configuration whose folder one of them already asked about
+    // needs no stand-in.
+    let (configs, sources): (Vec<&PathBuf>, Vec<&PathBuf>) =
+        files.iter().partition(|file| is_discovered_config(file));
+    for named in sources.into_iter().chain(configs) {
         if remaining().is_zero() {
             log::debug!("tsconfig diagnostics: out of time, the rest not asked");
             break;
         }
+        // A configuration checked without any file of its project (`lspc check tsconfig.json`)
+        // is asked through one of its project's files, as tsserver only loads a project for an
+        // open file.
+        let stand_in = match is_discovered_config(named) {
+            true if named
+                .parent()
+                .is_some_and(|folder| asked_folders.contains(folder)) =>
+            {
+                continue
+            }
+            true => project_file_of(root, named),
+            false => None,
+        };
+        let file = stand_in.as_ref().unwrap_or(named);
         let is_typescript = file
             .extension()
             .and_then(|extension| extension.to_str())
@@ -106,6 +124,52 @@ pub fn tsconfig_diagnostics(
         }
     }
     found
+}
+
+/// tsserver's errors in `config` itself (a `tsconfig.json` or `jsconfig.json`, canonical), as
+/// `tsc -p` reports them, for a question about that one file (`lspc diagnostics tsconfig.json`,
+/// the MCP `diagnostics` tool): asked through a file of its project, bounded by `timeout`.
+/// Empty for another file, for a configuration that includes no file, and when no server
+/// offers tsserver's command; the JSON server's own findings for the file come apart.
+pub fn of_config_file(
+    op_sender: &LoopSender<Op>,
+    root: &Path,
+    config: &Path,
+    timeout: Duration,
+) -> Vec<Diagnostic> {
+    if !is_discovered_config(config) {
+        return Vec::new();
+    }
+    let mut found = tsconfig_diagnostics(op_sender, root, &[config.to_path_buf()], timeout);
+    found.retain(|diagnostic| diagnostic.path == config);
+    found
+}
+
+/// Whether `path` is named as tsserver looks configurations up (`tsconfig.json`,
+/// `jsconfig.json`); a `tsconfig.build.json` is one only for the tools told its name.
+fn is_discovered_config(path: &Path) -> bool {
+    path.file_name()
+        .is_some_and(|name| name == "tsconfig.json" || name == "jsconfig.json")
+}
+
+/// A file of `config`'s own project (the first in path order that it includes, references
+/// followed, and for which no nearer configuration exists), from the walk of its folder
+/// (`.gitignore` and `node_modules` left out); `None` when it includes none.
+fn project_file_of(root: &Path, config: &Path) -> Option<PathBuf> {
+    let folder = config.parent()?;
+    let listing = crate::walk::list_files_found(root, &[folder.to_path_buf()]).ok()?;
+    let projects = crate::project::TypeScriptProjects::new(root);
+    listing
+        .files
+        .into_iter()
+        .map(|listed| listed.path)
+        .find(|file| {
+            file.extension()
+                .and_then(|extension| extension.to_str())
+                .is_some_and(|extension| EXTENSIONS.contains(&extension))
+                && nearest_config_folder(file, root).as_deref() == Some(folder)
+                && !projects.leaves_out(file)
+        })
 }
 
 /// The folder of the `tsconfig.json` or `jsconfig.json` nearest above `file`, up to `root`.

@@ -749,7 +749,7 @@ fn diagnostics_tool(
         return Err(ToolFailure("the engine has shut down".to_owned()));
     };
     let relative = display_path(root, &path);
-    let (diags, note) = match result.outcome {
+    let (mut diags, note) = match result.outcome {
         DiagnosticsOutcome::Settled(diags) => (diags, None),
         DiagnosticsOutcome::TimedOut {
             diagnostics,
@@ -776,6 +776,13 @@ fn diagnostics_tool(
             return Err(query_failure(message))
         }
     };
+    // tsc's errors in a tsconfig.json itself, which no server publishes.
+    diags.extend(crate::check::tsconfig_diagnostics::of_config_file(
+        &context.op_sender,
+        root,
+        &path,
+        context.timeout,
+    ));
     let mut text = String::new();
     for diagnostic in &diags {
         text.push_str(&diagnostic_text(root, diagnostic));

@@ -234,8 +234,17 @@ pub fn execute(context: &Context<'_>, operation: &Operation) -> Result<Answer, F
             }
             // `Op::Diagnostics`, as the MCP tool asks: a server configured for the file that
             // cannot start fails it, where `check` keeps the others' findings.
-            let mut files = diagnostics_of(context, Asked::OneFile(path))?;
-            let file = files.remove(0);
+            let mut files = diagnostics_of(context, Asked::OneFile(path.clone()))?;
+            let mut file = files.remove(0);
+            // tsc's errors in a tsconfig.json itself, which no server publishes.
+            if let FileOutcome::Done { diagnostics, .. } = &mut file.outcome {
+                diagnostics.extend(crate::check::tsconfig_diagnostics::of_config_file(
+                    context.op_sender,
+                    &root,
+                    &path,
+                    context.timeout,
+                ));
+            }
             match file.outcome {
                 FileOutcome::Failed(message) => Err(Failure {
                     message,

@@ -457,6 +457,69 @@ fn tsconfig_errors_are_reported_as_tsc_reports_them() {
     assert_eq!(report["summary"]["errors"], 2, "{}", output.story());
 }
 
+/// Found by a new user (trial 26, pmndrs/zustand's `examples/starter`): asked about a
+/// `tsconfig.json` alone, the MCP `diagnostics` tool said `no diagnostics`, and `lspc diagnostics
+/// tsconfig.json` and `lspc check tsconfig.json` called it clean (exit 0), where `tsc -p` exits 2
+/// on its TS5107. tsserver loads a project only for an open file, and no file of the project was
+/// open; lspc now asks through one of them.
+#[test]
+fn a_tsconfig_asked_about_alone_has_tscs_errors_in_it() {
+    require_program!("typescript-language-server");
+    require_program!("vscode-json-language-server");
+    require_program!("tsc");
+    let workspace = Workspace::new("tsconfig-alone");
+    workspace
+        .file(
+            "tsconfig.json",
+            "{\n  \"compilerOptions\": {\n    \"strictt\": true,\n    \"noEmit\": true\n  },\n  \"include\": [\"src\"]\n}\n",
+        )
+        .file("src/index.ts", "export const n: number = 1;\n");
+    let config = workspace.config(json!({
+        "typescript": typescript_entry(),
+        "json": {"command": "vscode-json-language-server", "args": ["--stdio"],
+                 "extensionToLanguage": {".json": "json"}},
+    }));
+    let expected: BTreeSet<_> = [(
+        "tsconfig.json".to_owned(),
+        3,
+        5,
+        "5025".to_owned(),
+        "Unknown compiler option 'strictt'. Did you mean 'strict'?".to_owned(),
+    )]
+    .into_iter()
+    .collect();
+    assert_eq!(tsc_rows(&workspace), expected);
+    let lspc = |args: &[&str]| workspace.run_with(&config, args);
+    let check = lspc(&["check", "tsconfig.json", "--format", "json"]);
+    check.status(1);
+    assert_eq!(
+        typescript_rows(&check.json()),
+        expected,
+        "{}",
+        check.story()
+    );
+    lspc(&["diagnostics", "tsconfig.json"]).status(1).stdout_is(
+        "tsconfig.json:3:5: error: Unknown compiler option 'strictt'. Did you mean 'strict'? \
+         [typescript 5025]\n",
+    );
+    let (answer, run) = mcp_tool_call(
+        &workspace,
+        &config,
+        "diagnostics",
+        json!({"file": "tsconfig.json"}),
+    );
+    let text = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        text.starts_with(
+            "tsconfig.json:3:5: error: Unknown compiler option 'strictt'. Did you mean 'strict'?"
+        ),
+        "{}",
+        run.story()
+    );
+}
+
 /// Found by a new user (trial 15): tsc's errors that have no location at all, as `tsc -p .`
 /// prints them (`error TS2688: Cannot find type definition file for 'does-not-exist'.`, exit 2),
 /// were dropped, so `lspc check` called the project clean (exit 0). zustand without its
