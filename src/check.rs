@@ -135,6 +135,14 @@ pub fn root_from_targets(targets: &[PathBuf]) -> Option<PathBuf> {
     };
     let target_root = crate::config::workspace_root(&folder, None);
     let cwd = crate::uri::canonical(&cwd);
+    // With no marker above the target, the fallback root is its own folder; a target under the
+    // current directory keeps that directory (`lspc check sub/a.toml b.toml` in a folder with no
+    // `.git` rooted the check at `sub/`, and `b.toml` was outside the root).
+    let marked =
+        target_root != folder || folder.join(".git").exists() || folder.join(".lsp.json").is_file();
+    if !marked && target.starts_with(&cwd) {
+        return None;
+    }
     (!cwd.starts_with(&target_root)).then_some(target_root)
 }
 

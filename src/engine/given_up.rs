@@ -9,18 +9,54 @@
 //! message names the document by URI and only the latest job of a document can time out (a
 //! newer version or a close cancels the older job first), so it speaks for the version open
 //! when it arrives.
+//!
+//! intelephense 1.18 does not analyse a document larger than its `files.maxSize` setting
+//! (1,000,000 bytes by default) and logs `Document <uri> is larger than the configured
+//! files.maxSize (1000000 bytes) and will no longer being analysed or indexed.`; it publishes
+//! an empty set for it. `php -l` fails on such a file's syntax error where lspc said clean.
+//! When its indexer has met the file first, it logs `textDocument/didOpen ignored. <uri> is
+//! over the maximum file size of 1000000 bytes.` instead, and publishes nothing.
 
 /// What bash-language-server's linter logs before the limit and the URI.
 const SHELLCHECK_TIMED_OUT: &str = "ShellCheck: timed out after ";
 
+/// What intelephense logs before the URI, the start of what follows it, and how the reason
+/// begins.
+const INTELEPHENSE_TOO_LARGE: [(&str, &str, &str); 2] = [
+    (
+        "Document ",
+        " is larger than the configured files.maxSize",
+        "",
+    ),
+    (
+        "textDocument/didOpen ignored. ",
+        " is over the maximum file size",
+        "textDocument/didOpen ignored: ",
+    ),
+];
+
 /// For a log message `text`: the URI of the document the server gave up on, and the reason (the
 /// server's words without the URI), or `None` when the message says no such thing.
 pub(super) fn gave_up_on(text: &str) -> Option<(&str, String)> {
+    let (uri, reason) = shellcheck_timed_out(text).or_else(|| too_large(text))?;
+    uri.starts_with("file:").then_some((uri, reason))
+}
+
+fn shellcheck_timed_out(text: &str) -> Option<(&str, String)> {
     let start = text.find(SHELLCHECK_TIMED_OUT)?;
     let (reason, uri) = text[start..].split_once(" for ")?;
-    let uri = uri.trim();
-    uri.starts_with("file:")
-        .then(|| (uri, reason.trim().to_owned()))
+    Some((uri.trim(), reason.trim().to_owned()))
+}
+
+fn too_large(text: &str) -> Option<(&str, String)> {
+    INTELEPHENSE_TOO_LARGE
+        .iter()
+        .find_map(|(before, after, lead)| {
+            let rest = text.strip_prefix(before)?;
+            let end = rest.find(after)?;
+            let reason = rest[end..].trim().trim_end_matches('.');
+            Some((&rest[..end], format!("{lead}the file {reason}")))
+        })
 }
 
 #[cfg(test)]
@@ -57,6 +93,34 @@ mod tests {
         );
         assert_eq!(
             check("BackgroundAnalysis: Completed after 0.44 seconds."),
+            None
+        );
+        assert_eq!(
+            check(
+                "Document file:///w/big%20one.php is larger than the configured files.maxSize \
+                 (1000000 bytes) and will no longer being analysed or indexed."
+            ),
+            Some((
+                "file:///w/big%20one.php".to_owned(),
+                "the file is larger than the configured files.maxSize (1000000 bytes) and will \
+                 no longer being analysed or indexed"
+                    .to_owned()
+            ))
+        );
+        assert_eq!(
+            check(
+                "textDocument/didOpen ignored. file:///w/big.php is over the maximum file size \
+                 of 1000000 bytes."
+            ),
+            Some((
+                "file:///w/big.php".to_owned(),
+                "textDocument/didOpen ignored: the file is over the maximum file size of \
+                 1000000 bytes"
+                    .to_owned()
+            ))
+        );
+        assert_eq!(
+            check("Indexer: file:///w/big.php is over the maximum file size of 1000000 bytes."),
             None
         );
     }

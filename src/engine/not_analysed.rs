@@ -15,13 +15,22 @@
 //! those say nothing about analysis (BurntSushi/memchr's `benchmarks/haystacks/code/
 //! rust-library.rs`, a haystack no crate compiles, got 116 of them and failed the check while
 //! `cargo check` passes; an orphan's type errors were never looked at).
+//!
+//! taplo 0.10 (`taplo lsp stdio`) answers a file its configuration (`taplo.toml`,
+//! `.taplo.toml`) leaves out with one hint, `this document has been excluded`, source `Even
+//! Better TOML`, and nothing else: not even its syntax errors. `taplo check` on such a file
+//! finds no files to check (`excluded=1`). lspc called such a file clean (tamasfe/taplo's
+//! `test-data/invalid/*.toml`, 84 files its own `taplo.toml` excludes, invalid TOML each).
 
 use crate::diagnostics::Diagnostic;
 
 /// Whether `diagnostic` is its server's word that it did not analyse the file.
 fn says_not_analysed(diagnostic: &Diagnostic) -> bool {
-    diagnostic.code.as_deref() == Some("unlinked-file")
-        && diagnostic.source.as_deref() == Some("rust-analyzer")
+    match diagnostic.source.as_deref() {
+        Some("rust-analyzer") => diagnostic.code.as_deref() == Some("unlinked-file"),
+        Some("Even Better TOML") => diagnostic.message == "this document has been excluded",
+        _ => false,
+    }
 }
 
 /// Whether `diagnostic` comes from parsing alone, which a server does for a file it did not
@@ -79,6 +88,18 @@ mod tests {
             "unused_variables"
         )));
         assert!(!says_not_analysed(&diagnostic("rustc", "unlinked-file")));
+    }
+
+    #[test]
+    fn taplos_exclusion_hint_says_so() {
+        let mut excluded = diagnostic("Even Better TOML", "");
+        excluded.code = None;
+        excluded.server = "taplo".to_owned();
+        excluded.message = "this document has been excluded".to_owned();
+        assert!(says_not_analysed(&excluded));
+        assert!(said_not_analysed(std::slice::from_ref(&excluded), "taplo").is_some());
+        excluded.message = "expected array of tables".to_owned();
+        assert!(!says_not_analysed(&excluded));
     }
 
     #[test]

@@ -2058,3 +2058,167 @@ fn rename_applying(workspace: &Workspace, config: &Path, at: &str, name: &str) -
         .timeout(std::time::Duration::from_secs(120))
         .run()
 }
+
+/// A new user's trial (tamasfe/taplo, 84 invalid TOML files in `test-data/` that its own
+/// `taplo.toml` excludes): taplo's server answers an excluded file with one hint, `this document
+/// has been excluded`, and none of its syntax errors, and lspc called each file clean (exit 0).
+/// `taplo check` checks no file there (`excluded=1`). Now a named excluded file is not checked
+/// (exit 2), a walked one is skipped with taplo's words, and the file taplo does check keeps
+/// its error, the same as `taplo check`'s.
+#[test]
+fn a_toml_file_taplo_excludes_is_not_called_clean() {
+    require_program!("taplo");
+    let workspace = Workspace::new("taplo-excluded");
+    workspace
+        .file("taplo.toml", "exclude = [\"ex/**\"]\n")
+        .file("ex/bad.toml", "fruit = []\n[[fruit]]\n")
+        .file("bad.toml", "fruit = []\n[[fruit]]\n");
+    let config = workspace.config(json!({
+        "taplo": {"command": "taplo", "args": ["lsp", "stdio"],
+                  "extensionToLanguage": {".toml": "toml"}},
+    }));
+    let named = workspace.run_with(&config, &["check", "ex/bad.toml", "--format", "json"]);
+    named.status(2);
+    assert_eq!(
+        file_states(&named.json()),
+        [(
+            "ex/bad.toml".to_owned(),
+            "error".to_owned(),
+            "bad.toml not checked: taplo: this document has been excluded".to_owned()
+        )],
+        "{}",
+        named.story()
+    );
+    let walked = workspace.run_with(&config, &["check", ".", "--format", "json"]);
+    walked.status(1);
+    assert_eq!(
+        file_states(&walked.json()),
+        [
+            (
+                "bad.toml".to_owned(),
+                "diagnostics".to_owned(),
+                String::new()
+            ),
+            ("taplo.toml".to_owned(), "clean".to_owned(), String::new()),
+            (
+                "ex/bad.toml".to_owned(),
+                "skipped".to_owned(),
+                "bad.toml not checked: taplo: this document has been excluded".to_owned()
+            ),
+        ],
+        "{}",
+        walked.story()
+    );
+    // taplo's CLI logs through `RUST_LOG`; `.` would be a glob matching no file.
+    let taplo = TestCommand::new("taplo")
+        .current_dir(&workspace.root)
+        .env("RUST_LOG", "info")
+        .arg("check")
+        .run();
+    taplo.status(1);
+    assert!(
+        taplo.stderr.contains("total=3 excluded=1"),
+        "{}",
+        taplo.story()
+    );
+    assert!(
+        taplo.stderr.contains("error: expected array of tables"),
+        "{}",
+        taplo.story()
+    );
+    // The same trial, in a folder with no `.git` above it: the first target's own folder, `ex`,
+    // became the root, and `bad.toml` lay outside it. The current folder is the root.
+    std::fs::remove_dir_all(workspace.path(".git")).unwrap();
+    let unmarked = workspace.run_with(
+        &config,
+        &["check", "ex/bad.toml", "bad.toml", "--format", "json"],
+    );
+    unmarked.status(2);
+    assert_eq!(
+        unmarked.json()["root"].as_str(),
+        workspace.root.to_str(),
+        "{}",
+        unmarked.story()
+    );
+    assert_eq!(
+        file_states(&unmarked.json()),
+        [
+            (
+                "bad.toml".to_owned(),
+                "diagnostics".to_owned(),
+                String::new()
+            ),
+            (
+                "ex/bad.toml".to_owned(),
+                "error".to_owned(),
+                "bad.toml not checked: taplo: this document has been excluded".to_owned()
+            ),
+        ],
+        "{}",
+        unmarked.story()
+    );
+}
+
+/// A new user's trial: intelephense 1.18 does not analyse a document over its `files.maxSize`
+/// (1,000,000 bytes) and says so in its log; it published an empty set, and `lspc check big.php`
+/// called the file clean (exit 0) where `php -l` fails on its syntax error. Now it is not
+/// checked, with intelephense's words (exit 3); a small file with the same error is reported.
+#[test]
+fn a_php_file_intelephense_will_not_analyse_is_not_called_clean() {
+    require_program!("intelephense");
+    let workspace = Workspace::new("intelephense-too-large");
+    let mut big = String::from("<?php\n");
+    for n in 0..20_000 {
+        big.push_str(&format!(
+            "// padding {n:05} ................................................\n"
+        ));
+    }
+    big.push_str("$bad = ;\n");
+    assert!(big.len() > 1_000_000);
+    workspace
+        .file("big.php", &big)
+        .file("small.php", "<?php\n$bad = ;\n");
+    let config = workspace.config(json!({
+        "intelephense": {"command": "intelephense", "args": ["--stdio"],
+                         "extensionToLanguage": {".php": "php"}},
+    }));
+    let output = workspace.run_with(
+        &config,
+        &[
+            "check",
+            "big.php",
+            "small.php",
+            "--format",
+            "json",
+            "--timeout",
+            "60",
+        ],
+    );
+    output.status(3);
+    // intelephense says it one of two ways, depending on whether its indexer met the file before
+    // lspc opened it.
+    let reasons = [
+        "big.php not checked: intelephense: the file is larger than the configured \
+         files.maxSize (1000000 bytes) and will no longer being analysed or indexed",
+        "big.php not checked: intelephense: textDocument/didOpen ignored: the file is over the \
+         maximum file size of 1000000 bytes",
+    ];
+    let states = file_states(&output.json());
+    assert_eq!(
+        states[1],
+        (
+            "small.php".to_owned(),
+            "diagnostics".to_owned(),
+            String::new()
+        ),
+        "{}",
+        output.story()
+    );
+    assert_eq!(
+        (&states[0].0[..], &states[0].1[..]),
+        ("big.php", "error"),
+        "{}",
+        output.story()
+    );
+    assert!(reasons.contains(&&states[0].2[..]), "{}", output.story());
+}
