@@ -276,6 +276,10 @@ pub struct EditOutcome {
     /// files it does not touch (see [`crate::word_occurrences`]); empty for other commands.
     #[serde(skip)]
     pub not_renamed: Vec<leftovers::Occurrences>,
+    /// How many files the command did not change had their diagnostics compared too (a
+    /// rename's files that still mention the old name); `new_diagnostics` covers them.
+    #[serde(skip)]
+    pub watched: usize,
 }
 
 /// The edit commands over an engine reached through `op_sender`.
@@ -365,7 +369,15 @@ impl EditCommands {
                 }
             }
         }
-        let mut outcome = self.finish(edit, server.encoding, apply)?;
+        // The files that still mention the old name are where a rename the server did not
+        // finish breaks code (a call inside a macro clangd does not rename): their diagnostics
+        // are compared too.
+        let watched: Vec<PathBuf> = left
+            .iter()
+            .take(MAX_LEFTOVER_FILES_OPENED)
+            .map(|file| file.path.clone())
+            .collect();
+        let mut outcome = self.finish_watching(edit, server.encoding, apply, &watched)?;
         let mut notes = Vec::new();
         if let Some(readiness) = readiness {
             notes.push(format!(
@@ -765,6 +777,18 @@ impl EditCommands {
         encoding: PositionEncoding,
         apply: bool,
     ) -> Result<EditOutcome, CommandError> {
+        self.finish_watching(edit, encoding, apply, &[])
+    }
+
+    /// [`Self::finish`], comparing the diagnostics of `watched` (canonical paths the edit does
+    /// not change) before and after the write too.
+    fn finish_watching(
+        &self,
+        edit: Value,
+        encoding: PositionEncoding,
+        apply: bool,
+        watched: &[PathBuf],
+    ) -> Result<EditOutcome, CommandError> {
         let preview = apply_edit_with(&self.op_sender, edit.clone(), encoding, ApplyMode::Preview)?
             .map_err(CommandError::Edit)?;
         if !apply || preview.files.is_empty() {
@@ -775,15 +799,28 @@ impl EditCommands {
                 diagnostics_note: None,
                 note: None,
                 not_renamed: Vec::new(),
+                watched: 0,
             });
         }
-        let before: Vec<PathBuf> = preview
+        let mut before: Vec<PathBuf> = preview
             .files
             .iter()
             .filter(|change| change.before.is_some())
             .map(|change| change.path.clone())
             .collect();
-        self.write_and_report(&before, || Ok((self.write(edit, encoding)?, None)))
+        for path in watched {
+            if !before.contains(path) {
+                before.push(path.clone());
+            }
+        }
+        let mut outcome =
+            self.write_and_report(&before, || Ok((self.write(edit, encoding)?, None)))?;
+        let changed = outcome.report.changed_paths();
+        outcome.watched = watched
+            .iter()
+            .filter(|path| !changed.contains(path))
+            .count();
+        Ok(outcome)
     }
 
     /// The one write sequence of every command: take the settled diagnostics of
@@ -830,6 +867,7 @@ impl EditCommands {
             diagnostics_note: baseline.1.or(note),
             note: None,
             not_renamed: Vec::new(),
+            watched: 0,
         }
     }
 

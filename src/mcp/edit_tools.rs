@@ -164,7 +164,16 @@ pub fn outcome_result(root: &Path, outcome: &EditOutcome) -> (Value, String) {
             "\n(preview only: nothing was written; call again with apply: true to write)",
         );
     } else if report.written && outcome.new_diagnostics.is_empty() {
-        text.push_str("no new diagnostics\n");
+        // Only the files compared are vouched for: an edit can break a caller elsewhere.
+        match outcome.watched {
+            0 => text.push_str("no new diagnostics in the changed files\n"),
+            1 => text.push_str(
+                "no new diagnostics in the changed files or the 1 file that still mentions the old name\n",
+            ),
+            n => text.push_str(&format!(
+                "no new diagnostics in the changed files or the {n} files that still mention the old name\n"
+            )),
+        }
     }
     (json, text)
 }
@@ -238,6 +247,7 @@ mod tests {
                 diagnostics_note: None,
                 note: None,
                 not_renamed: Vec::new(),
+                watched: 0,
             };
             let (json, text) = outcome_result(root, &outcome);
             assert_eq!(json, expected);
@@ -257,7 +267,7 @@ mod tests {
             true,
             "",
             json!({"applied": true, "files": ["a.py"], "operations": operations, "diff": "--- a/a.py\n+++ b/a.py\n", "diagnosticsAfterEdit": ""}),
-            "renamed b.py -> c.py\nno new diagnostics\n",
+            "renamed b.py -> c.py\nno new diagnostics in the changed files\n",
         );
     }
 

@@ -744,8 +744,8 @@ fn pyright_rename_lists_references_outside_its_project() {
     let at = project.at("src/pkg/utils.py", 1, "format_filename");
     let expected_note = "not renamed by the server: tests/helpers.py:1, tests/test_utils.py:1, \
                          tests/test_utils.py:5 (each is another symbol of that name, a comment or a \
-                         string, or code outside the server's project: check it before editing it \
-                         by hand)";
+                         string, a use the server did not rename (inside a macro), or code outside \
+                         the server's project: check it before editing it by hand)";
     let preview = commands.rename(&at, "format_file_name", false).unwrap();
     let left: Vec<(PathBuf, Vec<u32>)> = preview
         .not_renamed
@@ -791,6 +791,18 @@ fn pyright_rename_lists_references_outside_its_project() {
         ])
     );
     assert!(text.contains(&format!("note: {expected_note}\n")), "{text}");
+    // The files still naming the old name are compared too (a trial's zlib rename broke a call
+    // clangd left in a macro, and the result said "no new diagnostics"): the test's import now
+    // names nothing.
+    assert_eq!(outcome.watched, 2);
+    assert!(
+        outcome.new_diagnostics.contains("tests/test_utils.py:\n")
+            && outcome
+                .new_diagnostics
+                .contains("\"format_filename\" is unknown import symbol"),
+        "{}",
+        outcome.new_diagnostics
+    );
 }
 
 /// Issue 11: a test file outside `tsconfig.json`'s `include` is in no project until it is open;

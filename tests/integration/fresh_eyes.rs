@@ -2222,3 +2222,49 @@ fn a_php_file_intelephense_will_not_analyse_is_not_called_clean() {
     );
     assert!(reasons.contains(&&states[0].2[..]), "{}", output.story());
 }
+
+/// A new user's trial (madler/zlib, `_tr_flush_block` renamed through MCP): clangd 14 left the
+/// call inside the `FLUSH_BLOCK_ONLY` macro of `deflate.c`, the call then named a function that
+/// no longer exists (`gcc -fsyntax-only` warns of an implicit declaration), and the result said
+/// `no new diagnostics`: only the files the edit changed were compared. The files that still
+/// mention the old name are compared too now, and the broken call is reported.
+#[test]
+fn a_rename_reports_what_it_broke_in_the_files_it_left() {
+    require_program!("clangd");
+    require_program!("gcc");
+    let workspace = Workspace::new("clangd-rename-macro");
+    workspace
+        .file("lib.h", "void flush_block(int x);\n")
+        .file("lib.c", "#include \"lib.h\"\nvoid flush_block(int x) { (void)x; }\n")
+        .file(
+            "main.c",
+            "#include \"lib.h\"\n#define FLUSH(s) flush_block(s)\nint main(void) {\n  FLUSH(1);\n  return 0;\n}\n",
+        );
+    let database = json!(["lib.c", "main.c"].map(|file| json!({
+        "directory": workspace.root, "file": file, "command": format!("cc -c {file}"),
+    })));
+    workspace.file("compile_commands.json", &database.to_string());
+    let config = workspace.config(json!({
+        "clangd": {"command": "clangd", "extensionToLanguage": {".c": "c", ".h": "c"}},
+    }));
+    let output = rename_applying(&workspace, &config, "lib.c:2:6", "flush_blk");
+    output.status(0);
+    assert!(
+        output.stdout.contains(
+            "main.c:\n  ⚠ [Line 4:3] Implicit declaration of function 'flush_block' is invalid in C99"
+        ),
+        "{}",
+        output.story()
+    );
+    let gcc = TestCommand::new("gcc")
+        .current_dir(&workspace.root)
+        .args(["-fsyntax-only", "main.c"])
+        .run();
+    // Its quotes follow the locale.
+    assert!(
+        gcc.stderr.contains("implicit declaration of function")
+            && gcc.stderr.contains("flush_block"),
+        "{}",
+        gcc.story()
+    );
+}
