@@ -129,8 +129,14 @@ type ParamsBuilder = Arc<dyn Fn(&Target) -> RequestParams + Send + Sync>;
 /// The wait a query needs before its first request (see the module's invariants).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Readiness {
-    /// None: the answer is about the file alone (document symbols).
-    None,
+    /// The answer is about the file alone (document symbols): no wait before asking, but an
+    /// empty answer to the file's first question of the session is asked again once its
+    /// diagnostics have settled ([`wait_analysed`]). vim-language-server 2.3 answers
+    /// `textDocument/documentSymbol` with `[]` until it has parsed the file, which it does after
+    /// `didOpen` (a new user's `lspc symbols autoload/fzf/vim.vim` said "no symbols found"). The
+    /// file's first question takes the blocking route; an answer with something in it is
+    /// returned at once.
+    EmptyAnswerWaits,
     /// The file's first analysis wait of the session ([`wait_analysed`]): hover and signature
     /// help, which typescript-language-server answers partially until its project has loaded.
     Analysed,
@@ -145,10 +151,17 @@ impl Readiness {
     /// reports progress.
     fn wait_due(self, analysed: &AnalysedFiles, server: &ServerInfo, path: &Path) -> bool {
         match self {
-            Readiness::None => false,
-            Readiness::Analysed => !analysed.contains(server.server_id, path),
+            Readiness::Analysed | Readiness::EmptyAnswerWaits => {
+                !analysed.contains(server.server_id, path)
+            }
             Readiness::Indexed => !analysed.contains(server.server_id, path) || server.busy,
         }
+    }
+
+    /// Whether the blocking route sends the request in the sync's loop turn: when no wait is
+    /// due, and always for [`Readiness::EmptyAnswerWaits`], whose wait follows the answer.
+    fn sends_in_turn(self, analysed: &AnalysedFiles, server: &ServerInfo, path: &Path) -> bool {
+        self == Readiness::EmptyAnswerWaits || !self.wait_due(analysed, server, path)
     }
 }
 
@@ -742,7 +755,9 @@ impl Queries {
                     build_target(doc.clone(), at.as_ref(), method, capability, &root, cache)
                 });
             let request = match &target {
-                Ok(target) if !readiness.wait_due(&analysed, &target.server, &target.doc.path) => {
+                Ok(target)
+                    if readiness.sends_in_turn(&analysed, &target.server, &target.doc.path) =>
+                {
                     Some(BuiltRequest {
                         server_id: target.server.server_id,
                         method: method.to_owned(),
@@ -782,10 +797,31 @@ impl Queries {
                     target.server.name
                 );
             }
+            let empty = answer.is_null() || answer.as_array().is_some_and(Vec::is_empty);
+            if readiness == Readiness::EmptyAnswerWaits
+                && empty
+                && self
+                    .analysed
+                    .first_time(target.server.server_id, &target.doc.path)
+            {
+                wait_analysed(
+                    &self.op_sender,
+                    &target.doc.path,
+                    &target.server.name,
+                    self.timeout,
+                );
+                let again = self.request(&target, method, params(&target).into_value())?;
+                log::debug!(
+                    "{}: {method} answered nothing before the file's diagnostics settled; \
+                     asked again: {again}",
+                    target.server.name
+                );
+                return Ok((target, again, None));
+            }
             return Ok((target, answer, None));
         }
         let incomplete = match readiness {
-            Readiness::None => None,
+            Readiness::EmptyAnswerWaits => None,
             Readiness::Analysed => {
                 if self
                     .analysed
@@ -1008,7 +1044,7 @@ impl FirstRequest {
         FirstRequest {
             method: "textDocument/documentSymbol",
             capability: "documentSymbolProvider",
-            readiness: Readiness::None,
+            readiness: Readiness::EmptyAnswerWaits,
             params: Arc::new(|target: &Target| {
                 #[derive(serde::Serialize)]
                 struct Params<'a> {

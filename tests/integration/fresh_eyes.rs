@@ -2268,3 +2268,48 @@ fn a_rename_reports_what_it_broke_in_the_files_it_left() {
         gcc.story()
     );
 }
+
+/// A new user's trial (junegunn/fzf.vim): `lspc symbols autoload/fzf/vim.vim` said "no symbols
+/// found" (exit 1), and so did batch's first `symbols`; asked again later, the whole tree came.
+/// vim-language-server 2.3 answers `documentSymbol` with `[]` until it has parsed the file,
+/// which it does after `didOpen`. An empty answer to a file's first question is now asked
+/// again once the file's diagnostics have settled.
+#[test]
+fn document_symbols_wait_for_a_server_that_parses_after_didopen() {
+    require_program!("vim-language-server");
+    let workspace = Workspace::new("vim-symbols-first");
+    workspace.file(
+        "plugin.vim",
+        "function! Foo()\n  echo 1\nendfunction\nlet g:x = 1\nfunction! s:bar(a)\n  return a:a\nendfunction\n",
+    );
+    let config = workspace.config(json!({
+        "vim": {"command": "vim-language-server", "args": ["--stdio"],
+                "extensionToLanguage": {".vim": "vim"}},
+    }));
+    workspace
+        .run_with(&config, &["symbols", "plugin.vim"])
+        .status(0)
+        .stdout_is("Foo function 1:1\ns:bar function 5:1\ng:x variable 4:5\n");
+    let batch = workspace
+        .lspc()
+        .args(["--no-builtin", "--config"])
+        .arg(&config)
+        .arg("batch")
+        .stdin("{\"id\":1,\"op\":\"symbols\",\"file\":\"plugin.vim\"}\n")
+        .run();
+    let line: Value = serde_json::from_str(batch.stdout.trim()).unwrap();
+    let names: Vec<&str> = line["result"]["symbols"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|symbol| symbol["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["Foo", "s:bar", "g:x"], "{}", batch.story());
+    // An empty file has nothing to find, after the wait.
+    workspace.file("empty.vim", "\" nothing here\n");
+    workspace
+        .run_with(&config, &["symbols", "empty.vim"])
+        .status(1)
+        .stdout_is("")
+        .stderr_contains("no symbols found");
+}
