@@ -102,6 +102,18 @@ pub enum CommandError {
         message: String,
         bad_name: bool,
     },
+    /// An edit of the server's rename replaces text that is not the old name, `found` at
+    /// `path:line:column` (1-based, characters): its positions do not fit the file
+    /// (vim-language-server 2.3 counts columns after non-ASCII text differently, and its rename
+    /// of `s:Greet` turned `g:banner` into `s:Hellor`). Nothing was written.
+    MisplacedEdit {
+        server: String,
+        path: PathBuf,
+        line: u32,
+        column: u32,
+        found: String,
+        name: String,
+    },
     /// `prepareRename` answered `null`: nothing renameable there.
     NothingToRename {
         path: PathBuf,
@@ -160,6 +172,19 @@ impl std::fmt::Display for CommandError {
             CommandError::RenameRefused {
                 server, message, ..
             } => write!(f, "{server} refused the rename: {message}"),
+            CommandError::MisplacedEdit {
+                server,
+                path,
+                line,
+                column,
+                found,
+                name,
+            } => write!(
+                f,
+                "{server}'s rename edit at {}:{line}:{column} replaces {found:?}, not {name:?}: \
+                 its positions do not fit the file, so nothing was written",
+                path.display()
+            ),
             CommandError::NothingToRename { path, line, column } => write!(
                 f,
                 "nothing to rename at {}:{line}:{column}",
@@ -358,14 +383,24 @@ impl EditCommands {
         let line_text = LineIndex::new(&synced.text)
             .line_text(&synced.text, line - 1)
             .unwrap_or_default();
-        if let Some(old_name) = leftovers::identifier_at(line_text, column) {
+        let old_name = leftovers::identifier_at(line_text, column);
+        // The name as given (`s:Greet`), else the identifier at the column.
+        let given = match &at.target {
+            ColumnOrSymbol::Symbol { name, .. } => Some(name.clone()),
+            ColumnOrSymbol::Column(_) => old_name.clone(),
+        };
+        if let Some(given) = &given {
+            refuse_a_misplaced_edit(server, &edit, given)?;
+        }
+        if let Some(old_name) = old_name {
             match self.local_to(server, &path, &document, &edit) {
                 Some(function) => log::info!(
                     "{old_name} is local to {function}: other files are not searched for it"
                 ),
                 None => {
                     (edit, left) =
-                        self.include_leftovers(server, edit, &touched, &params, &old_name)?
+                        self.include_leftovers(server, edit, &touched, &params, &old_name)?;
+                    refuse_a_misplaced_edit(server, &edit, given.as_deref().unwrap_or(&old_name))?;
                 }
             }
         }
@@ -1167,6 +1202,34 @@ pub fn intersects(diagnostic: &Value, range: &lsp_types::Range) -> bool {
 /// The note for a `workspace/executeCommand` that failed after files were written: names the
 /// follow-up server request lspc declined when that is why (typescript-language-server's
 /// `_typescript.rename` after a refactor), else the error.
+/// Refuses a rename `edit` one of whose edits replaces text that does not hold `old_name`
+/// (ASCII case ignored, for the languages whose names ignore it): a server whose positions do
+/// not fit the file would overwrite other code ([`CommandError::MisplacedEdit`]). Insertions
+/// and replacements that hold the name (`s:Greet` for `Greet`, an import path) pass.
+fn refuse_a_misplaced_edit(
+    server: &ServerInfo,
+    edit: &Value,
+    old_name: &str,
+) -> Result<(), CommandError> {
+    let name = old_name.to_ascii_lowercase();
+    let misplaced = super::workspace_edit::replaced_texts(edit, server.encoding)
+        .into_iter()
+        .find(|replaced| {
+            !replaced.text.is_empty() && !replaced.text.to_ascii_lowercase().contains(&name)
+        });
+    match misplaced {
+        Some(replaced) => Err(CommandError::MisplacedEdit {
+            server: server.name.clone(),
+            path: replaced.path,
+            line: replaced.line,
+            column: replaced.column,
+            found: replaced.text,
+            name: old_name.to_owned(),
+        }),
+        None => Ok(()),
+    }
+}
+
 pub fn command_failed_after_edit_note(error: &CommandError) -> String {
     const DECLINED: &str = "lspc does not handle the server request ";
     let text = error.to_string();

@@ -485,6 +485,52 @@ pub(crate) fn apply_with_hook(
     Ok(report)
 }
 
+/// The text one edit of a `WorkspaceEdit` replaces: its file (canonical), where it starts
+/// (1-based line and column, characters) and the replaced text (empty for an insertion).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplacedText {
+    pub path: PathBuf,
+    pub line: u32,
+    pub column: u32,
+    pub text: String,
+}
+
+/// What each text edit of `edit` replaces in the file on disk (read as lspc sends it: without
+/// a byte order mark), its positions read in `encoding`; edits of files that cannot be read as
+/// UTF-8 and malformed edits are left out (applying the edit refuses those).
+pub fn replaced_texts(edit: &Value, encoding: PositionEncoding) -> Vec<ReplacedText> {
+    let Ok(operations) = validate::parse(edit) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for operation in operations {
+        let validate::RawOperation::Text { uri, edits, .. } = operation else {
+            continue;
+        };
+        let Ok(path) = crate::uri::uri_to_path(&uri) else {
+            continue;
+        };
+        let path = crate::uri::canonical(&path);
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let text = crate::text::without_byte_order_mark(&text);
+        let index = crate::text::LineIndex::new(text);
+        for edit in &edits {
+            let start = index.offset(text, edit.start, encoding);
+            let end = index.offset(text, edit.end, encoding).max(start);
+            let (line, column) = index.from_lsp(text, edit.start, encoding);
+            found.push(ReplacedText {
+                path: path.clone(),
+                line,
+                column,
+                text: text[start..end].to_owned(),
+            });
+        }
+    }
+    found
+}
+
 // Validation (parse, play in memory), applying text edits, writing with rollback.
 mod apply;
 mod validate;

@@ -186,6 +186,9 @@ fn command_failure(root: &Path, tool: &str, error: CommandError) -> ToolFailure 
         CommandError::Unsupported { .. } | CommandError::CannotFormat { .. } => {
             " (see lsp://servers for each server's capabilities; use edit to change the text directly)"
         }
+        CommandError::MisplacedEdit { .. } => {
+            " (the server's positions do not fit this file; change the occurrences with edit)"
+        }
         CommandError::NothingToRename { .. } => {
             " (point at an identifier: give symbol with its name on that line)"
         }

@@ -90,7 +90,8 @@ fn command_failure(error: CommandError) -> Failure {
         CommandError::Engine(_)
         | CommandError::PrimaryFailed(_)
         | CommandError::Unsupported { .. }
-        | CommandError::CannotFormat { .. } => EXIT_SERVER,
+        | CommandError::CannotFormat { .. }
+        | CommandError::MisplacedEdit { .. } => EXIT_SERVER,
         // A refused edit: nothing was written (README: exit 1).
         CommandError::Edit(_)
         | CommandError::Occurrences { .. }
