@@ -246,7 +246,9 @@ const TSCONFIG_SCHEMA_FILE_MATCH: [&str; 4] = [
 
 /// The settings (answers to `workspace/configuration`) a built-in needs to work out of the box:
 /// vscode-css-language-server validates only when `css.validate` (and its scss/less twins) is
-/// set, dockerfile-language-server ignores every check whose severity is not configured, and
+/// set, vscode-html-language-server validates embedded styles and scripts only when its `css`
+/// section is an object, dockerfile-language-server ignores every check whose severity is not
+/// configured, and
 /// vscode-json-language-server warns of a trailing comma in `tsconfig.json` (sent as `jsonc`,
 /// whose comments it allows) while TypeScript accepts one: [`TSCONFIG_SCHEMA_FILE_MATCH`]. The
 /// schema allows comments too, for a configured entry that sends `tsconfig.json` as `json`.
@@ -263,6 +265,14 @@ fn builtin_settings(name: &str) -> Option<serde_json::Value> {
                 "schema": {"allowComments": true, "allowTrailingCommas": true},
             }]}
         })),
+        // 4.10.0 asks for `css`, `html`, `javascript` and `js/ts` before validating a page. Its
+        // CSS mode passes `settings.css` to the CSS linter unguarded, so a null `css` throws
+        // (`Cannot read properties of null (reading 'validProperties')`) and the whole page,
+        // scripts included, is reported clean; `{}` gives the linter's defaults, as in VS Code.
+        // It reads `html` and `javascript` guarded, so those stay null, and `js/ts` must: its
+        // JavaScript mode reads `js/ts.implicitProjectConfig.strictNullChecks` guarded only at
+        // the section, so `{}` there throws the same way.
+        "vscode-html-language-server" => Some(serde_json::json!({"css": {}})),
         "vscode-css-language-server" => Some(serde_json::json!({
             "css": {"validate": true},
             "scss": {"validate": true},
@@ -430,6 +440,15 @@ mod tests {
             let program = Program::from_name(builtin.command);
             assert_eq!(program.map(Program::name), Some(builtin.command));
         }
+    }
+
+    /// vscode-html-language-server's `css` section is an object (null aborts its validation)
+    /// and its `js/ts` section is left out (an object without `implicitProjectConfig` aborts it).
+    #[test]
+    fn html_settings_give_css_and_leave_out_js_ts() {
+        let settings = builtin_settings("vscode-html-language-server").unwrap();
+        assert_eq!(settings["css"], serde_json::json!({}));
+        assert_eq!(settings.get("js/ts"), None);
     }
 
     #[test]
