@@ -300,6 +300,21 @@ fn builtin_settings(name: &str) -> Option<serde_json::Value> {
     }
 }
 
+/// The `initializationOptions` a built-in needs to work out of the box: vscode-json-, vscode-css-
+/// and vscode-html-language-server (vscode-langservers-extracted 4.10.0) advertise
+/// `documentFormattingProvider` and `documentRangeFormattingProvider` only when
+/// `provideFormatter` is `true` (`initializationOptions.provideFormatter === true` in
+/// `jsonServer.js`, `cssServer.js` and `htmlServer.js`; VS Code's extensions send it), so
+/// without it `lspc format` refused every JSON, CSS, SCSS, Less and HTML file.
+fn builtin_initialization_options(name: &str) -> Option<serde_json::Value> {
+    match name {
+        "vscode-json-language-server"
+        | "vscode-css-language-server"
+        | "vscode-html-language-server" => Some(serde_json::json!({"provideFormatter": true})),
+        _ => None,
+    }
+}
+
 /// Whether a built-in ever sends diagnostics. cmake-language-server 0.1.11 serves hover and
 /// formatting only and never publishes, so waiting for its diagnostics only ran `lspc check` of
 /// every CMake project into the timeout (exit 3, 30 s per `CMakeLists.txt`); its entry gets
@@ -403,6 +418,7 @@ pub(crate) fn builtin_servers(
             root_markers: default_root_markers(&extension_to_language),
             extension_to_language,
             settings: builtin_settings(builtin.name),
+            initialization_options: builtin_initialization_options(builtin.name),
             diagnostics: builtin_publishes_diagnostics(builtin.name),
             ..ServerConfig::new(builtin.name, builtin.command, ConfigOrigin::BuiltIn)
         };

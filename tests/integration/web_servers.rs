@@ -59,3 +59,87 @@ fn html_embedded_style_and_script_errors_are_reported() {
         output.story()
     );
 }
+
+/// `lspc format FILE --apply` in a fresh workspace holding `FILE` with `text`; returns the run
+/// and the bytes written.
+fn format_applied(name: &str, file: &str, text: &str) -> (Output, String) {
+    let workspace = Workspace::new(name);
+    workspace.file(file, text);
+    let output = workspace.lspc().args(["format", file, "--apply"]).run();
+    let written = workspace.read(file);
+    (output, written)
+}
+
+/// A new user's trial: `lspc format` refused every JSON, CSS, SCSS and HTML file (`no language
+/// server for … offers documentFormattingProvider`, exit 3). vscode-langservers-extracted 4.10.0
+/// advertises formatting only when `initializationOptions.provideFormatter` is `true`
+/// (`jsonServer.js`, `cssServer.js`, `htmlServer.js`: `documentFormattingProvider:
+/// initializationOptions.provideFormatter === true`), which VS Code's extensions send and the
+/// built-in entries did not. Each file has CRLF line ends and non-ASCII text; both survive.
+#[test]
+fn json_files_are_formatted() {
+    require_program!("vscode-json-language-server");
+    let (output, written) = format_applied(
+        "format-json",
+        "data.json",
+        "{\"名前\":\"📦\",\"a\":[1,2],\r\n\"b\":{\"c\":true}}\r\n",
+    );
+    output.status(0);
+    assert_eq!(
+        written,
+        "{\r\n    \"名前\": \"📦\",\r\n    \"a\": [\r\n        1,\r\n        2\r\n    ],\r\n    \
+         \"b\": {\r\n        \"c\": true\r\n    }\r\n}",
+        "{}",
+        output.story()
+    );
+}
+
+/// As [`json_files_are_formatted`], for vscode-css-language-server's three languages.
+#[test]
+fn css_scss_and_less_files_are_formatted() {
+    require_program!("vscode-css-language-server");
+    let cases = [
+        (
+            "s.css",
+            ".库存{color:red;margin:0}\r\n@media (max-width:600px){.a{color:blue}}\r\n",
+            ".库存 {\r\n    color: red;\r\n    margin: 0\r\n}\r\n\r\n@media (max-width:600px) {\r\n    \
+             .a {\r\n        color: blue\r\n    }\r\n}",
+        ),
+        (
+            "t.scss",
+            "$c: red;\r\n.a{.b{color:$c}}\r\n",
+            "$c: red;\r\n\r\n.a {\r\n    .b {\r\n        color: $c\r\n    }\r\n}",
+        ),
+        (
+            "u.less",
+            "@w: 1px;\r\n.a{.b{border:@w solid}}\r\n",
+            "@w: 1px;\r\n\r\n.a {\r\n    .b {\r\n        border: @w solid\r\n    }\r\n}",
+        ),
+    ];
+    for (file, text, formatted) in cases {
+        let (output, written) = format_applied("format-css", file, text);
+        output.status(0);
+        assert_eq!(written, formatted, "{file}\n{}", output.story());
+    }
+}
+
+/// As [`json_files_are_formatted`], for vscode-html-language-server.
+#[test]
+fn html_files_are_formatted() {
+    require_program!("vscode-html-language-server");
+    let (output, written) = format_applied(
+        "format-html",
+        "p.html",
+        "<!DOCTYPE html>\r\n<html><head><title>库存</title></head>\r\n\
+         <body><p>📦 <span>3</span></p><div><ul><li>a</li><li>b</li></ul></div></body></html>\r\n",
+    );
+    output.status(0);
+    assert_eq!(
+        written,
+        "<!DOCTYPE html>\r\n<html>\r\n\r\n<head>\r\n    <title>库存</title>\r\n</head>\r\n\r\n\
+         <body>\r\n    <p>📦 <span>3</span></p>\r\n    <div>\r\n        <ul>\r\n            \
+         <li>a</li>\r\n            <li>b</li>\r\n        </ul>\r\n    </div>\r\n</body>\r\n\r\n</html>",
+        "{}",
+        output.story()
+    );
+}
