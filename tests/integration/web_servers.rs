@@ -75,7 +75,9 @@ fn format_applied(name: &str, file: &str, text: &str) -> (Output, String) {
 /// advertises formatting only when `initializationOptions.provideFormatter` is `true`
 /// (`jsonServer.js`, `cssServer.js`, `htmlServer.js`: `documentFormattingProvider:
 /// initializationOptions.provideFormatter === true`), which VS Code's extensions send and the
-/// built-in entries did not. Each file has CRLF line ends and non-ASCII text; both survive.
+/// built-in entries did not. Each file has CRLF line ends and non-ASCII text; both survive, and
+/// so does the final line break, which these servers delete unless asked to keep it
+/// (`insertFinalNewline`, sent for a file that ends with one); a file without one gets none.
 #[test]
 fn json_files_are_formatted() {
     require_program!("vscode-json-language-server");
@@ -88,10 +90,13 @@ fn json_files_are_formatted() {
     assert_eq!(
         written,
         "{\r\n    \"名前\": \"📦\",\r\n    \"a\": [\r\n        1,\r\n        2\r\n    ],\r\n    \
-         \"b\": {\r\n        \"c\": true\r\n    }\r\n}",
+         \"b\": {\r\n        \"c\": true\r\n    }\r\n}\r\n",
         "{}",
         output.story()
     );
+    let (output, written) = format_applied("format-json-unended", "a.json", "{\"a\":1}");
+    output.status(0);
+    assert_eq!(written, "{\n    \"a\": 1\n}", "{}", output.story());
 }
 
 /// As [`json_files_are_formatted`], for vscode-css-language-server's three languages.
@@ -103,17 +108,17 @@ fn css_scss_and_less_files_are_formatted() {
             "s.css",
             ".库存{color:red;margin:0}\r\n@media (max-width:600px){.a{color:blue}}\r\n",
             ".库存 {\r\n    color: red;\r\n    margin: 0\r\n}\r\n\r\n@media (max-width:600px) {\r\n    \
-             .a {\r\n        color: blue\r\n    }\r\n}",
+             .a {\r\n        color: blue\r\n    }\r\n}\r\n",
         ),
         (
             "t.scss",
             "$c: red;\r\n.a{.b{color:$c}}\r\n",
-            "$c: red;\r\n\r\n.a {\r\n    .b {\r\n        color: $c\r\n    }\r\n}",
+            "$c: red;\r\n\r\n.a {\r\n    .b {\r\n        color: $c\r\n    }\r\n}\r\n",
         ),
         (
             "u.less",
             "@w: 1px;\r\n.a{.b{border:@w solid}}\r\n",
-            "@w: 1px;\r\n\r\n.a {\r\n    .b {\r\n        border: @w solid\r\n    }\r\n}",
+            "@w: 1px;\r\n\r\n.a {\r\n    .b {\r\n        border: @w solid\r\n    }\r\n}\r\n",
         ),
     ];
     for (file, text, formatted) in cases {
@@ -138,7 +143,7 @@ fn html_files_are_formatted() {
         written,
         "<!DOCTYPE html>\r\n<html>\r\n\r\n<head>\r\n    <title>库存</title>\r\n</head>\r\n\r\n\
          <body>\r\n    <p>📦 <span>3</span></p>\r\n    <div>\r\n        <ul>\r\n            \
-         <li>a</li>\r\n            <li>b</li>\r\n        </ul>\r\n    </div>\r\n</body>\r\n\r\n</html>",
+         <li>a</li>\r\n            <li>b</li>\r\n        </ul>\r\n    </div>\r\n</body>\r\n\r\n</html>\r\n",
         "{}",
         output.story()
     );
