@@ -176,7 +176,8 @@ const TABLE: &[BuiltIn] = &[
         name: "dockerfile-language-server",
         command: "docker-langserver",
         args: &["--stdio"],
-        // `Dockerfile` and `Containerfile` route as `.dockerfile` (see `extension_key`).
+        // `Dockerfile`, `Containerfile`, `Dockerfile.*`, `Containerfile.*` and `*.containerfile`
+        // route as `.dockerfile` (see `extension_key`).
         extensions: &[(".dockerfile", "dockerfile")],
         python_type_checker: false,
     },

@@ -148,3 +148,68 @@ fn html_files_are_formatted() {
         output.story()
     );
 }
+
+/// A new user's trial: `lspc check Dockerfile.dev` said `no language server is configured for
+/// .dev files` (exit 2) and `lspc check .` passed over `Dockerfile.dev` and `Dockerfile.prod`
+/// without a word; lspc knew only `Dockerfile`, `Containerfile` and `*.dockerfile`. VS Code's
+/// Dockerfile language also takes `Dockerfile.*`, `Containerfile.*` and `*.containerfile`, and
+/// so does the built-in dockerfile-language-server entry now, except BuildKit's per-Dockerfile
+/// ignore files (`Dockerfile.dockerignore`), which are not Dockerfiles.
+#[test]
+fn dockerfile_variants_are_checked_walked_and_named() {
+    require_program!("docker-langserver");
+    let workspace = Workspace::new("dockerfile-variants");
+    workspace
+        .file("Dockerfile.dev", "FROM alpine:3.20\nLABEL 名=\"📦\" x\n")
+        .file("Dockerfile.prod", "FROM alpine:3.20\nexpose 80\n")
+        .file("ci/Containerfile.ci", "FROM alpine:3.20\nWORKDIR app\n")
+        .file("app.containerfile", "FROM alpine:3.20\nSTOPSIGNAL 库\n")
+        .file("Dockerfile.dockerignore", "node_modules\n");
+    let walked = workspace
+        .lspc()
+        .args(["check", "--format", "json", "."])
+        .run();
+    assert_eq!(
+        json_diagnostics(&walked.json()),
+        [
+            "Dockerfile.dev:2:13-2:14 error [dockerfile-utils 33] Syntax error - can't find = in \
+             \"x\". Must be of the form: name=value",
+            "Dockerfile.prod:2:1-2:7 warning [dockerfile-utils 0] Instructions should be written \
+             in uppercase letters",
+            "app.containerfile:2:12-2:13 error [dockerfile-utils 27] Invalid signal: 库",
+            "ci/Containerfile.ci:2:9-2:12 warning [dockerfile-utils 50] WORKDIR paths should be \
+             absolute",
+        ],
+        "{}",
+        walked.story()
+    );
+    assert_eq!(
+        file_states(&walked.json()),
+        [
+            ("Dockerfile.dev".into(), "diagnostics".into(), String::new()),
+            (
+                "Dockerfile.prod".into(),
+                "diagnostics".into(),
+                String::new()
+            ),
+            (
+                "app.containerfile".into(),
+                "diagnostics".into(),
+                String::new()
+            ),
+            (
+                "ci/Containerfile.ci".into(),
+                "diagnostics".into(),
+                String::new()
+            ),
+        ],
+        "{}",
+        walked.story()
+    );
+    walked.status(1);
+    let named = workspace.lspc().args(["check", "Dockerfile.dev"]).run();
+    named.status(1).stdout_is(
+        "Dockerfile.dev:2:13: error: Syntax error - can't find = in \"x\". Must be of the form: \
+         name=value [dockerfile-utils 33]\n",
+    );
+}
