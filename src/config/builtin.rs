@@ -176,7 +176,8 @@ const TABLE: &[BuiltIn] = &[
         name: "dockerfile-language-server",
         command: "docker-langserver",
         args: &["--stdio"],
-        // `Dockerfile` and `Containerfile` route as `.dockerfile` (see `extension_key`).
+        // `Dockerfile`, `Containerfile`, `Dockerfile.*`, `Containerfile.*` and `*.containerfile`
+        // route as `.dockerfile` (see `extension_key`).
         extensions: &[(".dockerfile", "dockerfile")],
         python_type_checker: false,
     },
@@ -246,7 +247,9 @@ const TSCONFIG_SCHEMA_FILE_MATCH: [&str; 4] = [
 
 /// The settings (answers to `workspace/configuration`) a built-in needs to work out of the box:
 /// vscode-css-language-server validates only when `css.validate` (and its scss/less twins) is
-/// set, dockerfile-language-server ignores every check whose severity is not configured, and
+/// set, vscode-html-language-server validates embedded styles and scripts only when its `css`
+/// section is an object, dockerfile-language-server ignores every check whose severity is not
+/// configured, and
 /// vscode-json-language-server warns of a trailing comma in `tsconfig.json` (sent as `jsonc`,
 /// whose comments it allows) while TypeScript accepts one: [`TSCONFIG_SCHEMA_FILE_MATCH`]. The
 /// schema allows comments too, for a configured entry that sends `tsconfig.json` as `json`.
@@ -263,6 +266,14 @@ fn builtin_settings(name: &str) -> Option<serde_json::Value> {
                 "schema": {"allowComments": true, "allowTrailingCommas": true},
             }]}
         })),
+        // 4.10.0 asks for `css`, `html`, `javascript` and `js/ts` before validating a page. Its
+        // CSS mode passes `settings.css` to the CSS linter unguarded, so a null `css` throws
+        // (`Cannot read properties of null (reading 'validProperties')`) and the whole page,
+        // scripts included, is reported clean; `{}` gives the linter's defaults, as in VS Code.
+        // It reads `html` and `javascript` guarded, so those stay null, and `js/ts` must: its
+        // JavaScript mode reads `js/ts.implicitProjectConfig.strictNullChecks` guarded only at
+        // the section, so `{}` there throws the same way.
+        "vscode-html-language-server" => Some(serde_json::json!({"css": {}})),
         "vscode-css-language-server" => Some(serde_json::json!({
             "css": {"validate": true},
             "scss": {"validate": true},
@@ -286,6 +297,21 @@ fn builtin_settings(name: &str) -> Option<serde_json::Value> {
             }
             Some(serde_json::json!({"docker": {"languageserver": {"diagnostics": diagnostics}}}))
         }
+        _ => None,
+    }
+}
+
+/// The `initializationOptions` a built-in needs to work out of the box: vscode-json-, vscode-css-
+/// and vscode-html-language-server (vscode-langservers-extracted 4.10.0) advertise
+/// `documentFormattingProvider` and `documentRangeFormattingProvider` only when
+/// `provideFormatter` is `true` (`initializationOptions.provideFormatter === true` in
+/// `jsonServer.js`, `cssServer.js` and `htmlServer.js`; VS Code's extensions send it), so
+/// without it `lspc format` refused every JSON, CSS, SCSS, Less and HTML file.
+fn builtin_initialization_options(name: &str) -> Option<serde_json::Value> {
+    match name {
+        "vscode-json-language-server"
+        | "vscode-css-language-server"
+        | "vscode-html-language-server" => Some(serde_json::json!({"provideFormatter": true})),
         _ => None,
     }
 }
@@ -393,6 +419,7 @@ pub(crate) fn builtin_servers(
             root_markers: default_root_markers(&extension_to_language),
             extension_to_language,
             settings: builtin_settings(builtin.name),
+            initialization_options: builtin_initialization_options(builtin.name),
             diagnostics: builtin_publishes_diagnostics(builtin.name),
             ..ServerConfig::new(builtin.name, builtin.command, ConfigOrigin::BuiltIn)
         };
@@ -430,6 +457,15 @@ mod tests {
             let program = Program::from_name(builtin.command);
             assert_eq!(program.map(Program::name), Some(builtin.command));
         }
+    }
+
+    /// vscode-html-language-server's `css` section is an object (null aborts its validation)
+    /// and its `js/ts` section is left out (an object without `implicitProjectConfig` aborts it).
+    #[test]
+    fn html_settings_give_css_and_leave_out_js_ts() {
+        let settings = builtin_settings("vscode-html-language-server").unwrap();
+        assert_eq!(settings["css"], serde_json::json!({}));
+        assert_eq!(settings.get("js/ts"), None);
     }
 
     #[test]

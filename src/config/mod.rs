@@ -423,18 +423,20 @@ pub fn no_server_message(path: &Path) -> String {
 }
 
 /// The routing key of `path`: its last extension, lowercased, with a dot (`"a/B.PY"` →
-/// `".py"`). Files whose language is given by their whole name route as that language's
-/// extension: `Dockerfile` and `Containerfile` as `.dockerfile`, `CMakeLists.txt` as `.cmake`.
+/// `".py"`). Files whose language is given by their name route as that language's extension:
+/// `CMakeLists.txt` as `.cmake`, and as `.dockerfile` what VS Code opens as a Dockerfile
+/// ([`is_dockerfile_name`]: `Dockerfile`, `Containerfile`, `Dockerfile.dev`, `app.containerfile`).
 /// A file without an extension routes by its `#!` line when that names a shell ShellCheck
 /// knows ([`shebang_key`]: `bin/tool` starting `#!/usr/bin/env bash` as `.sh`); else `None`
 /// (`Makefile`, `.bashrc`, a missing file). A name that is not UTF-8 (`caf\xE9.py`) routes by
 /// its extension all the same (the servers take its URI's percent-encoded bytes).
 pub fn extension_key(path: &Path) -> Option<String> {
     let file_name = path.file_name()?.to_string_lossy();
-    match &*file_name {
-        "Dockerfile" | "Containerfile" | "dockerfile" => return Some(".dockerfile".to_owned()),
-        "CMakeLists.txt" => return Some(".cmake".to_owned()),
-        _ => {}
+    if is_dockerfile_name(&file_name) {
+        return Some(".dockerfile".to_owned());
+    }
+    if file_name == "CMakeLists.txt" {
+        return Some(".cmake".to_owned());
     }
     match path.extension().map(|e| e.to_string_lossy()) {
         Some(e) if !e.is_empty() => {
@@ -447,6 +449,27 @@ pub fn extension_key(path: &Path) -> Option<String> {
         Some(_) => None,
         None => shebang_key(path),
     }
+}
+
+/// Whether a file name is a Dockerfile's by the patterns of VS Code's Dockerfile language
+/// (`extensions/docker/package.json`: `Dockerfile`, `Containerfile`, `Dockerfile.*`,
+/// `Containerfile.*`, `*.dockerfile`, `*.containerfile`), matched as VS Code matches them,
+/// ignoring case (`dockerfile.dev`, `api.Dockerfile`). BuildKit's per-Dockerfile ignore files
+/// (`Dockerfile.dockerignore`, `api.Dockerfile.dockerignore`) are not Dockerfiles.
+fn is_dockerfile_name(file_name: &str) -> bool {
+    let name = file_name.to_ascii_lowercase();
+    if name.ends_with(".dockerignore") {
+        return false;
+    }
+    ["dockerfile", "containerfile"].iter().any(|stem| {
+        name == *stem
+            || name
+                .strip_prefix(stem)
+                .is_some_and(|rest| rest.starts_with('.'))
+            || name
+                .strip_suffix(stem)
+                .is_some_and(|rest| rest.ends_with('.'))
+    })
 }
 
 /// The routing key of a script without an extension, from its first line: `.sh` when its `#!`
@@ -787,6 +810,17 @@ mod tests {
         check("srv/Dockerfile", Some(".dockerfile"));
         check("Containerfile", Some(".dockerfile"));
         check("build.Dockerfile", Some(".dockerfile"));
+        check("Dockerfile.dev", Some(".dockerfile"));
+        check("deploy/Dockerfile.prod", Some(".dockerfile"));
+        check("Containerfile.ci", Some(".dockerfile"));
+        check("app.containerfile", Some(".dockerfile"));
+        check("App.Containerfile", Some(".dockerfile"));
+        check("Dockerfile.dockerignore", Some(".dockerignore"));
+        check("api.Dockerfile.dockerignore", Some(".dockerignore"));
+        check("Dockerfile.", Some(".dockerfile"));
+        check("dockerfile.dev", Some(".dockerfile"));
+        check("CONTAINERFILE", Some(".dockerfile"));
+        check("NotADockerfile.txt", Some(".txt"));
         check("sub/CMakeLists.txt", Some(".cmake"));
         check("notes.txt", Some(".txt"));
         check("cmakelists.txt", Some(".txt"));

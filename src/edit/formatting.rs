@@ -10,7 +10,10 @@
 //!    globs, later sections win): `indent_style`, `indent_size`, `tab_width`,
 //!    `trim_trailing_whitespace`, `insert_final_newline`;
 //! 3. the file's own indentation ([`detect_indentation`]): tabs when most indented lines start
-//!    with a tab, else the most common step between the indentation of neighbouring lines;
+//!    with a tab, else the most common step between the indentation of neighbouring lines; and
+//!    `insertFinalNewline: true` when the file ends with a line break (vscode-json-, -css- and
+//!    -html-language-server 4.10.0 otherwise delete the file's last line break, which no editor
+//!    user asked for; nothing is sent for a file without one);
 //! 4. tab size 4 with spaces, the default of the servers that read these options
 //!    (typescript-language-server, clangd without a `.clang-format`); ruff and others format by
 //!    their own configuration and ignore them.
@@ -66,7 +69,7 @@ pub struct FormattingChoice {
 
 impl FormattingChoice {
     /// The LSP `FormattingOptions` object: `tabSize` and `insertSpaces` always, the optional
-    /// LSP 3.15 fields only when `.editorconfig` set them.
+    /// LSP 3.15 fields only when decided (by `.editorconfig`, or the file's last line break).
     pub fn to_lsp(&self) -> Value {
         let mut options = Map::new();
         options.insert("tabSize".to_owned(), json!(self.tab_size));
@@ -223,9 +226,16 @@ pub fn choose(
         tab_size,
         insert_spaces,
         trim_trailing_whitespace: editorconfig.trim_trailing_whitespace,
-        insert_final_newline: editorconfig.insert_final_newline,
+        insert_final_newline: editorconfig
+            .insert_final_newline
+            .or(ends_with_line_break(text).then_some(true)),
         end_of_line: editorconfig.end_of_line,
     }
+}
+
+/// Whether `text` ends with a line break (`\n`, `\r\n` or `\r`).
+fn ends_with_line_break(text: &str) -> bool {
+    text.ends_with(['\n', '\r'])
 }
 
 /// [`choose`] for the file at `path` (absolute), reading its `.editorconfig`.
@@ -321,6 +331,30 @@ mod tests {
         };
         check(size, space_style, tabs_text, (6, true));
         check(size, EditorConfig::default(), tabs_text, (6, false));
+    }
+
+    /// A file's last line break asks for one (`insertFinalNewline: true`) unless `.editorconfig`
+    /// decides; a file without one leaves the field unset.
+    #[test]
+    fn a_final_line_break_is_kept_unless_editorconfig_decides() {
+        let check = |editorconfig: Option<bool>, text: &str, expected: Option<bool>| {
+            let editorconfig = EditorConfig {
+                insert_final_newline: editorconfig,
+                ..EditorConfig::default()
+            };
+            let choice = choose(FormattingOverrides::default(), &editorconfig, text);
+            assert_eq!(
+                choice.insert_final_newline, expected,
+                "{editorconfig:?} {text:?}"
+            );
+        };
+        check(None, "a\n", Some(true));
+        check(None, "a\r\n", Some(true));
+        check(None, "a\r", Some(true));
+        check(None, "a", None);
+        check(None, "", None);
+        check(Some(false), "a\n", Some(false));
+        check(Some(true), "a", Some(true));
     }
 
     #[test]

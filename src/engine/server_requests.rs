@@ -124,6 +124,12 @@ pub fn token_key(token: &Value) -> String {
     }
 }
 
+/// A section the settings do not set is answered `null`, as LSP 3.17 §workspace/configuration
+/// asks ("If the client can't provide a configuration setting for a given scope then null needs
+/// to be present in the returned array"), not `{}`: servers tell "unset" from "set, empty", and
+/// `{}` is no safe default. vscode-html-language-server 4.10.0 throws on a null `css` but also
+/// on an empty `js/ts` (it reads `js/ts.implicitProjectConfig.strictNullChecks`), so what a
+/// server needs is given by its entry's settings (`builtin_settings`), not guessed here.
 fn configuration(params: &Value, settings: Option<&Value>) -> Value {
     let items = params
         .get("items")

@@ -12,7 +12,8 @@
 //! by the thread that has them), `typed_answers` (issue 15: answers parsed and rendered without
 //! `Value` trees, byte for byte as before); `support` holds the
 //! `TestCommand` harness, temporary workspaces and `/proc` helpers; `temp_files` (issue 15: no
-//! folder left in the temporary directory after a run).
+//! folder left in the temporary directory after a run); `web_servers` (the built-in HTML, CSS,
+//! JSON and Dockerfile servers with no configuration).
 
 mod check;
 mod doctor;
@@ -37,3 +38,4 @@ mod settle;
 mod support;
 mod temp_files;
 mod typed_answers;
+mod web_servers;
