@@ -135,15 +135,39 @@ pub fn root_from_targets(targets: &[PathBuf]) -> Option<PathBuf> {
     };
     let target_root = crate::config::workspace_root(&folder, None);
     let cwd = crate::uri::canonical(&cwd);
-    // With no marker above the target, the fallback root is its own folder; a target under the
-    // current directory keeps that directory (`lspc check sub/a.toml b.toml` in a folder with no
-    // `.git` rooted the check at `sub/`, and `b.toml` was outside the root).
+    // With no marker above the target, the fallback root is its own folder; then the targets
+    // decide together: all under the current directory keep it (`lspc check sub/a.toml b.toml`
+    // in a folder with no `.git` rooted the check at `sub/`, and `b.toml` was outside the
+    // root), else their common folder (`lspc check ../other/c.toml b.toml`).
     let marked =
         target_root != folder || folder.join(".git").exists() || folder.join(".lsp.json").is_file();
-    if !marked && target.starts_with(&cwd) {
-        return None;
+    if !marked {
+        let folders: Vec<PathBuf> = targets
+            .iter()
+            .map(|target| crate::uri::canonical(&cwd.join(target)))
+            .map(|target| match target.is_dir() {
+                true => target,
+                false => target.parent().map_or(target.clone(), Path::to_path_buf),
+            })
+            .collect();
+        if folders.iter().all(|folder| folder.starts_with(&cwd)) {
+            return None;
+        }
+        return common_folder(&folders).filter(|common| *common != cwd);
     }
     (!cwd.starts_with(&target_root)).then_some(target_root)
+}
+
+/// The deepest folder holding every one of `folders` (absolute); `None` for none.
+fn common_folder(folders: &[PathBuf]) -> Option<PathBuf> {
+    let (first, rest) = folders.split_first()?;
+    let mut common = first.clone();
+    for folder in rest {
+        while !folder.starts_with(&common) {
+            common = common.parent()?.to_path_buf();
+        }
+    }
+    Some(common)
 }
 
 /// Run the check; returns the exit status. `tune` adjusts the engine options built from the

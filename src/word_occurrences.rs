@@ -144,7 +144,7 @@ pub fn render_note(left: &[Occurrences], root: &Path, cap: usize) -> Option<Stri
     if places.len() > cap {
         note.push_str(&format!(" and {} more", places.len() - cap));
     }
-    note.push_str(" (each is another symbol of that name, a comment or a string, a use the server did not rename (inside a macro), or code outside the server's project: check it before editing it by hand)");
+    note.push_str(" (each is another symbol of that name, a comment or a string, a use the server did not rename, or code outside the server's project: check it before editing it by hand)");
     Some(note)
 }
 
@@ -201,7 +201,7 @@ mod tests {
                 lines: vec![1],
             },
         ];
-        let tail = " (each is another symbol of that name, a comment or a string, a use the server did not rename (inside a macro), or code outside the server's project: check it before editing it by hand)";
+        let tail = " (each is another symbol of that name, a comment or a string, a use the server did not rename, or code outside the server's project: check it before editing it by hand)";
         assert_eq!(
             render_note(&left, root, 10).unwrap(),
             format!("not renamed by the server: tests/test_utils.py:3, tests/test_utils.py:9, docs/conf.py:1{tail}")

@@ -52,6 +52,10 @@ pub const NOT_RENAMED_SHOWN: usize = 20;
 /// test folder, few enough not to flood a server (or the open-documents limit).
 pub const MAX_LEFTOVER_FILES_OPENED: usize = 32;
 
+/// How long a rename's after-check waits for the files that still mention the old name once the
+/// changed files have settled ([`EditCommands::conclude_watching`]).
+const WATCHED_SETTLE: Duration = Duration::from_secs(2);
+
 /// A span of lines (1-based, inclusive) for `code-actions FILE:LINE-LINE` or `FILE:LINE`, or
 /// one position (the query layer's LOC: a column, or a symbol on the line).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -837,24 +841,31 @@ impl EditCommands {
                 watched: 0,
             });
         }
-        let mut before: Vec<PathBuf> = preview
+        let before: Vec<PathBuf> = preview
             .files
             .iter()
             .filter(|change| change.before.is_some())
             .map(|change| change.path.clone())
             .collect();
-        for path in watched {
-            if !before.contains(path) {
-                before.push(path.clone());
+        let watched: Vec<PathBuf> = watched
+            .iter()
+            .filter(|path| !before.contains(path))
+            .cloned()
+            .collect();
+        let baseline = self.diagnostics(&[before.as_slice(), watched.as_slice()].concat());
+        let report = self.write(edit, encoding)?;
+        let mut paths = report.changed_paths();
+        for path in &before {
+            if !paths.contains(path) {
+                paths.push(path.clone());
             }
         }
-        let mut outcome =
-            self.write_and_report(&before, || Ok((self.write(edit, encoding)?, None)))?;
-        let changed = outcome.report.changed_paths();
-        outcome.watched = watched
-            .iter()
-            .filter(|path| !changed.contains(path))
-            .count();
+        let watched: Vec<PathBuf> = watched
+            .into_iter()
+            .filter(|path| !paths.contains(path) && path.exists())
+            .collect();
+        let mut outcome = self.conclude_watching(report, baseline, &paths, &watched);
+        outcome.watched = watched.len();
         Ok(outcome)
     }
 
@@ -892,8 +903,30 @@ impl EditCommands {
         baseline: (Vec<Diagnostic>, Option<String>),
         paths: &[PathBuf],
     ) -> EditOutcome {
+        self.conclude_watching(report, baseline, paths, &[])
+    }
+
+    /// [`Self::conclude`], comparing `watched` (existing files the edit did not change) too,
+    /// after a wait of at most [`WATCHED_SETTLE`]: their server analyses them again (an edit's
+    /// dependents are sent again), but a file whose inputs did not change may get no new
+    /// publish at all (clangd 14: a header that includes none of the changed files), and a wait
+    /// for it would run to the timeout. What they have by then is compared, with no note.
+    fn conclude_watching(
+        &self,
+        report: EditReport,
+        baseline: (Vec<Diagnostic>, Option<String>),
+        paths: &[PathBuf],
+        watched: &[PathBuf],
+    ) -> EditOutcome {
         let existing: Vec<PathBuf> = paths.iter().filter(|p| p.exists()).cloned().collect();
-        let (after, note) = self.diagnostics(&existing);
+        let (mut after, note) = self.diagnostics(&existing);
+        if !watched.is_empty() {
+            let (also, unsettled) = self.diagnostics_within(watched, WATCHED_SETTLE);
+            if let Some(unsettled) = unsettled {
+                log::debug!("the files still naming the old name: {unsettled}");
+            }
+            after.extend(also);
+        }
         let fresh = new_diagnostics(&baseline.0, &after);
         EditOutcome {
             diff: self.diff(&report),
@@ -923,12 +956,23 @@ impl EditCommands {
     /// Settled diagnostics of `paths` (files no server checks count as clean), and a note naming
     /// the files that did not settle in time.
     fn diagnostics(&self, paths: &[PathBuf]) -> (Vec<Diagnostic>, Option<String>) {
+        self.diagnostics_within(paths, self.timeout)
+    }
+
+    /// [`Self::diagnostics`] bounded by `timeout` (at most the commands' own).
+    fn diagnostics_within(
+        &self,
+        paths: &[PathBuf],
+        timeout: Duration,
+    ) -> (Vec<Diagnostic>, Option<String>) {
         if paths.is_empty() {
             return (Vec::new(), None);
         }
-        let Some(files) =
-            crate::engine::diagnostics_with(&self.op_sender, paths.to_vec(), self.timeout)
-        else {
+        let Some(files) = crate::engine::diagnostics_with(
+            &self.op_sender,
+            paths.to_vec(),
+            timeout.min(self.timeout),
+        ) else {
             return (Vec::new(), Some("the engine has shut down".to_owned()));
         };
         let mut all = Vec::new();

@@ -744,7 +744,7 @@ fn pyright_rename_lists_references_outside_its_project() {
     let at = project.at("src/pkg/utils.py", 1, "format_filename");
     let expected_note = "not renamed by the server: tests/helpers.py:1, tests/test_utils.py:1, \
                          tests/test_utils.py:5 (each is another symbol of that name, a comment or a \
-                         string, a use the server did not rename (inside a macro), or code outside \
+                         string, a use the server did not rename, or code outside \
                          the server's project: check it before editing it by hand)";
     let preview = commands.rename(&at, "format_file_name", false).unwrap();
     let left: Vec<(PathBuf, Vec<u32>)> = preview

@@ -2157,6 +2157,40 @@ fn a_toml_file_taplo_excludes_is_not_called_clean() {
         "{}",
         unmarked.story()
     );
+    // A target outside the current folder (a trial: `lspc check ../other/c.toml b.toml` rooted
+    // the check at `other/`, and taplo called `b.toml`, outside that root, excluded): their
+    // common folder is the root, and both files' syntax errors are reported.
+    let parent = workspace.root.parent().unwrap();
+    std::fs::create_dir_all(parent.join("other")).unwrap();
+    std::fs::write(parent.join("other/c.toml"), "c = \n").unwrap();
+    let spanning = workspace.run_with(
+        &config,
+        &["check", "../other/c.toml", "bad.toml", "--format", "json"],
+    );
+    spanning.status(1);
+    assert_eq!(
+        spanning.json()["root"].as_str(),
+        parent.to_str(),
+        "{}",
+        spanning.story()
+    );
+    assert_eq!(
+        file_states(&spanning.json()),
+        [
+            (
+                "other/c.toml".to_owned(),
+                "diagnostics".to_owned(),
+                String::new()
+            ),
+            (
+                "taplo-excluded/bad.toml".to_owned(),
+                "diagnostics".to_owned(),
+                String::new()
+            ),
+        ],
+        "{}",
+        spanning.story()
+    );
 }
 
 /// A new user's trial: intelephense 1.18 does not analyse a document over its `files.maxSize`
@@ -2266,6 +2300,27 @@ fn a_rename_reports_what_it_broke_in_the_files_it_left() {
             && gcc.stderr.contains("flush_block"),
         "{}",
         gcc.story()
+    );
+    // A second trial: the mention left is in a header that includes none of the changed files.
+    // clangd 14 publishes nothing new for it, and the after-check waited for it until the
+    // timeout (`diagnostics incomplete: server still analysing macro.h`, 30 s where 0.5 s did
+    // before). It is compared after a short wait now, with no note.
+    workspace
+        .file(
+            "macro.h",
+            "#define CALL(v) flush_blk(v)\n#define OLD(v) twice(v)\n",
+        )
+        .file(
+            "twice.c",
+            "#include \"lib.h\"\nint twice(int x) { return x; }\n",
+        )
+        .file("lib.h", "void flush_blk(int x);\nint twice(int x);\n");
+    let output = rename_applying(&workspace, &config, "twice.c:2:5", "double_it");
+    output.status(0);
+    assert!(
+        !output.stdout.contains("diagnostics incomplete") && output.stdout.contains("macro.h:2"),
+        "{}",
+        output.story()
     );
 }
 
