@@ -394,7 +394,7 @@ impl EditCommands {
             ColumnOrSymbol::Column(_) => old_name.clone(),
         };
         if let Some(given) = &given {
-            refuse_a_misplaced_edit(server, &edit, given)?;
+            refuse_a_misplaced_edit(server, &edit, given, old_name.as_deref())?;
         }
         if let Some(old_name) = old_name {
             match self.local_to(server, &path, &document, &edit) {
@@ -404,7 +404,12 @@ impl EditCommands {
                 None => {
                     (edit, left) =
                         self.include_leftovers(server, edit, &touched, &params, &old_name)?;
-                    refuse_a_misplaced_edit(server, &edit, given.as_deref().unwrap_or(&old_name))?;
+                    refuse_a_misplaced_edit(
+                        server,
+                        &edit,
+                        given.as_deref().unwrap_or(&old_name),
+                        Some(&old_name),
+                    )?;
                 }
             }
         }
@@ -1243,23 +1248,27 @@ pub fn intersects(diagnostic: &Value, range: &lsp_types::Range) -> bool {
     key(own.start) <= key(range.end) && key(own.end) >= key(range.start)
 }
 
-/// The note for a `workspace/executeCommand` that failed after files were written: names the
-/// follow-up server request lspc declined when that is why (typescript-language-server's
-/// `_typescript.rename` after a refactor), else the error.
-/// Refuses a rename `edit` one of whose edits replaces text that does not hold `old_name`
-/// (ASCII case ignored, for the languages whose names ignore it): a server whose positions do
-/// not fit the file would overwrite other code ([`CommandError::MisplacedEdit`]). Insertions
-/// and replacements that hold the name (`s:Greet` for `Greet`, an import path) pass.
+/// Refuses a rename `edit` one of whose edits replaces text that holds neither `old_name` (as
+/// given: `s:Greet`) nor `identifier` (the identifier at the position: `s`), ASCII case ignored
+/// for the languages whose names ignore it: a server whose positions do not fit the file would
+/// overwrite other code ([`CommandError::MisplacedEdit`]). Insertions and replacements that hold
+/// the name (`s:Greet` for `Greet`, an import path) pass.
 fn refuse_a_misplaced_edit(
     server: &ServerInfo,
     edit: &Value,
     old_name: &str,
+    identifier: Option<&str>,
 ) -> Result<(), CommandError> {
-    let name = old_name.to_ascii_lowercase();
+    let names: Vec<String> = [Some(old_name), identifier]
+        .into_iter()
+        .flatten()
+        .map(str::to_ascii_lowercase)
+        .collect();
     let misplaced = super::workspace_edit::replaced_texts(edit, server.encoding)
         .into_iter()
         .find(|replaced| {
-            !replaced.text.is_empty() && !replaced.text.to_ascii_lowercase().contains(&name)
+            let text = replaced.text.to_ascii_lowercase();
+            !text.is_empty() && !names.iter().any(|name| text.contains(name))
         });
     match misplaced {
         Some(replaced) => Err(CommandError::MisplacedEdit {
@@ -1274,6 +1283,9 @@ fn refuse_a_misplaced_edit(
     }
 }
 
+/// The note for a `workspace/executeCommand` that failed after files were written: names the
+/// follow-up server request lspc declined when that is why (typescript-language-server's
+/// `_typescript.rename` after a refactor), else the error.
 pub fn command_failed_after_edit_note(error: &CommandError) -> String {
     const DECLINED: &str = "lspc does not handle the server request ";
     let text = error.to_string();
