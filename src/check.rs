@@ -681,13 +681,10 @@ fn finish(report: &CheckReport, options: &CheckOptions, ending: Ending) -> i32 {
     let n_unsent = ending.n_unsent;
     if report.files.is_empty() && n_unsent > 0 {
         if n_unsent == 1 {
-            eprintln!(
-                "lspc: no file was checked: the one file found could not be sent to a server"
-            );
+            eprintln!("lspc: no file was checked: the one file found was skipped (see above)");
         } else {
             eprintln!(
-                "lspc: no file was checked: none of the {n_unsent} files found could be sent to \
-                 a server"
+                "lspc: no file was checked: the {n_unsent} files found were skipped (see above)"
             );
         }
         // A graver status (a configuration error, a server failure) stands.
@@ -714,7 +711,9 @@ fn finish(report: &CheckReport, options: &CheckOptions, ending: Ending) -> i32 {
 }
 
 /// How many of `report`'s skipped files a server would have checked but could not be sent to
-/// one (not UTF-8, too large, binary, unreadable). Not counted: files the servers' projects
+/// one (not UTF-8, too large, binary, unreadable) or that it said it did not analyse (taplo's
+/// excluded files, rust-analyzer's `unlinked-file`: a trial's `lspc check gen` said the one
+/// file "could not be sent to a server"). Not counted: files the servers' projects
 /// leave out, and files whose every server gives no diagnostics (cmake-language-server, a
 /// bash-language-server without ShellCheck), which no server checks on any machine as
 /// configured, like files no server serves.
