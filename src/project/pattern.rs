@@ -123,6 +123,9 @@ pub fn relative_to(path: &Path, base: &Path) -> Option<String> {
 /// Drops `./` prefixes and trailing `/`; refuses empty patterns and `..` components.
 fn normalise(text: &str) -> Option<String> {
     let mut text = text.trim().replace('\\', "/");
+    // `.` and `./` are the base folder itself: everything below it (vite's
+    // `"include": ["./"]`).
+    let base_folder = text == "." || text.starts_with("./");
     while let Some(rest) = text.strip_prefix("./") {
         text = rest.to_string();
     }
@@ -130,8 +133,7 @@ fn normalise(text: &str) -> Option<String> {
         text.pop();
     }
     if text.is_empty() || text == "." {
-        // `.` is the base folder itself: everything below it.
-        return (text == ".").then(|| "**".to_string());
+        return base_folder.then(|| "**".to_string());
     }
     if text.split('/').any(|component| component == "..") {
         return None;

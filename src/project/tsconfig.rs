@@ -382,8 +382,12 @@ fn anchored_list(folder: &Path, patterns: &[String], include: bool) -> Vec<Ancho
         .iter()
         .filter_map(|text| {
             let last = text.trim_end_matches('/').rsplit('/').next().unwrap_or("");
-            let names_folder =
-                !include || !(last.contains('*') || last.contains('?') || last.contains('.'));
+            // `./`, `.` and `..` name folders too: vite's `packages/vite/src/node/tsconfig.json`
+            // has `"include": ["./"]`, which tsc reads as everything below it, and lspc
+            // read as a file named `.` (every file "outside tsconfig's include").
+            let names_folder = !include
+                || matches!(last, "." | "..")
+                || !(last.contains('*') || last.contains('?') || last.contains('.'));
             Some(Anchored {
                 folder: folder.to_path_buf(),
                 pattern: PathPattern::new(text)?,
@@ -460,6 +464,33 @@ mod tests {
         );
         assert_eq!(missing[0].message, "File './missing.json' not found.");
         std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// A trial on vitejs/vite: `"include": ["./"]` and `["."]` name the configuration's folder,
+    /// as `tsc -p` reads them; a file pattern still names files.
+    #[test]
+    fn dot_includes_name_folders() {
+        let root = std::env::temp_dir().join(format!("lspc-tsconfig-dot-{}", std::process::id()));
+        for (include, a_ts) in [
+            (r#"["./"]"#, None),
+            (r#"["."]"#, None),
+            (r#"["./*.ts"]"#, Some("outside")),
+        ] {
+            std::fs::create_dir_all(root.join("node")).unwrap();
+            std::fs::write(
+                root.join("node/tsconfig.json"),
+                format!(r#"{{ "include": {include} }}"#),
+            )
+            .unwrap();
+            let files = TsconfigFiles::new(&root);
+            assert_eq!(
+                files.leaves_out(&root.join("node/src/a.ts")),
+                a_ts,
+                "{include}"
+            );
+            assert_eq!(files.leaves_out(&root.join("node/b.ts")), None, "{include}");
+            std::fs::remove_dir_all(&root).unwrap();
+        }
     }
 
     #[test]
