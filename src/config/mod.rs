@@ -453,9 +453,10 @@ pub fn extension_key(path: &Path) -> Option<String> {
 
 /// Whether a file name is a Dockerfile's by the patterns of VS Code's Dockerfile language
 /// (`extensions/docker/package.json`: `Dockerfile`, `Containerfile`, `Dockerfile.*`,
-/// `Containerfile.*`, `*.dockerfile`, `*.containerfile`), matched as VS Code matches them,
-/// ignoring case (`dockerfile.dev`, `api.Dockerfile`). BuildKit's per-Dockerfile ignore files
-/// (`Dockerfile.dockerignore`, `api.Dockerfile.dockerignore`) are not Dockerfiles.
+/// `Containerfile.*`, `*.dockerfile`, `*.containerfile`). The whole name and the extension
+/// ignore case (`CONTAINERFILE`, `api.Dockerfile`); the `Dockerfile.*` prefix does not, so a Go
+/// `dockerfile.go` stays Go. BuildKit's per-Dockerfile ignore files (`Dockerfile.dockerignore`,
+/// `api.Dockerfile.dockerignore`) are not Dockerfiles.
 fn is_dockerfile_name(file_name: &str) -> bool {
     let name = file_name.to_ascii_lowercase();
     if name.ends_with(".dockerignore") {
@@ -464,12 +465,11 @@ fn is_dockerfile_name(file_name: &str) -> bool {
     ["dockerfile", "containerfile"].iter().any(|stem| {
         name == *stem
             || name
-                .strip_prefix(stem)
-                .is_some_and(|rest| rest.starts_with('.'))
-            || name
                 .strip_suffix(stem)
                 .is_some_and(|rest| rest.ends_with('.'))
-    })
+    }) || ["Dockerfile.", "Containerfile."]
+        .iter()
+        .any(|prefix| file_name.starts_with(prefix))
 }
 
 /// The routing key of a script without an extension, from its first line: `.sh` when its `#!`
@@ -818,7 +818,9 @@ mod tests {
         check("Dockerfile.dockerignore", Some(".dockerignore"));
         check("api.Dockerfile.dockerignore", Some(".dockerignore"));
         check("Dockerfile.", Some(".dockerfile"));
-        check("dockerfile.dev", Some(".dockerfile"));
+        check("dockerfile.dev", Some(".dev"));
+        check("dockerfile.go", Some(".go"));
+        check("pkg/containerfile.rs", Some(".rs"));
         check("CONTAINERFILE", Some(".dockerfile"));
         check("NotADockerfile.txt", Some(".txt"));
         check("sub/CMakeLists.txt", Some(".cmake"));
