@@ -798,31 +798,22 @@ impl Queries {
                 );
             }
             let empty = answer.is_null() || answer.as_array().is_some_and(Vec::is_empty);
-            if readiness == Readiness::EmptyAnswerWaits
+            let ask_again = readiness == Readiness::EmptyAnswerWaits
                 && empty
-                && self
+                && !self
                     .analysed
-                    .first_time(target.server.server_id, &target.doc.path)
-            {
-                wait_analysed(
-                    &self.op_sender,
-                    &target.doc.path,
-                    &target.server.name,
-                    self.timeout,
-                );
-                let again = self.request(&target, method, params(&target).into_value())?;
-                log::debug!(
-                    "{}: {method} answered nothing before the file's diagnostics settled; \
-                     asked again: {again}",
-                    target.server.name
-                );
-                return Ok((target, again, None));
+                    .contains(target.server.server_id, &target.doc.path);
+            if !ask_again {
+                return Ok((target, answer, None));
             }
-            return Ok((target, answer, None));
+            // Asked again below, once the file's first analysis wait is over.
+            log::debug!(
+                "{}: {method} answered nothing before the file's diagnostics settled",
+                target.server.name
+            );
         }
         let incomplete = match readiness {
-            Readiness::EmptyAnswerWaits => None,
-            Readiness::Analysed => {
+            Readiness::Analysed | Readiness::EmptyAnswerWaits => {
                 if self
                     .analysed
                     .first_time(target.server.server_id, &target.doc.path)
