@@ -10,6 +10,7 @@ use crossbeam_channel::Sender;
 use serde_json::{json, Value};
 
 use super::super::documents::{read_text_with, DiskStamp, Refresh};
+use super::super::settle::SettleRule;
 use super::super::{BuiltRequest, EngineError, RequestBuilder, SyncedDocument};
 use super::State;
 use crate::process::ServerId;
@@ -174,9 +175,18 @@ impl State {
         if !server.is_running() {
             return;
         }
-        match doc.open_on.get(&server_id) {
-            Some(&(version, _)) if version == doc.version => {}
-            Some(_) => {
+        // A server whose first versioned publish is final (clangd) publishes nothing for a
+        // version whose text and preamble are those of its last analysis: the same text sent
+        // again after a stale analysis, for a file that includes none of the changed ones,
+        // would wait for a publish that never comes (the whole timeout). Closed and opened
+        // again, the file gets a fresh analysis and one publish for the new version, whatever
+        // it includes.
+        let held = doc.open_on.get(&server_id).map(|&(version, _)| version);
+        let reopen = held.is_some_and(|held| held >= doc.text_version)
+            && server.settle_rule() == SettleRule::VersionedPublish;
+        match held {
+            Some(version) if version == doc.version => return,
+            Some(_) if !reopen => {
                 server.notify(
                     "textDocument/didChange",
                     json!({
@@ -192,27 +202,43 @@ impl State {
                     server.notify("textDocument/didSave", params);
                 }
                 doc.open_on.insert(server_id, (doc.version, Instant::now()));
+                return;
             }
-            None => {
-                let language_id = self
-                    .options
-                    .config
-                    .language_id(server.config_index, path)
-                    .unwrap_or("plaintext")
-                    .to_owned();
-                server.notify(
-                    "textDocument/didOpen",
-                    json!({
-                        "textDocument": {
-                            "uri": doc.uri,
-                            "languageId": language_id,
-                            "version": doc.version,
-                            "text": &*doc.text
-                        }
-                    }),
+            Some(_) => {
+                log::debug!(
+                    "{}: re-opening {} as v{} (unchanged text, stale analysis)",
+                    server.config.name,
+                    path.display(),
+                    doc.version
                 );
-                doc.open_on.insert(server_id, (doc.version, Instant::now()));
+                server.notify(
+                    "textDocument/didClose",
+                    json!({ "textDocument": { "uri": doc.uri } }),
+                );
             }
+            None => {}
+        }
+        let language_id = self
+            .options
+            .config
+            .language_id(server.config_index, path)
+            .unwrap_or("plaintext");
+        server.notify(
+            "textDocument/didOpen",
+            json!({
+                "textDocument": {
+                    "uri": doc.uri,
+                    "languageId": language_id,
+                    "version": doc.version,
+                    "text": &*doc.text
+                }
+            }),
+        );
+        doc.open_on.insert(server_id, (doc.version, Instant::now()));
+        if reopen {
+            self.servers[server_id.0 as usize]
+                .reopened
+                .insert(path.to_path_buf());
         }
     }
 

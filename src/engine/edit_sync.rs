@@ -15,7 +15,8 @@
 //!   to the running servers that claim them, so their caches do not keep the old text;
 //! - every other document open on a server that claims an edited file is sent again under a
 //!   new version (`stale_analysis`), so its diagnostics settle again before they are reported
-//!   (a source file that includes an edited header).
+//!   (a source file that includes an edited header); on clangd at its next sync, closed and
+//!   opened again.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -23,6 +24,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use super::super::settle::SettleRule;
 use super::State;
 use crate::edit::{
     apply_workspace_edit, ApplyMode, EditContext, EditError, EditReport, Operation, SentDocument,
@@ -192,13 +194,15 @@ impl State {
         self.resend_dependents(report);
     }
 
-    /// Sends every other document open on a server of an edited file again under a new
-    /// version ([`super::documents::Document::stale_analysis`]), in the edit's own turn, as a
-    /// change behind lspc's back does: `util.c` settled clean against `util.h`, and after an
-    /// edit of `util.h` clangd analyses `util.c` again only later and publishes the conflicting
-    /// declaration under the version it had, which lspc had settled already. Sent at once, the
-    /// new version is analysed with the new header (sent later, clangd 14 finds its inputs
-    /// unchanged since that analysis and publishes nothing for it).
+    /// Marks every other document open on a server of an edited file for a new version
+    /// ([`super::documents::Document::stale_analysis`]), as a change behind lspc's back does:
+    /// `util.c` settled clean against `util.h`, and after an edit of `util.h` clangd analyses
+    /// `util.c` again only later and publishes the conflicting declaration under the version it
+    /// had, which lspc had settled already. Servers other than clangd get the new version in
+    /// the edit's own turn; on clangd it is a close and open again (a fresh analysis, which
+    /// always publishes: a `didChange` of the same text is not analysed again when the file's
+    /// includes did not change, and its wait got no publish until the timeout), sent at the
+    /// file's next sync.
     fn resend_dependents(&mut self, report: &EditReport) {
         let changed: Vec<&Path> = report
             .files
@@ -224,6 +228,19 @@ impl State {
             .documents
             .mark_stale_analysis_except(&servers, &changed);
         for path in dependents {
+            // On clangd the new version is a close and open again, a whole new analysis
+            // (`open_on_server`): it waits, marked, for the file's next sync, so an edit does not
+            // rebuild every open file.
+            let eager = self.documents.get(&path).is_some_and(|doc| {
+                doc.open_on.keys().any(|server_id| {
+                    servers.contains(server_id)
+                        && self.servers[server_id.0 as usize].settle_rule()
+                            != SettleRule::VersionedPublish
+                })
+            });
+            if !eager {
+                continue;
+            }
             if let Err(error) = self.sync_document(&path) {
                 log::debug!("cannot re-send {}: {error}", path.display());
             }

@@ -6,7 +6,7 @@
 //! ([`State::on_initialized`]), fail ([`State::fail_server`]), restart
 //! ([`State::fire_restarts`]), hung detection, close ([`State::on_closed`]) and the startup deadline.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -93,6 +93,10 @@ pub(super) struct Server {
     pub(super) last_progress_change: Option<Instant>,
     /// The last publish per document.
     pub(super) publishes: HashMap<PathBuf, PublishInfo>,
+    /// Documents closed and opened again at once (a stale analysis on clangd,
+    /// `open_on_server`) whose publish for the close may still come: clangd clears a closed
+    /// file's diagnostics without a version, and that empty set describes no open text.
+    pub(super) reopened: HashSet<PathBuf>,
     /// The diagnostics of the last publish or full pull per document exactly as the server sent
     /// them (its encoding, `data` kept), for code-action contexts ([`Op::RawDiagnostics`]).
     /// Kept per origin: a server that pulls and pushes for one file has both in force. Each is
@@ -196,6 +200,7 @@ impl Server {
             logged_statuses: Default::default(),
             last_progress_change: None,
             publishes: HashMap::new(),
+            reopened: HashSet::new(),
             raw_diagnostics: HashMap::new(),
             supervisor: Supervisor::new(options.restart.unwrap_or(RestartPolicy::from_config(
                 config.restart_on_crash,
@@ -641,6 +646,7 @@ impl State {
         server.check_failure = None;
         server.given_up.clear();
         server.publishes.clear();
+        server.reopened.clear();
         server.raw_diagnostics.clear();
         self.pulled.retain(|(id, _), _| *id != server_id);
         self.pulls_in_flight.retain(|(id, _)| *id != server_id);

@@ -354,6 +354,13 @@ impl State {
             .get(&path)
             .is_some_and(|doc| doc.open_on.contains_key(&server_id));
         let server = &mut self.servers[server_id.0 as usize];
+        if server.reopened.remove(&path) && version.is_none() {
+            // clangd clears a file's diagnostics without a version on `didClose`; for a file
+            // lspc closed and opened again at once, that empty set describes no version of the
+            // open text (and, taken as a fresh unversioned publish, would settle it clean).
+            log::debug!("{name}: ignored the unversioned publish for re-opened {uri}");
+            return;
+        }
         if server.pull_diagnostics && !server.publishes_with_pull && open_here {
             log::debug!(
                 "{name}: publishes besides pull diagnostics: settle rule pull-and-publish from now on"
