@@ -590,6 +590,17 @@ impl State {
             if failures.len() == wait.servers.len() {
                 return Some(DiagnosticsOutcome::Failed(failures.join("; ")));
             }
+            // A server configured for the file whose command is missing never joined the wait
+            // (`lspc check` keeps the others' findings): the file was not checked by it, and
+            // is not clean (a new user's trial: `"command": "no-such-pyright"` beside the
+            // built-in ruff made a file with a type error `clean`).
+            let mut failures = failures;
+            failures.extend(
+                self.options
+                    .config
+                    .unavailable_for(&wait.path)
+                    .map(|server| super::super::EngineError::command_not_found(server).to_string()),
+            );
             // The servers that answered, by name, and the outcome of a file not checked for
             // `reasons` (after the other servers' failures, when there are some).
             let answered = || {

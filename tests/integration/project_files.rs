@@ -835,7 +835,8 @@ fn a_slow_file_does_not_sink_the_small_files_results() {
 
 /// README's strict-mode `.lsp.json` entry named `pyright` replaces the built-in pyright; ruff
 /// keeps serving `.py` (it used to be turned off). A configured server whose program is missing
-/// fails alone, said once, and the built-ins still check every file.
+/// fails alone, said once, and the built-ins still check every file; the files it should have
+/// checked are errors, not checked by every server.
 #[test]
 fn configured_servers_add_to_the_builtins() {
     require_program!("pyright-langserver");
@@ -885,7 +886,10 @@ fn configured_servers_add_to_the_builtins() {
         output.story()
     );
     assert_eq!(
-        output.stderr.matches("lspc-no-such-server").count(),
+        output
+            .stderr
+            .matches("server py: cannot start: command not found: lspc-no-such-server")
+            .count(),
         1,
         "{}",
         output.story()
@@ -894,15 +898,26 @@ fn configured_servers_add_to_the_builtins() {
         .into_iter()
         .map(|(path, state, _)| (path, state))
         .collect();
+    // Each file keeps the built-ins' findings but is not called checked: the configured server
+    // never saw it (a new user's trial: with `"command": "no-such-pyright"`, a file with a type
+    // error was `clean`).
     assert_eq!(
         states,
         [
-            ("a.py".to_owned(), "diagnostics".to_owned()),
-            ("b.py".to_owned(), "diagnostics".to_owned()),
+            ("a.py".to_owned(), "error".to_owned()),
+            ("b.py".to_owned(), "error".to_owned()),
         ],
         "{}",
         output.story()
     );
+    assert_eq!(
+        report["files"][1]["reason"],
+        "not checked by every server: server py failed to start: command not found: \
+         lspc-no-such-server",
+        "{}",
+        output.story()
+    );
+    assert_eq!(report["files"][1]["diagnostics"][0]["code"], "F401");
 }
 
 /// A server that publishes one file under two spellings of its URI (`%C3%A9` then `%c3%a9`)
