@@ -324,6 +324,27 @@ pub fn builtin_publishes_diagnostics(name: &str) -> bool {
     name != "cmake-language-server"
 }
 
+/// The project-root markers of `server` when its entry sets no `rootMarkers`: for pyright, the
+/// files pyright reads its configuration from, `pyrightconfig.json` and a `pyproject.toml` with
+/// a `[tool.pyright]` table (basedpyright: or `[tool.basedpyright]`), since a pyright rooted
+/// at a folder whose `pyproject.toml` has no such table, or at a `setup.cfg` (pyright reads
+/// neither), runs with its defaults instead of the project's configuration and resolves imports
+/// from there (a new user's trial: a `tests/setup.cfg` for flake8 in encode/httpx gave 32
+/// `Import "httpx" could not be resolved`); for other servers [`default_root_markers`] of the
+/// languages it serves.
+pub fn default_root_markers_of(server: &ServerConfig) -> Vec<String> {
+    let markers: &[&str] = match Program::of(server) {
+        Some(Program::PyrightLangserver) => &["pyrightconfig.json", "pyproject.toml:tool.pyright"],
+        Some(Program::BasedpyrightLangserver) => &[
+            "pyrightconfig.json",
+            "pyproject.toml:tool.basedpyright",
+            "pyproject.toml:tool.pyright",
+        ],
+        _ => return default_root_markers(&server.extension_to_language),
+    };
+    markers.iter().map(|marker| marker.to_string()).collect()
+}
+
 /// The project-root markers lspc uses for a server that serves `extensions` (lowercase, with
 /// their dot) and whose configuration sets no `rootMarkers`: Python `pyproject.toml`,
 /// `setup.cfg`, `pyrightconfig.json`; TypeScript/JavaScript `tsconfig.json`, `jsconfig.json`,
@@ -412,17 +433,17 @@ pub(crate) fn builtin_servers(
         for (extension, language) in builtin.extensions {
             extension_to_language.insert(extension.to_string(), language.to_string());
         }
-        let server = ServerConfig {
+        let mut server = ServerConfig {
             resolved_command: path_search.find(builtin.command),
             args: builtin.args.iter().map(|a| a.to_string()).collect(),
             env: BTreeMap::from([("CLAUDE_PROJECT_DIR".to_string(), root.display().to_string())]),
-            root_markers: default_root_markers(&extension_to_language),
             extension_to_language,
             settings: builtin_settings(builtin.name),
             initialization_options: builtin_initialization_options(builtin.name),
             diagnostics: builtin_publishes_diagnostics(builtin.name),
             ..ServerConfig::new(builtin.name, builtin.command, ConfigOrigin::BuiltIn)
         };
+        server.root_markers = default_root_markers_of(&server);
         if builtin.python_type_checker && server.resolved_command.is_some() {
             if let Some(chosen) = python_type_checker {
                 skipped.push(SkippedServer {

@@ -297,9 +297,8 @@ fn parse_entry(
     let path_var = env.get("PATH").cloned().or_else(|| (source.env)("PATH"));
     let resolved_command = resolve_command(&command, source.base_dir, path_var.as_deref());
 
-    let root_markers = root_markers
-        .unwrap_or_else(|| super::builtin::default_root_markers(&extension_to_language));
-    Some(ServerConfig {
+    let default_markers = root_markers.is_none();
+    let mut server = ServerConfig {
         name: server_name,
         command,
         resolved_command,
@@ -310,7 +309,7 @@ fn parse_entry(
         initialization_options: get("initializationOptions").map(Json::to_value),
         settings: get("settings").map(Json::to_value),
         workspace_folder,
-        root_markers,
+        root_markers: root_markers.unwrap_or_default(),
         startup_timeout_ms,
         shutdown_timeout_ms,
         restart_on_crash,
@@ -319,7 +318,11 @@ fn parse_entry(
         diagnostics_off_reason: None,
         formatting_off_reason: None,
         origin: source.origin.clone(),
-    })
+    };
+    if default_markers {
+        server.root_markers = super::builtin::default_root_markers_of(&server);
+    }
+    Some(server)
 }
 
 fn string_array(value: &Json) -> Option<Vec<String>> {

@@ -19,7 +19,7 @@
 mod builtin;
 pub use builtin::{builtin_for_extension, builtin_publishes_diagnostics};
 pub mod roots;
-pub use builtin::default_root_markers;
+pub use builtin::{default_root_markers, default_root_markers_of};
 mod entry;
 mod expand;
 pub mod gopls;
@@ -73,8 +73,9 @@ pub struct ServerConfig {
     /// File or folder names that mark a project root (`pyproject.toml`, `tsconfig.json`): each
     /// file is served by the server's instance for the nearest ancestor folder holding one (not
     /// above the workspace root), else by the instance at the workspace root. From the entry's
-    /// `rootMarkers` (an lspc extension to the seeds' format), else the defaults for the
-    /// languages it serves ([`builtin::default_root_markers`]); empty means one instance.
+    /// `rootMarkers` (an lspc extension to the seeds' format), else the defaults for its program
+    /// or the languages it serves ([`builtin::default_root_markers_of`]); empty means one
+    /// instance. A marker is a name or `FILE:TABLE` ([`roots::holds_marker`]).
     pub root_markers: Vec<String>,
     /// Milliseconds from spawn to the `initialize` result; `None` means lspc's default.
     pub startup_timeout_ms: Option<u64>,

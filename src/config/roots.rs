@@ -10,9 +10,41 @@ use std::path::{Path, PathBuf};
 
 use super::Config;
 
+/// The file or folder name of a root marker: `pyproject.toml` for `pyproject.toml:tool.pyright`.
+pub fn marker_file(marker: &str) -> &str {
+    marker.split_once(':').map_or(marker, |(file, _)| file)
+}
+
+/// Whether `dir` holds `marker`: a file or folder name, or `FILE:TABLE`, a TOML file with that
+/// table (`pyproject.toml:tool.pyright`: a `[tool.pyright]` header, or one of its sub-tables
+/// `[tool.pyright.…]`/`[[tool.pyright.…]]`). pyright reads only a `pyproject.toml` with its
+/// table, so a folder whose `pyproject.toml` has none is no pyright project.
+pub fn holds_marker(dir: &Path, marker: &str) -> bool {
+    let Some((file, table)) = marker.split_once(':') else {
+        return dir.join(marker).exists();
+    };
+    let Ok(text) = std::fs::read_to_string(dir.join(file)) else {
+        return false;
+    };
+    text.lines().any(|line| {
+        let header = line.trim_start();
+        let Some(name) = header
+            .strip_prefix("[[")
+            .or_else(|| header.strip_prefix('['))
+        else {
+            return false;
+        };
+        let name = name.trim_start();
+        name.strip_prefix(table).is_some_and(|rest| {
+            let rest = rest.trim_start();
+            rest.starts_with(']') || rest.starts_with('.')
+        })
+    })
+}
+
 /// The nearest folder at or above `folder` and at or below `workspace_root` holding one of
-/// `markers` (files or folders), else `workspace_root`; `None` when `folder` is not inside
-/// `workspace_root`. Both paths are expected canonical.
+/// `markers` ([`holds_marker`]: files or folders, or `FILE:TABLE`), else `workspace_root`;
+/// `None` when `folder` is not inside `workspace_root`. Both paths are expected canonical.
 pub fn find_project_root(
     folder: &Path,
     workspace_root: &Path,
@@ -22,7 +54,7 @@ pub fn find_project_root(
         return None;
     }
     for dir in folder.ancestors() {
-        if markers.iter().any(|marker| dir.join(marker).exists()) {
+        if markers.iter().any(|marker| holds_marker(dir, marker)) {
             return Some(dir.to_path_buf());
         }
         if dir == workspace_root {
@@ -114,6 +146,34 @@ mod tests {
         check("ws/plain/x", Some("ws"));
         check("ws", Some("ws"));
         check("elsewhere", None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_table_marker_needs_its_table() {
+        let dir = std::env::temp_dir().join(format!("lspc-table-roots-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let files = [
+            ("plain", "[project]\nname = \"x\"\n# [tool.pyright]\n"),
+            ("own", "[project]\n\n[tool.pyright]\nstrict = [\"src\"]\n"),
+            (
+                "sub",
+                "[[ tool.pyright.executionEnvironments ]]\nroot = \"src\"\n",
+            ),
+            ("other", "[tool.pyrightish]\n[tool.ruff]\n"),
+        ];
+        for (folder, text) in files {
+            std::fs::create_dir_all(dir.join(folder)).unwrap();
+            std::fs::write(dir.join(folder).join("pyproject.toml"), text).unwrap();
+        }
+        let holds = |folder: &str| holds_marker(&dir.join(folder), "pyproject.toml:tool.pyright");
+        assert_eq!(
+            ["plain", "own", "sub", "other", "missing"].map(holds),
+            [false, true, true, false, false]
+        );
+        assert!(holds_marker(&dir.join("plain"), "pyproject.toml"));
+        assert_eq!(marker_file("pyproject.toml:tool.pyright"), "pyproject.toml");
+        assert_eq!(marker_file("setup.cfg"), "setup.cfg");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

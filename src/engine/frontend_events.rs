@@ -113,7 +113,7 @@ impl State {
                         .config
                         .root_markers
                         .iter()
-                        .any(|marker| name == marker.as_str())
+                        .any(|marker| name == crate::config::roots::marker_file(marker))
                 })
             };
             let events: Vec<Value> = changes

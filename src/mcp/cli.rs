@@ -168,20 +168,19 @@ pub fn single_server_config(
     if resolved_command.is_none() {
         return Err(UsageError(format!("mcp: command not found: {command}")));
     }
-    let root_markers = config::default_root_markers(&extension_to_language);
-    let server = ServerConfig {
+    let mut server = ServerConfig {
         resolved_command,
         args,
         extension_to_language,
         initialization_options: options.init_options.clone(),
         settings: options.settings.clone(),
-        root_markers,
         ..ServerConfig::new(
             &program_name,
             &command,
             ConfigOrigin::CommandLine(PathBuf::from(&command)),
         )
     };
+    server.root_markers = config::default_root_markers_of(&server);
     let mut servers = vec![server];
     config::linter::turn_off_unusable_features(&mut servers, root, path_var.as_deref(), &|name| {
         std::env::var(name).ok()

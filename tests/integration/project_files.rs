@@ -1722,3 +1722,93 @@ fn diagnostics_say_which_server_never_checked_an_excluded_file() {
         "{text}"
     );
 }
+
+/// A new user's trial on encode/httpx: a `tests/setup.cfg` holding only flake8's settings made
+/// `tests/` a project of its own, and its pyright, rooted there, could not import the package
+/// beside it: `lspc check .` gave 108 errors (32 `Import "httpx" could not be resolved`) where
+/// `pyright --outputjson` at the root gives 81, and missed 15 real ones. A sub-folder
+/// `pyproject.toml` with only `[project]` did the same. pyright reads neither file, so neither
+/// marks a pyright project now: only `pyrightconfig.json` and a `pyproject.toml` with a
+/// `[tool.pyright]` table do (the monorepo fixture's services keep their own instances).
+#[test]
+fn folders_pyright_reads_no_configuration_from_are_no_pyright_projects() {
+    require_program!("pyright-langserver");
+    require_program!("pyright");
+    let workspace = Workspace::new("pyright-plain-markers");
+    workspace
+        .file("pkg/__init__.py", "def answer() -> int:\n    return 42\n")
+        .file("tests/setup.cfg", "[flake8]\nmax-line-length = 120\n")
+        .file(
+            "tests/test_answer.py",
+            "import pkg\n\nvalue: str = pkg.answer()\n",
+        )
+        .file("tools/pyproject.toml", "[project]\nname = \"tools\"\n")
+        .file(
+            "tools/run.py",
+            "from pkg import answer\n\ncount: bytes = answer()\n",
+        )
+        .file(
+            "typed/pyproject.toml",
+            "[tool.pyright]\ntypeCheckingMode = \"off\"\n",
+        )
+        .file(
+            "typed/loose.py",
+            "import pkg\n\nvalue: str = pkg.answer()\n",
+        );
+    let output = workspace
+        .lspc()
+        .args(["check", "--no-builtin", "--format", "json", "--config"])
+        .arg(workspace.config(json!({"pyright": crate::support::pyright_entry()})))
+        .arg(".")
+        .run();
+    output.status(1);
+    let rows = server_rows(&output.json(), "pyright");
+    let assigned = |file: &str, line: u64, declared: &str| {
+        (
+            file.to_owned(),
+            line,
+            // The column of the value after `name: type = `.
+            if declared == "str" { 14 } else { 16 },
+            "error".to_owned(),
+            format!(
+                "Type \"int\" is not assignable to declared type \"{declared}\"\n  \"int\" is not assignable to \"{declared}\""
+            ),
+        )
+    };
+    // `typed/` keeps its own instance and its own `typeCheckingMode = "off"`, rooted where
+    // `pkg` is out of reach.
+    let typed = (
+        "typed/loose.py".to_owned(),
+        1,
+        8,
+        "warning".to_owned(),
+        "Import \"pkg\" could not be resolved".to_owned(),
+    );
+    assert_eq!(
+        rows,
+        BTreeSet::from([
+            assigned("tests/test_answer.py", 3, "str"),
+            assigned("tools/run.py", 3, "bytes"),
+            typed.clone(),
+        ]),
+        "{}",
+        output.story()
+    );
+    // pyright's CLI at the root (one project: it reads no sub-folder configuration) agrees on
+    // the two folders without a pyright configuration.
+    let cli: BTreeSet<_> = pyright_cli_rows(&workspace)
+        .into_iter()
+        .filter(|(path, ..)| !path.starts_with("typed/"))
+        .collect();
+    let mut without_typed = rows;
+    without_typed.remove(&typed);
+    assert_eq!(cli, without_typed);
+    workspace
+        .lspc()
+        .args(["servers", "--no-builtin", "--config"])
+        .arg(workspace.config(json!({"pyright": crate::support::pyright_entry()})))
+        .run()
+        .stdout_contains(
+            "pyright: . typed (markers: pyrightconfig.json pyproject.toml:tool.pyright)",
+        );
+}
