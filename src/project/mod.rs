@@ -22,6 +22,7 @@ mod jsonc;
 pub mod pattern;
 mod pyright;
 mod ruff;
+mod ts_imports;
 mod tsconfig;
 
 use std::fmt;

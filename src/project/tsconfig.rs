@@ -20,7 +20,7 @@
 //! to `tsconfig.app.json` and `tsconfig.node.json`), whose sources were all skipped as
 //! "outside tsconfig's include" while `tsc -b` reported their errors.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -65,6 +65,8 @@ struct Project {
     allow_js: bool,
     /// The configuration files its `references` name.
     references: Vec<PathBuf>,
+    /// The configuration file itself.
+    config: PathBuf,
 }
 
 /// How many referenced configurations one file's verdict may look at (a guard against huge or
@@ -81,6 +83,9 @@ pub struct TsconfigFiles {
     errors: std::cell::RefCell<Vec<ProjectError>>,
     /// `extends` entries that name no file (tsc's TS6053), in the order met.
     missing_bases: std::cell::RefCell<Vec<Diagnostic>>,
+    /// Per configuration file, the files its root files import from outside them
+    /// ([`super::ts_imports`]), computed when a file it leaves out is first asked about.
+    imported: std::cell::RefCell<HashMap<PathBuf, std::rc::Rc<HashSet<PathBuf>>>>,
 }
 
 impl TsconfigFiles {
@@ -91,6 +96,7 @@ impl TsconfigFiles {
             by_file: Default::default(),
             errors: Default::default(),
             missing_bases: Default::default(),
+            imported: Default::default(),
         }
     }
 
@@ -137,6 +143,42 @@ impl TsconfigFiles {
             .borrow_mut()
             .insert(file.to_path_buf(), found.clone());
         found
+    }
+
+    /// The files `project`'s root files import from outside them, once per configuration: its
+    /// root files are its `files` and the files below its folder it includes.
+    fn imported_by(&self, project: &Project) -> std::rc::Rc<HashSet<PathBuf>> {
+        if let Some(found) = self.imported.borrow().get(&project.config) {
+            return std::rc::Rc::clone(found);
+        }
+        let folder = project.config.parent().unwrap_or(&self.root).to_path_buf();
+        let listed = crate::walk::list_files(&self.root, &[folder]).unwrap_or_else(|error| {
+            log::debug!(
+                "cannot list the files of {}: {error}",
+                project.config.display()
+            );
+            Vec::new()
+        });
+        let mut roots: Vec<PathBuf> = project.files.clone();
+        roots.extend(
+            listed.into_iter().filter(|file| {
+                is_typescript_or_javascript(file) && verdict(project, file).is_none()
+            }),
+        );
+        let imported = std::rc::Rc::new(super::ts_imports::imported_closure(
+            &roots,
+            project.allow_js,
+        ));
+        log::debug!(
+            "{}: {} root files import {} more",
+            project.config.display(),
+            roots.len(),
+            imported.len()
+        );
+        self.imported
+            .borrow_mut()
+            .insert(project.config.clone(), std::rc::Rc::clone(&imported));
+        imported
     }
 
     /// Whether a configuration `project` references, directly or further, includes `file`.
@@ -202,7 +244,9 @@ impl FileSet for TsconfigFiles {
     fn leaves_out(&self, file: &Path) -> Option<&'static str> {
         let project = self.project_for(file.parent()?)?;
         let reason = verdict(&project, file)?;
-        (!self.referenced_project_includes(&project, file)).then_some(reason)
+        let in_program = self.referenced_project_includes(&project, file)
+            || self.imported_by(&project).contains(file);
+        (!in_program).then_some(reason)
     }
 }
 
@@ -249,6 +293,7 @@ fn load_project(file: &Path, missing_bases: &mut Vec<Diagnostic>) -> Result<Proj
         exclude,
         allow_js: layer.allow_js.unwrap_or(is_jsconfig),
         references: layer.references,
+        config: file.to_path_buf(),
     })
 }
 

@@ -770,6 +770,63 @@ fn files_of_referenced_tsconfigs_are_checked_as_tsc_b_checks_them() {
     );
 }
 
+/// A new user's trial: with `"include": ["src"]` (or `"files": ["src/index.ts"]`), a module
+/// `src/index.ts` imports from outside them was skipped as "outside tsconfig's include" and the
+/// check passed (exit 0) where `tsc --noEmit -p .` failed on it (exit 2): tsc compiles every
+/// module its root files import, whatever `include` and `exclude` say. Relative imports are
+/// followed now (also an excluded file, `./x.js` naming `x.ts`, and a folder's `index.ts`); a
+/// module nothing imports stays skipped, as tsc leaves it.
+#[test]
+fn modules_the_included_files_import_are_checked_as_tsc_checks_them() {
+    require_program!("typescript-language-server");
+    require_program!("tsc");
+    let workspace = Workspace::new("tsconfig-imports");
+    workspace
+        .file(
+            "tsconfig.json",
+            "{ \"compilerOptions\": { \"strict\": true, \"noEmit\": true, \"target\": \"es2022\", \
+             \"module\": \"nodenext\", \"types\": [] }, \"include\": [\"src\"], \
+             \"exclude\": [\"src/generated\"] }\n",
+        )
+        .file(
+            "src/index.ts",
+            "import { helper } from \"../lib/helper.js\";\nimport { made } from \"./generated/made.js\";\n\
+             export const both = helper() + made;\n",
+        )
+        .file(
+            "lib/helper.ts",
+            "import { deep } from \"./util/index.js\";\nexport function helper(): string {\n  const n: string = deep;\n  return n;\n}\n",
+        )
+        .file("lib/util/index.ts", "export const deep: number = 1;\n")
+        .file("src/generated/made.ts", "export const made: boolean = \"yes\";\n")
+        .file("lib/unused.ts", "export const unused: number = \"no\";\n");
+    let config = workspace.config(json!({ "typescript": typescript_entry() }));
+    let output = json_check(&workspace, &config, &[]);
+    output.status(1);
+    let report = output.json();
+    let expected = tsc_rows_of(&workspace, &["--noEmit", "-p", ".", "--pretty", "false"]);
+    assert_eq!(expected.len(), 2, "{expected:?}");
+    assert_eq!(typescript_rows(&report), expected, "{}", output.story());
+    let states: Vec<(String, String)> = file_states(&report)
+        .into_iter()
+        .filter(|(path, _, _)| path.ends_with(".ts"))
+        .map(|(path, state, _)| (path, state))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("lib/helper.ts", "diagnostics"),
+            ("lib/util/index.ts", "clean"),
+            ("src/generated/made.ts", "diagnostics"),
+            ("src/index.ts", "clean"),
+            ("lib/unused.ts", "skipped"),
+        ]
+        .map(|(path, state)| (path.to_owned(), state.to_owned())),
+        "{}",
+        output.story()
+    );
+}
+
 /// Issue 10's fourth case: `lspc check ok.py big.py` with an 8 MB generated module. The small
 /// file's pyright and ruff diagnostics are both reported (it is sent first, the large file only
 /// once it is alone); only big.py times out, its state naming pyright and what ruff gave.
