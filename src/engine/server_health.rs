@@ -140,6 +140,30 @@ pub(super) fn settings_failure(
     ))
 }
 
+/// How typescript-language-server 5.3.0 logs its tsserver's end
+/// (`[lspserver] [tsclient] [tsserver] Exited. Code: null. Signal: SIGKILL`).
+const TSSERVER_EXITED: &str = "[tsserver] Exited.";
+
+/// For typescript-language-server's log line saying its tsserver ended other than with code 0
+/// (killed, out of memory, crashed): the reason, e.g. "its tsserver ended (Code: null. Signal:
+/// SIGKILL)". The server itself keeps running and answers every request with nothing (a hover
+/// `null`, no references, "point at an identifier" for a rename), so it is a crash. `None` for
+/// any other message, a clean exit (`Code: 0.`), or another program's.
+pub(super) fn tsserver_exited(
+    program: Option<crate::config::Program>,
+    text: &str,
+) -> Option<String> {
+    if program != Some(crate::config::Program::TypescriptLanguageServer) {
+        return None;
+    }
+    let (_, status) = text.split_once(TSSERVER_EXITED)?;
+    let status = status.trim();
+    if status.starts_with("Code: 0.") {
+        return None;
+    }
+    Some(format!("its tsserver ended ({status})"))
+}
+
 /// rust-analyzer's prefix for a flycheck that failed (`main_loop.rs`, fixed whatever command
 /// `check.overrideCommand` configures).
 const CHECK_FAILED: &str = "cargo check failed";
@@ -188,6 +212,28 @@ impl LoggedStatuses {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_tsserver_that_did_not_exit_cleanly_is_a_crash() {
+        use crate::config::Program;
+        let ts = Some(Program::TypescriptLanguageServer);
+        assert_eq!(
+            super::tsserver_exited(
+                ts,
+                "[lspserver] [tsclient] [tsserver] Exited. Code: null. Signal: SIGKILL"
+            ),
+            Some("its tsserver ended (Code: null. Signal: SIGKILL)".to_owned())
+        );
+        assert_eq!(
+            super::tsserver_exited(ts, "[tsserver] Exited. Code: 0. Signal: null"),
+            None
+        );
+        assert_eq!(
+            super::tsserver_exited(Some(Program::Pylsp), "[tsserver] Exited. Code: 1."),
+            None
+        );
+        assert_eq!(super::tsserver_exited(ts, "Using Typescript version"), None);
+    }
+
     use super::*;
     use serde_json::json;
 

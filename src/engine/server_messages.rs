@@ -268,6 +268,17 @@ impl State {
                     }
                     _ => log::debug!("{}: {text}", server.config.name),
                 }
+                if let Some(status) = server_health::tsserver_exited(server.program, text) {
+                    if server.is_running() {
+                        let reason = super::super::EngineError::ServerExited {
+                            server: server.config.name.clone(),
+                            status,
+                            stderr_tail: String::new(),
+                        };
+                        self.fail_server(server_id, reason, false);
+                        return;
+                    }
+                }
                 if let Some((uri, reason)) = given_up::gave_up_on(text) {
                     if let Ok(path) = uri::uri_to_path(uri) {
                         let path = uri::canonical(&path);

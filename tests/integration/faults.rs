@@ -14,7 +14,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::support::{pid_alive, processes_matching};
+use crate::require_program;
+use crate::support::{
+    descendants_matching, pid_alive, processes_matching, typescript_entry, BatchSession, Workspace,
+};
 use lspc::config::{self, ConfigOptions};
 use lspc::engine::{DiagnosticsOutcome, EngineError, EngineHandle, EngineOptions, RestartPolicy};
 use lspc::process::ServerId;
@@ -912,4 +915,52 @@ fn second_lspc_on_the_same_workspace_warns_about_duplicate_servers() {
         "{stderr}"
     );
     fx.assert_no_server_left();
+}
+
+/// A new user's trial on jquense/yup: with tsserver killed (by hand, or the kernel's out-of-memory
+/// killer) behind a running typescript-language-server, every answer became "nothing found":
+/// `references` an empty list (exit 1), hover `null`, a rename "point at an identifier", and the
+/// server was never restarted. typescript-language-server keeps running and logs
+/// `[tsserver] Exited. Code: null. Signal: SIGKILL`; lspc now takes that as the server's crash:
+/// restarted (crash policy) and the next questions answered.
+#[test]
+fn a_killed_tsserver_is_a_crash_of_typescript_language_server() {
+    require_program!("typescript-language-server");
+    let workspace = Workspace::new("tsserver-killed");
+    workspace
+        .file("tsconfig.json", "{ \"compilerOptions\": { \"strict\": true, \"noEmit\": true } }\n")
+        .file(
+            "a.ts",
+            "export function greet(name: string): string {\n  return \"hi \" + name;\n}\nexport const x = greet(\"a\");\n",
+        );
+    let config = workspace.config(json!({ "typescript": typescript_entry() }));
+    let mut session = BatchSession::start(&workspace, &config, 30);
+    let hover = json!({"id": 1, "op": "hover", "file": "a.ts", "line": 4, "symbol": "greet"});
+    let expected = "function greet(name: string): string";
+    let before = session.ask(hover.clone());
+    assert_eq!(before["result"]["text"], expected, "{before}");
+    let tsservers = descendants_matching(session.pid(), "tsserver.js");
+    assert!(!tsservers.is_empty(), "no tsserver below lspc");
+    for pid in &tsservers {
+        unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
+    }
+    // typescript-language-server's log line may come a moment after the kill.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let after = session.ask(hover);
+    assert_eq!(after["result"]["text"], expected, "{after}");
+    let references = session.ask(json!({
+        "id": 2, "op": "references", "file": "a.ts", "line": 1, "symbol": "greet",
+    }));
+    assert_eq!(
+        references["result"]["locations"][0]["lineText"], "export const x = greet(\"a\");",
+        "{references}"
+    );
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    assert!(
+        stderr.contains(
+            "server typescript crashed (its tsserver ended (Code: null. Signal: SIGKILL)); restarting in"
+        ),
+        "{stderr}"
+    );
 }

@@ -512,6 +512,34 @@ pub fn processes_matching(needle: &str) -> Vec<u32> {
         .collect()
 }
 
+/// Pids of live descendants of `ancestor` whose command line contains `needle`.
+pub fn descendants_matching(ancestor: u32, needle: &str) -> Vec<u32> {
+    let parent_of = |pid: u32| -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
+        stat.rsplit_once(')')?
+            .1
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()
+    };
+    processes_matching(needle)
+        .into_iter()
+        .filter(|&pid| {
+            let mut current = pid;
+            for _ in 0..64 {
+                match parent_of(current) {
+                    Some(parent) if parent == ancestor => return true,
+                    Some(parent) if parent > 1 => current = parent,
+                    _ => return false,
+                }
+            }
+            false
+        })
+        .collect()
+}
+
 /// Wait up to `timeout` for no live process to match `needle`; panic listing them otherwise.
 pub fn assert_no_process_within(needle: &str, timeout: Duration) {
     let deadline = Instant::now() + timeout;
@@ -723,6 +751,11 @@ pub struct BatchSession {
 }
 
 impl BatchSession {
+    /// The pid of the `lspc batch` process.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Start `lspc batch --no-builtin --config CONFIG --timeout SECONDS` in the workspace.
     pub fn start(workspace: &Workspace, config: &Path, timeout_seconds: u32) -> BatchSession {
         let timeout = timeout_seconds.to_string();
