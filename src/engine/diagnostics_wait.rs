@@ -25,7 +25,7 @@ use super::super::{DiagnosticsOutcome, FileDiagnostics};
 use super::{Purpose, State};
 use crate::config::{builtin_publishes_diagnostics, ConfigOrigin};
 use crate::diagnostics::Origin;
-use crate::engine::not_analysed::said_not_analysed;
+use crate::engine::not_analysed::{said_not_analysed, schema_not_loaded};
 use crate::process::ServerId;
 
 /// How many files one diagnostics op keeps in flight (below the 50-document LRU bound).
@@ -678,6 +678,18 @@ impl State {
                 .unwrap_or_default();
             if !not_analysed.is_empty() {
                 return Some(not_checked(&not_analysed, unhealthy));
+            }
+            // A schema the file names that its server could not load: checked for syntax only
+            // (never clean, and the network fault is no finding of the file's).
+            for (name, _) in answered() {
+                if let Some(said) = schema_not_loaded(&merged, name) {
+                    let message = said.message.clone();
+                    merged.retain(|d| !(d.server == *name && d.message == message));
+                    failures.push(format!(
+                        "{name}: only its syntax was checked: {}",
+                        message.trim_end_matches('.')
+                    ));
+                }
             }
             if !failures.is_empty() {
                 return Some(DiagnosticsOutcome::PartlyFailed {

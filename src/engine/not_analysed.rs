@@ -22,7 +22,30 @@
 //! finds no files to check (`excluded=1`). lspc called such a file clean (tamasfe/taplo's
 //! `test-data/invalid/*.toml`, 84 files its own `taplo.toml` excludes, invalid TOML each).
 
+//!
+//! A schema the file names that its server cannot load is a file checked only in part:
+//! yaml-language-server 1.x and vscode-json-language-server say `Unable to load schema from
+//! '<url>': <why>` (an error from the YAML server, a warning from the JSON one) and check the
+//! syntax alone. Offline, attrs's `codspeed.yml` (`$schema: https://…`) failed `lspc check`
+//! with that message as a finding (exit 1), a network fault reported as the file's error.
+//! [`schema_not_loaded`] finds it; the file keeps its other findings and is not fully checked.
+
 use crate::diagnostics::Diagnostic;
+
+/// How yaml-language-server and vscode-json-languageservice begin the diagnostic for a schema
+/// they could not fetch or read.
+const SCHEMA_NOT_LOADED: &str = "Unable to load schema from ";
+
+/// The diagnostic by which `server` says it could not load the schema the file names; the file
+/// was then checked for syntax only.
+pub(super) fn schema_not_loaded<'a>(
+    diagnostics: &'a [Diagnostic],
+    server: &str,
+) -> Option<&'a Diagnostic> {
+    diagnostics
+        .iter()
+        .find(|d| d.server == server && d.message.starts_with(SCHEMA_NOT_LOADED))
+}
 
 /// Whether `diagnostic` is its server's word that it did not analyse the file.
 fn says_not_analysed(diagnostic: &Diagnostic) -> bool {

@@ -213,3 +213,59 @@ fn dockerfile_variants_are_checked_walked_and_named() {
          name=value [dockerfile-utils 33]\n",
     );
 }
+
+/// A new user's trial on python-attrs/attrs, offline: `codspeed.yml` names its schema
+/// (`$schema: https://…`), yaml-language-server could not fetch it and said `Unable to load
+/// schema from '…': getaddrinfo ENOTFOUND …` as an error, and `lspc check` failed the file on
+/// it (exit 1): a network fault as the file's finding, while its content was never validated.
+/// vscode-json-language-server says the same as a warning. Such a file now keeps its syntax
+/// findings and is not fully checked (exit 3), in both servers alike.
+#[test]
+fn a_schema_the_server_cannot_load_leaves_the_file_checked_for_syntax_only() {
+    require_program!("yaml-language-server");
+    require_program!("vscode-json-language-server");
+    let workspace = Workspace::new("schema-offline");
+    workspace
+        .file(
+            "a.yml",
+            "$schema: https://example.invalid/s.json\nname: x\nbad: [1, 2\n",
+        )
+        .file(
+            "b.json",
+            "{\n  \"$schema\": \"https://example.invalid/s.json\",\n  \"a\": 1,\n}\n",
+        );
+    let output = workspace
+        .lspc()
+        .args(["check", "--format", "json", "a.yml", "b.json"])
+        .run();
+    output.status(3);
+    let report = output.json();
+    assert_eq!(
+        json_diagnostics(&report),
+        [
+            "a.yml:4:1-4:1 error [YAML 0] Flow sequence in block collection must be sufficiently indented and end with a ]",
+            "b.json:3:9-3:10 error [json 519] Trailing comma",
+        ],
+        "{}",
+        output.story()
+    );
+    // The cause after the URL is the resolver's (ENOTFOUND here, EAI_AGAIN without DNS).
+    let states = file_states(&report);
+    let servers = ["yaml-language-server", "vscode-json-language-server"];
+    assert_eq!(states.len(), 2, "{}", output.story());
+    for ((file, state, reason), (expected_file, server)) in states
+        .iter()
+        .zip(["a.yml", "b.json"].into_iter().zip(servers))
+    {
+        assert_eq!((file.as_str(), state.as_str()), (expected_file, "error"));
+        let expected = format!(
+            "not checked by every server: {server}: only its syntax was checked: Unable to load \
+             schema from 'https://example.invalid/s.json': getaddrinfo "
+        );
+        assert!(
+            reason.starts_with(&expected),
+            "{reason}\n{}",
+            output.story()
+        );
+    }
+}
