@@ -483,7 +483,10 @@ impl State {
                     .collect();
                 return Some(DiagnosticsOutcome::Failed(reasons.join("; ")));
             }
-            if let Err(error) = self.sync_document(&wait.path) {
+            self.syncing_for_diagnostics = true;
+            let synced = self.sync_document(&wait.path);
+            self.syncing_for_diagnostics = false;
+            if let Err(error) = synced {
                 return Some(DiagnosticsOutcome::NotChecked(error.to_string()));
             }
             if let Some(doc) = self.documents.get_mut(&wait.path) {

@@ -96,6 +96,12 @@ impl State {
             // A file this one may depend on changed behind lspc's back: what the servers
             // settled for this version describes the old project.
             self.store.clear_file(path);
+        } else if self.syncing_for_diagnostics && self.quiet_resend_unpublished(path, slots) {
+            // Sent again for a query with its text unchanged, and clangd published nothing for
+            // that version: a new one, sent as a close and open, gets a publish.
+            if let Some(doc) = self.documents.get_mut(path) {
+                doc.version += 1;
+            }
         }
         // Make room before opening, so the LRU bound holds at every moment and not only at the
         // end of a turn: a diagnostics job opens up to `FILES_IN_FLIGHT` files in one turn, which
@@ -158,6 +164,24 @@ impl State {
         }
     }
 
+    /// Whether a server in `slots` holds `path` at a version that was a `didChange` of unchanged
+    /// text ([`super::lifecycle`]'s `quiet_resends`) and has not published for it.
+    fn quiet_resend_unpublished(&self, path: &Path, slots: &[usize]) -> bool {
+        let Some(doc) = self.documents.get(path) else {
+            return false;
+        };
+        slots.iter().any(|&index| {
+            let server = &self.servers[index];
+            let held = doc.open_on.get(&ServerId(index as u32)).map(|&(v, _)| v);
+            server.quiet_resends.contains(path)
+                && held == Some(doc.version)
+                && server
+                    .publishes
+                    .get(path)
+                    .is_none_or(|publish| publish.version < Some(doc.version))
+        })
+    }
+
     pub(super) fn open_on_server(&mut self, server_id: ServerId, path: &Path) {
         // Only a `.h` is looked up twice (issue 15: this runs in every query's turn).
         let opening = path.extension().is_some_and(|extension| extension == "h")
@@ -178,12 +202,15 @@ impl State {
         // A server whose first versioned publish is final (clangd) publishes nothing for a
         // version whose text and preamble are those of its last analysis: the same text sent
         // again after a stale analysis, for a file that includes none of the changed ones,
-        // would wait for a publish that never comes (the whole timeout). Closed and opened
-        // again, the file gets a fresh analysis and one publish for the new version, whatever
-        // it includes.
+        // would wait for a publish that never comes (the whole timeout). For a diagnostics
+        // wait the file is closed and opened again: a fresh analysis and one publish for the
+        // new version, whatever it includes. For a query a `didChange` does (clangd checks the
+        // includes again and answers from them; a fresh analysis of a C++ file with the
+        // standard library's headers costs a second), remembered so that a later wait reopens.
         let held = doc.open_on.get(&server_id).map(|&(version, _)| version);
-        let reopen = held.is_some_and(|held| held >= doc.text_version)
+        let quiet = held.is_some_and(|held| held >= doc.text_version)
             && server.settle_rule() == SettleRule::VersionedPublish;
+        let reopen = quiet && self.syncing_for_diagnostics;
         match held {
             Some(version) if version == doc.version => return,
             Some(_) if !reopen => {
@@ -202,6 +229,12 @@ impl State {
                     server.notify("textDocument/didSave", params);
                 }
                 doc.open_on.insert(server_id, (doc.version, Instant::now()));
+                let quiet_resends = &mut self.servers[server_id.0 as usize].quiet_resends;
+                if quiet {
+                    quiet_resends.insert(path.to_path_buf());
+                } else {
+                    quiet_resends.remove(path);
+                }
                 return;
             }
             Some(_) => {
@@ -235,10 +268,10 @@ impl State {
             }),
         );
         doc.open_on.insert(server_id, (doc.version, Instant::now()));
+        let server = &mut self.servers[server_id.0 as usize];
+        server.quiet_resends.remove(path);
         if reopen {
-            self.servers[server_id.0 as usize]
-                .reopened
-                .insert(path.to_path_buf());
+            server.reopened.insert(path.to_path_buf());
         }
     }
 

@@ -97,6 +97,11 @@ pub(super) struct Server {
     /// `open_on_server`) whose publish for the close may still come: clangd clears a closed
     /// file's diagnostics without a version, and that empty set describes no open text.
     pub(super) reopened: HashSet<PathBuf>,
+    /// Documents whose version on this clangd was a `didChange` of unchanged text (a stale
+    /// analysis synced for a query, `open_on_server`): clangd publishes nothing for such a
+    /// version unless the file's includes changed, so a diagnostics wait sends it again as a
+    /// close and open.
+    pub(super) quiet_resends: HashSet<PathBuf>,
     /// The diagnostics of the last publish or full pull per document exactly as the server sent
     /// them (its encoding, `data` kept), for code-action contexts ([`Op::RawDiagnostics`]).
     /// Kept per origin: a server that pulls and pushes for one file has both in force. Each is
@@ -201,6 +206,7 @@ impl Server {
             last_progress_change: None,
             publishes: HashMap::new(),
             reopened: HashSet::new(),
+            quiet_resends: HashSet::new(),
             raw_diagnostics: HashMap::new(),
             supervisor: Supervisor::new(options.restart.unwrap_or(RestartPolicy::from_config(
                 config.restart_on_crash,
@@ -647,6 +653,7 @@ impl State {
         server.given_up.clear();
         server.publishes.clear();
         server.reopened.clear();
+        server.quiet_resends.clear();
         server.raw_diagnostics.clear();
         self.pulled.retain(|(id, _), _| *id != server_id);
         self.pulls_in_flight.retain(|(id, _)| *id != server_id);

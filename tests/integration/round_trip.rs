@@ -473,6 +473,18 @@ fn documents_open_on_clangd_settle_at_once_after_a_header_they_do_not_include_ch
     assert_eq!(messages(&session.ask(util.clone())), [] as [String; 0]);
     workspace.file("util.h", "short add(int a, int b);\n");
     assert_eq!(messages(&session.ask(util)), conflict);
+    assert_eq!(messages(&session.ask(macros.clone())), missing_semicolon);
+    // A query first sends the unchanged text as a `didChange` (no fresh analysis for a hover);
+    // the diagnostics wait after it still gets its publish.
+    workspace.file("util.h", "int add(int a, int b);\n");
+    let hover = session.ask(json!({
+        "id": 4, "op": "hover", "file": "macro.h", "line": 2, "symbol": "twice",
+    }));
+    assert_eq!(
+        hover["result"]["text"],
+        "function twice\n\n→ int\nParameters:\n- int x\n\nstatic inline int twice(int x)",
+        "{hover}"
+    );
     assert_eq!(messages(&session.ask(macros)), missing_semicolon);
     session.finish();
 }
