@@ -602,6 +602,8 @@ impl State {
                 self.options
                     .config
                     .unavailable_for(&wait.path)
+                    // One whose diagnostics are off would have given the file none anyway.
+                    .filter(|server| server.diagnostics)
                     .map(|server| super::super::EngineError::command_not_found(server).to_string()),
             );
             // The servers that answered, by name, and the outcome of a file not checked for

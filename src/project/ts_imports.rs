@@ -7,7 +7,8 @@
 //! 2) and `lspc check .` skipped it as outside the include (exit 0).
 //!
 //! Followed here: relative specifiers (`./x`, `../x`) of `import … from`, `export … from`,
-//! bare `import '…'`, `import('…')` and `require('…')`, resolved as tsc resolves them: the
+//! bare `import '…'`, `import('…')` (a template literal without substitutions too) and
+//! `require('…')`, and `/// <reference path="…" />` directives, resolved as tsc resolves them: the
 //! exact file, then with `.ts`, `.tsx`, `.d.ts` (and `.js`, `.jsx` with `allowJs`), then
 //! `index` in that folder; a `.js`/`.jsx`/`.mjs`/`.cjs` specifier names the TypeScript file of
 //! the same stem (`./helper.js` → `helper.ts`, as `"module": "nodenext"` writes them). Not
@@ -67,14 +68,15 @@ fn read_small(file: &Path) -> Option<String> {
 }
 
 /// The relative module specifiers in `text` (`./a`, `../b/c.js`, `.`) that follow `from`,
-/// `import` or `require`/`import(`.
+/// `import` or `require`/`import(`, and the relative paths of triple-slash
+/// `/// <reference path="…" />` directives (tsc adds those files to the program too).
 pub fn relative_specifiers(text: &str) -> Vec<&str> {
     let bytes = text.as_bytes();
-    let mut found = Vec::new();
+    let mut found = reference_paths(text);
     let mut index = 0;
     while index < bytes.len() {
         let quote = bytes[index];
-        if quote != b'\'' && quote != b'"' {
+        if quote != b'\'' && quote != b'"' && quote != b'`' {
             index += 1;
             continue;
         }
@@ -95,11 +97,30 @@ pub fn relative_specifiers(text: &str) -> Vec<&str> {
             || literal == ".."
             || literal.starts_with("./")
             || literal.starts_with("../");
-        if relative && follows_import_keyword(&text[..start - 1]) {
+        // A template literal names a module only without substitutions (`import(\`./a\`)`).
+        let constant = quote != b'`' || !literal.contains("${");
+        if relative && constant && follows_import_keyword(&text[..start - 1]) {
             found.push(literal);
         }
     }
     found
+}
+
+/// The `path` of each `/// <reference path="…" />` line (any relative path: tsc resolves it
+/// against the file's folder).
+fn reference_paths(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter_map(|line| {
+            let rest = line.trim_start().strip_prefix("///")?.trim_start();
+            let rest = rest.strip_prefix("<reference")?;
+            let (_, value) = rest.split_once("path")?;
+            let value = value.trim_start().strip_prefix('=')?.trim_start();
+            let quote = value.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+            let value = &value[1..];
+            let path = &value[..value.find(quote)?];
+            (!path.is_empty() && !path.starts_with('/')).then_some(path)
+        })
+        .collect()
 }
 
 /// Whether `before` (the text before a string literal's opening quote) ends with `from`,
@@ -194,17 +215,23 @@ import pkg from "pkg";
 const label = "./not-an-import";
 obj.import('./method-call');
 import type { F } from "./f";
+const g = await import(`./g`);
+const h = await import(`./h/${name}`);
+/// <reference path="../types/globals.d.ts" />
+/// <reference types="node" />
 "#;
         assert_eq!(
             relative_specifiers(text),
             [
+                "../types/globals.d.ts",
                 "./a",
                 "../lib/b.js",
                 "./c",
                 "./side-effect",
                 "./d",
                 "./e",
-                "./f"
+                "./f",
+                "./g"
             ]
         );
     }

@@ -975,6 +975,22 @@ fn configured_servers_add_to_the_builtins() {
         output.story()
     );
     assert_eq!(report["files"][1]["diagnostics"][0]["code"], "F401");
+    // One whose diagnostics are off would have given the files none: they stay checked.
+    workspace.file(
+        ".lsp.json",
+        &json!({"py": {"command": "lspc-no-such-server", "diagnostics": false,
+                       "extensionToLanguage": {".py": "python"}}})
+        .to_string(),
+    );
+    let output = workspace
+        .lspc()
+        .args(["check", "--trust", "--format", "json", "."])
+        .run();
+    let states: Vec<String> = file_states(&output.json())
+        .into_iter()
+        .map(|(_, state, _)| state)
+        .collect();
+    assert_eq!(states, ["diagnostics", "diagnostics"], "{}", output.story());
 }
 
 /// A server that publishes one file under two spellings of its URI (`%C3%A9` then `%c3%a9`)
