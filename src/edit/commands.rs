@@ -958,8 +958,8 @@ impl EditCommands {
             .collect()
     }
 
-    /// Settled diagnostics of `paths` (files no server checks count as clean), and a note naming
-    /// the files that did not settle in time.
+    /// Settled diagnostics of `paths`, and a note naming the files that did not settle in time,
+    /// that a server failed on, or that no server checks.
     fn diagnostics(&self, paths: &[PathBuf]) -> (Vec<Diagnostic>, Option<String>) {
         self.diagnostics_within(paths, self.timeout)
     }
@@ -983,6 +983,7 @@ impl EditCommands {
         let mut all = Vec::new();
         let mut unsettled = Vec::new();
         let mut failed = Vec::new();
+        let mut unchecked = Vec::new();
         for file in files {
             match file.outcome {
                 DiagnosticsOutcome::Settled(diagnostics) => all.extend(diagnostics),
@@ -1000,8 +1001,15 @@ impl EditCommands {
                         uri::relative_display(&file.path, &self.root)
                     ));
                 }
+                // A changed file no server checks (no server for its extension, too large) is
+                // said to be unchecked: "no new diagnostics" would vouch for it (a new user's
+                // trial: an edit of a 15 MB `.ts` file over the size limit).
                 DiagnosticsOutcome::Failed(reason) | DiagnosticsOutcome::NotChecked(reason) => {
-                    log::debug!("no diagnostics for {}: {reason}", file.path.display())
+                    log::debug!("no diagnostics for {}: {reason}", file.path.display());
+                    let shown = uri::relative_display(&file.path, &self.root);
+                    let absolute = format!("{} ", file.path.display());
+                    let reason = reason.replace(&absolute, "");
+                    unchecked.push(format!("{shown} not checked ({reason})"));
                 }
             }
         }
@@ -1010,6 +1018,7 @@ impl EditCommands {
             notes.push(format!("server still analysing {}", unsettled.join(", ")));
         }
         notes.extend(failed);
+        notes.extend(unchecked);
         let note =
             (!notes.is_empty()).then(|| format!("diagnostics incomplete: {}", notes.join("; ")));
         (all, note)

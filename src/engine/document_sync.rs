@@ -208,11 +208,13 @@ impl State {
         // includes again and answers from them; a fresh analysis of a C++ file with the
         // standard library's headers costs a second), remembered so that a later wait reopens.
         let held = doc.open_on.get(&server_id).map(|&(version, _)| version);
+        if held == Some(doc.version) {
+            return;
+        }
         let quiet = held.is_some_and(|held| held >= doc.text_version)
             && server.settle_rule() == SettleRule::VersionedPublish;
         let reopen = quiet && self.syncing_for_diagnostics;
         match held {
-            Some(version) if version == doc.version => return,
             Some(_) if !reopen => {
                 server.notify(
                     "textDocument/didChange",

@@ -163,7 +163,10 @@ pub fn outcome_result(root: &Path, outcome: &EditOutcome) -> (Value, String) {
         text.push_str(
             "\n(preview only: nothing was written; call again with apply: true to write)",
         );
-    } else if report.written && outcome.new_diagnostics.is_empty() {
+    } else if report.written
+        && outcome.new_diagnostics.is_empty()
+        && outcome.diagnostics_note.is_none()
+    {
         // Only the files compared are vouched for: an edit can break a caller elsewhere.
         match outcome.watched {
             0 => text.push_str("no new diagnostics in the changed files\n"),

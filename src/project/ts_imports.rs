@@ -12,9 +12,8 @@
 //! exact file, then with `.ts`, `.tsx`, `.d.ts` (and `.js`, `.jsx` with `allowJs`), then
 //! `index` in that folder; a `.js`/`.jsx`/`.mjs`/`.cjs` specifier names the TypeScript file of
 //! the same stem (`./helper.js` → `helper.ts`, as `"module": "nodenext"` writes them). Not
-//! followed: bare package names, `paths` and `baseUrl` mappings, and anything under
-//! `node_modules`. A specifier in a comment counts as an import (a file it names is checked
-//! rather than skipped).
+//! followed: bare package names, `paths` and `baseUrl` mappings, anything under `node_modules`,
+//! and specifiers in `//` and `/* */` comments.
 //!
 //! Bounds: at most [`MAX_FILES_READ`] files are read per project, each at most
 //! [`MAX_FILE_BYTES`] (larger ones are taken as importing nothing).
@@ -76,6 +75,21 @@ pub fn relative_specifiers(text: &str) -> Vec<&str> {
     let mut index = 0;
     while index < bytes.len() {
         let quote = bytes[index];
+        // Comments name no module (a commented-out import made lspc check, and fail on, a file
+        // tsc never compiles), and an apostrophe in one opens no string.
+        if quote == b'/' && bytes.get(index + 1) == Some(&b'/') {
+            index = bytes[index..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(bytes.len(), |at| index + at + 1);
+            continue;
+        }
+        if quote == b'/' && bytes.get(index + 1) == Some(&b'*') {
+            index = text[index + 2..]
+                .find("*/")
+                .map_or(bytes.len(), |at| index + 2 + at + 2);
+            continue;
+        }
         if quote != b'\'' && quote != b'"' && quote != b'`' {
             index += 1;
             continue;
@@ -219,6 +233,8 @@ const g = await import(`./g`);
 const h = await import(`./h/${name}`);
 /// <reference path="../types/globals.d.ts" />
 /// <reference types="node" />
+// legacy: import { old } from "./commented";
+/* import './block-commented'; don't */ import './after-comment';
 "#;
         assert_eq!(
             relative_specifiers(text),
@@ -231,7 +247,8 @@ const h = await import(`./h/${name}`);
                 "./d",
                 "./e",
                 "./f",
-                "./g"
+                "./g",
+                "./after-comment"
             ]
         );
     }

@@ -16,7 +16,8 @@ use serde_json::{json, Value};
 
 use crate::require_program;
 use crate::support::{
-    descendants_matching, pid_alive, processes_matching, typescript_entry, BatchSession, Workspace,
+    descendants_matching, pid_alive, processes_matching, skip_in_session_mode, typescript_entry,
+    BatchSession, Workspace,
 };
 use lspc::config::{self, ConfigOptions};
 use lspc::engine::{DiagnosticsOutcome, EngineError, EngineHandle, EngineOptions, RestartPolicy};
@@ -926,6 +927,9 @@ fn second_lspc_on_the_same_workspace_warns_about_duplicate_servers() {
 #[test]
 fn a_killed_tsserver_is_a_crash_of_typescript_language_server() {
     require_program!("typescript-language-server");
+    if skip_in_session_mode("the servers run below the session, not the batch, and log there") {
+        return;
+    }
     let workspace = Workspace::new("tsserver-killed");
     workspace
         .file("tsconfig.json", "{ \"compilerOptions\": { \"strict\": true, \"noEmit\": true } }\n")

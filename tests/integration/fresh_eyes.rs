@@ -2366,3 +2366,45 @@ fn document_symbols_wait_for_a_server_that_parses_after_didopen() {
         .stdout_is("")
         .stderr_contains("no symbols found");
 }
+
+/// A new user's trial (an agent through MCP): an `edit` of a file no server checks (README.md;
+/// a 15 MB `.ts` file over the size limit) answered `no new diagnostics in the changed files`,
+/// vouching for a file nothing looked at. Such a file is named as not checked now, with why.
+#[test]
+fn an_edit_of_a_file_no_server_checks_says_so() {
+    require_program!("ruff");
+    let workspace = Workspace::new("edit-unchecked");
+    workspace
+        .file("README.md", "# Title\n\nold words\n")
+        .file("a.py", "x = 1\n");
+    let config = workspace.config(json!({ "ruff": ruff_entry() }));
+    let (answer, mcp) = mcp_tool_call(
+        &workspace,
+        &config,
+        "edit",
+        json!({"file": "README.md", "old": "old words", "new": "new words"}),
+    );
+    assert_eq!(answer["result"]["isError"], false, "{}", mcp.story());
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains(
+            "diagnostics incomplete: README.md not checked (no language server is configured for .md files)"
+        ) && !text.contains("no new diagnostics"),
+        "{text}\n{}",
+        mcp.story()
+    );
+    assert_eq!(workspace.read("README.md"), "# Title\n\nnew words\n");
+    // A file a server checks keeps the usual line.
+    let (answer, mcp) = mcp_tool_call(
+        &workspace,
+        &config,
+        "edit",
+        json!({"file": "a.py", "old": "x = 1", "new": "x = 2"}),
+    );
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.ends_with("\nno new diagnostics in the changed files"),
+        "{text}\n{}",
+        mcp.story()
+    );
+}
