@@ -368,8 +368,8 @@ impl Documents {
     }
 
     /// When the document is marked [`Document::stale_analysis`], clears the mark and gives its
-    /// unchanged text a new version (so each server gets `didChange`, or on clangd `didClose`
-    /// and `didOpen`, and analyses it again); returns whether it did.
+    /// unchanged text a new version (so each server gets `didChange`, or on clangd for a
+    /// diagnostics wait `didClose` and `didOpen`, and analyses it again); returns whether it did.
     pub fn take_stale_analysis(&mut self, path: &Path) -> bool {
         let Some(doc) = self.docs.get_mut(&*key(path)) else {
             return false;

@@ -15,8 +15,8 @@
 //!   to the running servers that claim them, so their caches do not keep the old text;
 //! - every other document open on a server that claims an edited file is sent again under a
 //!   new version (`stale_analysis`), so its diagnostics settle again before they are reported
-//!   (a source file that includes an edited header); on clangd at its next sync, closed and
-//!   opened again.
+//!   (a source file that includes an edited header); on clangd at its next sync (a `didChange`
+//!   for a query, closed and opened again for a diagnostics wait).
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -199,10 +199,10 @@ impl State {
     /// `util.c` settled clean against `util.h`, and after an edit of `util.h` clangd analyses
     /// `util.c` again only later and publishes the conflicting declaration under the version it
     /// had, which lspc had settled already. Servers other than clangd get the new version in
-    /// the edit's own turn; on clangd it is a close and open again (a fresh analysis, which
-    /// always publishes: a `didChange` of the same text is not analysed again when the file's
-    /// includes did not change, and its wait got no publish until the timeout), sent at the
-    /// file's next sync.
+    /// the edit's own turn; on clangd it is sent at the file's next sync, as a close and open
+    /// again when that sync is for a diagnostics wait (a fresh analysis, which always publishes:
+    /// a `didChange` of the same text is not analysed again when the file's includes did not
+    /// change, and its wait got no publish until the timeout).
     fn resend_dependents(&mut self, report: &EditReport) {
         let changed: Vec<&Path> = report
             .files
@@ -228,9 +228,8 @@ impl State {
             .documents
             .mark_stale_analysis_except(&servers, &changed);
         for path in dependents {
-            // On clangd the new version is a close and open again, a whole new analysis
-            // (`open_on_server`): it waits, marked, for the file's next sync, so an edit does not
-            // rebuild every open file.
+            // On clangd the new version waits, marked, for the file's next sync, which knows
+            // whether a publish is due (`open_on_server`): an edit rebuilds no open file.
             let eager = self.documents.get(&path).is_some_and(|doc| {
                 doc.open_on.keys().any(|server_id| {
                     servers.contains(server_id)
