@@ -642,6 +642,19 @@ fn tsc_rows_of(
         .collect()
 }
 
+/// `lspc check` of the workspace with typescript-language-server alone, asserted to exit 1 with
+/// exactly the two errors `tsc TSC_ARGS` reports there; returns the json report.
+fn check_matching_tscs_two_errors(workspace: &Workspace, tsc_args: &[&str]) -> Value {
+    let config = workspace.config(json!({ "typescript": typescript_entry() }));
+    let output = json_check(workspace, &config, &[]);
+    output.status(1);
+    let report = output.json();
+    let expected = tsc_rows_of(workspace, tsc_args);
+    assert_eq!(expected.len(), 2, "{expected:?}");
+    assert_eq!(typescript_rows(&report), expected, "{}", output.story());
+    report
+}
+
 /// tsconfig's `include: ["source"]` leaves `test/` out, and its `extends` names a package that
 /// is not installed: lspc reports exactly what `tsc -p .` reports, the tsconfig error included.
 #[test]
@@ -736,13 +749,7 @@ fn files_of_referenced_tsconfigs_are_checked_as_tsc_b_checks_them() {
         .file("src/main.ts", "export const n: number = \"x\";\n")
         .file("vite.config.ts", "export default { x: 1 as string };\n")
         .file("scripts/build.ts", "export const m: number = \"y\";\n");
-    let config = workspace.config(json!({ "typescript": typescript_entry() }));
-    let output = json_check(&workspace, &config, &[]);
-    output.status(1);
-    let report = output.json();
-    let expected = tsc_rows_of(&workspace, &["-b", "--pretty", "false"]);
-    assert_eq!(expected.len(), 2, "{expected:?}");
-    assert_eq!(typescript_rows(&report), expected, "{}", output.story());
+    let report = check_matching_tscs_two_errors(&workspace, &["-b", "--pretty", "false"]);
     assert_eq!(
         file_states(&report)
             .into_iter()
@@ -765,8 +772,7 @@ fn files_of_referenced_tsconfigs_are_checked_as_tsc_b_checks_them() {
                 "outside tsconfig's include".to_owned()
             ),
         ],
-        "{}",
-        output.story()
+        "{report}"
     );
 }
 
@@ -800,13 +806,8 @@ fn modules_the_included_files_import_are_checked_as_tsc_checks_them() {
         .file("lib/util/index.ts", "export const deep: number = 1;\n")
         .file("src/generated/made.ts", "export const made: boolean = \"yes\";\n")
         .file("lib/unused.ts", "export const unused: number = \"no\";\n");
-    let config = workspace.config(json!({ "typescript": typescript_entry() }));
-    let output = json_check(&workspace, &config, &[]);
-    output.status(1);
-    let report = output.json();
-    let expected = tsc_rows_of(&workspace, &["--noEmit", "-p", ".", "--pretty", "false"]);
-    assert_eq!(expected.len(), 2, "{expected:?}");
-    assert_eq!(typescript_rows(&report), expected, "{}", output.story());
+    let report =
+        check_matching_tscs_two_errors(&workspace, &["--noEmit", "-p", ".", "--pretty", "false"]);
     let states: Vec<(String, String)> = file_states(&report)
         .into_iter()
         .filter(|(path, _, _)| path.ends_with(".ts"))
@@ -822,8 +823,7 @@ fn modules_the_included_files_import_are_checked_as_tsc_checks_them() {
             ("lib/unused.ts", "skipped"),
         ]
         .map(|(path, state)| (path.to_owned(), state.to_owned())),
-        "{}",
-        output.story()
+        "{report}"
     );
 }
 
