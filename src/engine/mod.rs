@@ -26,7 +26,9 @@ mod instance_gate;
 mod mailbox;
 mod not_analysed;
 mod pending_publishes;
+mod query_gate;
 pub use mailbox::{mailbox, Mailbox, MailboxSender};
+pub use query_gate::{queries_note, DESCRIPTION as QUERIES_SENT_AT_ONCE};
 mod reply;
 mod server_health;
 pub use reply::{
@@ -405,6 +407,10 @@ pub struct ServerInfo {
     pub capabilities: Arc<Value>,
     /// Whether a `$/progress` token is active (the server is still loading or indexing).
     pub busy: bool,
+    /// Whether each of its requests waits for its own workspace load, so a query needs no
+    /// readiness wait before it is sent (gopls; see `engine/query_gate.rs`).
+    #[serde(default)]
+    pub answers_once_loaded: bool,
     /// Why it cannot format on this machine although it may advertise formatting
     /// ([`crate::config::ServerConfig::formatting_off_reason`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
