@@ -16,9 +16,12 @@ pub fn marker_file(marker: &str) -> &str {
 }
 
 /// Whether `dir` holds `marker`: a file or folder name, or `FILE:TABLE`, a TOML file with that
-/// table (`pyproject.toml:tool.pyright`: a `[tool.pyright]` header, or one of its sub-tables
-/// `[tool.pyright.…]`/`[[tool.pyright.…]]`). pyright reads only a `pyproject.toml` with its
-/// table, so a folder whose `pyproject.toml` has none is no pyright project.
+/// table (`pyproject.toml:tool.pyright`), in any form TOML allows: a `[tool.pyright]` header, a
+/// sub-table `[tool.pyright.…]`/`[[tool.pyright.…]]`, or dotted keys and inline tables
+/// (`[tool]` then `pyright = {…}` or `pyright.strict = […]`). pyright reads only a
+/// `pyproject.toml` with its table, so a folder whose `pyproject.toml` has none is no pyright
+/// project. A file that is not valid TOML counts when a line of it is such a header (pyright then
+/// reports the file's error, which is the project's to see).
 pub fn holds_marker(dir: &Path, marker: &str) -> bool {
     let Some((file, table)) = marker.split_once(':') else {
         return dir.join(marker).exists();
@@ -26,6 +29,17 @@ pub fn holds_marker(dir: &Path, marker: &str) -> bool {
     let Ok(text) = std::fs::read_to_string(dir.join(file)) else {
         return false;
     };
+    match toml::from_str::<serde_json::Value>(&text) {
+        Ok(document) => table
+            .split('.')
+            .try_fold(&document, |value, key| value.get(key))
+            .is_some_and(serde_json::Value::is_object),
+        Err(_) => has_table_header(&text, table),
+    }
+}
+
+/// Whether a line of `text` is the header of `table` or of one of its sub-tables.
+fn has_table_header(text: &str, table: &str) -> bool {
     text.lines().any(|line| {
         let header = line.trim_start();
         let Some(name) = header
@@ -161,6 +175,11 @@ mod tests {
                 "[[ tool.pyright.executionEnvironments ]]\nroot = \"src\"\n",
             ),
             ("other", "[tool.pyrightish]\n[tool.ruff]\n"),
+            ("inline", "[tool]\npyright = { strict = [\"src\"] }\n"),
+            ("dotted", "tool.pyright.strict = [\"src\"]\n"),
+            ("quoted", "[ \"tool\" . pyright ]\n"),
+            ("value", "[tool]\npyright = \"yes\"\n"),
+            ("broken", "[tool.pyright]\nstrict = [\n"),
         ];
         for (folder, text) in files {
             std::fs::create_dir_all(dir.join(folder)).unwrap();
@@ -170,6 +189,10 @@ mod tests {
         assert_eq!(
             ["plain", "own", "sub", "other", "missing"].map(holds),
             [false, true, true, false, false]
+        );
+        assert_eq!(
+            ["inline", "dotted", "quoted", "value", "broken"].map(holds),
+            [true, true, true, false, true]
         );
         assert!(holds_marker(&dir.join("plain"), "pyproject.toml"));
         assert_eq!(marker_file("pyproject.toml:tool.pyright"), "pyproject.toml");
