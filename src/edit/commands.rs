@@ -773,6 +773,18 @@ impl EditCommands {
     /// Errors: [`CommandError::Occurrences`] (a refused edit) when it does not occur exactly once.
     pub fn edit(&self, file: &Path, old: &str, new: &str) -> Result<EditOutcome, CommandError> {
         let path = uri::canonical(file);
+        // The edit's positions come from the disk text. A document the servers hold is sent
+        // that text first, so the edit engine's check (the disk must be the text the servers
+        // saw) holds: after another process changed the file, a session refused every edit of
+        // it ("changed on disk since the server saw it") until some other request re-sent it.
+        if crate::engine::open_documents(&self.op_sender).contains(&path) {
+            if let Err(error) = sync_with(&self.op_sender, path.clone(), self.timeout) {
+                log::debug!(
+                    "{}: not sent again before the edit: {error}",
+                    path.display()
+                );
+            }
+        }
         let disk = std::fs::read_to_string(&path).map_err(|error| CommandError::Io {
             path: path.clone(),
             message: error.to_string(),

@@ -1256,6 +1256,52 @@ mod tests {
         assert!(!workspace.root.join("new").exists());
     }
 
+    /// Another process appends to a file after the edit was validated and checked against the
+    /// disk (the hook runs then): its bytes are kept, the files already written are restored,
+    /// and the edit is refused as a change on disk, for a write and for a delete alike.
+    #[test]
+    fn a_file_changed_while_the_edit_is_written_keeps_the_other_writers_bytes() {
+        let files = [("1.py", "one\n"), ("2.py", "two\n"), ("3.py", "three\n")];
+        let workspace = Workspace::new(&files);
+        let changes: serde_json::Map<String, Value> = files
+            .iter()
+            .map(|(name, _)| (workspace.uri(name), json!([edit(0, 0, 0, 0, "# edited\n")])))
+            .collect();
+        let append = |path: &Path| {
+            if path.ends_with("2.py") {
+                let mut file = fs::OpenOptions::new().append(true).open(path)?;
+                std::io::Write::write_all(&mut file, b"appended\n")?;
+            }
+            Ok(())
+        };
+        let error = workspace
+            .run_with_hook(
+                json!({ "changes": changes }),
+                ApplyMode::Write,
+                &mut |path| append(path),
+            )
+            .unwrap_err();
+        assert_eq!(
+            error
+                .to_string()
+                .replace(&workspace.root.display().to_string(), "<root>"),
+            "<root>/2.py changed on disk since the server saw it"
+        );
+        let mut expected = owned(&files);
+        expected[1].1 = "two\nappended\n".to_owned();
+        assert_eq!(workspace.files(), expected);
+        let error = workspace
+            .run_with_hook(
+                json!({ "documentChanges": [{ "kind": "delete", "uri": workspace.uri("2.py") }] }),
+                ApplyMode::Write,
+                &mut |path| append(path),
+            )
+            .unwrap_err();
+        assert!(matches!(error, EditError::ChangedOnDisk { .. }), "{error}");
+        expected[1].1 = "two\nappended\nappended\n".to_owned();
+        assert_eq!(workspace.files(), expected);
+    }
+
     #[cfg(unix)]
     #[test]
     fn writes_keep_permissions_and_leave_no_temporary_files() {

@@ -2408,3 +2408,34 @@ fn an_edit_of_a_file_no_server_checks_says_so() {
         mcp.story()
     );
 }
+
+/// A new user's trial (an agent through `lspc mcp` and a session, on pallets/flask): once another
+/// process had changed a file lspc holds, every `edit` of it was refused (`changed on disk since
+/// the server saw it`, 9,005 times in a 20 s retry loop) until some other request sent the file
+/// again; without a session the same edit applied. The edit now sends the disk text first.
+#[test]
+fn an_edit_after_another_tool_changed_the_file_applies() {
+    let mut workspace = Workspace::new("edit-after-disk-change");
+    workspace.file("a.py", "x = 1\ny = 2\n");
+    let config = workspace.fixture_config(&[("fx", &[".py"], json!({}))]);
+    let mut batch = BatchSession::start(&workspace, &config, 20);
+    let hover = batch.ask(json!({"id": 1, "op": "hover", "file": "a.py", "line": 1, "column": 1}));
+    assert_eq!(hover["result"]["text"], "x at 0:0", "{hover}");
+    workspace.file("a.py", "x = 1\ny = 2\n# appended\n");
+    let edit =
+        batch.ask(json!({"id": 2, "op": "edit", "file": "a.py", "old": "y = 2", "new": "y = 3"}));
+    assert_eq!(edit["result"]["applied"], true, "{edit}");
+    assert_eq!(workspace.read("a.py"), "x = 1\ny = 3\n# appended\n");
+    workspace.file("a.py", "x = 1\ny = 3\n# appended\n# again\n");
+    let edit =
+        batch.ask(json!({"id": 3, "op": "edit", "file": "a.py", "old": "y = 3", "new": "y = 4"}));
+    assert_eq!(edit["result"]["applied"], true, "{edit}");
+    assert_eq!(
+        workspace.read("a.py"),
+        "x = 1\ny = 4\n# appended\n# again\n"
+    );
+    let hover = batch.ask(json!({"id": 4, "op": "hover", "file": "a.py", "line": 4, "column": 3}));
+    assert_eq!(hover["result"]["text"], "again at 3:2", "{hover}");
+    let (status, stderr) = batch.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+}

@@ -1,6 +1,12 @@
 //! Writing a validated [`Plan`]: the disk re-checked, writes then deletes in path order through
 //! atomic temporary files (fsync, rename, permissions kept), and rollback of what was done when a
 //! write fails half-way.
+//!
+//! Each file is compared with its validated bytes once more right before its rename (or
+//! removal), after the temporary file's fsync: another process appending to it meanwhile (an
+//! agent's log, a formatter) would otherwise lose its bytes to the rename. A new user's trial
+//! appending a line every 50 ms during MCP edits lost 39 of 586 lines in 30 s with the check
+//! only before the writes. What stays is the window between that read and the rename.
 
 use std::fs;
 use std::io::Write;
@@ -83,6 +89,9 @@ impl Plan {
             let result = self.write_one(path, slot, hook, &mut done);
             if let Err(error) = result {
                 let (restored, restore_errors) = rollback(done);
+                if is_changed_behind(&error) && restore_errors.is_empty() {
+                    return Err(EditError::ChangedOnDisk { path: path.clone() });
+                }
                 return Err(EditError::WriteFailed {
                     path: path.clone(),
                     message: error.to_string(),
@@ -102,6 +111,11 @@ impl Plan {
         done: &mut Vec<Done>,
     ) -> std::io::Result<()> {
         hook(path)?;
+        let expected = slot
+            .original
+            .as_ref()
+            .map(|original| original.bytes.as_slice());
+        let unchanged = || still_as_validated(path, expected);
         match &slot.content {
             Some(content) => {
                 if let Some(parent) = path.parent() {
@@ -119,9 +133,12 @@ impl Plan {
                         done.push(Done::Folder(folder));
                     }
                 }
-                write_atomically(path, content, slot.permissions.as_ref())?;
+                write_atomically_if(path, content, slot.permissions.as_ref(), &unchanged)?;
             }
-            None => fs::remove_file(path)?,
+            None => {
+                unchanged()?;
+                fs::remove_file(path)?;
+            }
         }
         done.push(Done::Touched {
             path: path.to_path_buf(),
@@ -168,6 +185,39 @@ pub(super) fn rollback(done: Vec<Done>) -> (Vec<PathBuf>, Vec<String>) {
 
 pub(super) static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// The error [`still_as_validated`] gives for a file another process changed after validation.
+#[derive(Debug)]
+struct ChangedBehind;
+
+impl std::fmt::Display for ChangedBehind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("changed on disk while lspc was writing it")
+    }
+}
+
+impl std::error::Error for ChangedBehind {}
+
+fn is_changed_behind(error: &std::io::Error) -> bool {
+    error
+        .get_ref()
+        .is_some_and(|inner| inner.downcast_ref::<ChangedBehind>().is_some())
+}
+
+/// `Ok` when `path` holds `expected` (`None`: it does not exist), else a [`ChangedBehind`]
+/// error (or the read's own error).
+fn still_as_validated(path: &Path, expected: Option<&[u8]>) -> std::io::Result<()> {
+    let now = match fs::read(path) {
+        Ok(bytes) => Some(bytes),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+        Err(error) => return Err(error),
+    };
+    if now.as_deref() == expected {
+        Ok(())
+    } else {
+        Err(std::io::Error::other(ChangedBehind))
+    }
+}
+
 /// Writes `content` to `path` through a temporary file in the same folder (fsync, then rename),
 /// so readers see the old or the new file, never a half-written one. `permissions` (the replaced
 /// file's) are applied to the new file; the folder is fsynced best-effort.
@@ -175,6 +225,17 @@ pub(crate) fn write_atomically(
     path: &Path,
     content: &[u8],
     permissions: Option<&fs::Permissions>,
+) -> std::io::Result<()> {
+    write_atomically_if(path, content, permissions, &|| Ok(()))
+}
+
+/// [`write_atomically`], with `check` run after the temporary file's fsync and right before the
+/// rename: its error leaves `path` as it is (the temporary file is removed).
+fn write_atomically_if(
+    path: &Path,
+    content: &[u8],
+    permissions: Option<&fs::Permissions>,
+    check: &dyn Fn() -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     let folder = path.parent().unwrap_or(Path::new("."));
     let name = path
@@ -196,6 +257,7 @@ pub(crate) fn write_atomically(
             file.set_permissions(permissions.clone())?;
         }
         file.sync_all()?;
+        check()?;
         fs::rename(&temp, path)
     })();
     if result.is_err() {
