@@ -329,7 +329,16 @@ pub(crate) fn push_settle_time(
     quiet: Duration,
     quiet_unversioned: Duration,
 ) -> Option<Instant> {
-    let Some(publish) = state.last_publish else {
+    // Under [`SettleRule::VersionedPublish`] an unversioned publish describes no open text:
+    // clangd sends one only to clear a file it was told to close. When lspc closed a file (the
+    // open-document bound) and opened it again before that clear arrived, the clear counted as
+    // a fresh publish, and its empty set settled the file clean after the quiet period, or
+    // after [`UNVERSIONED_SILENCE`] (a new user's warm session on DaveGamble/cJSON: 7 to 15
+    // files with errors called clean).
+    let publish = state
+        .last_publish
+        .filter(|publish| !(state.versioned_final && publish.version.is_none()));
+    let Some(publish) = publish else {
         return unhealthy_silence_settles(state, quiet_unversioned);
     };
     if final_publish(state, &publish) {
@@ -413,6 +422,23 @@ mod tests {
         check(state(t0, Some((Some(1), 100))), 5000, t0, false);
         // A higher version (server bug) is accepted.
         check(state(t0, Some((Some(3), 100))), 350, t0, true);
+    }
+
+    /// A versioned-publish server's unversioned publish (clangd's clear for a file closed just
+    /// before it was opened again) settles nothing, fresh or not: only the sent version's
+    /// publish does.
+    #[test]
+    fn an_unversioned_publish_settles_nothing_under_the_versioned_publish_rule() {
+        let t0 = Instant::now();
+        let versioned = |publish| PushState {
+            versioned_final: true,
+            ..state(t0, publish)
+        };
+        check(versioned(Some((None, 100))), 60_000, t0, false);
+        check(versioned(Some((None, 5))), 60_000, t0, false);
+        check(versioned(Some((Some(2), 4000))), 4000, t0, true);
+        // Another rule keeps the unversioned publish: after the send and the longer quiet.
+        check(state(t0, Some((None, 100))), 1700, t0, true);
     }
 
     #[test]
