@@ -606,8 +606,7 @@ fn classify(
             // Found by walking a folder (a binary `.py`, a 20 MB generated file): skipped, said
             // on stderr and in the machine formats, and not counted as a failure. The reason
             // goes without the absolute path (machine formats name the file already).
-            let prefix = format!("cannot read {}: ", path.display());
-            let reason = message.strip_prefix(&prefix).unwrap_or(&message).to_owned();
+            let reason = walked_skip_reason(&path, &message);
             return Classified::Skipped(SkippedFile {
                 path,
                 reason,
@@ -1006,6 +1005,13 @@ pub(crate) struct Selection {
     notes: Vec<String>,
     /// Problems lspc found in the project configurations themselves (tsc's TS6053).
     pub(crate) config_diagnostics: Vec<diagnostics::Diagnostic>,
+}
+
+/// Why a walked file the engine did not check (`DiagnosticsOutcome::NotChecked`) is skipped:
+/// `message` without its `cannot read PATH: ` prefix (machine formats name the file already).
+pub(crate) fn walked_skip_reason(path: &Path, message: &str) -> String {
+    let prefix = format!("cannot read {}: ", path.display());
+    message.strip_prefix(&prefix).unwrap_or(message).to_owned()
 }
 
 /// What `lspc check` with its default options checks among `walked` (files named on the

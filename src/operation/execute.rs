@@ -247,7 +247,7 @@ pub fn execute(context: &Context<'_>, operation: &Operation) -> Result<Answer, F
                 ));
             }
             match file.outcome {
-                FileOutcome::Failed(message) => Err(Failure {
+                FileOutcome::Failed(message) | FileOutcome::NotChecked(message) => Err(Failure {
                     message,
                     exit_status: EXIT_SERVER,
                 }),
@@ -440,6 +440,9 @@ enum FileOutcome {
         failed: bool,
     },
     Failed(String),
+    /// The engine did not ask a server (no server gives the file diagnostics, a binary or an
+    /// oversized file): an error for a file named, skipped for a file a walk found.
+    NotChecked(String),
 }
 
 /// What [`diagnostics_of`] asks the engine.
@@ -517,9 +520,8 @@ fn diagnostics_of(context: &Context<'_>, asked: Asked) -> Result<Vec<FileDiagnos
                     incomplete: Some(failures),
                     failed: true,
                 },
-                DiagnosticsOutcome::Failed(message) | DiagnosticsOutcome::NotChecked(message) => {
-                    FileOutcome::Failed(message)
-                }
+                DiagnosticsOutcome::Failed(message) => FileOutcome::Failed(message),
+                DiagnosticsOutcome::NotChecked(message) => FileOutcome::NotChecked(message),
             },
         })
         .collect())
@@ -587,7 +589,7 @@ fn check(context: &Context<'_>, paths: &[PathBuf], root: &Path) -> Result<Answer
             .find(|(path, _)| *path == diagnostic.path)
         {
             Some((_, FileOutcome::Done { diagnostics, .. })) => diagnostics.push(diagnostic),
-            Some((_, FileOutcome::Failed(_))) => {}
+            Some((_, FileOutcome::Failed(_) | FileOutcome::NotChecked(_))) => {}
             None if folders
                 .iter()
                 .any(|folder| diagnostic.path.starts_with(folder)) =>
@@ -608,6 +610,7 @@ fn check(context: &Context<'_>, paths: &[PathBuf], root: &Path) -> Result<Answer
     let mut json_files = Vec::new();
     let mut human = String::new();
     let mut found = false;
+    let mut skipped = selection.skipped;
     for (path, outcome) in outcomes {
         let shown = uri::relative_display(&path, root);
         match outcome {
@@ -643,7 +646,15 @@ fn check(context: &Context<'_>, paths: &[PathBuf], root: &Path) -> Result<Answer
                 }
                 json_files.push(entry);
             }
-            FileOutcome::Failed(message) => {
+            // As `lspc check` classifies it: a walked file no server checked is skipped.
+            FileOutcome::NotChecked(message) if !named.files.contains(&path) => {
+                skipped.push(crate::output::SkippedFile {
+                    reason: crate::check::walked_skip_reason(&path, &message),
+                    path,
+                    outside_projects: false,
+                });
+            }
+            FileOutcome::Failed(message) | FileOutcome::NotChecked(message) => {
                 human.push_str(&format!("{shown}: error: {message}\n"));
                 json_files.push(
                     json!({"path": shown, "state": "error", "reason": message, "diagnostics": []}),
@@ -651,7 +662,6 @@ fn check(context: &Context<'_>, paths: &[PathBuf], root: &Path) -> Result<Answer
             }
         }
     }
-    let mut skipped = selection.skipped;
     skipped.sort_by(|a, b| a.path.cmp(&b.path));
     for file in skipped {
         let shown = uri::relative_display(&file.path, root);

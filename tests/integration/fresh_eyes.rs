@@ -2439,3 +2439,54 @@ fn an_edit_after_another_tool_changed_the_file_applies() {
     let (status, stderr) = batch.finish();
     assert_eq!(status, Some(0), "{stderr}");
 }
+
+/// A new user's trial on DaveGamble/cJSON: batch's `check` of `.` listed the four CMake files
+/// (served by a server that publishes no diagnostics) as `error`, mixed in among the checked
+/// files, where `lspc check . --format json` lists them as `skipped`, last. A walked file the
+/// engine does not check is skipped in both; named, it is an error in both.
+#[test]
+fn batch_check_skips_the_walked_files_lspc_check_skips() {
+    let mut workspace = Workspace::new("batch-check-skips");
+    workspace
+        .file("a.py", "ERROR: bad\n")
+        .file("notes.txt", "text\n");
+    let config = workspace.fixture_config(&[("fx", &[".py"], json!({}))]);
+    let mut entries: Value = serde_json::from_slice(&std::fs::read(&config).unwrap()).unwrap();
+    entries["quiet"] = entries["fx"].clone();
+    entries["quiet"]["extensionToLanguage"] = json!({".txt": "plaintext"});
+    entries["quiet"]["diagnostics"] = json!(false);
+    std::fs::write(&config, entries.to_string()).unwrap();
+    let reason = "no server for notes.txt gives diagnostics (quiet has \"diagnostics\": false)";
+    let expected = json!([
+        {"path": "a.py", "state": "diagnostics"},
+        {"path": "notes.txt", "state": "skipped", "reason": reason},
+    ]);
+    let shape = |files: &Value| -> Value {
+        files
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|file| {
+                let mut kept = json!({"path": file["path"], "state": file["state"]});
+                if let Some(reason) = file.get("reason") {
+                    kept["reason"] = reason.clone();
+                }
+                kept
+            })
+            .collect()
+    };
+    let cli = workspace.run_with(&config, &["check", ".", "--format", "json"]);
+    cli.status(1);
+    assert_eq!(shape(&cli.json()["files"]), expected, "{}", cli.story());
+    let mut batch = BatchSession::start(&workspace, &config, 20);
+    let walked = batch.ask(json!({"id": 1, "op": "check", "paths": ["."]}));
+    assert_eq!(shape(&walked["result"]["files"]), expected, "{walked}");
+    let named = batch.ask(json!({"id": 2, "op": "check", "paths": ["notes.txt"]}));
+    assert_eq!(
+        shape(&named["result"]["files"]),
+        json!([{"path": "notes.txt", "state": "error", "reason": reason}]),
+        "{named}"
+    );
+    let (status, stderr) = batch.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+}
