@@ -42,6 +42,9 @@ pub enum FrontendEvent {
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ServerDetails {
     pub name: String,
+    /// The instance's id (each project root runs its own instance of a server).
+    #[serde(default)]
+    pub server_id: Option<crate::process::ServerId>,
     /// The project root of this instance relative to the workspace root (`None`: the instance
     /// at the workspace root), as in [`crate::engine::ServerStatus::project`].
     pub project: Option<String>,
@@ -289,6 +292,7 @@ impl State {
                     .zip(statuses)
                     .map(|(server, status)| ServerDetails {
                         name: status.name,
+                        server_id: Some(server.server_id),
                         project: status.project,
                         state: status.state,
                         capabilities: (!server.capabilities.is_null())

@@ -301,6 +301,7 @@ impl Server {
                 &self.config.name,
                 self.known_name(),
             ),
+            pyright_family: self.runs_pyright(),
             formatting_off: self.config.formatting_off_reason.clone(),
         }
     }
@@ -339,6 +340,35 @@ impl Server {
             method: method.to_owned(),
             params,
         }));
+    }
+
+    /// Whether the entry runs pyright-langserver or basedpyright-langserver (also through a
+    /// launcher).
+    fn runs_pyright(&self) -> bool {
+        matches!(
+            self.program,
+            Some(
+                crate::config::Program::PyrightLangserver
+                    | crate::config::Program::BasedpyrightLangserver
+            )
+        )
+    }
+
+    /// `$/cancelRequest` for request `id` (LSP 3.17 §`cancelRequest`), except to pyright and
+    /// basedpyright: pyright 1.1.414 answers every later `textDocument/references` with
+    /// `-32603 … this._token.cancel is not a function` once two in-flight ones were cancelled
+    /// (a raw client reproduces it on pallets/flask; a new user's agent found it through MCP
+    /// cancellations). lspc drops a cancelled request's answer either way; such a server only
+    /// finishes the work.
+    pub(super) fn cancel_request(&self, id: i32) {
+        if self.runs_pyright() {
+            log::debug!(
+                "{}: request {id} dropped without $/cancelRequest (pyright's cancellation breaks its references)",
+                self.config.name
+            );
+            return;
+        }
+        self.notify("$/cancelRequest", json!({ "id": id }));
     }
 
     pub(super) fn next_id(&mut self) -> i32 {

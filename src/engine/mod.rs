@@ -411,6 +411,11 @@ pub struct ServerInfo {
     /// readiness wait before it is sent (gopls; see `engine/query_gate.rs`).
     #[serde(default)]
     pub answers_once_loaded: bool,
+    /// Whether it runs pyright-langserver or basedpyright-langserver (also through a launcher),
+    /// whose references reach a file its project's `include` leaves out only once that file is
+    /// open (`query/unparsed_files.rs`).
+    #[serde(default)]
+    pub pyright_family: bool,
     /// Why it cannot format on this machine although it may advertise formatting
     /// ([`crate::config::ServerConfig::formatting_off_reason`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -355,7 +355,7 @@ impl State {
         if let Some(key) = key {
             if let Some(Purpose::Frontend { method, reply, .. }) = self.pending.remove(&key) {
                 let server = &self.servers[key.0 .0 as usize];
-                server.notify("$/cancelRequest", json!({ "id": key.1 }));
+                server.cancel_request(key.1);
                 reply.send(Err(EngineError::Cancelled {
                     server: server.config.name.clone(),
                     method,
@@ -394,7 +394,7 @@ impl State {
                 continue;
             };
             let server = &self.servers[key.0 .0 as usize];
-            server.notify("$/cancelRequest", json!({ "id": key.1 }));
+            server.cancel_request(key.1);
             reply.send(Err(EngineError::Timeout {
                 server: server.config.name.clone(),
                 method,

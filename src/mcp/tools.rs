@@ -825,6 +825,7 @@ mod tests {
     fn server(available: bool, capabilities: Option<Value>) -> ServerDetails {
         ServerDetails {
             name: "s".to_owned(),
+            server_id: None,
             project: None,
             state: "running".to_owned(),
             capabilities: capabilities.map(Arc::new),

@@ -250,6 +250,25 @@ impl TypeScriptProjects {
     }
 }
 
+/// pyright's (or basedpyright's) file set on its own, for one instance's workspace folder: for
+/// reaching the files its `include`/`exclude` leave out, which pyright searches for references
+/// only when they are open ([`crate::query`]'s references).
+pub struct PyrightProject(pyright::PyrightFiles);
+
+impl PyrightProject {
+    /// The configuration pyright reads for `folder` (canonical); `None` when it cannot be read
+    /// (pyright then falls back to its defaults, which leave nothing out).
+    pub fn load(folder: &Path) -> Option<PyrightProject> {
+        pyright::PyrightFiles::load(folder).ok().map(PyrightProject)
+    }
+
+    /// Whether the project leaves `file` (canonical) out: outside its `include`, or in its
+    /// `exclude`.
+    pub fn leaves_out(&self, file: &Path) -> bool {
+        self.0.leaves_out(file).is_some()
+    }
+}
+
 /// pyright's file set when lspc runs one pyright per project root (issue 17,
 /// [`crate::config::roots`]): a file is judged by the `pyrightconfig.json` / `[tool.pyright]` of
 /// its own project root, as the instance serving it reads them. Each root's configuration is

@@ -887,6 +887,20 @@ impl Queries {
                     build_target(doc.clone(), at.as_ref(), method, capability, &root, cache)
                 });
             let target = match target {
+                Ok(target)
+                    if method == "textDocument/references"
+                        && unparsed_files::may_reach_unopened_files(
+                            &target.server,
+                            &target.doc.path,
+                        ) =>
+                {
+                    log::debug!(
+                        "{}: {method} not sent in its sync's turn: files it has not opened may hold references",
+                        target.server.name
+                    );
+                    not_sent(payload);
+                    return None;
+                }
                 Ok(target) if !readiness.wait_due(&analysed, &target.server, &target.doc.path) => {
                     target
                 }

@@ -26,7 +26,7 @@
 //! or jsconfig governs (lukeed/dequal: `test/index.js` uses `src/index.js`, and no
 //! configuration ties them).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
@@ -49,27 +49,27 @@ impl Queries {
         target: &Target,
         include_declaration: bool,
     ) -> Option<(Value, Option<String>)> {
-        let unparsed = Unparsed::of(target)?;
+        let details = crate::engine::server_details(&self.op_sender)
+            .into_iter()
+            .find(|details| details.server_id == Some(target.server.server_id))?;
+        let unparsed = Unparsed::of(target, &details, &self.root)?;
         let text = &target.doc.text;
         let index = LineIndex::new(text);
         let (line, column) = index.from_lsp(text, target.position, target.server.encoding);
         let name = word_occurrences::identifier_at(index.line_text(text, line - 1)?, column)?;
-        let extensions: Vec<String> = crate::engine::server_details(&self.op_sender)
-            .into_iter()
-            .find(|details| details.name == target.server.name)
-            .map(|details| details.extensions)
-            .unwrap_or_default();
+        let extensions = details.extensions;
         let typescript = crate::project::TypeScriptProjects::new(&self.root);
         let mentions = word_occurrences::scan_where(
             &self.root,
             &name,
             &extensions,
             std::slice::from_ref(&target.doc.path),
-            |path| match unparsed {
+            |path| match &unparsed {
                 Unparsed::NoCompilationDatabase => true,
                 Unparsed::OutsideTheTsconfig => {
                     typescript.leaves_out(path) || typescript.ungoverned(path)
                 }
+                Unparsed::OutsidePyrightsProject(project) => project.leaves_out(path),
             },
         );
         let opened = crate::engine::open_on(
@@ -136,17 +136,45 @@ impl Queries {
 }
 
 /// Why a server's references miss files it has not been sent.
-#[derive(Clone, Copy)]
 enum Unparsed {
     /// clangd without a `compile_commands.json` above the file.
     NoCompilationDatabase,
     /// typescript-language-server, for the files the file's tsconfig leaves out.
     OutsideTheTsconfig,
+    /// pyright or basedpyright, for the files its project's `include`/`exclude` leave out.
+    OutsidePyrightsProject(crate::project::PyrightProject),
+}
+
+/// Whether [`Queries::references_from_unparsed_files`] may reach further than `server`'s own
+/// answer about `path`: clangd without a `compile_commands.json` above the file,
+/// typescript-language-server, pyright and basedpyright. Such `references` take the blocking
+/// route, where that search runs, and never the instant one (which skipped it: in one process
+/// the answer depended on which files earlier questions had opened).
+pub(super) fn may_reach_unopened_files(server: &crate::engine::ServerInfo, path: &Path) -> bool {
+    if server.capabilities.get("compilationDatabase").is_some() {
+        return path
+            .parent()
+            .is_some_and(|folder| !crate::project::c_header::finds_compile_commands(folder));
+    }
+    server.pyright_family || crate::engine::is_typescript_language_server(&server.capabilities)
 }
 
 impl Unparsed {
-    /// Which applies to `target`'s server, if any.
-    fn of(target: &Target) -> Option<Unparsed> {
+    /// Which applies to `target`'s server (the instance `details` describes; `root` is the
+    /// workspace root), if any.
+    fn of(
+        target: &Target,
+        details: &crate::engine::ServerDetails,
+        root: &Path,
+    ) -> Option<Unparsed> {
+        if target.server.pyright_family {
+            let folder = match &details.project {
+                Some(project) => root.join(project),
+                None => root.to_path_buf(),
+            };
+            return crate::project::PyrightProject::load(&folder)
+                .map(Unparsed::OutsidePyrightsProject);
+        }
         let capabilities = &target.server.capabilities;
         // clangd's own capability: `{"automaticReload": true}` (clangd 14 and later).
         if capabilities.get("compilationDatabase").is_some() {
@@ -158,20 +186,24 @@ impl Unparsed {
             .then_some(Unparsed::OutsideTheTsconfig)
     }
 
-    fn why(self) -> &'static str {
+    fn why(&self) -> &'static str {
         match self {
             Unparsed::NoCompilationDatabase => "no compilation database",
             Unparsed::OutsideTheTsconfig => "files outside the tsconfig's project",
+            Unparsed::OutsidePyrightsProject(_) => "files outside its project's include",
         }
     }
 
-    fn finds_only(self) -> &'static str {
+    fn finds_only(&self) -> &'static str {
         match self {
             Unparsed::NoCompilationDatabase => {
                 "has no compilation database and finds references only in the files it has parsed"
             }
             Unparsed::OutsideTheTsconfig => {
                 "finds references outside its tsconfig's project only in the files it has open"
+            }
+            Unparsed::OutsidePyrightsProject(_) => {
+                "finds references outside its project's include only in the files it has open"
             }
         }
     }

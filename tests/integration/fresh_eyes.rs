@@ -2490,3 +2490,56 @@ fn batch_check_skips_the_walked_files_lspc_check_skips() {
     let (status, stderr) = batch.finish();
     assert_eq!(status, Some(0), "{stderr}");
 }
+
+/// Two new users' trials (pallets/click, pallets/flask): with pyright's `include` naming `src`
+/// only, `references` of a function used in `tests/` left those uses out, with no note
+/// (pyright searches the files of its project and the open ones), and in one process the answer
+/// grew once a test file had been opened for another reason. The files the project leaves out
+/// that mention the name are now opened and the references asked again, as for clangd and
+/// tsserver, on the blocking route and after an earlier question alike. pyright 1.1.414.
+#[test]
+fn pyright_references_reach_files_outside_its_include() {
+    require_program!("pyright-langserver");
+    let workspace = Workspace::new("pyright-references-outside-include");
+    workspace
+        .file("src/pkg/__init__.py", "")
+        .file("src/pkg/core.py", "def helper() -> int:\n    return 1\n")
+        .file("src/pkg/use.py", "from pkg.core import helper\n\nhelper()\n")
+        .file(
+            "tests/test_core.py",
+            "from pkg.core import helper\n\n\ndef test_helper() -> None:\n    assert helper() == 1\n",
+        )
+        .file(
+            "pyrightconfig.json",
+            "{\"include\": [\"src\"], \"extraPaths\": [\"src\"]}\n",
+        );
+    let config = workspace.config(json!({ "pyright": pyright_entry() }));
+    let expected = json!([
+        ["src/pkg/core.py", 1],
+        ["src/pkg/use.py", 1],
+        ["src/pkg/use.py", 3],
+        ["tests/test_core.py", 1],
+        ["tests/test_core.py", 5],
+    ]);
+    let places = |answer: &Value| -> Value {
+        answer["result"]["locations"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{answer}"))
+            .iter()
+            .map(|location| json!([location["path"], location["line"]]))
+            .collect()
+    };
+    let mut batch = BatchSession::start(&workspace, &config, 60);
+    let first = batch.ask(
+        json!({"id": 1, "op": "references", "file": "src/pkg/core.py",
+                                 "line": 1, "symbol": "helper", "include_declaration": true}),
+    );
+    assert_eq!(places(&first), expected, "{first}");
+    let again = batch.ask(
+        json!({"id": 2, "op": "references", "file": "src/pkg/core.py",
+                                 "line": 1, "symbol": "helper", "include_declaration": true}),
+    );
+    assert_eq!(places(&again), expected, "{again}");
+    let (status, stderr) = batch.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+}

@@ -300,8 +300,10 @@ fn batch_order_holds_with_a_slow_request_before_instant_ones() {
     );
 }
 
-/// On clangd 14 (a real server): definition, hover and references on the instant route equal
-/// what a one-shot command prints, and ran on clangd's reader thread.
+/// On clangd 14 (a real server): definition, hover and references equal what a one-shot command
+/// prints; definition and hover ran on the instant route (clangd's reader thread), references
+/// on the blocking one, since without a `compile_commands.json` (only `compile_flags.txt`)
+/// clangd finds references only in the files it has parsed, and lspc opens the others first.
 #[test]
 fn clangd_instant_answers_equal_the_blocking_route() {
     if which("clangd").is_none() {
@@ -349,7 +351,7 @@ fn clangd_instant_answers_equal_the_blocking_route() {
     assert_eq!(status, Some(0), "{stderr}");
     assert_eq!(
         continuations_on(&stderr, "clangd-reader"),
-        cases.len(),
+        cases.len() - 1,
         "{stderr}"
     );
     // clangd 14: the definition is `area` on line 1, column 12.

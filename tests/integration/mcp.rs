@@ -377,6 +377,20 @@ fn call_tool(session: &mut Session, id: i64, name: &str, arguments: Value) -> Va
     response["result"].clone()
 }
 
+/// After a cancelled call: the next hover of `greet` in `a.py` (id 12) is answered normally, and
+/// the session ends cleanly.
+fn finish_with_a_greet_hover(mut session: Session) {
+    let hover = call_tool(
+        &mut session,
+        12,
+        "hover",
+        json!({"file": "a.py", "line": 1, "symbol": "greet"}),
+    );
+    let text = hover["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("greet"), "{hover}");
+    assert_eq!(session.finish(20 * SECOND), Some(0));
+}
+
 /// Issue 4: `notifications/cancelled` for a tools/call cancels the LSP request with
 /// `$/cancelRequest`; per the MCP spec (basic/utilities/cancellation: receivers "SHOULD ... not
 /// send a response for the cancelled request") no response follows, and the session goes on.
@@ -445,15 +459,59 @@ fn cancelled_call_sends_cancel_request_and_progress_flows() {
     }
     assert!(sent.elapsed() < 7 * SECOND, "the cancel took too long");
     // The next hover (the rule fired once) is answered normally.
-    let hover = call_tool(
-        &mut session,
-        12,
-        "hover",
-        json!({"file": "a.py", "line": 1, "symbol": "greet"}),
+    finish_with_a_greet_hover(session);
+}
+
+/// A new user's agent on pallets/flask: cancelling two in-flight `references` calls left
+/// pyright 1.1.414 answering every later `textDocument/references` with `-32603 …
+/// this._token.cancel is not a function` (a raw LSP client reproduces it). lspc sends pyright no
+/// `$/cancelRequest`; the cancelled call still gets no response, and the session goes on. The
+/// fixture server stands in for pyright under the program name `pyright-langserver`.
+#[test]
+fn a_cancelled_call_sends_pyright_no_cancel_request() {
+    let mut workspace = Workspace::new("mcp-cancel-pyright");
+    workspace.file("a.py", "def greet():\n    pass\n");
+    let slow_hover = json!({"rules": [{"method": "textDocument/hover", "times": 1,
+        "actions": [{"after": 3000, "actions": [{"reply": {"contents": "late"}}]}]}]});
+    let config = workspace.fixture_config(&[("fx", &[".py"], slow_hover)]);
+    let link = config.with_file_name("bin").join("pyright-langserver");
+    std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(crate::support::fixture_bin(), &link).unwrap();
+    let mut entries: Value = serde_json::from_slice(&std::fs::read(&config).unwrap()).unwrap();
+    entries["fx"]["command"] = json!(link);
+    std::fs::write(&config, entries.to_string()).unwrap();
+    let mut session = start_with_config(&workspace, &config);
+    session.send(
+        json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": {
+        "name": "hover", "arguments": {"file": "a.py", "line": 1, "symbol": "greet"}}}),
     );
-    let text = hover["content"][0]["text"].as_str().unwrap_or_default();
-    assert!(text.contains("greet"), "{hover}");
-    assert_eq!(session.finish(20 * SECOND), Some(0));
+    let transcript = workspace.transcript_path("fx");
+    wait_for(10 * SECOND, "the hover request at the server", || {
+        read_transcript(&transcript)
+            .iter()
+            .any(|entry| entry["message"]["method"] == "textDocument/hover")
+            .then_some(())
+    });
+    session.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 10, "reason": "test"}}),
+    );
+    // Past the late answer: the call got no response, and the server no cancellation.
+    session.send(json!({"jsonrpc": "2.0", "id": 11, "method": "ping"}));
+    let deadline = Instant::now() + 4 * SECOND;
+    while let Ok(line) = session
+        .lines
+        .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+    {
+        let message: Value = serde_json::from_str(&line).expect("json");
+        assert_ne!(message.get("id"), Some(&json!(10)), "{message}");
+    }
+    finish_with_a_greet_hover(session);
+    let cancels = read_transcript(&transcript)
+        .iter()
+        .filter(|entry| entry["message"]["method"] == "$/cancelRequest")
+        .count();
+    assert_eq!(cancels, 0);
 }
 
 /// B17 through MCP: two fixture servers on `.py`; the passive drain (`diagnostics` without a
