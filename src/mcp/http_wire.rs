@@ -222,6 +222,21 @@ fn parse_head(buffer: &[u8]) -> Result<Option<(usize, HttpRequest, u64)>, ReadEr
     if request.header("transfer-encoding").is_some() {
         return Err(ReadError::LengthRequired);
     }
+    // RFC 9112 §3.2: an HTTP/1.1 request carries exactly one Host (the loopback check reads it).
+    let hosts = request
+        .headers
+        .iter()
+        .filter(|(name, _)| name == "host")
+        .count();
+    match (version, hosts) {
+        (1, 0) => {
+            return Err(ReadError::Malformed(
+                "an HTTP/1.1 request without a Host header".to_owned(),
+            ))
+        }
+        (_, 2..) => return Err(ReadError::Malformed("more than one Host header".to_owned())),
+        _ => {}
+    }
     let lengths: Vec<&str> = request
         .headers
         .iter()
@@ -230,9 +245,11 @@ fn parse_head(buffer: &[u8]) -> Result<Option<(usize, HttpRequest, u64)>, ReadEr
         .collect();
     let content_length = match lengths.as_slice() {
         [] => 0,
-        [length] => length
-            .parse::<u64>()
-            .map_err(|_| ReadError::Malformed(format!("bad Content-Length {length:?}")))?,
+        // RFC 9110 §8.6: 1*DIGIT (Rust's parse would also take a leading `+`).
+        [length] => Some(length)
+            .filter(|length| length.bytes().all(|byte| byte.is_ascii_digit()))
+            .and_then(|length| length.parse::<u64>().ok())
+            .ok_or_else(|| ReadError::Malformed(format!("bad Content-Length {length:?}")))?,
         _ => {
             return Err(ReadError::Malformed(
                 "more than one Content-Length".to_owned(),
@@ -342,20 +359,34 @@ mod tests {
             "21 GET /mcp [] keep_alive=false length=0",
         );
         check(
-            "GET /mcp HTTP/1.1\r\nConnection: close\r\n\r\n",
-            r#"40 GET /mcp [("connection", "close")] keep_alive=false length=0"#,
+            "GET /mcp HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+            r#"49 GET /mcp [("host", "a"), ("connection", "close")] keep_alive=false length=0"#,
         );
         check(
-            "POST /mcp HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+            "POST /mcp HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n",
             "LengthRequired",
         );
+        for bad in ["x", "+5", "-1", "5 5", ""] {
+            check(
+                &format!("POST /mcp HTTP/1.1\r\nHost: a\r\nContent-Length: {bad}\r\n\r\n"),
+                &format!(
+                    "{:?}",
+                    ReadError::Malformed(format!("bad Content-Length {bad:?}"))
+                ),
+            );
+        }
         check(
-            "POST /mcp HTTP/1.1\r\nContent-Length: x\r\n\r\n",
-            "Malformed(\"bad Content-Length \\\"x\\\"\")",
+            "POST /mcp HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+            "Malformed(\"more than one Content-Length\")",
+        );
+        // RFC 9112 §3.2: exactly one Host in HTTP/1.1; HTTP/1.0 may omit it.
+        check(
+            "GET /mcp HTTP/1.1\r\n\r\n",
+            "Malformed(\"an HTTP/1.1 request without a Host header\")",
         );
         check(
-            "POST /mcp HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
-            "Malformed(\"more than one Content-Length\")",
+            "GET /mcp HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+            "Malformed(\"more than one Host header\")",
         );
         check("HELLO\r\n\r\n", "Malformed(\"invalid token\")");
     }
