@@ -143,7 +143,11 @@ fn render_info(paths: &SessionPaths, info: &SessionInfo) -> String {
         info.pid,
         info.uptime_ms / 1000,
         plural(info.clients, "client", "clients"),
-        plural(info.open_documents, "open document", "open documents"),
+        plural(
+            info.open_documents,
+            "document open on a server",
+            "documents open on servers"
+        ),
     );
     text.push_str(&format!("  socket  {}\n", paths.socket.display()));
     text.push_str(&format!("  log     {}\n", info.log.display()));

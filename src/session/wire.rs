@@ -352,7 +352,8 @@ pub struct SessionInfo {
     /// Connected clients, this one included.
     pub clients: usize,
     pub log: PathBuf,
-    /// Documents the engine holds open.
+    /// Documents open on servers, counted once per server (a `.py` file open on pyright and
+    /// ruff counts twice; the engine holds at most `max_open_documents` files).
     pub open_documents: usize,
     /// Resident memory of the session process itself, KiB.
     pub rss_kib: Option<u64>,

@@ -200,7 +200,9 @@ fn session_start_status_stop_leave_nothing_and_answers_match_in_process() {
         status.story()
     );
     assert!(
-        status.stdout.contains("1 client, 1 open document)"),
+        status
+            .stdout
+            .contains("1 client, 1 document open on a server)"),
         "{}",
         status.story()
     );
