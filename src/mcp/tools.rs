@@ -453,6 +453,9 @@ pub fn query_failure(error: impl std::fmt::Display) -> ToolFailure {
         " (the server may still be indexing; retry in a few seconds)"
     } else if message.contains("no language server") {
         " (configure a server for this extension in .lsp.json; see lsp://servers)"
+    } else if message.contains("stays down") {
+        // Given up on (or restarts disabled): no call restarts it in this lspc process.
+        " (see lsp://servers for its state and stderr; lspc does not start it again in this process)"
     } else if message.contains("crashed") || message.contains("failed to start") {
         " (see lsp://servers for its state and stderr; lspc restarts it on the next call while restarts remain)"
     } else {
@@ -820,6 +823,30 @@ fn diagnostics_tool(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A server given up on is not promised a restart (a new user's agent read "gave up after 4
+    /// crashes in a row, so it stays down (… lspc restarts it on the next call …)").
+    #[test]
+    fn failure_hints_match_the_servers_state() {
+        let hint = |error: crate::engine::EngineError| query_failure(error).0;
+        let gave_up = hint(crate::engine::EngineError::GaveUp {
+            server: "pyright".to_owned(),
+            status: "signal 9".to_owned(),
+            crashes: 4,
+            stderr_tail: String::new(),
+        });
+        assert_eq!(
+            gave_up,
+            "server pyright crashed (signal 9); gave up after 4 crashes in a row, so it stays down \
+             (see lsp://servers for its state and stderr; lspc does not start it again in this process)"
+        );
+        let crashed = hint(crate::engine::EngineError::ServerExited {
+            server: "pyright".to_owned(),
+            status: "signal 9".to_owned(),
+            stderr_tail: String::new(),
+        });
+        assert!(crashed.ends_with("lspc restarts it on the next call while restarts remain)"));
+    }
     use std::sync::Arc;
 
     fn server(available: bool, capabilities: Option<Value>) -> ServerDetails {
