@@ -62,9 +62,6 @@ pub struct ServerDetails {
     pub stderr_tail: String,
     /// How the server signals complete diagnostics (issue 15).
     pub settle_rule: crate::engine::SettleRule,
-    /// Whether its queries are sent without a readiness wait ([`ServerInfo::answers_once_loaded`]).
-    #[serde(default)]
-    pub answers_once_loaded: bool,
     /// Why lspc does not use its diagnostics on this machine (the program or plugins they come
     /// from are missing: [`crate::config::ServerConfig::diagnostics_off_reason`]).
     #[serde(default)]
@@ -315,10 +312,6 @@ impl State {
                         restarts: status.restarts,
                         stderr_tail: status.stderr_tail,
                         settle_rule: status.settle_rule,
-                        answers_once_loaded: crate::engine::query_gate::answers_once_loaded(
-                            &server.config.name,
-                            server.known_name(),
-                        ),
                         diagnostics_off: server.config.diagnostics_off_reason.clone(),
                         formatting_off: server.config.formatting_off_reason.clone(),
                     })

@@ -297,10 +297,6 @@ impl Server {
             encoding: self.encoding,
             capabilities: Arc::clone(&self.capabilities),
             busy: self.busy(),
-            answers_once_loaded: crate::engine::query_gate::answers_once_loaded(
-                &self.config.name,
-                self.known_name(),
-            ),
             pyright_family: self.runs_pyright(),
             formatting_off: self.config.formatting_off_reason.clone(),
         }

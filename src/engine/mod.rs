@@ -26,9 +26,7 @@ mod instance_gate;
 mod mailbox;
 mod not_analysed;
 mod pending_publishes;
-mod query_gate;
 pub use mailbox::{mailbox, Mailbox, MailboxSender};
-pub use query_gate::{queries_note, DESCRIPTION as QUERIES_SENT_AT_ONCE};
 mod reply;
 mod server_health;
 pub use reply::{
@@ -407,10 +405,6 @@ pub struct ServerInfo {
     pub capabilities: Arc<Value>,
     /// Whether a `$/progress` token is active (the server is still loading or indexing).
     pub busy: bool,
-    /// Whether each of its requests waits for its own workspace load, so a query needs no
-    /// readiness wait before it is sent (gopls; see `engine/query_gate.rs`).
-    #[serde(default)]
-    pub answers_once_loaded: bool,
     /// Whether it runs pyright-langserver or basedpyright-langserver (also through a launcher),
     /// whose references reach a file its project's `include` leaves out only once that file is
     /// open (`query/unparsed_files.rs`).

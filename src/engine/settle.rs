@@ -129,8 +129,8 @@ impl SettleRule {
     }
 
     /// The `lspc servers` section naming each server's expected rule, one line per server
-    /// (`  NAME: RULE: DESCRIPTION`, then its notes: held opens, queries sent at once, gopls's
-    /// diagnostics delay); empty for no servers.
+    /// (`  NAME: RULE: DESCRIPTION`, then its notes: held opens, gopls's diagnostics delay);
+    /// empty for no servers.
     pub fn render_expected<'a>(
         servers: impl Iterator<Item = &'a crate::config::ServerConfig>,
     ) -> String {
@@ -149,14 +149,11 @@ impl SettleRule {
                     .or_else(|| super::configuration_gate::opens_note(known))
                     .map(|note| format!("; {note}"))
                     .unwrap_or_default();
-                let queries = super::query_gate::queries_note(name, Some(known))
-                    .map(|note| format!("; {note}"))
-                    .unwrap_or_default();
                 let delay = crate::config::gopls::note(server)
                     .map(|note| format!("; {note}"))
                     .unwrap_or_default();
                 format!(
-                    "  {name}: {}: {}{opens}{queries}{delay}\n",
+                    "  {name}: {}: {}{opens}{delay}\n",
                     rule.name(),
                     rule.description()
                 )

@@ -130,9 +130,6 @@ fn servers_json(context: &ToolContext) -> Value {
             if let Some(note) = engine::opens_note(&server.name) {
                 object["settleRule"]["opens"] = json!(note);
             }
-            if server.answers_once_loaded {
-                object["settleRule"]["queries"] = json!(engine::QUERIES_SENT_AT_ONCE);
-            }
             if let Some(reason) = &server.diagnostics_off {
                 object["diagnosticsOff"] = json!(reason);
             }

@@ -862,7 +862,6 @@ mod tests {
             restarts: 0,
             stderr_tail: String::new(),
             settle_rule: crate::engine::SettleRule::QuietAfterPublish,
-            answers_once_loaded: false,
             diagnostics_off: None,
             formatting_off: None,
         }

@@ -148,12 +148,8 @@ enum Readiness {
 impl Readiness {
     /// Whether `server` must wait before answering about `path`: always on the file's first
     /// question of the session (per server), and for [`Readiness::Indexed`] while the server
-    /// reports progress; never for a server whose requests wait for its own workspace load
-    /// ([`ServerInfo::answers_once_loaded`], gopls).
+    /// reports progress.
     fn wait_due(self, analysed: &AnalysedFiles, server: &ServerInfo, path: &Path) -> bool {
-        if server.answers_once_loaded {
-            return false;
-        }
         match self {
             Readiness::Analysed | Readiness::EmptyAnswerWaits => {
                 !analysed.contains(server.server_id, path)
@@ -804,7 +800,6 @@ impl Queries {
             let empty = answer.is_null() || answer.as_array().is_some_and(Vec::is_empty);
             let ask_again = readiness == Readiness::EmptyAnswerWaits
                 && empty
-                && !target.server.answers_once_loaded
                 && !self
                     .analysed
                     .contains(target.server.server_id, &target.doc.path);

@@ -20,9 +20,7 @@ pub const ANALYSIS_WAIT: Duration = Duration::from_secs(20);
 /// for the file's diagnostics to settle, then while the
 /// server reports `$/progress`, re-reading its state every 200 ms, until `timeout` has passed in
 /// all. `server` is refreshed with each re-read. Returns the "incomplete" note ("server X was
-/// still indexing; results may be incomplete") when it is still busy at the end. No wait at
-/// all for a server whose requests wait for its own workspace load
-/// ([`ServerInfo::answers_once_loaded`]).
+/// still indexing; results may be incomplete") when it is still busy at the end.
 ///
 /// Why the diagnostics wait: some servers report no progress while they discover the workspace
 /// (pyright answers `workspace/symbol` with `[]` until it has found its source files;
@@ -37,9 +35,6 @@ pub fn wait_until_ready(
     timeout: Duration,
     analyse: bool,
 ) -> Option<String> {
-    if server.answers_once_loaded {
-        return None;
-    }
     let started = Instant::now();
     let deadline = started + timeout;
     if analyse {

@@ -22,7 +22,6 @@ mod faults;
 mod fresh_eyes;
 mod gopls_load;
 mod gopls_phases;
-mod gopls_queries;
 mod ide;
 mod instant_route;
 mod mcp;
