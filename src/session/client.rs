@@ -232,14 +232,24 @@ fn connect_attempt(
 
 /// The session for `options`: its running one, or with `start` a new one (the start lock makes
 /// racing starters end up with one session).
+///
+/// When the session ends while this command runs (`lspc session stop`, its idle bound, a crash),
+/// the call in flight fails and the next op connects again the same way (with `start`, to a new
+/// session): a long-lived frontend (`lspc mcp --session always`) goes on. What the old session
+/// held for this client (open documents, subscriptions) is gone with it.
 pub fn attach(options: &EngineOptions, start: bool) -> Result<EngineHandle, AttachError> {
     let connected = find_or_start(options, start)?;
     let signals = ProxySignals {
         handle: options.handle_signals,
         interrupted_sender: options.interrupted_sender.clone(),
     };
-    Ok(proxy(connected, signals))
+    let options = options.clone();
+    let reconnect: Reconnect = Box::new(move || find_or_start(&options, start));
+    Ok(proxy(connected, signals, Some(reconnect)))
 }
+
+/// How a proxy connects again after its session ended.
+pub type Reconnect = Box<dyn FnMut() -> Result<Connected, AttachError> + Send>;
 
 /// Runs one query command in the session for `options`, started first when `start` is set
 /// ([`find_or_start`]: the same key and configuration checks as every command): the query goes
@@ -789,17 +799,39 @@ fn lost_message(hello: &Hello) -> String {
     )
 }
 
-/// Wraps a connection in an [`EngineHandle`] whose ops are served by the session.
-pub fn proxy(connected: Connected, signals: ProxySignals) -> EngineHandle {
+/// Wraps a connection in an [`EngineHandle`] whose ops are served by the session; with
+/// `reconnect`, an op that comes after the session ended first connects again through it.
+pub fn proxy(
+    connected: Connected,
+    signals: ProxySignals,
+    reconnect: Option<Reconnect>,
+) -> EngineHandle {
     let (op_sender, op_receiver) = crate::doorbell::unbounded::<Op>();
     let thread = thread::Builder::new()
         .name("lspc-session-proxy".to_owned())
-        .spawn(move || run_proxy(connected, op_receiver, signals))
+        .spawn(move || run_proxy(connected, op_receiver, signals, reconnect))
         .expect("spawning the session proxy thread");
     EngineHandle::from_parts(op_sender, thread)
 }
 
-fn run_proxy(connected: Connected, op_receiver: Receiver<Op>, signals: ProxySignals) {
+/// Starts the reader thread of a session connection.
+fn spawn_reader(
+    reader: BufReader<UnixStream>,
+) -> (Option<thread::JoinHandle<()>>, Receiver<Option<Line>>) {
+    let (line_sender, line_receiver) = unbounded::<Option<Line>>();
+    let reader_thread = thread::Builder::new()
+        .name("lspc-session-reader".to_owned())
+        .spawn(move || read_lines(reader, line_sender))
+        .ok();
+    (reader_thread, line_receiver)
+}
+
+fn run_proxy(
+    connected: Connected,
+    op_receiver: Receiver<Op>,
+    signals: ProxySignals,
+    mut reconnect: Option<Reconnect>,
+) {
     crate::engine::mark_serving_ops();
     let signal_receiver = match signals.handle.then(crate::signals::install) {
         Some(Ok(receiver)) => receiver,
@@ -814,15 +846,11 @@ fn run_proxy(connected: Connected, op_receiver: Receiver<Op>, signals: ProxySign
         reader,
         hello,
     } = connected;
-    let (line_sender, mut line_receiver) = unbounded::<Option<Line>>();
-    let reader_thread = thread::Builder::new()
-        .name("lspc-session-reader".to_owned())
-        .spawn(move || read_lines(reader, line_sender))
-        .ok();
+    let (mut reader_thread, mut line_receiver) = spawn_reader(reader);
     let mut pending: HashMap<u64, ReplySlot> = HashMap::new();
     let mut next_id: u64 = 1;
     let mut lost = false;
-    let message = lost_message(&hello);
+    let mut message = lost_message(&hello);
     // This process's logger was set up from the same filter (see `query`).
     let verbose_logs = log::max_level() > log::LevelFilter::Warn;
     // First line: this command's log filter, so the session forwards the engine records an
@@ -847,6 +875,41 @@ fn run_proxy(connected: Connected, op_receiver: Receiver<Op>, signals: ProxySign
                     Ok(op) => op,
                     Err(_) => break,
                 };
+                if lost && !matches!(op, Op::Shutdown { .. }) {
+                    if let Some(reconnect) = reconnect.as_mut() {
+                        match reconnect() {
+                            Ok(connected) => {
+                                log::info!(
+                                    "the lspc session ended; connected to the session for {} (pid {})",
+                                    connected.hello.root.display(),
+                                    connected.hello.pid
+                                );
+                                let _ = stream.shutdown(std::net::Shutdown::Both);
+                                if let Some(old) = reader_thread.take() {
+                                    let _ = old.join();
+                                }
+                                stream = connected.stream;
+                                message = lost_message(&connected.hello);
+                                (reader_thread, line_receiver) = spawn_reader(connected.reader);
+                                lost = false;
+                                WireState {
+                                    stream: &mut stream,
+                                    pending: &mut pending,
+                                    next_id: &mut next_id,
+                                    lost: &mut lost,
+                                    message: &message,
+                                }
+                                .send(
+                                    WireOp::Logs {
+                                        filter: super::logs::client_filter().to_owned(),
+                                    },
+                                    ReplySlot::None,
+                                );
+                            }
+                            Err(error) => log::debug!("connecting to a session again: {error:?}"),
+                        }
+                    }
+                }
                 match wire::split(op) {
                     Split::Local(Op::Shutdown { reply }) => {
                         if verbose_logs {

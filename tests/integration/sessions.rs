@@ -876,6 +876,41 @@ fn three_mcp_clients_share_one_server_and_each_gets_its_own_passive_delivery() {
     }
 }
 
+/// A new user's agent: after `lspc session stop`, every tool call of a running
+/// `lspc mcp --session always` answered "the lspc session … ended unexpectedly", for good. The
+/// call after the stop now starts a new session (as the command did at its start) and answers;
+/// one server runs again, under the new session.
+#[test]
+fn an_mcp_client_goes_on_in_a_new_session_after_session_stop() {
+    let ws = SessionWorkspace::new("mcp-after-stop", json!({}));
+    let mut client = McpClient::start(&ws);
+    let (text, _) = client.hover(1);
+    assert!(text.contains("alpha at 4:4"), "{text}");
+    let first = ws.session_pids();
+    assert_eq!(first.len(), 1);
+    ws.lspc(&["session", "stop"]).run().status(0);
+    wait_until("the stopped session exits", Duration::from_secs(20), || {
+        !pid_alive(first[0])
+    });
+    // The first call after the stop may meet the end of the old connection; the next one runs
+    // in the new session.
+    let reply = client.request(
+        2,
+        "tools/call",
+        json!({"name": "hover", "arguments": {"file": "a.py", "line": 5, "column": 5}}),
+    );
+    if reply["result"]["isError"] == true {
+        let text = reply["result"]["content"][0]["text"].as_str().unwrap_or("");
+        assert!(text.contains("ended unexpectedly"), "{reply}");
+    }
+    let (text, _) = client.hover(3);
+    assert!(text.contains("alpha at 4:4"), "{text}");
+    let second = ws.session_pids();
+    assert_eq!(second.len(), 1, "{second:?}");
+    assert_ne!(second, first);
+    assert_eq!(ws.fixture_pids().len(), 1);
+}
+
 /// A session with `--idle 1s` exits by itself once its last client is gone, and a session whose
 /// root is removed exits too; neither leaves a server behind.
 #[test]

@@ -814,9 +814,17 @@ impl BatchSession {
         let stdin = self.stdin.as_mut().unwrap();
         writeln!(stdin, "{request}").unwrap();
         stdin.flush().unwrap();
-        self.lines
-            .recv_timeout(Duration::from_secs(60))
-            .unwrap_or_else(|_| panic!("no answer to {request} within 60 s"))
+        match self.lines.recv_timeout(Duration::from_secs(60)) {
+            Ok(line) => line,
+            Err(_) => {
+                // Its stderr says where it waited (lspc runs at `lspc=debug` here).
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                let stderr = std::mem::replace(&mut self.stderr, read_all(std::io::empty()));
+                let stderr = stderr.join().unwrap_or_default();
+                panic!("no answer to {request} within 60 s; lspc's stderr:\n{stderr}")
+            }
+        }
     }
 
     /// Close stdin and wait for lspc to exit; returns its exit status and stderr.
