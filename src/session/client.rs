@@ -853,8 +853,6 @@ fn run_proxy(
     let mut message = lost_message(&hello);
     // This process's logger was set up from the same filter (see `query`).
     let verbose_logs = log::max_level() > log::LevelFilter::Warn;
-    // First line: this command's log filter, so the session forwards the engine records an
-    // in-process run would have printed on this process's stderr.
     WireState {
         stream: &mut stream,
         pending: &mut pending,
@@ -862,12 +860,7 @@ fn run_proxy(
         lost: &mut lost,
         message: &message,
     }
-    .send(
-        WireOp::Logs {
-            filter: super::logs::client_filter().to_owned(),
-        },
-        ReplySlot::None,
-    );
+    .send_log_filter();
     loop {
         select! {
             recv(op_receiver) -> op => {
@@ -899,12 +892,7 @@ fn run_proxy(
                                     lost: &mut lost,
                                     message: &message,
                                 }
-                                .send(
-                                    WireOp::Logs {
-                                        filter: super::logs::client_filter().to_owned(),
-                                    },
-                                    ReplySlot::None,
-                                );
+                                .send_log_filter();
                             }
                             Err(error) => log::debug!("connecting to a session again: {error:?}"),
                         }
@@ -1094,6 +1082,17 @@ impl WireState<'_> {
             *self.lost = true;
             fail_all(self.pending, self.message);
         }
+    }
+
+    /// A connection's first line: this command's log filter, so the session forwards the engine
+    /// records an in-process run would have printed on this process's stderr.
+    fn send_log_filter(&mut self) {
+        self.send(
+            WireOp::Logs {
+                filter: super::logs::client_filter().to_owned(),
+            },
+            ReplySlot::None,
+        );
     }
 
     /// Handles one line from the session's reader thread (`None`/closed: the session is lost).
