@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::Operation;
-use crate::diagnostics::{Diagnostic, Severity};
+use crate::diagnostics::Diagnostic;
 use crate::doorbell::LoopSender;
 use crate::edit::commands::{
     render_outcome, CodeActionItem, CommandError, EditCommands, EditOutcome,
@@ -531,7 +531,7 @@ fn diagnostics_of(context: &Context<'_>, asked: Asked) -> Result<Vec<FileDiagnos
 /// files under `paths` (the root when empty) that a server serves, each server only on the files
 /// its project includes (pyright's `include`, tsconfig's, ruff's `exclude`), or that were named,
 /// with their settled diagnostics at `info` severity or above (hints are editor decorations no
-/// CLI prints), the errors found in the project configurations (a tsconfig's), then the walked
+/// CLI prints) and every ShellCheck finding, the errors found in the project configurations (a tsconfig's), then the walked
 /// files left out, as `skipped` with the reason. Found on pallets/click: this operation checked
 /// every walked file with every server and reported 81 pyright errors in `tests/` (outside
 /// `[tool.pyright] include`) that neither `pyright` nor `lspc check` reports.
@@ -619,7 +619,12 @@ fn check(context: &Context<'_>, paths: &[PathBuf], root: &Path) -> Result<Answer
                 incomplete,
                 failed,
             } => {
-                diagnostics.retain(|diagnostic| diagnostic.severity <= Severity::Information);
+                // As `lspc check` reports by default: information and above, and every
+                // ShellCheck finding (`shellcheck` prints its `style` ones).
+                diagnostics.retain(|diagnostic| {
+                    crate::check::verdict::ReportFrom::LikeEachCli
+                        .reports(diagnostic.severity, diagnostic.source.as_deref())
+                });
                 crate::diagnostics::sort(&mut diagnostics);
                 found |= !diagnostics.is_empty();
                 human.push_str(&diagnostics_text(&diagnostics, root));
@@ -666,7 +671,9 @@ fn check(context: &Context<'_>, paths: &[PathBuf], root: &Path) -> Result<Answer
     for file in skipped {
         let shown = uri::relative_display(&file.path, root);
         human.push_str(&format!("{shown}: skipped: {}\n", file.reason));
-        json_files.push(json!({"path": shown, "state": "skipped", "reason": file.reason}));
+        json_files.push(
+            json!({"path": shown, "state": "skipped", "reason": file.reason, "diagnostics": []}),
+        );
     }
     Ok(Answer {
         json: json!({ "files": json_files }).into(),

@@ -2543,3 +2543,49 @@ fn pyright_references_reach_files_outside_its_include() {
     let (status, stderr) = batch.finish();
     assert_eq!(status, Some(0), "{stderr}");
 }
+
+/// A new user's trial (helper-37, on redis/hiredis's `test.sh`): batch's `check` dropped
+/// ShellCheck's `style` findings (SC2236 here), which `lspc check` reports by default, as
+/// `shellcheck` prints them: 37 findings against 38. Both now give shellcheck's two, and a
+/// skipped file carries `"diagnostics": []` in both. bash-language-server 5.8.1, ShellCheck.
+#[test]
+fn batch_check_reports_shellchecks_style_findings_as_lspc_check_does() {
+    require_program!("bash-language-server");
+    require_program!("shellcheck");
+    let workspace = Workspace::new("batch-check-shellcheck");
+    workspace.file("s.sh", "#!/bin/sh\necho $1\n[ ! -z \"$x\" ]\n");
+    let codes = |files: &Value| -> Vec<String> {
+        files[0]["diagnostics"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{files}"))
+            .iter()
+            .map(|diagnostic| {
+                format!(
+                    "{}:{}",
+                    diagnostic["line"],
+                    diagnostic["code"].as_str().unwrap_or("")
+                )
+            })
+            .collect()
+    };
+    let cli = workspace
+        .lspc()
+        .args(["check", "s.sh", "--format", "json"])
+        .run();
+    cli.status(1);
+    assert_eq!(
+        codes(&cli.json()["files"]),
+        ["2:SC2086", "3:SC2236"],
+        "{}",
+        cli.story()
+    );
+    let mut batch = BatchSession::start_with(&workspace, &["--timeout", "60"]);
+    let answer = batch.ask(json!({"id": 1, "op": "check", "paths": ["s.sh"]}));
+    assert_eq!(
+        codes(&answer["result"]["files"]),
+        ["2:SC2086", "3:SC2236"],
+        "{answer}"
+    );
+    let (status, stderr) = batch.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+}

@@ -403,7 +403,7 @@ fn batch_check_gives_the_verdict_of_lspc_check() {
                 "severity": "error",
                 "message": "Type \"Literal['one']\" is not assignable to declared type \"int\"\n\u{a0}\u{a0}\"Literal['one']\" is not assignable to \"int\"",
                 "source": "Pyright", "code": "reportAssignmentType", "server": "pyright"}]},
-            {"path": "tests/test_core.py", "state": "skipped", "reason": "outside pyright's include"}
+            {"path": "tests/test_core.py", "state": "skipped", "reason": "outside pyright's include", "diagnostics": []}
         ]}}),
         "{}",
         output.story()
