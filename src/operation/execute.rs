@@ -531,8 +531,9 @@ fn diagnostics_of(context: &Context<'_>, asked: Asked) -> Result<Vec<FileDiagnos
 /// files under `paths` (the root when empty) that a server serves, each server only on the files
 /// its project includes (pyright's `include`, tsconfig's, ruff's `exclude`), or that were named,
 /// with their settled diagnostics at `info` severity or above (hints are editor decorations no
-/// CLI prints) and every ShellCheck finding, the errors found in the project configurations (a tsconfig's), then the walked
-/// files left out, as `skipped` with the reason. Found on pallets/click: this operation checked
+/// CLI prints) and every ShellCheck finding, the errors found in the project configurations (a
+/// tsconfig's), then the walked files left out and those no server checked, as `skipped` with
+/// the reason. Found on pallets/click: this operation checked
 /// every walked file with every server and reported 81 pyright errors in `tests/` (outside
 /// `[tool.pyright] include`) that neither `pyright` nor `lspc check` reports.
 fn check(context: &Context<'_>, paths: &[PathBuf], root: &Path) -> Result<Answer, Failure> {

@@ -1,5 +1,6 @@
 //! References that a server can only find in files it has been sent: clangd without a
-//! `compile_commands.json`, and typescript-language-server outside its tsconfig's project.
+//! `compile_commands.json`, typescript-language-server outside its tsconfig's project, and
+//! pyright (or basedpyright) outside its project's `include`.
 //!
 //! With `compile_commands.json` clangd indexes every file it lists in the background, and
 //! `textDocument/references` answers from that index. Without one (none at all, or only a
@@ -25,6 +26,16 @@
 //! the same way (those it includes, tsserver already knows), and so are the files no tsconfig
 //! or jsconfig governs (lukeed/dequal: `test/index.js` uses `src/index.js`, and no
 //! configuration ties them).
+//!
+//! pyright searches its program's tracked files (its `include` less its `exclude`) and the open
+//! ones: with `include = ["src", "tests/typing"]` (pallets/click) the uses of
+//! `_compat.strip_ansi` in `tests/test_compat.py` were missing, with no note, and in one process
+//! the answer grew as other questions opened test files. The files the instance's project leaves
+//! out ([`crate::project::PyrightProject`], read at the instance's project folder) that mention
+//! the name are opened the same way.
+//!
+//! These servers' `references` take the blocking route, never the instant one
+//! ([`may_reach_unopened_files`]), so the search runs on every question, not only a file's first.
 
 use std::path::{Path, PathBuf};
 
@@ -40,10 +51,11 @@ pub const MAX_FILES_OPENED: usize = 32;
 
 impl Queries {
     /// `textDocument/references` again, once the files that mention the name at `target` are
-    /// open, when `target`'s server is clangd without a compilation database (see the module
-    /// doc); `None` when that does not apply, no other file mentions the name, or the second
-    /// request fails (logged: the first answer stands). Answers the server's second answer and
-    /// a note for the result's `incomplete` when some files were not searched.
+    /// open, when `target`'s server is one of the module doc's (clangd without a compilation
+    /// database, typescript-language-server, pyright); `None` when that does not apply, no
+    /// other file mentions the name, or the second request fails (logged: the first answer
+    /// stands). Answers the server's second answer and a note for the result's `incomplete`
+    /// when some files were not searched.
     pub(super) fn references_from_unparsed_files(
         &self,
         target: &Target,
