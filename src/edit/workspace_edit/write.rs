@@ -6,7 +6,11 @@
 //! removal), after the temporary file's fsync: another process appending to it meanwhile (an
 //! agent's log, a formatter) would otherwise lose its bytes to the rename. A new user's trial
 //! appending a line every 50 ms during MCP edits lost 39 of 586 lines in 30 s with the check
-//! only before the writes. What stays is the window between that read and the rename.
+//! only before the writes. The old file is held open across the rename and read again after
+//! it ([`write_guarded`]), so what lands in it after that comparison is appended to the new
+//! file too (or, for another change, the old bytes are put back and the edit refused). Not
+//! covered: a writer that keeps the old file open and goes on writing to it after the rename
+//! (as for any editor that saves by rename).
 
 use std::fs;
 use std::io::Write;
@@ -133,7 +137,13 @@ impl Plan {
                         done.push(Done::Folder(folder));
                     }
                 }
-                write_atomically_if(path, content, slot.permissions.as_ref(), &unchanged)?;
+                write_guarded(
+                    path,
+                    content,
+                    slot.permissions.as_ref(),
+                    expected,
+                    &unchanged,
+                )?;
             }
             None => {
                 unchanged()?;
@@ -218,6 +228,44 @@ fn still_as_validated(path: &Path, expected: Option<&[u8]>) -> std::io::Result<(
     }
 }
 
+/// [`write_atomically_if`] `check` for a file that held `expected` when it was validated
+/// (`None`: it did not exist), keeping what another process writes to it between `check`'s last
+/// comparison and the rename: the old file, held open across the rename, is read again after
+/// it. Bytes appended to it are appended to the new file (an agent's log, a watcher appending
+/// every 50 ms: a new user's trial lost 2-5 of 396 lines with the comparison alone); any other
+/// change puts the old file's bytes back and fails with [`ChangedBehind`].
+fn write_guarded(
+    path: &Path,
+    content: &[u8],
+    permissions: Option<&fs::Permissions>,
+    expected: Option<&[u8]>,
+    check: &dyn Fn() -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let held = expected.and_then(|_| fs::File::open(path).ok());
+    write_atomically_if(path, content, permissions, check)?;
+    let (Some(mut held), Some(expected)) = (held, expected) else {
+        return Ok(());
+    };
+    let mut now = Vec::new();
+    std::io::Seek::seek(&mut held, std::io::SeekFrom::Start(0))?;
+    std::io::Read::read_to_end(&mut held, &mut now)?;
+    if now == expected {
+        return Ok(());
+    }
+    if let Some(tail) = now.strip_prefix(expected) {
+        let mut file = fs::OpenOptions::new().append(true).open(path)?;
+        file.write_all(tail)?;
+        log::info!(
+            "{}: {} bytes another process appended while lspc wrote the file were appended to it",
+            path.display(),
+            tail.len()
+        );
+        return Ok(());
+    }
+    write_atomically(path, &now, permissions)?;
+    Err(std::io::Error::other(ChangedBehind))
+}
+
 /// Writes `content` to `path` through a temporary file in the same folder (fsync, then rename),
 /// so readers see the old or the new file, never a half-written one. `permissions` (the replaced
 /// file's) are applied to the new file; the folder is fsynced best-effort.
@@ -268,4 +316,58 @@ fn write_atomically_if(
         let _ = folder.sync_all();
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Another process writes to the file after the last comparison and before the rename (the
+    /// `check` below does it as it returns): appended bytes reach the new file; another change
+    /// is put back and the write fails.
+    #[test]
+    fn writes_after_the_last_comparison_are_kept() {
+        let folder = std::env::temp_dir().join(format!("lspc-guarded-{}", std::process::id()));
+        fs::create_dir_all(&folder).unwrap();
+        let path = folder.join("t.py");
+        fs::write(&path, "counter = 1\n# app 1\n").unwrap();
+        let expected: &[u8] = b"counter = 1\n# app 1\n";
+        let append_late = || {
+            still_as_validated(&path, Some(expected))?;
+            let mut file = fs::OpenOptions::new().append(true).open(&path)?;
+            file.write_all(b"# app 2\n")
+        };
+        write_guarded(
+            &path,
+            b"counter = 2\n# app 1\n",
+            None,
+            Some(expected),
+            &append_late,
+        )
+        .unwrap();
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            "counter = 2\n# app 1\n# app 2\n"
+        );
+
+        fs::write(&path, "counter = 1\n").unwrap();
+        let replace_late = || {
+            still_as_validated(&path, Some(b"counter = 1\n"))?;
+            fs::OpenOptions::new()
+                .write(true)
+                .open(&path)?
+                .write_all(b"COUNTER")
+        };
+        let error = write_guarded(
+            &path,
+            b"counter = 2\n",
+            None,
+            Some(b"counter = 1\n"),
+            &replace_late,
+        )
+        .unwrap_err();
+        assert!(is_changed_behind(&error), "{error}");
+        assert_eq!(fs::read_to_string(&path).unwrap(), "COUNTER = 1\n");
+        let _ = fs::remove_dir_all(&folder);
+    }
 }
