@@ -126,6 +126,9 @@ pub enum CommandError {
     },
     /// The edit was refused by the edit engine; nothing was written.
     Edit(EditError),
+    /// The caller was cancelled before anything was written ([`EditCommands::cancellable`]);
+    /// nothing was written.
+    Cancelled,
     /// No code action has this title.
     NoSuchAction {
         title: String,
@@ -157,6 +160,9 @@ impl std::fmt::Display for CommandError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             CommandError::Engine(error) => error.fmt(f),
+            CommandError::Cancelled => {
+                f.write_str("the call was cancelled before its edit was written; nothing was written")
+            }
             CommandError::Unsupported { path, capability } => write!(
                 f,
                 "no language server for {} offers {capability}",
@@ -317,7 +323,15 @@ pub struct EditCommands {
     root: PathBuf,
     /// Bound on each request and each diagnostics wait.
     timeout: Duration,
+    /// The caller's tag on the LSP requests ([`crate::engine::Op::Cancel`]).
+    tag: Option<u64>,
+    /// Whether the caller was cancelled ([`EditCommands::cancellable`]).
+    cancelled: Option<CancelCheck>,
 }
+
+/// Tells whether the call an [`EditCommands`] serves was cancelled (an MCP client's
+/// `notifications/cancelled`).
+pub type CancelCheck = std::sync::Arc<dyn Fn() -> bool + Send + Sync>;
 
 impl EditCommands {
     /// `root` is the workspace root (displayed paths are relative to it).
@@ -326,6 +340,27 @@ impl EditCommands {
             op_sender,
             root: uri::canonical(&root),
             timeout,
+            tag: None,
+            cancelled: None,
+        }
+    }
+
+    /// These commands for a call that can be cancelled: their LSP requests carry `tag`, and
+    /// nothing is written (nor a server command run) once `cancelled` says so; they fail with
+    /// [`CommandError::Cancelled`] instead. (helper-40: a rename cancelled during its baseline
+    /// wait wrote its 10 files 9.4 s later, and the client, sent no answer as MCP asks, took it
+    /// that nothing had changed.)
+    pub fn cancellable(mut self, tag: u64, cancelled: CancelCheck) -> EditCommands {
+        self.tag = Some(tag);
+        self.cancelled = Some(cancelled);
+        self
+    }
+
+    /// [`CommandError::Cancelled`] once the caller was cancelled.
+    fn unless_cancelled(&self) -> Result<(), CommandError> {
+        match &self.cancelled {
+            Some(cancelled) if cancelled() => Err(CommandError::Cancelled),
+            _ => Ok(()),
         }
     }
 
@@ -693,11 +728,16 @@ impl EditCommands {
         self.write_and_report(&[path], || {
             let mut report = match edit {
                 Some(edit) => self.write(edit, server.encoding)?,
-                None => EditReport {
-                    operations: Vec::new(),
-                    files: Vec::new(),
-                    written: true,
-                },
+                // The command is the action's first write then; after an edit it runs whatever
+                // happens, so an action is never half applied.
+                None => {
+                    self.unless_cancelled()?;
+                    EditReport {
+                        operations: Vec::new(),
+                        files: Vec::new(),
+                        written: true,
+                    }
+                }
             };
             let seen = server_edits_with(&self.op_sender)
                 .last()
@@ -822,7 +862,7 @@ impl EditCommands {
             method,
             params,
             self.timeout,
-            None,
+            self.tag,
         )?)
     }
 
@@ -909,6 +949,7 @@ impl EditCommands {
     }
 
     fn write(&self, edit: Value, encoding: PositionEncoding) -> Result<EditReport, CommandError> {
+        self.unless_cancelled()?;
         apply_edit_with(&self.op_sender, edit, encoding, ApplyMode::Write)?
             .map_err(CommandError::Edit)
     }

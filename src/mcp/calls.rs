@@ -62,6 +62,11 @@ impl AnswerGate {
         }
     }
 
+    /// Whether the call was cancelled.
+    pub(super) fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Acquire) == Self::CANCELLED
+    }
+
     /// Cancel the call; `false` when its answer was already sent.
     pub(super) fn cancel(&self) -> bool {
         self.swap_from_running(Self::CANCELLED).is_ok()

@@ -74,17 +74,22 @@ pub fn definition(name: &str) -> Option<(Value, bool)> {
 }
 
 /// Run edit operation `operation` (tool `name`, named in failures), its arguments already
-/// checked and its files resolved inside the root.
+/// checked and its files resolved inside the root; `tag` marks its LSP requests for
+/// cancellation, and once the context's call is cancelled nothing more is written.
 pub fn run(
     context: &ToolContext,
     name: &str,
     operation: &Operation,
+    tag: u64,
 ) -> Result<(Value, String), ToolFailure> {
-    let commands = EditCommands::new(
+    let mut commands = EditCommands::new(
         context.op_sender.clone(),
         context.root.clone(),
         context.timeout,
     );
+    if let Some(cancelled) = &context.cancelled {
+        commands = commands.cancellable(tag, std::sync::Arc::clone(cancelled));
+    }
     let root = &context.root;
     let failure = |error| command_failure(root, name, error);
     match operation {

@@ -377,6 +377,15 @@ fn origin_allowed(origin: &str, options: &HttpOptions) -> bool {
     }
 }
 
+/// The credentials of an `Authorization` value in the `Bearer` scheme, whose name is
+/// case-insensitive (RFC 9110 §11.1: `bearer TOKEN` was refused with 401).
+fn bearer_credentials(value: &str) -> Option<&str> {
+    let (scheme, credentials) = value.trim_start().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then_some(credentials.trim_start())
+}
+
 /// Compare without an early exit, so the token cannot be guessed byte by byte from timings.
 fn same_secret(given: &[u8], expected: &[u8]) -> bool {
     let mut difference = given.len() ^ expected.len();
@@ -557,23 +566,23 @@ impl Exchange<'_> {
         }
         if self.request.method == "OPTIONS" {
             // A CORS preflight carries no credentials (Fetch §4.8), so it is answered before the
-            // token check.
-            let mut headers = self.cors.clone();
-            headers.push((
-                "Access-Control-Allow-Methods",
-                "GET, POST, DELETE".to_owned(),
-            ));
-            headers.push((
-                "Access-Control-Allow-Headers",
-                "Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID".to_owned(),
-            ));
+            // token check. `respond` adds the CORS headers once (they were sent twice, and a
+            // browser reads a repeated `Access-Control-Allow-Origin` as "X, X", which matches
+            // no origin: the preflight failed).
+            let headers = [
+                ("Access-Control-Allow-Methods", "GET, POST, DELETE".to_owned()),
+                (
+                    "Access-Control-Allow-Headers",
+                    "Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID".to_owned(),
+                ),
+            ];
             return self.respond(204, &headers, b"", false);
         }
         if let Some(token) = &self.shared.options.token {
             let given = self
                 .request
                 .header("authorization")
-                .and_then(|value| value.strip_prefix("Bearer "))
+                .and_then(bearer_credentials)
                 .unwrap_or_default();
             if !same_secret(given.trim().as_bytes(), token.as_bytes()) {
                 let mut headers = vec![("WWW-Authenticate", "Bearer".to_owned())];

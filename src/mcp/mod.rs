@@ -101,6 +101,14 @@ impl McpOptions {
 const SERVER_NAME: &str = "lspc";
 /// After stdin ends, how long in-flight calls may still take to answer before they are cancelled.
 const EOF_GRACE: Duration = Duration::from_secs(10);
+
+/// The longest stdio line lspc reads (as a session's socket, [`crate::session::wire`]); a longer
+/// one is skipped to its end and answered with an `id: null` error, and the connection goes on.
+const MAX_LINE_BYTES: usize = crate::session::wire::MAX_LINE_BYTES;
+
+/// Capacity above which the stdin reader's line buffer is let go after a line (one huge request
+/// would otherwise keep its memory for the rest of the run).
+const KEPT_LINE_BUFFER_BYTES: usize = 1 << 20;
 const INSTRUCTIONS: &str = "lspc gives you a headless editor over the project's language servers. \
 Positions are 1-based lines and 1-based columns in characters; give `symbol` (a name on the line) \
 instead of `column` when unsure. Files are relative to the workspace root. Tool results carry new \
@@ -197,6 +205,14 @@ impl OutboundStream {
                 let message = serde_json::from_slice(&line).map_err(drop)?;
                 sender.send(Outbound::Message(message)).map_err(drop)
             }
+        }
+    }
+
+    /// Waits while stdout holds more answers than the client has read
+    /// ([`stdout::StdoutSink::wait_for_room`]); a channel never waits.
+    fn wait_for_room(&self) {
+        if let OutboundStream::Stdout(sink) = self {
+            sink.wait_for_room();
         }
     }
 
@@ -446,6 +462,7 @@ fn serve_clients(
         )),
         passive_consumer: None,
         passive_drains: tool_arguments::PassiveDrains::new(&engine.op_sender()),
+        cancelled: None,
     };
     let offered = tools::offered_tools(&engine::server_details(&context.op_sender));
     let mut hub = Hub {
@@ -571,9 +588,25 @@ fn read_loop(
     let mut buffer = Vec::new();
     loop {
         buffer.clear();
-        match input.read_until(b'\n', &mut buffer) {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {
+        front.out.wait_for_room();
+        if buffer.capacity() > KEPT_LINE_BUFFER_BYTES {
+            buffer = Vec::new();
+        }
+        match crate::session::wire::read_line_bytes(&mut input, MAX_LINE_BYTES, &mut buffer) {
+            Ok(None) | Err(_) => return,
+            Ok(Some(false)) => {
+                let message = format!(
+                    "invalid request: a line longer than {MAX_LINE_BYTES} bytes (64 MiB) was skipped"
+                );
+                log::warn!("{message}");
+                let _ = front.out.send(Outbound::Message(error_response(
+                    &Value::Null,
+                    INVALID_REQUEST,
+                    &message,
+                    None,
+                )));
+            }
+            Ok(Some(true)) => {
                 active.store(true, std::sync::atomic::Ordering::Relaxed);
                 // Valid UTF-8 is the rule: `from_utf8`'s word-at-a-time check is a tenth of
                 // the lossy decoder's (issue 15); invalid bytes still become U+FFFD.
@@ -986,7 +1019,8 @@ impl Hub {
                 let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
                 let mut context = self.context.clone();
                 context.passive_consumer = state.own_passive.then(|| client.0.clone());
-                self.spawn(client, stream, id, &params, format!("tools/call {name}"), modern, move |tag| {
+                self.spawn(client, stream, id, &params, format!("tools/call {name}"), modern, move |tag, gate| {
+                    context.cancelled = Some(Arc::new(move || gate.is_cancelled()));
                     Ok(tools::call_tool(&context, &name, &arguments, tag))
                 });
             }
@@ -996,7 +1030,7 @@ impl Hub {
                     return;
                 };
                 let context = self.context.clone();
-                self.spawn(client, stream, id, &params, format!("resources/read {uri}"), modern, move |_| {
+                self.spawn(client, stream, id, &params, format!("resources/read {uri}"), modern, move |_, _| {
                     resources::read(&context, &uri).map_err(|error| (error.code, error.message))
                 });
             }
@@ -1014,7 +1048,7 @@ impl Hub {
         params: &Value,
         what: String,
         modern: bool,
-        work: impl FnOnce(u64) -> Result<Value, (i64, String)> + Send + 'static,
+        work: impl FnOnce(u64, calls::AnswerGate) -> Result<Value, (i64, String)> + Send + 'static,
     ) {
         let key = (client.clone(), id_key(&id));
         let tag = self.calls.next_tag();
@@ -1031,6 +1065,7 @@ impl Hub {
             );
             return;
         };
+        let work_gate = gate.clone();
         let completion = Completion {
             calls: Arc::clone(&self.calls),
             key,
@@ -1040,7 +1075,7 @@ impl Hub {
             done_sender: self.done_sender.clone(),
         };
         self.pool.submit(Box::new(move || {
-            let response = match work(tag) {
+            let response = match work(tag, work_gate) {
                 Ok(result) => success_response(
                     &id,
                     if modern {

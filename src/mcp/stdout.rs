@@ -10,9 +10,18 @@
 //! When a write cannot block:
 //! - stdout is a socket (Node's `child_process` pipes are socketpairs): `send(2)` with
 //!   `MSG_DONTWAIT`; what the socket does not take at once goes to the writer;
-//! - stdout is a pipe: the line fits in the pipe's free space (`F_GETPIPE_SZ` less the unread
-//!   bytes `FIONREAD` reports, less one page for the pipe's partly filled buffers);
+//! - stdout is a pipe: the line surely fits in the pipe's free slots ([`fits_in_pipe`]: a pipe
+//!   of `F_GETPIPE_SZ` bytes holds that many pages, and the unread bytes `FIONREAD` reports may
+//!   fill up to twice their share of them);
 //! - anything else (a terminal, a file, `/dev/null`): every line goes to the writer thread.
+//!
+//! A client that does not read its answers: the stdin reader waits before each line while more
+//! than [`QUEUE_LIMIT_BYTES`] wait for the writer ([`StdoutSink::wait_for_room`]), so lspc
+//! stops taking requests instead of holding their answers without bound (a client that sent 5,000
+//! calls and read nothing grew lspc to 291 MB). Only the reader waits: a worker or a server's
+//! reader thread never blocks on stdout. After stdin ends, [`StdoutSink::close`] waits for the
+//! queue to drain while stdout takes bytes, and gives up once it took none for
+//! [`CLOSE_STALL_LIMIT`].
 //!
 //! Invariants:
 //! - Lines never interleave and keep the order of their `send` calls: a line is written
@@ -24,17 +33,27 @@
 
 use std::io;
 use std::os::fd::RawFd;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{unbounded, Receiver, Sender};
 
 /// The process's stdout descriptor.
 const STDOUT_FD: RawFd = 1;
 
-/// Bytes a pipe may hold less than its nominal free space, because unread bytes sit in partly
-/// filled page buffers (Linux `pipe_write` fills a new page when the last one is full).
-const PIPE_SLACK_BYTES: usize = 8192;
+/// The size of a pipe's buffers (Linux: one page each).
+const PIPE_PAGE_BYTES: usize = 4096;
+
+/// Bytes of answers waiting for the writer above which the stdin reader stops reading requests
+/// ([`StdoutSink::wait_for_room`]).
+pub const QUEUE_LIMIT_BYTES: usize = 16 << 20;
+
+/// How long [`StdoutSink::close`] waits for stdout to take a byte before it leaves the rest
+/// unwritten: the client closed stdin and reads nothing more (MCP's stdio shutdown has it wait
+/// for lspc to exit).
+pub const CLOSE_STALL_LIMIT: Duration = Duration::from_secs(5);
 
 /// What kind of file stdout is, which decides when a direct write cannot block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +69,8 @@ enum Kind {
 struct Gate {
     /// Lines handed to the writer and not yet written whole.
     queued: usize,
+    /// Their bytes.
+    queued_bytes: usize,
     /// `None` once closed ([`StdoutSink::close`]) or broken (a write failed).
     sender: Option<Sender<Vec<u8>>>,
 }
@@ -58,6 +79,12 @@ struct Gate {
 pub struct StdoutSink {
     kind: Kind,
     gate: Mutex<Gate>,
+    /// Signalled by the writer after each line it wrote whole, and when it ends.
+    drained: Condvar,
+    /// When the sink started; [`StdoutSink::last_write`] counts from it.
+    started: Instant,
+    /// Milliseconds from `started` to the writer's last write that took bytes.
+    last_write: AtomicU64,
     writer: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -75,8 +102,12 @@ impl StdoutSink {
             kind: stdout_kind(),
             gate: Mutex::new(Gate {
                 queued: 0,
+                queued_bytes: 0,
                 sender: Some(sender),
             }),
+            drained: Condvar::new(),
+            started: Instant::now(),
+            last_write: AtomicU64::new(0),
             writer: Mutex::new(None),
         });
         let for_writer = Arc::clone(&sink);
@@ -123,17 +154,65 @@ impl StdoutSink {
         let Some(sender) = &gate.sender else {
             return Err(Closed);
         };
+        let bytes = line.len();
         if sender.send(line).is_err() {
             gate.sender = None;
             return Err(Closed);
         }
         gate.queued += 1;
+        gate.queued_bytes += bytes;
         Ok(())
     }
 
-    /// Lets the writer write what is queued, then ends it and waits for it.
+    /// Waits while more than [`QUEUE_LIMIT_BYTES`] wait for the writer (the client is not reading
+    /// its answers); returns at once when they do not, or once stdout is closed. Called by the
+    /// stdin reader before it reads the next request, so a client that keeps writing without
+    /// reading is held back by its own pipe, as by any stdio server.
+    pub fn wait_for_room(&self) {
+        let mut gate = lock(&self.gate);
+        if gate.queued_bytes > QUEUE_LIMIT_BYTES && gate.sender.is_some() {
+            log::info!(
+                "{} bytes of answers wait for the client to read stdout: reading no more requests until it does",
+                gate.queued_bytes
+            );
+        }
+        while gate.queued_bytes > QUEUE_LIMIT_BYTES && gate.sender.is_some() {
+            gate = self
+                .drained
+                .wait(gate)
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+    }
+
+    /// Lets the writer write what is queued, then ends it and waits for it, for as long as
+    /// stdout takes bytes: once it took none for [`CLOSE_STALL_LIMIT`], the rest stays unwritten
+    /// (logged) and the writer is left blocked, to end with the process.
     pub fn close(&self) {
-        lock(&self.gate).sender = None;
+        let closing = Instant::now();
+        let mut gate = lock(&self.gate);
+        gate.sender = None;
+        while gate.queued > 0 {
+            let last =
+                self.started + Duration::from_millis(self.last_write.load(Ordering::Relaxed));
+            let stalled_since = last.max(closing);
+            let Some(left) =
+                (stalled_since + CLOSE_STALL_LIMIT).checked_duration_since(Instant::now())
+            else {
+                log::warn!(
+                    "stdout took no byte for {} s after stdin closed: {} answers ({} bytes) left unwritten",
+                    CLOSE_STALL_LIMIT.as_secs(),
+                    gate.queued,
+                    gate.queued_bytes
+                );
+                return;
+            };
+            gate = self
+                .drained
+                .wait_timeout(gate, left.min(Duration::from_millis(250)))
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .0;
+        }
+        drop(gate);
         if let Some(writer) = lock(&self.writer).take() {
             let _ = writer.join();
         }
@@ -152,10 +231,10 @@ impl StdoutSink {
                     return Ok(0);
                 }
                 let unread = usize::try_from(unread).unwrap_or(capacity);
-                if unread + line.len() + PIPE_SLACK_BYTES > capacity {
+                if !fits_in_pipe(capacity, unread, line.len()) {
                     return Ok(0);
                 }
-                write_all_blocking(line).map(|()| line.len())
+                write_all_blocking(line, || {}).map(|()| line.len())
             }
             Kind::Socket => {
                 let mut written = 0;
@@ -188,14 +267,41 @@ impl StdoutSink {
 
     fn run_writer(&self, receiver: Receiver<Vec<u8>>) {
         for line in receiver {
-            if let Err(error) = write_all_blocking(&line) {
+            let written = write_all_blocking(&line, || {
+                let millis = self.started.elapsed().as_millis();
+                self.last_write
+                    .store(u64::try_from(millis).unwrap_or(u64::MAX), Ordering::Relaxed);
+            });
+            let mut gate = lock(&self.gate);
+            if let Err(error) = written {
                 log::warn!("stdout closed ({error}); dropping further MCP messages");
-                lock(&self.gate).sender = None;
+                gate.sender = None;
+                gate.queued = 0;
+                gate.queued_bytes = 0;
+                self.drained.notify_all();
                 return;
             }
-            lock(&self.gate).queued -= 1;
+            gate.queued -= 1;
+            gate.queued_bytes -= line.len();
+            self.drained.notify_all();
         }
     }
+}
+
+/// Whether a write of `len` bytes surely does not block on a pipe of `capacity` bytes that
+/// holds `unread` bytes.
+///
+/// A pipe holds `capacity / 4096` page buffers, not bytes: Linux `pipe_write` merges a write's
+/// last partial page into the last buffer only when it fits there, and otherwise starts new
+/// buffers. So any two adjacent buffers hold more than a page between them, except that the
+/// reader may have emptied part of the first: `unread` bytes occupy at most
+/// `2 * ceil(unread / 4096) + 2` buffers. (One page of slack was not enough: lines of a little
+/// over half a page each take a buffer apiece, and a worker blocked in `write` while it held
+/// the gate, so lspc could not exit after stdin closed.)
+fn fits_in_pipe(capacity: usize, unread: usize, len: usize) -> bool {
+    let slots = capacity / PIPE_PAGE_BYTES;
+    let used = 2 * unread.div_ceil(PIPE_PAGE_BYTES) + 2;
+    used + len.div_ceil(PIPE_PAGE_BYTES) <= slots
 }
 
 /// A poisoned lock only means a thread panicked while writing bytes; the state is still usable.
@@ -223,15 +329,16 @@ fn stdout_kind() -> Kind {
 }
 
 /// Writes all of `bytes` to stdout, waiting while it is full (also when the client left it
-/// non-blocking).
+/// non-blocking); `took_bytes` runs after each write that took some.
 ///
 /// Errors: the write error.
-fn write_all_blocking(mut bytes: &[u8]) -> io::Result<()> {
+fn write_all_blocking(mut bytes: &[u8], mut took_bytes: impl FnMut()) -> io::Result<()> {
     while !bytes.is_empty() {
         // SAFETY: `bytes` is a valid buffer of `bytes.len()` bytes.
         let n = unsafe { libc::write(STDOUT_FD, bytes.as_ptr().cast(), bytes.len()) };
         if n > 0 {
             bytes = &bytes[n as usize..];
+            took_bytes();
             continue;
         }
         if n == 0 {
@@ -253,4 +360,23 @@ fn write_all_blocking(mut bytes: &[u8]) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_goes_straight_to_a_pipe_only_when_its_buffers_surely_hold_it() {
+        const PIPE: usize = 65536;
+        assert!(fits_in_pipe(PIPE, 0, 2212));
+        // 16 unread answers of 2,212 bytes take the 16 buffers of a 64 KB pipe (one each),
+        // though their 35,392 bytes are about half its size.
+        assert!(!fits_in_pipe(PIPE, 16 * 2212, 2212));
+        assert!(fits_in_pipe(PIPE, 4096, 4096 * 12));
+        assert!(!fits_in_pipe(PIPE, 4096, 4096 * 13));
+        assert!(!fits_in_pipe(PIPE, 0, 4096 * 15));
+        // A one-page pipe never takes a direct write.
+        assert!(!fits_in_pipe(4096, 0, 1));
+    }
 }

@@ -35,6 +35,9 @@ pub struct ToolContext {
     pub notes_pending: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// When each passive queue was last drained, to skip a drain that would deliver nothing.
     pub passive_drains: PassiveDrains,
+    /// Whether the call this context serves was cancelled: the tools that write check it before
+    /// writing ([`crate::edit::commands::EditCommands::cancellable`]). `None` outside a call.
+    pub cancelled: Option<crate::edit::commands::CancelCheck>,
 }
 
 impl ToolContext {

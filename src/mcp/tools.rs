@@ -520,7 +520,7 @@ fn run_tool(
         Operation::Diagnostics { file } => return diagnostics_tool(context, file.as_deref()),
         operation => {
             refuse_writes_on_config_errors(context, &operation)?;
-            return super::edit_tools::run(context, name, &operation);
+            return super::edit_tools::run(context, name, &operation, tag);
         }
     };
     let queries = queries(context, tag);
@@ -886,6 +886,7 @@ mod tests {
             config_errors: Default::default(),
             notes_pending: Default::default(),
             passive_drains: Default::default(),
+            cancelled: None,
         };
         let check = |tool: &str, arguments: &str, read: bool| {
             let fast = prepare_instant(&context, tool, arguments);

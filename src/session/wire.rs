@@ -735,6 +735,27 @@ pub enum Line {
 /// reads normally.
 pub fn read_line(reader: &mut impl BufRead, limit: usize) -> io::Result<Option<Line>> {
     let mut buffer: Vec<u8> = Vec::new();
+    match read_line_bytes(reader, limit, &mut buffer)? {
+        None => Ok(None),
+        Some(false) => Ok(Some(Line::TooLong)),
+        Some(true) => match String::from_utf8(buffer) {
+            Ok(text) => Ok(Some(Line::Text(text))),
+            Err(_) => Ok(Some(Line::NotUtf8)),
+        },
+    }
+}
+
+/// [`read_line`]'s bytes: appends one line of at most `limit` bytes to `buffer`, without its
+/// `\n` or `\r\n`. `Ok(None)` at end of stream; `Ok(Some(false))` when the line was longer (it
+/// was consumed to its end, and `buffer` holds none of it); `Ok(Some(true))` otherwise.
+///
+/// Errors: the reader's, except `Interrupted`, which is retried.
+pub fn read_line_bytes(
+    reader: &mut impl BufRead,
+    limit: usize,
+    buffer: &mut Vec<u8>,
+) -> io::Result<Option<bool>> {
+    let start = buffer.len();
     let mut too_long = false;
     let mut read_any = false;
     loop {
@@ -755,9 +776,9 @@ pub fn read_line(reader: &mut impl BufRead, limit: usize) -> io::Result<Option<L
             None => (available, None),
         };
         if !too_long {
-            if buffer.len() + chunk.len() > limit {
+            if buffer.len() - start + chunk.len() > limit {
                 too_long = true;
-                buffer = Vec::new();
+                buffer.truncate(start);
             } else {
                 buffer.extend_from_slice(chunk);
             }
@@ -769,15 +790,12 @@ pub fn read_line(reader: &mut impl BufRead, limit: usize) -> io::Result<Option<L
         }
     }
     if too_long {
-        return Ok(Some(Line::TooLong));
+        return Ok(Some(false));
     }
-    if buffer.last() == Some(&b'\r') {
+    if buffer.len() > start && buffer.last() == Some(&b'\r') {
         buffer.pop();
     }
-    match String::from_utf8(buffer) {
-        Ok(text) => Ok(Some(Line::Text(text))),
-        Err(_) => Ok(Some(Line::NotUtf8)),
-    }
+    Ok(Some(true))
 }
 
 #[cfg(test)]

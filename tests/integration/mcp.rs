@@ -182,6 +182,18 @@ fn protocol_edge_cases_without_servers() {
         session.next(10 * SECOND),
         json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "parse error: EOF while parsing a value at line 1 column 22"}})
     );
+    // A line over 64 MiB is skipped to its end with an error, and the next line reads normally
+    // (helper-40: a 400 MB line grew lspc to 416 MB, and it stayed there).
+    let mut huge =
+        String::from("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\",\"params\":{\"pad\":\"");
+    huge.push_str(&"x".repeat(64 * 1024 * 1024));
+    huge.push_str("\"}}");
+    session.send_raw(&huge);
+    drop(huge);
+    assert_eq!(
+        session.next(30 * SECOND),
+        json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": "invalid request: a line longer than 67108864 bytes (64 MiB) was skipped"}})
+    );
     let unknown = session.request(json!("x-9"), "frobnicate", json!({}), 10 * SECOND);
     assert_eq!(
         unknown,
@@ -512,6 +524,54 @@ fn a_cancelled_call_sends_pyright_no_cancel_request() {
         .filter(|entry| entry["message"]["method"] == "$/cancelRequest")
         .count();
     assert_eq!(cancels, 0);
+}
+
+/// A `rename` with `apply` cancelled before its edit is written writes nothing (helper-40: the
+/// files were written 3-9 s after the cancel, and the client, sent no response as MCP asks,
+/// took it that nothing had changed). The server's first publish comes 3 s after the open (it
+/// publishes at once after a change), so the cancel lands while the rename waits for it; the
+/// session goes on, and the same rename sent again writes.
+#[test]
+fn a_rename_cancelled_before_it_is_written_writes_nothing() {
+    let mut workspace = Workspace::new("mcp-cancel-rename");
+    workspace.file("a.py", "def greet():\n    pass\ngreet()\n");
+    let slow_publish = json!({"rules": [
+        {"method": "textDocument/didOpen", "actions": [
+            {"after": 3000, "actions": [{"publish": {"diagnostics": []}}]}
+        ]}
+    ]});
+    let config = workspace.fixture_config(&[("fx", &[".py"], slow_publish)]);
+    let mut session = start_with_config(&workspace, &config);
+    let rename =
+        json!({"file": "a.py", "line": 1, "symbol": "greet", "new_name": "hello", "apply": true});
+    session.send(json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call",
+        "params": {"name": "rename", "arguments": rename}}));
+    let transcript = workspace.transcript_path("fx");
+    wait_for(10 * SECOND, "the open at the server", || {
+        read_transcript(&transcript)
+            .iter()
+            .any(|entry| entry["message"]["method"] == "textDocument/didOpen")
+            .then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    session.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 10, "reason": "test"}}),
+    );
+    // Past the publish and the write it would have allowed: no response, nothing written.
+    let deadline = Instant::now() + 6 * SECOND;
+    while let Ok(line) = session
+        .lines
+        .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+    {
+        let message: Value = serde_json::from_str(&line).expect("json");
+        assert_ne!(message.get("id"), Some(&json!(10)), "{message}");
+    }
+    assert_eq!(workspace.read("a.py"), "def greet():\n    pass\ngreet()\n");
+    let written = call_tool(&mut session, 11, "rename", rename);
+    assert_eq!(written["structuredContent"]["applied"], true, "{written}");
+    assert_eq!(workspace.read("a.py"), "def hello():\n    pass\nhello()\n");
+    assert_eq!(session.finish(20 * SECOND), Some(0));
 }
 
 /// B17 through MCP: two fixture servers on `.py`; the passive drain (`diagnostics` without a
@@ -1186,6 +1246,36 @@ fn monorepo_projects_through_mcp() {
     assert_eq!(session.finish(60 * SECOND), Some(0));
 }
 
+/// `lspc --root ROOT ARGS` with stdin piped, stderr dropped, and stdout a pipe or (`socket`) one
+/// end of a socketpair (Node's `child_process` stdio); returns the child and lspc's stdout.
+fn spawn_mcp_with_stdout(
+    root: &Path,
+    args: &[&str],
+    socket: bool,
+) -> (Child, Box<dyn std::io::Read + Send>) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_lspc"));
+    crate::support::session_env(&mut command);
+    command
+        .arg("--root")
+        .arg(root)
+        .args(args)
+        .env("XDG_CONFIG_HOME", root.join(".no-user-config"))
+        .stdin(Stdio::piped())
+        .stderr(Stdio::null());
+    if socket {
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().expect("socketpair");
+        command.stdout(Stdio::from(std::os::fd::OwnedFd::from(theirs)));
+        let child = command.spawn().expect("spawn lspc");
+        // The command holds our copy of lspc's end; stdout ends only once it is closed.
+        drop(command);
+        (child, Box::new(ours))
+    } else {
+        let mut child = command.stdout(Stdio::piped()).spawn().expect("spawn lspc");
+        let stdout = child.stdout.take().expect("stdout");
+        (child, Box::new(stdout))
+    }
+}
+
 /// Issue 15: answers are written to stdout by the thread that has them, and only while that
 /// cannot block. A client that writes 3,000 pings (about 120 KB of answers, more than a pipe or
 /// socket buffer holds) before reading anything is still read to the end: lspc keeps reading
@@ -1200,27 +1290,7 @@ fn unread_stdout_does_not_stop_stdin_and_answers_keep_their_order() {
         } else {
             "unread-pipe"
         });
-        let mut command = Command::new(env!("CARGO_BIN_EXE_lspc"));
-        crate::support::session_env(&mut command);
-        command
-            .arg("--root")
-            .arg(&root)
-            .args(["--no-builtin", "mcp"])
-            .env("XDG_CONFIG_HOME", root.join(".no-user-config"))
-            .stdin(Stdio::piped())
-            .stderr(Stdio::null());
-        let (mut child, stdout): (Child, Box<dyn std::io::Read + Send>) = if socket {
-            let (ours, theirs) = std::os::unix::net::UnixStream::pair().expect("socketpair");
-            command.stdout(Stdio::from(std::os::fd::OwnedFd::from(theirs)));
-            let child = command.spawn().expect("spawn lspc");
-            // The command holds our copy of lspc's end; stdout ends only once it is closed.
-            drop(command);
-            (child, Box::new(ours))
-        } else {
-            let mut child = command.stdout(Stdio::piped()).spawn().expect("spawn lspc");
-            let stdout = child.stdout.take().expect("stdout");
-            (child, Box::new(stdout))
-        };
+        let (mut child, stdout) = spawn_mcp_with_stdout(&root, &["--no-builtin", "mcp"], socket);
         let mut stdin = child.stdin.take().expect("stdin");
         let (written_sender, written) = channel();
         let writer = std::thread::spawn(move || {
@@ -1258,6 +1328,70 @@ fn unread_stdout_does_not_stop_stdin_and_answers_keep_their_order() {
             ids.unwrap_or_else(|_| panic!("socket {socket}: stdout did not end")),
             expected,
             "socket {socket}"
+        );
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}
+
+/// A client that closes stdin and never reads stdout still sees lspc exit (helper-36 and
+/// helper-40: it stayed, stuck writing). Answers of a little over half a pipe page (an error for
+/// a 2,100-character tool name, 2,212 bytes) take a pipe buffer each, so the 17th filled a 64 KB
+/// pipe whose byte count still showed room, and the thread that wrote it blocked while holding
+/// stdout's lock. Now such a line goes to the writer thread, and once stdin is closed lspc waits
+/// only while stdout takes bytes (5 s). The answers written are whole lines, in order.
+#[test]
+fn lspc_exits_after_stdin_closes_when_the_client_never_reads_stdout() {
+    use wait_timeout::ChildExt;
+    const CALLS: usize = 200;
+    for socket in [false, true] {
+        let root = temp_workspace(if socket {
+            "never-read-socket"
+        } else {
+            "never-read-pipe"
+        });
+        let (mut child, stdout) = spawn_mcp_with_stdout(
+            &root,
+            &["--no-builtin", "--session", "never", "mcp"],
+            socket,
+        );
+        let mut stdin = child.stdin.take().expect("stdin");
+        let name = "x".repeat(2100);
+        let mut input = String::from(
+            "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}\n",
+        );
+        for id in 1..=CALLS {
+            input.push_str(&format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"{name}\",\"arguments\":{{}}}}}}\n"
+            ));
+        }
+        // On a thread: before the fix lspc stopped reading stdin too.
+        let writer = std::thread::spawn(move || {
+            let _ = stdin.write_all(input.as_bytes());
+        });
+        let status = child.wait_timeout(60 * SECOND).expect("wait");
+        if status.is_none() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        assert_eq!(
+            status.map(|status| status.code()),
+            Some(Some(0)),
+            "socket {socket}: lspc did not exit within 60 s of stdin closing while stdout was unread"
+        );
+        let _ = writer.join();
+        let ids: Vec<Value> = BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .map(|line| {
+                serde_json::from_str::<Value>(&line).expect("a whole JSON line")["id"].clone()
+            })
+            .collect();
+        let expected: Vec<Value> = (0..ids.len()).map(|id| json!(id)).collect();
+        assert_eq!(ids, expected, "socket {socket}");
+        assert!(
+            ids.len() > 16,
+            "socket {socket}: only {} answers were written",
+            ids.len()
         );
         let _ = std::fs::remove_dir_all(&root);
     }

@@ -370,6 +370,37 @@ fn http_bad_input_gets_the_right_status_and_the_server_goes_on() {
     assert_eq!(response.status, 403, "{response:?}");
     server.assert_alive("403");
 
+    // A CORS preflight names the allowed origin once (helper-40: every CORS header came twice,
+    // and a browser reads a repeated Access-Control-Allow-Origin as "X, X", matching nothing).
+    let mut stream = server.connect();
+    stream
+        .write_all(b"OPTIONS /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: https://app.example\r\nAccess-Control-Request-Method: POST\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let response = read_response(&mut stream);
+    assert_eq!(response.status, 204, "{response:?}");
+    let mut names: Vec<String> = response
+        .headers
+        .iter()
+        .map(|(name, _)| name.to_ascii_lowercase())
+        .filter(|name| name.starts_with("access-control-") || name == "vary")
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "access-control-allow-headers",
+            "access-control-allow-methods",
+            "access-control-allow-origin",
+            "access-control-expose-headers",
+            "vary"
+        ],
+        "{response:?}"
+    );
+    assert_eq!(
+        response.header("access-control-allow-origin"),
+        Some("https://app.example")
+    );
+
     // 404: another path; an unknown session.
     let mut stream = server.connect();
     stream
@@ -560,6 +591,11 @@ fn http_bearer_token_is_required() {
     let response = server.post(&[("Authorization", "Bearer s3cret")], &ping);
     assert_eq!(response.status, 200, "{response:?}");
     assert_eq!(response.json()["result"], json!({}));
+    // The scheme's name is case-insensitive (RFC 9110 §11.1).
+    let response = server.post(&[("Authorization", "bearer s3cret")], &ping);
+    assert_eq!(response.status, 200, "{response:?}");
+    let response = server.post(&[("Authorization", "Basic s3cret")], &ping);
+    assert_eq!(response.status, 401, "{response:?}");
 
     let output = workspace
         .lspc()
