@@ -515,6 +515,12 @@ impl State {
                 wait.done.insert(id, Ok(()));
                 continue;
             }
+            if !server.pull_diagnostics && server.settle_rule().quiet_only() {
+                if let Some(pid) = server.process().map(|process| process.pid()) {
+                    self.servers[id.0 as usize].cpu.sample(pid, now);
+                }
+            }
+            let server = &self.servers[id.0 as usize];
             let key = (id, wait.path.clone());
             let provisional = self.provisional_pulls.contains(&key);
             let ask_again = provisional && !server.busy();
@@ -898,6 +904,12 @@ impl State {
         let last_publish = server.publishes.get(path).copied();
         let mut progress_active = server.busy();
         let mut last_progress_change = server.last_progress_change;
+        // Without a completeness signal, the server computing is its work in progress
+        // (`server_cpu.rs`: gopls 0.5 publishes its analyzers' findings seconds after an
+        // unversioned type-check set, or nothing when they find none).
+        if server.settle_rule().quiet_only() {
+            last_progress_change = last_progress_change.max(server.cpu.last_busy());
+        }
         // A tsserver probe of the last publish counts as work: tsserver answers it only when
         // its check of the file is done, so while it is unanswered the publish may be the
         // empty syntactic set of a file whose semantic check is still running (ky's 38 KB

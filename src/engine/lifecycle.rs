@@ -131,6 +131,9 @@ pub(super) struct Server {
     /// version, added to its quiet period (gopls's `diagnosticsDelay` when its entry sets one,
     /// `config/gopls.rs`); zero for other servers.
     pub(super) deferred_round: std::time::Duration,
+    /// Its process's CPU activity, sampled during diagnostics waits under the rules without a
+    /// completeness signal ([`super::super::server_cpu`]).
+    pub(super) cpu: super::super::server_cpu::CpuActivity,
 }
 
 pub(super) enum ServerState {
@@ -219,6 +222,7 @@ impl Server {
             configuration_hold: None,
             reopen_after_hold: Vec::new(),
             deferred_round: crate::config::gopls::deferred_round(config),
+            cpu: Default::default(),
         }
     }
 
@@ -491,6 +495,7 @@ impl State {
             .map(Duration::from_millis)
             .unwrap_or(self.options.startup_timeout);
         log::debug!("{}: spawned pid {}", server.config.name, process.pid());
+        server.cpu.reset();
         server.watchdog = Some(Watchdog::start(&server.config.name, process.pid()));
         if self.options.warn_duplicates {
             super::super::duplicates::register(

@@ -28,6 +28,7 @@ mod not_analysed;
 mod pending_publishes;
 pub use mailbox::{mailbox, Mailbox, MailboxSender};
 mod reply;
+mod server_cpu;
 mod server_health;
 pub use reply::{
     mark_serving_ops, serves_ops, AnswerBody, AnswerContinuation, AnswerOnce, ReplyTo,

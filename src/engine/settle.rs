@@ -168,6 +168,15 @@ impl SettleRule {
         )
     }
 
+    /// Whether only a quiet period ends the wait (the server gives no completeness signal):
+    /// then the server's CPU use counts as work in progress ([`super::server_cpu`]).
+    pub fn quiet_only(self) -> bool {
+        matches!(
+            self,
+            SettleRule::QuietAfterPublish | SettleRule::QuietAfterUnversionedPublish
+        )
+    }
+
     /// The rule's name as `lspc servers` and `lsp://servers` show it.
     pub fn name(self) -> &'static str {
         match self {
@@ -193,13 +202,13 @@ impl SettleRule {
                 "the first publish carrying the sent version is final"
             }
             SettleRule::QuietAfterPublish => {
-                "the publish for the sent version, then a quiet period with no $/progress work (no completeness signal)"
+                "the publish for the sent version, then a quiet period with no $/progress work and no CPU used by the server (no completeness signal)"
             }
             SettleRule::ConfirmedUnversionedPublish => {
                 "a publish whose set equals tsserver's own syntactic, semantic and suggestion diagnostics for the file (asked with typescript.tsserverRequest), at once; while tsserver lists diagnostics the publish lacks, none (a timeout at the deadline); otherwise as quiet-after-unversioned-publish"
             }
             SettleRule::QuietAfterUnversionedPublish => {
-                "a publish after the text was sent, then the longer unversioned quiet period (no versions, no completeness signal)"
+                "a publish after the text was sent, then the longer unversioned quiet period with no CPU used by the server (no versions, no completeness signal)"
             }
         }
     }

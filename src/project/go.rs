@@ -32,6 +32,8 @@ use crate::config::ServerConfig;
 const NOT_MATCHED: &str = "outside `go vet ./...` (testdata, vendor, `_` or `.` names)";
 /// Why a file the go command's build constraints exclude is left out.
 const CONSTRAINED: &str = "excluded by Go build constraints";
+/// Why gopls never checks a file below a folder the go command ignores, even named.
+const IGNORED_FOLDER: &str = "in a folder the go command ignores (testdata, `_` or `.` names)";
 
 /// The Go file set of one gopls server; each module is listed once, when a file of it is first
 /// asked about.
@@ -168,6 +170,33 @@ impl FileSet for GoFiles {
         }
         self.constrained(&module_root, file).then_some(CONSTRAINED)
     }
+
+    /// gopls 0.5 publishes one empty set for a file below `testdata` or a folder whose name
+    /// starts with `_` or `.` (a new user's trial: `lspc check query/testdata/broken.go`, a
+    /// syntax error, was clean, exit 0; `go vet ./broken.go` and `gopls check` report it): it
+    /// is not checked, also when named or walked with `--all-files`. A file its build
+    /// constraints exclude is still checked when named (`// +build ignore` makes a package of
+    /// its own), as `go vet FILE` checks it.
+    fn never_checks(&self, file: &Path) -> Option<&'static str> {
+        if file.extension().is_none_or(|extension| extension != "go") {
+            return None;
+        }
+        let module_root = self.module_root(file.parent()?)?;
+        let relative = file.strip_prefix(&module_root).ok()?;
+        below_an_ignored_folder(relative).then_some(IGNORED_FOLDER)
+    }
+}
+
+/// Whether a folder of `relative` (a path below the module root, its file name aside) is one the
+/// go command ignores: `testdata`, or a name starting with `_` or `.`.
+fn below_an_ignored_folder(relative: &Path) -> bool {
+    let Some(folders) = relative.parent() else {
+        return false;
+    };
+    folders.components().any(|component| {
+        let name = component.as_os_str().to_string_lossy();
+        name == "testdata" || name.starts_with('_') || name.starts_with('.')
+    })
 }
 
 /// Whether the `./...` pattern of the module can match `relative` (a path below the module

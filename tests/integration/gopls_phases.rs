@@ -317,3 +317,136 @@ fn real_gopls_reports_every_analyzer_finding_of_a_large_module() {
     assert_eq!(report["summary"]["files"], 600, "{}", output.story());
     assert_eq!(report["summary"]["timedOut"], 0, "{}", output.story());
 }
+
+/// A server with no completeness signal that publishes an unversioned set at once and then
+/// computes for 2.5 s before its real set (gopls 0.5: its type-check set as on disk, then its
+/// analyzers' findings for the opened version) is waited for while it computes
+/// (`engine/server_cpu.rs`): the late finding is reported, where 1.5 s after the first set the
+/// file was called clean. The answer equals the one after a long wait.
+#[test]
+fn a_server_computing_after_an_unversioned_set_is_waited_for() {
+    let mut workspace = Workspace::new("gopls-computing");
+    workspace.file("a.go", "package a\nERROR: printf finding\n");
+    let config = as_gopls(
+        &mut workspace,
+        json!({
+            "capabilities": {"textDocumentSync": {"openClose": true, "change": 1}},
+            "publishOnChange": false,
+            "rules": [
+                {"method": "textDocument/didOpen", "actions": [
+                    {"publish": {"version": "omit", "diagnostics": []}},
+                    {"after": 0, "actions": [
+                        {"busyMs": 2500},
+                        {"publish": {"diagnostics": "markers"}}
+                    ]}
+                ]}
+            ]
+        }),
+        json!({}),
+    );
+    let mut session = BatchSession::start(&workspace, &config, 20);
+    let expected = [(2, 1, "error".to_owned(), "printf finding".to_owned())];
+    let first = session.ask(json!({"id": 1, "op": "diagnostics", "file": "a.go"}));
+    assert_eq!(first["result"]["complete"], true, "{first}");
+    assert_eq!(batch_diagnostics(&first), expected, "{first}");
+    std::thread::sleep(Duration::from_millis(1000));
+    let later = session.ask(json!({"id": 2, "op": "diagnostics", "file": "a.go"}));
+    assert_eq!(batch_diagnostics(&later), expected, "{later}");
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+}
+
+/// Debian's gopls 0.5 on a package of 40 files (1.6 MB) with one `printf` finding: the
+/// analyzers' set comes 2-5 s after an unversioned empty one, and `lspc check` of the file now
+/// fails as `go vet` does (a new user's trial: clean, exit 0, in 7 runs of 7).
+#[test]
+fn real_gopls_analyzers_finding_in_a_large_package_is_not_called_clean() {
+    require_program!("gopls");
+    require_program!("go");
+    let workspace = Workspace::new("gopls-large-package");
+    workspace.file("go.mod", "module example.com/big\n\ngo 1.19\n");
+    for file in 0..40 {
+        let mut text = String::from("package big\n\nimport \"fmt\"\n\nvar _ = fmt.Sprint\n");
+        for function in 0..500 {
+            text.push_str(&format!(
+                "func F{file}_{function}(a int) int {{ if a > {function} {{ return a * {function} }}; return F{file}_{}(a+1) }}\n",
+                function.max(1) - 1
+            ));
+        }
+        if file == 0 {
+            text.push_str("func Bad() string { fmt.Printf(\"%d\\n\", \"s\"); return \"\" }\n");
+        }
+        workspace.file(&format!("f{file:02}.go"), &text);
+    }
+    let output = workspace
+        .lspc()
+        .args(["--timeout", "60", "check", "f00.go", "--format", "json"])
+        .run();
+    let report: Value = serde_json::from_str(&output.stdout)
+        .unwrap_or_else(|_| panic!("JSON report: {}", output.story()));
+    let found: Vec<(u64, u64, String)> = report["files"][0]["diagnostics"]
+        .as_array()
+        .unwrap_or_else(|| panic!("diagnostics: {}", output.story()))
+        .iter()
+        .map(|diagnostic| {
+            (
+                diagnostic["line"].as_u64().unwrap(),
+                diagnostic["column"].as_u64().unwrap(),
+                diagnostic["message"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(found.len(), 1, "{}", output.story());
+    assert_eq!((found[0].0, found[0].1), (506, 21), "{}", output.story());
+    assert!(
+        found[0]
+            .2
+            .starts_with("fmt.Printf format %d has arg \"s\" of wrong type string"),
+        "{}",
+        output.story()
+    );
+    output.status(1);
+}
+
+/// A Go file below `testdata` (or a `_` or `.` folder) is one gopls 0.5 answers with an empty
+/// set: named, it is not checked (exit 2, with the reason), where it was called clean; `go vet
+/// ./broken.go` reports its syntax error. Walked with `--all-files`, it is skipped.
+#[test]
+fn a_go_file_in_a_folder_the_go_command_ignores_is_not_called_clean() {
+    require_program!("gopls");
+    require_program!("go");
+    let workspace = Workspace::new("gopls-testdata");
+    workspace.file("go.mod", "module example.com/td\n\ngo 1.19\n");
+    workspace.file("td.go", "package td\n\nfunc A() int { return 1 }\n");
+    workspace.file("testdata/broken.go", "package broken\n\nfunc B( {\n}\n");
+    let named = workspace
+        .lspc()
+        .args(["check", "testdata/broken.go"])
+        .timeout(Duration::from_secs(60))
+        .run();
+    named.status(2).stderr_contains(
+        "1 file in a folder the go command ignores (testdata, `_` or `.` names) not checked by that server",
+    );
+    let walked = workspace
+        .lspc()
+        .args(["check", "--all-files", ".", "--format", "json"])
+        .timeout(Duration::from_secs(60))
+        .run();
+    walked.status(0);
+    let report: Value = serde_json::from_str(&walked.stdout)
+        .unwrap_or_else(|_| panic!("JSON report: {}", walked.story()));
+    assert_eq!(
+        file_states(&report),
+        [
+            ("td.go".to_owned(), "clean".to_owned(), String::new()),
+            (
+                "testdata/broken.go".to_owned(),
+                "skipped".to_owned(),
+                "every server for broken.go is left out of it by its project configuration"
+                    .to_owned()
+            ),
+        ],
+        "{}",
+        walked.story()
+    );
+}
