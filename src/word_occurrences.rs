@@ -57,18 +57,30 @@ pub fn identifier_at(line: &str, column: u32) -> Option<String> {
 
 /// The 1-based lines of `text` holding `word` as a whole word.
 pub fn whole_word_lines(text: &str, word: &str) -> Vec<u32> {
+    whole_word_counts(text, word)
+        .into_iter()
+        .map(|(line, _)| line)
+        .collect()
+}
+
+/// The 1-based lines of `text` holding `word` as a whole word, each with how many times it
+/// does (ascending lines).
+pub fn whole_word_counts(text: &str, word: &str) -> Vec<(u32, usize)> {
     if word.is_empty() {
         return Vec::new();
     }
     let mut lines = Vec::new();
     for (index, line) in text.lines().enumerate() {
-        let found = line.match_indices(word).any(|(offset, _)| {
-            let before = line[..offset].chars().next_back();
-            let after = line[offset + word.len()..].chars().next();
-            !before.is_some_and(is_identifier_char) && !after.is_some_and(is_identifier_char)
-        });
-        if found {
-            lines.push(u32::try_from(index + 1).unwrap_or(u32::MAX));
+        let count = line
+            .match_indices(word)
+            .filter(|(offset, _)| {
+                let before = line[..*offset].chars().next_back();
+                let after = line[offset + word.len()..].chars().next();
+                !before.is_some_and(is_identifier_char) && !after.is_some_and(is_identifier_char)
+            })
+            .count();
+        if count > 0 {
+            lines.push((u32::try_from(index + 1).unwrap_or(u32::MAX), count));
         }
     }
     lines

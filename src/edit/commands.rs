@@ -431,6 +431,8 @@ impl EditCommands {
         if let Some(given) = &given {
             refuse_a_misplaced_edit(server, &edit, given, old_name.as_deref())?;
         }
+        // The name searched for where the rename left it (not one local to a function).
+        let mut searched = None;
         if let Some(old_name) = old_name {
             match self.local_to(server, &path, &document, &edit) {
                 Some(function) => log::info!(
@@ -445,6 +447,7 @@ impl EditCommands {
                         given.as_deref().unwrap_or(&old_name),
                         Some(&old_name),
                     )?;
+                    searched = Some(old_name);
                 }
             }
         }
@@ -456,6 +459,10 @@ impl EditCommands {
             .take(MAX_LEFTOVER_FILES_OPENED)
             .map(|file| file.path.clone())
             .collect();
+        if let Some(old_name) = &searched {
+            left.extend(leftovers_in_changed_files(&edit, server.encoding, old_name));
+            left.sort_by(|a, b| a.path.cmp(&b.path));
+        }
         let mut outcome = self.finish_watching(edit, server.encoding, apply, &watched)?;
         let mut notes = Vec::new();
         if let Some(readiness) = readiness {
@@ -1343,6 +1350,42 @@ fn refuse_a_misplaced_edit(
         }),
         None => Ok(()),
     }
+}
+
+/// The whole-word occurrences of `old_name` that `edit` leaves in the files it changes: on each
+/// line, those beyond the ones its edits replace. helper-39: clangd renamed uthash's
+/// `hh_next` field in `uthash.h` but not its 12 uses inside that header's macro bodies, which
+/// broke 62 files, and lspc said nothing (only files the edit did not touch were searched).
+/// Comments and strings that mention the name are listed too, as in other files.
+fn leftovers_in_changed_files(
+    edit: &Value,
+    encoding: PositionEncoding,
+    old_name: &str,
+) -> Vec<leftovers::Occurrences> {
+    let mut renamed: std::collections::BTreeMap<PathBuf, HashMap<u32, usize>> = Default::default();
+    for replaced in super::workspace_edit::replaced_texts(edit, encoding) {
+        let count: usize = leftovers::whole_word_counts(&replaced.text, old_name)
+            .iter()
+            .map(|(_, count)| count)
+            .sum();
+        *renamed
+            .entry(replaced.path)
+            .or_default()
+            .entry(replaced.line)
+            .or_default() += count;
+    }
+    renamed
+        .into_iter()
+        .filter_map(|(path, renamed)| {
+            let text = std::fs::read_to_string(&path).ok()?;
+            let lines: Vec<u32> = leftovers::whole_word_counts(&text, old_name)
+                .into_iter()
+                .filter(|(line, count)| *count > renamed.get(line).copied().unwrap_or(0))
+                .map(|(line, _)| line)
+                .collect();
+            (!lines.is_empty()).then_some(leftovers::Occurrences { path, lines })
+        })
+        .collect()
 }
 
 /// The note for a `workspace/executeCommand` that failed after files were written: names the

@@ -907,3 +907,56 @@ fn a_rename_preview_of_a_large_file_is_small_hunks_that_apply_as_the_rename() {
     rename(&["--apply"]).status(0);
     assert_eq!(workspace.read("big.py"), text_with("renamed"));
 }
+
+/// helper-39 on troydhanson/uthash: clangd renamed the `hh_next` field where it is declared
+/// and used in code, but not its uses inside the same header's macro bodies, which broke 62
+/// files; lspc listed nothing, since only files the edit did not change were searched. The
+/// occurrences a rename leaves in the files it changes are listed now too (on each line, those
+/// beyond the ones its edits replace), in the note and as MCP `notRenamed`.
+#[test]
+fn clangd_rename_lists_the_uses_it_leaves_in_the_files_it_changes() {
+    if !have(
+        "clangd_rename_lists_the_uses_it_leaves_in_the_files_it_changes",
+        &["clangd"],
+    ) {
+        return;
+    }
+    let header = "#define GET(p) ((p)->fld)\nstruct S { int fld; };\n\
+                  int f(struct S *s) { return s->fld + GET(s); }\n";
+    let project = Project::new(&[
+        ("a.h", header),
+        (
+            "b.c",
+            "#include \"a.h\"\nint g(struct S *s) { return s->fld; }\n",
+        ),
+    ]);
+    let commands = project.commands();
+    let at = project.at("a.h", 2, "fld");
+    let outcome = commands.rename(&at, "fl2", true).unwrap();
+    assert!(outcome.report.written);
+    project.check_files(&[
+        (
+            "a.h",
+            "#define GET(p) ((p)->fld)\nstruct S { int fl2; };\n\
+             int f(struct S *s) { return s->fl2 + GET(s); }\n",
+        ),
+        (
+            "b.c",
+            "#include \"a.h\"\nint g(struct S *s) { return s->fl2; }\n",
+        ),
+    ]);
+    let (json, _) = lspc::mcp::edit_tools::outcome_result(&project.root, &outcome);
+    assert_eq!(
+        json["notRenamed"],
+        serde_json::json!([{"file": "a.h", "line": 1}]),
+        "{json}"
+    );
+    assert!(
+        outcome
+            .note
+            .as_deref()
+            .is_some_and(|note| note.starts_with("not renamed by the server: a.h:1 ")),
+        "{:?}",
+        outcome.note
+    );
+}
