@@ -59,6 +59,27 @@ impl PathPattern {
     pub fn matches(&self, relative: &str) -> bool {
         self.pattern.matches_with(relative, OPTIONS)
     }
+
+    /// Whether a tsconfig `include` entry takes `relative`, as tsc expands it: its wildcards
+    /// never match a name starting with `.`, and an entry naming a folder (`names_folder`)
+    /// takes what `FOLDER/**/*` does, so nothing below it whose name starts with `.`
+    /// (helper-39: with `"include": ["src"]`, `src/.vitepress/config.ts` failed `lspc check`
+    /// where `tsc -p .` does not list it).
+    pub fn includes_like_tsc(&self, relative: &str, names_folder: bool) -> bool {
+        let literal_dots = MatchOptions {
+            require_literal_leading_dot: true,
+            ..OPTIONS
+        };
+        if !names_folder {
+            return self.pattern.matches_with(relative, literal_dots);
+        }
+        ancestors_and_self(relative).any(|prefix| {
+            self.pattern.matches_with(prefix, literal_dots)
+                && !relative[prefix.len()..]
+                    .split('/')
+                    .any(|name| name.starts_with('.'))
+        })
+    }
 }
 
 /// A ruff-style exclusion: a bare name matches any path component, a path matches as
@@ -175,6 +196,26 @@ mod tests {
         check_path(".", "a/b.py", true);
         assert!(PathPattern::new("../other").is_none());
         assert!(PathPattern::new("").is_none());
+    }
+
+    /// tsc's `matchFiles`: a wildcard never matches a leading `.`, a folder entry is
+    /// `FOLDER/**/*`, and a dot written in the pattern matches.
+    #[test]
+    fn tsconfig_includes_leave_out_dot_names_as_tsc_does() {
+        let folder = PathPattern::new("src").unwrap();
+        assert!(folder.includes_like_tsc("src/a.ts", true));
+        assert!(folder.includes_like_tsc("src/deep/b.ts", true));
+        assert!(!folder.includes_like_tsc("src/.vitepress/config.ts", true));
+        assert!(!folder.includes_like_tsc("src/deep/.c.ts", true));
+        let everything = PathPattern::new("**/*").unwrap();
+        assert!(everything.includes_like_tsc("a.ts", false));
+        assert!(everything.includes_like_tsc("x/y.ts", false));
+        assert!(!everything.includes_like_tsc(".hidden.ts", false));
+        assert!(!everything.includes_like_tsc(".config/c.ts", false));
+        let written = PathPattern::new(".vitepress/**/*").unwrap();
+        assert!(written.includes_like_tsc(".vitepress/config.ts", false));
+        let dot_folder = PathPattern::new(".storybook").unwrap();
+        assert!(dot_folder.includes_like_tsc(".storybook/main.ts", true));
     }
 
     #[test]

@@ -215,11 +215,9 @@ fn verdict(project: &Project, file: &Path) -> Option<&'static str> {
         let Some(relative) = relative_to(file, &anchored.folder) else {
             return false;
         };
-        let matched = if anchored.names_folder {
-            anchored.pattern.covers(&relative)
-        } else {
-            anchored.pattern.matches(&relative)
-        };
+        let matched = anchored
+            .pattern
+            .includes_like_tsc(&relative, anchored.names_folder);
         matched && (is_ts || (is_js && project.allow_js))
     });
     if !included {
