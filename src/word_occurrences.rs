@@ -86,6 +86,34 @@ pub fn whole_word_counts(text: &str, word: &str) -> Vec<(u32, usize)> {
     lines
 }
 
+/// `text` with each whole-word `word` replaced by `with`; `None` when it holds none.
+pub fn replace_whole_word(text: &str, word: &str, with: &str) -> Option<String> {
+    if word.is_empty() {
+        return None;
+    }
+    let mut replaced = String::with_capacity(text.len());
+    let mut rest = 0;
+    let mut any = false;
+    for (offset, _) in text.match_indices(word) {
+        if offset < rest {
+            continue;
+        }
+        let before = text[..offset].chars().next_back();
+        let after = text[offset + word.len()..].chars().next();
+        if before.is_some_and(is_identifier_char) || after.is_some_and(is_identifier_char) {
+            continue;
+        }
+        replaced.push_str(&text[rest..offset]);
+        replaced.push_str(with);
+        rest = offset + word.len();
+        any = true;
+    }
+    any.then(|| {
+        replaced.push_str(&text[rest..]);
+        replaced
+    })
+}
+
 /// Files under `root` whose extension (lowercase with a dot, `".py"`) is in `extensions`, that
 /// are not in `skip` (canonical paths), and hold `word` as a whole word, in path order. Files
 /// that cannot be listed or read, are not UTF-8 or are larger than [`MAX_SCANNED_FILE_SIZE`]

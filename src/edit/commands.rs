@@ -463,7 +463,8 @@ impl EditCommands {
             left.extend(leftovers_in_changed_files(&edit, server.encoding, old_name));
             left.sort_by(|a, b| a.path.cmp(&b.path));
         }
-        let mut outcome = self.finish_watching(edit, server.encoding, apply, &watched)?;
+        let renamed = searched.as_deref().map(|old_name| (old_name, new_name));
+        let mut outcome = self.finish_watching(edit, server.encoding, apply, &watched, renamed)?;
         let mut notes = Vec::new();
         if let Some(readiness) = readiness {
             notes.push(format!(
@@ -880,7 +881,7 @@ impl EditCommands {
         encoding: PositionEncoding,
         apply: bool,
     ) -> Result<EditOutcome, CommandError> {
-        self.finish_watching(edit, encoding, apply, &[])
+        self.finish_watching(edit, encoding, apply, &[], None)
     }
 
     /// [`Self::finish`], comparing the diagnostics of `watched` (canonical paths the edit does
@@ -891,6 +892,7 @@ impl EditCommands {
         encoding: PositionEncoding,
         apply: bool,
         watched: &[PathBuf],
+        renamed: Option<(&str, &str)>,
     ) -> Result<EditOutcome, CommandError> {
         let preview = apply_edit_with(&self.op_sender, edit.clone(), encoding, ApplyMode::Preview)?
             .map_err(CommandError::Edit)?;
@@ -928,7 +930,7 @@ impl EditCommands {
             .into_iter()
             .filter(|path| !paths.contains(path) && path.exists())
             .collect();
-        let mut outcome = self.conclude_watching(report, baseline, &paths, &watched);
+        let mut outcome = self.conclude_watching(report, baseline, &paths, &watched, renamed);
         outcome.watched = watched.len();
         Ok(outcome)
     }
@@ -968,7 +970,7 @@ impl EditCommands {
         baseline: (Vec<Diagnostic>, Option<String>),
         paths: &[PathBuf],
     ) -> EditOutcome {
-        self.conclude_watching(report, baseline, paths, &[])
+        self.conclude_watching(report, baseline, paths, &[], None)
     }
 
     /// [`Self::conclude`], comparing `watched` (existing files the edit did not change) too,
@@ -982,6 +984,7 @@ impl EditCommands {
         baseline: (Vec<Diagnostic>, Option<String>),
         paths: &[PathBuf],
         watched: &[PathBuf],
+        renamed: Option<(&str, &str)>,
     ) -> EditOutcome {
         let existing: Vec<PathBuf> = paths.iter().filter(|p| p.exists()).cloned().collect();
         let (mut after, note) = self.diagnostics(&existing);
@@ -992,7 +995,7 @@ impl EditCommands {
             }
             after.extend(also);
         }
-        let fresh = new_diagnostics(&baseline.0, &after);
+        let fresh = new_diagnostics_after_rename(&baseline.0, &after, renamed);
         EditOutcome {
             diff: self.diff(&report),
             new_diagnostics: render_new_diagnostics(&fresh, &self.root, NEW_DIAGNOSTICS_CAP),
@@ -1452,6 +1455,18 @@ fn refuse_symbol_inside_longer_names(
 /// [`comparison_message`] gives them (without clangd's "(fix available)" and rustc's
 /// lint-level notes).
 pub fn new_diagnostics(before: &[Diagnostic], after: &[Diagnostic]) -> Vec<Diagnostic> {
+    new_diagnostics_after_rename(before, after, None)
+}
+
+/// [`new_diagnostics`] after a rename of `renamed` (old name, new name): a message of `after`
+/// is compared with the new name read as the old one (helper-38: after renaming marshmallow's
+/// `ValidationError` to `ValidationFailure`, an existing pyright error naming it came back as
+/// new, with pyright's count unchanged).
+pub fn new_diagnostics_after_rename(
+    before: &[Diagnostic],
+    after: &[Diagnostic],
+    renamed: Option<(&str, &str)>,
+) -> Vec<Diagnostic> {
     type Key<'a> = (
         &'a Path,
         Severity,
@@ -1459,28 +1474,36 @@ pub fn new_diagnostics(before: &[Diagnostic], after: &[Diagnostic]) -> Vec<Diagn
         Option<&'a str>,
         Cow<'a, str>,
     );
-    fn key(d: &Diagnostic) -> Key<'_> {
+    fn key<'a>(d: &'a Diagnostic, renamed: Option<(&str, &str)>) -> Key<'a> {
+        let mut message = comparison_message(&d.message);
+        if let Some((old, new)) = renamed {
+            if let Some(replaced) = leftovers::replace_whole_word(&message, new, old) {
+                message = Cow::Owned(replaced);
+            }
+        }
         (
             &d.path,
             d.severity,
             d.code.as_deref(),
             d.source.as_deref(),
-            comparison_message(&d.message),
+            message,
         )
     }
     let mut remaining: HashMap<Key<'_>, usize> = HashMap::new();
     for diagnostic in before {
-        *remaining.entry(key(diagnostic)).or_default() += 1;
+        *remaining.entry(key(diagnostic, None)).or_default() += 1;
     }
     after
         .iter()
-        .filter(|diagnostic| match remaining.get_mut(&key(diagnostic)) {
-            Some(count) if *count > 0 => {
-                *count -= 1;
-                false
-            }
-            _ => true,
-        })
+        .filter(
+            |diagnostic| match remaining.get_mut(&key(diagnostic, renamed)) {
+                Some(count) if *count > 0 => {
+                    *count -= 1;
+                    false
+                }
+                _ => true,
+            },
+        )
         .cloned()
         .collect()
 }
@@ -1719,6 +1742,46 @@ mod tests {
         let fresh = new_diagnostics(&before, &after);
         let fresh: Vec<(u32, &str)> = fresh.iter().map(|d| (d.line, d.message.as_str())).collect();
         assert_eq!(fresh, [(45, "unused variable: `third`")]);
+    }
+
+    /// helper-38: after `ValidationError` was renamed `ValidationFailure`, a pyright error that
+    /// named it was listed as new; one that only a new use of the name causes still is.
+    #[test]
+    fn a_message_naming_the_renamed_symbol_is_not_new_after_the_rename() {
+        let message = |name: &str| format!("\"{name}\" is not a known attribute of module");
+        let before = vec![diagnostic(
+            "/w/t.py",
+            7,
+            Severity::Error,
+            &message("ValidationError"),
+            Some("reportAttributeAccessIssue"),
+        )];
+        let after = vec![
+            diagnostic(
+                "/w/t.py",
+                7,
+                Severity::Error,
+                &message("ValidationFailure"),
+                Some("reportAttributeAccessIssue"),
+            ),
+            diagnostic(
+                "/w/t.py",
+                9,
+                Severity::Error,
+                &message("ValidationFailure"),
+                Some("reportAttributeAccessIssue"),
+            ),
+        ];
+        let renamed = Some(("ValidationError", "ValidationFailure"));
+        let fresh = new_diagnostics_after_rename(&before, &after, renamed);
+        let lines: Vec<u32> = fresh.iter().map(|d| d.line).collect();
+        assert_eq!(lines, [9]);
+        assert_eq!(new_diagnostics(&before, &after).len(), 2);
+        assert_eq!(
+            leftovers::replace_whole_word("a_b ab \"ab\" abc", "ab", "xy").as_deref(),
+            Some("a_b xy \"xy\" abc")
+        );
+        assert_eq!(leftovers::replace_whole_word("abc", "ab", "xy"), None);
     }
 
     #[test]
