@@ -504,6 +504,18 @@ impl Queries {
         )?;
         let items = symbols::parse_hierarchy_items(&answer, &mut target.files);
         let mut calls = Vec::new();
+        let mut incomplete = incomplete;
+        // Callers are found where references are: in the files the server has parsed.
+        if direction == Some(CallDirection::Incoming) && !items.is_empty() {
+            if let Some(opened) = self.open_files_mentioning(&target, "its incoming calls") {
+                if let Some(note) = opened.note(&target.server.name) {
+                    incomplete = Some(match incomplete {
+                        Some(first) => format!("{first}; {note}"),
+                        None => note,
+                    });
+                }
+            }
+        }
         if let Some(direction) = direction {
             let (calls_method, item_key) = match direction {
                 CallDirection::Incoming => ("callHierarchy/incomingCalls", "from"),

@@ -61,6 +61,29 @@ impl Queries {
         target: &Target,
         include_declaration: bool,
     ) -> Option<(Value, Option<String>)> {
+        let opened = self.open_files_mentioning(target, "its references")?;
+        let params = json!({
+            "textDocument": { "uri": super::document_uri(&target.doc.path) },
+            "position": target.position,
+            "context": { "includeDeclaration": include_declaration },
+        });
+        let answer = match self.request(target, "textDocument/references", params) {
+            Ok(answer) => answer,
+            Err(error) => {
+                log::warn!("references asked again: {error}");
+                return None;
+            }
+        };
+        Some((answer, opened.note(&target.server.name)))
+    }
+
+    /// Opens the files that mention the name at `target` on its server, when the server is one
+    /// of the module doc's, and waits for their diagnostics (the server has then parsed them);
+    /// `None` when that does not apply or no other file mentions the name. `what` names what
+    /// will be asked again, for the log. `incoming-calls` needs it as `references` does
+    /// (helper-39: execa's `createDeferred`, outside the tsconfig, had "no incoming calls
+    /// found" where `references` found its 5 callers).
+    pub(super) fn open_files_mentioning(&self, target: &Target, what: &str) -> Option<Opened> {
         let details = crate::engine::server_details(&self.op_sender)
             .into_iter()
             .find(|details| details.server_id == Some(target.server.server_id))?;
@@ -98,41 +121,18 @@ impl Queries {
         }
         let unsettled = self.wait_settled(&opened);
         log::info!(
-            "{}: {}; opened {} file(s) mentioning {name} and asking for its references again",
+            "{}: {}; opened {} file(s) mentioning {name} and asking for {what} again",
             target.server.name,
             unparsed.why(),
             opened.len()
         );
-        let params = json!({
-            "textDocument": { "uri": super::document_uri(&target.doc.path) },
-            "position": target.position,
-            "context": { "includeDeclaration": include_declaration },
-        });
-        let answer = match self.request(target, "textDocument/references", params) {
-            Ok(answer) => answer,
-            Err(error) => {
-                log::warn!("references asked again: {error}");
-                return None;
-            }
-        };
-        let mut notes = Vec::new();
-        if mentions.len() > opened.len() {
-            notes.push(format!(
-                "{} {}: lspc opened {} of the {} files that mention {name}",
-                target.server.name,
-                unparsed.finds_only(),
-                opened.len(),
-                mentions.len()
-            ));
-        }
-        if !unsettled.is_empty() {
-            notes.push(format!(
-                "{} still analysing {}",
-                target.server.name,
-                unsettled.join(", ")
-            ));
-        }
-        Some((answer, (!notes.is_empty()).then(|| notes.join("; "))))
+        Some(Opened {
+            name,
+            opened: opened.len(),
+            mentions: mentions.len(),
+            unsettled,
+            finds_only: unparsed.finds_only(),
+        })
     }
 
     /// Waits (bounded by the timeout) for the settled diagnostics of `paths`; answers the
@@ -144,6 +144,40 @@ impl Queries {
             .filter(|file| matches!(file.outcome, DiagnosticsOutcome::TimedOut { .. }))
             .map(|file| self.display(&file.path))
             .collect()
+    }
+}
+
+/// What [`Queries::open_files_mentioning`] opened.
+pub(super) struct Opened {
+    /// The name looked for.
+    name: String,
+    /// How many files were opened, of how many that mention the name.
+    opened: usize,
+    mentions: usize,
+    /// The root-relative paths of opened files whose diagnostics did not settle in time.
+    unsettled: Vec<String>,
+    /// What the server finds on its own ([`Unparsed::finds_only`]).
+    finds_only: &'static str,
+}
+
+impl Opened {
+    /// The note for a result's `incomplete` when some files were not searched (server
+    /// `server`): more files mention the name than were opened, or some did not settle.
+    pub(super) fn note(&self, server: &str) -> Option<String> {
+        let mut notes = Vec::new();
+        if self.mentions > self.opened {
+            notes.push(format!(
+                "{server} {}: lspc opened {} of the {} files that mention {}",
+                self.finds_only, self.opened, self.mentions, self.name
+            ));
+        }
+        if !self.unsettled.is_empty() {
+            notes.push(format!(
+                "{server} still analysing {}",
+                self.unsettled.join(", ")
+            ));
+        }
+        (!notes.is_empty()).then(|| notes.join("; "))
     }
 }
 

@@ -2046,6 +2046,48 @@ fn typescript_references_reach_files_outside_the_tsconfig() {
     references();
 }
 
+/// helper-39 on sindresorhus/execa (`lib/` outside the tsconfig): `lspc incoming-calls
+/// lib/utils/deferred.js:1:createDeferred` said "no incoming calls found" where `references`
+/// found its 5 callers. Incoming calls now open the files that mention the name first, as
+/// references do (`.ts` files here, as the test's entry serves them).
+#[test]
+fn typescript_incoming_calls_reach_files_outside_the_tsconfig() {
+    require_program!("typescript-language-server");
+    let workspace = Workspace::new("ts-incoming-outside");
+    workspace
+        .file(
+            "tsconfig.json",
+            "{\"compilerOptions\": {\"strict\": true, \"noEmit\": true}, \"include\": [\"source\"]}\n",
+        )
+        .file("source/index.ts", "export const unused = 1;\n")
+        .file(
+            "lib/deferred.ts",
+            "export function createDeferred() {\n\treturn {};\n}\n",
+        )
+        .file(
+            "lib/use.ts",
+            "import { createDeferred } from './deferred.js';\n\nexport function start() {\n\treturn createDeferred();\n}\n",
+        );
+    let config = workspace.config(json!({ "typescript": typescript_entry() }));
+    workspace
+        .run_with(
+            &config,
+            &[
+                "incoming-calls",
+                "lib/deferred.ts:1:createDeferred",
+                "--timeout",
+                "60",
+            ],
+        )
+        .status(0)
+        .stdout_is(
+            "lib/deferred.ts:1:17  createDeferred function\n\
+             incoming calls:\n\
+             \x20 lib/use.ts:3:17  start function\n\
+             \x20   lib/use.ts:4:9  return createDeferred();\n",
+        );
+}
+
 /// `lspc rename AT NAME --apply` with only the servers of `config`.
 fn rename_applying(workspace: &Workspace, config: &Path, at: &str, name: &str) -> Output {
     workspace
