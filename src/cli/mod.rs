@@ -598,6 +598,10 @@ fn command_help(name: &str) -> String {
             "batch" => BATCH_HELP.to_owned(),
             "mcp" => MCP_HELP.to_owned(),
             "servers" => SERVERS_HELP.to_owned(),
+            "session" => SESSION_HELP.to_owned(),
+            "doctor" => DOCTOR_HELP.to_owned(),
+            "sarif-merge" => SARIF_MERGE_HELP.to_owned(),
+            "ide" => IDE_HELP.to_owned(),
             _ => USAGE.to_owned(),
         },
     }
@@ -646,6 +650,65 @@ Usage: lspc servers
 Examples:
   lspc servers
   lspc --no-builtin --config my.lsp.json servers
+";
+
+const SESSION_HELP: &str = "\
+lspc session: the workspace's warm session (servers stay running between commands)
+
+Usage: lspc session start [--idle DURATION]
+       lspc session status [--format json]
+       lspc session stop [--all]
+
+start prints the session's socket path; --idle ends it after DURATION (90s, 15m, 2h) with no
+client (default: LSPC_SESSION_IDLE, else 15m). status lists this user's sessions: root, pid,
+uptime, clients, log, configuration sources and last reload, and each server instance with its
+state, pid and RSS. stop ends the workspace's session, or with --all every session of this user.
+Other commands use a running session of their workspace unless --session never is given.
+
+Examples:
+  lspc session start --idle 2h
+  lspc check src && lspc references src/app.py:12:8
+  lspc session stop
+";
+
+const DOCTOR_HELP: &str = "\
+lspc doctor: start every server the workspace needs and report what works
+
+Usage: lspc doctor [--format human|json] [--timeout SECONDS]
+
+For each server: found, not found, or found but broken; its initialize time, position encoding,
+diagnostics mode and first-diagnostics time; the install command of what is missing.
+Exit status 1 when something is missing or broken.
+
+Examples:
+  lspc doctor
+  lspc doctor --format json --timeout 60
+";
+
+const SARIF_MERGE_HELP: &str = "\
+lspc sarif-merge: join the SARIF outputs of `lspc check --shard` jobs into one log on stdout
+
+Usage: lspc sarif-merge FILE...
+
+Examples:
+  lspc check --shard 1/2 --format sarif > a.sarif
+  lspc check --shard 2/2 --format sarif > b.sarif
+  lspc sarif-merge a.sarif b.sarif > lspc.sarif
+";
+
+const IDE_HELP: &str = "\
+lspc ide: be the IDE an agent connects to (MCP over WebSocket on a loopback port)
+
+Usage: lspc ide [--diff accept|reject] [-- COMMAND ARGS...]
+       lspc ide list
+
+The port is advertised by <config>/ide/<port>.lock. With a COMMAND, lspc runs it with
+CLAUDE_CODE_SSE_PORT set and exits when it does. --diff accept writes the file an openDiff
+proposes (inside the root only); reject, the default, writes nothing. `ide list` prints the agent's IDE discovery: every lock file and whether it would be chosen.
+
+Examples:
+  lspc ide -- claude
+  lspc ide list
 ";
 
 /// Write to stdout; a closed pipe (`lspc servers | head -1`) is success.

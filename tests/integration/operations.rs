@@ -309,6 +309,29 @@ fn every_operation_command_has_help_with_its_options_and_examples() {
         .run()
         .status(0)
         .stdout_contains("Usage: lspc batch");
+    // Every other command has its own page too (helper-39: these printed the general one).
+    for (args, usage) in [
+        (&["session", "--help"][..], "Usage: lspc session start"),
+        (
+            &["session", "stop", "--help"][..],
+            "Usage: lspc session start",
+        ),
+        (&["doctor", "--help"][..], "Usage: lspc doctor"),
+        (
+            &["sarif-merge", "--help"][..],
+            "Usage: lspc sarif-merge FILE...",
+        ),
+        (&["ide", "--help"][..], "Usage: lspc ide"),
+        (&["mcp", "--help"][..], "Usage: lspc mcp"),
+        (&["servers", "--help"][..], "Usage: lspc servers"),
+    ] {
+        workspace
+            .lspc()
+            .args(args)
+            .run()
+            .status(0)
+            .stdout_contains(usage);
+    }
 }
 
 /// The edit operations and `check` are operations like the queries: `lspc batch` runs them from
