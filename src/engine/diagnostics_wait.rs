@@ -684,6 +684,20 @@ impl State {
                         (!merged.iter().any(|d| d.server == *name))
                             .then(|| format!("{name}: {health_error}"))
                     })
+                    // gopls 0.5 answers a file below `testdata` or a `_`/`.` folder with one
+                    // empty set (helper-41: `lspc diagnostics`, batch and MCP called such a
+                    // file with a syntax error clean; `lspc check` already left it out).
+                    .or_else(|| {
+                        (server.program == Some(crate::config::Program::Gopls)
+                            && !merged.iter().any(|d| d.server == *name)
+                            && crate::project::in_a_folder_go_ignores(&wait.path))
+                        .then(|| {
+                            format!(
+                                "{name}: the file is in a folder the go command ignores \
+                                 (testdata, `_` or `.` names), which gopls does not check"
+                            )
+                        })
+                    })
                 })
                 .collect::<Option<_>>()
                 .unwrap_or_default();
@@ -907,7 +921,13 @@ impl State {
         // Without a completeness signal, the server computing is its work in progress
         // (`server_cpu.rs`: gopls 0.5 publishes its analyzers' findings seconds after an
         // unversioned type-check set, or nothing when they find none).
-        if server.settle_rule().quiet_only() {
+        // Only before a publish for the sent version (`server_cpu.rs`).
+        let published_the_version = last_publish.is_some_and(|publish| {
+            publish
+                .version
+                .is_some_and(|version| version >= sent_version)
+        });
+        if server.settle_rule().quiet_only() && !published_the_version {
             last_progress_change = last_progress_change.max(server.cpu.last_busy());
         }
         // A tsserver probe of the last publish counts as work: tsserver answers it only when

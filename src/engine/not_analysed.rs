@@ -16,6 +16,9 @@
 //! rust-library.rs`, a haystack no crate compiles, got 116 of them and failed the check while
 //! `cargo check` passes; an orphan's type errors were never looked at).
 //!
+//! gopls 0.5 answers a file the go command puts in no package (`_under.go`, a file for another
+//! system) with one warning, source `go list`: "No packages found for open file …".
+//!
 //! taplo 0.10 (`taplo lsp stdio`) answers a file its configuration (`taplo.toml`,
 //! `.taplo.toml`) leaves out with one hint, `this document has been excluded`, source `Even
 //! Better TOML`, and nothing else: not even its syntax errors. `taplo check` on such a file
@@ -52,6 +55,13 @@ fn says_not_analysed(diagnostic: &Diagnostic) -> bool {
     match diagnostic.source.as_deref() {
         Some("rust-analyzer") => diagnostic.code.as_deref() == Some("unlinked-file"),
         Some("Even Better TOML") => diagnostic.message == "this document has been excluded",
+        // gopls 0.5 for a file in no package (a name starting with `_` or `.`, build
+        // constraints that leave it out): it type-checks nothing there (helper-41:
+        // `_under.go`'s type error was not reported, the file counted as checked; `go vet`
+        // says "no Go files").
+        Some("go list") => diagnostic
+            .message
+            .starts_with("No packages found for open file"),
         _ => false,
     }
 }

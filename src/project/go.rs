@@ -187,6 +187,19 @@ impl FileSet for GoFiles {
     }
 }
 
+/// Whether `file` (canonical) lies below a folder of its module (the nearest `go.mod` above it)
+/// that the go command ignores ([`below_an_ignored_folder`]); false outside any module.
+pub fn in_an_ignored_folder(file: &Path) -> bool {
+    let Some(module_root) = file
+        .parent()
+        .and_then(|folder| folder.ancestors().find(|dir| dir.join("go.mod").is_file()))
+    else {
+        return false;
+    };
+    file.strip_prefix(module_root)
+        .is_ok_and(below_an_ignored_folder)
+}
+
 /// Whether a folder of `relative` (a path below the module root, its file name aside) is one the
 /// go command ignores: `testdata`, or a name starting with `_` or `.`.
 fn below_an_ignored_folder(relative: &Path) -> bool {

@@ -18,6 +18,7 @@
 
 pub mod c_header;
 mod go;
+pub use go::in_an_ignored_folder as in_a_folder_go_ignores;
 mod jsonc;
 pub mod pattern;
 mod pyright;

@@ -775,8 +775,10 @@ pub fn read_line_bytes(
             Some(end) => (&available[..end], Some(end + 1)),
             None => (available, None),
         };
+        // One byte over the limit is kept for a `\r` before the line end, which is not part
+        // of the line (a CRLF line of `limit` bytes fits); the length is checked again below.
         if !too_long {
-            if buffer.len() - start + chunk.len() > limit {
+            if buffer.len() - start + chunk.len() > limit + 1 {
                 too_long = true;
                 buffer.truncate(start);
             } else {
@@ -795,12 +797,32 @@ pub fn read_line_bytes(
     if buffer.len() > start && buffer.last() == Some(&b'\r') {
         buffer.pop();
     }
+    if buffer.len() - start > limit {
+        buffer.truncate(start);
+        return Ok(Some(false));
+    }
     Ok(Some(true))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_crlf_line_of_the_limit_fits() {
+        let input = b"0123456789\r\nnext\n01234567890\r\n".to_vec();
+        // A fill ends right after the `\r`.
+        let mut reader = io::BufReader::with_capacity(11, &input[..]);
+        assert_eq!(
+            read_line(&mut reader, 10).unwrap(),
+            Some(Line::Text("0123456789".to_owned()))
+        );
+        assert_eq!(
+            read_line(&mut reader, 10).unwrap(),
+            Some(Line::Text("next".to_owned()))
+        );
+        assert_eq!(read_line(&mut reader, 10).unwrap(), Some(Line::TooLong));
+    }
 
     #[test]
     fn lines_are_bounded() {

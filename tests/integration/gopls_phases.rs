@@ -410,7 +410,9 @@ fn real_gopls_analyzers_finding_in_a_large_package_is_not_called_clean() {
 
 /// A Go file below `testdata` (or a `_` or `.` folder) is one gopls 0.5 answers with an empty
 /// set: named, it is not checked (exit 2, with the reason), where it was called clean; `go vet
-/// ./broken.go` reports its syntax error. Walked with `--all-files`, it is skipped.
+/// ./broken.go` reports its syntax error. Walked with `--all-files`, it is skipped. A file whose
+/// own name starts with `_` gets gopls's "No packages found": not checked either (`go vet`
+/// says "no Go files").
 #[test]
 fn a_go_file_in_a_folder_the_go_command_ignores_is_not_called_clean() {
     require_program!("gopls");
@@ -427,6 +429,35 @@ fn a_go_file_in_a_folder_the_go_command_ignores_is_not_called_clean() {
     named.status(2).stderr_contains(
         "1 file in a folder the go command ignores (testdata, `_` or `.` names) not checked by that server",
     );
+    // Asked outside `lspc check` (a query, batch, MCP), the engine says so too (helper-41).
+    workspace
+        .lspc()
+        .args(["diagnostics", "testdata/broken.go"])
+        .timeout(Duration::from_secs(60))
+        .run()
+        .status(3)
+        .stderr_contains(
+            "broken.go not checked: gopls: the file is in a folder the go command ignores \
+             (testdata, `_` or `.` names), which gopls does not check",
+        );
+    // A file whose own name starts with `_` is in no package: gopls says "No packages found".
+    workspace.file(
+        "_under.go",
+        "package td
+
+func W() int { return \"x\" }
+",
+    );
+    workspace
+        .lspc()
+        .args(["check", "_under.go"])
+        .timeout(Duration::from_secs(60))
+        .run()
+        .status(2)
+        .stderr_contains(
+            "_under.go: error: _under.go not checked: gopls: No packages found for open file",
+        );
+    std::fs::remove_file(workspace.path("_under.go")).unwrap();
     let walked = workspace
         .lspc()
         .args(["check", "--all-files", ".", "--format", "json"])
