@@ -57,12 +57,12 @@ impl CpuActivity {
         let Some((ticks, runnable)) = tree_activity(pid) else {
             return;
         };
-        if let Some((before, at)) = self.last {
+        let computed = self.last.is_some_and(|(before, at)| {
             let elapsed_ms = now.saturating_duration_since(at).as_millis() as u64;
-            let used_ms = ticks.saturating_sub(before) * MILLIS_PER_TICK;
-            if runnable || busy(used_ms, elapsed_ms) {
-                self.last_busy = Some(now);
-            }
+            busy(ticks.saturating_sub(before) * MILLIS_PER_TICK, elapsed_ms)
+        });
+        if runnable || computed {
+            self.last_busy = Some(now);
         }
         self.last = Some((ticks, now));
     }
