@@ -55,6 +55,14 @@ pub fn identifier_at(line: &str, column: u32) -> Option<String> {
     Some(characters[start..end].iter().collect())
 }
 
+/// Whether `word`, found in `text` at byte `offset`, stands there as a whole word (no
+/// identifier character right before or after it).
+fn whole_word_at(text: &str, offset: usize, word: &str) -> bool {
+    let before = text[..offset].chars().next_back();
+    let after = text[offset + word.len()..].chars().next();
+    !before.is_some_and(is_identifier_char) && !after.is_some_and(is_identifier_char)
+}
+
 /// The 1-based lines of `text` holding `word` as a whole word.
 pub fn whole_word_lines(text: &str, word: &str) -> Vec<u32> {
     whole_word_counts(text, word)
@@ -73,11 +81,7 @@ pub fn whole_word_counts(text: &str, word: &str) -> Vec<(u32, usize)> {
     for (index, line) in text.lines().enumerate() {
         let count = line
             .match_indices(word)
-            .filter(|(offset, _)| {
-                let before = line[..*offset].chars().next_back();
-                let after = line[offset + word.len()..].chars().next();
-                !before.is_some_and(is_identifier_char) && !after.is_some_and(is_identifier_char)
-            })
+            .filter(|(offset, _)| whole_word_at(line, *offset, word))
             .count();
         if count > 0 {
             lines.push((u32::try_from(index + 1).unwrap_or(u32::MAX), count));
@@ -95,12 +99,7 @@ pub fn replace_whole_word(text: &str, word: &str, with: &str) -> Option<String> 
     let mut rest = 0;
     let mut any = false;
     for (offset, _) in text.match_indices(word) {
-        if offset < rest {
-            continue;
-        }
-        let before = text[..offset].chars().next_back();
-        let after = text[offset + word.len()..].chars().next();
-        if before.is_some_and(is_identifier_char) || after.is_some_and(is_identifier_char) {
+        if offset < rest || !whole_word_at(text, offset, word) {
             continue;
         }
         replaced.push_str(&text[rest..offset]);

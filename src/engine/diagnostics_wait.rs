@@ -515,7 +515,7 @@ impl State {
                 wait.done.insert(id, Ok(()));
                 continue;
             }
-            if !server.pull_diagnostics && server.settle_rule().quiet_only() {
+            if !server.pull_diagnostics && self.cpu_counts(id, &wait.path) {
                 if let Some(pid) = server.process().map(|process| process.pid()) {
                     self.servers[id.0 as usize].cpu.sample(pid, now);
                 }
@@ -904,6 +904,30 @@ impl State {
             })
     }
 
+    /// Whether the server computing counts as its work in progress on the document: a rule
+    /// without a completeness signal, and no publish for the sent version yet
+    /// (`server_cpu.rs`: gopls 0.5 publishes its analyzers' findings seconds after an
+    /// unversioned type-check set, or nothing when they find none). Only then is its CPU
+    /// sampled.
+    fn cpu_counts(&self, server_id: ServerId, path: &Path) -> bool {
+        self.servers[server_id.0 as usize]
+            .settle_rule()
+            .quiet_only()
+            && self.published_the_sent_version(server_id, path) == Some(false)
+    }
+
+    /// Whether the server's last publish for `path` carries the version lspc last sent it (or a
+    /// higher one); `None` when the document is not open on it.
+    fn published_the_sent_version(&self, server_id: ServerId, path: &Path) -> Option<bool> {
+        let &(sent_version, _) = self.documents.get(path)?.open_on.get(&server_id)?;
+        let publish = self.servers[server_id.0 as usize].publishes.get(path);
+        Some(publish.is_some_and(|publish| {
+            publish
+                .version
+                .is_some_and(|version| version >= sent_version)
+        }))
+    }
+
     /// The settle inputs of (server, document); `readiness` turns the
     /// [`SettleRule::VersionedPublish`] fast path off (an analysis wait before a query).
     pub(super) fn push_state(
@@ -918,16 +942,7 @@ impl State {
         let last_publish = server.publishes.get(path).copied();
         let mut progress_active = server.busy();
         let mut last_progress_change = server.last_progress_change;
-        // Without a completeness signal, the server computing is its work in progress
-        // (`server_cpu.rs`: gopls 0.5 publishes its analyzers' findings seconds after an
-        // unversioned type-check set, or nothing when they find none).
-        // Only before a publish for the sent version (`server_cpu.rs`).
-        let published_the_version = last_publish.is_some_and(|publish| {
-            publish
-                .version
-                .is_some_and(|version| version >= sent_version)
-        });
-        if server.settle_rule().quiet_only() && !published_the_version {
+        if self.cpu_counts(server_id, path) {
             last_progress_change = last_progress_change.max(server.cpu.last_busy());
         }
         // A tsserver probe of the last publish counts as work: tsserver answers it only when

@@ -178,12 +178,8 @@ impl FileSet for GoFiles {
     /// constraints exclude is still checked when named (`// +build ignore` makes a package of
     /// its own), as `go vet FILE` checks it.
     fn never_checks(&self, file: &Path) -> Option<&'static str> {
-        if file.extension().is_none_or(|extension| extension != "go") {
-            return None;
-        }
-        let module_root = self.module_root(file.parent()?)?;
-        let relative = file.strip_prefix(&module_root).ok()?;
-        below_an_ignored_folder(relative).then_some(IGNORED_FOLDER)
+        let is_go = file.extension().is_some_and(|extension| extension == "go");
+        (is_go && in_an_ignored_folder(file)).then_some(IGNORED_FOLDER)
     }
 }
 
