@@ -228,12 +228,14 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
     let had_config_errors = !config.errors.is_empty();
     if selection.files.is_empty() {
         if !selection.skipped.is_empty() {
-            // Everything walked was outside the servers' projects: say why, as a clean run.
+            // Everything walked was skipped: outside the servers' projects, or for a reason of
+            // its own. Say why; nothing was checked, so it is no clean run.
             let mut report = empty_report(&root, options, selection);
             found_paths.apply(&mut report);
             let ending = Ending {
                 had_config_errors,
                 n_unsent: n_unsent(config, &report),
+                nothing_in_projects: true,
                 ..Ending::default()
             };
             return finish(&report, options, ending);
@@ -502,6 +504,7 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         found,
         cli_verdict_note,
         n_unsent: n_unsent(config, &report),
+        nothing_in_projects: false,
         n_named_not_checked,
         had_config_errors,
         baseline: baseline_counts,
@@ -676,16 +679,16 @@ fn finish(report: &CheckReport, options: &CheckOptions, ending: Ending) -> i32 {
         return 128 + signal;
     }
     // Files were found, but every one was skipped for a reason of its own (not UTF-8, too
-    // large, unreadable): nothing was checked, as when nothing was found.
+    // large, unreadable) or left out by the servers' projects (a named `test-d` folder outside
+    // tsconfig's `include`): nothing was checked, as when nothing was found.
     let n_unsent = ending.n_unsent;
-    if report.files.is_empty() && n_unsent > 0 {
-        if n_unsent == 1 {
-            eprintln!("lspc: no file was checked: the one file found was skipped (see above)");
-        } else {
-            eprintln!(
-                "lspc: no file was checked: the {n_unsent} files found were skipped (see above)"
-            );
-        }
+    let n_outside = report
+        .skipped
+        .iter()
+        .filter(|skipped| skipped.outside_projects)
+        .count();
+    if report.files.is_empty() && (n_unsent > 0 || (ending.nothing_in_projects && n_outside > 0)) {
+        eprintln!("lspc: {}", nothing_checked_line(n_unsent, n_outside));
         // A graver status (a configuration error, a server failure) stands.
         return match exit_status(
             report,
@@ -707,6 +710,35 @@ fn finish(report: &CheckReport, options: &CheckOptions, ending: Ending) -> i32 {
         eprintln!("{note}");
     }
     status
+}
+
+/// The error line of a check that found files but checked none of them: `n_unsent` skipped for
+/// a reason of their own (listed above it on stderr), `n_outside` left out by the servers'
+/// projects (counted in the summary line).
+fn nothing_checked_line(n_unsent: usize, n_outside: usize) -> String {
+    let files = |n: usize| match n {
+        1 => "the one file found was".to_string(),
+        n => format!("the {n} files found were"),
+    };
+    match (n_unsent, n_outside) {
+        (0, n_outside) => format!(
+            "no file was checked: {} outside the servers' projects (see the summary)",
+            files(n_outside)
+        ),
+        (n_unsent, 0) => format!(
+            "no file was checked: {} skipped (see above)",
+            files(n_unsent)
+        ),
+        (n_unsent, n_outside) => format!(
+            "no file was checked: {} skipped (see above), and {} outside the servers' projects",
+            files(n_unsent),
+            if n_outside == 1 {
+                "one more".to_string()
+            } else {
+                format!("{n_outside} more")
+            }
+        ),
+    }
 }
 
 /// How many of `report`'s skipped files a server would have checked but could not be sent to
@@ -883,6 +915,9 @@ struct Ending {
     cli_verdict_note: Option<String>,
     /// Skipped files a server would have checked ([`n_unsent`]).
     n_unsent: usize,
+    /// Every file found was skipped before any server was asked (outside the servers'
+    /// projects, or unsendable): nothing was checked, which is not a clean run (exit 2).
+    nothing_in_projects: bool,
     n_named_not_checked: usize,
     had_config_errors: bool,
     /// `--baseline`: what matching it did.

@@ -350,10 +350,37 @@ impl ServerSets {
         }
     }
 
-    /// Both sets, pulled first.
+    /// Both sets, pulled first. A pulled diagnostic the published set repeats under another
+    /// source (same range and code) is left out: rust-analyzer pulls its own `E0308` and pushes
+    /// rustc's for the same expression from `cargo check`, which counts it once (the pushed
+    /// copy, rustc's words, is kept).
     fn iter(&self) -> impl Iterator<Item = &Diagnostic> {
-        self.pulled.iter().chain(self.published.iter()).flatten()
+        let published = self.published.as_deref().unwrap_or_default();
+        self.pulled
+            .iter()
+            .flatten()
+            .filter(move |pulled| !published.iter().any(|pushed| repeats(pushed, pulled)))
+            .chain(published)
     }
+}
+
+/// Whether `pushed` reports what `pulled` reports under another source: the same range and the
+/// same code (a diagnostic without a code repeats nothing).
+fn repeats(pushed: &Diagnostic, pulled: &Diagnostic) -> bool {
+    pulled.code.is_some()
+        && (
+            pushed.line,
+            pushed.column,
+            pushed.end_line,
+            pushed.end_column,
+        ) == (
+            pulled.line,
+            pulled.column,
+            pulled.end_line,
+            pulled.end_column,
+        )
+        && pushed.code == pulled.code
+        && pushed.source != pulled.source
 }
 
 /// Which server reported a set: its configured name and which of its instances, the engine's
@@ -1235,6 +1262,72 @@ mod tests {
         store.replace_from(Reporter::new("A", 0), a, Origin::Published, vec![]);
         assert_eq!(store.merged(a, &["A"]), vec![]);
         assert_eq!(store.get("A", a).map(|set| set.len()), Some(0));
+    }
+
+    /// A new user's trial on rust-lang/log: `let _y: u32 = "s";` was counted as two errors,
+    /// rust-analyzer's pulled `expected u32, found &'static str` and rustc's pushed `mismatched
+    /// types`, both E0308 at 2:19-2:22, where `cargo check` reports one. The pushed copy is kept;
+    /// a pulled finding rustc does not repeat (another code or range) stays.
+    #[test]
+    fn a_pulled_finding_the_pushed_set_repeats_under_another_source_counts_once() {
+        let a = Path::new("/ws/a.rs");
+        let native = |line, code| {
+            dg(
+                "A",
+                "a.rs",
+                line,
+                19,
+                'E',
+                "native",
+                Some("rust-analyzer"),
+                code,
+            )
+        };
+        let rustc = |line, code| {
+            dg(
+                "A",
+                "a.rs",
+                line,
+                19,
+                'E',
+                "mismatched types",
+                Some("rustc"),
+                code,
+            )
+        };
+        let mut store = DiagnosticStore::new();
+        store.replace_from(
+            Reporter::new("A", 0),
+            a,
+            Origin::Pulled,
+            vec![
+                native(2, Some("E0308")),
+                native(4, Some("E0308")),
+                native(6, None),
+            ],
+        );
+        store.replace_from(
+            Reporter::new("A", 0),
+            a,
+            Origin::Published,
+            vec![
+                rustc(2, Some("E0308")),
+                rustc(4, Some("E0599")),
+                rustc(6, None),
+            ],
+        );
+        let expected = [
+            "a.rs 2:19-2:20 error mismatched types src=rustc code=E0308 @A",
+            "a.rs 4:19-4:20 error mismatched types src=rustc code=E0599 @A",
+            "a.rs 4:19-4:20 error native src=rust-analyzer code=E0308 @A",
+            "a.rs 6:19-6:20 error mismatched types src=rustc code=- @A",
+            "a.rs 6:19-6:20 error native src=rust-analyzer code=- @A",
+        ];
+        assert_eq!(shows(&store.merged(a, &["A"])), expected);
+        assert_eq!(store.get("A", a).map(|set| set.len()), Some(5));
+        // Before `cargo check` has pushed, the pulled set stands alone.
+        store.replace_from(Reporter::new("A", 0), a, Origin::Published, vec![]);
+        assert_eq!(store.merged(a, &["A"]).len(), 3);
     }
 
     #[test]

@@ -720,6 +720,38 @@ fn typescript_project_checks_what_tsc_checks() {
     );
 }
 
+/// A new user's trial on sindresorhus/execa: `lspc check test-d`, a folder whose every file is
+/// outside tsconfig's `include`, said `0 files checked: … 119 files outside tsconfig's include
+/// not checked`, exit 0: a CI step naming a folder passed with nothing checked. Nothing checked
+/// is exit 2, with the reason; the same file named, or walked with `--all-files`, is checked
+/// with tsc's two errors.
+#[test]
+fn a_named_folder_wholly_outside_the_project_is_not_a_clean_check() {
+    require_program!("typescript-language-server");
+    let workspace = Workspace::copy_of("typescript-project");
+    let config = workspace.config(json!({ "typescript": typescript_entry() }));
+    let check = |args: &[&str]| {
+        workspace
+            .lspc()
+            .args(["--no-builtin", "--config"])
+            .arg(&config)
+            .arg("check")
+            .args(args)
+            .run()
+    };
+    check(&["test"])
+        .status(2)
+        .stdout_is("")
+        .stderr_contains(
+            "0 files checked: 0 errors, 0 warnings, 0 info, 0 hints; 1 file outside tsconfig's include not checked; `--all-files` checks them\n\
+             lspc: no file was checked: the one file found was outside the servers' projects (see the summary)\n",
+        );
+    let errors = "test/index.test.ts:3:7: error: Type 'number' is not assignable to type 'string'. [typescript 2322]\n\
+                  test/index.test.ts:4:17: error: Cannot find name 'notDefined'. Did you mean 'undefined'? [typescript 2552]\n";
+    check(&["test/index.test.ts"]).status(1).stdout_is(errors);
+    check(&["--all-files", "test"]).status(1).stdout_is(errors);
+}
+
 /// Found by trying a solution-style layout (fourteenth round, new-user test), the one every
 /// `npm create vite` TypeScript template has: `tsconfig.json` with `"files": []` and
 /// `references` to `tsconfig.app.json` (`src`) and `tsconfig.node.json` (`vite.config.ts`).
