@@ -224,10 +224,17 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
     let named = NamedPaths::new(&targets);
     let explicit = named.files.clone();
     let folders = named.folders.clone();
-    let mut selection = select_files(config, options, &named, listing);
+    let mut narrowing = match Narrowing::new(&root, options) {
+        Ok(narrowing) => narrowing,
+        Err(message) => {
+            eprintln!("lspc: {message}");
+            return EXIT_USAGE;
+        }
+    };
+    let mut selection = select_files(config, options, &named, listing, narrowing.changed.as_ref());
     let had_config_errors = !config.errors.is_empty();
     if selection.files.is_empty() {
-        if !selection.skipped.is_empty() {
+        if !selection.skipped.is_empty() || selection.n_unchanged_left_out > 0 {
             // Everything walked was skipped: outside the servers' projects, or for a reason of
             // its own. Say why; nothing was checked, so it is no clean run.
             let mut report = empty_report(&root, options, selection);
@@ -235,7 +242,8 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
             let ending = Ending {
                 had_config_errors,
                 n_unsent: n_unsent(config, &report),
-                nothing_in_projects: true,
+                // `--changed-since`: a change the projects leave out has nothing to check.
+                nothing_in_projects: narrowing.changed.is_none(),
                 ..Ending::default()
             };
             return finish(&report, options, ending);
@@ -251,13 +259,6 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         }
         Some(Ok(baseline)) => Some(baseline),
         None => None,
-    };
-    let mut narrowing = match Narrowing::new(&root, options) {
-        Ok(narrowing) => narrowing,
-        Err(message) => {
-            eprintln!("lspc: {message}");
-            return EXIT_USAGE;
-        }
     };
     selection.files = narrowing.files(&root, std::mem::take(&mut selection.files));
     // Nothing changed, nothing broken: no note then.
@@ -1037,6 +1038,10 @@ pub(crate) struct Selection {
     pub(crate) files: Vec<PathBuf>,
     pub(crate) leave_out: HashMap<PathBuf, Vec<ServerId>>,
     pub(crate) skipped: Vec<SkippedFile>,
+    /// `--changed-since`: unchanged files left out before any server's project was asked, so
+    /// neither skipped nor counted in the notes (a trial listed every unchanged file outside
+    /// tsconfig's `include` as skipped).
+    pub(crate) n_unchanged_left_out: usize,
     notes: Vec<String>,
     /// Problems lspc found in the project configurations themselves (tsc's TS6053).
     pub(crate) config_diagnostics: Vec<diagnostics::Diagnostic>,
@@ -1057,7 +1062,7 @@ pub(crate) fn default_selection(
     named: &NamedPaths,
     walked: walk::Listing,
 ) -> Selection {
-    select_files(config, &CheckOptions::default(), named, walked)
+    select_files(config, &CheckOptions::default(), named, walked, None)
 }
 
 /// The paths named on `lspc check`'s command line (or in batch's `check` operation), canonical:
@@ -1123,11 +1128,16 @@ pub(crate) fn add_tsconfig_errors(
 /// checked under its canonical path: `util.py -> ../shared/util.py` is in a default `include`,
 /// its target outside the root is not (issue 16). A walked entry that cannot be read (a symlink
 /// loop) is skipped with the OS error, as a walked file no server can be sent is.
+///
+/// With `changed` (`--changed-since`), a walked file not in it is selected when a server's
+/// project has it (the narrowing after this counts it as unchanged) and otherwise left out
+/// unseen: it is neither skipped nor counted in the notes.
 fn select_files(
     config: &crate::config::Config,
     options: &CheckOptions,
     named: &NamedPaths,
     walked: walk::Listing,
+    changed: Option<&std::collections::BTreeSet<PathBuf>>,
 ) -> Selection {
     let explicit = named.files.as_slice();
     let projects = ProjectFiles::load(&config.root, &config.servers);
@@ -1135,9 +1145,11 @@ fn select_files(
         files: Vec::new(),
         leave_out: HashMap::new(),
         skipped: Vec::new(),
+        n_unchanged_left_out: 0,
         notes: Vec::new(),
         config_diagnostics: Vec::new(),
     };
+    let unchanged = |file: &Path| changed.is_some_and(|changed| !changed.contains(file));
     // Reason → how many files it kept out, and whether `--all-files` would have them checked
     // (not when every server leaving them out never checks such a file), in first-seen order.
     let mut outside: Vec<(String, usize, bool)> = Vec::new();
@@ -1155,7 +1167,7 @@ fn select_files(
                 Some((ServerId(index as u32), projects.never_checks(index, &file)?))
             })
             .collect();
-        for (_, reason) in &left_out {
+        for (_, reason) in left_out.iter().filter(|_| !unchanged(&file)) {
             match never_checked.iter_mut().find(|(known, _)| known == reason) {
                 Some((_, n)) => *n += 1,
                 None => never_checked.push((reason.clone(), 1)),
@@ -1193,6 +1205,7 @@ fn select_files(
         };
         if options.all_files {
             match unreadable {
+                Some(_) if unchanged(&file) => selection.n_unchanged_left_out += 1,
                 Some(error) => selection.skipped.push(unreadable_skip(error)),
                 None => keep_whole(file, &mut selection),
             }
@@ -1222,6 +1235,12 @@ fn select_files(
             .map(|(_, reason)| reason.as_str())
             .collect::<Vec<_>>()
             .join(" and ");
+        if (!servers.is_empty() && reasons.len() == servers.len() || unreadable.is_some())
+            && unchanged(&file)
+        {
+            selection.n_unchanged_left_out += 1;
+            continue;
+        }
         if !servers.is_empty() && reasons.len() == servers.len() {
             match outside.iter_mut().find(|(known, _, _)| *known == reason) {
                 Some((_, n, _)) => *n += 1,
@@ -1243,7 +1262,7 @@ fn select_files(
             selection.skipped.push(unreadable_skip(error));
             continue;
         }
-        if !reasons.is_empty() {
+        if !reasons.is_empty() && !unchanged(&file) {
             match partly.iter_mut().find(|(known, _)| *known == reason) {
                 Some((_, n)) => *n += 1,
                 None => partly.push((reason, 1)),

@@ -351,9 +351,9 @@ impl ServerSets {
     }
 
     /// Both sets, pulled first. A pulled diagnostic the published set repeats under another
-    /// source (same range and code) is left out: rust-analyzer pulls its own `E0308` and pushes
-    /// rustc's for the same expression from `cargo check`, which counts it once (the pushed
-    /// copy, rustc's words, is kept).
+    /// source ([`repeats`]) is left out: rust-analyzer pulls its own `E0308` and pushes rustc's
+    /// for the same expression from `cargo check`, which counts it once (the pushed copy,
+    /// rustc's words, is kept).
     fn iter(&self) -> impl Iterator<Item = &Diagnostic> {
         let published = self.published.as_deref().unwrap_or_default();
         self.pulled
@@ -365,22 +365,22 @@ impl ServerSets {
 }
 
 /// Whether `pushed` reports what `pulled` reports under another source: the same range and the
-/// same code (a diagnostic without a code repeats nothing).
+/// same code and at least the severity (a diagnostic without a code repeats nothing), or both
+/// are errors that start on the same line. rust-analyzer's own analysis names some errors differently from rustc: a
+/// missing argument is its `E0107` at the argument list's end where rustc says `E0061` at the
+/// callee, a missing `;` its `syntax-error` where rustc gives no code; `cargo check` counts
+/// one error on the line.
 fn repeats(pushed: &Diagnostic, pulled: &Diagnostic) -> bool {
-    pulled.code.is_some()
-        && (
-            pushed.line,
-            pushed.column,
-            pushed.end_line,
-            pushed.end_column,
-        ) == (
-            pulled.line,
-            pulled.column,
-            pulled.end_line,
-            pulled.end_column,
-        )
+    let range = |d: &Diagnostic| (d.line, d.column, d.end_line, d.end_column);
+    // Never a pulled error for a pushed hint: that would make a file look clean.
+    let same_finding = pulled.code.is_some()
+        && range(pushed) == range(pulled)
         && pushed.code == pulled.code
-        && pushed.source != pulled.source
+        && pushed.severity <= pulled.severity;
+    let errors_on_one_line = pushed.severity == Severity::Error
+        && pulled.severity == Severity::Error
+        && pushed.line == pulled.line;
+    pushed.source != pulled.source && (same_finding || errors_on_one_line)
 }
 
 /// Which server reported a set: its configured name and which of its instances, the engine's
@@ -582,12 +582,45 @@ impl DiagnosticStore {
                     .entry(cross_server_key(diagnostic))
                     .or_insert(name);
                 if owner == name {
-                    merged.push(diagnostic.clone());
+                    let mut diagnostic = diagnostic.clone();
+                    if self.is_macro_call_site(name, path, &diagnostic) {
+                        diagnostic.severity = Severity::Error;
+                    }
+                    merged.push(diagnostic);
                 }
             }
         }
         sort(&mut merged);
         merged
+    }
+
+    /// Whether `hint`, which server `name` reported for `path`, marks where a macro defined
+    /// elsewhere was called for an error rustc found in its expansion: rust-analyzer publishes
+    /// rustc's error at the macro's definition and, at each call site, a hint with the same code
+    /// and message. `cargo check` reports the error at the call site, so that file fails; as a
+    /// hint it was hidden and the file clean (a new user's trial on dtolnay/anyhow: `lspc check
+    /// tests/` passed where `cargo check --tests` failed). Only rustc's (source `rustc`) hints
+    /// with a code are looked at.
+    fn is_macro_call_site(&self, name: &str, path: &Path, hint: &Diagnostic) -> bool {
+        if hint.severity != Severity::Hint
+            || hint.code.is_none()
+            || hint.source.as_deref() != Some("rustc")
+        {
+            return false;
+        }
+        self.by_file.iter().any(|(file, servers)| {
+            servers
+                .sets_of(name)
+                .filter_map(|sets| sets.published.as_deref())
+                .flatten()
+                .any(|error| {
+                    error.severity == Severity::Error
+                        && error.source == hint.source
+                        && error.code == hint.code
+                        && error.message == hint.message
+                        && (file != path || error.line != hint.line || error.column != hint.column)
+                })
+        })
     }
 
     /// Every file some server has reported for (possibly an empty set), in path order.
@@ -1264,46 +1297,42 @@ mod tests {
         assert_eq!(store.get("A", a).map(|set| set.len()), Some(0));
     }
 
-    /// A new user's trial on rust-lang/log: `let _y: u32 = "s";` was counted as two errors,
-    /// rust-analyzer's pulled `expected u32, found &'static str` and rustc's pushed `mismatched
-    /// types`, both E0308 at 2:19-2:22, where `cargo check` reports one. The pushed copy is kept;
-    /// a pulled finding rustc does not repeat (another code or range) stays.
+    /// New users' trials on rust-lang/log and dtolnay/semver: each error was counted twice,
+    /// rust-analyzer's pulled one and rustc's pushed one (`cargo check`'s), where `cargo check`
+    /// reports one: `E0308` at the same range under two messages; `E0107` at the argument list's
+    /// end against rustc's `E0061` at the callee; `syntax-error` against rustc's code-less
+    /// `expected `;``. The pushed copy is kept; a pulled finding rustc does not repeat stays.
     #[test]
     fn a_pulled_finding_the_pushed_set_repeats_under_another_source_counts_once() {
         let a = Path::new("/ws/a.rs");
-        let native = |line, code| {
+        let at = |source: &str, line, column, severity, code| {
             dg(
                 "A",
                 "a.rs",
                 line,
-                19,
-                'E',
-                "native",
-                Some("rust-analyzer"),
+                column,
+                severity,
+                source,
+                Some(source),
                 code,
             )
         };
-        let rustc = |line, code| {
-            dg(
-                "A",
-                "a.rs",
-                line,
-                19,
-                'E',
-                "mismatched types",
-                Some("rustc"),
-                code,
-            )
-        };
+        let native =
+            |line, column, severity, code| at("rust-analyzer", line, column, severity, code);
+        let rustc = |line, column, severity, code| at("rustc", line, column, severity, code);
         let mut store = DiagnosticStore::new();
         store.replace_from(
             Reporter::new("A", 0),
             a,
             Origin::Pulled,
             vec![
-                native(2, Some("E0308")),
-                native(4, Some("E0308")),
-                native(6, None),
+                native(2, 19, 'E', Some("E0308")),
+                native(4, 18, 'E', Some("E0107")),
+                native(6, 14, 'E', Some("syntax-error")),
+                native(8, 5, 'E', Some("E0425")),
+                native(10, 9, 'W', Some("unused_variables")),
+                native(12, 9, 'W', Some("dead_code")),
+                native(14, 1, 'E', Some("E0433")),
             ],
         );
         store.replace_from(
@@ -1311,23 +1340,88 @@ mod tests {
             a,
             Origin::Published,
             vec![
-                rustc(2, Some("E0308")),
-                rustc(4, Some("E0599")),
-                rustc(6, None),
+                rustc(2, 19, 'E', Some("E0308")),
+                rustc(4, 13, 'E', Some("E0061")),
+                rustc(6, 14, 'E', None),
+                rustc(8, 5, 'H', Some("E0425")),
+                rustc(10, 9, 'W', Some("unused_variables")),
+                rustc(12, 1, 'E', Some("E0277")),
             ],
         );
-        let expected = [
-            "a.rs 2:19-2:20 error mismatched types src=rustc code=E0308 @A",
-            "a.rs 4:19-4:20 error mismatched types src=rustc code=E0599 @A",
-            "a.rs 4:19-4:20 error native src=rust-analyzer code=E0308 @A",
-            "a.rs 6:19-6:20 error mismatched types src=rustc code=- @A",
-            "a.rs 6:19-6:20 error native src=rust-analyzer code=- @A",
-        ];
-        assert_eq!(shows(&store.merged(a, &["A"])), expected);
-        assert_eq!(store.get("A", a).map(|set| set.len()), Some(5));
+        assert_eq!(
+            shows(&store.merged(a, &["A"])),
+            [
+                "a.rs 2:19-2:20 error rustc src=rustc code=E0308 @A",
+                "a.rs 4:13-4:14 error rustc src=rustc code=E0061 @A",
+                "a.rs 6:14-6:15 error rustc src=rustc code=- @A",
+                "a.rs 8:5-8:6 error rust-analyzer src=rust-analyzer code=E0425 @A",
+                "a.rs 12:1-12:2 error rustc src=rustc code=E0277 @A",
+                "a.rs 14:1-14:2 error rust-analyzer src=rust-analyzer code=E0433 @A",
+                "a.rs 10:9-10:10 warning rustc src=rustc code=unused_variables @A",
+                "a.rs 12:9-12:10 warning rust-analyzer src=rust-analyzer code=dead_code @A",
+                "a.rs 8:5-8:6 hint rustc src=rustc code=E0425 @A",
+            ]
+        );
+        assert_eq!(store.get("A", a).map(|set| set.len()), Some(9));
         // Before `cargo check` has pushed, the pulled set stands alone.
         store.replace_from(Reporter::new("A", 0), a, Origin::Published, vec![]);
-        assert_eq!(store.merged(a, &["A"]).len(), 3);
+        assert_eq!(store.merged(a, &["A"]).len(), 7);
+    }
+
+    /// rustc's error in a macro's expansion is published at the macro (`lib.rs`) and as a hint
+    /// with its code and message at the call site (`t.rs`), where `cargo check` reports it: the
+    /// hint counts as an error. Other rustc hints, and another source's, stay hints.
+    #[test]
+    fn a_macro_call_site_hint_of_a_rustc_error_is_an_error() {
+        let lib = Path::new("/ws/lib.rs");
+        let t = Path::new("/ws/t.rs");
+        let rustc = |file, line, severity, message| {
+            dg(
+                "A",
+                file,
+                line,
+                5,
+                severity,
+                message,
+                Some("rustc"),
+                Some("E0599"),
+            )
+        };
+        let mut store = DiagnosticStore::new();
+        store.replace(
+            Reporter::new("A", 0),
+            lib,
+            vec![rustc("lib.rs", 4, 'E', "no method")],
+        );
+        store.replace(
+            Reporter::new("A", 0),
+            t,
+            vec![
+                rustc("t.rs", 4, 'H', "no method"),
+                rustc("t.rs", 6, 'H', "method defined here"),
+                dg(
+                    "A",
+                    "t.rs",
+                    8,
+                    5,
+                    'H',
+                    "no method",
+                    Some("clippy"),
+                    Some("E0599"),
+                ),
+            ],
+        );
+        assert_eq!(
+            shows(&store.merged(t, &["A"])),
+            [
+                "t.rs 4:5-4:6 error no method src=rustc code=E0599 @A",
+                "t.rs 6:5-6:6 hint method defined here src=rustc code=E0599 @A",
+                "t.rs 8:5-8:6 hint no method src=clippy code=E0599 @A",
+            ]
+        );
+        // Without the error it is a hint again.
+        store.replace(Reporter::new("A", 0), lib, vec![]);
+        assert_eq!(store.merged(t, &["A"])[0].severity, Severity::Hint);
     }
 
     #[test]

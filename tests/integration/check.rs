@@ -1773,6 +1773,64 @@ fn assert_cargo_check_says(workspace: &Workspace, expected: &str) {
     assert!(cargo.stderr.contains(expected), "{}", cargo.stderr);
 }
 
+/// New users' trials on dtolnay/semver and dtolnay/anyhow, rust-analyzer 0.0.330:
+/// - each error was counted twice, rust-analyzer's own and rustc's from `cargo check`, under
+///   different codes and columns: a missing argument (its `E0107` at 6:18 against rustc's `E0061`
+///   at 6:13) and a missing `;` (its `syntax-error` against rustc's code-less error). `cargo
+///   check` reports 2 errors; so does lspc now, rustc's;
+/// - an error in a macro's expansion is published at the macro's definition (`src/lib.rs`),
+///   with a hint at the call site (`tests/t.rs`); `lspc check tests/` said clean, exit 0, where
+///   `cargo check --tests` fails at `tests/t.rs:4:5`. The call site is an error now.
+#[test]
+fn rust_errors_count_as_cargo_check_counts_them() {
+    let Some(program) = rust_analyzer_0_0_330() else {
+        return;
+    };
+    let workspace = Workspace::new("ra-as-cargo");
+    workspace.file(
+        "Cargo.toml",
+        "[package]\nname = \"rmac\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    );
+    workspace.file(
+        "src/lib.rs",
+        "#[macro_export]\nmacro_rules! boom {\n    ($x:expr) => {\n        $x.no_such_method()\n    };\n}\n\n\
+         fn two(a: u32, b: u32) -> u32 {\n    a + b\n}\n\npub fn main() {\n    let x = two(1);\n    \
+         let y = 5\n    if y > x {}\n}\n",
+    );
+    workspace.file(
+        "tests/t.rs",
+        "#[test]\nfn t() {\n    let v = 1u32;\n    rmac::boom!(v);\n}\n",
+    );
+    let lib = check_with_rust_analyzer(&workspace, &program, &["src/lib.rs"]);
+    lib.status(1);
+    assert_eq!(
+        json_diagnostics(&lib.json()),
+        [
+            "src/lib.rs:13:13-13:16 error [rustc E0061] this function takes 2 arguments but 1 argument was supplied",
+            "src/lib.rs:14:14-14:14 error [rustc -] expected `;`, found keyword `if`",
+        ],
+        "{}",
+        lib.story()
+    );
+    assert_cargo_check_says(
+        &workspace,
+        "src/lib.rs:14:14: error: expected `;`, found keyword `if`",
+    );
+    // Fixed, the library compiles; the test target's error is at its call site.
+    workspace.file(
+        "src/lib.rs",
+        "#[macro_export]\nmacro_rules! boom {\n    ($x:expr) => {\n        $x.no_such_method()\n    };\n}\n",
+    );
+    let tests = check_with_rust_analyzer(&workspace, &program, &["tests"]);
+    tests.status(1);
+    assert_eq!(
+        json_diagnostics(&tests.json()),
+        ["tests/t.rs:4:5-4:19 error [rustc E0599] no method named `no_such_method` found for type `u32` in the current scope\nmethod not found in `u32`"],
+        "{}",
+        tests.story()
+    );
+}
+
 /// Found on dtolnay/semver (ninth round, new-user test): rustc says "`#[warn(unused_variables)]`
 /// … on by default" only on the first unused variable of a crate, and rust-analyzer 0.0.330
 /// appends that note to its message. With a baseline of two unused variables, fixing the first

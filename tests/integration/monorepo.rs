@@ -565,6 +565,80 @@ fn changed_since_checks_changed_and_untracked_files_only() {
         .stderr_contains("lspc: --changed-since: `git diff --name-only -z --no-renames --end-of-options no-such-revision --` failed: fatal: bad revision 'no-such-revision'");
 }
 
+/// A new user's trial (execa): `--changed-since HEAD` listed every unchanged file outside the
+/// servers' projects as skipped ("119 files outside tsconfig's include not checked"), though the
+/// run was about the change. Only changed files are listed; a change inside the exclude is
+/// listed as skipped, and a change with nothing the projects check is a clean run (exit 0), as
+/// a change of nothing is. ruff 0.17.6.
+#[test]
+fn changed_since_lists_only_changed_files_outside_the_projects() {
+    require_program!("ruff");
+    require_program!("git");
+    let (workspace, config) = ruff_workspace("changed-outside");
+    std::fs::remove_dir_all(workspace.path(".git")).unwrap();
+    workspace.file(
+        "ruff.toml",
+        "extend-exclude = [\"gen\"]\n[lint]\nselect = [\"F\"]\n",
+    );
+    workspace.file("a.py", "x = 1\n");
+    for name in ["gen/one.py", "gen/two.py"] {
+        workspace.file(name, "import os\n");
+    }
+    git(&workspace, &["init", "-q"]);
+    git(&workspace, &["add", "."]);
+    git(&workspace, &["commit", "-qm", "base"]);
+    workspace.file("a.py", "import os\n");
+    let files = |output: &Output| -> Vec<(String, String)> {
+        output.json()["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|file| {
+                (
+                    file["path"].as_str().unwrap().to_owned(),
+                    file["state"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let output = ruff_check(
+        &workspace,
+        &config,
+        &["--format", "json", "--changed-since", "HEAD"],
+    );
+    output.status(1);
+    assert_eq!(
+        files(&output),
+        [("a.py".to_owned(), "diagnostics".to_owned())],
+        "{}",
+        output.story()
+    );
+    assert!(!output.stderr.contains("exclude"), "{}", output.story());
+    // The whole tree still says what its exclude leaves out.
+    ruff_check(&workspace, &config, &[]).status(1).stderr_contains(
+        "1 file checked: 0 errors, 1 warning, 0 info, 0 hints in 1 file; 2 files in ruff's exclude \
+         not checked (its server never checks an excluded file, even with `--all-files`)",
+    );
+    git(&workspace, &["commit", "-qam", "a"]);
+    workspace.file("gen/two.py", "import sys\n");
+    let output = ruff_check(
+        &workspace,
+        &config,
+        &["--format", "json", "--changed-since", "HEAD"],
+    );
+    output.status(0);
+    assert_eq!(
+        files(&output),
+        [("gen/two.py".to_owned(), "skipped".to_owned())],
+        "{}",
+        output.story()
+    );
+    output.stderr_contains(
+        "0 files checked: 0 errors, 0 warnings, 0 info, 0 hints; 1 file in ruff's exclude not \
+         checked (its server never checks an excluded file, even with `--all-files`)",
+    );
+}
+
 /// Issue 17's scale figure: a tree of 20,000 files (2,000 of them Python, served by the fixture
 /// server) plus an ignored `node_modules/` of 20,000 files and 5,000 files inside `.git/`, checked
 /// under `ulimit -n 256`: no EMFILE, lspc's open descriptors stay under a small bound that does
