@@ -588,19 +588,6 @@ fn changed_since_lists_only_changed_files_outside_the_projects() {
     git(&workspace, &["add", "."]);
     git(&workspace, &["commit", "-qm", "base"]);
     workspace.file("a.py", "import os\n");
-    let files = |output: &Output| -> Vec<(String, String)> {
-        output.json()["files"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|file| {
-                (
-                    file["path"].as_str().unwrap().to_owned(),
-                    file["state"].as_str().unwrap().to_owned(),
-                )
-            })
-            .collect()
-    };
     let output = ruff_check(
         &workspace,
         &config,
@@ -608,8 +595,8 @@ fn changed_since_lists_only_changed_files_outside_the_projects() {
     );
     output.status(1);
     assert_eq!(
-        files(&output),
-        [("a.py".to_owned(), "diagnostics".to_owned())],
+        file_states(&output.json()),
+        [("a.py".to_owned(), "diagnostics".to_owned(), String::new())],
         "{}",
         output.story()
     );
@@ -628,8 +615,12 @@ fn changed_since_lists_only_changed_files_outside_the_projects() {
     );
     output.status(0);
     assert_eq!(
-        files(&output),
-        [("gen/two.py".to_owned(), "skipped".to_owned())],
+        file_states(&output.json()),
+        [(
+            "gen/two.py".to_owned(),
+            "skipped".to_owned(),
+            "in ruff's exclude".to_owned()
+        )],
         "{}",
         output.story()
     );
