@@ -67,15 +67,36 @@ pub fn find_project_root(
     if !folder.starts_with(workspace_root) {
         return None;
     }
-    for dir in folder.ancestors() {
-        if markers.iter().any(|marker| holds_marker(dir, marker)) {
-            return Some(dir.to_path_buf());
+    let (weak, strong): (Vec<&String>, Vec<&String>) =
+        markers.iter().partition(|marker| is_weak(marker, markers));
+    let nearest = |markers: &[&String]| {
+        for dir in folder.ancestors() {
+            if markers.iter().any(|marker| holds_marker(dir, marker)) {
+                return Some(dir.to_path_buf());
+            }
+            if dir == workspace_root {
+                break;
+            }
         }
-        if dir == workspace_root {
-            break;
-        }
-    }
-    Some(workspace_root.to_path_buf())
+        None
+    };
+    nearest(&strong)
+        .or_else(|| nearest(&weak))
+        .or_else(|| Some(workspace_root.to_path_buf()))
+}
+
+/// Whether `marker` counts only where none of the other `markers` is found at or above the
+/// folder: `package.json` beside `tsconfig.json` or `jsconfig.json`. tsserver looks for a
+/// file's tsconfig from its folder up to the instance's root and no further, so an instance
+/// rooted at `packages/a/package.json` below the project's `tsconfig.json` checked
+/// `packages/a/src/x.ts` with default options (a new user's trial: tsc's `noUnusedLocals`
+/// error unseen, a `paths` alias reported unresolved); a package with no tsconfig above it
+/// still gets its own instance.
+fn is_weak(marker: &str, markers: &[String]) -> bool {
+    marker == "package.json"
+        && markers
+            .iter()
+            .any(|other| other == "tsconfig.json" || other == "jsconfig.json")
 }
 
 /// The `project roots:` lines of `lspc servers` for `files` (canonical paths under the root):
@@ -160,6 +181,51 @@ mod tests {
         check("ws/plain/x", Some("ws"));
         check("ws", Some("ws"));
         check("elsewhere", None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_package_json_below_a_tsconfig_is_no_project_root() {
+        let dir = std::env::temp_dir().join(format!("lspc-weak-roots-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for folder in ["ws/packages/a/src", "ws/packages/b/src", "js/lib/src"] {
+            std::fs::create_dir_all(dir.join(folder)).unwrap();
+        }
+        for file in [
+            "ws/tsconfig.json",
+            "ws/package.json",
+            "ws/packages/a/package.json",
+            "ws/packages/b/package.json",
+            "ws/packages/b/tsconfig.json",
+            "js/package.json",
+            "js/lib/package.json",
+        ] {
+            std::fs::write(dir.join(file), "{}").unwrap();
+        }
+        let markers: Vec<String> = ["tsconfig.json", "jsconfig.json", "package.json"]
+            .map(String::from)
+            .to_vec();
+        let root = |folder: &str, ws: &str| {
+            find_project_root(&dir.join(folder), &dir.join(ws), &markers)
+                .map(|root| root.strip_prefix(&dir).unwrap().to_path_buf())
+        };
+        assert_eq!(root("ws/packages/a/src", "ws"), Some("ws".into()));
+        assert_eq!(
+            root("ws/packages/b/src", "ws"),
+            Some("ws/packages/b".into())
+        );
+        // With no tsconfig anywhere up to the root, the nearest package.json.
+        assert_eq!(root("js/lib/src", "js"), Some("js/lib".into()));
+        // Without tsconfig.json among the markers, package.json is an ordinary marker.
+        let only_package = vec!["package.json".to_string()];
+        assert_eq!(
+            find_project_root(
+                &dir.join("ws/packages/a/src"),
+                &dir.join("ws"),
+                &only_package
+            ),
+            Some(dir.join("ws/packages/a"))
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 

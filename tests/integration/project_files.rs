@@ -720,6 +720,57 @@ fn typescript_project_checks_what_tsc_checks() {
     );
 }
 
+/// A new user's trial (lukeed/kleur with a root tsconfig, and a minimal layout): a
+/// `package.json` below the `tsconfig.json` started a tsserver rooted at the package, which
+/// looks for a tsconfig only up to its root: `packages/a/src/x.ts` was checked with default
+/// options, so tsc's TS6133 (`noUnusedLocals`) went unseen (exit 0) and the root's `paths` alias
+/// was "Cannot find module" (exit 1, where tsc passes). A `package.json` marks a project root
+/// only where no tsconfig is found above it.
+#[test]
+fn a_package_json_below_the_tsconfig_is_checked_with_that_tsconfig() {
+    require_program!("typescript-language-server");
+    let workspace = Workspace::new("package-below-tsconfig");
+    workspace.file(
+        "tsconfig.json",
+        r#"{"compilerOptions": {"strict": true, "noUnusedLocals": true, "noEmit": true,
+            "target": "es2022", "module": "esnext", "moduleResolution": "bundler", "types": [],
+            "paths": {"@lib/*": ["./packages/lib/*"]}},
+            "include": ["packages"]}"#,
+    );
+    workspace.file(
+        "packages/a/package.json",
+        r#"{"name": "a", "private": true}"#,
+    );
+    workspace.file("packages/lib/one.ts", "export const one: number = 1\n");
+    workspace.file(
+        "packages/a/src/x.ts",
+        "import { one } from \"@lib/one\"\nexport function twice(x: number) {\n  const unused = one\n  return x * 2\n}\n",
+    );
+    let config = workspace.config(json!({ "typescript": typescript_entry() }));
+    let expected = "packages/a/src/x.ts:3:9: error: 'unused' is declared but its value is never read. [typescript 6133]\n";
+    for args in [&[][..], &["packages/a/src/x.ts"][..]] {
+        workspace
+            .lspc()
+            .args(["--no-builtin", "--config"])
+            .arg(&config)
+            .arg("check")
+            .args(args)
+            .run()
+            .status(1)
+            .stdout_is(expected);
+    }
+    if which("tsc").is_some() {
+        let tsc = TestCommand::new("tsc")
+            .current_dir(&workspace.root)
+            .args(["--noEmit", "-p", ".", "--pretty", "false"])
+            .run();
+        assert_eq!(
+            tsc.stdout,
+            "packages/a/src/x.ts(3,9): error TS6133: 'unused' is declared but its value is never read.\n"
+        );
+    }
+}
+
 /// A new user's trial on sindresorhus/execa: `lspc check test-d`, a folder whose every file is
 /// outside tsconfig's `include`, said `0 files checked: … 119 files outside tsconfig's include
 /// not checked`, exit 0: a CI step naming a folder passed with nothing checked. Nothing checked
