@@ -720,6 +720,19 @@ fn typescript_project_checks_what_tsc_checks() {
     );
 }
 
+/// `lspc check ARGS` in `workspace` with typescript-language-server alone (its default root
+/// markers), human output.
+fn typescript_check(workspace: &Workspace, args: &[&str]) -> Output {
+    let config = workspace.config(json!({ "typescript": typescript_entry() }));
+    workspace
+        .lspc()
+        .args(["--no-builtin", "--config"])
+        .arg(&config)
+        .arg("check")
+        .args(args)
+        .run()
+}
+
 /// A new user's trial (lukeed/kleur with a root tsconfig, and a minimal layout): a
 /// `package.json` below the `tsconfig.json` started a tsserver rooted at the package, which
 /// looks for a tsconfig only up to its root: `packages/a/src/x.ts` was checked with default
@@ -746,16 +759,9 @@ fn a_package_json_below_the_tsconfig_is_checked_with_that_tsconfig() {
         "packages/a/src/x.ts",
         "import { one } from \"@lib/one\"\nexport function twice(x: number) {\n  const unused = one\n  return x * 2\n}\n",
     );
-    let config = workspace.config(json!({ "typescript": typescript_entry() }));
     let expected = "packages/a/src/x.ts:3:9: error: 'unused' is declared but its value is never read. [typescript 6133]\n";
     for args in [&[][..], &["packages/a/src/x.ts"][..]] {
-        workspace
-            .lspc()
-            .args(["--no-builtin", "--config"])
-            .arg(&config)
-            .arg("check")
-            .args(args)
-            .run()
+        typescript_check(&workspace, args)
             .status(1)
             .stdout_is(expected);
     }
@@ -780,16 +786,7 @@ fn a_package_json_below_the_tsconfig_is_checked_with_that_tsconfig() {
 fn a_named_folder_wholly_outside_the_project_is_not_a_clean_check() {
     require_program!("typescript-language-server");
     let workspace = Workspace::copy_of("typescript-project");
-    let config = workspace.config(json!({ "typescript": typescript_entry() }));
-    let check = |args: &[&str]| {
-        workspace
-            .lspc()
-            .args(["--no-builtin", "--config"])
-            .arg(&config)
-            .arg("check")
-            .args(args)
-            .run()
-    };
+    let check = |args: &[&str]| typescript_check(&workspace, args);
     check(&["test"])
         .status(2)
         .stdout_is("")
