@@ -284,7 +284,9 @@ impl QueryError {
         match self {
             // "Nothing there", said as an error: exit 1 as for an empty answer.
             QueryError::Engine(EngineError::Server { message, .. })
-                if NOTHING_AT_THE_POSITION.contains(&message.as_str()) =>
+                if NOTHING_AT_THE_POSITION
+                    .iter()
+                    .any(|nothing| message.starts_with(nothing)) =>
             {
                 crate::exit::EXIT_FOUND
             }
@@ -303,9 +305,16 @@ impl QueryError {
 
 /// Error messages a server answers a position request with where others answer `null`: gopls
 /// (0.x) on a keyword or a literal, "no identifier found" (`type-definition flag.go:427:4` on
-/// `return`) and "no object found" (references). A new user's trial: exit 3, "a server failed",
-/// for a position with nothing to find.
-const NOTHING_AT_THE_POSITION: &[&str] = &["no identifier found", "no object found"];
+/// `return`) and "no object found" (references); on a name with nothing of the kind, "no type
+/// definition for s" (type-definition of a `string` parameter `s`) and "not a type name or
+/// method" (implementation). New users' trials: exit 3, "a server failed", for a position with
+/// nothing to find. Each is the start of the message.
+const NOTHING_AT_THE_POSITION: &[&str] = &[
+    "no identifier found",
+    "no object found",
+    "no type definition for ",
+    "not a type name or method",
+];
 
 impl std::fmt::Display for QueryError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

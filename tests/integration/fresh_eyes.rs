@@ -976,6 +976,7 @@ fn workspace_symbols_without_a_file_passes_over_a_server_that_cannot_answer() {
 /// identifier found"; "no object found" for references) where other servers answer `null`: it
 /// is exit 1, nothing found, now. And `lspc format README.md` with no server for `.md` exited 3
 /// where `lspc hover README.md:1:1` exits 2: both are usage errors now. gopls with Go 1.19.
+/// Also type-definition and implementation on a `string` parameter (google/uuid).
 #[test]
 fn nothing_at_a_position_and_no_server_exit_as_queries_do() {
     require_program!("gopls");
@@ -983,7 +984,10 @@ fn nothing_at_a_position_and_no_server_exit_as_queries_do() {
     let workspace = Workspace::new("gopls-nothing-here");
     workspace
         .file("go.mod", "module example.com/a\n\ngo 1.19\n")
-        .file("a.go", "package a\n\nfunc F() int {\n\treturn 1\n}\n")
+        .file(
+            "a.go",
+            "package a\n\nfunc F() int {\n\treturn 1\n}\n\nfunc G(s string) string {\n\treturn s\n}\n",
+        )
         .file("README.md", "hi\n");
     let config = workspace.config(json!({"gopls": {
         "command": "gopls", "extensionToLanguage": {".go": "go"},
@@ -1007,6 +1011,13 @@ fn nothing_at_a_position_and_no_server_exit_as_queries_do() {
         );
     lspc(&["references", "a.go:4:2"]).status(1).stderr_contains(
         "lspc: server gopls answered textDocument/references with error 0: no object found\n",
+    );
+    // A trial on google/uuid: a name with nothing of the kind asked, exit 3 before.
+    lspc(&["type-definition", "a.go:8:9"]).status(1).stderr_contains(
+        "lspc: server gopls answered textDocument/typeDefinition with error 0: no type definition for s\n",
+    );
+    lspc(&["implementation", "a.go:8:9"]).status(1).stderr_contains(
+        "lspc: server gopls answered textDocument/implementation with error 0: not a type name or method\n",
     );
     for args in [&["format", "README.md"][..], &["hover", "README.md:1:1"]] {
         lspc(args)
