@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::config::{extension_key, Config, ConfigOrigin, ServerConfig};
-use crate::engine::{DiagnosticsOutcome, EngineError, EngineHandle, EngineOptions, RestartPolicy};
+use crate::engine::{
+    DiagnosticsOutcome, EngineError, EngineHandle, EngineOptions, RestartPolicy, SettleRule,
+};
 use crate::install_hints::install_command;
 
 /// What the probe found for one server.
@@ -47,7 +49,7 @@ pub struct ServerProbe {
     /// Spawn to `initialize` result (plus the `didOpen` of the sample file).
     pub initialize_ms: Option<u64>,
     pub position_encoding: Option<String>,
-    /// `pull` (static `diagnosticProvider`) or `push`.
+    /// `pull` (a `diagnosticProvider`, static or registered) or `push`.
     pub diagnostics_mode: Option<String>,
     /// The file the diagnostics were timed on, relative to the root.
     pub sample_file: Option<PathBuf>,
@@ -210,6 +212,16 @@ fn probe_one(
                 probe.state = DoctorState::Broken { detail: message };
             }
             None => {}
+        }
+        // pyright offers pull only by dynamic registration, after `initialize`: the rule the
+        // diagnostics just settled by says which (a new user's trial: `push diagnostics` for a
+        // pyright whose every check pulled).
+        if let Some(status) = engine.status().first() {
+            let pulls = matches!(
+                status.settle_rule,
+                SettleRule::Pull | SettleRule::PullAndPublish
+            );
+            probe.diagnostics_mode = Some(if pulls { "pull" } else { "push" }.to_owned());
         }
     }
     engine.shutdown();

@@ -197,3 +197,37 @@ fn check_names_the_source_kinds_no_server_checks() {
         .run();
     assert!(!quiet.stderr.contains("lspc: hint:"), "{}", quiet.stderr);
 }
+
+/// A new user's trial: `lspc doctor` said pyright has `push diagnostics`, read from its
+/// `initialize` result, while every check pulled them: pyright 1.1.414 registers its
+/// `diagnosticProvider` dynamically, after `initialize`. The mode is the one its diagnostics
+/// settled by.
+#[test]
+fn doctor_names_pyrights_dynamically_registered_pull() {
+    require_program!("pyright-langserver");
+    let workspace = Workspace::new("doctor-pyright");
+    workspace.file("a.py", "x: int = 'a'\n");
+    let config = workspace.config(json!({
+        "pyright": {"command": "pyright-langserver", "args": ["--stdio"],
+                    "extensionToLanguage": {".py": "python"}},
+    }));
+    let output = workspace
+        .lspc()
+        .args(["--no-builtin", "--config"])
+        .arg(&config)
+        .args(["doctor", "--format", "json", "--timeout", "60"])
+        .run();
+    output.status(0);
+    let report = output.json();
+    let pyright = server(&report, "pyright");
+    assert_eq!(
+        (
+            &pyright["status"],
+            &pyright["diagnosticsMode"],
+            &pyright["diagnostics"]
+        ),
+        (&json!("working"), &json!("pull"), &json!(1)),
+        "{}",
+        output.story()
+    );
+}
