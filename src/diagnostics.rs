@@ -350,6 +350,11 @@ impl ServerSets {
         }
     }
 
+    /// Both sets, pulled first, as they came.
+    fn iter_all(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.pulled.iter().chain(self.published.iter()).flatten()
+    }
+
     /// Both sets, pulled first. A pulled diagnostic the published set repeats under another
     /// source ([`repeats`]) is left out: rust-analyzer pulls its own `E0308` and pushes rustc's
     /// for the same expression from `cargo check`, which counts it once (the pushed copy,
@@ -359,17 +364,41 @@ impl ServerSets {
         self.pulled
             .iter()
             .flatten()
-            .filter(move |pulled| !published.iter().any(|pushed| repeats(pushed, pulled)))
+            .filter(move |pulled| {
+                !published.iter().any(|pushed| repeats(pushed, pulled))
+                    && !inside_a_pushed_error(published, pulled)
+            })
             .chain(published)
     }
 }
 
+/// Whether `pulled`, an error, starts inside the span of a pushed error under another source or
+/// of one of that error's notes (a pushed diagnostic of its source and code): rust-analyzer puts
+/// its `E0107` for a call missing an argument at the closing `)`, rustc its `E0061` at the
+/// callee and its note "argument #2 of type `u32` is missing" over the arguments, which may
+/// span lines (a trial: `two(` / `1,` / `)` counted two errors, `cargo check` one).
+fn inside_a_pushed_error(published: &[Diagnostic], pulled: &Diagnostic) -> bool {
+    let start = (pulled.line, pulled.column);
+    let covers = |span: &Diagnostic| {
+        (span.line, span.column) <= start && start < (span.end_line, span.end_column)
+    };
+    pulled.severity == Severity::Error
+        && published.iter().any(|error| {
+            error.severity == Severity::Error
+                && error.code.is_some()
+                && error.source != pulled.source
+                && published.iter().any(|span| {
+                    span.source == error.source && span.code == error.code && covers(span)
+                })
+        })
+}
+
 /// Whether `pushed` reports what `pulled` reports under another source: the same range and the
 /// same code and at least the severity (a diagnostic without a code repeats nothing), or both
-/// are errors that start on the same line. rust-analyzer's own analysis names some errors differently from rustc: a
-/// missing argument is its `E0107` at the argument list's end where rustc says `E0061` at the
-/// callee, a missing `;` its `syntax-error` where rustc gives no code; `cargo check` counts
-/// one error on the line.
+/// are errors that start on the same line. rust-analyzer's own analysis names some errors
+/// differently from rustc: a missing argument is its `E0107` at the argument list's end where
+/// rustc says `E0061` at the callee, a missing `;` its `syntax-error` where rustc gives no
+/// code; `cargo check` counts one error on the line.
 fn repeats(pushed: &Diagnostic, pulled: &Diagnostic) -> bool {
     let range = |d: &Diagnostic| (d.line, d.column, d.end_line, d.end_column);
     // Never a pulled error for a pushed hint: that would make a file look clean.
@@ -601,6 +630,12 @@ impl DiagnosticStore {
     /// hint it was hidden and the file clean (a new user's trial on dtolnay/anyhow: `lspc check
     /// tests/` passed where `cargo check --tests` failed). Only rustc's (source `rustc`) hints
     /// with a code are looked at.
+    ///
+    /// Not when the hint may belong to a warning (a rustc diagnostic of another severity with the
+    /// same code and message anywhere: `unused variable: x` denied in one crate and warned in
+    /// another), nor when an error already starts on the hint's line in its file (rust-analyzer's
+    /// own, at a call site of a macro of the same crate, which `cargo check` reports at the
+    /// definition only): a trial counted such errors twice.
     fn is_macro_call_site(&self, name: &str, path: &Path, hint: &Diagnostic) -> bool {
         if hint.severity != Severity::Hint
             || hint.code.is_none()
@@ -608,19 +643,33 @@ impl DiagnosticStore {
         {
             return false;
         }
-        self.by_file.iter().any(|(file, servers)| {
-            servers
-                .sets_of(name)
-                .filter_map(|sets| sets.published.as_deref())
-                .flatten()
-                .any(|error| {
-                    error.severity == Severity::Error
-                        && error.source == hint.source
-                        && error.code == hint.code
-                        && error.message == hint.message
-                        && (file != path || error.line != hint.line || error.column != hint.column)
-                })
-        })
+        let same_finding = |other: &Diagnostic| {
+            other.source == hint.source && other.code == hint.code && other.message == hint.message
+        };
+        let mut error_elsewhere = false;
+        for (file, servers) in &self.by_file {
+            for sets in servers.sets_of(name) {
+                for other in sets.published.iter().flatten() {
+                    let here =
+                        file == path && (other.line, other.column) == (hint.line, hint.column);
+                    match other.severity {
+                        Severity::Error if same_finding(other) && !here => error_elsewhere = true,
+                        Severity::Warning | Severity::Information if same_finding(other) => {
+                            return false
+                        }
+                        _ => {}
+                    }
+                }
+                if file == path
+                    && sets
+                        .iter_all()
+                        .any(|other| other.severity == Severity::Error && other.line == hint.line)
+                {
+                    return false;
+                }
+            }
+        }
+        error_elsewhere
     }
 
     /// Every file some server has reported for (possibly an empty set), in path order.
@@ -1422,6 +1471,102 @@ mod tests {
         // Without the error it is a hint again.
         store.replace(Reporter::new("A", 0), lib, vec![]);
         assert_eq!(store.merged(t, &["A"])[0].severity, Severity::Hint);
+        // helper-45: the hint may belong to a warning with the same words (`unused variable:
+        // x` warned in one crate, denied in another): it stays a hint.
+        store.replace(
+            Reporter::new("A", 0),
+            lib,
+            vec![
+                rustc("lib.rs", 4, 'E', "no method"),
+                rustc("lib.rs", 9, 'W', "no method"),
+            ],
+        );
+        assert_eq!(store.merged(t, &["A"])[0].severity, Severity::Hint);
+        // An error already on the hint's line (rust-analyzer's own, at a call site of a macro of
+        // the same crate): the hint is not a second one.
+        store.replace(
+            Reporter::new("A", 0),
+            lib,
+            vec![rustc("lib.rs", 4, 'E', "no method")],
+        );
+        store.replace_from(
+            Reporter::new("A", 0),
+            t,
+            Origin::Pulled,
+            vec![dg(
+                "A",
+                "t.rs",
+                4,
+                9,
+                'E',
+                "native",
+                Some("rust-analyzer"),
+                Some("E0308"),
+            )],
+        );
+        let merged = store.merged(t, &["A"]);
+        assert_eq!(
+            merged
+                .iter()
+                .filter(|d| d.severity == Severity::Error)
+                .count(),
+            1,
+            "{:?}",
+            shows(&merged)
+        );
+    }
+
+    /// helper-45: a call missing an argument written over three lines, `two(` / `1,` / `)`:
+    /// rust-analyzer's `E0107` at the `)` (8:5) and rustc's `E0061` at `two` (6:5), with its note
+    /// over the arguments (6:8-8:6). `cargo check` counts one error.
+    #[test]
+    fn a_pulled_error_inside_the_span_of_a_pushed_errors_note_counts_once() {
+        let a = Path::new("/ws/a.rs");
+        let span =
+            |line, column, end_line, end_column, severity, source: &str, code: &str| Diagnostic {
+                end_line,
+                end_column,
+                ..dg(
+                    "A",
+                    "a.rs",
+                    line,
+                    column,
+                    severity,
+                    source,
+                    Some(source),
+                    Some(code),
+                )
+            };
+        let mut store = DiagnosticStore::new();
+        store.replace_from(
+            Reporter::new("A", 0),
+            a,
+            Origin::Pulled,
+            vec![
+                span(8, 5, 8, 6, 'E', "rust-analyzer", "E0107"),
+                span(12, 1, 12, 3, 'E', "rust-analyzer", "E0425"),
+            ],
+        );
+        store.replace_from(
+            Reporter::new("A", 0),
+            a,
+            Origin::Published,
+            vec![
+                span(6, 5, 6, 8, 'E', "rustc", "E0061"),
+                span(6, 8, 8, 6, 'H', "rustc", "E0061"),
+                // A note of another code covers nothing of E0061's.
+                span(11, 1, 13, 1, 'H', "rustc", "E0308"),
+            ],
+        );
+        assert_eq!(
+            shows(&store.merged(a, &["A"])),
+            [
+                "a.rs 6:5-6:8 error rustc src=rustc code=E0061 @A",
+                "a.rs 12:1-12:3 error rust-analyzer src=rust-analyzer code=E0425 @A",
+                "a.rs 6:8-8:6 hint rustc src=rustc code=E0061 @A",
+                "a.rs 11:1-13:1 hint rustc src=rustc code=E0308 @A",
+            ]
+        );
     }
 
     #[test]
