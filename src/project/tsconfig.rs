@@ -65,6 +65,9 @@ struct Project {
     allow_js: bool,
     /// The configuration files its `references` name.
     references: Vec<PathBuf>,
+    /// The declaration files its `compilerOptions.typeRoots` and `types` bring into the
+    /// program ([`type_root_entries`]).
+    type_files: Vec<PathBuf>,
     /// The configuration file itself.
     config: PathBuf,
 }
@@ -160,15 +163,15 @@ impl TsconfigFiles {
             Vec::new()
         });
         let mut roots: Vec<PathBuf> = project.files.clone();
+        roots.extend(project.type_files.iter().cloned());
         roots.extend(
             listed.into_iter().filter(|file| {
                 is_typescript_or_javascript(file) && verdict(project, file).is_none()
             }),
         );
-        let imported = std::rc::Rc::new(super::ts_imports::imported_closure(
-            &roots,
-            project.allow_js,
-        ));
+        let mut imported = super::ts_imports::imported_closure(&roots, project.allow_js);
+        imported.extend(project.type_files.iter().cloned());
+        let imported = std::rc::Rc::new(imported);
         log::debug!(
             "{}: {} root files import {} more",
             project.config.display(),
@@ -256,6 +259,10 @@ struct Layer {
     exclude: Option<Vec<Anchored>>,
     allow_js: Option<bool>,
     out_dir: Option<PathBuf>,
+    /// `compilerOptions.typeRoots`, each against the folder of the file that set it.
+    type_roots: Option<Vec<PathBuf>>,
+    /// `compilerOptions.types`.
+    types: Option<Vec<String>>,
     /// This file's own `references` (never inherited).
     references: Vec<PathBuf>,
 }
@@ -290,6 +297,7 @@ fn load_project(file: &Path, missing_bases: &mut Vec<Diagnostic>) -> Result<Proj
         include,
         exclude,
         allow_js: layer.allow_js.unwrap_or(is_jsconfig),
+        type_files: type_root_entries(layer.type_roots.as_deref(), layer.types.as_deref()),
         references: layer.references,
         config: file.to_path_buf(),
     })
@@ -332,6 +340,8 @@ fn load_layer(
         layer.exclude = base_layer.exclude.or(layer.exclude);
         layer.allow_js = base_layer.allow_js.or(layer.allow_js);
         layer.out_dir = base_layer.out_dir.or(layer.out_dir);
+        layer.type_roots = base_layer.type_roots.or(layer.type_roots);
+        layer.types = base_layer.types.or(layer.types);
     }
     let strings = |key: &str| -> Option<Vec<String>> {
         let array = value.get(key)?.as_array()?;
@@ -370,6 +380,22 @@ fn load_layer(
     {
         layer.out_dir = Some(folder.join(out_dir));
     }
+    let option_strings = |key: &str| -> Option<Vec<String>> {
+        let array = options?.get(key)?.as_array()?;
+        Some(
+            array
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect(),
+        )
+    };
+    if let Some(type_roots) = option_strings("typeRoots") {
+        layer.type_roots = Some(type_roots.iter().map(|root| folder.join(root)).collect());
+    }
+    if let Some(types) = option_strings("types") {
+        layer.types = Some(types);
+    }
     layer.references = value
         .get("references")
         .and_then(Value::as_array)
@@ -386,6 +412,40 @@ fn load_layer(
         })
         .collect();
     Ok(layer)
+}
+
+/// The declaration files `compilerOptions.typeRoots` and `types` bring into the program,
+/// canonical: for each name of `types`, the package folder `ROOT/NAME`'s `types` or `typings`
+/// file from its `package.json`, else its `index.d.ts`, in the first root that has it, as tsc
+/// resolves a type reference. A helper's trial: with `"typeRoots": ["./types"]`, `"types":
+/// ["globals"]` and `"include": ["src"]`, tsc reports the errors of `types/globals/index.d.ts`
+/// and `lspc check` skipped it as outside the include. Without `types` none: TypeScript 6
+/// includes no type root's folders then (5 included them all), and without `typeRoots` the
+/// roots are the `node_modules/@types` folders, whose files lspc never checks.
+fn type_root_entries(type_roots: Option<&[PathBuf]>, types: Option<&[String]>) -> Vec<PathBuf> {
+    let (Some(type_roots), Some(types)) = (type_roots, types) else {
+        return Vec::new();
+    };
+    let entry_of = |package: &Path| -> Option<PathBuf> {
+        let declared = super::read(&package.join("package.json"))
+            .ok()
+            .and_then(|text| jsonc::parse(&text).ok())
+            .and_then(|manifest| {
+                let field = manifest.get("types").or_else(|| manifest.get("typings"));
+                field.and_then(Value::as_str).map(|file| package.join(file))
+            })
+            .filter(|file| file.is_file());
+        declared.or_else(|| Some(package.join("index.d.ts")).filter(|file| file.is_file()))
+    };
+    types
+        .iter()
+        .filter_map(|name| {
+            type_roots
+                .iter()
+                .find_map(|root| entry_of(&root.join(name)))
+        })
+        .map(|file| crate::uri::canonical(&file))
+        .collect()
 }
 
 /// tsc's TS6053 for an `extends` entry naming no file, at the entry's string literal (the

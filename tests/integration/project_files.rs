@@ -777,6 +777,52 @@ fn a_package_json_below_the_tsconfig_is_checked_with_that_tsconfig() {
     }
 }
 
+/// helper-45: with `"typeRoots": ["./types"]`, `"types": ["globals"]` and `"include":
+/// ["src"]`, tsc checks `types/globals/index.d.ts` (the program holds it) and fails; `lspc
+/// check` skipped it as outside the include, exit 0. The packages `types` names are in the
+/// project, by their `package.json`'s `types` field or their `index.d.ts`; a type root's folder
+/// `types` does not name is not (tsc 6 includes none by default).
+#[test]
+fn declaration_files_of_the_types_a_tsconfig_names_are_checked_as_tsc_checks_them() {
+    require_program!("typescript-language-server");
+    let workspace = Workspace::new("type-roots");
+    workspace.file(
+        "tsconfig.json",
+        r#"{"compilerOptions": {"strict": true, "noEmit": true, "typeRoots": ["./types"],
+            "types": ["globals", "pkg"]}, "include": ["src"]}"#,
+    );
+    workspace.file(
+        "types/globals/index.d.ts",
+        "declare const G: number;\ndeclare const worse: Missing;\n",
+    );
+    workspace.file(
+        "types/pkg/package.json",
+        r#"{"name": "pkg", "types": "main.d.ts"}"#,
+    );
+    workspace.file("types/pkg/main.d.ts", "declare const P: Unknown;\n");
+    workspace.file("types/unused/index.d.ts", "declare const U: Nope;\n");
+    workspace.file("src/a.ts", "export const a: number = G + P;\n");
+    let output = typescript_check(&workspace, &[]);
+    output
+        .status(1)
+        .stdout_is(
+            "types/globals/index.d.ts:2:22: error: Cannot find name 'Missing'. [typescript 2304]\n\
+             types/pkg/main.d.ts:1:18: error: Cannot find name 'Unknown'. [typescript 2304]\n",
+        )
+        .stderr_contains("1 file outside tsconfig's include not checked");
+    if which("tsc").is_some() {
+        let tsc = TestCommand::new("tsc")
+            .current_dir(&workspace.root)
+            .args(["--noEmit", "-p", ".", "--pretty", "false"])
+            .run();
+        assert_eq!(
+            tsc.stdout,
+            "types/globals/index.d.ts(2,22): error TS2304: Cannot find name 'Missing'.\n\
+             types/pkg/main.d.ts(1,18): error TS2304: Cannot find name 'Unknown'.\n"
+        );
+    }
+}
+
 /// A new user's trial on sindresorhus/execa: `lspc check test-d`, a folder whose every file is
 /// outside tsconfig's `include`, said `0 files checked: … 119 files outside tsconfig's include
 /// not checked`, exit 0: a CI step naming a folder passed with nothing checked. Nothing checked
