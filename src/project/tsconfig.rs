@@ -343,16 +343,7 @@ fn load_layer(
         layer.type_roots = base_layer.type_roots.or(layer.type_roots);
         layer.types = base_layer.types.or(layer.types);
     }
-    let strings = |key: &str| -> Option<Vec<String>> {
-        let array = value.get(key)?.as_array()?;
-        Some(
-            array
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect(),
-        )
-    };
+    let strings = |key: &str| string_array(Some(&value), key);
     if let Some(files) = strings("files") {
         layer.files = Some(
             files
@@ -380,16 +371,7 @@ fn load_layer(
     {
         layer.out_dir = Some(folder.join(out_dir));
     }
-    let option_strings = |key: &str| -> Option<Vec<String>> {
-        let array = options?.get(key)?.as_array()?;
-        Some(
-            array
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect(),
-        )
-    };
+    let option_strings = |key: &str| string_array(options, key);
     if let Some(type_roots) = option_strings("typeRoots") {
         layer.type_roots = Some(type_roots.iter().map(|root| folder.join(root)).collect());
     }
@@ -412,6 +394,19 @@ fn load_layer(
         })
         .collect();
     Ok(layer)
+}
+
+/// The strings of the array `object[key]`, its other items left out; `None` when there is no
+/// such array.
+fn string_array(object: Option<&Value>, key: &str) -> Option<Vec<String>> {
+    let array = object?.get(key)?.as_array()?;
+    Some(
+        array
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
+    )
 }
 
 /// The declaration files `compilerOptions.typeRoots` and `types` bring into the program,

@@ -766,12 +766,8 @@ fn a_package_json_below_the_tsconfig_is_checked_with_that_tsconfig() {
             .stdout_is(expected);
     }
     if which("tsc").is_some() {
-        let tsc = TestCommand::new("tsc")
-            .current_dir(&workspace.root)
-            .args(["--noEmit", "-p", ".", "--pretty", "false"])
-            .run();
         assert_eq!(
-            tsc.stdout,
+            tool_output(&workspace, "tsc", &["--noEmit", "-p", ".", "--pretty", "false"]),
             "packages/a/src/x.ts(3,9): error TS6133: 'unused' is declared but its value is never read.\n"
         );
     }
@@ -811,12 +807,12 @@ fn declaration_files_of_the_types_a_tsconfig_names_are_checked_as_tsc_checks_the
         )
         .stderr_contains("1 file outside tsconfig's include not checked");
     if which("tsc").is_some() {
-        let tsc = TestCommand::new("tsc")
-            .current_dir(&workspace.root)
-            .args(["--noEmit", "-p", ".", "--pretty", "false"])
-            .run();
         assert_eq!(
-            tsc.stdout,
+            tool_output(
+                &workspace,
+                "tsc",
+                &["--noEmit", "-p", ".", "--pretty", "false"]
+            ),
             "types/globals/index.d.ts(2,22): error TS2304: Cannot find name 'Missing'.\n\
              types/pkg/main.d.ts(1,18): error TS2304: Cannot find name 'Unknown'.\n"
         );
