@@ -630,6 +630,47 @@ fn changed_since_lists_only_changed_files_outside_the_projects() {
     );
 }
 
+/// helper-45: `lspc check gen` on a folder wholly in ruff's exclude exits 2 (nothing was
+/// checked), but batch's `check` operation answered a plain result listing the file as skipped.
+/// It answers the error `lspc check` exits 2 with. ruff 0.17.6.
+#[test]
+fn batch_check_of_a_folder_wholly_outside_the_projects_is_an_error() {
+    require_program!("ruff");
+    let (workspace, config) = ruff_workspace("batch-outside");
+    workspace.file(
+        "ruff.toml",
+        "extend-exclude = [\"gen\"]\n[lint]\nselect = [\"F\"]\n",
+    );
+    workspace.file("gen/one.py", "import os\n");
+    workspace.file("a.py", "import os\n");
+    let output = workspace
+        .lspc()
+        .args(["--no-builtin", "--config"])
+        .arg(&config)
+        .arg("batch")
+        .stdin(
+            "{\"id\": 1, \"op\": \"check\", \"paths\": [\"gen\"]}\n\
+             {\"id\": 2, \"op\": \"check\", \"paths\": [\"a.py\"]}\n",
+        )
+        .run();
+    output.status(0);
+    let answers: Vec<Value> = output
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(
+        answers[0],
+        json!({"id": 1, "error": {"message": "check: no file was checked: the one file found was skipped (gen/one.py: in ruff's exclude)"}}),
+        "{}",
+        output.story()
+    );
+    assert_eq!(answers[1]["result"]["files"][0]["state"], "diagnostics");
+    ruff_check(&workspace, &config, &["gen"])
+        .status(2)
+        .stderr_contains("lspc: no file was checked: the one file found was outside the servers' projects (see the summary)\n");
+}
+
 /// Issue 17's scale figure: a tree of 20,000 files (2,000 of them Python, served by the fixture
 /// server) plus an ignored `node_modules/` of 20,000 files and 5,000 files inside `.git/`, checked
 /// under `ulimit -n 256`: no EMFILE, lspc's open descriptors stay under a small bound that does
