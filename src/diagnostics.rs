@@ -350,11 +350,6 @@ impl ServerSets {
         }
     }
 
-    /// Both sets, pulled first, as they came.
-    fn iter_all(&self) -> impl Iterator<Item = &Diagnostic> {
-        self.pulled.iter().chain(self.published.iter()).flatten()
-    }
-
     /// Both sets, pulled first. A pulled diagnostic the published set repeats under another
     /// source ([`repeats`]) is left out: rust-analyzer pulls its own `E0308` and pushes rustc's
     /// for the same expression from `cargo check`, which counts it once (the pushed copy,
@@ -372,8 +367,29 @@ impl ServerSets {
     }
 }
 
-/// Whether `pulled`, an error, starts inside the span of a pushed error under another source or
-/// of one of that error's notes (a pushed diagnostic of its source and code): rust-analyzer puts
+/// Whether the Rust files `a` and `b` belong to one crate, as far as their paths tell: the same
+/// package (nearest `Cargo.toml`) and the same target folder (`src`, or `tests`, `examples`,
+/// `benches`, … whose files are crates of their own). `None` when either is in no package.
+/// An approximation: a package's library and binaries under `src/` count as one crate.
+fn same_crate(a: &Path, b: &Path) -> Option<bool> {
+    let place = |file: &Path| -> Option<(PathBuf, Option<std::ffi::OsString>)> {
+        let package = file
+            .ancestors()
+            .skip(1)
+            .find(|folder| folder.join("Cargo.toml").is_file())?;
+        let target = file
+            .strip_prefix(package)
+            .ok()?
+            .components()
+            .next()
+            .map(|component| component.as_os_str().to_os_string());
+        Some((package.to_path_buf(), target))
+    };
+    Some(place(a)? == place(b)?)
+}
+
+/// Whether `pulled`, an error, starts inside the span of a pushed error of another code, under
+/// another source, or of one of that error's notes (a pushed diagnostic of its source and code): rust-analyzer puts
 /// its `E0107` for a call missing an argument at the closing `)`, rustc its `E0061` at the
 /// callee and its note "argument #2 of type `u32` is missing" over the arguments, which may
 /// span lines (a trial: `two(` / `1,` / `)` counted two errors, `cargo check` one).
@@ -386,6 +402,9 @@ fn inside_a_pushed_error(published: &[Diagnostic], pulled: &Diagnostic) -> bool 
         && published.iter().any(|error| {
             error.severity == Severity::Error
                 && error.code.is_some()
+                // The same code inside another error's span is another finding (helper-46: a
+                // macro's E0308 inside a closure's E0308).
+                && error.code != pulled.code
                 && error.source != pulled.source
                 && published.iter().any(|span| {
                     span.source == error.source && span.code == error.code && covers(span)
@@ -631,11 +650,13 @@ impl DiagnosticStore {
     /// tests/` passed where `cargo check --tests` failed). Only rustc's (source `rustc`) hints
     /// with a code are looked at.
     ///
-    /// Not when the hint may belong to a warning (a rustc diagnostic of another severity with the
-    /// same code and message anywhere: `unused variable: x` denied in one crate and warned in
-    /// another), nor when an error already starts on the hint's line in its file (rust-analyzer's
-    /// own, at a call site of a macro of the same crate, which `cargo check` reports at the
-    /// definition only): a trial counted such errors twice.
+    /// Only for a macro of another crate: `cargo check` reports an error in a macro of the same
+    /// crate at its definition only (helper-46: a hint in `src/user.rs` made an error, for a
+    /// macro in `src/mac.rs`). Not when the hint may belong to a warning (a rustc diagnostic of
+    /// another severity with the same code and message anywhere: `unused variable: x` denied in
+    /// one crate and warned in another), nor when an error with its code already starts on the
+    /// hint's line (rust-analyzer's own at the call site, the same finding): trials counted such
+    /// errors twice.
     fn is_macro_call_site(&self, name: &str, path: &Path, hint: &Diagnostic) -> bool {
         if hint.severity != Severity::Hint
             || hint.code.is_none()
@@ -653,7 +674,13 @@ impl DiagnosticStore {
                     let here =
                         file == path && (other.line, other.column) == (hint.line, hint.column);
                     match other.severity {
-                        Severity::Error if same_finding(other) && !here => error_elsewhere = true,
+                        Severity::Error
+                            if same_finding(other)
+                                && !here
+                                && !same_crate(file, path).unwrap_or(true) =>
+                        {
+                            error_elsewhere = true
+                        }
                         Severity::Warning | Severity::Information if same_finding(other) => {
                             return false
                         }
@@ -661,9 +688,11 @@ impl DiagnosticStore {
                     }
                 }
                 if file == path
-                    && sets
-                        .iter_all()
-                        .any(|other| other.severity == Severity::Error && other.line == hint.line)
+                    && sets.iter().any(|other| {
+                        other.severity == Severity::Error
+                            && other.line == hint.line
+                            && other.code == hint.code
+                    })
                 {
                     return false;
                 }
@@ -1422,12 +1451,18 @@ mod tests {
     /// hint counts as an error. Other rustc hints, and another source's, stay hints.
     #[test]
     fn a_macro_call_site_hint_of_a_rustc_error_is_an_error() {
-        let lib = Path::new("/ws/lib.rs");
-        let t = Path::new("/ws/t.rs");
-        let rustc = |file, line, severity, message| {
-            dg(
+        // A package: `src/` is one crate, `tests/t.rs` another.
+        let package = std::env::temp_dir().join(format!("lspc-crates-{}", std::process::id()));
+        std::fs::create_dir_all(&package).unwrap();
+        std::fs::write(package.join("Cargo.toml"), "[package]\n").unwrap();
+        let lib = &package.join("src/lib.rs");
+        let t = &package.join("tests/t.rs");
+        let user = &package.join("src/user.rs");
+        let rustc = |file: &Path, line, severity, message| Diagnostic {
+            path: file.to_path_buf(),
+            ..dg(
                 "A",
-                file,
+                "x.rs",
                 line,
                 5,
                 severity,
@@ -1440,14 +1475,14 @@ mod tests {
         store.replace(
             Reporter::new("A", 0),
             lib,
-            vec![rustc("lib.rs", 4, 'E', "no method")],
+            vec![rustc(lib, 4, 'E', "no method")],
         );
         store.replace(
             Reporter::new("A", 0),
             t,
             vec![
-                rustc("t.rs", 4, 'H', "no method"),
-                rustc("t.rs", 6, 'H', "method defined here"),
+                rustc(t, 4, 'H', "no method"),
+                rustc(t, 6, 'H', "method defined here"),
                 dg(
                     "A",
                     "t.rs",
@@ -1460,12 +1495,18 @@ mod tests {
                 ),
             ],
         );
+        let lines = |merged: Vec<Diagnostic>| {
+            merged
+                .into_iter()
+                .map(|d| (d.line, d.severity, d.source.unwrap_or_default()))
+                .collect::<Vec<_>>()
+        };
         assert_eq!(
-            shows(&store.merged(t, &["A"])),
+            lines(store.merged(t, &["A"])),
             [
-                "t.rs 4:5-4:6 error no method src=rustc code=E0599 @A",
-                "t.rs 6:5-6:6 hint method defined here src=rustc code=E0599 @A",
-                "t.rs 8:5-8:6 hint no method src=clippy code=E0599 @A",
+                (4, Severity::Error, "rustc".to_string()),
+                (6, Severity::Hint, "rustc".to_string()),
+                (8, Severity::Hint, "clippy".to_string()),
             ]
         );
         // Without the error it is a hint again.
@@ -1477,43 +1518,53 @@ mod tests {
             Reporter::new("A", 0),
             lib,
             vec![
-                rustc("lib.rs", 4, 'E', "no method"),
-                rustc("lib.rs", 9, 'W', "no method"),
+                rustc(lib, 4, 'E', "no method"),
+                rustc(lib, 9, 'W', "no method"),
             ],
         );
         assert_eq!(store.merged(t, &["A"])[0].severity, Severity::Hint);
-        // An error already on the hint's line (rust-analyzer's own, at a call site of a macro of
-        // the same crate): the hint is not a second one.
         store.replace(
             Reporter::new("A", 0),
             lib,
-            vec![rustc("lib.rs", 4, 'E', "no method")],
+            vec![rustc(lib, 4, 'E', "no method")],
         );
-        store.replace_from(
-            Reporter::new("A", 0),
-            t,
-            Origin::Pulled,
-            vec![dg(
-                "A",
-                "t.rs",
-                4,
-                9,
-                'E',
-                "native",
-                Some("rust-analyzer"),
-                Some("E0308"),
-            )],
-        );
-        let merged = store.merged(t, &["A"]);
-        assert_eq!(
-            merged
+        let errors = |store: &DiagnosticStore, file: &Path| {
+            store
+                .merged(file, &["A"])
                 .iter()
                 .filter(|d| d.severity == Severity::Error)
-                .count(),
-            1,
-            "{:?}",
-            shows(&merged)
+                .map(|d| d.code.clone().unwrap_or_default())
+                .collect::<Vec<_>>()
+        };
+        // rust-analyzer's own error of the hint's code on its line is the same finding: one.
+        let native = |code| {
+            vec![Diagnostic {
+                path: t.clone(),
+                ..dg(
+                    "A",
+                    "t.rs",
+                    4,
+                    9,
+                    'E',
+                    "native",
+                    Some("rust-analyzer"),
+                    Some(code),
+                )
+            }]
+        };
+        store.replace_from(Reporter::new("A", 0), t, Origin::Pulled, native("E0599"));
+        assert_eq!(errors(&store, t), ["E0599"]);
+        // helper-46: another error on the line is another finding; the hint is still one.
+        store.replace_from(Reporter::new("A", 0), t, Origin::Pulled, native("E0308"));
+        assert_eq!(errors(&store, t), ["E0599", "E0308"]);
+        // helper-46: a macro of the same crate (`src/`) is reported at its definition only.
+        store.replace(
+            Reporter::new("A", 0),
+            user,
+            vec![rustc(user, 2, 'H', "no method")],
         );
+        assert!(errors(&store, user).is_empty());
+        let _ = std::fs::remove_dir_all(&package);
     }
 
     /// helper-45: a call missing an argument written over three lines, `two(` / `1,` / `)`:

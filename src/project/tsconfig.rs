@@ -410,9 +410,10 @@ fn string_array(object: Option<&Value>, key: &str) -> Option<Vec<String>> {
 }
 
 /// The declaration files `compilerOptions.typeRoots` and `types` bring into the program,
-/// canonical: for each name of `types`, the package folder `ROOT/NAME`'s `types` or `typings`
-/// file from its `package.json`, else its `index.d.ts`, in the first root that has it, as tsc
-/// resolves a type reference. A helper's trial: with `"typeRoots": ["./types"]`, `"types":
+/// canonical: for each name of `types`, the declaration file its package folder `ROOT/NAME`'s
+/// `package.json` names (`typings`, `types`, then `main`: [`declaration_at`]), else its
+/// `index.d.ts`, else `ROOT/NAME.d.ts`, in the first root that has one, as tsc resolves a type
+/// reference. A helper's trial: with `"typeRoots": ["./types"]`, `"types":
 /// ["globals"]` and `"include": ["src"]`, tsc reports the errors of `types/globals/index.d.ts`
 /// and `lspc check` skipped it as outside the include. Without `types` none: TypeScript 6
 /// includes no type root's folders then (5 included them all), and without `typeRoots` the
@@ -421,26 +422,45 @@ fn type_root_entries(type_roots: Option<&[PathBuf]>, types: Option<&[String]>) -
     let (Some(type_roots), Some(types)) = (type_roots, types) else {
         return Vec::new();
     };
-    let entry_of = |package: &Path| -> Option<PathBuf> {
-        let declared = super::read(&package.join("package.json"))
+    let entry_of = |root: &Path, name: &str| -> Option<PathBuf> {
+        let package = root.join(name);
+        let manifest = super::read(&package.join("package.json"))
             .ok()
-            .and_then(|text| jsonc::parse(&text).ok())
-            .and_then(|manifest| {
-                let field = manifest.get("types").or_else(|| manifest.get("typings"));
-                field.and_then(Value::as_str).map(|file| package.join(file))
-            })
-            .filter(|file| file.is_file());
-        declared.or_else(|| Some(package.join("index.d.ts")).filter(|file| file.is_file()))
+            .and_then(|text| jsonc::parse(&text).ok());
+        let declared = ["typings", "types", "main"]
+            .iter()
+            .filter_map(|field| manifest.as_ref()?.get(field)?.as_str())
+            .find_map(|named| declaration_at(&package.join(named)));
+        declared
+            .or_else(|| Some(package.join("index.d.ts")).filter(|file| file.is_file()))
+            .or_else(|| Some(root.join(format!("{name}.d.ts"))).filter(|file| file.is_file()))
     };
     types
         .iter()
-        .filter_map(|name| {
-            type_roots
-                .iter()
-                .find_map(|root| entry_of(&root.join(name)))
-        })
+        .filter_map(|name| type_roots.iter().find_map(|root| entry_of(root, name)))
         .map(|file| crate::uri::canonical(&file))
         .collect()
+}
+
+/// The declaration file a `package.json` field names, as tsc finds it: the file itself when it
+/// is a `.d.ts`, else with `.d.ts` added or put in place of a `.js`/`.mjs`/`.cjs` extension
+/// (`"types": "lib/main"`, `"main": "lib/index.js"`), else the `index.d.ts` of the folder it
+/// names.
+fn declaration_at(named: &Path) -> Option<PathBuf> {
+    let text = named.to_string_lossy();
+    let stem = [".js", ".mjs", ".cjs"]
+        .iter()
+        .find_map(|extension| text.strip_suffix(extension))
+        .unwrap_or(&text);
+    [
+        Some(named.to_path_buf()).filter(|_| text.ends_with(".d.ts")),
+        Some(PathBuf::from(format!("{text}.d.ts"))),
+        Some(PathBuf::from(format!("{stem}.d.ts"))),
+        Some(named.join("index.d.ts")),
+    ]
+    .into_iter()
+    .flatten()
+    .find(|file| file.is_file())
 }
 
 /// tsc's TS6053 for an `extends` entry naming no file, at the entry's string literal (the

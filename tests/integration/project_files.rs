@@ -785,7 +785,7 @@ fn declaration_files_of_the_types_a_tsconfig_names_are_checked_as_tsc_checks_the
     workspace.file(
         "tsconfig.json",
         r#"{"compilerOptions": {"strict": true, "noEmit": true, "typeRoots": ["./types"],
-            "types": ["globals", "pkg"]}, "include": ["src"]}"#,
+            "types": ["globals", "pkg", "lib", "plain"]}, "include": ["src"]}"#,
     );
     workspace.file(
         "types/globals/index.d.ts",
@@ -796,6 +796,13 @@ fn declaration_files_of_the_types_a_tsconfig_names_are_checked_as_tsc_checks_the
         r#"{"name": "pkg", "types": "main.d.ts"}"#,
     );
     workspace.file("types/pkg/main.d.ts", "declare const P: Unknown;\n");
+    // helper-46: tsc finds `main`'s declaration file, and a plain `NAME.d.ts` in the root.
+    workspace.file(
+        "types/lib/package.json",
+        r#"{"name": "lib", "main": "dist/index.js"}"#,
+    );
+    workspace.file("types/lib/dist/index.d.ts", "declare const L: Gone;\n");
+    workspace.file("types/plain.d.ts", "declare const Q: Absent;\n");
     workspace.file("types/unused/index.d.ts", "declare const U: Nope;\n");
     workspace.file("src/a.ts", "export const a: number = G + P;\n");
     let output = typescript_check(&workspace, &[]);
@@ -803,7 +810,9 @@ fn declaration_files_of_the_types_a_tsconfig_names_are_checked_as_tsc_checks_the
         .status(1)
         .stdout_is(
             "types/globals/index.d.ts:2:22: error: Cannot find name 'Missing'. [typescript 2304]\n\
-             types/pkg/main.d.ts:1:18: error: Cannot find name 'Unknown'. [typescript 2304]\n",
+             types/lib/dist/index.d.ts:1:18: error: Cannot find name 'Gone'. [typescript 2304]\n\
+             types/pkg/main.d.ts:1:18: error: Cannot find name 'Unknown'. [typescript 2304]\n\
+             types/plain.d.ts:1:18: error: Cannot find name 'Absent'. [typescript 2304]\n",
         )
         .stderr_contains("1 file outside tsconfig's include not checked");
     if which("tsc").is_some() {
@@ -814,7 +823,9 @@ fn declaration_files_of_the_types_a_tsconfig_names_are_checked_as_tsc_checks_the
                 &["--noEmit", "-p", ".", "--pretty", "false"]
             ),
             "types/globals/index.d.ts(2,22): error TS2304: Cannot find name 'Missing'.\n\
-             types/pkg/main.d.ts(1,18): error TS2304: Cannot find name 'Unknown'.\n"
+             types/lib/dist/index.d.ts(1,18): error TS2304: Cannot find name 'Gone'.\n\
+             types/pkg/main.d.ts(1,18): error TS2304: Cannot find name 'Unknown'.\n\
+             types/plain.d.ts(1,18): error TS2304: Cannot find name 'Absent'.\n"
         );
     }
 }
