@@ -389,10 +389,11 @@ fn same_crate(a: &Path, b: &Path) -> Option<bool> {
 }
 
 /// Whether `pulled`, an error, starts inside the span of a pushed error of another code, under
-/// another source, or of one of that error's notes (a pushed diagnostic of its source and code): rust-analyzer puts
-/// its `E0107` for a call missing an argument at the closing `)`, rustc its `E0061` at the
-/// callee and its note "argument #2 of type `u32` is missing" over the arguments, which may
-/// span lines (a trial: `two(` / `1,` / `)` counted two errors, `cargo check` one).
+/// another source, or of one of that error's notes (a pushed diagnostic of its source and
+/// code): rust-analyzer puts its `E0107` for a call missing an argument at the closing `)`,
+/// rustc its `E0061` at the callee and its note "argument #2 of type `u32` is missing" over the
+/// arguments, which may span lines (a trial: `two(` / `1,` / `)` counted two errors, `cargo
+/// check` one).
 fn inside_a_pushed_error(published: &[Diagnostic], pulled: &Diagnostic) -> bool {
     let start = (pulled.line, pulled.column);
     let covers = |span: &Diagnostic| {
