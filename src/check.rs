@@ -717,10 +717,7 @@ fn finish(report: &CheckReport, options: &CheckOptions, ending: Ending) -> i32 {
 /// a reason of their own (listed above it on stderr), `n_outside` left out by the servers'
 /// projects (counted in the summary line).
 fn nothing_checked_line(n_unsent: usize, n_outside: usize) -> String {
-    let files = |n: usize| match n {
-        1 => "the one file found was".to_string(),
-        n => format!("the {n} files found were"),
-    };
+    let files = files_found;
     match (n_unsent, n_outside) {
         (0, n_outside) => format!(
             "no file was checked: {} outside the servers' projects (see the summary)",
@@ -739,6 +736,15 @@ fn nothing_checked_line(n_unsent: usize, n_outside: usize) -> String {
                 format!("{n_outside} more")
             }
         ),
+    }
+}
+
+/// The subject of a "no file was checked" message for `n` files found: `the one file found was`,
+/// `the 3 files found were` (`lspc check` and batch's `check` say it alike).
+pub(crate) fn files_found(n: usize) -> String {
+    match n {
+        1 => "the one file found was".to_string(),
+        n => format!("the {n} files found were"),
     }
 }
 

@@ -559,14 +559,9 @@ fn check(context: &Context<'_>, paths: &[PathBuf], root: &Path) -> Result<Answer
     // Every file found was skipped (outside the servers' projects: a named `test-d` outside
     // tsconfig's `include`): nothing was checked, as `lspc check` says (exit 2), no clean answer.
     if let ([], [first, ..]) = (selection.files.as_slice(), selection.skipped.as_slice()) {
-        let n = selection.skipped.len();
-        let found = if n == 1 {
-            "the one file found was".to_owned()
-        } else {
-            format!("the {n} files found were")
-        };
         return Err(usage(format!(
-            "check: no file was checked: {found} skipped ({}: {})",
+            "check: no file was checked: {} skipped ({}: {})",
+            crate::check::files_found(selection.skipped.len()),
             uri::relative_display(&first.path, root),
             first.reason
         )));

@@ -255,11 +255,7 @@ fn batch_order_holds_with_a_slow_request_before_instant_ones() {
         .stdin(input)
         .run();
     output.status(0);
-    let answers: Vec<Value> = output
-        .stdout
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
+    let answers = output.json_lines();
     let ids: Vec<&Value> = answers.iter().map(|answer| &answer["id"]).collect();
     assert_eq!(
         ids,

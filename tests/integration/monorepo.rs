@@ -654,11 +654,7 @@ fn batch_check_of_a_folder_wholly_outside_the_projects_is_an_error() {
         )
         .run();
     output.status(0);
-    let answers: Vec<Value> = output
-        .stdout
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
+    let answers = output.json_lines();
     assert_eq!(
         answers[0],
         json!({"id": 1, "error": {"message": "check: no file was checked: the one file found was skipped (gen/one.py: in ruff's exclude)"}}),

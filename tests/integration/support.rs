@@ -482,6 +482,18 @@ impl Output {
             .unwrap_or_else(|error| panic!("stdout is not JSON: {error}\n{}", self.story))
     }
 
+    /// Each stdout line as JSON (`lspc batch`'s answers).
+    pub fn json_lines(&self) -> Vec<Value> {
+        self.stdout
+            .lines()
+            .map(|line| {
+                serde_json::from_str(line).unwrap_or_else(|error| {
+                    panic!("stdout line {line:?} is not JSON: {error}\n{}", self.story)
+                })
+            })
+            .collect()
+    }
+
     /// Fail with the whole story.
     pub fn fail(&self, why: &str) -> ! {
         panic!("{why}\n{}", self.story)
