@@ -361,7 +361,8 @@ fn counts(report: &CheckReport) -> Counts {
     counts
 }
 
-fn plural(n: usize, singular: &str, plural: &str) -> String {
+/// `n` and the word for it: `1 file`, `2 files`.
+pub fn plural(n: usize, singular: &str, plural: &str) -> String {
     format!("{n} {}", if n == 1 { singular } else { plural })
 }
 

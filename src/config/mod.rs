@@ -71,8 +71,9 @@ pub struct ServerConfig {
     /// runs as one instance at that folder and `root_markers` are not used.
     pub workspace_folder: Option<PathBuf>,
     /// File or folder names that mark a project root (`pyproject.toml`, `tsconfig.json`): each
-    /// file is served by the server's instance for the nearest ancestor folder holding one (not
-    /// above the workspace root), else by the instance at the workspace root. From the entry's
+    /// file is served by the server's instance for the nearest ancestor folder holding one (the
+    /// outermost for `tsconfig.json`/`jsconfig.json`; not above the workspace root), else by the
+    /// instance at the workspace root. From the entry's
     /// `rootMarkers` (an lspc extension to the seeds' format), else the defaults for its program
     /// or the languages it serves ([`builtin::default_root_markers_of`]); empty means one
     /// instance. A marker is a name or `FILE:TABLE` ([`roots::holds_marker`]).

@@ -2,7 +2,9 @@
 //! `project roots:` section of `lspc servers`.
 //!
 //! A project root is the nearest ancestor folder of a file holding one of its server's
-//! `rootMarkers`, never above the workspace root; without one it is the workspace root. The
+//! `rootMarkers` (the outermost for `tsconfig.json` and `jsconfig.json`, which tsserver finds
+//! for itself below its root), never above the workspace root; without one it is the workspace
+//! root. The
 //! engine starts one instance of the server per project root (`engine/instances.rs`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -56,9 +58,12 @@ fn has_table_header(text: &str, table: &str) -> bool {
     })
 }
 
-/// The nearest folder at or above `folder` and at or below `workspace_root` holding one of
-/// `markers` ([`holds_marker`]: files or folders, or `FILE:TABLE`), else `workspace_root`;
-/// `None` when `folder` is not inside `workspace_root`. Both paths are expected canonical.
+/// The folder at or above `folder` and at or below `workspace_root` whose instance serves it:
+/// the outermost one holding a marker that spans nested projects ([`spans_nested_projects`]:
+/// `tsconfig.json`, `jsconfig.json`), else the nearest holding another of `markers`
+/// ([`holds_marker`]: files or folders, or `FILE:TABLE`; a weak marker only where no other is
+/// found, [`is_weak`]), else `workspace_root`; `None` when `folder` is not inside
+/// `workspace_root`. Both paths are expected canonical.
 pub fn find_project_root(
     folder: &Path,
     workspace_root: &Path,
@@ -69,20 +74,33 @@ pub fn find_project_root(
     }
     let (weak, strong): (Vec<&String>, Vec<&String>) =
         markers.iter().partition(|marker| is_weak(marker, markers));
+    let (spanning, strong): (Vec<&String>, Vec<&String>) = strong
+        .into_iter()
+        .partition(|marker| spans_nested_projects(marker));
+    if let Some(outermost) = folders_holding(folder, workspace_root, &spanning).last() {
+        return Some(outermost.to_path_buf());
+    }
     let nearest = |markers: &[&String]| {
-        for dir in folder.ancestors() {
-            if markers.iter().any(|marker| holds_marker(dir, marker)) {
-                return Some(dir.to_path_buf());
-            }
-            if dir == workspace_root {
-                break;
-            }
-        }
-        None
+        folders_holding(folder, workspace_root, markers)
+            .next()
+            .map(Path::to_path_buf)
     };
     nearest(&strong)
         .or_else(|| nearest(&weak))
         .or_else(|| Some(workspace_root.to_path_buf()))
+}
+
+/// The folders from `folder` up to `workspace_root` (both included) holding one of `markers`,
+/// nearest first.
+fn folders_holding<'a>(
+    folder: &'a Path,
+    workspace_root: &'a Path,
+    markers: &'a [&String],
+) -> impl Iterator<Item = &'a Path> {
+    folder
+        .ancestors()
+        .take_while(move |dir| dir.starts_with(workspace_root))
+        .filter(move |dir| markers.iter().any(|marker| holds_marker(dir, marker)))
 }
 
 /// Whether `marker` counts only where none of the other `markers` is found at or above the
@@ -97,6 +115,16 @@ fn is_weak(marker: &str, markers: &[String]) -> bool {
         && markers
             .iter()
             .any(|other| other == "tsconfig.json" || other == "jsconfig.json")
+}
+
+/// Whether one instance at the outermost folder holding `marker` serves the projects it marks
+/// below that folder too: tsserver finds each open file's nearest `tsconfig.json` or
+/// `jsconfig.json` itself (up to its instance's root) and holds every such project at once, and
+/// its references and rename search the projects it holds. One instance per tsconfig folder
+/// answered `references` of a function in `src/` without its uses in `test/` (a `test/`
+/// with its own `tsconfig.json`: panva/jose), and a rename left them (a new user's trial).
+fn spans_nested_projects(marker: &str) -> bool {
+    marker == "tsconfig.json" || marker == "jsconfig.json"
 }
 
 /// The `project roots:` lines of `lspc servers` for `files` (canonical paths under the root):
@@ -210,8 +238,10 @@ mod tests {
                 .map(|root| root.strip_prefix(&dir).unwrap().to_path_buf())
         };
         assert_eq!(root("ws/packages/a/src", "ws"), Some("ws".into()));
+        // A tsconfig below another is served by the outer one's instance.
+        assert_eq!(root("ws/packages/b/src", "ws"), Some("ws".into()));
         assert_eq!(
-            root("ws/packages/b/src", "ws"),
+            root("ws/packages/b/src", "ws/packages"),
             Some("ws/packages/b".into())
         );
         // With no tsconfig anywhere up to the root, the nearest package.json.

@@ -69,6 +69,10 @@ pub struct ServerDetails {
     /// Why it cannot format on this machine ([`crate::config::ServerConfig::formatting_off_reason`]).
     #[serde(default)]
     pub formatting_off: Option<String>,
+    /// The markers of its project roots ([`crate::config::ServerConfig::root_markers`]); empty
+    /// when it runs as one instance.
+    #[serde(default)]
+    pub root_markers: Vec<String>,
 }
 
 /// The frontend-facing state the loop owns.
@@ -314,6 +318,10 @@ impl State {
                         settle_rule: status.settle_rule,
                         diagnostics_off: server.config.diagnostics_off_reason.clone(),
                         formatting_off: server.config.formatting_off_reason.clone(),
+                        root_markers: match server.config.workspace_folder {
+                            Some(_) => Vec::new(),
+                            None => server.config.root_markers.clone(),
+                        },
                     })
                     .collect();
                 let _ = reply.send(details);

@@ -10,7 +10,8 @@
 //!
 //! Invariants:
 //! - A project root is the nearest ancestor folder of the file holding one of the server's
-//!   `rootMarkers`, never above the workspace root; no marker (or a file outside the workspace)
+//!   `rootMarkers` (the outermost for tsconfig's, [`crate::config::roots::find_project_root`]),
+//!   never above the workspace root; no marker (or a file outside the workspace)
 //!   means the workspace-root instance. A server with a `workspaceFolder` or no markers has only
 //!   its workspace-root instance.
 //! - Each (server, project root) has exactly one slot, for the life of the loop; a reload that

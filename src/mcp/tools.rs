@@ -864,6 +864,7 @@ mod tests {
             settle_rule: crate::engine::SettleRule::QuietAfterPublish,
             diagnostics_off: None,
             formatting_off: None,
+            root_markers: Vec::new(),
         }
     }
 

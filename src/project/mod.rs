@@ -249,6 +249,15 @@ impl TypeScriptProjects {
         tsconfig::is_typescript_or_javascript(file)
             && file.parent().is_none_or(|folder| !self.0.governs(folder))
     }
+
+    /// Whether `file` and `other` (canonical) are governed by different configurations: each
+    /// by its nearest readable `tsconfig.json` or `jsconfig.json`, or by none. tsserver holds
+    /// a configuration's project once a file of it is open, and searches only the projects it
+    /// holds for references.
+    pub fn governed_apart(&self, file: &Path, other: &Path) -> bool {
+        let configuration = |path: &Path| path.parent().and_then(|f| self.0.configuration_of(f));
+        configuration(file) != configuration(other)
+    }
 }
 
 /// pyright's (or basedpyright's) file set on its own, for one instance's workspace folder: for

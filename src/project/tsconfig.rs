@@ -109,6 +109,12 @@ impl TsconfigFiles {
         self.project_for(folder).is_some()
     }
 
+    /// The configuration file that governs `folder` ([`Self::governs`]).
+    pub(super) fn configuration_of(&self, folder: &Path) -> Option<PathBuf> {
+        self.project_for(folder)
+            .map(|project| project.config.clone())
+    }
+
     fn project_for(&self, folder: &Path) -> Option<std::rc::Rc<Project>> {
         if let Some(found) = self.by_folder.borrow().get(folder) {
             return found.clone();

@@ -25,7 +25,11 @@
 //! name, renamed all 84. The files the tsconfig leaves out that mention the name are opened
 //! the same way (those it includes, tsserver already knows), and so are the files no tsconfig
 //! or jsconfig governs (lukeed/dequal: `test/index.js` uses `src/index.js`, and no
-//! configuration ties them).
+//! configuration ties them), and those another tsconfig governs (panva/jose: `test/` has its
+//! own `tsconfig.json`; one tsserver serves both, [`crate::config::roots::find_project_root`],
+//! but loads `test/`'s project only once a file of it is open). A file another instance
+//! serves (a package with its own tsconfig and no tsconfig above it) is not opened here, and
+//! the note counts it among the files not searched.
 //!
 //! pyright searches its program's tracked files (its `include` less its `exclude`) and the open
 //! ones: with `include = ["src", "tests/typing"]` (pallets/click) the uses of
@@ -92,31 +96,37 @@ impl Queries {
         let index = LineIndex::new(text);
         let (line, column) = index.from_lsp(text, target.position, target.server.encoding);
         let name = word_occurrences::identifier_at(index.line_text(text, line - 1)?, column)?;
-        let extensions = details.extensions;
+        let extensions = &details.extensions;
         let typescript = crate::project::TypeScriptProjects::new(&self.root);
         let mentions = word_occurrences::scan_where(
             &self.root,
             &name,
-            &extensions,
+            extensions,
             std::slice::from_ref(&target.doc.path),
             |path| match &unparsed {
                 Unparsed::NoCompilationDatabase => true,
                 Unparsed::OutsideTheTsconfig => {
-                    typescript.leaves_out(path) || typescript.ungoverned(path)
+                    typescript.leaves_out(path)
+                        || typescript.ungoverned(path)
+                        || typescript.governed_apart(path, &target.doc.path)
                 }
                 Unparsed::OutsidePyrightsProject(project) => project.leaves_out(path),
             },
         );
+        // A file another instance of the server serves would be opened there, where this
+        // question is not asked, and start that instance for nothing.
+        let (here, elsewhere): (Vec<_>, Vec<_>) = mentions
+            .into_iter()
+            .partition(|file| served_here(&details, &self.root, &file.path));
         let opened = crate::engine::open_on(
             &self.op_sender,
-            mentions
-                .iter()
+            here.iter()
                 .take(MAX_FILES_OPENED)
                 .map(|file| file.path.clone()),
             target.server.server_id,
             self.timeout,
         );
-        if opened.is_empty() {
+        if opened.is_empty() && elsewhere.is_empty() {
             return None;
         }
         let unsettled = self.wait_settled(&opened);
@@ -129,7 +139,8 @@ impl Queries {
         Some(Opened {
             name,
             opened: opened.len(),
-            mentions: mentions.len(),
+            mentions: here.len(),
+            elsewhere: elsewhere.len(),
             unsettled,
             finds_only: unparsed.finds_only(),
         })
@@ -151,9 +162,11 @@ impl Queries {
 pub(super) struct Opened {
     /// The name looked for.
     name: String,
-    /// How many files were opened, of how many that mention the name.
+    /// How many files were opened, of how many that mention the name and this instance serves.
     opened: usize,
     mentions: usize,
+    /// How many files that mention the name other instances of the server serve.
+    elsewhere: usize,
     /// The root-relative paths of opened files whose diagnostics did not settle in time.
     unsettled: Vec<String>,
     /// What the server finds on its own ([`Unparsed::finds_only`]).
@@ -171,6 +184,16 @@ impl Opened {
                 self.finds_only, self.opened, self.mentions, self.name
             ));
         }
+        if self.elsewhere > 0 {
+            notes.push(format!(
+                "{} that mention{} {} {} served by another instance of {server} (a project \
+                 root of its own) and not searched",
+                crate::output::plural(self.elsewhere, "file", "files"),
+                if self.elsewhere == 1 { "s" } else { "" },
+                self.name,
+                if self.elsewhere == 1 { "is" } else { "are" },
+            ));
+        }
         if !self.unsettled.is_empty() {
             notes.push(format!(
                 "{server} still analysing {}",
@@ -179,6 +202,23 @@ impl Opened {
         }
         (!notes.is_empty()).then(|| notes.join("; "))
     }
+}
+
+/// Whether the instance `details` describes serves `path` (canonical, under the workspace
+/// `root`): its project root is the instance's ([`crate::config::roots::find_project_root`]).
+fn served_here(details: &crate::engine::ServerDetails, root: &Path, path: &Path) -> bool {
+    if details.root_markers.is_empty() {
+        return true;
+    }
+    let instance_root = match &details.project {
+        Some(project) => root.join(project),
+        None => root.to_path_buf(),
+    };
+    path.parent()
+        .and_then(|folder| {
+            crate::config::roots::find_project_root(folder, root, &details.root_markers)
+        })
+        .is_none_or(|project_root| project_root == instance_root)
 }
 
 /// Why a server's references miss files it has not been sent.

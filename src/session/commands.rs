@@ -14,6 +14,7 @@ use super::wire::{SessionInfo, WireOp};
 use super::SessionMode;
 use crate::engine::EngineOptions;
 use crate::exit::{EXIT_FOUND, EXIT_OK, EXIT_SERVER};
+use crate::output::plural;
 
 /// `lspc session ...`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,10 +73,6 @@ fn mib(kib: Option<u64>) -> String {
         Some(kib) => format!("{:.1} MiB", kib as f64 / 1024.0),
         None => "-".to_owned(),
     }
-}
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// A server instance's label: its name, and its project root for a per-project instance.

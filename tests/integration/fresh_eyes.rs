@@ -2057,6 +2057,98 @@ fn typescript_references_reach_files_outside_the_tsconfig() {
     references();
 }
 
+/// helper-43 on panva/jose: with a `tsconfig.json` of its own in `test/`, `references` of a
+/// function in `src/` missed its uses in `test/` (exit 0, no note) and `rename` left them
+/// ("not renamed by the server"): each tsconfig folder had its own tsserver, and the question
+/// went to the file's. One tsserver now serves a tsconfig and those below it, and the files
+/// of the other projects that mention the name are opened on it. A package whose tsconfig has
+/// none above it still runs its own instance: its uses are named as not searched.
+#[test]
+fn typescript_references_and_rename_reach_a_nested_tsconfigs_project() {
+    require_program!("typescript-language-server");
+    let workspace = Workspace::new("ts-references-nested");
+    let options =
+        "\"compilerOptions\": {\"strict\": true, \"noEmit\": true, \"module\": \"commonjs\"}";
+    workspace
+        .file(
+            "tsconfig.json",
+            &format!("{{{options}, \"include\": [\"src\"]}}\n"),
+        )
+        .file("test/tsconfig.json", &format!("{{{options}}}\n"))
+        .file(
+            "src/a.ts",
+            "export function foo(n: number): number {\n\treturn n + 1;\n}\n",
+        )
+        .file(
+            "src/b.ts",
+            "import { foo } from './a';\nexport const x = foo(1);\n",
+        )
+        .file(
+            "test/a.test.ts",
+            "import { foo } from '../src/a';\nconsole.log(foo(2));\n",
+        );
+    let config = workspace.config(json!({ "typescript": typescript_entry() }));
+    workspace
+        .run_with(
+            &config,
+            &["references", "src/a.ts:1:foo", "--timeout", "60"],
+        )
+        .status(0)
+        .stdout_is(
+            "src/b.ts:1:10  import { foo } from './a';\n\
+             src/b.ts:2:18  export const x = foo(1);\n\
+             test/a.test.ts:1:10  import { foo } from '../src/a';\n\
+             test/a.test.ts:2:13  console.log(foo(2));\n",
+        );
+    workspace
+        .run_with(
+            &config,
+            &[
+                "rename",
+                "src/a.ts:1:foo",
+                "bar",
+                "--apply",
+                "--timeout",
+                "60",
+            ],
+        )
+        .status(0);
+    assert_eq!(
+        workspace.read("test/a.test.ts"),
+        "import { bar } from '../src/a';\nconsole.log(bar(2));\n"
+    );
+    assert_eq!(
+        workspace.read("src/b.ts"),
+        "import { bar } from './a';\nexport const x = bar(1);\n"
+    );
+
+    // Two packages, each with its own tsconfig and none above them: two instances.
+    let workspace = Workspace::new("ts-references-packages");
+    workspace
+        .file("packages/a/tsconfig.json", &format!("{{{options}}}\n"))
+        .file("packages/b/tsconfig.json", &format!("{{{options}}}\n"))
+        .file(
+            "packages/a/src/x.ts",
+            "export function foo(n: number): number {\n\treturn n;\n}\nexport const y = foo(0);\n",
+        )
+        .file(
+            "packages/b/src/y.ts",
+            "import { foo } from '../../a/src/x';\nexport const z = foo(3);\n",
+        );
+    let config = workspace.config(json!({ "typescript": typescript_entry() }));
+    workspace
+        .run_with(
+            &config,
+            &["references", "packages/a/src/x.ts:1:foo", "--timeout", "60"],
+        )
+        .status(0)
+        .stdout_is("packages/a/src/x.ts:4:18  export const y = foo(0);\n")
+        .stderr_contains(
+            "\nlspc: 1 file that mentions foo is served by another instance of typescript \
+             (a project root of its own) and not searched\n",
+        );
+}
+
 /// helper-39 on sindresorhus/execa (`lib/` outside the tsconfig): `lspc incoming-calls
 /// lib/utils/deferred.js:1:createDeferred` said "no incoming calls found" where `references`
 /// found its 5 callers. Incoming calls now open the files that mention the name first, as
