@@ -158,6 +158,19 @@ impl State {
                         }
                     }
                     self.store.clear_file(&path);
+                    // Closed, a document is the disk's again, and a server hears that it is
+                    // gone only from the client's watched-files event (LSP 3.17
+                    // §`workspace/didChangeWatchedFiles`): pyright kept the deleted module as
+                    // an empty file, so its importer got `"f" is not a known attribute` where
+                    // `pyright` says `Import "pkg.t_mod" could not be resolved` (a helper's
+                    // agent trial). A session's or MCP's watcher that saw the deletion first
+                    // left it out, the document being open then.
+                    if std::fs::symlink_metadata(&path).is_err() {
+                        self.announce_watched_changes(&[(
+                            path.clone(),
+                            crate::engine::WatchedChange::Deleted,
+                        )]);
+                    }
                 }
             }
             self.documents.mark_stale_analysis(&servers, &path);

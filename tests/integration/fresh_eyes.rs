@@ -484,6 +484,51 @@ fn a_document_closed_by_the_lru_bound_and_opened_again_is_not_answered_from_its_
     assert_eq!(status, Some(0), "{stderr}");
 }
 
+/// helper-49, an agent's loop on pallets/jinja: after `rm` of a module lspc had open, its
+/// importer's diagnostics had no error (`utils.py`: seven `"X" is unknown import symbol`)
+/// where `pyright` says the import cannot be resolved. lspc sent `didClose` alone, and pyright
+/// kept the gone file as an empty one; a deleted open document is now also announced as a
+/// watched file deleted. pyright 1.1.414, against its CLI's verdict on the same tree.
+#[test]
+fn an_open_module_deleted_behind_lspc_leaves_its_importer_unresolved_as_pyright_says() {
+    require_program!("pyright-langserver");
+    let workspace = Workspace::new("deleted-open-module");
+    workspace
+        .file("pkg/__init__.py", "")
+        .file("pkg/t_mod.py", "def f() -> int:\n    return 1\n")
+        .file(
+            "pkg/t_user.py",
+            "import pkg.t_mod\n\nprint(pkg.t_mod.f())\n",
+        );
+    let config = workspace.config(json!({ "pyright": pyright_entry() }));
+    let mut batch = BatchSession::start(&workspace, &config, 60);
+    for (id, file) in [(1, "pkg/t_mod.py"), (2, "pkg/t_user.py")] {
+        let answer = batch.ask(json!({"id": id, "op": "diagnostics", "file": file}));
+        assert_eq!(batch_diagnostics(&answer), [], "{answer}");
+    }
+    std::fs::remove_file(workspace.path("pkg/t_mod.py")).unwrap();
+    let after = batch.ask(json!({"id": 3, "op": "diagnostics", "file": "pkg/t_user.py"}));
+    let (status, stderr) = batch.finish();
+    assert_eq!(
+        batch_diagnostics(&after),
+        [(
+            1,
+            8,
+            "error".to_owned(),
+            "Import \"pkg.t_mod\" could not be resolved".to_owned()
+        )],
+        "{after}\n{stderr}"
+    );
+    assert_eq!(status, Some(0), "{stderr}");
+    if which("pyright").is_some() {
+        let cli = tool_output(&workspace, "pyright", &["pkg/t_user.py"]);
+        assert!(
+            cli.contains("1:8 - error: Import \"pkg.t_mod\" could not be resolved"),
+            "{cli}"
+        );
+    }
+}
+
 /// Found on python-attrs/attrs: with a session, `git checkout 25.3.0` and back to main, then a
 /// warm `lspc check` listed `conftest.py` (which main deleted) with pyright's and ruff's
 /// findings from the check at 25.3.0; a cold check did not list it. The first check's 56 files

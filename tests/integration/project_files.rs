@@ -37,15 +37,6 @@ fn server_rows(report: &Value, server: &str) -> BTreeSet<(String, u64, u64, Stri
     rows
 }
 
-fn tool_output(workspace: &Workspace, program: &str, args: &[&str]) -> String {
-    let output = Command::new(program)
-        .args(args)
-        .current_dir(&workspace.root)
-        .output()
-        .unwrap_or_else(|error| panic!("{program} cannot run: {error}"));
-    String::from_utf8(output.stdout).unwrap()
-}
-
 /// pyright's CLI on the tree: `(path, line, column, severity, message)` with 1-based positions
 /// (the fixture is ASCII, so UTF-16 offsets are characters).
 fn pyright_cli_rows(workspace: &Workspace) -> BTreeSet<(String, u64, u64, String, String)> {

@@ -675,6 +675,16 @@ pub fn typescript_entry() -> Value {
            "extensionToLanguage": {".ts": "typescript"}})
 }
 
+/// The stdout of `program ARGS` run in the workspace (a server's own CLI, to compare with).
+pub fn tool_output(workspace: &Workspace, program: &str, args: &[&str]) -> String {
+    let output = Command::new(program)
+        .args(args)
+        .current_dir(&workspace.root)
+        .output()
+        .unwrap_or_else(|error| panic!("{program} cannot run: {error}"));
+    String::from_utf8(output.stdout).unwrap()
+}
+
 /// `(path, state, reason)` of each file of a `--format json` report, in its order (`reason`
 /// empty when the file has none).
 pub fn file_states(report: &Value) -> Vec<(String, String, String)> {
