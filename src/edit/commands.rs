@@ -124,6 +124,14 @@ pub enum CommandError {
         line: u32,
         column: u32,
     },
+    /// `prepareRename` or `rename` answered `null` while `server` was still indexing when the
+    /// readiness wait ended ([`wait_until_ready`]): not an answer about the position.
+    StillIndexing {
+        server: String,
+        path: PathBuf,
+        line: u32,
+        column: u32,
+    },
     /// The edit was refused by the edit engine; nothing was written.
     Edit(EditError),
     /// The caller was cancelled before anything was written ([`EditCommands::cancellable`]);
@@ -200,6 +208,17 @@ impl std::fmt::Display for CommandError {
                 "nothing to rename at {}:{line}:{column}",
                 path.display()
             ),
+            CommandError::StillIndexing {
+                server,
+                path,
+                line,
+                column,
+            } => write!(
+                f,
+                "{server} was still indexing when the wait ended and found nothing to rename at \
+                 {}:{line}:{column}; nothing was written (try again, or with a longer --timeout)",
+                path.display()
+            ),
             CommandError::Edit(error) => write!(f, "edit refused: {error}"),
             CommandError::NoSuchAction { title, available } => {
                 write!(f, "no code action titled {title:?}")?;
@@ -237,6 +256,26 @@ impl std::error::Error for CommandError {}
 impl From<EngineError> for CommandError {
     fn from(error: EngineError) -> CommandError {
         CommandError::Engine(error)
+    }
+}
+
+/// A `null` rename answer: [`CommandError::NothingToRename`], or
+/// [`CommandError::StillIndexing`] when `readiness` says the server was still busy.
+fn nothing_to_rename(
+    server: &ServerInfo,
+    readiness: Option<String>,
+    path: PathBuf,
+    line: u32,
+    column: u32,
+) -> CommandError {
+    match readiness {
+        Some(_) => CommandError::StillIndexing {
+            server: server.name.clone(),
+            path,
+            line,
+            column,
+        },
+        None => CommandError::NothingToRename { path, line, column },
     }
 }
 
@@ -406,7 +445,7 @@ impl EditCommands {
                 )
                 .map_err(rename_refused)?;
             if answer.is_null() {
-                return Err(CommandError::NothingToRename { path, line, column });
+                return Err(nothing_to_rename(server, readiness, path, line, column));
             }
         }
         let params = json!({ "textDocument": document, "position": position, "newName": new_name });
@@ -414,7 +453,7 @@ impl EditCommands {
             .request(server, "textDocument/rename", params.clone())
             .map_err(rename_refused)?;
         if edit.is_null() {
-            return Err(CommandError::NothingToRename { path, line, column });
+            return Err(nothing_to_rename(server, readiness, path, line, column));
         }
         let touched;
         (edit, touched) = self.with_marked_files_open(server, edit, &params)?;

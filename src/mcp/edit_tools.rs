@@ -200,6 +200,7 @@ fn command_failure(root: &Path, tool: &str, error: CommandError) -> ToolFailure 
         CommandError::NothingToRename { .. } => {
             " (point at an identifier: give symbol with its name on that line)"
         }
+        CommandError::StillIndexing { .. } => " (retry in a few seconds)",
         CommandError::InvalidName { .. }
         | CommandError::RenameRefused { bad_name: true, .. } => {
             " (nothing was written; give a valid name)"

@@ -79,7 +79,8 @@ impl std::fmt::Display for Failure {
     }
 }
 
-fn command_failure(error: CommandError) -> Failure {
+/// `error` as an operation's failure, its paths under `root` relative to it (as a query's are).
+fn command_failure(error: CommandError, root: &Path) -> Failure {
     let exit_status = match &error {
         // No server for the file, or input the engine refuses: a usage error, as for a query
         // (a new user's trial: `lspc format README.md` exited 3, `lspc hover README.md:1:1` 2).
@@ -91,7 +92,8 @@ fn command_failure(error: CommandError) -> Failure {
         | CommandError::PrimaryFailed(_)
         | CommandError::Unsupported { .. }
         | CommandError::CannotFormat { .. }
-        | CommandError::MisplacedEdit { .. } => EXIT_SERVER,
+        | CommandError::MisplacedEdit { .. }
+        | CommandError::StillIndexing { .. } => EXIT_SERVER,
         // A refused edit: nothing was written (README: exit 1).
         CommandError::Edit(_)
         | CommandError::Occurrences { .. }
@@ -104,7 +106,9 @@ fn command_failure(error: CommandError) -> Failure {
         _ => EXIT_USAGE,
     };
     Failure {
-        message: error.to_string(),
+        message: error
+            .to_string()
+            .replace(&format!("{}/", root.display()), ""),
         exit_status,
     }
 }
@@ -303,7 +307,10 @@ pub fn execute(context: &Context<'_>, operation: &Operation) -> Result<Answer, F
             apply,
         } => edit_answer(context.edits.rename(at, new_name, *apply), &root),
         Operation::CodeActions { at } => {
-            let actions = context.edits.code_actions(at).map_err(command_failure)?;
+            let actions = context
+                .edits
+                .code_actions(at)
+                .map_err(|error| command_failure(error, &root))?;
             let mut json = json!({ "actions": serde_json::to_value(&actions).unwrap_or(json!([])) });
             clean_json(&mut json, &root);
             Ok(Answer {
@@ -353,7 +360,7 @@ pub fn code_actions_text(actions: &[CodeActionItem]) -> String {
 }
 
 fn edit_answer(outcome: Result<EditOutcome, CommandError>, root: &Path) -> Result<Answer, Failure> {
-    let outcome = outcome.map_err(command_failure)?;
+    let outcome = outcome.map_err(|error| command_failure(error, root))?;
     // A preview's stdout is a diff that must stay appliable, so its note goes to stderr.
     let note = match (outcome.report.written, &outcome.note) {
         (false, Some(note)) => Some(format!("note: {note}")),

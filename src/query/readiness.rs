@@ -37,10 +37,34 @@ pub fn wait_until_ready(
 ) -> Option<String> {
     let started = Instant::now();
     let deadline = started + timeout;
+    // The state read before a wait is stale after it: rust-analyzer, not yet reporting
+    // progress when the file was synced, was loading its crate graph 20 s later, and a rename
+    // asked then was answered `null` ("nothing to rename", a helper's trial on dtolnay/ryu).
+    let mut refresh = analyse;
     if analyse {
         wait_analysed(op_sender, path, &server.name, timeout);
     }
     loop {
+        if refresh {
+            match sync_with(op_sender, path.to_path_buf(), timeout) {
+                Ok(doc) => {
+                    match doc
+                        .servers
+                        .iter()
+                        .find(|fresh| fresh.server_id == server.server_id)
+                    {
+                        Some(fresh) => *server = fresh.clone(),
+                        // The server went away; the request will report why.
+                        None => return None,
+                    }
+                }
+                Err(error) => {
+                    log::debug!("readiness wait: {error}");
+                    return None;
+                }
+            }
+        }
+        refresh = true;
         if !server.busy {
             return None;
         }
@@ -52,23 +76,6 @@ pub fn wait_until_ready(
             ));
         }
         std::thread::sleep(READINESS_POLL.min(deadline - now));
-        match sync_with(op_sender, path.to_path_buf(), timeout) {
-            Ok(doc) => {
-                match doc
-                    .servers
-                    .iter()
-                    .find(|fresh| fresh.server_id == server.server_id)
-                {
-                    Some(fresh) => *server = fresh.clone(),
-                    // The server went away; the request will report why.
-                    None => return None,
-                }
-            }
-            Err(error) => {
-                log::debug!("readiness wait: {error}");
-                return None;
-            }
-        }
     }
 }
 

@@ -960,3 +960,37 @@ fn clangd_rename_lists_the_uses_it_leaves_in_the_files_it_changes() {
         outcome.note
     );
 }
+
+/// helper-48 on dtolnay/ryu: a cold `lspc rename` printed `nothing to rename at …` (exit 2) for a
+/// real function, which the same command renamed right after. The readiness wait judged the
+/// server by the state read before its 20 s analysis wait: rust-analyzer had not begun its
+/// progress then, and was loading its crate graph when the rename went out, answering `null`.
+/// The state is read again after that wait, and a `null` answer while the server is still busy
+/// is "still indexing" (exit 3), not "nothing to rename". Fixture server: no publish, progress
+/// begun 300 ms after `initialized` and never ended, `rename` answered `null`.
+#[test]
+fn a_null_rename_from_a_server_still_indexing_is_not_nothing_to_rename() {
+    use crate::support::Workspace;
+    let mut workspace = Workspace::new("rename-still-indexing");
+    workspace.file("a.py", "target = 1\n");
+    let scenario = serde_json::json!({
+        "publishOnChange": false,
+        "afterInitialized": [{"after": 300, "actions": [
+            {"progress": {"token": "load", "create": true, "begin": "Loading", "end": false}}
+        ]}],
+        "rules": [{"method": "textDocument/rename", "actions": [{"reply": null}]}]
+    });
+    let config = workspace.fixture_config(&[("fx", &[".py"], scenario)]);
+    workspace
+        .lspc()
+        .args(["rename", "--no-builtin", "--config"])
+        .arg(&config)
+        .args(["a.py:1:1", "renamed", "--timeout", "2"])
+        .run()
+        .status(3)
+        .stderr_contains(
+            "lspc: fx was still indexing when the wait ended and found nothing to rename at \
+             a.py:1:1; nothing was written (try again, or with a longer --timeout)\n",
+        );
+    assert_eq!(workspace.read("a.py"), "target = 1\n");
+}
