@@ -255,8 +255,14 @@ impl TypeScriptProjects {
     /// a configuration's project once a file of it is open, and searches only the projects it
     /// holds for references.
     pub fn governed_apart(&self, file: &Path, other: &Path) -> bool {
-        let configuration = |path: &Path| path.parent().and_then(|f| self.0.configuration_of(f));
-        configuration(file) != configuration(other)
+        self.configuration(file) != self.configuration(other)
+    }
+
+    /// The `tsconfig.json` or `jsconfig.json` that governs `file` (canonical): its nearest
+    /// readable one, at or below the root.
+    pub fn configuration(&self, file: &Path) -> Option<PathBuf> {
+        file.parent()
+            .and_then(|folder| self.0.configuration_of(folder))
     }
 }
 
