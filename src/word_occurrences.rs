@@ -55,6 +55,33 @@ pub fn identifier_at(line: &str, column: u32) -> Option<String> {
     Some(characters[start..end].iter().collect())
 }
 
+/// The identifier at 1-based character `column` of `line` ([`identifier_at`]), or, when that one
+/// is a keyword (`is_keyword`), the first identifier after it that is not: the name a
+/// declaration's keyword declares (`export function parse` at `export` → `parse`), which is
+/// what a server answers about there.
+pub fn declared_name_at(
+    line: &str,
+    column: u32,
+    is_keyword: impl Fn(&str) -> bool,
+) -> Option<String> {
+    let mut word = identifier_at(line, column)?;
+    let mut from = usize::try_from(column).ok()?;
+    while is_keyword(&word) {
+        let characters: Vec<char> = line.chars().collect();
+        let end = from - 1
+            + characters[from - 1..]
+                .iter()
+                .position(|character| !is_identifier_char(*character))?;
+        let next = end
+            + characters[end..]
+                .iter()
+                .position(|c| is_identifier_char(*c))?;
+        from = next + 1;
+        word = identifier_at(line, u32::try_from(from).ok()?)?;
+    }
+    Some(word)
+}
+
 /// Whether `word`, found in `text` at byte `offset`, stands there as a whole word (no
 /// identifier character right before or after it).
 fn whole_word_at(text: &str, offset: usize, word: &str) -> bool {
@@ -190,6 +217,29 @@ pub fn render_note(left: &[Occurrences], root: &Path, cap: usize) -> Option<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_declarations_keyword_stands_for_the_name_it_declares() {
+        let keyword = |word: &str| ["export", "function", "const", "def"].contains(&word);
+        let at = |line: &str, column| declared_name_at(line, column, keyword);
+        assert_eq!(
+            at("export function parse(s) {", 1).as_deref(),
+            Some("parse")
+        );
+        assert_eq!(
+            at("export function parse(s) {", 10).as_deref(),
+            Some("parse")
+        );
+        assert_eq!(
+            at("const maxDistance = 3;", 3).as_deref(),
+            Some("maxDistance")
+        );
+        assert_eq!(at("def f(x):", 1).as_deref(), Some("f"));
+        assert_eq!(at("let x = 1;", 1).as_deref(), Some("let"));
+        // A keyword with nothing after it, or only punctuation.
+        assert_eq!(at("export", 1), None);
+        assert_eq!(at("const = ;", 1), None);
+    }
 
     #[test]
     fn identifiers_are_found_at_a_column() {

@@ -461,7 +461,26 @@ impl EditCommands {
         let line_text = LineIndex::new(&synced.text)
             .line_text(&synced.text, line - 1)
             .unwrap_or_default();
-        let old_name = leftovers::identifier_at(line_text, column);
+        let mut old_name = leftovers::identifier_at(line_text, column);
+        // On a keyword (`const maxDistance = 3;` at column 1) tsserver renames the name it
+        // declares; that name, which the edit replaces on this line, is the old name (a
+        // helper's trial on tj/commander.js: "replaces \"maxDistance\", not \"const\"", exit 3).
+        let on_keyword = matches!(at.target, ColumnOrSymbol::Column(_))
+            && old_name.as_deref().is_some_and(|word| {
+                super::identifier::Language::of(&path)
+                    .is_some_and(|language| super::identifier::is_keyword(language, word))
+            });
+        if on_keyword {
+            if let Some(declared) = super::workspace_edit::replaced_texts(&edit, server.encoding)
+                .into_iter()
+                .find(|replaced| uri::canonical(&replaced.path) == path && replaced.line == line)
+                .filter(|replaced| {
+                    leftovers::identifier_at(&replaced.text, 1).as_deref() == Some(&replaced.text)
+                })
+            {
+                old_name = Some(declared.text);
+            }
+        }
         // The name as given (`s:Greet`), else the identifier at the column.
         let given = match &at.target {
             ColumnOrSymbol::Symbol { name, .. } => Some(name.clone()),

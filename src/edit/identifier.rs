@@ -109,6 +109,16 @@ const JAVASCRIPT_RESERVED: &[&str] = &[
     "yield",
 ];
 
+/// Whether `name` is a keyword of `language` (Python's hard keywords, JavaScript's reserved
+/// words): at a column on `def`, `class`, `const` or `function` a server renames or finds the
+/// name the keyword declares, not the keyword.
+pub fn is_keyword(language: Language, name: &str) -> bool {
+    match language {
+        Language::Python => PYTHON_KEYWORDS.contains(&name),
+        Language::JavaScript => JAVASCRIPT_RESERVED.contains(&name),
+    }
+}
+
 /// Whether `name` is a JavaScript/TypeScript reserved word, which only a member may be named.
 pub fn is_reserved_word(language: Language, name: &str) -> bool {
     language == Language::JavaScript && JAVASCRIPT_RESERVED.contains(&name)

@@ -95,7 +95,11 @@ impl Queries {
         let text = &target.doc.text;
         let index = LineIndex::new(text);
         let (line, column) = index.from_lsp(text, target.position, target.server.encoding);
-        let name = word_occurrences::identifier_at(index.line_text(text, line - 1)?, column)?;
+        let language = crate::edit::identifier::Language::of(&target.doc.path);
+        let name =
+            word_occurrences::declared_name_at(index.line_text(text, line - 1)?, column, |word| {
+                language.is_some_and(|language| crate::edit::identifier::is_keyword(language, word))
+            })?;
         let extensions = &details.extensions;
         let typescript = crate::project::TypeScriptProjects::new(&self.root);
         let mentions = word_occurrences::scan_where(

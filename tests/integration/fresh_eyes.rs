@@ -2194,6 +2194,59 @@ fn typescript_references_and_rename_reach_a_nested_tsconfigs_project() {
         );
 }
 
+/// helper-47 on tj/commander.js: `lspc rename lib/suggestSimilar.js:1:1 maxDist` (column 1 is
+/// `const`) was refused, exit 3: "rename edit at …:1:7 replaces \"maxDistance\", not
+/// \"const\": its positions do not fit the file". tsserver renames the name a keyword declares;
+/// that name is the old one now, and `references` there looks for it in other files, not for
+/// the keyword.
+#[test]
+fn typescript_rename_and_references_at_a_declarations_keyword_follow_the_declared_name() {
+    require_program!("typescript-language-server");
+    let workspace = Workspace::new("ts-rename-at-keyword");
+    workspace
+        .file(
+            "tsconfig.json",
+            "{\"compilerOptions\": {\"strict\": true, \"noEmit\": true}, \"include\": [\"src\"]}\n",
+        )
+        .file(
+            "src/a.ts",
+            "export function helper(n: number): number {\n\treturn n;\n}\n",
+        )
+        .file(
+            "test/a.test.ts",
+            "import { helper } from '../src/a';\nhelper(1);\n",
+        );
+    let config = workspace.config(json!({ "typescript": typescript_entry() }));
+    workspace
+        .run_with(&config, &["references", "src/a.ts:1:1", "--timeout", "60"])
+        .status(0)
+        .stdout_is(
+            "test/a.test.ts:1:10  import { helper } from '../src/a';\n\
+             test/a.test.ts:2:1  helper(1);\n",
+        );
+    workspace
+        .run_with(
+            &config,
+            &[
+                "rename",
+                "src/a.ts:1:1",
+                "assist",
+                "--apply",
+                "--timeout",
+                "60",
+            ],
+        )
+        .status(0);
+    assert_eq!(
+        workspace.read("src/a.ts"),
+        "export function assist(n: number): number {\n\treturn n;\n}\n"
+    );
+    assert_eq!(
+        workspace.read("test/a.test.ts"),
+        "import { assist } from '../src/a';\nassist(1);\n"
+    );
+}
+
 /// helper-39 on sindresorhus/execa (`lib/` outside the tsconfig): `lspc incoming-calls
 /// lib/utils/deferred.js:1:createDeferred` said "no incoming calls found" where `references`
 /// found its 5 callers. Incoming calls now open the files that mention the name first, as
