@@ -249,7 +249,22 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
             return finish(&report, options, ending);
         }
         // A check that checks nothing is a misconfigured job, not a clean one.
-        eprintln!("lspc: no files to check: no configured language server serves the given paths");
+        if selection.n_excluded > 0 {
+            // A helper's trial: `--exclude middleware` on `tests/middleware` was reported as
+            // "no configured language server serves the given paths".
+            eprintln!(
+                "lspc: no files to check: --exclude left out {} the servers serve under the \
+                 given paths",
+                match selection.n_excluded {
+                    1 => "the one file".to_owned(),
+                    n => format!("all {n} files"),
+                }
+            );
+        } else {
+            eprintln!(
+                "lspc: no files to check: no configured language server serves the given paths"
+            );
+        }
         return EXIT_USAGE;
     }
     let baseline = match options.baseline.as_deref().map(baseline::Baseline::load) {
@@ -1048,6 +1063,8 @@ pub(crate) struct Selection {
     /// neither skipped nor counted in the notes (a trial listed every unchanged file outside
     /// tsconfig's `include` as skipped).
     pub(crate) n_unchanged_left_out: usize,
+    /// How many walked files a server claims that `--exclude` left out.
+    pub(crate) n_excluded: usize,
     notes: Vec<String>,
     /// Problems lspc found in the project configurations themselves (tsc's TS6053).
     pub(crate) config_diagnostics: Vec<diagnostics::Diagnostic>,
@@ -1152,6 +1169,7 @@ fn select_files(
         leave_out: HashMap::new(),
         skipped: Vec::new(),
         n_unchanged_left_out: 0,
+        n_excluded: 0,
         notes: Vec::new(),
         config_diagnostics: Vec::new(),
     };
@@ -1202,6 +1220,7 @@ fn select_files(
             continue;
         }
         if excluded_by_flag(options, &config.root, &found_as) {
+            selection.n_excluded += 1;
             continue;
         }
         let unreadable_skip = |error: std::io::Error| SkippedFile {

@@ -626,7 +626,8 @@ Examples:
 ";
 
 const MCP_HELP: &str = "\
-lspc mcp: serve MCP on stdio (tools and resources over every configured server)
+lspc mcp: serve MCP on stdio, or over Streamable HTTP with --http (tools and resources over
+every configured server)
 
 Usage: lspc mcp [OPTIONS] [-- SERVER ARGS...]
 
@@ -636,10 +637,20 @@ Options:
   --init-options JSON with -- SERVER: its initializationOptions
   --settings JSON     with -- SERVER: its settings (workspace/configuration)
   --open-documents N  keep at most N documents open (default: 50)
+  --http ADDR:PORT    serve MCP over Streamable HTTP at http://ADDR:PORT/mcp instead of stdio
+                      (port 0 picks a free one; the address is printed on stderr)
+  --token TOKEN       with --http: require Authorization: Bearer TOKEN (also LSPC_MCP_TOKEN;
+                      required for a non-loopback ADDR)
+  --allow-origin ORIGIN  with --http: accept this browser Origin too (repeatable; * for any)
+  --max-connections N with --http: connections open at once (default: 64; more get 503)
+  --header-timeout SECONDS  with --http: time for a request head (default: 10)
+
+Global options (--root, --config, --session, -q, -v, ...): see lspc --help.
 
 Examples:
   lspc mcp
   lspc mcp --language py=python -- pyright-langserver --stdio
+  lspc mcp --http 127.0.0.1:8765
 ";
 
 const SERVERS_HELP: &str = "\

@@ -2268,3 +2268,36 @@ const C_ONLY_HEADER: &str = "#include <stdio.h>\n\
 struct point { int x; };\n\
 static inline struct point *as_point(void *p)\n\
 {\n    struct point *q = p;\n    int class = q->x;\n    printf(\"%d\\n\", class);\n    return q;\n}\n";
+
+/// helper-47 on encode/starlette: `lspc check tests/middleware --exclude middleware` said "no
+/// configured language server serves the given paths" (exit 2) for ten files pyright and ruff
+/// serve, which the user's own `--exclude` had left out. It says so now; a folder with no file
+/// any server serves keeps the old words. Fixture server.
+#[test]
+fn an_exclude_that_leaves_nothing_says_so() {
+    let mut workspace = Workspace::new("exclude-everything");
+    workspace
+        .file("tests/a.py", "x = 1\n")
+        .file("tests/b.py", "y = 2\n")
+        .file("docs/readme.txt", "text\n");
+    let config = workspace.fixture_config(&[("fx", &[".py"], json!({}))]);
+    let check = |args: &[&str]| {
+        workspace
+            .lspc()
+            .args(["--no-builtin", "--config"])
+            .arg(&config)
+            .arg("check")
+            .args(args)
+            .run()
+    };
+    check(&["tests", "--exclude", "tests"])
+        .status(2)
+        .stderr_contains(
+            "lspc: no files to check: --exclude left out all 2 files the servers serve under the \
+         given paths\n",
+        );
+    check(&["tests", "--exclude", "tests/b.py"]).status(0);
+    check(&["docs"]).status(2).stderr_contains(
+        "lspc: no files to check: no configured language server serves the given paths\n",
+    );
+}
