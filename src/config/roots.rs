@@ -77,8 +77,8 @@ pub fn find_project_root(
     let (spanning, strong): (Vec<&String>, Vec<&String>) = strong
         .into_iter()
         .partition(|marker| spans_nested_projects(marker));
-    if let Some(outermost) = folders_holding(folder, workspace_root, &spanning).last() {
-        return Some(outermost.to_path_buf());
+    if let Some(outermost) = outermost_spanning(folder, workspace_root, &spanning) {
+        return Some(outermost);
     }
     let nearest = |markers: &[&String]| {
         folders_holding(folder, workspace_root, markers)
@@ -88,6 +88,32 @@ pub fn find_project_root(
     nearest(&strong)
         .or_else(|| nearest(&weak))
         .or_else(|| Some(workspace_root.to_path_buf()))
+}
+
+/// The outermost folder from `folder` up to `workspace_root` holding one of the `spanning`
+/// markers, not above the nearest one that has its own TypeScript (`node_modules/typescript`):
+/// typescript-language-server runs the TypeScript of its root's `node_modules`, so a package
+/// that installs its own version is served by an instance of its own (helper-50: `tool/` with
+/// TypeScript 5.4.5 was checked by the root's 6.0.3, whose `strict` default added two errors
+/// `tsc -p tool` does not have).
+fn outermost_spanning(
+    folder: &Path,
+    workspace_root: &Path,
+    spanning: &[&String],
+) -> Option<PathBuf> {
+    let mut outermost = None;
+    for dir in folder
+        .ancestors()
+        .take_while(|dir| dir.starts_with(workspace_root))
+    {
+        if spanning.iter().any(|marker| holds_marker(dir, marker)) {
+            outermost = Some(dir.to_path_buf());
+            if dir.join("node_modules/typescript").is_dir() {
+                break;
+            }
+        }
+    }
+    outermost
 }
 
 /// The folders from `folder` up to `workspace_root` (both included) holding one of `markers`,
@@ -216,7 +242,13 @@ mod tests {
     fn a_package_json_below_a_tsconfig_is_no_project_root() {
         let dir = std::env::temp_dir().join(format!("lspc-weak-roots-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        for folder in ["ws/packages/a/src", "ws/packages/b/src", "js/lib/src"] {
+        for folder in [
+            "ws/packages/a/src",
+            "ws/packages/b/src",
+            "js/lib/src",
+            "ws/tool/src",
+            "ws/tool/node_modules/typescript",
+        ] {
             std::fs::create_dir_all(dir.join(folder)).unwrap();
         }
         for file in [
@@ -225,6 +257,7 @@ mod tests {
             "ws/packages/a/package.json",
             "ws/packages/b/package.json",
             "ws/packages/b/tsconfig.json",
+            "ws/tool/tsconfig.json",
             "js/package.json",
             "js/lib/package.json",
         ] {
@@ -244,6 +277,8 @@ mod tests {
             root("ws/packages/b/src", "ws/packages"),
             Some("ws/packages/b".into())
         );
+        // A tsconfig folder with its own TypeScript is served by its own instance.
+        assert_eq!(root("ws/tool/src", "ws"), Some("ws/tool".into()));
         // With no tsconfig anywhere up to the root, the nearest package.json.
         assert_eq!(root("js/lib/src", "js"), Some("js/lib".into()));
         // Without tsconfig.json among the markers, package.json is an ordinary marker.

@@ -498,7 +498,7 @@ impl EditCommands {
                 ),
                 None => {
                     (edit, left) =
-                        self.include_leftovers(server, edit, &touched, &params, &old_name)?;
+                        self.include_leftovers(server, &path, edit, &touched, &params, &old_name)?;
                     refuse_a_misplaced_edit(
                         server,
                         &edit,
@@ -599,13 +599,15 @@ impl EditCommands {
     }
 
     /// Whole-word occurrences of `old_name` in files the rename `edit` does not touch
-    /// ([`leftovers::scan`]): the first [`MAX_LEFTOVER_FILES_OPENED`] such files are opened (a
+    /// ([`leftovers::scan`]) of the rename at `origin`: the first [`MAX_LEFTOVER_FILES_OPENED`]
+    /// such files in [`crate::query::unparsed_files::in_opening_order`] are opened (a
     /// server renames in its open documents even outside its project, as pyright does for
     /// `tests/` with `include = ["src"]`) and the rename is asked again. Answers the edit to
     /// apply and the occurrences still left.
     fn include_leftovers(
         &self,
         server: &ServerInfo,
+        origin: &Path,
         edit: Value,
         touched: &[PathBuf],
         params: &Value,
@@ -620,11 +622,13 @@ impl EditCommands {
         if left.is_empty() {
             return Ok((edit, left));
         }
+        let typescript = crate::project::TypeScriptProjects::new(&self.root);
         let opened = crate::engine::open_on(
             &self.op_sender,
-            left.iter()
+            crate::query::unparsed_files::in_opening_order(left.clone(), &typescript, origin)
+                .into_iter()
                 .take(MAX_LEFTOVER_FILES_OPENED)
-                .map(|file| file.path.clone()),
+                .map(|file| file.path),
             server.server_id,
             self.timeout,
         );

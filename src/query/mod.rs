@@ -46,7 +46,7 @@ mod result_json;
 mod signature;
 pub mod symbols;
 pub(crate) mod typed_answer;
-mod unparsed_files;
+pub(crate) mod unparsed_files;
 
 pub use model::*;
 pub use position::resolve_position;

@@ -122,13 +122,7 @@ impl Queries {
         let (mut here, elsewhere): (Vec<_>, Vec<_>) = mentions
             .into_iter()
             .partition(|file| served_here(&details, &self.root, &file.path));
-        // The files with the most uses first: a helper's trial on pallets/werkzeug had 35 files
-        // naming the function once in a comment, in path order before the test file calling it
-        // 9 times, and the bound of files opened reached only those.
-        here.sort_by(|a, b| b.lines.len().cmp(&a.lines.len()).then(a.path.cmp(&b.path)));
-        if matches!(unparsed, Unparsed::OutsideTheTsconfig) {
-            here = one_per_tsconfig_project_first(here, &typescript, &target.doc.path);
-        }
+        here = in_opening_order(here, &typescript, &target.doc.path);
         let opened = crate::engine::open_on(
             &self.op_sender,
             here.iter()
@@ -217,6 +211,27 @@ impl Opened {
 
 /// Whether the instance `details` describes serves `path` (canonical, under the workspace
 /// `root`): its project root is the instance's ([`crate::config::roots::find_project_root`]).
+/// `files` that mention a name used in `target`, in the order to open them when only some can
+/// be: with a TypeScript or JavaScript `target`, one file of each other tsconfig project first
+/// ([`one_per_tsconfig_project_first`]); then the files with the most uses (a helper's trial on
+/// pallets/werkzeug had 35 files naming the function once in a comment, in path order before
+/// the test file calling it 9 times, and the bound of files opened reached only those), ties
+/// in path order. The rename's leftovers are opened in this order too (helper-50: `examples/`
+/// before `test/` left the test project unrenamed, where `references` found its uses).
+pub(crate) fn in_opening_order(
+    mut files: Vec<word_occurrences::Occurrences>,
+    typescript: &crate::project::TypeScriptProjects,
+    target: &Path,
+) -> Vec<word_occurrences::Occurrences> {
+    files.sort_by(|a, b| b.lines.len().cmp(&a.lines.len()).then(a.path.cmp(&b.path)));
+    if crate::edit::identifier::Language::of(target)
+        == Some(crate::edit::identifier::Language::JavaScript)
+    {
+        files = one_per_tsconfig_project_first(files, typescript, target);
+    }
+    files
+}
+
 /// `files` (each mentioning the name) with, first, one file of each tsconfig project other than
 /// `target`'s, and without the other files those projects include: tsserver loads a configured
 /// project when one of its files opens and then searches every file of it, while a file no

@@ -2145,6 +2145,14 @@ fn typescript_references_and_rename_reach_a_nested_tsconfigs_project() {
              test/a.test.ts:1:10  import { foo } from '../src/a';\n\
              test/a.test.ts:2:13  console.log(foo(2));\n",
         );
+    // More files under no tsconfig than a rename opens, in path order before `test/`
+    // (helper-50): one file of `test/`'s project is opened first, and loads it.
+    for n in 1..=33 {
+        workspace.file(
+            &format!("examples/e{n:02}.ts"),
+            "import { foo } from '../src/a';\nfoo(3);\n",
+        );
+    }
     workspace
         .run_with(
             &config,
