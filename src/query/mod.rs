@@ -505,15 +505,20 @@ impl Queries {
         let items = symbols::parse_hierarchy_items(&answer, &mut target.files);
         let mut calls = Vec::new();
         let mut incomplete = incomplete;
+        let mut add_note = |note: String| {
+            incomplete = Some(match incomplete.take() {
+                Some(first) => format!("{first}; {note}"),
+                None => note,
+            });
+        };
         // Callers are found where references are: in the files the server has parsed.
+        let mut other_projects = Vec::new();
         if direction == Some(CallDirection::Incoming) && !items.is_empty() {
             if let Some(opened) = self.open_files_mentioning(&target, "its incoming calls") {
                 if let Some(note) = opened.note(&target.server.name) {
-                    incomplete = Some(match incomplete {
-                        Some(first) => format!("{first}; {note}"),
-                        None => note,
-                    });
+                    add_note(note);
                 }
+                other_projects = opened.other_projects;
             }
         }
         if let Some(direction) = direction {
@@ -558,6 +563,27 @@ impl Queries {
                     });
                 }
             }
+        }
+        // tsserver answers a call hierarchy from the file's own project alone, unlike references
+        // (helper-50 on panva/jose: `checkKeyType`'s 56 calls in `test/`, which has its own
+        // tsconfig, were missing, where `references` found them).
+        let typescript = crate::project::TypeScriptProjects::new(&self.root);
+        let unsearched: Vec<String> = other_projects
+            .iter()
+            .filter(|project| {
+                !calls.iter().any(|call| {
+                    typescript.configuration(&call.item.location.path).as_ref() == Some(*project)
+                })
+            })
+            .map(|project| self.display(project))
+            .collect();
+        if !unsearched.is_empty() {
+            add_note(format!(
+                "{} answers incoming calls from the file's own tsconfig project only: callers in \
+                 the project of {} were not searched (`references` finds uses there)",
+                target.server.name,
+                unsearched.join(", ")
+            ));
         }
         Ok(CallHierarchyResult {
             items,

@@ -141,8 +141,24 @@ impl Queries {
             unparsed.why(),
             opened.len()
         );
+        let own = typescript.configuration(&target.doc.path);
+        let mut other_projects: Vec<PathBuf> = Vec::new();
+        if matches!(unparsed, Unparsed::OutsideTheTsconfig) {
+            for path in &opened {
+                let project = typescript
+                    .configuration(path)
+                    .filter(|project| Some(project) != own.as_ref())
+                    .filter(|_| !typescript.leaves_out(path));
+                if let Some(project) = project {
+                    if !other_projects.contains(&project) {
+                        other_projects.push(project);
+                    }
+                }
+            }
+        }
         Some(Opened {
             name,
+            other_projects,
             opened: opened.len(),
             mentions: here.len(),
             elsewhere: elsewhere.len(),
@@ -167,6 +183,9 @@ impl Queries {
 pub(super) struct Opened {
     /// The name looked for.
     name: String,
+    /// The other tsconfig projects a file opened belongs to (their configuration files,
+    /// canonical), in the order met.
+    pub(super) other_projects: Vec<PathBuf>,
     /// How many files were opened, of how many that mention the name and this instance serves.
     opened: usize,
     mentions: usize,

@@ -2145,6 +2145,19 @@ fn typescript_references_and_rename_reach_a_nested_tsconfigs_project() {
              test/a.test.ts:1:10  import { foo } from '../src/a';\n\
              test/a.test.ts:2:13  console.log(foo(2));\n",
         );
+    // tsserver's call hierarchy searches the file's own project only (helper-50): said so.
+    workspace
+        .run_with(
+            &config,
+            &["incoming-calls", "src/a.ts:1:foo", "--timeout", "60"],
+        )
+        .status(0)
+        .stdout_contains("src/b.ts")
+        .stderr_contains(
+            "\nlspc: typescript answers incoming calls from the file's own tsconfig project only: \
+             callers in the project of test/tsconfig.json were not searched (`references` finds \
+             uses there)\n",
+        );
     // More files under no tsconfig than a rename opens, in path order before `test/`
     // (helper-50): one file of `test/`'s project is opened first, and loads it.
     for n in 1..=33 {
