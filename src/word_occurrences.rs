@@ -56,26 +56,37 @@ pub fn identifier_at(line: &str, column: u32) -> Option<String> {
 }
 
 /// The identifier at 1-based character `column` of `line` ([`identifier_at`]), or, when that one
-/// is a keyword (`is_keyword`), the first identifier after it that is not: the name a
-/// declaration's keyword declares (`export function parse` at `export` → `parse`), which is
-/// what a server answers about there.
+/// is a keyword (`is_keyword`) followed by blanks and another identifier, the first such
+/// identifier that is not a keyword: the name a declaration's keyword declares (`export
+/// function parse` at `export` → `parse`), which is what a server answers about there. A
+/// keyword-like name used as a name (`type.length`) stays itself.
 pub fn declared_name_at(
     line: &str,
     column: u32,
     is_keyword: impl Fn(&str) -> bool,
 ) -> Option<String> {
+    let characters: Vec<char> = line.chars().collect();
     let mut word = identifier_at(line, column)?;
     let mut from = usize::try_from(column).ok()?;
     while is_keyword(&word) {
-        let characters: Vec<char> = line.chars().collect();
-        let end = from - 1
-            + characters[from - 1..]
-                .iter()
-                .position(|character| !is_identifier_char(*character))?;
-        let next = end
-            + characters[end..]
-                .iter()
-                .position(|c| is_identifier_char(*c))?;
+        // The blanks after this word, then the next identifier's first character.
+        let Some(end) = characters[from - 1..]
+            .iter()
+            .position(|character| !is_identifier_char(*character))
+            .map(|position| from - 1 + position)
+        else {
+            break;
+        };
+        let Some(next) = characters[end..]
+            .iter()
+            .position(|character| !character.is_whitespace())
+            .map(|position| end + position)
+        else {
+            break;
+        };
+        if next == end || !is_identifier_char(characters[next]) {
+            break;
+        }
         from = next + 1;
         word = identifier_at(line, u32::try_from(from).ok()?)?;
     }
@@ -236,9 +247,10 @@ mod tests {
         );
         assert_eq!(at("def f(x):", 1).as_deref(), Some("f"));
         assert_eq!(at("let x = 1;", 1).as_deref(), Some("let"));
-        // A keyword with nothing after it, or only punctuation.
-        assert_eq!(at("export", 1), None);
-        assert_eq!(at("const = ;", 1), None);
+        // A keyword with nothing after it, or punctuation: itself.
+        assert_eq!(at("export", 1).as_deref(), Some("export"));
+        assert_eq!(at("const = ;", 1).as_deref(), Some("const"));
+        assert_eq!(at("type.length", 1).as_deref(), Some("type"));
     }
 
     #[test]

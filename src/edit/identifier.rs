@@ -109,13 +109,37 @@ const JAVASCRIPT_RESERVED: &[&str] = &[
     "yield",
 ];
 
-/// Whether `name` is a keyword of `language` (Python's hard keywords, JavaScript's reserved
-/// words): at a column on `def`, `class`, `const` or `function` a server renames or finds the
-/// name the keyword declares, not the keyword.
+/// TypeScript's contextual keywords that begin or modify a declaration (`type Alias =`,
+/// `namespace N`, `async function f`, `abstract class C`, `get x()`): names elsewhere, so only
+/// [`is_keyword`] knows them, not [`is_reserved_word`].
+const TYPESCRIPT_DECLARATION_WORDS: &[&str] = &[
+    "abstract",
+    "accessor",
+    "async",
+    "declare",
+    "get",
+    "module",
+    "namespace",
+    "override",
+    "private",
+    "protected",
+    "public",
+    "readonly",
+    "set",
+    "static",
+    "type",
+];
+
+/// Whether `name` is a keyword of `language` (Python's hard keywords; JavaScript's reserved
+/// words and TypeScript's declaration words): at a column on `def`, `class`, `const`, `type`
+/// or `async` a server renames or finds the name the keyword declares, not the keyword
+/// (helper-51: `export type Alias` at `type` was refused).
 pub fn is_keyword(language: Language, name: &str) -> bool {
     match language {
         Language::Python => PYTHON_KEYWORDS.contains(&name),
-        Language::JavaScript => JAVASCRIPT_RESERVED.contains(&name),
+        Language::JavaScript => {
+            JAVASCRIPT_RESERVED.contains(&name) || TYPESCRIPT_DECLARATION_WORDS.contains(&name)
+        }
     }
 }
 

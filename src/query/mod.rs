@@ -512,13 +512,15 @@ impl Queries {
             });
         };
         // Callers are found where references are: in the files the server has parsed.
-        let mut other_projects = Vec::new();
+        let mut outside_own = Vec::new();
+        let mut name = String::new();
         if direction == Some(CallDirection::Incoming) && !items.is_empty() {
             if let Some(opened) = self.open_files_mentioning(&target, "its incoming calls") {
                 if let Some(note) = opened.note(&target.server.name) {
                     add_note(note);
                 }
-                other_projects = opened.other_projects;
+                outside_own = opened.outside_own;
+                name = opened.name;
             }
         }
         if let Some(direction) = direction {
@@ -566,23 +568,35 @@ impl Queries {
         }
         // tsserver answers a call hierarchy from the file's own project alone, unlike references
         // (helper-50 on panva/jose: `checkKeyType`'s 56 calls in `test/`, which has its own
-        // tsconfig, were missing, where `references` found them).
-        let typescript = crate::project::TypeScriptProjects::new(&self.root);
-        let unsearched: Vec<String> = other_projects
+        // tsconfig, were missing, where `references` found them), so the files outside it that
+        // mention the name and hold no listed call are named (a mention may be a comment).
+        let unsearched: Vec<String> = outside_own
             .iter()
-            .filter(|project| {
-                !calls.iter().any(|call| {
-                    typescript.configuration(&call.item.location.path).as_ref() == Some(*project)
-                })
-            })
-            .map(|project| self.display(project))
+            .filter(|path| !calls.iter().any(|call| &call.item.location.path == *path))
+            .map(|path| self.display(path))
             .collect();
         if !unsearched.is_empty() {
+            const SHOWN: usize = 5;
+            let mut files = unsearched
+                .iter()
+                .take(SHOWN)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ");
+            if unsearched.len() > SHOWN {
+                files += &format!(" and {} more", unsearched.len() - SHOWN);
+            }
             add_note(format!(
-                "{} answers incoming calls from the file's own tsconfig project only: callers in \
-                 the project of {} were not searched (`references` finds uses there)",
+                "{} answers incoming calls from the file's own tsconfig project only: {} that \
+                 {} {name} outside it {} not searched: {files} (`references` lists uses there)",
                 target.server.name,
-                unsearched.join(", ")
+                crate::output::plural(unsearched.len(), "file", "files"),
+                if unsearched.len() == 1 {
+                    "mentions"
+                } else {
+                    "mention"
+                },
+                if unsearched.len() == 1 { "was" } else { "were" },
             ));
         }
         Ok(CallHierarchyResult {

@@ -122,6 +122,12 @@ impl Queries {
         let (mut here, elsewhere): (Vec<_>, Vec<_>) = mentions
             .into_iter()
             .partition(|file| served_here(&details, &self.root, &file.path));
+        // Every one of them is outside the file's own project (a call hierarchy does not reach
+        // them, opened or not).
+        let outside_own: Vec<PathBuf> = match unparsed {
+            Unparsed::OutsideTheTsconfig => here.iter().map(|file| file.path.clone()).collect(),
+            _ => Vec::new(),
+        };
         here = in_opening_order(here, &typescript, &target.doc.path);
         let opened = crate::engine::open_on(
             &self.op_sender,
@@ -141,24 +147,9 @@ impl Queries {
             unparsed.why(),
             opened.len()
         );
-        let own = typescript.configuration(&target.doc.path);
-        let mut other_projects: Vec<PathBuf> = Vec::new();
-        if matches!(unparsed, Unparsed::OutsideTheTsconfig) {
-            for path in &opened {
-                let project = typescript
-                    .configuration(path)
-                    .filter(|project| Some(project) != own.as_ref())
-                    .filter(|_| !typescript.leaves_out(path));
-                if let Some(project) = project {
-                    if !other_projects.contains(&project) {
-                        other_projects.push(project);
-                    }
-                }
-            }
-        }
         Some(Opened {
             name,
-            other_projects,
+            outside_own,
             opened: opened.len(),
             mentions: here.len(),
             elsewhere: elsewhere.len(),
@@ -182,10 +173,10 @@ impl Queries {
 /// What [`Queries::open_files_mentioning`] opened.
 pub(super) struct Opened {
     /// The name looked for.
-    name: String,
-    /// The other tsconfig projects a file opened belongs to (their configuration files,
-    /// canonical), in the order met.
-    pub(super) other_projects: Vec<PathBuf>,
+    pub(super) name: String,
+    /// For typescript-language-server, the files this instance serves that mention the name
+    /// outside the file's own tsconfig project (canonical, opened or not), most uses first.
+    pub(super) outside_own: Vec<PathBuf>,
     /// How many files were opened, of how many that mention the name and this instance serves.
     opened: usize,
     mentions: usize,

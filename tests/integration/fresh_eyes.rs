@@ -2149,9 +2149,9 @@ fn typescript_references_and_rename_reach_a_nested_tsconfigs_project() {
         .status(0)
         .stdout_contains("src/b.ts")
         .stderr_contains(
-            "\nlspc: typescript answers incoming calls from the file's own tsconfig project only: \
-             callers in the project of test/tsconfig.json were not searched (`references` finds \
-             uses there)\n",
+            "\nlspc: typescript answers incoming calls from the file's own tsconfig project only: 1 \
+             file that mentions foo outside it was not searched: test/a.test.ts (`references` \
+             lists uses there)\n",
         );
     // More files under no tsconfig than a rename opens, in path order before `test/`
     // (helper-50): one file of `test/`'s project is opened first, and loads it.
@@ -2260,6 +2260,34 @@ fn typescript_rename_and_references_at_a_declarations_keyword_follow_the_declare
     assert_eq!(
         workspace.read("test/a.test.ts"),
         "import { assist } from '../src/a';\nassist(1);\n"
+    );
+    // TypeScript's contextual declaration words too (helper-51: `type`, `namespace`, `async`).
+    workspace
+        .file("src/t.ts", "export type Alias = { id: number };\n")
+        .file(
+            "src/u.ts",
+            "import type { Alias } from './t';\nexport const a: Alias = { id: 1 };\n",
+        );
+    workspace
+        .run_with(
+            &config,
+            &[
+                "rename",
+                "src/t.ts:1:8",
+                "Shape",
+                "--apply",
+                "--timeout",
+                "60",
+            ],
+        )
+        .status(0);
+    assert_eq!(
+        workspace.read("src/t.ts"),
+        "export type Shape = { id: number };\n"
+    );
+    assert_eq!(
+        workspace.read("src/u.ts"),
+        "import type { Shape } from './t';\nexport const a: Shape = { id: 1 };\n"
     );
 }
 
