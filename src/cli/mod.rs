@@ -23,7 +23,28 @@ pub use crate::options::{
     config_options, engine_options, load_config, tune_engine, GlobalOptions, UsageError,
 };
 
-const USAGE: &str = "\
+/// The options of `lspc mcp`, in `lspc --help` and `lspc mcp --help` alike.
+macro_rules! mcp_options {
+    () => {
+        "  --timeout SECONDS   how long one tool call may wait for its server (default: 60)
+  --language EXT=ID   with -- SERVER: an extension SERVER serves and its language id
+                      (repeatable, e.g. --language py=python; default: the built-in table)
+  --init-options JSON with -- SERVER: its initializationOptions
+  --settings JSON     with -- SERVER: its settings (workspace/configuration)
+  --open-documents N  keep at most N documents open (default: 50)
+  --http ADDR:PORT    serve MCP over Streamable HTTP at http://ADDR:PORT/mcp instead of stdio
+                      (port 0 picks a free one; the address is printed on stderr)
+  --token TOKEN       with --http: require Authorization: Bearer TOKEN (also LSPC_MCP_TOKEN;
+                      required for a non-loopback ADDR)
+  --allow-origin ORIGIN  with --http: accept this browser Origin too (repeatable; * for any)
+  --max-connections N with --http: connections open at once (default: 64; more get 503)
+  --header-timeout SECONDS  with --http: time for a request head (default: 10)
+"
+    };
+}
+
+const USAGE: &str = concat!(
+    "\
 lspc: a headless LSP client for agents and scripts
 
 Usage: lspc [OPTIONS] <COMMAND> [ARGS]
@@ -140,20 +161,9 @@ command; 1-based, columns in characters):
   --file FILE         workspace-symbols: ask the server that serves FILE
 
 mcp options:
-  --timeout SECONDS   how long one tool call may wait for its server (default: 60)
-  --language EXT=ID   with -- SERVER: an extension SERVER serves and its language id
-                      (repeatable, e.g. --language py=python; default: the built-in table)
-  --init-options JSON with -- SERVER: its initializationOptions
-  --settings JSON     with -- SERVER: its settings (workspace/configuration)
-  --open-documents N  keep at most N documents open (default: 50)
-  --http ADDR:PORT    serve MCP over Streamable HTTP at http://ADDR:PORT/mcp instead of stdio
-                      (port 0 picks a free one; the address is printed on stderr)
-  --token TOKEN       with --http: require Authorization: Bearer TOKEN (also LSPC_MCP_TOKEN;
-                      required for a non-loopback ADDR)
-  --allow-origin ORIGIN  with --http: accept this browser Origin too (repeatable; * for any)
-  --max-connections N with --http: connections open at once (default: 64; more get 503)
-  --header-timeout SECONDS  with --http: time for a request head (default: 10)
-
+",
+    mcp_options!(),
+    "
 ide options:
   --diff MODE         openDiff: accept (write the new contents, inside the root only) or
                       reject (default: write nothing)
@@ -163,7 +173,8 @@ ide options:
 
 Exit status: check: 0 nothing that fails (--fail-on), 1 found; queries: 0 found, 1 nothing
 found; all: 2 usage or config error, 3 a server failed, timed out or lacks the feature.
-";
+"
+);
 
 /// A parsed command line.
 #[derive(Debug, Clone, PartialEq)]
@@ -625,33 +636,25 @@ Examples:
   lspc batch < operations.jsonl
 ";
 
-const MCP_HELP: &str = "\
+const MCP_HELP: &str = concat!(
+    "\
 lspc mcp: serve MCP on stdio, or over Streamable HTTP with --http (tools and resources over
 every configured server)
 
 Usage: lspc mcp [OPTIONS] [-- SERVER ARGS...]
 
 Options:
-  --timeout SECONDS   how long one tool call may wait for its server (default: 60)
-  --language EXT=ID   with -- SERVER: an extension SERVER serves and its language id (repeatable)
-  --init-options JSON with -- SERVER: its initializationOptions
-  --settings JSON     with -- SERVER: its settings (workspace/configuration)
-  --open-documents N  keep at most N documents open (default: 50)
-  --http ADDR:PORT    serve MCP over Streamable HTTP at http://ADDR:PORT/mcp instead of stdio
-                      (port 0 picks a free one; the address is printed on stderr)
-  --token TOKEN       with --http: require Authorization: Bearer TOKEN (also LSPC_MCP_TOKEN;
-                      required for a non-loopback ADDR)
-  --allow-origin ORIGIN  with --http: accept this browser Origin too (repeatable; * for any)
-  --max-connections N with --http: connections open at once (default: 64; more get 503)
-  --header-timeout SECONDS  with --http: time for a request head (default: 10)
-
+",
+    mcp_options!(),
+    "
 Global options (--root, --config, --session, -q, -v, ...): see lspc --help.
 
 Examples:
   lspc mcp
   lspc mcp --language py=python -- pyright-langserver --stdio
   lspc mcp --http 127.0.0.1:8765
-";
+"
+);
 
 const SERVERS_HELP: &str = "\
 lspc servers: list the configured servers and which files they serve

@@ -137,10 +137,7 @@ fn folders_holding<'a>(
 /// error unseen, a `paths` alias reported unresolved); a package with no tsconfig above it
 /// still gets its own instance.
 fn is_weak(marker: &str, markers: &[String]) -> bool {
-    marker == "package.json"
-        && markers
-            .iter()
-            .any(|other| other == "tsconfig.json" || other == "jsconfig.json")
+    marker == "package.json" && markers.iter().any(|other| spans_nested_projects(other))
 }
 
 /// Whether one instance at the outermost folder holding `marker` serves the projects it marks
