@@ -424,7 +424,7 @@ fn serve_clients(
     let root = options.engine.config.root.clone();
     let root = root.canonicalize().unwrap_or(root);
     let engine = crate::session::start_engine(options.engine.clone());
-    let (event_sender, event_receiver) = unbounded::<FrontendEvent>();
+    let (event_sender, mut event_receiver) = unbounded::<FrontendEvent>();
     let _ = engine.op_sender().send(Op::SubscribeEvents {
         sender: event_sender,
     });
@@ -537,10 +537,10 @@ fn serve_clients(
                 }
                 Err(_) => break,
             },
-            recv(event_receiver) -> event => {
-                if let Ok(event) = event {
-                    hub.handle_event(event);
-                }
+            recv(event_receiver) -> event => match event {
+                Ok(event) => hub.handle_event(event),
+                // The engine is gone: a closed channel would wake this loop at once, forever.
+                Err(_) => event_receiver = crossbeam_channel::never(),
             },
             default(tick) => hub.send_progress(),
         }

@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{select, unbounded, Receiver, Sender};
 use serde_json::{json, Value};
 
+use super::fallback::{InProcess, Subscriptions};
 use super::paths::{self, SessionPaths, StartLock};
 use super::wire::{self, Hello, Line, ReplySlot, Split, WireOp, WireRequest};
 use crate::engine::{EngineError, EngineHandle, EngineOptions, Op};
@@ -235,17 +236,21 @@ fn connect_attempt(
 ///
 /// When the session ends while this command runs (`lspc session stop`, its idle bound, a crash),
 /// the call in flight fails and the next op connects again the same way (with `start`, to a new
-/// session): a long-lived frontend (`lspc mcp --session always`) goes on. What the old session
-/// held for this client (open documents, subscriptions) is gone with it.
+/// session); when no session can be reached (`auto` starts none) or started, the ops are served
+/// by a loop in this process from then on ([`super::fallback::InProcess`], started from
+/// `options`), as a command that found no session runs. Either way a long-lived frontend
+/// (`lspc mcp`, `lspc batch`) goes on, its event subscriptions and passive consumers made again
+/// there; the documents the old session had open are opened again when used.
 pub fn attach(options: &EngineOptions, start: bool) -> Result<EngineHandle, AttachError> {
     let connected = find_or_start(options, start)?;
     let signals = ProxySignals {
         handle: options.handle_signals,
         interrupted_sender: options.interrupted_sender.clone(),
     };
+    let in_process = options.clone();
     let options = options.clone();
     let reconnect: Reconnect = Box::new(move || find_or_start(&options, start));
-    Ok(proxy(connected, signals, Some(reconnect)))
+    Ok(proxy(connected, signals, reconnect, in_process))
 }
 
 /// How a proxy connects again after its session ended.
@@ -789,6 +794,15 @@ fn spawn_session(paths: &SessionPaths, exact: bool) -> Result<ReadyPipe, String>
     Ok(ReadyPipe(ready_read))
 }
 
+/// `the lspc session for ROOT (pid N) ended`: how a proxy names the session it served through.
+fn ended_message(hello: &Hello) -> String {
+    format!(
+        "the lspc session for {} (pid {}) ended",
+        hello.root.display(),
+        hello.pid
+    )
+}
+
 /// The message a frontend gets when the session dies under it.
 fn lost_message(hello: &Hello) -> String {
     format!(
@@ -799,17 +813,19 @@ fn lost_message(hello: &Hello) -> String {
     )
 }
 
-/// Wraps a connection in an [`EngineHandle`] whose ops are served by the session; with
-/// `reconnect`, an op that comes after the session ended first connects again through it.
+/// Wraps a connection in an [`EngineHandle`] whose ops are served by the session. An op that
+/// comes after the session ended first connects again through `reconnect`; when that fails, the
+/// ops go to a loop in this process started from `in_process` ([`super::fallback::InProcess`]).
 pub fn proxy(
     connected: Connected,
     signals: ProxySignals,
-    reconnect: Option<Reconnect>,
+    reconnect: Reconnect,
+    in_process: EngineOptions,
 ) -> EngineHandle {
     let (op_sender, op_receiver) = crate::doorbell::unbounded::<Op>();
     let thread = thread::Builder::new()
         .name("lspc-session-proxy".to_owned())
-        .spawn(move || run_proxy(connected, op_receiver, signals, reconnect))
+        .spawn(move || run_proxy(connected, op_receiver, signals, reconnect, in_process))
         .expect("spawning the session proxy thread");
     EngineHandle::from_parts(op_sender, thread)
 }
@@ -830,7 +846,8 @@ fn run_proxy(
     connected: Connected,
     op_receiver: Receiver<Op>,
     signals: ProxySignals,
-    mut reconnect: Option<Reconnect>,
+    mut reconnect: Reconnect,
+    in_process_options: EngineOptions,
 ) {
     crate::engine::mark_serving_ops();
     let signal_receiver = match signals.handle.then(crate::signals::install) {
@@ -851,16 +868,25 @@ fn run_proxy(
     let mut next_id: u64 = 1;
     let mut lost = false;
     let mut message = lost_message(&hello);
+    let mut session = hello;
+    let mut subscriptions = Subscriptions::default();
+    // Set once no session could be reached after this one ended: every later op goes there.
+    let mut in_process: Option<InProcess> = None;
+    // The proxy's side of the connection, borrowed for one op or one reply line.
+    macro_rules! wire_state {
+        () => {
+            WireState {
+                stream: &mut stream,
+                pending: &mut pending,
+                next_id: &mut next_id,
+                lost: &mut lost,
+                message: &message,
+            }
+        };
+    }
     // This process's logger was set up from the same filter (see `query`).
     let verbose_logs = log::max_level() > log::LevelFilter::Warn;
-    WireState {
-        stream: &mut stream,
-        pending: &mut pending,
-        next_id: &mut next_id,
-        lost: &mut lost,
-        message: &message,
-    }
-    .send_log_filter();
+    wire_state!().send_log_filter();
     loop {
         select! {
             recv(op_receiver) -> op => {
@@ -868,33 +894,59 @@ fn run_proxy(
                     Ok(op) => op,
                     Err(_) => break,
                 };
+                subscriptions.note(&op);
+                if let Some(engine) = in_process.as_ref() {
+                    if let Op::Shutdown { reply } = op {
+                        // Dropping the loop shuts its servers down first.
+                        drop(in_process.take());
+                        let _ = reply.send(());
+                        break;
+                    }
+                    engine.serve(op);
+                    continue;
+                }
                 if lost && !matches!(op, Op::Shutdown { .. }) {
-                    if let Some(reconnect) = reconnect.as_mut() {
-                        match reconnect() {
-                            Ok(connected) => {
-                                log::info!(
-                                    "the lspc session ended; connected to the session for {} (pid {})",
-                                    connected.hello.root.display(),
-                                    connected.hello.pid
-                                );
-                                let _ = stream.shutdown(std::net::Shutdown::Both);
-                                if let Some(old) = reader_thread.take() {
-                                    let _ = old.join();
-                                }
-                                stream = connected.stream;
-                                message = lost_message(&connected.hello);
-                                (reader_thread, line_receiver) = spawn_reader(connected.reader);
-                                lost = false;
-                                WireState {
-                                    stream: &mut stream,
-                                    pending: &mut pending,
-                                    next_id: &mut next_id,
-                                    lost: &mut lost,
-                                    message: &message,
-                                }
-                                .send_log_filter();
+                    match reconnect() {
+                        Ok(connected) => {
+                            log::info!(
+                                "the lspc session ended; connected to the session for {} (pid {})",
+                                connected.hello.root.display(),
+                                connected.hello.pid
+                            );
+                            let _ = stream.shutdown(std::net::Shutdown::Both);
+                            if let Some(old) = reader_thread.take() {
+                                let _ = old.join();
                             }
-                            Err(error) => log::debug!("connecting to a session again: {error:?}"),
+                            stream = connected.stream;
+                            message = lost_message(&connected.hello);
+                            session = connected.hello;
+                            (reader_thread, line_receiver) = spawn_reader(connected.reader);
+                            lost = false;
+                            let mut wire_state = wire_state!();
+                            wire_state.send_log_filter();
+                            for renewed in subscriptions.renewed() {
+                                if let Split::Wire(op, slot) = wire::split(renewed) {
+                                    wire_state.send(op, slot);
+                                }
+                            }
+                        }
+                        Err(error) => {
+                            let why = match error {
+                                AttachError::NotRunning => "no session runs".to_owned(),
+                                AttachError::Failed(error) | AttachError::ConfigNotApplied(error) => error,
+                            };
+                            log::warn!(
+                                "{ended}; {why}: this run's requests are served in this process from now on",
+                                ended = ended_message(&session)
+                            );
+                            let engine = InProcess::start(&in_process_options, &subscriptions);
+                            if matches!(op, Op::SubscribeEvents { .. } | Op::OpenPassive { .. }) {
+                                // Made on the new loop already (just noted).
+                            } else {
+                                engine.serve(op);
+                            }
+                            in_process = Some(engine);
+                            continue;
                         }
                     }
                 }
@@ -905,13 +957,7 @@ fn run_proxy(
                             // late publish dropped): one more loop round trip delivers those
                             // lines before this command exits, as in process.
                             let (barrier, done) = crossbeam_channel::bounded(1);
-                            let mut wire_state = WireState {
-                                stream: &mut stream,
-                                pending: &mut pending,
-                                next_id: &mut next_id,
-                                lost: &mut lost,
-                                message: &message,
-                            };
+                            let mut wire_state = wire_state!();
                             wire_state.send(WireOp::OpenDocuments, ReplySlot::OpenDocuments(barrier));
                             let deadline = crossbeam_channel::after(LOG_FLUSH_TIMEOUT);
                             loop {
@@ -947,13 +993,7 @@ fn run_proxy(
                             path,
                             timeout_ms: wire::millis(timeout),
                         };
-                        let mut wire_state = WireState {
-                            stream: &mut stream,
-                            pending: &mut pending,
-                            next_id: &mut next_id,
-                            lost: &mut lost,
-                            message: &message,
-                        };
+                        let mut wire_state = wire_state!();
                         wire_state.send(sync, ReplySlot::Sync(reply));
                         let result = loop {
                             select! {
@@ -980,19 +1020,15 @@ fn run_proxy(
                         }
                     }
                     Split::Local(_) => {}
-                    Split::Wire(op, slot) => WireState {
-                        stream: &mut stream,
-                        pending: &mut pending,
-                        next_id: &mut next_id,
-                        lost: &mut lost,
-                        message: &message,
-                    }
+                    Split::Wire(op, slot) => wire_state!()
                     .send(op, slot),
                 }
             },
             recv(signal_receiver) -> signal => {
                 let signal = signal.unwrap_or(libc::SIGTERM);
                 log::info!("received signal {signal}: leaving the session");
+                // A loop serving in this process shuts its servers down first, as in process.
+                in_process = None;
                 if let Some(sender) = &signals.interrupted_sender {
                     let _ = sender.send(signal);
                 }
@@ -1005,13 +1041,7 @@ fn run_proxy(
                 }
             },
             recv(line_receiver) -> line => {
-                WireState {
-                    stream: &mut stream,
-                    pending: &mut pending,
-                    next_id: &mut next_id,
-                    lost: &mut lost,
-                    message: &message,
-                }
+                wire_state!()
                 .receive(line);
                 if lost {
                     // The reader is gone: a closed channel would wake this loop forever.

@@ -32,6 +32,7 @@
 
 pub mod client;
 pub mod commands;
+pub mod fallback;
 pub mod hash;
 pub mod logs;
 pub mod paths;

@@ -95,6 +95,17 @@ impl SessionWorkspace {
             .collect()
     }
 
+    /// `lspc session stop` of the one session running, once it has exited; returns `[its pid]`.
+    fn stop_the_session(&self) -> Vec<u32> {
+        let pids = self.session_pids();
+        assert_eq!(pids.len(), 1);
+        self.lspc(&["session", "stop"]).run().status(0);
+        wait_until("the stopped session exits", Duration::from_secs(20), || {
+            !pid_alive(pids[0])
+        });
+        pids
+    }
+
     fn fixture_pids(&self) -> Vec<u32> {
         processes_matching(&self.workspace.scenario_path("fx").display().to_string())
     }
@@ -760,9 +771,14 @@ struct McpClient {
 
 impl McpClient {
     fn start(ws: &SessionWorkspace) -> McpClient {
+        McpClient::start_with(ws, "always")
+    }
+
+    /// `lspc --session SESSION mcp`, initialized.
+    fn start_with(ws: &SessionWorkspace, session: &str) -> McpClient {
         use std::io::BufRead;
         let mut child = ws
-            .raw(&["--session", "always", "mcp"])
+            .raw(&["--session", session, "mcp"])
             .stdin(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -810,6 +826,20 @@ impl McpClient {
             if message["id"] == json!(id) {
                 return message;
             }
+        }
+    }
+
+    /// Calls `hover` on a.py:5:5 right after the session ended: it may meet the end of the old
+    /// connection ("… ended unexpectedly") or be answered.
+    fn hover_after_session_end(&mut self, id: i64) {
+        let reply = self.request(
+            id,
+            "tools/call",
+            json!({"name": "hover", "arguments": {"file": "a.py", "line": 5, "column": 5}}),
+        );
+        if reply["result"]["isError"] == true {
+            let text = reply["result"]["content"][0]["text"].as_str().unwrap_or("");
+            assert!(text.contains("ended unexpectedly"), "{reply}");
         }
     }
 
@@ -886,29 +916,85 @@ fn an_mcp_client_goes_on_in_a_new_session_after_session_stop() {
     let mut client = McpClient::start(&ws);
     let (text, _) = client.hover(1);
     assert!(text.contains("alpha at 4:4"), "{text}");
-    let first = ws.session_pids();
-    assert_eq!(first.len(), 1);
-    ws.lspc(&["session", "stop"]).run().status(0);
-    wait_until("the stopped session exits", Duration::from_secs(20), || {
-        !pid_alive(first[0])
-    });
+    let first = ws.stop_the_session();
     // The first call after the stop may meet the end of the old connection; the next one runs
     // in the new session.
-    let reply = client.request(
-        2,
-        "tools/call",
-        json!({"name": "hover", "arguments": {"file": "a.py", "line": 5, "column": 5}}),
-    );
-    if reply["result"]["isError"] == true {
-        let text = reply["result"]["content"][0]["text"].as_str().unwrap_or("");
-        assert!(text.contains("ended unexpectedly"), "{reply}");
-    }
+    client.hover_after_session_end(2);
     let (text, _) = client.hover(3);
     assert!(text.contains("alpha at 4:4"), "{text}");
     let second = ws.session_pids();
     assert_eq!(second.len(), 1, "{second:?}");
     assert_ne!(second, first);
     assert_eq!(ws.fixture_pids().len(), 1);
+}
+
+/// A new user's agent on `lspc mcp` in the default `--session auto`, attached to the session the
+/// user had started: after `lspc session stop`, every later tool call answered "the lspc session
+/// … ended unexpectedly", for good (auto starts no session), and the MCP process spun a core on
+/// its closed event subscription. Now the next call runs in this process (its own server, no
+/// session started), the passive diagnostics still come with the answers, and the process idles.
+#[test]
+fn an_auto_mcp_client_goes_on_in_process_after_session_stop() {
+    let ws = SessionWorkspace::new("mcp-auto-after-stop", json!({}));
+    ws.lspc(&["session", "start"]).run().status(0);
+    let mut client = McpClient::start_with(&ws, "auto");
+    let (text, _) = client.hover(1);
+    assert!(text.contains("alpha at 4:4"), "{text}");
+    let first = ws.stop_the_session();
+    // CPU time (clock ticks, 100 a second here) over two idle seconds: a spinning hub takes
+    // about 200.
+    let ticks = |pid: u32| -> u64 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let fields: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .collect();
+        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+    };
+    let before = ticks(client.child.id());
+    std::thread::sleep(Duration::from_secs(2));
+    let spent = ticks(client.child.id()) - before;
+    assert!(spent < 50, "lspc mcp used {spent} ticks in 2 idle seconds");
+    // The first call after the stop may meet the end of the old connection.
+    client.hover_after_session_end(2);
+    let (text, _) = client.hover(3);
+    assert!(text.contains("alpha at 4:4"), "{text}");
+    assert_eq!(
+        ws.session_pids(),
+        Vec::<u32>::new(),
+        "auto starts no session"
+    );
+    let servers = ws.fixture_pids();
+    assert_eq!(servers.len(), 1, "{servers:?}");
+    // Same length, new marker: the server publishes, and the passive delivery (its consumer
+    // opened again in process) brings it with a later answer.
+    ws.workspace.file(
+        "a.py",
+        "def alpha():\n    pass\n\ndef beta(): # ERROR: two\n    alpha()\n",
+    );
+    let mut delivered = Vec::new();
+    for round in 0..3 {
+        let (_, passive) = client.hover(10 + round);
+        delivered.extend(passive);
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    assert_eq!(delivered, ["two".to_owned()]);
+    // SIGTERM: the in-process server goes with the client.
+    Command::new("kill")
+        .arg(client.child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(client
+        .child
+        .wait_timeout(Duration::from_secs(20))
+        .unwrap()
+        .is_some());
+    assert_no_process_within(
+        &ws.workspace.scenario_path("fx").display().to_string(),
+        Duration::from_secs(10),
+    );
 }
 
 /// A session with `--idle 1s` exits by itself once its last client is gone, and a session whose
