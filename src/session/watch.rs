@@ -193,8 +193,15 @@ fn run_with_events(
         }
         let changes = snapshot.scan(&root);
         if let Some(events) = events {
-            let folders = std::iter::once(root.as_path())
-                .chain(snapshot.stamps.keys().filter_map(|file| file.parent()));
+            let folders: std::collections::HashSet<&Path> = std::iter::once(root.as_path())
+                .chain(snapshot.stamps.keys().filter_map(|file| file.parent()))
+                .collect();
+            // A folder that holds no listed file now may be gone, and its watch with it (the
+            // kernel drops the watch of a deleted folder): watched again if it comes back.
+            watched_folders.retain(|folder| folders.contains(folder.as_path()));
+            let mut folders: Vec<&Path> = folders.into_iter().collect();
+            // Path order, so the folders watched under the bound do not vary from scan to scan.
+            folders.sort_unstable();
             for folder in folders {
                 if watched_folders.len() >= MAX_WATCHED_FOLDERS {
                     // Watches are a per-user budget shared with editors and other tools.
@@ -272,20 +279,24 @@ impl Freshness {
     }
 }
 
-/// An inotify instance watching the workspace's folders for files written, deleted or renamed
-/// (`IN_CLOSE_WRITE`, `IN_DELETE`, `IN_MOVED_FROM`, `IN_MOVED_TO`). Not `IN_MODIFY`, so a log
-/// file appended to in the workspace raises nothing, and not `IN_CREATE`, so a server creating
-/// its cache folder (clangd's `.cache`) does not send the next calls through a scan; a created
-/// file raises `IN_CLOSE_WRITE` once written, and a new folder is watched from the next scan.
-/// A folder that cannot be watched (the watch limit) is logged once and left to the periodic
-/// scans.
+/// An inotify instance watching the workspace's folders for entries created, written, deleted
+/// or renamed (`IN_CREATE`, `IN_CLOSE_WRITE`, `IN_DELETE`, `IN_MOVED_FROM`, `IN_MOVED_TO`). Not
+/// `IN_MODIFY`, so a log file appended to in the workspace raises nothing. `IN_CREATE` is what
+/// a new folder raises in its parent: the files written into it before it is watched (from the
+/// next scan) raise nothing of their own, so a folder deleted and made again (`git checkout`, a
+/// generator that rewrites its output folder) would otherwise go unseen until the periodic scan.
+/// It costs one scan when a server makes its cache folder (clangd's `.cache`). A folder that
+/// cannot be watched (the watch limit) is logged once and left to the periodic scans.
 struct DirEvents {
     inotify: crate::inotify::Inotify,
     warned: std::sync::atomic::AtomicBool,
 }
 
-const DIR_EVENT_MASK: u32 =
-    libc::IN_CLOSE_WRITE | libc::IN_DELETE | libc::IN_MOVED_FROM | libc::IN_MOVED_TO;
+const DIR_EVENT_MASK: u32 = libc::IN_CREATE
+    | libc::IN_CLOSE_WRITE
+    | libc::IN_DELETE
+    | libc::IN_MOVED_FROM
+    | libc::IN_MOVED_TO;
 
 impl DirEvents {
     /// A non-blocking inotify instance; `None` when the kernel refuses one.

@@ -529,6 +529,53 @@ fn an_open_module_deleted_behind_lspc_leaves_its_importer_unresolved_as_pyright_
     }
 }
 
+/// A folder deleted and made again behind a running `lspc batch` (a `git checkout`, a generator
+/// rewriting its output folder): the line after the folder came back still answered pyright's
+/// "could not be resolved" for its module. The batch's watch saw the deletion, but a made
+/// folder raised no event it asked for, and the folder's watch (dropped by the kernel with the
+/// folder) was never made again, so nothing told pyright of the new files until a periodic
+/// scan. pyright 1.1.414, against its CLI on the same tree.
+#[test]
+fn a_folder_deleted_and_made_again_behind_a_batch_is_seen_on_the_next_line() {
+    require_program!("pyright-langserver");
+    let workspace = Workspace::new("folder-made-again");
+    let module = "def f() -> int:\n    return 1\n";
+    workspace
+        .file("pkg/__init__.py", "")
+        .file("pkg/t_mod.py", module)
+        .file("main.py", "import pkg.t_mod\n\nprint(pkg.t_mod.f())\n");
+    let config = workspace.config(json!({ "pyright": pyright_entry() }));
+    let mut batch = BatchSession::start(&workspace, &config, 60);
+    let ask = |batch: &mut BatchSession, id: u32| {
+        batch.ask(json!({"id": id, "op": "diagnostics", "file": "main.py"}))
+    };
+    let first = ask(&mut batch, 1);
+    assert_eq!(batch_diagnostics(&first), [], "{first}");
+    std::fs::remove_dir_all(workspace.path("pkg")).unwrap();
+    let gone = ask(&mut batch, 2);
+    assert_eq!(
+        batch_diagnostics(&gone),
+        [(
+            1,
+            8,
+            "error".to_owned(),
+            "Import \"pkg.t_mod\" could not be resolved".to_owned()
+        )],
+        "{gone}"
+    );
+    workspace
+        .file("pkg/__init__.py", "")
+        .file("pkg/t_mod.py", module);
+    let back = ask(&mut batch, 3);
+    let (status, stderr) = batch.finish();
+    assert_eq!(batch_diagnostics(&back), [], "{back}\n{stderr}");
+    assert_eq!(status, Some(0), "{stderr}");
+    if which("pyright").is_some() {
+        let cli = tool_output(&workspace, "pyright", &["main.py"]);
+        assert!(cli.contains("0 errors"), "{cli}");
+    }
+}
+
 /// Found on python-attrs/attrs: with a session, `git checkout 25.3.0` and back to main, then a
 /// warm `lspc check` listed `conftest.py` (which main deleted) with pyright's and ruff's
 /// findings from the check at 25.3.0; a cold check did not list it. The first check's 56 files

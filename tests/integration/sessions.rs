@@ -940,7 +940,7 @@ fn an_auto_mcp_client_goes_on_in_process_after_session_stop() {
     let mut client = McpClient::start_with(&ws, "auto");
     let (text, _) = client.hover(1);
     assert!(text.contains("alpha at 4:4"), "{text}");
-    let first = ws.stop_the_session();
+    ws.stop_the_session();
     // CPU time (clock ticks, 100 a second here) over two idle seconds: a spinning hub takes
     // about 200.
     let ticks = |pid: u32| -> u64 {
