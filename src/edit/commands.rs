@@ -492,7 +492,7 @@ impl EditCommands {
         // The name searched for where the rename left it (not one local to a function).
         let mut searched = None;
         if let Some(old_name) = old_name {
-            match self.local_to(server, &path, &document, &edit) {
+            match self.local_to(server, &path, &params, &edit) {
                 Some(function) => log::info!(
                     "{old_name} is local to {function}: other files are not searched for it"
                 ),
@@ -580,22 +580,35 @@ impl EditCommands {
         &self,
         server: &ServerInfo,
         path: &Path,
-        document: &Value,
+        params: &Value,
         edit: &Value,
     ) -> Option<String> {
-        if !server.supports("documentSymbolProvider") {
+        if !server.supports("documentSymbolProvider") || !server.supports("definitionProvider") {
             return None;
         }
         let symbols = self
             .request(
                 server,
                 "textDocument/documentSymbol",
-                json!({ "textDocument": document }),
+                json!({ "textDocument": params["textDocument"] }),
             )
             .ok()?;
         let is_target =
             |uri: &str| uri::uri_to_path(uri).is_ok_and(|target| uri::canonical(&target) == path);
-        local_rename::local_to(edit, &is_target, &symbols)
+        let function = local_rename::local_to(edit, &is_target, &symbols)?;
+        // The edit stays in one function, but a server that renamed in this file only (clangd
+        // without a compilation database, renaming at a call of a header's function) leaves
+        // the declaration unedited: the name is local only when it is declared where it was
+        // renamed (a new user's trial on benhoyt/inih: `ini_parse` called in `main` was "local
+        // to main", 1 file of 8 renamed, exit 0).
+        let definition = self
+            .request(
+                server,
+                "textDocument/definition",
+                json!({ "textDocument": params["textDocument"], "position": params["position"] }),
+            )
+            .ok()?;
+        local_rename::declared_in_edit(edit, &is_target, &definition).then_some(function)
     }
 
     /// Whole-word occurrences of `old_name` in files the rename `edit` does not touch

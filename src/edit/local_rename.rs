@@ -16,8 +16,11 @@
 //! of its members (an object literal's property, which other files may use).
 //! A name that is declared outside the function (a module's function called inside it, an
 //! attribute set in `__init__` and read in another method) has an edit outside it. A flat
-//! `SymbolInformation[]` answer has no `selectionRange`, so it proves nothing. Ranges are compared
-//! as the server sent them (one file, one encoding).
+//! `SymbolInformation[]` answer has no `selectionRange`, so it proves nothing. And the name's
+//! `textDocument/definition` must lie on an edited range of that file ([`declared_in_edit`]): a
+//! server that renamed in the open file only (clangd without a compilation database, asked at a
+//! call of a header's function inside `main`) edits a use inside one function and not the
+//! declaration. Ranges are compared as the server sent them (one file, one encoding).
 
 use lsp_types::Range;
 use serde_json::Value;
@@ -125,6 +128,38 @@ pub fn local_to(edit: &Value, is_target: &dyn Fn(&str) -> bool, symbols: &Value)
     enclosing(symbols.as_array()?, &edited)
 }
 
+/// Whether a `textDocument/definition` answer (LSP 3.17: `Location`, `Location[]` or
+/// `LocationLink[]`) puts every declaration of the renamed name on a range `edit` edits in the
+/// target document: a name local to a function is declared in it, and its rename edits the
+/// declaration too. `false` for an empty answer (nothing proves the name local).
+pub fn declared_in_edit(edit: &Value, is_target: &dyn Fn(&str) -> bool, definition: &Value) -> bool {
+    let Some(edited) = edited_ranges(edit, is_target) else {
+        return false;
+    };
+    let locations = match definition {
+        Value::Array(locations) => locations.as_slice(),
+        Value::Object(_) => std::slice::from_ref(definition),
+        _ => return false,
+    };
+    let declared_in_edit = |location: &Value| {
+        let uri = location
+            .get("targetUri")
+            .or_else(|| location.get("uri"))
+            .and_then(Value::as_str);
+        let name = location
+            .get("targetSelectionRange")
+            .or_else(|| location.get("range"))
+            .and_then(range);
+        match (uri, name) {
+            (Some(uri), Some(name)) => {
+                is_target(uri) && edited.iter().any(|edit| overlaps(&name, edit))
+            }
+            _ => false,
+        }
+    };
+    !locations.is_empty() && locations.iter().all(declared_in_edit)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,6 +200,32 @@ mod tests {
             .map(|range| json!({"range": range, "newText": "renamed"}))
             .collect();
         json!({"changes": {"file:///w/a.py": edits}})
+    }
+
+    /// benhoyt/inih without a compilation database: clangd renames `ini_parse` at its call in
+    /// `main` in that file only, so the one edit lies inside `main`; the definition (in
+    /// `ini.c`, or a declaration elsewhere in the file) is not edited, so the name is not local.
+    #[test]
+    fn a_name_declared_outside_the_edit_is_not_local() {
+        let is_target = |uri: &str| uri == "file:///w/a.py";
+        let edit = changes(&[at(1, 4, 9), at(4, 11, 16)]);
+        let location = |uri: &str, range: Value| json!({"uri": uri, "range": range});
+        let declared = |definition: Value| declared_in_edit(&edit, &is_target, &definition);
+        assert!(!declared(location("file:///w/ini.c", at(1, 4, 9))));
+        assert!(!declared(json!([location("file:///w/a.py", at(0, 10, 15))])));
+        assert!(!declared(json!([])));
+        assert!(!declared(Value::Null));
+        assert!(declared(location("file:///w/a.py", at(1, 4, 9))));
+        assert!(declared(json!([{
+            "targetUri": "file:///w/a.py",
+            "targetRange": span(1, 2),
+            "targetSelectionRange": at(1, 4, 9)
+        }])));
+        // One declaration edited, another not (a prototype in a header): not local.
+        assert!(!declared(json!([
+            location("file:///w/a.py", at(1, 4, 9)),
+            location("file:///w/a.h", at(3, 4, 9))
+        ])));
     }
 
     #[test]

@@ -196,6 +196,10 @@ pub enum EditError {
     },
     /// The file on disk no longer holds the text the server saw.
     ChangedOnDisk { path: PathBuf },
+    /// The edit would change or remove a read-only file (no write permission bit, or not
+    /// writable by this user): lspc leaves it, and the whole edit, alone. `mode` is the file's
+    /// permission bits.
+    ReadOnly { path: PathBuf, mode: u32 },
     /// Two edits of one document overlap; positions are 1-based line and 1-based character.
     Overlap {
         path: PathBuf,
@@ -256,6 +260,7 @@ const EDIT_ERRORS: &[&str] = &[
     "DanglingSymlink",
     "StaleVersion",
     "ChangedOnDisk",
+    "ReadOnly",
     "Overlap",
     "InvalidRange",
     "Missing",
@@ -303,6 +308,10 @@ fn decode_edit_error(value: Value) -> Result<EditError, serde_json::Error> {
         },
         "ChangedOnDisk" => EditError::ChangedOnDisk {
             path: fields.required("path")?,
+        },
+        "ReadOnly" => EditError::ReadOnly {
+            path: fields.required("path")?,
+            mode: fields.required("mode")?,
         },
         "Overlap" => EditError::Overlap {
             path: fields.required("path")?,
@@ -392,6 +401,12 @@ impl std::fmt::Display for EditError {
             EditError::ChangedOnDisk { path } => write!(
                 f,
                 "{} changed on disk since the server saw it",
+                path.display()
+            ),
+            EditError::ReadOnly { path, mode } => write!(
+                f,
+                "{} is read-only (mode {mode:04o}), and lspc does not change read-only files \
+                 (make it writable, e.g. `chmod u+w`, to let the edit through)",
                 path.display()
             ),
             EditError::Overlap {
@@ -722,6 +737,10 @@ mod tests {
                 sent: Some(2),
             },
             EditError::ChangedOnDisk { path: path() },
+            EditError::ReadOnly {
+                path: path(),
+                mode: 0o444,
+            },
             EditError::Overlap {
                 path: path(),
                 first: (1, 2),
@@ -761,6 +780,7 @@ mod tests {
                 EditError::DanglingSymlink { .. } => "DanglingSymlink",
                 EditError::StaleVersion { .. } => "StaleVersion",
                 EditError::ChangedOnDisk { .. } => "ChangedOnDisk",
+                EditError::ReadOnly { .. } => "ReadOnly",
                 EditError::Overlap { .. } => "Overlap",
                 EditError::InvalidRange { .. } => "InvalidRange",
                 EditError::Missing { .. } => "Missing",
@@ -1300,6 +1320,36 @@ mod tests {
         assert!(matches!(error, EditError::ChangedOnDisk { .. }), "{error}");
         expected[1].1 = "two\nappended\nappended\n".to_owned();
         assert_eq!(workspace.files(), expected);
+    }
+
+    /// A new user's trial: an edit replaced a `chmod 0444` file (a rename needs only the folder
+    /// to be writable). It is refused whole now, for a text edit and for a delete, and nothing
+    /// is written.
+    #[test]
+    fn an_edit_touching_a_read_only_file_is_refused_whole() {
+        use std::os::unix::fs::PermissionsExt;
+        let files = [("a.py", "one\n"), ("b.py", "two\n")];
+        let workspace = Workspace::new(&files);
+        let path = workspace.root.join("b.py");
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o444)).unwrap();
+        let edits = [
+            json!({ "changes": {
+                workspace.uri("a.py"): [edit(0, 0, 0, 3, "ONE")],
+                workspace.uri("b.py"): [edit(0, 0, 0, 3, "TWO")],
+            } }),
+            json!({ "documentChanges": [{ "kind": "delete", "uri": workspace.uri("b.py") }] }),
+        ];
+        for edit in edits {
+            let error = workspace.run(edit, ApplyMode::Write).unwrap_err();
+            assert_eq!(
+                error
+                    .to_string()
+                    .replace(&workspace.root.display().to_string(), "<root>"),
+                "<root>/b.py is read-only (mode 0444), and lspc does not change read-only files \
+                 (make it writable, e.g. `chmod u+w`, to let the edit through)"
+            );
+            assert_eq!(workspace.files(), owned(&files));
+        }
     }
 
     #[cfg(unix)]

@@ -79,6 +79,9 @@ impl Plan {
             if now.as_deref() != slot.original.as_ref().map(|o| o.bytes.as_slice()) {
                 return Err(EditError::ChangedOnDisk { path: path.clone() });
             }
+            if now.is_some() {
+                read_only(path)?;
+            }
         }
         let mut done: Vec<Done> = Vec::new();
         let writes = self
@@ -264,6 +267,31 @@ fn write_guarded(
     }
     write_atomically(path, &now, permissions)?;
     Err(std::io::Error::other(ChangedBehind))
+}
+
+/// [`EditError::ReadOnly`] when `path` (an existing file) has no write permission bit (as for
+/// root, whom `access` lets write anything) or this user may not write it: a file made
+/// read-only (a vendored or generated file, a lock) is not replaced by a rename, which needs
+/// only the folder to be writable.
+fn read_only(path: &Path) -> Result<(), EditError> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(metadata) = fs::metadata(path) else {
+        return Ok(());
+    };
+    let mode = metadata.permissions().mode() & 0o7777;
+    let writable = mode & 0o222 != 0
+        && std::ffi::CString::new(path.as_os_str().as_bytes()).is_ok_and(|path| {
+            // SAFETY: a NUL-terminated path that lives across the call.
+            unsafe { libc::access(path.as_ptr(), libc::W_OK) == 0 }
+        });
+    match writable {
+        true => Ok(()),
+        false => Err(EditError::ReadOnly {
+            path: path.to_path_buf(),
+            mode,
+        }),
+    }
 }
 
 /// Writes `content` to `path` through a temporary file in the same folder (fsync, then rename),
