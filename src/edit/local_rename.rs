@@ -132,7 +132,11 @@ pub fn local_to(edit: &Value, is_target: &dyn Fn(&str) -> bool, symbols: &Value)
 /// `LocationLink[]`) puts every declaration of the renamed name on a range `edit` edits in the
 /// target document: a name local to a function is declared in it, and its rename edits the
 /// declaration too. `false` for an empty answer (nothing proves the name local).
-pub fn declared_in_edit(edit: &Value, is_target: &dyn Fn(&str) -> bool, definition: &Value) -> bool {
+pub fn declared_in_edit(
+    edit: &Value,
+    is_target: &dyn Fn(&str) -> bool,
+    definition: &Value,
+) -> bool {
     let Some(edited) = edited_ranges(edit, is_target) else {
         return false;
     };
@@ -212,7 +216,10 @@ mod tests {
         let location = |uri: &str, range: Value| json!({"uri": uri, "range": range});
         let declared = |definition: Value| declared_in_edit(&edit, &is_target, &definition);
         assert!(!declared(location("file:///w/ini.c", at(1, 4, 9))));
-        assert!(!declared(json!([location("file:///w/a.py", at(0, 10, 15))])));
+        assert!(!declared(json!([location(
+            "file:///w/a.py",
+            at(0, 10, 15)
+        )])));
         assert!(!declared(json!([])));
         assert!(!declared(Value::Null));
         assert!(declared(location("file:///w/a.py", at(1, 4, 9))));

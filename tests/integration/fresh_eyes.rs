@@ -1755,6 +1755,67 @@ fn a_clangd_rename_waits_for_the_files_it_opened() {
     );
 }
 
+/// helper-53 on benhoyt/inih (no compilation database): `lspc rename examples/ini_dump.c:30:13
+/// ini_parse_path --apply`, at a call of the header's `ini_parse` inside `main`, edited that one
+/// line and exited 0 (`ini_parse is local to main: other files are not searched for it`): clangd
+/// 14 renamed in the open file only, and its one edit lay inside `main`. A name is local now
+/// only when its definition is among the edits, so the other files are searched and asked
+/// again, as from the definition.
+#[test]
+fn a_clangd_rename_at_a_call_inside_main_reaches_the_header_and_the_definition() {
+    require_program!("clangd");
+    let workspace = Workspace::new("clangd-rename-call-in-main");
+    workspace
+        .file("lib.h", "int lib_parse(const char *s);\n")
+        .file(
+            "lib.c",
+            "#include \"lib.h\"\nint lib_parse(const char *s) { return s[0]; }\n",
+        )
+        .file(
+            "main.c",
+            "#include \"lib.h\"\nint main(void) {\n  return lib_parse(\"x\");\n}\n",
+        )
+        .file(
+            "other.c",
+            "#include \"lib.h\"\nint other(void) { return lib_parse(\"y\"); }\n",
+        );
+    let output = workspace
+        .lspc()
+        .args([
+            "rename",
+            "main.c:3:10",
+            "parse_lib",
+            "--apply",
+            "--timeout",
+            "60",
+        ])
+        .run();
+    output.status(0);
+    assert!(
+        !output.stderr.contains("local to main"),
+        "{}",
+        output.story()
+    );
+    assert_eq!(
+        workspace.read("lib.h"),
+        "int parse_lib(const char *s);\n",
+        "{}",
+        output.story()
+    );
+    assert_eq!(
+        workspace.read("lib.c"),
+        "#include \"lib.h\"\nint parse_lib(const char *s) { return s[0]; }\n"
+    );
+    assert_eq!(
+        workspace.read("main.c"),
+        "#include \"lib.h\"\nint main(void) {\n  return parse_lib(\"x\");\n}\n"
+    );
+    assert_eq!(
+        workspace.read("other.c"),
+        "#include \"lib.h\"\nint other(void) { return parse_lib(\"y\"); }\n"
+    );
+}
+
 /// A new user's trial on kennethreitz/records: with a `ruff.toml` that selects an unknown rule,
 /// `ruff check` fails (exit 2, "Unknown rule selector"), while ruff's server says "Error while
 /// resolving settings" and lints with its default rules: `lspc check` printed findings of rules
