@@ -2,7 +2,8 @@
 //! configuration watch of `lspc mcp` ([`crate::mcp::reload`]) and the workspace folder watch
 //! ([`crate::session::watch`]).
 //!
-//! Only "did anything happen" is read from it: [`Inotify::pending`] is one `ioctl(FIONREAD)`, and
+//! Only "did anything happen" is read from it: [`Inotify::pending`] is one `ioctl(FIONREAD)`,
+//! [`Inotify::pending_where`] also reads the queued events to judge their masks and names, and
 //! [`Inotify::drain`] throws the queued events away; the callers then look at the files
 //! themselves (a fingerprint, a scan), so a lost or merged event costs nothing but a check.
 
@@ -16,7 +17,14 @@ use std::path::Path;
 #[derive(Debug)]
 pub struct Inotify {
     fd: OwnedFd,
+    /// Set when [`Inotify::pending_where`] read an event that counts; cleared by
+    /// [`Inotify::drain`].
+    seen: std::sync::atomic::AtomicBool,
 }
+
+/// The fixed part of `struct inotify_event` (inotify(7)): `wd`, `mask`, `cookie`, `len`, then
+/// `len` bytes of NUL-padded name.
+const EVENT_HEADER_BYTES: usize = 16;
 
 impl Inotify {
     /// A new instance; `None` when the kernel refuses one (no inotify, the instance limit).
@@ -29,6 +37,7 @@ impl Inotify {
         // SAFETY: `fd` is a descriptor we own from here on.
         Some(Inotify {
             fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            seen: Default::default(),
         })
     }
 
@@ -61,22 +70,56 @@ impl Inotify {
         status != 0 || queued > 0
     }
 
-    /// Read and drop every queued event.
-    pub fn drain(&self) {
+    /// Whether an event that `counts` (given its mask and name) has been queued since the last
+    /// [`Inotify::drain`]: one `ioctl` when nothing is queued, else the queued events are read
+    /// and judged (one that counts is remembered until the drain).
+    pub fn pending_where(&self, counts: &dyn Fn(u32, &[u8]) -> bool) -> bool {
+        use std::sync::atomic::Ordering;
+        if self.seen.load(Ordering::Relaxed) {
+            return true;
+        }
+        if !self.pending() {
+            return false;
+        }
         let mut buffer = [0u8; 4096];
-        loop {
-            // SAFETY: `buffer` is valid for `buffer.len()` bytes.
-            let n = unsafe {
-                libc::read(
-                    self.fd.as_raw_fd(),
-                    buffer.as_mut_ptr().cast(),
-                    buffer.len(),
-                )
-            };
-            if n <= 0 {
-                return;
+        while let Some(n) = self.read_into(&mut buffer) {
+            let mut events = &buffer[..n];
+            while events.len() >= EVENT_HEADER_BYTES {
+                let field = |at: usize| {
+                    u32::from_ne_bytes([events[at], events[at + 1], events[at + 2], events[at + 3]])
+                };
+                let (mask, len) = (field(4), field(12) as usize);
+                let end = (EVENT_HEADER_BYTES + len).min(events.len());
+                let name = &events[EVENT_HEADER_BYTES..end];
+                let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+                if counts(mask, name) {
+                    self.seen.store(true, Ordering::Relaxed);
+                }
+                events = &events[end..];
             }
         }
+        self.seen.load(Ordering::Relaxed)
+    }
+
+    /// Read and drop every queued event.
+    pub fn drain(&self) {
+        self.seen.store(false, std::sync::atomic::Ordering::Relaxed);
+        let mut buffer = [0u8; 4096];
+        while self.read_into(&mut buffer).is_some() {}
+    }
+
+    /// One non-blocking read of queued events into `buffer`: the bytes read, `None` when
+    /// nothing is queued (or the read fails).
+    fn read_into(&self, buffer: &mut [u8]) -> Option<usize> {
+        // SAFETY: `buffer` is valid for `buffer.len()` bytes.
+        let n = unsafe {
+            libc::read(
+                self.fd.as_raw_fd(),
+                buffer.as_mut_ptr().cast(),
+                buffer.len(),
+            )
+        };
+        (n > 0).then_some(n as usize)
     }
 }
 
@@ -99,6 +142,27 @@ mod tests {
         assert!(inotify.pending());
         inotify.drain();
         assert!(!inotify.pending());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Only the events `counts` accepts are pending; one read stays pending until the drain.
+    #[test]
+    fn pending_where_judges_the_queued_events_by_mask_and_name() {
+        let dir = std::env::temp_dir().join(format!("lspc-inotify-where-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let inotify = Inotify::start().expect("inotify is available here");
+        assert!(inotify.add(&dir, libc::IN_CREATE).unwrap());
+        let visible_folder =
+            |mask: u32, name: &[u8]| mask & libc::IN_ISDIR != 0 && !name.starts_with(b".");
+        std::fs::create_dir(dir.join(".cache")).unwrap();
+        std::fs::write(dir.join("a.py"), "").unwrap();
+        assert!(!inotify.pending_where(&visible_folder));
+        std::fs::create_dir(dir.join("pkg")).unwrap();
+        assert!(inotify.pending_where(&visible_folder));
+        assert!(inotify.pending_where(&visible_folder), "remembered");
+        inotify.drain();
+        assert!(!inotify.pending_where(&visible_folder));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -285,8 +285,9 @@ impl Freshness {
 /// a new folder raises in its parent: the files written into it before it is watched (from the
 /// next scan) raise nothing of their own, so a folder deleted and made again (`git checkout`, a
 /// generator that rewrites its output folder) would otherwise go unseen until the periodic scan.
-/// It costs one scan when a server makes its cache folder (clangd's `.cache`). A folder that
-/// cannot be watched (the watch limit) is logged once and left to the periodic scans.
+/// A created file or hidden folder does not count ([`DirEvents::pending`]): a server making its
+/// cache folder (clangd's `.cache`) sends no call through a scan. A folder that cannot be
+/// watched (the watch limit) is logged once and left to the periodic scans.
 struct DirEvents {
     inotify: crate::inotify::Inotify,
     warned: std::sync::atomic::AtomicBool,
@@ -319,9 +320,14 @@ impl DirEvents {
         }
     }
 
-    /// Whether an event is queued (one `ioctl`); `true` when that cannot be told.
+    /// Whether an event that tells of a change is queued: any but `IN_CREATE` of a file (its
+    /// `IN_CLOSE_WRITE` follows) or of a hidden folder (a server's cache, clangd's `.cache`,
+    /// which no scan lists). One `ioctl` when nothing is queued; `true` when that cannot be
+    /// told.
     fn pending(&self) -> bool {
-        self.inotify.pending()
+        self.inotify.pending_where(&|mask, name| {
+            mask & libc::IN_CREATE == 0 || mask & libc::IN_ISDIR != 0 && !name.starts_with(b".")
+        })
     }
 
     /// Read every queued event (a scan decides what changed, not the events).
