@@ -297,6 +297,7 @@ impl Server {
     pub(super) fn info(&self) -> ServerInfo {
         ServerInfo {
             server_id: self.server_id,
+            pid: self.process().map_or(0, |process| process.pid()),
             name: self.config.name.clone(),
             encoding: self.encoding,
             capabilities: Arc::clone(&self.capabilities),

@@ -399,6 +399,11 @@ pub struct SyncedDocument {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ServerInfo {
     pub server_id: ServerId,
+    /// The process id of the server's current process (0 before it runs): a restarted server,
+    /// or the same server under another engine (a session's client that went on in process),
+    /// is a new process that has analysed nothing yet.
+    #[serde(default)]
+    pub pid: u32,
     pub name: String,
     /// The encoding of LSP `Position.character` this server negotiated.
     pub encoding: PositionEncoding,

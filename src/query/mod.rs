@@ -151,10 +151,8 @@ impl Readiness {
     /// reports progress.
     fn wait_due(self, analysed: &AnalysedFiles, server: &ServerInfo, path: &Path) -> bool {
         match self {
-            Readiness::Analysed | Readiness::EmptyAnswerWaits => {
-                !analysed.contains(server.server_id, path)
-            }
-            Readiness::Indexed => !analysed.contains(server.server_id, path) || server.busy,
+            Readiness::Analysed | Readiness::EmptyAnswerWaits => !analysed.contains(server, path),
+            Readiness::Indexed => !analysed.contains(server, path) || server.busy,
         }
     }
 
@@ -245,13 +243,15 @@ fn document_uri(path: &Path) -> String {
 /// bytes (issue 15: `Path`'s own hash walks a path a byte at a time; for a canonical path byte
 /// equality is its equality, and a spelling that is not canonical only waits once more).
 #[derive(Debug, Clone, Default)]
-pub struct AnalysedFiles(Arc<Mutex<HashMap<crate::process::ServerId, HashSet<OsString>>>>);
+pub struct AnalysedFiles(Arc<Mutex<HashMap<AnalysingProcess, HashSet<OsString>>>>);
+
+/// Whose analysis an [`AnalysedFiles`] entry records: one process of one configured server (a
+/// restart, or a session's client going on in process, starts one that has analysed nothing:
+/// a typescript-language-server asked at once answered a definition with its import line).
+type AnalysingProcess = (crate::process::ServerId, u32);
 
 impl AnalysedFiles {
-    fn with<R>(
-        &self,
-        f: impl FnOnce(&mut HashMap<crate::process::ServerId, HashSet<OsString>>) -> R,
-    ) -> R {
+    fn with<R>(&self, f: impl FnOnce(&mut HashMap<AnalysingProcess, HashSet<OsString>>) -> R) -> R {
         match self.0.lock() {
             Ok(mut files) => f(&mut files),
             // A panicked holder only loses the cache: waiting again is safe.
@@ -259,22 +259,24 @@ impl AnalysedFiles {
         }
     }
 
-    /// Record `(server_id, path)`; `true` when it was not recorded before (the first request).
-    fn first_time(&self, server_id: crate::process::ServerId, path: &Path) -> bool {
+    /// Record `path` for `server`'s process; `true` when it was not recorded before (the first
+    /// request).
+    fn first_time(&self, server: &ServerInfo, path: &Path) -> bool {
         self.with(|files| {
             files
-                .entry(server_id)
+                .entry((server.server_id, server.pid))
                 .or_default()
                 .insert(path.as_os_str().to_owned())
         })
     }
 
-    /// Whether `(server_id, path)` had its first analysis wait already (no wait is due). Looked
-    /// up by the borrowed path: no key is built (issue 15: this runs in every query's turn).
-    fn contains(&self, server_id: crate::process::ServerId, path: &Path) -> bool {
+    /// Whether `path` had its first analysis wait on `server`'s process already (no wait is
+    /// due). Looked up by the borrowed path: no key is built (issue 15: this runs in every
+    /// query's turn).
+    fn contains(&self, server: &ServerInfo, path: &Path) -> bool {
         self.with(|files| {
             files
-                .get(&server_id)
+                .get(&(server.server_id, server.pid))
                 .is_some_and(|paths| paths.contains(path.as_os_str()))
         })
     }
@@ -852,9 +854,7 @@ impl Queries {
             let empty = answer.is_null() || answer.as_array().is_some_and(Vec::is_empty);
             let ask_again = readiness == Readiness::EmptyAnswerWaits
                 && empty
-                && !self
-                    .analysed
-                    .contains(target.server.server_id, &target.doc.path);
+                && !self.analysed.contains(&target.server, &target.doc.path);
             if !ask_again {
                 return Ok((target, answer, None));
             }
@@ -866,10 +866,7 @@ impl Queries {
         }
         let incomplete = match readiness {
             Readiness::Analysed | Readiness::EmptyAnswerWaits => {
-                if self
-                    .analysed
-                    .first_time(target.server.server_id, &target.doc.path)
-                {
+                if self.analysed.first_time(&target.server, &target.doc.path) {
                     wait_analysed(
                         &self.op_sender,
                         &target.doc.path,
@@ -1006,9 +1003,7 @@ impl Queries {
     /// request of the session (per server) for its diagnostics to settle, then while the server
     /// reports progress. The "incomplete" note when it is still busy after the timeout.
     fn wait_ready(&self, target: &mut Target) -> Option<String> {
-        let first_time = self
-            .analysed
-            .first_time(target.server.server_id, &target.doc.path);
+        let first_time = self.analysed.first_time(&target.server, &target.doc.path);
         wait_until_ready(
             &self.op_sender,
             &target.doc.path,

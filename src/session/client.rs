@@ -803,10 +803,12 @@ fn ended_message(hello: &Hello) -> String {
     )
 }
 
-/// The message a frontend gets when the session dies under it.
+/// The message a frontend gets when the session ends under a call (`lspc session stop` between
+/// the call's write and its answer, the idle bound, a crash): the next call runs without it (in
+/// process, or in a session found or started again), so asking again is the way on.
 fn lost_message(hello: &Hello) -> String {
     format!(
-        "the lspc session for {} (pid {}) ended unexpectedly; see its log {}",
+        "the lspc session for {} (pid {}) ended before it answered; ask again (its log: {})",
         hello.root.display(),
         hello.pid,
         hello.log.display()
@@ -895,6 +897,17 @@ fn run_proxy(
                     Err(_) => break,
                 };
                 subscriptions.note(&op);
+                // The session's last lines (its end, after `lspc session stop`) may be queued
+                // behind this op: read first, so the op goes where the next call would go.
+                while !lost {
+                    let Ok(line) = line_receiver.try_recv() else {
+                        break;
+                    };
+                    wire_state!().receive(Ok(line));
+                    if lost {
+                        line_receiver = crossbeam_channel::never();
+                    }
+                }
                 if let Some(engine) = in_process.as_ref() {
                     if let Op::Shutdown { reply } = op {
                         // Dropping the loop shuts its servers down first.

@@ -576,6 +576,70 @@ fn a_folder_deleted_and_made_again_behind_a_batch_is_seen_on_the_next_line() {
     }
 }
 
+/// helper-54, an agent's `lspc batch` (and `lspc mcp`) on sindresorhus/p-queue in a warm
+/// session: after `lspc session stop`, the next `definition` of `lowerBound` answered its import
+/// line in `priority-queue.ts` instead of `lower-bound.ts:3` (3 of 3). The client had done the
+/// file's first-question wait with the session's typescript-language-server and skipped it
+/// with the new one, started in process, which answered before its project had loaded. The
+/// wait is now owed per server process. typescript-language-server 5.3.0.
+#[test]
+fn the_first_definition_after_the_session_ended_waits_for_the_new_server() {
+    require_program!("typescript-language-server");
+    let workspace = Workspace::new("definition-after-session-end");
+    workspace
+        .file(
+            "tsconfig.json",
+            r#"{"compilerOptions": {"strict": true, "target": "es2020", "module": "es2020"}, "include": ["src"]}"#,
+        )
+        .file(
+            "src/lower.ts",
+            "export default function lowerBound(values: number[], x: number): number {\n  return values.findIndex((value) => value >= x);\n}\n",
+        )
+        .file(
+            "src/main.ts",
+            "import lowerBound from \"./lower\";\n\nexport const at = lowerBound([1, 2], 2);\n",
+        );
+    let config = workspace.config(json!({ "typescript": typescript_entry() }));
+    let session = |verb: &str| {
+        let mut command = Command::new(lspc_bin());
+        session_env(&mut command);
+        command
+            .current_dir(&workspace.root)
+            .args(["--no-builtin", "--config"])
+            .arg(&config)
+            .args(["session", verb])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+    };
+    session("start");
+    let config_text = config.to_string_lossy().into_owned();
+    let mut batch = BatchSession::start_with(
+        &workspace,
+        &["--no-builtin", "--timeout", "60", "--config", &config_text],
+    );
+    let request = |id: u32| json!({"id": id, "op": "definition", "file": "src/main.ts", "line": 3, "symbol": "lowerBound"});
+    let target = |answer: &Value| {
+        let location = &answer["result"]["locations"][0];
+        (location["path"].clone(), location["line"].clone())
+    };
+    let expected = (json!("src/lower.ts"), json!(1));
+    let first = batch.ask(request(1));
+    assert_eq!(target(&first), expected, "{first}");
+    session("stop");
+    // The first line after the stop may meet the end of the session's connection ("ask
+    // again"); the first answer after it must be right.
+    let mut answer = batch.ask(request(2));
+    if answer["error"].is_object() {
+        assert!(answer.to_string().contains("ask again"), "{answer}");
+        answer = batch.ask(request(3));
+    }
+    let (status, stderr) = batch.finish();
+    assert_eq!(target(&answer), expected, "{answer}\n{stderr}");
+    assert_eq!(status, Some(0), "{stderr}");
+}
+
 /// Found on python-attrs/attrs: with a session, `git checkout 25.3.0` and back to main, then a
 /// warm `lspc check` listed `conftest.py` (which main deleted) with pyright's and ruff's
 /// findings from the check at 25.3.0; a cold check did not list it. The first check's 56 files

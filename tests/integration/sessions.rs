@@ -477,7 +477,7 @@ fn a_killed_session_fails_its_client_clearly_and_leaves_no_server() {
     assert_eq!(
         stderr,
         format!(
-            "lspc: the lspc session for {root} (pid {pid}) ended unexpectedly; see its log {}\n",
+            "lspc: the lspc session for {root} (pid {pid}) ended before it answered; ask again (its log: {})\n",
             log.display()
         )
     );
@@ -830,7 +830,7 @@ impl McpClient {
     }
 
     /// Calls `hover` on a.py:5:5 right after the session ended: it may meet the end of the old
-    /// connection ("… ended unexpectedly") or be answered.
+    /// connection ("… ended before it answered; ask again") or be answered.
     fn hover_after_session_end(&mut self, id: i64) {
         let reply = self.request(
             id,
@@ -839,7 +839,10 @@ impl McpClient {
         );
         if reply["result"]["isError"] == true {
             let text = reply["result"]["content"][0]["text"].as_str().unwrap_or("");
-            assert!(text.contains("ended unexpectedly"), "{reply}");
+            assert!(
+                text.contains("ended before it answered; ask again"),
+                "{reply}"
+            );
         }
     }
 
