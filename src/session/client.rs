@@ -896,7 +896,6 @@ fn run_proxy(
                     Ok(op) => op,
                     Err(_) => break,
                 };
-                subscriptions.note(&op);
                 // The session's last lines (its end, after `lspc session stop`) may be queued
                 // behind this op: read first, so the op goes where the next call would go.
                 while !lost {
@@ -953,16 +952,14 @@ fn run_proxy(
                                 ended = ended_message(&session)
                             );
                             let engine = InProcess::start(&in_process_options, &subscriptions);
-                            if matches!(op, Op::SubscribeEvents { .. } | Op::OpenPassive { .. }) {
-                                // Made on the new loop already (just noted).
-                            } else {
-                                engine.serve(op);
-                            }
+                            engine.serve(op);
                             in_process = Some(engine);
                             continue;
                         }
                     }
                 }
+                // After any renewal above: a subscription is made once, by this op.
+                subscriptions.note(&op);
                 match wire::split(op) {
                     Split::Local(Op::Shutdown { reply }) => {
                         if verbose_logs {
