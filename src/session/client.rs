@@ -808,9 +808,8 @@ fn ended_message(hello: &Hello) -> String {
 /// process, or in a session found or started again), so asking again is the way on.
 fn lost_message(hello: &Hello) -> String {
     format!(
-        "the lspc session for {} (pid {}) ended before it answered; ask again (its log: {})",
-        hello.root.display(),
-        hello.pid,
+        "{} before it answered; ask again (its log: {})",
+        ended_message(hello),
         hello.log.display()
     )
 }
