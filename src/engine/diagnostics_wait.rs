@@ -731,14 +731,21 @@ impl State {
                     .current_probe(*id, &wait.path)
                     .filter(|probe| probe.answered_at.is_some())
                     .map(|probe| self.probe_outcome(*id, &wait.path, probe));
-                if let Some(ProbeOutcome::Lacks(lacking)) = lacks {
-                    log::warn!(
-                        "{}: its last publish for {} lacks {lacking} of the diagnostics tsserver \
-                         lists for the file (typescript.tsserverRequest), and no later publish \
-                         matched them: reported as incomplete, not with the shorter set",
-                        self.servers[id.0 as usize].config.name,
+                let name = &self.servers[id.0 as usize].config.name;
+                match lacks {
+                    Some(ProbeOutcome::Lacks(lacking)) => log::warn!(
+                        "{name}: its last publish for {} lacks {lacking} of the diagnostics \
+                         tsserver lists for the file (typescript.tsserverRequest), and no later \
+                         publish matched them: reported as incomplete, not with the shorter set",
                         wait.path.display()
-                    );
+                    ),
+                    Some(ProbeOutcome::Extra) => log::warn!(
+                        "{name}: its last publish for {} has diagnostics tsserver no longer lists \
+                         for the file's text (typescript.tsserverRequest), and no later publish \
+                         matched: reported as incomplete, not with the older set",
+                        wait.path.display()
+                    ),
+                    _ => {}
                 }
             }
             let servers = wait
@@ -948,9 +955,13 @@ impl State {
         // A tsserver probe of the last publish counts as work: tsserver answers it only when
         // its check of the file is done, so while it is unanswered the publish may be the
         // empty syntactic set of a file whose semantic check is still running (ky's 38 KB
-        // `Ky.ts` took 10 s), and the quiet period counts from its answer. Answers that list
-        // diagnostics the publish lacks hold it too, until a publish they confirm replaces it
-        // or the file's deadline makes it a timeout (never the shorter set as settled); a
+        // `Ky.ts` took 10 s), and the quiet period counts from its answer. Answers that differ
+        // from the publish hold it too, until a publish they confirm replaces it or the file's
+        // deadline makes it a timeout: never the shorter set as settled, and never a set with
+        // findings tsserver no longer reports for the sent text (the publish for the text
+        // before it: a warm session's folder check after `git checkout` of a file reported
+        // its old errors, past its last line, once 3 s of silence let that publish stand
+        // while the server's new round was still queued behind the other open files). A
         // readiness wait only needs tsserver's check done.
         if let Some(probe) = self.current_probe(server_id, path) {
             match probe.answered_at {
@@ -959,7 +970,7 @@ impl State {
                     if !readiness
                         && matches!(
                             self.probe_outcome(server_id, path, probe),
-                            ProbeOutcome::Lacks(_)
+                            ProbeOutcome::Lacks(_) | ProbeOutcome::Extra
                         ) =>
                 {
                     progress_active = true

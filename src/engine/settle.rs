@@ -74,9 +74,10 @@ pub enum SettleRule {
     /// publishes, but `typescript.tsserverRequest` lets lspc ask tsserver for the file's
     /// syntactic, semantic and suggestion diagnostics (`tsserver_probe.rs`): a publish whose set
     /// equals their union settles at once (also an older publish, when an edit left the set
-    /// unchanged and the server published nothing). While their union has a diagnostic the
-    /// publish lacks, nothing settles it: a matching publish, or a timeout at the file's
-    /// deadline. Otherwise, or when the command is not offered, as
+    /// unchanged and the server published nothing). While their union and the publish differ
+    /// (a diagnostic the publish lacks, or one tsserver no longer reports for the sent text),
+    /// nothing settles it: a matching publish, or a timeout at the file's deadline. When a
+    /// request fails, or the command is not offered, as
     /// [`SettleRule::QuietAfterUnversionedPublish`].
     ConfirmedUnversionedPublish,
 }

@@ -22,12 +22,15 @@
 //! not the whole answer and lspc knows it: the file is held (as work in progress) until a publish
 //! that tsserver's answers confirm arrives, and otherwise ends at its deadline as a timeout,
 //! never settled with the shorter set (issue 15: the quiet period used to run from the answer
-//! and report the early publish, possibly `[]`). The codes the server drops from its publishes
+//! and report the early publish, possibly `[]`). The same holds when the publish has a
+//! diagnostic the answers lack ([`ProbeOutcome::Extra`]): it describes an older text, and a
+//! warm session's folder check after `git checkout` of a file with errors reported those errors
+//! (past the file's last line) once the server's silence let that publish stand while its new
+//! round was queued behind the other open files. The codes the server drops from its publishes
 //! by configuration (`diagnostics.ignoredCodes` in the settings lspc sends it through
 //! `workspace/didChangeConfiguration`; typescript-language-server 5.3.0 filters them in
 //! `DiagnosticsManager.updateDiagnostics`) are left out of the answers first, so such a user's
-//! files still confirm. When the answers only lack something the publish has (a stale extra),
-//! or a request failed, the quiet period applies as before
+//! files still confirm. When a request failed, the quiet period applies as before
 //! ([`super::settle::SettleRule::QuietAfterUnversionedPublish`]), counted from the last answer.
 //!
 //! Units: tsserver positions are 1-based lines and 1-based UTF-16 offsets; LSP ranges in the
@@ -113,7 +116,8 @@ pub(crate) enum ProbeOutcome {
     Confirmed,
     /// The answers list this many diagnostics the publish lacks: it is not the whole answer.
     Lacks(usize),
-    /// The publish has every answered diagnostic and more (a stale one): the quiet period.
+    /// The publish has every answered diagnostic and more: it describes an older text, and the
+    /// file waits for a publish that matches (as for [`ProbeOutcome::Lacks`]).
     Extra,
     /// A request failed or an answer or the publish had another shape: the quiet period.
     Failed,

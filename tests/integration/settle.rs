@@ -827,6 +827,49 @@ fn a_probe_listing_errors_the_publish_lacks_holds_the_file_until_they_are_publis
     assert!(elapsed >= Duration::from_millis(2500), "{elapsed:?}");
 }
 
+/// Issue 15, a new user's warm session on sindresorhus/ky: after `git checkout` restored a file
+/// with a type error, `lspc check .` reported the old error (past the file's last line): the
+/// server's new round for the file was queued behind the other open files, and 3 s of silence
+/// let the publish for the old text stand although tsserver's answers for the new text no
+/// longer listed it. The fixture publishes the marker at the open, and after the file is made
+/// clean on disk publishes again only 4 s after the change; tsserver's answers for the clean
+/// text are empty. The file is held until that publish, which they confirm: complete and
+/// clean, never the old error.
+#[test]
+fn a_publish_tsserver_no_longer_confirms_is_held_until_the_server_publishes_again() {
+    let marker = json!({"start": {"line": 1, "offset": 1}, "end": {"line": 1, "offset": 12}, "code": "FX1", "category": "error", "text": "real"});
+    let scenario = tsserver_like(json!([
+        {"method": "textDocument/didOpen", "actions": [
+            {"publish": {"version": "omit", "diagnostics": "markers"}}
+        ]},
+        {"method": "textDocument/didChange", "actions": [
+            {"after": 4000, "actions": [{"publish": {"version": "omit", "diagnostics": "markers"}}]}
+        ]},
+        // The first probe's semantic request (the open text); every later answer is empty.
+        {"method": "workspace/executeCommand", "nth": 2, "actions": [tsserver_reply(json!([marker]))]},
+        {"method": "workspace/executeCommand", "actions": [tsserver_reply(json!([]))]}
+    ]));
+    let mut workspace = Workspace::new("probe-extra");
+    workspace.file("a.ts", "ERROR: real\n");
+    let config = workspace.fixture_config(&[("typescript-language-server", &[".ts"], scenario)]);
+    let mut session = BatchSession::start(&workspace, &config, 20);
+    let first = complete_rows(&session.ask(diagnostics(1, "a.ts")));
+    assert_eq!(first, [row(1, 1, "error", "real")]);
+    workspace.file("a.ts", "let fine = 1;\n");
+    let started = std::time::Instant::now();
+    let restored = complete_rows(&session.ask(diagnostics(2, "a.ts")));
+    let elapsed = started.elapsed();
+    assert_eq!(
+        restored,
+        [],
+        "the old text's error reported for the new text"
+    );
+    assert!(elapsed >= Duration::from_millis(4000), "{elapsed:?}");
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    assert!(stderr.contains("a.ts v2 confirmed by tsserver"), "{stderr}");
+}
+
 /// `a.ts` holding the marker `ERROR: real`, asked for over a batch session on the fixture
 /// `scenario` (named typescript-language-server): the answer is complete, the marker alone,
 /// and confirmed by tsserver. How long the answer took.
@@ -985,20 +1028,26 @@ fn tsserver_like_scenario(
     first_semantic: Value,
     second_semantic: Value,
 ) -> Value {
+    tsserver_like(json!([
+        {"method": "textDocument/didOpen", "actions": [
+            {"publish": {"version": "omit", "diagnostics": []}},
+            {"after": publish_after_ms, "actions": [{"publish": {"version": "omit", "diagnostics": "markers"}}]}
+        ]},
+        {"method": "workspace/executeCommand", "nth": 2, "actions": first_semantic},
+        {"method": "workspace/executeCommand", "nth": 5, "actions": second_semantic},
+        {"method": "workspace/executeCommand", "actions": [tsserver_reply(json!([]))]}
+    ]))
+}
+
+/// A fixture scenario named typescript-language-server (unversioned publishes, none on a
+/// change unless `rules` says so, `typescript.tsserverRequest` offered) following `rules`.
+fn tsserver_like(rules: Value) -> Value {
     json!({
         "initializeResultExtra": {"serverInfo": {"name": "typescript-language-server"}},
         "capabilities": {"textDocumentSync": {"openClose": true, "change": 1},
                          "executeCommandProvider": {"commands": ["typescript.tsserverRequest"]}},
         "publishOnChange": false,
-        "rules": [
-            {"method": "textDocument/didOpen", "actions": [
-                {"publish": {"version": "omit", "diagnostics": []}},
-                {"after": publish_after_ms, "actions": [{"publish": {"version": "omit", "diagnostics": "markers"}}]}
-            ]},
-            {"method": "workspace/executeCommand", "nth": 2, "actions": first_semantic},
-            {"method": "workspace/executeCommand", "nth": 5, "actions": second_semantic},
-            {"method": "workspace/executeCommand", "actions": [tsserver_reply(json!([]))]}
-        ]
+        "rules": rules
     })
 }
 
