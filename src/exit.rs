@@ -1,6 +1,6 @@
 //! Exit statuses, shared by every command and frontend (README "Exit status"): 0 success (or
-//! nothing at the failing severity), 1 findings (or "nothing found" for queries, or an edit
-//! refused), 2 usage or configuration error, 3 a language server failed, timed out or lacks the
+//! nothing at the failing severity), 1 findings (or "nothing found" for queries, an edit
+//! refused, or a written edit that brought new errors), 2 usage or configuration error, 3 a language server failed, timed out or lacks the
 //! feature. A broken stdout pipe exits 0.
 //!
 //! This module sits below every command so that commands do not depend on `cli`, which

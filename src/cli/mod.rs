@@ -472,6 +472,19 @@ fn run_operation(
                     EXIT_SERVER
                 }
                 (Operation::Diagnostics { .. }, true) if status == EXIT_OK => EXIT_FOUND,
+                // A written edit that brought errors is no success for a script: its new
+                // diagnostics are findings, as `ruff check --fix` exits 1 on what remains.
+                _ if status == EXIT_OK && answer.new_errors > 0 => {
+                    let errors = match answer.new_errors {
+                        1 => "1 new error".to_owned(),
+                        n => format!("{n} new errors"),
+                    };
+                    eprintln!(
+                        "lspc: exit status 1: the edit was written and brought {errors} \
+                         (listed above)"
+                    );
+                    EXIT_FOUND
+                }
                 _ => status,
             }
         }

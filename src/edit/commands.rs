@@ -354,6 +354,11 @@ pub struct EditOutcome {
     /// rename's files that still mention the old name); `new_diagnostics` covers them.
     #[serde(skip)]
     pub watched: usize,
+    /// How many of the new diagnostics are errors (LSP `DiagnosticSeverity.Error`), counted
+    /// before the block's 4,000-character cap: a written edit with any exits 1 in the CLI
+    /// (`newErrors` in the JSON); 0 when nothing was written.
+    #[serde(skip)]
+    pub new_errors: usize,
 }
 
 /// The edit commands over an engine reached through `op_sender`.
@@ -522,7 +527,14 @@ impl EditCommands {
             left.sort_by(|a, b| a.path.cmp(&b.path));
         }
         let renamed = searched.as_deref().map(|old_name| (old_name, new_name));
-        let mut outcome = self.finish_watching(edit, server.encoding, apply, &watched, renamed)?;
+        let mut outcome = self.finish_watching(
+            edit,
+            server.encoding,
+            apply,
+            &watched,
+            renamed,
+            Some(synced.edit_generation),
+        )?;
         let mut notes = Vec::new();
         if let Some(readiness) = readiness {
             notes.push(format!(
@@ -715,8 +727,14 @@ impl EditCommands {
         edit: &Value,
         encoding: PositionEncoding,
     ) -> Result<Vec<PathBuf>, CommandError> {
-        let preview = apply_edit_with(&self.op_sender, edit.clone(), encoding, ApplyMode::Preview)?
-            .map_err(CommandError::Edit)?;
+        let preview = apply_edit_with(
+            &self.op_sender,
+            edit.clone(),
+            encoding,
+            ApplyMode::Preview,
+            None,
+        )?
+        .map_err(CommandError::Edit)?;
         let mut paths: Vec<PathBuf> = preview
             .files
             .iter()
@@ -739,6 +757,7 @@ impl EditCommands {
     pub fn code_actions(&self, span: &Span) -> Result<Vec<CodeActionItem>, CommandError> {
         Ok(self
             .raw_code_actions(span)?
+            .0
             .into_iter()
             .map(|(server, action)| code_action_item(&server, &action))
             .collect())
@@ -754,7 +773,7 @@ impl EditCommands {
         title: &str,
         apply: bool,
     ) -> Result<EditOutcome, CommandError> {
-        let actions = self.raw_code_actions(span)?;
+        let (actions, based_on) = self.raw_code_actions(span)?;
         let Some((server, mut action)) = actions
             .iter()
             .find(|(_, action)| action.get("title").and_then(Value::as_str) == Some(title))
@@ -798,7 +817,12 @@ impl EditCommands {
         };
         let edit = action.get("edit").cloned().filter(Value::is_object);
         if command.is_none() {
-            return self.finish(edit.unwrap_or_else(|| json!({})), server.encoding, apply);
+            return self.finish(
+                edit.unwrap_or_else(|| json!({})),
+                server.encoding,
+                apply,
+                Some(based_on),
+            );
         }
         if !apply {
             return Err(CommandError::CommandOnly {
@@ -810,7 +834,7 @@ impl EditCommands {
         let path = uri::canonical(&span_path(span));
         self.write_and_report(&[path], || {
             let mut report = match edit {
-                Some(edit) => self.write(edit, server.encoding)?,
+                Some(edit) => self.write(edit, server.encoding, based_on)?,
                 // The command is the action's first write then; after an edit it runs whatever
                 // happens, so an action is never half applied.
                 None => {
@@ -819,6 +843,7 @@ impl EditCommands {
                         operations: Vec::new(),
                         files: Vec::new(),
                         written: true,
+                        generation: based_on,
                     }
                 }
             };
@@ -884,7 +909,8 @@ impl EditCommands {
             "textDocument": { "uri": uri_text(&path), "version": synced.version },
             "edits": if edits.is_null() { json!([]) } else { edits }
         }]});
-        let mut outcome = self.finish(edit, server.encoding, apply)?;
+        let mut outcome =
+            self.finish(edit, server.encoding, apply, Some(synced.edit_generation))?;
         outcome.note = options.end_of_line_note(&synced.text);
         Ok(outcome)
     }
@@ -900,12 +926,14 @@ impl EditCommands {
         // that text first, so the edit engine's check (the disk must be the text the servers
         // saw) holds: after another process changed the file, a session refused every edit of
         // it ("changed on disk since the server saw it") until some other request re-sent it.
+        let mut based_on = None;
         if crate::engine::open_documents(&self.op_sender).contains(&path) {
-            if let Err(error) = sync_with(&self.op_sender, path.clone(), self.timeout) {
-                log::debug!(
+            match sync_with(&self.op_sender, path.clone(), self.timeout) {
+                Ok(synced) => based_on = Some(synced.edit_generation),
+                Err(error) => log::debug!(
                     "{}: not sent again before the edit: {error}",
                     path.display()
-                );
+                ),
             }
         }
         let disk = std::fs::read_to_string(&path).map_err(|error| CommandError::Io {
@@ -928,7 +956,7 @@ impl EditCommands {
         let edit = json!({ "changes": { uri_text(&path): [{
             "range": { "start": start, "end": end }, "newText": new
         }]}});
-        self.finish(edit, PositionEncoding::Utf8, true)
+        self.finish(edit, PositionEncoding::Utf8, true, based_on)
     }
 
     // ----- shared steps ------------------------------------------------------------------------
@@ -950,13 +978,17 @@ impl EditCommands {
     }
 
     /// Preview `edit`; when `apply`, take the baseline, write, and report new diagnostics.
+    /// `based_on`: the edit generation read before the edit was computed
+    /// ([`crate::engine::Op::ApplyEdit`]); `None` takes the preview's, so an edit another one
+    /// writes during the baseline wait is refused either way.
     fn finish(
         &self,
         edit: Value,
         encoding: PositionEncoding,
         apply: bool,
+        based_on: Option<u64>,
     ) -> Result<EditOutcome, CommandError> {
-        self.finish_watching(edit, encoding, apply, &[], None)
+        self.finish_watching(edit, encoding, apply, &[], None, based_on)
     }
 
     /// [`Self::finish`], comparing the diagnostics of `watched` (canonical paths the edit does
@@ -968,9 +1000,17 @@ impl EditCommands {
         apply: bool,
         watched: &[PathBuf],
         renamed: Option<(&str, &str)>,
+        based_on: Option<u64>,
     ) -> Result<EditOutcome, CommandError> {
-        let preview = apply_edit_with(&self.op_sender, edit.clone(), encoding, ApplyMode::Preview)?
-            .map_err(CommandError::Edit)?;
+        let preview = apply_edit_with(
+            &self.op_sender,
+            edit.clone(),
+            encoding,
+            ApplyMode::Preview,
+            based_on,
+        )?
+        .map_err(CommandError::Edit)?;
+        let based_on = based_on.unwrap_or(preview.generation);
         if !apply || preview.files.is_empty() {
             return Ok(EditOutcome {
                 diff: self.diff(&preview),
@@ -980,6 +1020,7 @@ impl EditCommands {
                 note: None,
                 not_renamed: Vec::new(),
                 watched: 0,
+                new_errors: 0,
             });
         }
         let before: Vec<PathBuf> = preview
@@ -994,7 +1035,7 @@ impl EditCommands {
             .cloned()
             .collect();
         let baseline = self.diagnostics(&[before.as_slice(), watched.as_slice()].concat());
-        let report = self.write(edit, encoding)?;
+        let report = self.write(edit, encoding, based_on)?;
         let mut paths = report.changed_paths();
         for path in &before {
             if !paths.contains(path) {
@@ -1032,10 +1073,23 @@ impl EditCommands {
         Ok(outcome)
     }
 
-    fn write(&self, edit: Value, encoding: PositionEncoding) -> Result<EditReport, CommandError> {
+    /// Writes `edit`, refused when a file it touches was written by another edit after
+    /// generation `based_on` ([`crate::engine::Op::ApplyEdit`]).
+    fn write(
+        &self,
+        edit: Value,
+        encoding: PositionEncoding,
+        based_on: u64,
+    ) -> Result<EditReport, CommandError> {
         self.unless_cancelled()?;
-        apply_edit_with(&self.op_sender, edit, encoding, ApplyMode::Write)?
-            .map_err(CommandError::Edit)
+        apply_edit_with(
+            &self.op_sender,
+            edit,
+            encoding,
+            ApplyMode::Write,
+            Some(based_on),
+        )?
+        .map_err(CommandError::Edit)
     }
 
     /// The outcome after writing: the diff and the diagnostics new since `baseline`.
@@ -1071,6 +1125,10 @@ impl EditCommands {
             after.extend(also);
         }
         let fresh = new_diagnostics_after_rename(&baseline.0, &after, renamed);
+        let new_errors = fresh
+            .iter()
+            .filter(|diagnostic| diagnostic.severity == crate::diagnostics::Severity::Error)
+            .count();
         EditOutcome {
             diff: self.diff(&report),
             new_diagnostics: render_new_diagnostics(&fresh, &self.root, NEW_DIAGNOSTICS_CAP),
@@ -1079,6 +1137,7 @@ impl EditCommands {
             note: None,
             not_renamed: Vec::new(),
             watched: 0,
+            new_errors,
         }
     }
 
@@ -1166,7 +1225,10 @@ impl EditCommands {
     /// server is asked once it is ready ([`wait_until_ready`]), with its own raw diagnostics
     /// whose range intersects the requested range as the context (LSP 3.17
     /// §`CodeActionContext`).
-    fn raw_code_actions(&self, span: &Span) -> Result<Vec<(ServerInfo, Value)>, CommandError> {
+    fn raw_code_actions(
+        &self,
+        span: &Span,
+    ) -> Result<(Vec<(ServerInfo, Value)>, u64), CommandError> {
         let path = uri::canonical(&span_path(span));
         let synced = sync_with(&self.op_sender, path.clone(), self.timeout)?;
         let mut servers: Vec<ServerInfo> = synced
@@ -1221,7 +1283,7 @@ impl EditCommands {
                 actions.push((server.clone(), action));
             }
         }
-        Ok(actions)
+        Ok((actions, synced.edit_generation))
     }
 
     /// The LSP position of `at` in the synced text (through the query layer's

@@ -60,6 +60,10 @@ pub struct EditContext<'a> {
     pub encoding: PositionEncoding,
     /// The document lspc sent for a canonical path, if any.
     pub documents: &'a dyn Fn(&Path) -> Option<SentDocument>,
+    /// Whether another edit lspc wrote changed the canonical path after the caller's edit was
+    /// computed: a target for which it is true refuses the whole edit
+    /// ([`EditError::ChangedByAnotherEdit`]).
+    pub written_since: &'a dyn Fn(&Path) -> bool,
 }
 
 /// Whether [`apply_workspace_edit`] writes.
@@ -157,6 +161,12 @@ pub struct EditReport {
     pub files: Vec<FileChange>,
     /// Whether the files were written.
     pub written: bool,
+    /// The engine's edit generation after this edit (it grows by one with every edit lspc
+    /// writes): a caller passes it back as `based_on` to write the edit it previewed only if no
+    /// other edit wrote its files meanwhile ([`EditContext::written_since`]). 0 outside the
+    /// engine.
+    #[serde(default)]
+    pub generation: u64,
 }
 
 impl EditReport {
@@ -196,6 +206,9 @@ pub enum EditError {
     },
     /// The file on disk no longer holds the text the server saw.
     ChangedOnDisk { path: PathBuf },
+    /// Another edit lspc wrote changed the file after this edit was computed (two renames in
+    /// flight at once): its positions are for the text before that edit.
+    ChangedByAnotherEdit { path: PathBuf },
     /// The edit would change or remove a read-only file (no write permission bit, or not
     /// writable by this user): lspc leaves it, and the whole edit, alone. `mode` is the file's
     /// permission bits.
@@ -260,6 +273,7 @@ const EDIT_ERRORS: &[&str] = &[
     "DanglingSymlink",
     "StaleVersion",
     "ChangedOnDisk",
+    "ChangedByAnotherEdit",
     "ReadOnly",
     "Overlap",
     "InvalidRange",
@@ -307,6 +321,9 @@ fn decode_edit_error(value: Value) -> Result<EditError, serde_json::Error> {
             sent: fields.optional("sent")?,
         },
         "ChangedOnDisk" => EditError::ChangedOnDisk {
+            path: fields.required("path")?,
+        },
+        "ChangedByAnotherEdit" => EditError::ChangedByAnotherEdit {
             path: fields.required("path")?,
         },
         "ReadOnly" => EditError::ReadOnly {
@@ -401,6 +418,12 @@ impl std::fmt::Display for EditError {
             EditError::ChangedOnDisk { path } => write!(
                 f,
                 "{} changed on disk since the server saw it",
+                path.display()
+            ),
+            EditError::ChangedByAnotherEdit { path } => write!(
+                f,
+                "{} was changed by another lspc edit after the server computed this one, whose \
+                 positions are for the text before it (ask again)",
                 path.display()
             ),
             EditError::ReadOnly { path, mode } => write!(
@@ -567,6 +590,8 @@ mod tests {
     struct Workspace {
         root: PathBuf,
         sent: HashMap<PathBuf, SentDocument>,
+        /// The paths another edit wrote after the one under test was computed.
+        written_since: std::collections::HashSet<PathBuf>,
     }
 
     impl Workspace {
@@ -588,6 +613,7 @@ mod tests {
             Workspace {
                 root,
                 sent: HashMap::new(),
+                written_since: Default::default(),
             }
         }
 
@@ -628,6 +654,7 @@ mod tests {
                 root: &self.root,
                 encoding: PositionEncoding::Utf16,
                 documents: &lookup,
+                written_since: &|path: &Path| self.written_since.contains(path),
             };
             apply_with_hook(&edit, &context, mode, hook)
         }
@@ -737,6 +764,7 @@ mod tests {
                 sent: Some(2),
             },
             EditError::ChangedOnDisk { path: path() },
+            EditError::ChangedByAnotherEdit { path: path() },
             EditError::ReadOnly {
                 path: path(),
                 mode: 0o444,
@@ -780,6 +808,7 @@ mod tests {
                 EditError::DanglingSymlink { .. } => "DanglingSymlink",
                 EditError::StaleVersion { .. } => "StaleVersion",
                 EditError::ChangedOnDisk { .. } => "ChangedOnDisk",
+                EditError::ChangedByAnotherEdit { .. } => "ChangedByAnotherEdit",
                 EditError::ReadOnly { .. } => "ReadOnly",
                 EditError::Overlap { .. } => "Overlap",
                 EditError::InvalidRange { .. } => "InvalidRange",
@@ -1350,6 +1379,38 @@ mod tests {
             );
             assert_eq!(workspace.files(), owned(&files));
         }
+    }
+
+    /// A new user's agent sent two renames at once over MCP: the second one's edit, computed by
+    /// the server before the first was written, landed at its old columns in the first one's
+    /// text (`EnvironMaEnvironFailureror`). A target another edit wrote since is refused whole,
+    /// in a preview too, and nothing is written.
+    #[test]
+    fn an_edit_touching_a_file_another_edit_wrote_since_is_refused_whole() {
+        let files = [("a.py", "one\n"), ("b.py", "two\n")];
+        let mut workspace = Workspace::new(&files);
+        workspace.written_since.insert(workspace.root.join("b.py"));
+        let edit = json!({ "changes": {
+            workspace.uri("a.py"): [edit(0, 0, 0, 3, "ONE")],
+            workspace.uri("b.py"): [edit(0, 0, 0, 3, "TWO")],
+        } });
+        for mode in [ApplyMode::Preview, ApplyMode::Write] {
+            let error = workspace.run(edit.clone(), mode).unwrap_err();
+            assert_eq!(
+                error
+                    .to_string()
+                    .replace(&workspace.root.display().to_string(), "<root>"),
+                "<root>/b.py was changed by another lspc edit after the server computed this \
+                 one, whose positions are for the text before it (ask again)"
+            );
+            assert_eq!(workspace.files(), owned(&files));
+        }
+        workspace.written_since.clear();
+        workspace.run(edit, ApplyMode::Write).unwrap();
+        assert_eq!(
+            workspace.files(),
+            owned(&[("a.py", "ONE\n"), ("b.py", "TWO\n")])
+        );
     }
 
     #[cfg(unix)]

@@ -454,6 +454,7 @@ impl State {
             path: path.to_path_buf(),
             text: Arc::clone(&doc.text),
             version: doc.version,
+            edit_generation: self.written.generation(),
             line_index: Some(Arc::clone(&doc.line_index)),
             servers: running
                 .iter()

@@ -2,7 +2,16 @@
 //! the document versions only the loop knows, then tell the servers what changed.
 //!
 //! A child module of `event_loop` so it can reach the loop's state; it adds no state besides the
-//! bounded [`ServerEditLog`].
+//! bounded [`ServerEditLog`] and [`WrittenFiles`].
+//!
+//! An edit is computed (by a server's rename, formatting or code action, or from the disk text)
+//! before it is written, and other edits may be written in between: two renames an agent sends at
+//! once, a server's `workspace/applyEdit`. A caller passes the [`EditReport::generation`] or
+//! [`super::super::SyncedDocument::edit_generation`] it read before the edit was computed as
+//! `based_on`, and an edit touching a file written since is refused whole
+//! ([`EditError::ChangedByAnotherEdit`]): its positions are for the older text. Versioned edits
+//! of open documents were already refused then (the version moved on); this covers files the
+//! servers read from disk.
 //!
 //! After a written edit (LSP 3.17 §`workspace/applyEdit`, §"File Operations"):
 //! - documents lspc has open get `didChange` (+ `didSave` where the server asked for saves);
@@ -43,6 +52,41 @@ pub(super) struct ServerEditLog {
     next: u64,
 }
 
+/// Which files lspc's own edits wrote, by edit generation (see the module doc).
+#[derive(Debug, Default)]
+pub(super) struct WrittenFiles {
+    /// How many edits lspc wrote so far.
+    generation: u64,
+    /// Canonical path → the generation of the last edit that wrote, created, deleted or
+    /// renamed it (both names of a rename).
+    last: std::collections::HashMap<PathBuf, u64>,
+}
+
+impl WrittenFiles {
+    pub(super) fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Whether an edit after generation `based_on` wrote `path`.
+    fn since(&self, path: &Path, based_on: u64) -> bool {
+        self.last.get(path).is_some_and(|&at| at > based_on)
+    }
+
+    fn record(&mut self, report: &EditReport) {
+        self.generation += 1;
+        let generation = self.generation;
+        for change in &report.files {
+            self.last.insert(change.path.clone(), generation);
+        }
+        for operation in &report.operations {
+            if let Operation::Rename { from, to } = operation {
+                self.last.insert(from.clone(), generation);
+                self.last.insert(to.clone(), generation);
+            }
+        }
+    }
+}
+
 impl ServerEditLog {
     fn push(&mut self, report: EditReport) {
         self.next += 1;
@@ -71,8 +115,12 @@ impl State {
         edit: &Value,
         encoding: PositionEncoding,
         mode: ApplyMode,
+        based_on: Option<u64>,
     ) -> Result<EditReport, EditError> {
         let root = self.options.config.root.clone();
+        let written = &self.written;
+        let written_since =
+            |path: &Path| based_on.is_some_and(|generation| written.since(path, generation));
         let documents = &self.documents;
         let lookup = |path: &Path| {
             documents.get(path).map(|doc| SentDocument {
@@ -86,11 +134,14 @@ impl State {
             root: &root,
             encoding,
             documents: &lookup,
+            written_since: &written_since,
         };
-        let report = apply_workspace_edit(edit, &context, mode)?;
+        let mut report = apply_workspace_edit(edit, &context, mode)?;
         if report.written {
+            self.written.record(&report);
             self.after_edit(&report);
         }
+        report.generation = self.written.generation();
         Ok(report)
     }
 
@@ -100,7 +151,7 @@ impl State {
         let name = server.config.name.clone();
         let encoding = server.encoding;
         let edit = params.get("edit").cloned().unwrap_or(Value::Null);
-        match self.apply_edit(&edit, encoding, ApplyMode::Write) {
+        match self.apply_edit(&edit, encoding, ApplyMode::Write, None) {
             Ok(report) => {
                 log::info!(
                     "{name}: applied a workspace edit to {} file(s)",

@@ -242,6 +242,8 @@ struct State {
     shutting_down: bool,
     /// Edits servers applied through `workspace/applyEdit` ([`Op::ServerEdits`]).
     server_edits: edit_sync::ServerEditLog,
+    /// The files lspc's own edits wrote, by edit generation ([`Op::ApplyEdit`]'s `based_on`).
+    written: edit_sync::WrittenFiles,
     frontend: frontend_events::FrontendHub,
 }
 
@@ -285,6 +287,7 @@ impl State {
             pending_malformed_publishes: Vec::new(),
             shutting_down: false,
             server_edits: edit_sync::ServerEditLog::default(),
+            written: edit_sync::WrittenFiles::default(),
             frontend: frontend_events::FrontendHub::default(),
         }
     }
@@ -428,9 +431,10 @@ impl State {
                 edit,
                 encoding,
                 mode,
+                based_on,
                 reply,
             } => {
-                let _ = reply.send(self.apply_edit(&edit, encoding, mode));
+                let _ = reply.send(self.apply_edit(&edit, encoding, mode, based_on));
             }
             Op::ServerEdits { reply } => {
                 let _ = reply.send(self.server_edits.entries());

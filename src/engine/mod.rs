@@ -262,10 +262,15 @@ pub enum Op {
     /// `didSave` for open documents, `didClose`/`didOpen` for renamed ones, and
     /// `workspace/didCreateFiles` / `didRenameFiles` / `didDeleteFiles` where a server advertises
     /// them). `encoding` is the position encoding of the edit (the sending server's).
+    /// `based_on`: the edit generation the caller read before the edit was computed
+    /// ([`SyncedDocument::edit_generation`], [`crate::edit::EditReport::generation`]); a file
+    /// another lspc edit wrote after it refuses the edit
+    /// ([`crate::edit::EditError::ChangedByAnotherEdit`]). `None` checks nothing.
     ApplyEdit {
         edit: Value,
         encoding: PositionEncoding,
         mode: crate::edit::ApplyMode,
+        based_on: Option<u64>,
         reply: Sender<Result<crate::edit::EditReport, crate::edit::EditError>>,
     },
     /// The edits servers applied through `workspace/applyEdit` (the last 32), oldest first, each
@@ -380,6 +385,10 @@ pub struct SyncedDocument {
     pub text: Arc<str>,
     /// The document version sent to servers.
     pub version: i32,
+    /// How many edits lspc had written when the document was synced: an edit computed from
+    /// this answer passes it as [`Op::ApplyEdit`]'s `based_on`.
+    #[serde(default)]
+    pub edit_generation: u64,
     /// Running servers claiming the file, primary (the one that serves queries) first.
     pub servers: Vec<ServerInfo>,
     /// Why the file's primary server (the first in precedence order) is not among `servers`:
@@ -935,6 +944,7 @@ pub fn apply_edit_with(
     edit: Value,
     encoding: PositionEncoding,
     mode: crate::edit::ApplyMode,
+    based_on: Option<u64>,
 ) -> Result<Result<crate::edit::EditReport, crate::edit::EditError>, EngineError> {
     let (reply, receiver) = bounded(1);
     op_sender
@@ -942,6 +952,7 @@ pub fn apply_edit_with(
             edit,
             encoding,
             mode,
+            based_on,
             reply,
         })
         .map_err(|_| EngineError::Gone)?;

@@ -544,6 +544,7 @@ fn write_whole_file(context: &ToolContext, path: &Path, contents: &str) -> Resul
             edit,
             encoding: PositionEncoding::Utf8,
             mode: crate::edit::ApplyMode::Write,
+            based_on: None,
             reply,
         })
         .map_err(|_| ToolError::failed("lspc's engine has shut down"))?;

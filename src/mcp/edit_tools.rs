@@ -40,6 +40,7 @@ const EDIT_OUTPUT: &str = r#"{
         "operations": {"type": "array", "items": {"type": "object"}},
         "diff": {"type": "string", "description": "unified diff of the change"},
         "diagnosticsAfterEdit": {"type": "string", "description": "diagnostics new since before the edit (<new-diagnostics> block, at most 4000 characters); empty when none or not applied"},
+        "newErrors": {"type": "integer", "description": "once written: how many of the new diagnostics are errors (the edit broke something when above 0)"},
         "diagnosticsNote": {"type": "string"},
         "note": {"type": "string", "description": "e.g. the server was still indexing, sent a follow-up request lspc ignored after its edit was applied, or a rename left occurrences (not renamed by the server: FILE:LINE ...)"},
         "notRenamed": {"type": "array", "items": {"type": "object", "properties": {"file": {"type": "string"}, "line": {"type": "integer"}}}, "description": "after a rename: whole-word occurrences of the old name in files the server's edit does not touch (1-based lines)"},
@@ -253,6 +254,7 @@ mod tests {
                         after: Some("y\n".to_owned()),
                     }],
                     written,
+                    generation: 0,
                 },
                 diff: "--- a/a.py\n+++ b/a.py\n".to_owned(),
                 new_diagnostics: block.to_owned(),
@@ -260,6 +262,7 @@ mod tests {
                 note: None,
                 not_renamed: Vec::new(),
                 watched: 0,
+                new_errors: 0,
             };
             let (json, text) = outcome_result(root, &outcome);
             assert_eq!(json, expected);
@@ -278,7 +281,7 @@ mod tests {
         check(
             true,
             "",
-            json!({"applied": true, "files": ["a.py"], "operations": operations, "diff": "--- a/a.py\n+++ b/a.py\n", "diagnosticsAfterEdit": ""}),
+            json!({"applied": true, "files": ["a.py"], "operations": operations, "diff": "--- a/a.py\n+++ b/a.py\n", "diagnosticsAfterEdit": "", "newErrors": 0}),
             "renamed b.py -> c.py\nno new diagnostics in the changed files\n",
         );
     }

@@ -505,6 +505,7 @@ mod tests {
                 found: true,
                 note: note.map(str::to_owned),
                 incomplete: false,
+                new_errors: 0,
             };
             let id = json!(41);
             let Ok(text) = tools::query_call_result_text(root, query, answer.clone()) else {
@@ -542,6 +543,7 @@ mod tests {
             found: false,
             note: None,
             incomplete: false,
+            new_errors: 0,
         };
         assert!(tools::query_call_result_text(root, &definition, bare).is_err());
     }

@@ -58,6 +58,9 @@ pub struct Answer {
     /// `complete` is then false). `lspc diagnostics` exits 3 then, as `lspc check` does, and
     /// never 0: an empty, incomplete answer is no "clean".
     pub incomplete: bool,
+    /// A written edit: how many errors it brought ([`EditOutcome::new_errors`]); the CLI exits 1
+    /// when there are any. 0 for every other operation.
+    pub new_errors: usize,
 }
 
 /// Why an operation failed; the message is the frontends' error text.
@@ -131,6 +134,7 @@ impl From<QueryAnswer> for Answer {
             found: answer.found,
             note: answer.incomplete,
             incomplete: false,
+            new_errors: 0,
         }
     }
 }
@@ -295,6 +299,7 @@ pub fn execute(context: &Context<'_>, operation: &Operation) -> Result<Answer, F
                         found: !diagnostics.is_empty(),
                         note,
                         incomplete: json["complete"] == false,
+                        new_errors: 0,
                         json: json.into(),
                     })
                 }
@@ -318,6 +323,7 @@ pub fn execute(context: &Context<'_>, operation: &Operation) -> Result<Answer, F
                 found: !actions.is_empty(),
                 note: None,
                 incomplete: false,
+                new_errors: 0,
                 json: json.into(),
             })
         }
@@ -372,11 +378,13 @@ fn edit_answer(outcome: Result<EditOutcome, CommandError>, root: &Path) -> Resul
         found: true,
         note,
         incomplete: false,
+        new_errors: outcome.new_errors,
     })
 }
 
 /// The JSON object of an edit outcome (paths relative to the root): `applied`, `files`,
-/// `operations`, `diff`, and when written `diagnosticsAfterEdit`; `diagnosticsNote`/`note` when
+/// `operations`, `diff`, and when written `diagnosticsAfterEdit` and `newErrors` (how many of
+/// its diagnostics are errors); `diagnosticsNote`/`note` when
 /// there is one; after a rename, `notRenamed` (`file`, 1-based `line`) when the server left
 /// whole-word occurrences of the old name.
 pub fn outcome_json(outcome: &EditOutcome, root: &Path) -> Value {
@@ -407,6 +415,7 @@ pub fn outcome_json(outcome: &EditOutcome, root: &Path) -> Value {
     });
     if report.written {
         json["diagnosticsAfterEdit"] = json!(outcome.new_diagnostics);
+        json["newErrors"] = json!(outcome.new_errors);
     }
     if let Some(note) = &outcome.diagnostics_note {
         json["diagnosticsNote"] = json!(note);
@@ -699,6 +708,7 @@ fn check(context: &Context<'_>, paths: &[PathBuf], root: &Path) -> Result<Answer
         found,
         note: None,
         incomplete: false,
+        new_errors: 0,
     })
 }
 

@@ -861,12 +861,14 @@ impl Connection {
                 edit,
                 encoding,
                 mode,
+                based_on,
             } => {
                 let (reply, receiver) = bounded(1);
                 self.send_op(Op::ApplyEdit {
                     edit,
                     encoding,
                     mode,
+                    based_on,
                     reply,
                 });
                 Pending::ApplyEdit(receiver)

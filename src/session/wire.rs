@@ -113,6 +113,9 @@ pub enum WireOp {
         edit: Value,
         encoding: PositionEncoding,
         mode: ApplyMode,
+        /// [`Op::ApplyEdit`]'s `based_on`; absent for `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        based_on: Option<u64>,
     },
     ServerEdits,
     RawDiagnostics {
@@ -261,6 +264,7 @@ fn decode_request(
             edit: fields.required("edit")?,
             encoding: fields.required("encoding")?,
             mode: fields.required("mode")?,
+            based_on: fields.optional("basedOn")?,
         },
         "serverEdits" => WireOp::ServerEdits,
         "rawDiagnostics" => WireOp::RawDiagnostics {
@@ -550,12 +554,14 @@ pub fn split(op: Op) -> Split {
             edit,
             encoding,
             mode,
+            based_on,
             reply,
         } => Split::Wire(
             WireOp::ApplyEdit {
                 edit,
                 encoding,
                 mode,
+                based_on,
             },
             ReplySlot::ApplyEdit(reply),
         ),
@@ -1025,6 +1031,7 @@ mod tests {
                 edit: serde_json::json!({"changes": {}}),
                 encoding: PositionEncoding::Utf16,
                 mode: ApplyMode::Preview,
+                based_on: Some(3),
             },
             WireOp::ServerEdits,
             WireOp::RawDiagnostics { path: path() },

@@ -369,9 +369,15 @@ fn a_refused_edit_leaves_every_byte_as_it_was() {
           "edits": [{ "range": { "start": { "line": 0, "character": 0 },
                                  "end": { "line": 0, "character": 4 } }, "newText": "lost" }] }
     ]});
-    let error = apply_edit_with(&sender, edit, PositionEncoding::Utf16, ApplyMode::Write)
-        .unwrap()
-        .unwrap_err();
+    let error = apply_edit_with(
+        &sender,
+        edit,
+        PositionEncoding::Utf16,
+        ApplyMode::Write,
+        None,
+    )
+    .unwrap()
+    .unwrap_err();
     assert!(
         error.to_string().contains("is outside the workspace root"),
         "{error}"
@@ -993,4 +999,39 @@ fn a_null_rename_from_a_server_still_indexing_is_not_nothing_to_rename() {
              a.py:1:1; nothing was written (try again, or with a longer --timeout)\n",
         );
     assert_eq!(workspace.read("a.py"), "target = 1\n");
+}
+
+/// Two new users' trials (helper-52, helper-53), and a third's (helper-56: "a rename can break
+/// the build and still exit 0"): a written edit that brings new errors exits 1, with a line
+/// on stderr saying why, and `--format json` counts them in `newErrors`; an edit that brings
+/// none exits 0. The fixture server reports each `ERROR: message` line as an error.
+#[test]
+fn a_written_edit_that_brings_new_errors_exits_1() {
+    let mut workspace = crate::support::Workspace::new("edit-new-errors");
+    workspace.file("a.py", "x = 1\ny = 2\n");
+    let config = workspace.fixture_config(&[("fx", &[".py"], serde_json::json!({}))]);
+    let edit = |old: &str, new: &str, extra: &[&str]| {
+        workspace
+            .lspc()
+            .args(["--no-builtin", "--config"])
+            .arg(&config)
+            .args(["edit", "a.py", "--old", old, "--new", new])
+            .args(extra)
+            .run()
+    };
+    edit("x = 1", "ERROR: broken", &[])
+        .status(1)
+        .stdout_contains("[Line 1:1] broken")
+        .stderr_contains(
+            "lspc: exit status 1: the edit was written and brought 1 new error (listed above)",
+        );
+    assert_eq!(workspace.read("a.py"), "ERROR: broken\ny = 2\n");
+    let json = edit("y = 2", "ERROR: again", &["--format", "json"]);
+    json.status(1);
+    let answer: serde_json::Value = serde_json::from_str(&json.stdout).expect("json");
+    assert_eq!(answer["applied"], true, "{answer}");
+    assert_eq!(answer["newErrors"], 1, "{answer}");
+    // The old errors are no longer new: fixing one brings none.
+    edit("ERROR: again", "y = 2", &[]).status(0);
+    assert_eq!(workspace.read("a.py"), "ERROR: broken\ny = 2\n");
 }

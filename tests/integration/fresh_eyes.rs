@@ -2345,7 +2345,15 @@ fn typescript_references_and_rename_reach_a_nested_tsconfigs_project() {
                 "60",
             ],
         )
-        .status(0);
+        // The two example files beyond the 32 a rename opens are not renamed, and break: the
+        // rename is written, and exits 1 with their new errors.
+        .status(1)
+        .stdout_contains(
+            "examples/e33.ts:\n  ✘ [Line 1:10] Module '\"../src/a\"' has no exported member 'foo'.",
+        )
+        .stderr_contains(
+            "lspc: exit status 1: the edit was written and brought 2 new errors (listed above)",
+        );
     assert_eq!(
         workspace.read("test/a.test.ts"),
         "import { bar } from '../src/a';\nconsole.log(bar(2));\n"

@@ -574,6 +574,69 @@ fn a_rename_cancelled_before_it_is_written_writes_nothing() {
     assert_eq!(session.finish(20 * SECOND), Some(0));
 }
 
+/// A new user's agent sent two renames at once on encode/starlette: the second one's edit,
+/// computed by pyright before the first was written, landed at its old columns in the first
+/// one's text (`EnvironMaEnvironFailureror`), and both calls said they succeeded. Here a rename
+/// whose answer the server delays 2 s, and an `edit` of the same file written meanwhile: the
+/// rename's edit is refused whole (the server's positions are for the text before the `edit`),
+/// nothing of it is written, and the same rename asked again then applies.
+#[test]
+fn a_rename_computed_before_another_edit_wrote_its_file_is_refused() {
+    let mut workspace = Workspace::new("mcp-rename-race");
+    workspace.file("a.py", "one = 1\n");
+    workspace.file("b.py", "oneoneone\n");
+    let uri = |name: &str| format!("file://{}", workspace.root.join(name).display());
+    let rename_edit = json!({"changes": {
+        uri("a.py"): [{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 3}}, "newText": "uno"}],
+        uri("b.py"): [{"range": {"start": {"line": 0, "character": 3}, "end": {"line": 0, "character": 6}}, "newText": "uno"}]
+    }});
+    let scenario = json!({"rules": [
+        {"method": "textDocument/rename", "nth": 1, "actions": [
+            {"after": 2000, "actions": [{"reply": rename_edit}]}
+        ]},
+        {"method": "textDocument/rename", "actions": [{"reply": rename_edit}]}
+    ]});
+    let config = workspace.fixture_config(&[("fx", &[".py"], scenario)]);
+    let mut session = start_with_config(&workspace, &config);
+    let rename =
+        json!({"file": "a.py", "line": 1, "symbol": "one", "new_name": "uno", "apply": true});
+    session.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "rename", "arguments": rename}}));
+    let transcript = workspace.transcript_path("fx");
+    wait_for(10 * SECOND, "the rename at the server", || {
+        read_transcript(&transcript)
+            .iter()
+            .any(|entry| entry["message"]["method"] == "textDocument/rename")
+            .then_some(())
+    });
+    let edit = session.request(
+        json!(2),
+        "tools/call",
+        json!({"name": "edit", "arguments": {"file": "b.py", "old": "oneoneone", "new": "oneoneoneone"}}),
+        10 * SECOND,
+    );
+    assert_eq!(edit["result"]["isError"], false, "{edit}");
+    assert_eq!(workspace.read("b.py"), "oneoneoneone\n");
+    let refused = session.response(json!(1), 20 * SECOND);
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    let text = refused["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        text.contains("b.py was changed by another lspc edit after the server computed this one"),
+        "{text}"
+    );
+    assert_eq!(workspace.read("a.py"), "one = 1\n");
+    assert_eq!(workspace.read("b.py"), "oneoneoneone\n");
+    // Asked again, the server's answer is for the text it now has (the fixture's is the same
+    // edit, which fits it: the middle "one" of b.py at columns 3-6).
+    let again = call_tool(&mut session, 3, "rename", rename);
+    assert_eq!(again["structuredContent"]["applied"], true, "{again}");
+    assert_eq!(workspace.read("a.py"), "uno = 1\n");
+    assert_eq!(workspace.read("b.py"), "oneunooneone\n");
+    assert_eq!(session.finish(20 * SECOND), Some(0));
+}
+
 /// B17 through MCP: two fixture servers on `.py`; the passive drain (`diagnostics` without a
 /// file) delivers E1 once, errors first, at most 10 per file and 30 in total, with a note naming
 /// how many were left out.

@@ -247,6 +247,11 @@ impl Planner<'_, '_> {
     /// The slot of `path`, read from disk the first time.
     pub(super) fn slot(&mut self, path: &Path) -> Result<&mut Slot, EditError> {
         if !self.slots.contains_key(path) {
+            if (self.context.written_since)(path) {
+                return Err(EditError::ChangedByAnotherEdit {
+                    path: path.to_path_buf(),
+                });
+            }
             let slot = match fs::metadata(path) {
                 Ok(metadata) if metadata.is_dir() => Slot {
                     original: None,

@@ -55,6 +55,7 @@ impl Plan {
             operations: self.operations.clone(),
             files,
             written: false,
+            generation: 0,
         }
     }
 
