@@ -483,8 +483,14 @@ impl State {
                     .collect();
                 return Some(DiagnosticsOutcome::Failed(reasons.join("; ")));
             }
+            // Only the servers asked: a server the job leaves out of the file (pyright for a
+            // file outside its `include`) is not sent it either. A new user's warm session on
+            // python-attrs/attrs (include: one file) sent pyright all 65 files outside it from
+            // the second `check .` on, once pyright ran: 1 GB, and the one file it checks timed
+            // out at 30 s.
             self.syncing_for_diagnostics = true;
-            let synced = self.sync_document(&wait.path);
+            let slots: Vec<usize> = wait.servers.iter().map(|id| id.0 as usize).collect();
+            let synced = self.sync_document_on(&wait.path, &slots);
             self.syncing_for_diagnostics = false;
             if let Err(error) = synced {
                 return Some(DiagnosticsOutcome::NotChecked(error.to_string()));

@@ -53,8 +53,13 @@ impl State {
         self.sync_document_on(path, &slots)
     }
 
-    /// [`State::sync_document`] when the file's server slots (`slots_for_path`) are known.
-    fn sync_document_on(&mut self, path: &Path, slots: &[usize]) -> Result<(), EngineError> {
+    /// [`State::sync_document`] on the server slots `slots` only (the file's `slots_for_path`,
+    /// or the ones a diagnostics wait asks).
+    pub(super) fn sync_document_on(
+        &mut self,
+        path: &Path,
+        slots: &[usize],
+    ) -> Result<(), EngineError> {
         // The `stat` of `resync_changed_documents` earlier in this turn stands when it found the
         // file unchanged (issue 15: one `stat` per query, not two).
         if !self.documents.unchanged_this_turn(path) {
@@ -137,7 +142,11 @@ impl State {
             };
             let version = doc.version;
             let servers: Vec<ServerId> = doc.open_on.keys().copied().collect();
-            match self.sync_document(&path) {
+            // Sent again to the servers holding it only: opening it on every server that claims
+            // it sent pyright the files outside its `include` a check had left out (a file
+            // changed within a second of its read counts as changed here).
+            let holding: Vec<usize> = servers.iter().map(|id| id.0 as usize).collect();
+            match self.sync_document_on(&path, &holding) {
                 Ok(()) => {
                     if self.documents.get(&path).map(|doc| doc.version) == Some(version) {
                         continue;

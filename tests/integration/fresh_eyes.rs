@@ -3056,3 +3056,55 @@ fn batch_check_reports_shellchecks_style_findings_as_lspc_check_does() {
     let (status, stderr) = batch.finish();
     assert_eq!(status, Some(0), "{stderr}");
 }
+
+/// helper-55, a warm session on python-attrs/attrs (`[tool.pyright] include` names one file):
+/// from the second `lspc check .` on, once pyright ran, every Python file outside its include
+/// was opened on pyright too (its answers were thrown away), and pyright's check of the one
+/// file it does check timed out at 30 s (exit 3). A diagnostics wait now sends a file only to
+/// the servers it asks: over two checks, `b.py` is opened once, on ruff. pyright 1.1.414 and
+/// ruff 0.17.6; both checks report pyright's error in `a.py` only.
+#[test]
+fn a_file_outside_pyrights_include_is_never_opened_on_pyright() {
+    require_program!("pyright-langserver");
+    require_program!("ruff");
+    let workspace = Workspace::new("outside-pyright-include");
+    workspace
+        .file("pyproject.toml", "[tool.pyright]\ninclude = [\"a.py\"]\n")
+        .file("a.py", "x: int = \"a\"\n")
+        .file("b.py", "y: int = \"b\"\n");
+    let config = workspace.config(json!({ "pyright": pyright_entry(), "ruff": ruff_entry() }));
+    let mut batch = BatchSession::start(&workspace, &config, 60);
+    for id in [1, 2] {
+        let check = batch.ask(json!({"id": id, "op": "check", "paths": ["."]}));
+        let errors: Vec<(String, u64)> = check["result"]["files"]
+            .as_array()
+            .expect("files")
+            .iter()
+            .flat_map(|file| file["diagnostics"].as_array().cloned().unwrap_or_default())
+            .map(|d| {
+                (
+                    d["path"].as_str().unwrap_or_default().to_owned(),
+                    d["line"].as_u64().unwrap_or(0),
+                )
+            })
+            .collect();
+        assert_eq!(errors, [("a.py".to_owned(), 1)], "{check}");
+        let states: Vec<&str> = check["result"]["files"]
+            .as_array()
+            .expect("files")
+            .iter()
+            .map(|file| file["state"].as_str().unwrap_or_default())
+            .collect();
+        assert_eq!(states, ["diagnostics", "clean"], "{check}");
+    }
+    let (status, stderr) = batch.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    let b_uri = format!("file://{}/b.py\"", workspace.root.display());
+    let opens = stderr
+        .lines()
+        .filter(|line| {
+            line.contains("\"method\":\"textDocument/didOpen\"") && line.contains(&b_uri)
+        })
+        .count();
+    assert_eq!(opens, 1, "b.py opened on pyright too:\n{stderr}");
+}
