@@ -255,6 +255,17 @@ pub fn execute(context: &Context<'_>, operation: &Operation) -> Result<Answer, F
                 ));
             }
             match file.outcome {
+                // No server configured for the file: the usage error every other operation on
+                // it is (README: "no server for the file", exit 2), not a server failure (a
+                // new user's trial: `lspc diagnostics README.md` exited 3, `hover` 2).
+                FileOutcome::NotChecked(message)
+                    if context.config.servers_for_path(&path).is_empty() =>
+                {
+                    Err(Failure {
+                        message,
+                        exit_status: EXIT_USAGE,
+                    })
+                }
                 FileOutcome::Failed(message) | FileOutcome::NotChecked(message) => Err(Failure {
                     message,
                     exit_status: EXIT_SERVER,

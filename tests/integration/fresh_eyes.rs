@@ -3108,3 +3108,23 @@ fn a_file_outside_pyrights_include_is_never_opened_on_pyright() {
         .count();
     assert_eq!(opens, 1, "b.py opened on pyright too:\n{stderr}");
 }
+
+/// helper-57: `lspc diagnostics README.md` exited 3 (a server failure) where `hover`, `symbols`
+/// and `check` on the same file exit 2, as README says for a file no server is configured for.
+#[test]
+fn diagnostics_of_a_file_no_server_is_configured_for_is_a_usage_error() {
+    let workspace = Workspace::new("diagnostics-unserved");
+    workspace.file("notes.txt", "hello\n");
+    for operation in [
+        &["diagnostics", "notes.txt"][..],
+        &["hover", "notes.txt:1:1"],
+    ] {
+        workspace
+            .lspc()
+            .arg("--no-builtin")
+            .args(operation)
+            .run()
+            .status(2)
+            .stderr_contains("lspc: no language server is configured for .txt files");
+    }
+}
