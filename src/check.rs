@@ -232,7 +232,13 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         }
     };
     let mut selection = select_files(config, options, &named, listing, narrowing.changed.as_ref());
-    let had_config_errors = !config.errors.is_empty();
+    // Paths below the root print relative to it, as everywhere in the report.
+    let root_prefix = format!("{}/", root.display());
+    let config_errors: Vec<String> = config
+        .errors
+        .iter()
+        .map(|error| error.to_string().replace(&root_prefix, ""))
+        .collect();
     if selection.files.is_empty() {
         if !selection.skipped.is_empty() || selection.n_unchanged_left_out > 0 {
             // Everything walked was skipped: outside the servers' projects, or for a reason of
@@ -240,7 +246,7 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
             let mut report = empty_report(&root, options, selection);
             found_paths.apply(&mut report);
             let ending = Ending {
-                had_config_errors,
+                config_errors,
                 n_unsent: n_unsent(config, &report),
                 // `--changed-since`: a change the projects leave out has nothing to check.
                 nothing_in_projects: narrowing.changed.is_none(),
@@ -288,7 +294,7 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         let mut report = empty_report(&root, options, selection);
         found_paths.apply(&mut report);
         let ending = Ending {
-            had_config_errors,
+            config_errors,
             baseline: baseline
                 .as_ref()
                 .map(|_| baseline::BaselineCounts::default()),
@@ -522,7 +528,7 @@ pub fn run(mut engine_options: EngineOptions, options: &CheckOptions) -> i32 {
         n_unsent: n_unsent(config, &report),
         nothing_in_projects: false,
         n_named_not_checked,
-        had_config_errors,
+        config_errors,
         baseline: baseline_counts,
         streamed,
         interrupted: waited
@@ -652,6 +658,7 @@ fn finish(report: &CheckReport, options: &CheckOptions, ending: Ending) -> i32 {
         shard: options
             .shard
             .map(|shard| (shard.to_string(), shard.automation_id())),
+        config_errors: ending.config_errors.clone(),
     };
     let written = if ending.streamed.is_empty() {
         output::render_with(report, options.format, &details, &mut stdout)
@@ -710,7 +717,7 @@ fn finish(report: &CheckReport, options: &CheckOptions, ending: Ending) -> i32 {
             report,
             false,
             ending.n_named_not_checked,
-            ending.had_config_errors,
+            !ending.config_errors.is_empty(),
         ) {
             EXIT_OK => EXIT_USAGE,
             graver => graver,
@@ -720,7 +727,7 @@ fn finish(report: &CheckReport, options: &CheckOptions, ending: Ending) -> i32 {
         report,
         ending.found,
         ending.n_named_not_checked,
-        ending.had_config_errors,
+        !ending.config_errors.is_empty(),
     );
     if let (EXIT_FOUND, Some(note)) = (status, &ending.cli_verdict_note) {
         eprintln!("{note}");
@@ -941,7 +948,8 @@ struct Ending {
     /// projects, or unsendable): nothing was checked, which is not a clean run (exit 2).
     nothing_in_projects: bool,
     n_named_not_checked: usize,
-    had_config_errors: bool,
+    /// The configuration's errors: the exit status is 2, and the report carries them.
+    config_errors: Vec<String>,
     /// `--baseline`: what matching it did.
     baseline: Option<baseline::BaselineCounts>,
     /// Files whose human output was streamed while the run went on.

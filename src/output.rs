@@ -228,6 +228,11 @@ pub struct RunDetails {
     /// `--shard K/N`: `"K/N"` (json `summary.shard`) and the SARIF `runAutomationDetails.id`
     /// (SARIF 2.1.0 §3.17, the run's `automationDetails`).
     pub shard: Option<(String, String)>,
+    /// The configuration's errors (the run exits 2): json `configErrors`, sarif
+    /// `toolConfigurationNotifications` at level `error` with `executionSuccessful: false`
+    /// (SARIF 2.1.0 §3.20.22), github an `::error` line each. A job that reads only the report
+    /// does not see a clean run whose configuration was broken.
+    pub config_errors: Vec<String>,
 }
 
 /// [`render`] with the [`RunDetails`] of a baseline or shard run.
@@ -242,7 +247,7 @@ pub fn render_with(
         Format::Json => render_json(report, details, out),
         Format::Jsonl => render_jsonl(report, out),
         Format::Sarif => render_sarif(report, details, out),
-        Format::Github => render_github(report, out),
+        Format::Github => render_github(report, details, out),
     }
 }
 
@@ -584,6 +589,8 @@ struct JsonReport<'a> {
     files: Vec<JsonFile<'a>>,
     summary: JsonSummary,
     server_failures: Vec<JsonFailure<'a>>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    config_errors: &'a [String],
 }
 
 fn write_json_line(out: &mut dyn Write, value: &impl Serialize) -> io::Result<()> {
@@ -642,6 +649,7 @@ fn render_json(report: &CheckReport, details: &RunDetails, out: &mut dyn Write) 
                 message: &failure.message,
             })
             .collect(),
+        config_errors: &details.config_errors,
     };
     write_json_line(out, &document)
 }
@@ -834,7 +842,7 @@ fn render_sarif(report: &CheckReport, details: &RunDetails, out: &mut dyn Write)
         }));
     }
     // Skipped files are notes: the run is still successful (executionSuccessful counts errors).
-    let execution_successful = notifications.is_empty();
+    let execution_successful = notifications.is_empty() && details.config_errors.is_empty();
     for skipped in &report.skipped {
         notifications.push(json!({
             "level": "note",
@@ -877,6 +885,18 @@ fn render_sarif(report: &CheckReport, details: &RunDetails, out: &mut dyn Write)
         }],
     });
     let run = &mut document["runs"][0];
+    if !details.config_errors.is_empty() {
+        run["invocations"][0]["toolConfigurationNotifications"] = details
+            .config_errors
+            .iter()
+            .map(|error| {
+                json!({
+                    "level": "error",
+                    "message": { "text": format!("configuration error: {error}") },
+                })
+            })
+            .collect();
+    }
     if let Some((_, automation_id)) = &details.shard {
         run["automationDetails"] = json!({ "id": automation_id });
     }
@@ -903,7 +923,15 @@ fn github_escape_property(text: &str) -> String {
 /// GitHub Actions workflow commands (`::error file=…,line=…::message`). Columns are given only
 /// for single-line ranges, because GitHub accepts `col`/`endColumn` only when the start and end
 /// lines are the same.
-fn render_github(report: &CheckReport, out: &mut dyn Write) -> io::Result<()> {
+fn render_github(
+    report: &CheckReport,
+    details: &RunDetails,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    for error in &details.config_errors {
+        let text = format!("configuration error: {error}");
+        writeln!(out, "::error title=lspc::{}", github_escape_data(&text))?;
+    }
     for file in &report.files {
         let path = github_escape_property(&display_path(&report.root, &file.path));
         for diagnostic in file.reported_diagnostics() {

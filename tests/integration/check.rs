@@ -2301,3 +2301,51 @@ fn an_exclude_that_leaves_nothing_says_so() {
         "lspc: no files to check: no configured language server serves the given paths\n",
     );
 }
+
+/// helper-56: with a broken `.lsp.json` (trusted), `lspc check --format sarif` exited 2 but
+/// said `executionSuccessful: true` with no notification, JSON had nothing, and `--format
+/// github` printed nothing: a job that reads only the report saw a clean run. Each machine
+/// format now carries the configuration's errors (paths relative to the root), and the SARIF
+/// stays valid against the OASIS schema.
+#[test]
+fn a_broken_configuration_is_in_every_machine_readable_report() {
+    let mut workspace = Workspace::new("broken-config-report");
+    workspace.file("a.py", "x = 1\n");
+    workspace.file(".lsp.json", "{\"fx\": {\"command\": \"x\", }");
+    let config = workspace.fixture_config(&[("fx", &[".py"], json!({}))]);
+    let check = |format: &str| {
+        let output = workspace
+            .lspc()
+            .args([
+                "check",
+                "a.py",
+                "--trust",
+                "--no-builtin",
+                "--format",
+                format,
+                "--config",
+            ])
+            .arg(&config)
+            .run();
+        output.status(2);
+        output.stdout.clone()
+    };
+    let error = "configuration error: .lsp.json:1:25: invalid json: trailing comma";
+    let json: Value = serde_json::from_str(&check("json")).expect("json");
+    assert_eq!(
+        json["configErrors"],
+        json!([".lsp.json:1:25: invalid json: trailing comma"]),
+        "{json}"
+    );
+    assert_eq!(check("github"), format!("::error title=lspc::{error}\n"));
+    let sarif = check("sarif");
+    let document: Value = serde_json::from_str(&sarif).expect("sarif");
+    let invocation = &document["runs"][0]["invocations"][0];
+    assert_eq!(invocation["executionSuccessful"], false, "{invocation}");
+    assert_eq!(
+        invocation["toolConfigurationNotifications"],
+        json!([{"level": "error", "message": {"text": error}}]),
+        "{invocation}"
+    );
+    validate_sarif(&workspace, &sarif);
+}
