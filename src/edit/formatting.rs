@@ -16,7 +16,9 @@
 //!    user asked for; nothing is sent for a file without one);
 //! 4. tab size 4 with spaces, the default of the servers that read these options
 //!    (typescript-language-server, clangd without a `.clang-format`); ruff and others format by
-//!    their own configuration and ignore them.
+//!    their own configuration and ignore them. A `.toml` file gets 2, `taplo fmt`'s own
+//!    indentation (taplo 0.10.0 takes `tabSize` as its indent: with 4 a formatted `Cargo.toml`
+//!    failed `taplo fmt --check`, a new user's trial on rust-lang/log).
 //!
 //! `end_of_line` has no `FormattingOptions` field: the edit engine keeps a file's own line
 //! endings, and when `.editorconfig` asks for other ones [`FormattingChoice::end_of_line_note`]
@@ -194,11 +196,13 @@ pub fn detect_indentation(text: &str) -> Option<Indentation> {
 }
 
 /// Decides the options for a file whose `.editorconfig` says `editorconfig` and whose text is
-/// `text` (see the module documentation for the order).
+/// `text` (see the module documentation for the order); `default_tab_size` when nothing else
+/// says ([`default_tab_size`]).
 pub fn choose(
     overrides: FormattingOverrides,
     editorconfig: &EditorConfig,
     text: &str,
+    default_tab_size: u32,
 ) -> FormattingChoice {
     let detected = detect_indentation(text);
     let insert_spaces = overrides
@@ -221,7 +225,7 @@ pub fn choose(
         .tab_size
         .or(from_editorconfig)
         .or(from_text)
-        .unwrap_or(4);
+        .unwrap_or(default_tab_size);
     FormattingChoice {
         tab_size,
         insert_spaces,
@@ -240,7 +244,12 @@ fn ends_with_line_break(text: &str) -> bool {
 
 /// [`choose`] for the file at `path` (absolute), reading its `.editorconfig`.
 pub fn options_for(path: &Path, text: &str, overrides: FormattingOverrides) -> FormattingChoice {
-    let choice = choose(overrides, &editorconfig_of(path), text);
+    let choice = choose(
+        overrides,
+        &editorconfig_of(path),
+        text,
+        default_tab_size(path),
+    );
     log::info!(
         "formatting {} with tabSize {} insertSpaces {}",
         path.display(),
@@ -248,6 +257,15 @@ pub fn options_for(path: &Path, text: &str, overrides: FormattingOverrides) -> F
         choice.insert_spaces
     );
     choice
+}
+
+/// The indentation step when neither the command, `.editorconfig` nor the file's own
+/// indentation gives one: 2 for `.toml` (`taplo fmt`'s), else 4.
+pub fn default_tab_size(path: &Path) -> u32 {
+    match path.extension().and_then(|extension| extension.to_str()) {
+        Some("toml") => 2,
+        _ => 4,
+    }
 }
 
 #[cfg(test)]
@@ -286,7 +304,7 @@ mod tests {
                      editorconfig: EditorConfig,
                      text: &str,
                      expected: (u32, bool)| {
-            let choice = choose(overrides, &editorconfig, text);
+            let choice = choose(overrides, &editorconfig, text, 4);
             assert_eq!(
                 (choice.tab_size, choice.insert_spaces),
                 expected,
@@ -342,7 +360,7 @@ mod tests {
                 insert_final_newline: editorconfig,
                 ..EditorConfig::default()
             };
-            let choice = choose(FormattingOverrides::default(), &editorconfig, text);
+            let choice = choose(FormattingOverrides::default(), &editorconfig, text, 4);
             assert_eq!(
                 choice.insert_final_newline, expected,
                 "{editorconfig:?} {text:?}"
@@ -359,7 +377,12 @@ mod tests {
 
     #[test]
     fn lsp_options_carry_the_optional_fields_only_when_set() {
-        let mut choice = choose(FormattingOverrides::default(), &EditorConfig::default(), "");
+        let mut choice = choose(
+            FormattingOverrides::default(),
+            &EditorConfig::default(),
+            "",
+            4,
+        );
         assert_eq!(choice.to_lsp(), json!({"tabSize": 4, "insertSpaces": true}));
         choice.trim_trailing_whitespace = Some(true);
         choice.insert_final_newline = Some(false);

@@ -3128,3 +3128,28 @@ fn diagnostics_of_a_file_no_server_is_configured_for_is_a_usage_error() {
             .stderr_contains("lspc: no language server is configured for .txt files");
     }
 }
+
+/// helper-56 on rust-lang/log: `lspc format Cargo.toml --apply` indented an array taplo
+/// breaks with 4 spaces (the fallback step for a file without indentation), and `taplo fmt
+/// --check` then failed: taplo 0.10.0 takes `tabSize` as its indent, and its own is 2. A
+/// `.toml` file without indentation, `.editorconfig` or `--tab-size` now gets 2: the result is
+/// byte for byte `taplo fmt`'s.
+#[test]
+fn taplo_formats_a_toml_file_as_taplo_fmt_does() {
+    require_program!("taplo");
+    let workspace = Workspace::new("taplo-format");
+    let text = "[package]\nname = \"x\"\n\n[features]\ndefault = [\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\", \"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\", \"cccccccccccccccccccccccccccc\"]\n";
+    workspace.file("Cargo.toml", text).file("cli.toml", text);
+    let config = workspace.config(json!({ "taplo": {"command": "taplo", "args": ["lsp", "stdio"], "extensionToLanguage": {".toml": "toml"}} }));
+    workspace
+        .run_with(&config, &["format", "Cargo.toml", "--apply"])
+        .status(0);
+    TestCommand::new("taplo")
+        .current_dir(&workspace.root)
+        .args(["fmt", "cli.toml"])
+        .run()
+        .status(0);
+    let expected = workspace.read("cli.toml");
+    assert!(expected.contains("\n  \"aaaa"), "{expected}");
+    assert_eq!(workspace.read("Cargo.toml"), expected);
+}
