@@ -20,6 +20,12 @@
 //! (TS2318). `tsc -p` fails on each, and `lspc check` called such a project clean. They are
 //! reported at line 1, column 1 of the configuration file.
 //!
+//! A TS6053 `File '…' not found` that says the file is `Matched by include pattern` names a file
+//! tsserver's project still lists after it was deleted (tsc, globbing the disk anew, cannot match
+//! a file that is not there): right after `rm` of a source in a warm session, `lspc check .`
+//! reported it at `tsconfig.json:1:1` for about 2 s (a new user's trial on sindresorhus/is).
+//! Such an entry is left out when the file does not exist; one from a `"files"` entry stays.
+//!
 //! Invariants: only servers offering the command are asked, and only after every file settled;
 //! a request that fails or times out adds nothing (the files' own verdicts are unchanged);
 //! configuration files outside the workspace root are not reported. Positions: tsserver's are
@@ -323,6 +329,7 @@ fn from_tsserver(
     };
     entries
         .iter()
+        .filter(|diagnostic| !names_a_deleted_file(diagnostic))
         .filter_map(|diagnostic| {
             let located = position(diagnostic, "start").zip(position(diagnostic, "end"));
             let ((line, column), (end_line, end_column)) = match (located, unlocated) {
@@ -363,9 +370,75 @@ fn from_tsserver(
         .collect()
 }
 
+/// Whether a tsserver diagnostic is a TS6053 for a file an include pattern matched and that no
+/// longer exists (see the module doc).
+fn names_a_deleted_file(diagnostic: &Value) -> bool {
+    if diagnostic.get("code").and_then(Value::as_u64) != Some(6053) {
+        return false;
+    }
+    let message = diagnostic
+        .get("text")
+        .or_else(|| diagnostic.get("message"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let named = message
+        .strip_prefix("File '")
+        .and_then(|rest| rest.split_once("' not found"))
+        .map(|(file, _)| file);
+    match named {
+        Some(file) if message.contains("Matched by include pattern") => {
+            let gone = !Path::new(file).exists();
+            if gone {
+                log::debug!(
+                    "left out tsserver's TS6053 for {file}: deleted since its project listed it"
+                );
+            }
+            gone
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A TS6053 for a file an include pattern matched is left out once the file is gone, and
+    /// kept while it exists; one for a `"files"` entry is always kept (tsc reports it too).
+    #[test]
+    fn a_missing_file_matched_by_an_include_pattern_is_left_out() {
+        let dir = std::env::temp_dir().join(format!("lspc-ts6053-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let present = dir.join("present.ts");
+        std::fs::write(&present, "").unwrap();
+        let gone = dir.join("gone.ts");
+        let entry = |file: &Path, why: &str| {
+            json!({"code": 6053, "category": "error", "message": format!(
+                "File '{}' not found.\n  The file is in the program because:\n    {why}",
+                file.display()
+            )})
+        };
+        let include = "Matched by include pattern 'source' in '/w/tsconfig.json'";
+        let files = "Part of 'files' list in tsconfig.json";
+        let body = json!([
+            entry(&gone, include),
+            entry(&present, include),
+            entry(&gone, files)
+        ]);
+        let found = from_tsserver(
+            "ts",
+            Path::new("/w/tsconfig.json"),
+            "",
+            &body,
+            Unlocated::AtStart,
+        );
+        let kept: Vec<bool> = found
+            .iter()
+            .map(|diagnostic| diagnostic.message.contains("gone.ts"))
+            .collect();
+        assert_eq!(kept, [false, true], "{found:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     /// tsserver's answer for unjs/ufo's tsconfig under TypeScript 6.0.3, on a line with a
     /// character outside the BMP before the option (offsets count UTF-16 units).
