@@ -350,15 +350,7 @@ fn from_tsserver(
                 end_line,
                 end_column,
                 severity,
-                // `text` in a `Diagnostic`, `message` in a `DiagnosticWithLinePosition` (the
-                // `-full` answers).
-                message: diagnostic
-                    .get("text")
-                    .or_else(|| diagnostic.get("message"))
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .trim_end()
-                    .to_string(),
+                message: entry_text(diagnostic).trim_end().to_string(),
                 source: Some("typescript".to_string()),
                 code: diagnostic.get("code").map(|code| match code {
                     Value::String(code) => code.clone(),
@@ -370,17 +362,23 @@ fn from_tsserver(
         .collect()
 }
 
+/// A tsserver entry's message: `text` in a `Diagnostic`, `message` in a
+/// `DiagnosticWithLinePosition` (the `-full` answers); empty when neither is a string.
+fn entry_text(diagnostic: &Value) -> &str {
+    diagnostic
+        .get("text")
+        .or_else(|| diagnostic.get("message"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
 /// Whether a tsserver diagnostic is a TS6053 for a file an include pattern matched and that no
 /// longer exists (see the module doc).
 fn names_a_deleted_file(diagnostic: &Value) -> bool {
     if diagnostic.get("code").and_then(Value::as_u64) != Some(6053) {
         return false;
     }
-    let message = diagnostic
-        .get("text")
-        .or_else(|| diagnostic.get("message"))
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let message = entry_text(diagnostic);
     let named = message
         .strip_prefix("File '")
         .and_then(|rest| rest.split_once("' not found"))
