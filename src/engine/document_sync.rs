@@ -205,6 +205,31 @@ impl State {
     }
 
     pub(super) fn open_on_server(&mut self, server_id: ServerId, path: &Path) {
+        self.send_document(server_id, path, false);
+    }
+
+    /// Sends `path` to `server_id` again as a new version of unchanged text, closed and opened:
+    /// clangd builds the preamble of an opened file afresh. For a publish that describes a
+    /// preamble older than the open text of a file it includes (`fe_pch_file_overridden`,
+    /// [`super::server_messages`]). Other servers holding the document get the new version at
+    /// their next sync (a `didChange` of the same text).
+    /// Whether it was sent: only a document the server holds at its current version is.
+    pub(super) fn reopen_as_new_version(&mut self, server_id: ServerId, path: &Path) -> bool {
+        let Some(doc) = self.documents.get_mut(path) else {
+            return false;
+        };
+        if doc.open_on.get(&server_id).map(|&(version, _)| version) != Some(doc.version) {
+            return false;
+        }
+        doc.version += 1;
+        self.send_document(server_id, path, true);
+        true
+    }
+
+    /// [`State::open_on_server`]; `reopen_quiet`: a resend of unchanged text to a
+    /// [`SettleRule::VersionedPublish`] server is a close and open even outside a diagnostics
+    /// sync.
+    fn send_document(&mut self, server_id: ServerId, path: &Path, reopen_quiet: bool) {
         // Only a `.h` is looked up twice (issue 15: this runs in every query's turn).
         let opening = path.extension().is_some_and(|extension| extension == "h")
             && self
@@ -235,7 +260,7 @@ impl State {
         }
         let quiet = held.is_some_and(|held| held >= doc.text_version)
             && server.settle_rule() == SettleRule::VersionedPublish;
-        let reopen = quiet && self.syncing_for_diagnostics;
+        let reopen = quiet && (self.syncing_for_diagnostics || reopen_quiet);
         match held {
             Some(_) if !reopen => {
                 server.notify(

@@ -102,6 +102,10 @@ pub(super) struct Server {
     /// version unless the file's includes changed, so a diagnostics wait sends it again as a
     /// close and open.
     pub(super) quiet_resends: HashSet<PathBuf>,
+    /// Per document: how many times in a row clangd published `fe_pch_file_overridden` for it
+    /// and lspc sent it again for a fresh preamble ([`super::server_messages`]); reset by a
+    /// publish without it.
+    pub(super) stale_preamble_resends: HashMap<PathBuf, u8>,
     /// The diagnostics of the last publish or full pull per document exactly as the server sent
     /// them (its encoding, `data` kept), for code-action contexts ([`Op::RawDiagnostics`]).
     /// Kept per origin: a server that pulls and pushes for one file has both in force. Each is
@@ -210,6 +214,7 @@ impl Server {
             publishes: HashMap::new(),
             reopened: HashSet::new(),
             quiet_resends: HashSet::new(),
+            stale_preamble_resends: HashMap::new(),
             raw_diagnostics: HashMap::new(),
             supervisor: Supervisor::new(options.restart.unwrap_or(RestartPolicy::from_config(
                 config.restart_on_crash,

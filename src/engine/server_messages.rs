@@ -21,7 +21,7 @@ use super::super::documents::read_text;
 use super::super::given_up;
 use super::super::server_health;
 use super::super::server_requests::{self, SideEffect};
-use super::super::settle::PublishInfo;
+use super::super::settle::{PublishInfo, SettleRule};
 use super::State;
 use crate::diagnostics::{self, Diagnostic, Origin, Reporter};
 use crate::process::{ServerEvent, ServerId};
@@ -372,6 +372,28 @@ impl State {
             log::debug!("{name}: ignored the unversioned publish for re-opened {uri}");
             return;
         }
+        if server.settle_rule() == SettleRule::VersionedPublish && version.is_some() {
+            if raw.iter().any(describes_stale_preamble) {
+                let resends = server
+                    .stale_preamble_resends
+                    .entry(path.clone())
+                    .or_default();
+                if *resends < STALE_PREAMBLE_RESENDS {
+                    *resends += 1;
+                    if self.reopen_as_new_version(server_id, &path) {
+                        log::info!(
+                            "{name}: {uri} v{}: its preamble predates the open text of a file it \
+                             includes (fe_pch_file_overridden): sent again as a new version",
+                            version.unwrap_or_default()
+                        );
+                        return;
+                    }
+                }
+            } else {
+                server.stale_preamble_resends.remove(&path);
+            }
+        }
+        let server = &mut self.servers[server_id.0 as usize];
         if server.pull_diagnostics && !server.publishes_with_pull && open_here {
             log::debug!(
                 "{name}: publishes besides pull diagnostics: settle rule pull-and-publish from now on"
@@ -534,6 +556,25 @@ impl State {
 /// and the user can do nothing about them, so they are logged at debug level, not as warnings.
 fn is_developer_note(text: &str) -> bool {
     text.starts_with("overly long loop turn took ")
+}
+
+/// How many times in a row lspc sends a file again for a publish [`describes_stale_preamble`]:
+/// clangd builds a fresh preamble for an opened file, so one resend is expected to do; a
+/// second publish carrying it is then reported as it is.
+const STALE_PREAMBLE_RESENDS: u8 = 2;
+
+/// Whether a clangd diagnostic says the publish's analysis used a preamble built before the
+/// open text of a file it includes changed: `fe_pch_file_overridden` ("File 'lib.h' from the
+/// precompiled header has been overridden"). clangd reused the preamble for the version lspc
+/// sent while another `didChange` or `didOpen` changed a header under it, and it publishes
+/// nothing more for that version (CI, a rename that changed a header and its callers: 1 run
+/// in 3 under load), so that publish is not the version's final answer
+/// ([`SettleRule::VersionedPublish`]).
+fn describes_stale_preamble(diagnostic: &lsp_types::Diagnostic) -> bool {
+    matches!(
+        &diagnostic.code,
+        Some(lsp_types::NumberOrString::String(code)) if code == "fe_pch_file_overridden"
+    )
 }
 
 #[cfg(test)]

@@ -57,7 +57,10 @@ pub enum SettleRule {
     /// it publishes once per version after the AST is built with that version's preamble, also
     /// when an edit adds an include whose header has errors, and for a run of edits it skips the
     /// versions superseded before their AST was built (never publishing an older one after a
-    /// newer one).
+    /// newer one). Except a publish carrying `fe_pch_file_overridden`: its analysis reused a
+    /// preamble built before a header's open text changed, and clangd publishes nothing more
+    /// for that version; lspc sends the file again as a new version (closed and opened) and
+    /// takes that version's publish.
     VersionedPublish,
     /// No completeness signal, versioned publishes: the publish for the sent version, then a
     /// quiet period (250 ms; at least 750 ms after a `didSave`) with no `$/progress` work.
@@ -200,7 +203,7 @@ impl SettleRule {
                 "the pull answer as for pull, and the pushed set (kept apart, reported with it) after a quiet period with no $/progress (250 ms; 750 ms after a didSave)"
             }
             SettleRule::VersionedPublish => {
-                "the first publish carrying the sent version is final"
+                "the first publish carrying the sent version is final (one from a stale preamble, fe_pch_file_overridden, is not: the file is sent again as a new version)"
             }
             SettleRule::QuietAfterPublish => {
                 "the publish for the sent version, then a quiet period with no $/progress work and no CPU used by the server (no completeness signal)"

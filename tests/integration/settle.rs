@@ -214,6 +214,52 @@ fn versioned_publish_rule_ignores_an_unversioned_clear_after_the_open() {
     assert_eq!(status, Some(0), "{stderr}");
 }
 
+/// Rule `versioned-publish`, clangd's `fe_pch_file_overridden`: a publish whose analysis reused a
+/// preamble built before the open text of a header it includes changed ("File 'lib.h' from the
+/// precompiled header has been overridden") is not the version's final answer, and clangd 14
+/// publishes nothing more for that version. It came and went with timing after a rename that
+/// changed a header and its callers (CI, 1 run in 3 under load), and was taken as the file's
+/// settled diagnostics. lspc now sends the file again as a new version, closed and opened (clangd
+/// builds an opened file's preamble afresh), and reports that version's publish.
+#[test]
+fn versioned_publish_rule_sends_again_a_file_whose_preamble_was_stale() {
+    let scenario = json!({
+        "initializeResultExtra": {"serverInfo": {"name": "clangd"}},
+        "capabilities": {"textDocumentSync": {"openClose": true, "change": 1}},
+        "publishOnChange": false,
+        "rules": [
+            {"method": "textDocument/didOpen", "nth": 1, "actions": [
+                {"publish": {"diagnostics": [
+                    {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 1}},
+                     "severity": 1, "code": "fe_pch_file_overridden", "source": "clang",
+                     "message": "File 'lib.h' from the precompiled header has been overridden"}
+                ]}}
+            ]},
+            {"method": "textDocument/didOpen", "actions": [{"publish": {"diagnostics": "markers"}}]}
+        ]
+    });
+    let (workspace, mut session) =
+        fixture_session("settle-vp-stale-preamble", scenario, "ERROR: real\n", 10);
+    let first = complete_rows(&session.ask(diagnostics(1, "a.py")));
+    assert_eq!(first, [row(1, 1, "error", "real")]);
+    std::thread::sleep(LONG_WAIT);
+    let later = complete_rows(&session.ask(diagnostics(2, "a.py")));
+    assert_eq!(later, first);
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("(fe_pch_file_overridden): sent again as a new version"),
+        "{stderr}"
+    );
+    let opens: Vec<Value> = workspace
+        .transcript("fx")
+        .iter()
+        .filter(|entry| entry["message"]["method"] == "textDocument/didOpen")
+        .map(|entry| entry["message"]["params"]["textDocument"]["version"].clone())
+        .collect();
+    assert_eq!(opens, [json!(1), json!(2)]);
+}
+
 /// The same server under another name gets rule `quiet-after-publish`: its never-ending progress
 /// holds the wait, so the file is reported incomplete at the timeout, never clean.
 #[test]
