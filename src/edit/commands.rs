@@ -42,6 +42,10 @@ use crate::text::{LineIndex, PositionEncoding};
 use crate::uri;
 use crate::word_occurrences as leftovers;
 
+/// How many times `edit` (a text replacement) searches the file again when another lspc edit
+/// wrote it between its read and its write ([`EditCommands::edit`]).
+const EDIT_ATTEMPTS: u32 = 3;
+
 /// The cap on the `<new-diagnostics>` block, in characters (seed 000).
 pub const NEW_DIAGNOSTICS_CAP: usize = 4_000;
 
@@ -52,9 +56,19 @@ pub const NOT_RENAMED_SHOWN: usize = 20;
 /// test folder, few enough not to flood a server (or the open-documents limit).
 pub const MAX_LEFTOVER_FILES_OPENED: usize = 32;
 
-/// How long a rename's after-check waits for the files that still mention the old name once the
-/// changed files have settled ([`EditCommands::conclude_watching`]).
+/// The shortest wait of a rename's after-check for the files that still mention the old name
+/// once the changed files have settled ([`EditCommands::conclude_watching`]); [`watched_wait`]
+/// gives the wait.
 const WATCHED_SETTLE: Duration = Duration::from_secs(2);
+
+/// How long the files that still mention the old name are waited for once the changed files
+/// settled, which took `changed_took`: as long again, at least [`WATCHED_SETTLE`]. Their server
+/// analyses them after the changed files, at the same pace: on a loaded machine a fixed 2 s
+/// left the errors of a rename that broke them unreported (CI: typescript-language-server on a
+/// nested tsconfig, 1 of 2 broken files reported).
+fn watched_wait(changed_took: Duration) -> Duration {
+    changed_took.max(WATCHED_SETTLE)
+}
 
 /// A span of lines (1-based, inclusive) for `code-actions FILE:LINE-LINE` or `FILE:LINE`, or
 /// one position (the query layer's LOC: a column, or a symbol on the line).
@@ -920,7 +934,32 @@ impl EditCommands {
     /// are counted overlapping (`aa` occurs twice in `aaa`), so "unique" really is unique. In a
     /// CRLF file an `old` written with `\n` line ends is searched with `\r\n` ([`search_text`]).
     /// Errors: [`CommandError::Occurrences`] (a refused edit) when it does not occur exactly once.
+    ///
+    /// Another lspc edit that wrote the file between this one's disk read and its write (two
+    /// agents editing one file at once) makes this one search the new text again, up to
+    /// [`EDIT_ATTEMPTS`] times: its positions are lspc's own, and `old` is looked up afresh.
+    /// Two agents' `edit`s of different lines of one file had one of them refused with a message
+    /// about a server's positions (a new user's two HTTP agents: 12 rounds of 12).
     pub fn edit(&self, file: &Path, old: &str, new: &str) -> Result<EditOutcome, CommandError> {
+        let mut attempt = 1;
+        loop {
+            match self.edit_once(file, old, new) {
+                Err(CommandError::Edit(EditError::ChangedByAnotherEdit { path }))
+                    if attempt < EDIT_ATTEMPTS =>
+                {
+                    log::debug!(
+                        "{}: written by another edit before this one; searched again",
+                        path.display()
+                    );
+                    attempt += 1;
+                }
+                outcome => return outcome,
+            }
+        }
+    }
+
+    /// One attempt of [`EditCommands::edit`].
+    fn edit_once(&self, file: &Path, old: &str, new: &str) -> Result<EditOutcome, CommandError> {
         let path = uri::canonical(file);
         // The edit's positions come from the disk text. A document the servers hold is sent
         // that text first, so the edit engine's check (the disk must be the text the servers
@@ -1103,7 +1142,7 @@ impl EditCommands {
     }
 
     /// [`Self::conclude`], comparing `watched` (existing files the edit did not change) too,
-    /// after a wait of at most [`WATCHED_SETTLE`]: their server analyses them again (an edit's
+    /// after a wait of at most [`watched_wait`]: their server analyses them again (an edit's
     /// dependents are sent again), but a file whose inputs did not change may get no new
     /// publish at all (clangd 14: a header that includes none of the changed files), and a wait
     /// for it would run to the timeout. What they have by then is compared, with no note.
@@ -1116,9 +1155,11 @@ impl EditCommands {
         renamed: Option<(&str, &str)>,
     ) -> EditOutcome {
         let existing: Vec<PathBuf> = paths.iter().filter(|p| p.exists()).cloned().collect();
+        let started = std::time::Instant::now();
         let (mut after, note) = self.diagnostics(&existing);
         if !watched.is_empty() {
-            let (also, unsettled) = self.diagnostics_within(watched, WATCHED_SETTLE);
+            let (also, unsettled) =
+                self.diagnostics_within(watched, watched_wait(started.elapsed()));
             if let Some(unsettled) = unsettled {
                 log::debug!("the files still naming the old name: {unsettled}");
             }
@@ -1765,6 +1806,15 @@ pub fn render_outcome(outcome: &EditOutcome, root: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_files_still_naming_the_old_name_get_as_long_as_the_changed_files_took() {
+        assert_eq!(watched_wait(Duration::from_millis(300)), WATCHED_SETTLE);
+        assert_eq!(
+            watched_wait(Duration::from_millis(6_500)),
+            Duration::from_millis(6_500)
+        );
+    }
 
     fn diagnostic(
         path: &str,

@@ -488,10 +488,8 @@ impl State {
             // python-attrs/attrs (include: one file) sent pyright all 65 files outside it from
             // the second `check .` on, once pyright ran: 1 GB, and the one file it checks timed
             // out at 30 s.
-            self.syncing_for_diagnostics = true;
             let slots: Vec<usize> = wait.servers.iter().map(|id| id.0 as usize).collect();
             let synced = self.sync_document_on(&wait.path, &slots);
-            self.syncing_for_diagnostics = false;
             if let Err(error) = synced {
                 return Some(DiagnosticsOutcome::NotChecked(error.to_string()));
             }

@@ -101,12 +101,6 @@ impl State {
             // A file this one may depend on changed behind lspc's back: what the servers
             // settled for this version describes the old project.
             self.store.clear_file(path);
-        } else if self.syncing_for_diagnostics && self.quiet_resend_unpublished(path, slots) {
-            // Sent again for a query with its text unchanged, and clangd published nothing for
-            // that version: a new one, sent as a close and open, gets a publish.
-            if let Some(doc) = self.documents.get_mut(path) {
-                doc.version += 1;
-            }
         }
         // Make room before opening, so the LRU bound holds at every moment and not only at the
         // end of a turn: a diagnostics job opens up to `FILES_IN_FLIGHT` files in one turn, which
@@ -186,26 +180,8 @@ impl State {
         }
     }
 
-    /// Whether a server in `slots` holds `path` at a version that was a `didChange` of unchanged
-    /// text ([`super::lifecycle`]'s `quiet_resends`) and has not published for it.
-    fn quiet_resend_unpublished(&self, path: &Path, slots: &[usize]) -> bool {
-        let Some(doc) = self.documents.get(path) else {
-            return false;
-        };
-        slots.iter().any(|&index| {
-            let server = &self.servers[index];
-            let held = doc.open_on.get(&ServerId(index as u32)).map(|&(v, _)| v);
-            server.quiet_resends.contains(path)
-                && held == Some(doc.version)
-                && server
-                    .publishes
-                    .get(path)
-                    .is_none_or(|publish| publish.version < Some(doc.version))
-        })
-    }
-
     pub(super) fn open_on_server(&mut self, server_id: ServerId, path: &Path) {
-        self.send_document(server_id, path, false);
+        self.send_document(server_id, path);
     }
 
     /// Sends `path` to `server_id` again as a new version of unchanged text, closed and opened:
@@ -222,14 +198,14 @@ impl State {
             return false;
         }
         doc.version += 1;
-        self.send_document(server_id, path, true);
+        self.send_document(server_id, path);
         true
     }
 
-    /// [`State::open_on_server`]; `reopen_quiet`: a resend of unchanged text to a
-    /// [`SettleRule::VersionedPublish`] server is a close and open even outside a diagnostics
-    /// sync.
-    fn send_document(&mut self, server_id: ServerId, path: &Path, reopen_quiet: bool) {
+    /// [`State::open_on_server`] and [`State::reopen_as_new_version`]: `didOpen`, `didChange`
+    /// (+ `didSave`), or on a [`SettleRule::VersionedPublish`] server for unchanged text
+    /// `didClose` and `didOpen`.
+    fn send_document(&mut self, server_id: ServerId, path: &Path) {
         // Only a `.h` is looked up twice (issue 15: this runs in every query's turn).
         let opening = path.extension().is_some_and(|extension| extension == "h")
             && self
@@ -249,18 +225,18 @@ impl State {
         // A server whose first versioned publish is final (clangd) publishes nothing for a
         // version whose text and preamble are those of its last analysis: the same text sent
         // again after a stale analysis, for a file that includes none of the changed ones,
-        // would wait for a publish that never comes (the whole timeout). For a diagnostics
-        // wait the file is closed and opened again: a fresh analysis and one publish for the
-        // new version, whatever it includes. For a query a `didChange` does (clangd checks the
-        // includes again and answers from them; a fresh analysis of a C++ file with the
-        // standard library's headers costs a second), remembered so that a later wait reopens.
+        // would wait for a publish that never comes (the whole timeout). So the file is closed
+        // and opened again: a fresh analysis and one publish for the new version, whatever it
+        // includes. Also for a query: clangd 14 answers a `didChange`d file's hover and
+        // definitions from its old preamble while it builds the new one (a new user's warm
+        // session on antirez/sds: a header's old signature in 10 hovers of 10 after `git
+        // stash pop`), so a query waits for the publish ([`State::awaiting_publish`]).
         let held = doc.open_on.get(&server_id).map(|&(version, _)| version);
         if held == Some(doc.version) {
             return;
         }
-        let quiet = held.is_some_and(|held| held >= doc.text_version)
-            && server.settle_rule() == SettleRule::VersionedPublish;
-        let reopen = quiet && (self.syncing_for_diagnostics || reopen_quiet);
+        let versioned_publish = server.settle_rule() == SettleRule::VersionedPublish;
+        let reopen = versioned_publish && held.is_some_and(|held| held >= doc.text_version);
         match held {
             Some(_) if !reopen => {
                 server.notify(
@@ -278,11 +254,9 @@ impl State {
                     server.notify("textDocument/didSave", params);
                 }
                 doc.open_on.insert(server_id, (doc.version, Instant::now()));
-                let quiet_resends = &mut self.servers[server_id.0 as usize].quiet_resends;
-                if quiet {
-                    quiet_resends.insert(path.to_path_buf());
-                } else {
-                    quiet_resends.remove(path);
+                if versioned_publish {
+                    let server = &mut self.servers[server_id.0 as usize];
+                    server.awaiting_publish.insert(path.to_path_buf());
                 }
                 return;
             }
@@ -318,10 +292,35 @@ impl State {
         );
         doc.open_on.insert(server_id, (doc.version, Instant::now()));
         let server = &mut self.servers[server_id.0 as usize];
-        server.quiet_resends.remove(path);
         if reopen {
             server.reopened.insert(path.to_path_buf());
+            server.awaiting_publish.insert(path.to_path_buf());
         }
+    }
+
+    /// The documents `server_id` (a [`SettleRule::VersionedPublish`] server) was sent again and
+    /// has not published for since ([`super::lifecycle`]'s `awaiting_publish`), in path order;
+    /// empty for other servers. Drops the entries that no longer wait: closed, or published for.
+    pub(super) fn awaiting_publish(&mut self, server_id: ServerId) -> Vec<PathBuf> {
+        let server = &mut self.servers[server_id.0 as usize];
+        if server.awaiting_publish.is_empty() {
+            return Vec::new();
+        }
+        let documents = &self.documents;
+        let publishes = &server.publishes;
+        server.awaiting_publish.retain(|path| {
+            let held = documents
+                .get(path)
+                .and_then(|doc| doc.open_on.get(&server_id).map(|&(version, _)| version));
+            held.is_some_and(|held| {
+                publishes
+                    .get(path)
+                    .is_none_or(|publish| publish.version.is_none_or(|version| version < held))
+            })
+        });
+        let mut waiting: Vec<PathBuf> = server.awaiting_publish.iter().cloned().collect();
+        waiting.sort();
+        waiting
     }
 
     /// Before `path` is opened on `server_id`: when it is a `.h` of a C project that clangd would
@@ -492,7 +491,11 @@ impl State {
             line_index: Some(Arc::clone(&doc.line_index)),
             servers: running
                 .iter()
-                .map(|&index| self.servers[index].info())
+                .map(|&index| {
+                    let mut info = self.servers[index].info();
+                    info.awaiting_publish = self.awaiting_publish(ServerId(index as u32));
+                    info
+                })
                 .collect(),
         })
     }

@@ -223,9 +223,6 @@ struct State {
     /// Per clangd workspace folder, whether its files make a C project
     /// ([`crate::project::c_header::is_c_project`]); walked once, on its first `.h`.
     c_projects: HashMap<PathBuf, bool>,
-    /// Set while a diagnostics wait syncs its file: a stale analysis on clangd is then a close
-    /// and open again (a publish is due), and a plain `didChange` otherwise (`open_on_server`).
-    syncing_for_diagnostics: bool,
     /// Requests in flight to the servers, by lspc's own request ids (so the unkeyed
     /// [`crate::fast_hash::FastMap`]).
     pending: crate::fast_hash::FastMap<(ServerId, i32), Purpose>,
@@ -277,7 +274,6 @@ impl State {
             stale_pulls: HashSet::new(),
             probes: HashMap::new(),
             c_projects: HashMap::new(),
-            syncing_for_diagnostics: false,
             pending: Default::default(),
             retries: Vec::new(),
             syncs: Vec::new(),

@@ -97,15 +97,15 @@ pub(super) struct Server {
     /// `open_on_server`) whose publish for the close may still come: clangd clears a closed
     /// file's diagnostics without a version, and that empty set describes no open text.
     pub(super) reopened: HashSet<PathBuf>,
-    /// Documents whose version on this clangd was a `didChange` of unchanged text (a stale
-    /// analysis synced for a query, `open_on_server`): clangd publishes nothing for such a
-    /// version unless the file's includes changed, so a diagnostics wait sends it again as a
-    /// close and open.
-    pub(super) quiet_resends: HashSet<PathBuf>,
     /// Per document: how many times in a row clangd published `fe_pch_file_overridden` for it
     /// and lspc sent it again for a fresh preamble ([`super::server_messages`]); reset by a
     /// publish without it.
     pub(super) stale_preamble_resends: HashMap<PathBuf, u8>,
+    /// [`SettleRule::VersionedPublish`] (clangd): documents sent again (a `didChange`, or a close
+    /// and open) whose publish for that version has not come. clangd answers queries from the
+    /// ASTs and index it had before it rebuilt them, so a query waits for these first
+    /// ([`ServerInfo::awaiting_publish`]).
+    pub(super) awaiting_publish: HashSet<PathBuf>,
     /// The diagnostics of the last publish or full pull per document exactly as the server sent
     /// them (its encoding, `data` kept), for code-action contexts ([`Op::RawDiagnostics`]).
     /// Kept per origin: a server that pulls and pushes for one file has both in force. Each is
@@ -213,8 +213,8 @@ impl Server {
             last_progress_change: None,
             publishes: HashMap::new(),
             reopened: HashSet::new(),
-            quiet_resends: HashSet::new(),
             stale_preamble_resends: HashMap::new(),
+            awaiting_publish: HashSet::new(),
             raw_diagnostics: HashMap::new(),
             supervisor: Supervisor::new(options.restart.unwrap_or(RestartPolicy::from_config(
                 config.restart_on_crash,
@@ -309,6 +309,7 @@ impl Server {
             busy: self.busy(),
             pyright_family: self.runs_pyright(),
             formatting_off: self.config.formatting_off_reason.clone(),
+            awaiting_publish: Vec::new(),
         }
     }
 
@@ -694,7 +695,8 @@ impl State {
         server.given_up.clear();
         server.publishes.clear();
         server.reopened.clear();
-        server.quiet_resends.clear();
+        server.stale_preamble_resends.clear();
+        server.awaiting_publish.clear();
         server.raw_diagnostics.clear();
         self.pulled.retain(|(id, _), _| *id != server_id);
         self.pulls_in_flight.retain(|(id, _)| *id != server_id);

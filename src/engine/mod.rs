@@ -429,6 +429,13 @@ pub struct ServerInfo {
     /// ([`crate::config::ServerConfig::formatting_off_reason`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub formatting_off: Option<String>,
+    /// [`SettleRule::VersionedPublish`] (clangd): the open documents it was sent again (changed
+    /// on disk, or analysed against files that since changed) and has not published for since,
+    /// canonical paths in order; empty otherwise, and in snapshots other than a sync's. clangd
+    /// answers from its ASTs and index as they were before those versions until it has
+    /// rebuilt them, so a query waits for their diagnostics first (`query/readiness.rs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub awaiting_publish: Vec<PathBuf>,
 }
 
 impl ServerInfo {

@@ -716,6 +716,16 @@ fn diagnostics_tool(
 ) -> Result<(Value, String), ToolFailure> {
     let root = &context.root;
     let Some(path) = file else {
+        // The open documents' diagnostics settled first: the wait re-sends the files changed
+        // on disk behind lspc's back (and the files analysed against them), so their new
+        // diagnostics are delivered now. Without it, an outside edit that broke open files
+        // read as "no new diagnostics" until a call named one of them (a new user's agent on
+        // antirez/sds with clangd, 7 of 7). Documents already settled for their text cost
+        // nothing more.
+        let open = engine::open_documents(&context.op_sender);
+        if !open.is_empty() {
+            let _ = engine::diagnostics_with(&context.op_sender, open, context.timeout);
+        }
         let batch = engine::drain_passive(
             &context.op_sender,
             context.passive_consumer.as_deref(),

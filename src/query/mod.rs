@@ -50,7 +50,7 @@ pub(crate) mod unparsed_files;
 
 pub use model::*;
 pub use position::resolve_position;
-pub use readiness::{wait_analysed, wait_until_ready, ANALYSIS_WAIT};
+pub use readiness::{wait_analysed, wait_published, wait_until_ready, ANALYSIS_WAIT};
 pub use relative_paths::RelativePaths;
 pub use result_json::ResultJson;
 pub use signature::parse_signature_help;
@@ -147,9 +147,13 @@ enum Readiness {
 
 impl Readiness {
     /// Whether `server` must wait before answering about `path`: always on the file's first
-    /// question of the session (per server), and for [`Readiness::Indexed`] while the server
-    /// reports progress.
+    /// question of the session (per server), while documents it was sent again await its
+    /// publish ([`ServerInfo::awaiting_publish`], [`wait_published`]), and for
+    /// [`Readiness::Indexed`] while the server reports progress.
     fn wait_due(self, analysed: &AnalysedFiles, server: &ServerInfo, path: &Path) -> bool {
+        if !server.awaiting_publish.is_empty() {
+            return true;
+        }
         match self {
             Readiness::Analysed | Readiness::EmptyAnswerWaits => !analysed.contains(server, path),
             Readiness::Indexed => !analysed.contains(server, path) || server.busy,
@@ -710,13 +714,28 @@ impl Queries {
         // A file its tsconfig leaves out goes last: tsserver would answer from the inferred
         // project that file alone opens (a new user's trial on vercel/ms: `jest.config.ts`, met
         // first, made `workspace-symbols parse` find nothing).
+        // So does a Python file pyright's `include` leaves out: opened to pick the server, it
+        // got pyright's diagnostics, which the project's own `pyright` never reports (a new
+        // user's agent on pallets/itsdangerous: `docs/conf.py`'s unresolved imports among its
+        // new diagnostics after a `workspace_symbols`).
         let typescript = crate::project::TypeScriptProjects::new(&self.root);
+        let pyright = crate::project::PyrightProject::load(&self.root);
+        let pyright_leaves_out = |file: &Path| {
+            file.extension()
+                .is_some_and(|extension| extension == "py" || extension == "pyi")
+                && pyright
+                    .as_ref()
+                    .is_some_and(|project| project.leaves_out(file))
+        };
         let mut left_out: Vec<PathBuf> = Vec::new();
         let mut candidates = by_most_common_extension(files).into_iter();
         let mut trying_left_out = false;
         loop {
             let file = match candidates.next() {
-                Some(file) if !trying_left_out && typescript.leaves_out(&file) => {
+                Some(file)
+                    if !trying_left_out
+                        && (typescript.leaves_out(&file) || pyright_leaves_out(&file)) =>
+                {
                     left_out.push(file);
                     continue;
                 }
@@ -864,6 +883,7 @@ impl Queries {
                 target.server.name
             );
         }
+        wait_published(&self.op_sender, &target.server, self.timeout);
         let incomplete = match readiness {
             Readiness::Analysed | Readiness::EmptyAnswerWaits => {
                 if self.analysed.first_time(&target.server, &target.doc.path) {

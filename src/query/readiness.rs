@@ -40,7 +40,8 @@ pub fn wait_until_ready(
     // The state read before a wait is stale after it: rust-analyzer, not yet reporting
     // progress when the file was synced, was loading its crate graph 20 s later, and a rename
     // asked then was answered `null` ("nothing to rename", a helper's trial on dtolnay/ryu).
-    let mut refresh = analyse;
+    let mut refresh = analyse || !server.awaiting_publish.is_empty();
+    wait_published(op_sender, server, timeout);
     if analyse {
         wait_analysed(op_sender, path, &server.name, timeout);
     }
@@ -77,6 +78,37 @@ pub fn wait_until_ready(
         }
         std::thread::sleep(READINESS_POLL.min(deadline - now));
     }
+}
+
+/// Wait at most [`ANALYSIS_WAIT`] (bounded by `timeout`) for the diagnostics of the documents
+/// `server` was sent again and has not published for ([`ServerInfo::awaiting_publish`], clangd):
+/// its answers come from the ASTs and index it had before it rebuilt them (a header's old
+/// signature in a hover after `git stash pop`, a definition at the line a function had before
+/// lines were added above it). Returns at once when there are none. The outcome is only logged.
+pub fn wait_published(op_sender: &LoopSender<Op>, server: &ServerInfo, timeout: Duration) {
+    if server.awaiting_publish.is_empty() {
+        return;
+    }
+    let started = Instant::now();
+    let paths = server.awaiting_publish.clone();
+    let count = paths.len();
+    let settled = crate::engine::diagnostics_with(op_sender, paths, ANALYSIS_WAIT.min(timeout));
+    log::debug!(
+        "{}: waited {:?} for its publishes of {count} documents sent again: {}",
+        server.name,
+        started.elapsed(),
+        match settled {
+            Some(files)
+                if files.iter().all(|file| {
+                    matches!(file.outcome, crate::engine::DiagnosticsOutcome::Settled(_))
+                }) =>
+            {
+                "settled"
+            }
+            Some(_) => "not all settled",
+            None => "the engine is gone",
+        }
+    );
 }
 
 /// Wait at most [`ANALYSIS_WAIT`] (bounded by `timeout`) for `path`'s diagnostics to settle: a

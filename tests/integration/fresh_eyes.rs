@@ -3150,3 +3150,113 @@ fn taplo_formats_a_toml_file_as_taplo_fmt_does() {
     assert!(expected.contains("\n  \"aaaa"), "{expected}");
     assert_eq!(workspace.read("Cargo.toml"), expected);
 }
+
+/// A new user's warm session on antirez/sds with clangd 14: after another tool added lines at
+/// the top of `util.c` and changed a signature in `util.h`, a definition asked from `demo.c` went
+/// to the line the function had before (`util.c:4:5  #include <string.h>`), and a hover showed
+/// the header's old signature (10 of 10 after `git stash pop`): lspc sent the changed files and
+/// asked at once, and clangd answered from the ASTs, preamble and index it had before it rebuilt
+/// them. A query now waits for clangd's publish of the documents it was sent again.
+#[test]
+fn a_clangd_query_after_other_files_changed_on_disk_answers_from_their_new_text() {
+    require_program!("clangd");
+    let workspace = Workspace::new("clangd-query-after-disk-change");
+    let header = |signature: &str| {
+        format!(
+            "#include <string.h>\n{signature};\nchar *joinTrimmed(const char *a, const char *b);\n"
+        )
+    };
+    let source = "#include \"util.h\"\nint countTokens(const char *s) { return (int)strlen(s); }\n\
+                  char *joinTrimmed(const char *a, const char *b) { (void)b; return (char *)a; }\n";
+    workspace
+        .file("util.h", &header("int countTokens(const char *s)"))
+        .file("util.c", source)
+        .file(
+            "demo.c",
+            "#include \"util.h\"\nint main(void) {\n  char *j = joinTrimmed(\"a\", \"b\");\n  return countTokens(j);\n}\n",
+        );
+    let mut batch = BatchSession::start_with(&workspace, &["--timeout", "60"]);
+    let check = batch.ask(json!({"id": 1, "op": "check", "paths": ["."]}));
+    assert_eq!(
+        check["result"]["files"].as_array().map(Vec::len),
+        Some(3),
+        "{check}"
+    );
+    for round in 0..4u64 {
+        let added = 3 * (round % 2 + 1) as usize;
+        workspace.file("util.c", &format!("{}{source}", "\n".repeat(added)));
+        let signature = if round % 2 == 0 {
+            "int countTokens(const char *s, int sep)"
+        } else {
+            "int countTokens(const char *s)"
+        };
+        workspace.file("util.h", &header(signature));
+        let definition = batch.ask(json!({"id": 10 + 2 * round, "op": "definition",
+                                          "file": "demo.c", "line": 3, "symbol": "joinTrimmed"}));
+        let locations: Vec<(String, u64)> = definition["result"]["locations"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{definition}"))
+            .iter()
+            .map(|location| {
+                (
+                    location["path"].as_str().unwrap_or_default().to_owned(),
+                    location["line"].as_u64().unwrap_or_default(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            locations,
+            [("util.c".to_owned(), 3 + added as u64)],
+            "round {round}: {definition}"
+        );
+        let hover = batch.ask(json!({"id": 11 + 2 * round, "op": "hover",
+                                     "file": "demo.c", "line": 4, "symbol": "countTokens"}));
+        assert_eq!(
+            hover.to_string().contains("int sep"),
+            round % 2 == 0,
+            "round {round}: {hover}"
+        );
+    }
+    let (status, stderr) = batch.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+}
+
+/// A new user's agent on pallets/itsdangerous (`[tool.pyright] include = ["src"]`):
+/// `workspace_symbols` opened `docs/conf.py`, the first `.py` file, to pick its server, and the
+/// agent's new diagnostics then held pyright's unresolved imports there, which `pyright` and
+/// `lspc check .` never report (the file is outside the include). A file pyright's include
+/// leaves out now goes last, as a file its tsconfig leaves out does. pyright 1.1.414.
+#[test]
+fn workspace_symbols_picks_a_file_inside_pyrights_include() {
+    require_program!("pyright-langserver");
+    let workspace = Workspace::new("workspace-symbols-pyright-include");
+    workspace
+        .file("pyproject.toml", "[tool.pyright]\ninclude = [\"src\"]\n")
+        .file("docs/conf.py", "import not_a_module_anywhere\n")
+        .file("src/pkg/__init__.py", "")
+        .file(
+            "src/pkg/signing.py",
+            "def sign_payload(data: bytes) -> bytes:\n    return data\n",
+        );
+    let config = workspace.config(json!({ "pyright": pyright_entry() }));
+    let output = workspace
+        .lspc()
+        .env("RUST_LOG", "lspc=debug")
+        .args(["--no-builtin", "--config"])
+        .arg(&config)
+        .args(["workspace-symbols", "sign_payload", "--timeout", "60"])
+        .run();
+    output.status(0);
+    assert!(
+        output
+            .stdout
+            .contains("src/pkg/signing.py:1:5  sign_payload function"),
+        "{}",
+        output.story()
+    );
+    assert!(
+        !output.stderr.contains("docs/conf.py\",\"version\""),
+        "docs/conf.py was opened: {}",
+        output.story()
+    );
+}

@@ -637,6 +637,87 @@ fn a_rename_computed_before_another_edit_wrote_its_file_is_refused() {
     assert_eq!(session.finish(20 * SECOND), Some(0));
 }
 
+/// A new user's two agents on one HTTP server (pallets/itsdangerous, google/uuid): `edit`s of
+/// different lines of one file sent at once had one refused, "changed by another lspc edit after
+/// the server computed this one" (12 rounds of 12), though no server computes an `edit`'s
+/// positions and its `old` text was still there. The later one now searches the new text again.
+#[test]
+fn two_text_edits_of_one_file_at_once_both_apply() {
+    let mut workspace = Workspace::new("mcp-two-edits");
+    let lines: String = (0..8).map(|n| format!("v{n} = {n}\n")).collect();
+    workspace.file("a.py", &lines);
+    let config = workspace.fixture_config(&[("fx", &[".py"], json!({}))]);
+    let mut session = start_with_config(&workspace, &config);
+    let opened = call_tool(&mut session, 1, "diagnostics", json!({"file": "a.py"}));
+    assert_eq!(opened["isError"], false, "{opened}");
+    let mut expected = lines.clone();
+    for round in 0..4 {
+        let (first, second) = (2 * round, 2 * round + 1);
+        for (id, line) in [(10 + first, first), (10 + second, second)] {
+            session.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "edit", "arguments": {"file": "a.py",
+                    "old": format!("v{line} = {line}\n"), "new": format!("v{line} = {}\n", line + 100)}}}));
+        }
+        // The answers come in either order.
+        let mut answered = Vec::new();
+        while answered.len() < 2 {
+            let message = session.next(20 * SECOND);
+            let Some(id) = message["id"].as_i64() else {
+                continue;
+            };
+            assert_eq!(
+                message["result"]["isError"], false,
+                "round {round}: {message}"
+            );
+            answered.push(id);
+        }
+        answered.sort();
+        assert_eq!(answered, [10 + first, 10 + second], "round {round}");
+        for line in [first, second] {
+            expected = expected.replace(
+                &format!("v{line} = {line}\n"),
+                &format!("v{line} = {}\n", line + 100),
+            );
+        }
+        assert_eq!(workspace.read("a.py"), expected, "round {round}");
+    }
+    assert_eq!(session.finish(20 * SECOND), Some(0));
+}
+
+/// A new user's agent on antirez/sds (clangd): after another tool broke open files, the
+/// passive drain (`diagnostics` without a file) said "no new diagnostics since the last
+/// delivery" (7 of 7, polled for 6 s) until a call named one of them. The drain now waits for
+/// the open documents to settle first, which re-sends the files changed on disk.
+#[test]
+fn the_passive_drain_sees_open_files_another_tool_broke() {
+    let mut workspace = Workspace::new("mcp-drain-after-disk-edit");
+    workspace.file("a.py", "x = 1\n").file("b.py", "y = 2\n");
+    let config = workspace.fixture_config(&[("fx", &[".py"], json!({}))]);
+    let mut session = start_with_config(&workspace, &config);
+    for (id, file) in [(1, "a.py"), (2, "b.py")] {
+        let clean = call_tool(&mut session, id, "diagnostics", json!({ "file": file }));
+        assert_eq!(clean["isError"], false, "{clean}");
+    }
+    let drained = call_tool(&mut session, 3, "diagnostics", json!({}));
+    assert_eq!(
+        drained["structuredContent"]["files"],
+        json!([]),
+        "{drained}"
+    );
+    workspace.file("b.py", "y = 2\nERROR: broken by another tool\n");
+    let drained = call_tool(&mut session, 4, "diagnostics", json!({}));
+    let files = &drained["structuredContent"]["files"];
+    assert_eq!(files.as_array().map(Vec::len), Some(1), "{drained}");
+    assert_eq!(files[0]["file"], "b.py", "{drained}");
+    assert_eq!(
+        files[0]["diagnostics"][0]["message"], "broken by another tool",
+        "{drained}"
+    );
+    let again = call_tool(&mut session, 5, "diagnostics", json!({}));
+    assert_eq!(again["structuredContent"]["files"], json!([]), "{again}");
+    assert_eq!(session.finish(20 * SECOND), Some(0));
+}
+
 /// B17 through MCP: two fixture servers on `.py`; the passive drain (`diagnostics` without a
 /// file) delivers E1 once, errors first, at most 10 per file and 30 in total, with a note naming
 /// how many were left out.
