@@ -107,7 +107,10 @@ pub fn start_engine(options: EngineOptions) -> EngineHandle {
         mode @ (SessionMode::Auto | SessionMode::Always) => {
             match client::attach(&options, mode == SessionMode::Always) {
                 Ok(handle) => handle,
-                Err(client::AttachError::NotRunning) => EngineHandle::start(options),
+                Err(client::AttachError::NotRunning) => {
+                    note_a_session_for_the_root_under_another_key(&options);
+                    EngineHandle::start(options)
+                }
                 // A broken configuration file: the command reports its errors as in process;
                 // with `always` it also says why the warm session is not used.
                 Err(client::AttachError::ConfigNotApplied(message)) => {
@@ -123,6 +126,38 @@ pub fn start_engine(options: EngineOptions) -> EngineHandle {
                     EngineHandle::start(options)
                 }
             }
+        }
+    }
+}
+
+/// When no session has this command's key but one serves its workspace root, says so on
+/// stderr: the key covers the flags and the environment (a pyenv shim's `PYENV_*` variables and
+/// `PATH`, an agent's own environment), and two new users each found their warm session silently
+/// unused by a command run from another environment. One connection to each other session in
+/// the session directory (none when no other runs).
+fn note_a_session_for_the_root_under_another_key(options: &EngineOptions) {
+    let Ok(Some(dir)) = paths::runtime_dir(false) else {
+        return;
+    };
+    let own = paths::session_key(options);
+    let root = crate::uri::canonical(&options.config.root);
+    for candidate in paths::SessionPaths::list(&dir) {
+        if candidate.key == own {
+            continue;
+        }
+        let Ok(connected) = client::connect_or_clean(&candidate) else {
+            continue;
+        };
+        if connected.hello.root == root {
+            eprintln!(
+                "lspc: note: the session for {} (pid {}) was started with other flags or another \
+                 environment (the session key covers both: PATH, HOME, PYENV_* and a server's \
+                 variables among them); this command runs without it (`lspc session start` from \
+                 this environment starts one for it)",
+                root.display(),
+                connected.hello.pid
+            );
+            return;
         }
     }
 }
@@ -156,7 +191,12 @@ pub fn query(
     }
     match client::query(options, mode == SessionMode::Always, request, timeout) {
         Ok(outcome) => Some(outcome),
-        Err(client::AttachError::NotRunning) => None,
+        Err(client::AttachError::NotRunning) => {
+            note_a_session_for_the_root_under_another_key(options);
+            // Not tried again when the command goes on in process.
+            options.session = SessionMode::Never;
+            None
+        }
         Err(client::AttachError::ConfigNotApplied(message)) => {
             if mode == SessionMode::Always {
                 eprintln!("lspc: warning: {message}; running without a session");

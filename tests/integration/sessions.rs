@@ -396,6 +396,40 @@ fn a_file_rewritten_between_two_one_shot_queries_is_seen() {
     assert_eq!(changes, 1, "the rewrite reached the warm server once");
 }
 
+/// Two new users' warm sessions went unused without a word by commands run from another
+/// environment (a pyenv shim's `PYENV_*` and `PATH`, an agent's own environment): the session key
+/// covers it. Such a command now says that the root's session was started with other flags or
+/// another environment, and runs in process as before; from the session's own environment
+/// nothing is said.
+#[test]
+fn a_command_from_another_environment_says_why_it_runs_without_the_session() {
+    let ws = SessionWorkspace::new("other-environment", json!({}));
+    ws.lspc(&["session", "start"]).run().status(0);
+    let pid = ws.session_pids()[0];
+    let same = ws.lspc(&["definition", "a.py:5:5"]).run();
+    same.status(0).stdout_is("a.py:1:5  def alpha():\n");
+    assert!(!same.stderr.contains("note:"), "{}", same.story());
+    for args in [
+        &["definition", "a.py:5:5"][..],
+        &["diagnostics", "a.py"][..],
+    ] {
+        let other = ws.lspc(args).env("LSPC_TEST_OTHER_ENVIRONMENT", "1").run();
+        let note = format!(
+            "lspc: note: the session for {} (pid {pid}) was started with other flags or another \
+             environment",
+            ws.workspace.root.display()
+        );
+        assert!(other.stderr.contains(&note), "{}", other.story());
+        assert_eq!(
+            other.stderr.matches("lspc: note:").count(),
+            1,
+            "{}",
+            other.story()
+        );
+    }
+    ws.stop_the_session();
+}
+
 /// A client killed while its request is in flight: the session sends `$/cancelRequest` for it,
 /// keeps serving, and another client's query is answered.
 #[test]
