@@ -87,8 +87,13 @@ impl State {
             self.documents
                 .set_stamp(path, DiskStamp::of(&metadata, read_at));
             if refresh == Refresh::Changed {
-                // Seed 003: after an edit, the file's diagnostics start over.
+                // Seed 003: after an edit, the file's diagnostics start over, and so does their
+                // passive delivery (seed 000): a finding the file had before, fixed and then
+                // brought back by another tool, is new again (a new user's MCP agent on
+                // sindresorhus/p-map: a TS2322 broken, fixed and broken again by `sed` was
+                // never delivered again, 4 of 4).
                 self.store.clear_file(path);
+                self.frontend.restart_delivery(path);
             }
         }
         Ok(())

@@ -93,6 +93,16 @@ impl FrontendHub {
         self.subscribers
             .retain(|subscriber| subscriber.send(event.clone()).is_ok());
     }
+
+    /// After `path`'s text changed: its passive delivery starts over in every queue (the shared
+    /// one and each consumer's, [`PassiveRegistry::reset_file`]), so the findings of the new
+    /// text are delivered, repeated or not.
+    pub(super) fn restart_delivery(&mut self, path: &std::path::Path) {
+        self.passive.reset_file(path);
+        for registry in self.consumers.values_mut() {
+            registry.reset_file(path);
+        }
+    }
 }
 
 impl State {

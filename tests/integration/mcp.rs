@@ -715,6 +715,18 @@ fn the_passive_drain_sees_open_files_another_tool_broke() {
     );
     let again = call_tool(&mut session, 5, "diagnostics", json!({}));
     assert_eq!(again["structuredContent"]["files"], json!([]), "{again}");
+    // Fixed, then broken the same way again (a new user's agent on sindresorhus/p-map: the
+    // second break was never delivered, 4 of 4): the file's delivery starts over with its text.
+    workspace.file("b.py", "y = 2\n");
+    let fixed = call_tool(&mut session, 6, "diagnostics", json!({}));
+    assert_eq!(fixed["structuredContent"]["files"], json!([]), "{fixed}");
+    workspace.file("b.py", "y = 2\nERROR: broken by another tool\n");
+    let broken_again = call_tool(&mut session, 7, "diagnostics", json!({}));
+    assert_eq!(
+        broken_again["structuredContent"]["files"][0]["diagnostics"][0]["message"],
+        "broken by another tool",
+        "{broken_again}"
+    );
     assert_eq!(session.finish(20 * SECOND), Some(0));
 }
 
