@@ -167,6 +167,25 @@ impl Readiness {
     }
 }
 
+/// Whether a call site's line shows `callee`, the called function's name: a site whose line does
+/// not is suspect (a new user's trial on zserge/jsmn: clangd 14 gave `main`'s incoming calls at
+/// `  }` and at line 78 of a 77-line file, mixing up the `main`s of several programs). True when
+/// the line cannot be read, and for names a call does not spell: operators, constructors
+/// (`constructor`, Python's dunder methods), anything that is not an identifier.
+fn site_names_callee(site: &Location, callee: &str) -> bool {
+    let identifier = !callee.is_empty()
+        && callee
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '$')
+        && !callee.starts_with("operator")
+        && callee != "constructor"
+        && !(callee.starts_with("__") && callee.ends_with("__"));
+    match &site.line_text {
+        Some(text) if identifier => text.contains(callee),
+        _ => true,
+    }
+}
+
 /// `files` (in path order) reordered so that the files of the most common extension come first,
 /// ties going to the extension met first; path order is kept within an extension. Extensions
 /// compare as written (`.py` and `.PY` are two).
@@ -529,6 +548,8 @@ impl Queries {
                 name = opened.name;
             }
         }
+        // Call sites whose line does not show the called name, with that name.
+        let mut sites_not_naming: Vec<(String, Location)> = Vec::new();
         if let Some(direction) = direction {
             let (calls_method, item_key) = match direction {
                 CallDirection::Incoming => ("callHierarchy/incomingCalls", "from"),
@@ -565,12 +586,43 @@ impl Queries {
                             call_sites.push(site);
                         }
                     }
+                    let callee = match direction {
+                        CallDirection::Incoming => &item.name,
+                        CallDirection::Outgoing => &other.name,
+                    };
+                    sites_not_naming.extend(
+                        call_sites
+                            .iter()
+                            .filter(|site| !site_names_callee(site, callee))
+                            .map(|site| (callee.clone(), site.clone())),
+                    );
                     calls.push(Call {
                         item: other,
                         call_sites,
                     });
                 }
             }
+        }
+        if let Some((callee, first)) = sites_not_naming.first() {
+            add_note(format!(
+                "{} of the call sites {} gave {} not show `{callee}` on {} line ({}:{}): a call \
+                 through a macro, or the server taking functions of one name for one (clangd 14 \
+                 merges the `main`s of several programs)",
+                sites_not_naming.len(),
+                target.server.name,
+                if sites_not_naming.len() == 1 {
+                    "does"
+                } else {
+                    "do"
+                },
+                if sites_not_naming.len() == 1 {
+                    "its"
+                } else {
+                    "their"
+                },
+                self.display(&first.path),
+                first.line,
+            ));
         }
         // tsserver answers a call hierarchy from the file's own project alone, unlike references
         // (helper-50 on panva/jose: `checkKeyType`'s 56 calls in `test/`, which has its own

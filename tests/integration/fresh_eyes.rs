@@ -3260,3 +3260,46 @@ fn workspace_symbols_picks_a_file_inside_pyrights_include() {
         output.story()
     );
 }
+
+/// A new user's trial on zserge/jsmn with clangd 14: `main`'s incoming calls came at `test/tests.c:117:4
+/// }` and at line 78 of a 77-line file (clangd takes the `main`s of several programs for one),
+/// printed as calls without a word. A call site whose line does not show the called name is now
+/// named in a note (it may also be a call through a macro, so it is kept).
+#[test]
+fn call_sites_that_do_not_show_the_called_name_are_named() {
+    let mut workspace = Workspace::new("call-sites-not-naming");
+    workspace
+        .file("a.py", "def target():\n    pass\n")
+        .file("b.py", "def caller():\n    x = 1\n    return target()\n");
+    let b = format!("file://{}", workspace.path("b.py").display());
+    let range = |line: u32, start: u32, end: u32| json!({"start": {"line": line, "character": start}, "end": {"line": line, "character": end}});
+    let scenario = json!({"rules": [
+        {"method": "callHierarchy/incomingCalls", "actions": [{"reply": [{
+            "from": {"name": "caller", "kind": 12, "uri": b, "range": range(0, 0, 12),
+                     "selectionRange": range(0, 4, 10)},
+            "fromRanges": [range(2, 11, 17), range(1, 4, 5)]
+        }]}]}
+    ]});
+    let config = workspace.fixture_config(&[("fx", &[".py"], scenario)]);
+    let output = workspace
+        .lspc()
+        .args(["--no-builtin", "--config"])
+        .arg(&config)
+        .args(["incoming-calls", "a.py:1", "--symbol", "target"])
+        .run();
+    output.status(0);
+    assert_eq!(
+        output.stdout,
+        "a.py:1:5  target function\nincoming calls:\n  b.py:1:5  caller function\n    b.py:3:12  return target()\n    b.py:2:5  x = 1\n",
+        "{}",
+        output.story()
+    );
+    assert!(
+        output.stderr.contains(
+            "1 of the call sites fx gave does not show `target` on its line (b.py:2): a call \
+             through a macro, or the server taking functions of one name for one"
+        ),
+        "{}",
+        output.story()
+    );
+}
