@@ -193,8 +193,8 @@ impl State {
     /// clangd builds the preamble of an opened file afresh. For a publish that describes a
     /// preamble older than the open text of a file it includes (`fe_pch_file_overridden`,
     /// [`super::server_messages`]). Other servers holding the document get the new version at
-    /// their next sync (a `didChange` of the same text).
-    /// Whether it was sent: only a document the server holds at its current version is.
+    /// their next sync (a `didChange` of the same text). Returns whether it was sent: only a
+    /// document the server holds at its current version is.
     pub(super) fn reopen_as_new_version(&mut self, server_id: ServerId, path: &Path) -> bool {
         let Some(doc) = self.documents.get_mut(path) else {
             return false;

@@ -936,6 +936,8 @@ impl Queries {
             );
         }
         wait_published(&self.op_sender, &target.server, self.timeout);
+        // Waited for: the readiness wait below does not wait for them again.
+        target.server.awaiting_publish.clear();
         let incomplete = match readiness {
             Readiness::Analysed | Readiness::EmptyAnswerWaits => {
                 if self.analysed.first_time(&target.server, &target.doc.path) {
