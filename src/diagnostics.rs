@@ -784,6 +784,11 @@ pub struct DrainedBatch {
     pub files: Vec<(PathBuf, Vec<Diagnostic>)>,
     /// How many new diagnostics the caps dropped from this batch.
     pub n_more: usize,
+    /// Files reported clean since the last drain after findings of theirs were delivered: a
+    /// settled answer has none, so everything delivered for them is gone (fixed by an edit, or
+    /// by an edit of another file). In path order; none of them is in `files`.
+    #[serde(default)]
+    pub cleared: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone)]
@@ -807,14 +812,31 @@ struct PendingEntry {
 /// - [`mark_shown`](Self::mark_shown) records a file's whole current set as delivered when a
 ///   tool has just shown it in full, so none of it comes again as new, and none of its queued
 ///   diagnostics count in a later drain's caps or [`DrainedBatch::n_more`].
+/// - [`settled`](Self::settled) hears a file's settled set: delivered identities it no longer
+///   has are forgotten (fixed, so each is new again if it comes back: a new user's agent on
+///   go-chi/chi broke, fixed and broke a package again, and the third drain said "no new
+///   diagnostics"), and a file whose delivered findings are all gone is reported
+///   [`DrainedBatch::cleared`] once.
 /// - Delivered identities are remembered for the [`MAX_DELIVERED_FILES`] most recently delivered
 ///   files.
 #[derive(Debug, Default, Clone)]
 pub struct PassiveRegistry {
     pending: Vec<PendingEntry>,
-    /// file -> (last-use tick, delivered identities).
-    delivered: HashMap<PathBuf, (u64, HashSet<DeliveryIdentity>)>,
+    delivered: HashMap<PathBuf, Delivered>,
+    /// Files found clean by [`Self::settled`] after findings of theirs were delivered.
+    cleared: std::collections::BTreeSet<PathBuf>,
     tick: u64,
+}
+
+/// What [`PassiveRegistry`] remembers of one file.
+#[derive(Debug, Default, Clone)]
+struct Delivered {
+    /// Last use, for the LRU bound.
+    tick: u64,
+    identities: HashSet<DeliveryIdentity>,
+    /// The agent was told of findings here and has not yet been told they are gone (kept
+    /// across [`PassiveRegistry::reset_file`]: an edit that fixed the file is reported too).
+    reported: bool,
 }
 
 impl PassiveRegistry {
@@ -856,7 +878,10 @@ impl PassiveRegistry {
         let mut by_file: HashMap<PathBuf, Vec<Diagnostic>> = HashMap::new();
         let mut batch_seen: HashSet<(PathBuf, DeliveryIdentity)> = HashSet::new();
         for entry in pending {
-            let delivered = self.delivered.get(&entry.path).map(|(_, set)| set);
+            let delivered = self
+                .delivered
+                .get(&entry.path)
+                .map(|delivered| &delivered.identities);
             for diagnostic in entry.diags {
                 let identity = delivery_identity(&diagnostic);
                 if delivered.is_some_and(|set| set.contains(&identity)) {
@@ -874,7 +899,11 @@ impl PassiveRegistry {
                     .push(diagnostic);
             }
         }
-        if file_order.is_empty() {
+        let cleared: Vec<PathBuf> = std::mem::take(&mut self.cleared)
+            .into_iter()
+            .filter(|path| !by_file.contains_key(path))
+            .collect();
+        if file_order.is_empty() && cleared.is_empty() {
             return None;
         }
         let mut files: Vec<(PathBuf, Vec<Diagnostic>)> = file_order
@@ -892,10 +921,11 @@ impl PassiveRegistry {
         let mut contributing: HashSet<&str> = HashSet::new();
         for (path, diags) in &files {
             self.tick += 1;
-            let (tick, set) = self.delivered.entry(path.clone()).or_default();
-            *tick = self.tick;
+            let delivered = self.delivered.entry(path.clone()).or_default();
+            delivered.tick = self.tick;
+            delivered.reported = true;
             for diagnostic in diags {
-                set.insert(delivery_identity(diagnostic));
+                delivered.identities.insert(delivery_identity(diagnostic));
                 contributing.insert(diagnostic.server.as_str());
             }
         }
@@ -909,25 +939,59 @@ impl PassiveRegistry {
             servers,
             files,
             n_more,
+            cleared,
         })
+    }
+
+    /// `current`, `path`'s whole set (every server's, merged) in a settled answer: delivered
+    /// identities not in it are forgotten, and a file the agent was told of findings in that
+    /// now has none is [`DrainedBatch::cleared`] at the next drain. Not for a set that may be
+    /// partial (a timed-out wait, a server's first publish of several): a finding forgotten
+    /// while still there would be delivered twice.
+    pub fn settled(&mut self, path: &Path, current: &[Diagnostic]) {
+        let Some(delivered) = self.delivered.get_mut(path) else {
+            return;
+        };
+        if current.is_empty() {
+            delivered.identities.clear();
+            if std::mem::take(&mut delivered.reported) {
+                self.cleared.insert(path.to_path_buf());
+            }
+            return;
+        }
+        self.cleared.remove(path);
+        let present: HashSet<DeliveryIdentity> = current.iter().map(delivery_identity).collect();
+        delivered
+            .identities
+            .retain(|identity| present.contains(identity));
     }
 
     /// `diags`, the whole current set of `path`, were just shown in full (the MCP `diagnostics`
     /// tool with a file): each counts as delivered, queued or not, so the next
     /// [`drain`](Self::drain) neither delivers nor counts them, and a later publish repeating one
     /// does not bring it back as new.
+    /// The agent saw the file's whole set, so it knows the file is clean when `diags` is empty
+    /// (it is not [`DrainedBatch::cleared`] later).
     pub fn mark_shown(&mut self, path: &Path, diags: &[Diagnostic]) {
         self.tick += 1;
-        let (tick, set) = self.delivered.entry(path.to_path_buf()).or_default();
-        *tick = self.tick;
-        set.extend(diags.iter().map(delivery_identity));
+        let delivered = self.delivered.entry(path.to_path_buf()).or_default();
+        delivered.tick = self.tick;
+        delivered
+            .identities
+            .extend(diags.iter().map(delivery_identity));
+        delivered.reported = !diags.is_empty();
+        self.cleared.remove(path);
         self.evict_delivered();
     }
 
     /// After `path` was edited: forgets what was delivered for it (so diagnostics that reappear are
-    /// delivered again) and drops its queued sets (they describe the old content).
+    /// delivered again) and drops its queued sets (they describe the old content). Whether the
+    /// agent was told of findings there stays, so a fix is reported as
+    /// [`DrainedBatch::cleared`].
     pub fn reset_file(&mut self, path: &Path) {
-        self.delivered.remove(path);
+        if let Some(delivered) = self.delivered.get_mut(path) {
+            delivered.identities.clear();
+        }
         self.pending.retain(|entry| entry.path != path);
     }
 
@@ -935,6 +999,7 @@ impl PassiveRegistry {
     pub fn reset_all(&mut self) {
         self.pending.clear();
         self.delivered.clear();
+        self.cleared.clear();
     }
 
     /// How many files currently have remembered delivered identities (at most
@@ -948,7 +1013,7 @@ impl PassiveRegistry {
             let oldest = self
                 .delivered
                 .iter()
-                .min_by_key(|(_, (tick, _))| *tick)
+                .min_by_key(|(_, delivered)| delivered.tick)
                 .map(|(path, _)| path.clone());
             match oldest {
                 Some(path) => {
@@ -1961,5 +2026,57 @@ mod tests {
         registry.register("A", &Path::new("/ws").join(&newest), e(&newest));
         check_drain(&mut registry, None);
         assert_eq!(registry.delivered_file_count(), MAX_DELIVERED_FILES);
+    }
+
+    /// A settled set forgets the delivered findings it lacks (so they are new when they come
+    /// back) and keeps the rest; a file whose delivered findings are all gone is cleared once.
+    #[test]
+    fn registry_settled_sets_forget_fixed_findings_and_clear_clean_files() {
+        let a = Path::new("/ws/a.py");
+        let b = Path::new("/ws/b.py");
+        let one = dg("A", "a.py", 1, 1, 'E', "one", None, None);
+        let two = dg("A", "a.py", 2, 1, 'E', "two", None, None);
+        let mut registry = PassiveRegistry::new();
+        registry.register("A", a, vec![one.clone(), two.clone()]);
+        check_drain(&mut registry, Some((&["A"], &["/ws/a.py:2"], 0)));
+        // `two` fixed: `one` stays delivered, the file is not clean.
+        registry.settled(a, std::slice::from_ref(&one));
+        registry.register("A", a, vec![one.clone(), two.clone()]);
+        let batch = registry.drain().expect("two is new again");
+        assert_eq!(batch.files.len(), 1);
+        assert_eq!(batch.files[0].1, vec![two.clone()]);
+        assert!(batch.cleared.is_empty());
+        // Both fixed: cleared once, with nothing new; a file never delivered is not cleared.
+        registry.settled(a, &[]);
+        registry.settled(b, &[]);
+        let batch = registry.drain().expect("a cleared file");
+        assert!(batch.files.is_empty());
+        assert_eq!(batch.cleared, vec![a.to_path_buf()]);
+        registry.settled(a, &[]);
+        assert_eq!(registry.drain(), None);
+        // Broken again: delivered again.
+        registry.register("A", a, vec![one.clone()]);
+        check_drain(&mut registry, Some((&["A"], &["/ws/a.py:1"], 0)));
+        // Fixed by an edit of the file itself (`reset_file`), then settled clean: cleared.
+        registry.reset_file(a);
+        registry.settled(a, &[]);
+        assert_eq!(
+            registry.drain().map(|batch| batch.cleared),
+            Some(vec![a.to_path_buf()])
+        );
+        // Shown clean by the diagnostics tool: the agent knows, nothing is cleared later.
+        registry.register("A", a, vec![one.clone()]);
+        check_drain(&mut registry, Some((&["A"], &["/ws/a.py:1"], 0)));
+        registry.mark_shown(a, &[]);
+        registry.settled(a, &[]);
+        assert_eq!(registry.drain(), None);
+        // Cleared and broken again before the drain: delivered, not called clean.
+        registry.register("A", a, vec![one.clone()]);
+        check_drain(&mut registry, Some((&["A"], &["/ws/a.py:1"], 0)));
+        registry.settled(a, &[]);
+        registry.register("A", a, vec![two.clone()]);
+        let batch = registry.drain().expect("two is new");
+        assert_eq!(batch.files[0].1, vec![two]);
+        assert!(batch.cleared.is_empty());
     }
 }

@@ -49,6 +49,11 @@ pub(super) struct DiagnosticsJob {
     /// [`Op::AnalysisWait`](super::super::Op::AnalysisWait): every push server gets the quiet
     /// period, so work a server announces just after its final publish is waited for too.
     pub(super) readiness: bool,
+    /// [`Op::Diagnostics`](super::super::Op::Diagnostics) (an agent's or a script's question
+    /// about some files, likely followed by others): a file's wait sends again the other
+    /// documents analysed against an older project ([`State::resend_stale_documents`]). Not
+    /// for `lspc check`, whose files all wait at once, nor for a query's readiness wait.
+    pub(super) resend_stale: bool,
     /// Configured servers (index in the config's list) not to ask about a file
     /// ([`crate::engine::Op::DiagnosticsLeavingOut`]).
     pub(super) leave_out: HashMap<PathBuf, Vec<ServerId>>,
@@ -100,6 +105,7 @@ impl DiagnosticsJob {
             progress: None,
             start_within_timeout: false,
             readiness: false,
+            resend_stale: false,
         }
     }
 
@@ -176,6 +182,8 @@ pub(super) struct FileWait {
     pub(super) done: BTreeMap<ServerId, Result<(), String>>,
     /// Copied from the job's `readiness`.
     pub(super) readiness: bool,
+    /// Copied from the job's `resend_stale`.
+    pub(super) resend_stale: bool,
     pub(super) pinned: bool,
 }
 
@@ -294,6 +302,7 @@ impl State {
                 self.begin_file_wait(&path, slots, leave_out, job.timeout, job.readiness, now);
             match begun {
                 Ok(mut wait) => {
+                    wait.resend_stale = job.resend_stale;
                     if job.start_within_timeout {
                         wait.start_deadline = wait.start_deadline.min(now + job.timeout);
                     }
@@ -351,6 +360,11 @@ impl State {
                     if let Some(doc) = self.documents.get_mut(&wait.path) {
                         doc.pins = doc.pins.saturating_sub(1);
                     }
+                }
+                if matches!(outcome, DiagnosticsOutcome::Settled(_)) {
+                    // The file's findings now: what was delivered and is gone is fixed.
+                    let current = self.store.merged(&wait.path, &self.server_order());
+                    self.frontend.settled(&wait.path, &current);
                 }
                 let not_checked_by = job.why_left_out.remove(&wait.path);
                 job.finish(FileDiagnostics {
@@ -442,6 +456,7 @@ impl State {
             start_deadline: now + self.options.startup_timeout + timeout,
             done: BTreeMap::new(),
             readiness,
+            resend_stale: false,
             pinned: false,
         })
     }
@@ -496,6 +511,9 @@ impl State {
             if let Some(doc) = self.documents.get_mut(&wait.path) {
                 doc.pins += 1;
                 wait.pinned = true;
+            }
+            if wait.resend_stale {
+                self.resend_stale_documents(&slots);
             }
             // The settle timeout counts from the sync, not from the op (servers start first).
             wait.deadline = Some(now + wait.timeout);

@@ -367,6 +367,23 @@ impl Documents {
         marked
     }
 
+    /// The documents marked [`Document::stale_analysis`] that are open on one of `servers`,
+    /// each with those of `servers` holding it.
+    pub fn stale_on(&self, servers: &[ServerId]) -> Vec<(PathBuf, Vec<ServerId>)> {
+        self.docs
+            .iter()
+            .filter(|(_, doc)| doc.stale_analysis)
+            .filter_map(|(path, doc)| {
+                let holding: Vec<ServerId> = servers
+                    .iter()
+                    .copied()
+                    .filter(|id| doc.open_on.contains_key(id))
+                    .collect();
+                (!holding.is_empty()).then(|| (PathBuf::from(path), holding))
+            })
+            .collect()
+    }
+
     /// When the document is marked [`Document::stale_analysis`], clears the mark and gives its
     /// unchanged text a new version (so each server gets `didChange`, or on clangd for a
     /// diagnostics wait `didClose` and `didOpen`, and analyses it again); returns whether it did.

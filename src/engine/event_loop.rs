@@ -321,6 +321,7 @@ impl State {
                 let mut job = DiagnosticsJob::new(paths, leave_out, timeout, reply);
                 job.why_left_out = why_left_out;
                 job.start_within_timeout = true;
+                job.resend_stale = true;
                 job.fail_where_a_server_cannot_start(&self.options.config);
                 self.jobs.push(job);
             }

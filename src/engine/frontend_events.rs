@@ -94,6 +94,15 @@ impl FrontendHub {
             .retain(|subscriber| subscriber.send(event.clone()).is_ok());
     }
 
+    /// `path`'s settled set, every server's merged ([`PassiveRegistry::settled`]), for every
+    /// queue.
+    pub(super) fn settled(&mut self, path: &std::path::Path, current: &[Diagnostic]) {
+        self.passive.settled(path, current);
+        for registry in self.consumers.values_mut() {
+            registry.settled(path, current);
+        }
+    }
+
     /// After `path`'s text changed: its passive delivery starts over in every queue (the shared
     /// one and each consumer's, [`PassiveRegistry::reset_file`]), so the findings of the new
     /// text are delivered, repeated or not.
@@ -192,6 +201,14 @@ impl State {
             diags.hash(&mut hasher);
             hasher.finish()
         };
+        // Frontends serve files inside the workspace root only: a file outside it (an in-root
+        // symlink to `/tmp/secret.txt` that gopls parsed as Go, its publish naming the link,
+        // canonical here) is not theirs to see, nor its text quoted in a message (a new user's
+        // agent on go-chi/chi read another file's first token in `newDiagnostics` and
+        // `lsp://diagnostics`, where `hover` refused the file). `lspc check` keeps it.
+        if !path.starts_with(&self.workspace_root) {
+            return;
+        }
         let key = (server.to_owned(), path.to_path_buf());
         let empty = diags.is_empty();
         let previous = if empty {
@@ -245,7 +262,7 @@ impl State {
 
     /// The configured servers' names, highest precedence first (the order
     /// [`crate::diagnostics::DiagnosticStore::merged`] takes).
-    fn server_order(&self) -> Vec<&str> {
+    pub(super) fn server_order(&self) -> Vec<&str> {
         self.servers
             .iter()
             .map(|server| server.config.name.as_str())
@@ -290,6 +307,7 @@ impl State {
                 let files: Vec<(PathBuf, Vec<Diagnostic>)> = self
                     .store
                     .files()
+                    .filter(|path| path.starts_with(&self.workspace_root))
                     .map(|path| (path.to_path_buf(), self.store.merged(path, &order)))
                     .filter(|(_, diags)| !diags.is_empty())
                     .collect();

@@ -308,6 +308,7 @@ impl Server {
             capabilities: Arc::clone(&self.capabilities),
             busy: self.busy(),
             pyright_family: self.runs_pyright(),
+            indexed_from_disk: self.program == Some(crate::config::Program::Clangd),
             formatting_off: self.config.formatting_off_reason.clone(),
             awaiting_publish: Vec::new(),
         }

@@ -425,6 +425,12 @@ pub struct ServerInfo {
     /// open (`query/unparsed_files.rs`).
     #[serde(default)]
     pub pyright_family: bool,
+    /// clangd: it answers about files that are not open from its background index, built from
+    /// the disk (`.cache/clangd`), which does not follow a file changed on disk until the file
+    /// is opened (a new user's trial on madler/zlib: `_tr_init`'s definition stayed at its old
+    /// line after lines were added above it, in every command, for minutes).
+    #[serde(default)]
+    pub indexed_from_disk: bool,
     /// Why it cannot format on this machine although it may advertise formatting
     /// ([`crate::config::ServerConfig::formatting_off_reason`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -135,7 +135,8 @@ fn new_diagnostics_schema() -> Value {
         "properties": {
             "files": {"type": "array", "items": {"type": "object"}},
             "more": {"type": "integer"},
-            "note": {"type": "string"}
+            "note": {"type": "string"},
+            "clean": {"type": "array", "items": {"type": "string"}, "description": "Files whose findings delivered before are all gone (now clean)"}
         }
     })
 }
@@ -206,6 +207,10 @@ pub fn tool_definition(name: &str) -> Value {
             properties.insert("files".to_owned(), array_of_objects());
             properties.insert("more".to_owned(), json!({"type": "integer"}));
             properties.insert("note".to_owned(), json!({"type": "string"}));
+            properties.insert(
+                "clean".to_owned(),
+                json!({"type": "array", "items": {"type": "string"}}),
+            );
             output_schema(properties, &["files"])
         }
     };
@@ -271,6 +276,18 @@ pub fn drained_json(root: &Path, batch: &DrainedBatch) -> (Value, String) {
         })
         .collect();
     let mut object = json!({ "files": files });
+    if !batch.cleared.is_empty() {
+        let cleared: Vec<String> = batch
+            .cleared
+            .iter()
+            .map(|path| display_path(root, path))
+            .collect();
+        text.push_str(&format!(
+            "now clean (every finding reported before is gone): {}\n",
+            cleared.join(", ")
+        ));
+        object["clean"] = json!(cleared);
+    }
     if batch.n_more > 0 {
         let note = format!(
             "{} more diagnostics not shown (caps: 10 per file, 30 in total); call diagnostics with a file to see all of that file's",
@@ -366,7 +383,9 @@ impl PassiveDrain<'_> {
                 context.passive_consumer.as_deref(),
                 shown_file,
             )
-            .filter(|batch| !batch.files.is_empty() || batch.n_more > 0)
+            .filter(|batch| {
+                !batch.files.is_empty() || batch.n_more > 0 || !batch.cleared.is_empty()
+            })
     }
 }
 
@@ -734,7 +753,12 @@ fn diagnostics_tool(
         return Ok(match batch {
             Some(batch) => {
                 let (json, text) = drained_json(root, &batch);
-                (json, text)
+                if batch.files.is_empty() {
+                    let nothing = "no new diagnostics since the last delivery";
+                    (json, format!("{nothing}\n{text}"))
+                } else {
+                    (json, text)
+                }
             }
             None => (
                 json!({"files": []}),

@@ -392,8 +392,26 @@ impl Queries {
         at: &TextPosition,
         kind: DefinitionKind,
     ) -> Result<LocationsResult, QueryError> {
-        let (target, answer, incomplete) =
+        let (mut target, answer, incomplete) =
             self.first_answer(&at.file, Some(at), FirstRequest::definition(kind))?;
+        // clangd's background index may be older than the files it points into: each such
+        // file is opened (its diagnostics waited for: clangd's index then has its open text)
+        // and the question asked once more.
+        let behind = files_behind_the_index(&mut target, &answer);
+        if behind.is_empty() {
+            return Ok(definition_result(target, &answer, incomplete));
+        }
+        for file in &behind {
+            log::debug!(
+                "{}: the definition's line in {} lacks the name asked; opening it",
+                target.server.name,
+                file.display()
+            );
+            wait_analysed(&self.op_sender, file, &target.server.name, self.timeout);
+        }
+        let again = FirstRequest::definition(kind);
+        let params = (again.params)(&target).into_value();
+        let answer = self.request(&target, again.method, params)?;
         Ok(definition_result(target, &answer, incomplete))
     }
 
@@ -1256,10 +1274,97 @@ fn definition_result_of(
     let raw = raw_locations_of(answer);
     let mut locations = resolve_all(&mut target, raw);
     dedup_in_order(&mut locations);
+    let incomplete = with_note(incomplete, stale_index_note(&target, &locations));
     LocationsResult {
         incomplete,
         locations,
         server: target.server.name,
+    }
+}
+
+/// The identifier at the asked position of `target`'s document; `None` for a whole-file
+/// request or a position on no identifier.
+fn asked_name(target: &Target) -> Option<String> {
+    let line = target
+        .doc
+        .text
+        .split('\n')
+        .nth(target.position.line as usize)?;
+    let encoding = target.server.encoding;
+    let mut units = 0;
+    let mut column = 1;
+    for character in line.chars() {
+        if units >= target.position.character {
+            break;
+        }
+        units += encoding.units_of(character);
+        column += 1;
+    }
+    crate::word_occurrences::identifier_at(line, column)
+}
+
+/// The locations of a definition answer from a server answering from a disk index
+/// ([`ServerInfo::indexed_from_disk`], clangd) whose line on disk does not show the name asked
+/// about: the index may describe an older text of that file. Empty for other servers.
+fn not_showing_the_name<'a>(target: &Target, locations: &'a [Location]) -> Vec<&'a Location> {
+    if !target.server.indexed_from_disk {
+        return Vec::new();
+    }
+    let Some(name) = asked_name(target) else {
+        return Vec::new();
+    };
+    locations
+        .iter()
+        .filter(|location| {
+            location
+                .line_text
+                .as_deref()
+                .is_some_and(|text| !text.contains(name.as_str()))
+        })
+        .collect()
+}
+
+/// The files other than the asked one that [`not_showing_the_name`] points into, each once.
+fn files_behind_the_index(target: &mut Target, answer: &Value) -> Vec<PathBuf> {
+    let locations = resolved_locations(target, answer);
+    let mut files: Vec<PathBuf> = Vec::new();
+    for location in not_showing_the_name(target, &locations) {
+        if location.path != target.doc.path && !files.contains(&location.path) {
+            files.push(location.path.clone());
+        }
+    }
+    files
+}
+
+/// A note for definitions whose line does not show the name asked about
+/// ([`not_showing_the_name`]), naming the first.
+fn stale_index_note(target: &Target, locations: &[Location]) -> Option<String> {
+    let suspect = not_showing_the_name(target, locations);
+    let first = suspect.first()?;
+    let name = asked_name(target).unwrap_or_default();
+    Some(format!(
+        "{} of the definitions {} gave {} not show `{name}` on {} line ({}:{}): its index may \
+         be older than that file (clangd's background index follows a file changed on disk \
+         once the file is open: ask for the file's diagnostics, then ask again), or the name \
+         comes from a macro",
+        suspect.len(),
+        target.server.name,
+        if suspect.len() == 1 { "does" } else { "do" },
+        if suspect.len() == 1 { "its" } else { "their" },
+        first
+            .path
+            .file_name()
+            .map(|name| name.to_string_lossy())
+            .unwrap_or_default(),
+        first.line,
+    ))
+}
+
+/// `first` and `second` joined with "; ", or whichever is there.
+fn with_note(first: Option<String>, second: Option<String>) -> Option<String> {
+    match (first, second) {
+        (Some(first), Some(second)) => Some(format!("{first}; {second}")),
+        (first, second) => first.or(second),
     }
 }
 
@@ -1297,6 +1402,7 @@ fn definition_result(
 ) -> LocationsResult {
     let mut locations = resolved_locations(&mut target, answer);
     dedup_in_order(&mut locations);
+    let incomplete = with_note(incomplete, stale_index_note(&target, &locations));
     LocationsResult {
         locations,
         server: target.server.name,

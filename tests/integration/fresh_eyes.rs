@@ -3303,3 +3303,108 @@ fn call_sites_that_do_not_show_the_called_name_are_named() {
         output.story()
     );
 }
+
+/// A new user's trial on madler/zlib (compile database, clangd 14): after another tool added
+/// lines above `_tr_init` in `trees.c`, `_tr_init`'s definition stayed at its old line (a
+/// comment, then a blank line) in one-shot commands, batch, MCP and warm sessions: clangd
+/// answers about a file that is not open from its background index, which does not follow the
+/// change. A definition whose line does not show the name asked about now has its file opened
+/// (clangd's index then has the open text) and is asked again. Here in a long-running batch,
+/// whose clangd indexed `lib.c` before the edits (the previous lspc: line 2, 3 times of 3).
+#[test]
+fn a_clangd_definition_into_a_file_changed_behind_its_index_lands_on_the_new_line() {
+    require_program!("clangd");
+    let workspace = Workspace::new("clangd-stale-index");
+    let body = "int twice(int x) {\n  return 2 * x;\n}\n";
+    workspace
+        .file("lib.h", "int twice(int x);\n")
+        .file("lib.c", &format!("#include \"lib.h\"\n{body}"))
+        .file(
+            "main.c",
+            "#include \"lib.h\"\nint main(void) {\n  return twice(1);\n}\n",
+        );
+    let database = json!(["lib.c", "main.c"].map(|file| json!({
+        "directory": workspace.root, "file": file, "command": format!("cc -c {file}"),
+    })));
+    workspace.file("compile_commands.json", &database.to_string());
+    let config = workspace.config(json!({
+        "clangd": {"command": "clangd", "extensionToLanguage": {".c": "c", ".h": "c"}},
+    }));
+    let mut session = BatchSession::start(&workspace, &config, 30);
+    let mut id = 0;
+    let mut definition = |session: &mut BatchSession| {
+        id += 1;
+        let answer = session.ask(
+            json!({"id": id, "op": "definition", "file": "main.c", "line": 3, "symbol": "twice"}),
+        );
+        let location = &answer["result"]["locations"][0];
+        (
+            location["path"].as_str().unwrap_or("").to_owned(),
+            location["line"].as_u64().unwrap_or(0),
+            location["lineText"].as_str().unwrap_or("").to_owned(),
+        )
+    };
+    // Until the background index has `lib.c`, clangd answers with the header's declaration.
+    let indexed = (0..20).any(|_| {
+        definition(&mut session).0 == "lib.c" || {
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            false
+        }
+    });
+    assert!(indexed, "clangd never indexed lib.c");
+    for added in 1..=3 {
+        let comments = "/* added by another tool */\n".repeat(added * 2);
+        workspace.file("lib.c", &format!("#include \"lib.h\"\n{comments}{body}"));
+        assert_eq!(
+            definition(&mut session),
+            (
+                "lib.c".to_owned(),
+                2 + added as u64 * 2,
+                "int twice(int x) {".to_owned()
+            ),
+            "after {added} edits"
+        );
+    }
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+}
+
+/// The same check wherever the answer comes from: a server run as `clangd` (the fixture server
+/// under that program name) answers a definition on a line that does not show the name. The
+/// file is opened and the question asked again (same answer), and both answers, the file's
+/// first question and an instant one, carry a note saying so.
+#[test]
+fn a_clangd_definition_whose_line_lacks_the_name_says_so() {
+    let mut workspace = Workspace::new("clangd-definition-note");
+    workspace
+        .file("a.c", "int main(void) { return twice(1); }\n")
+        .file("b.c", "/* moved */\nint twice(int x) { return x; }\n");
+    let b_uri = format!("file://{}", workspace.root.join("b.c").display());
+    let scenario = json!({
+        "capabilities": {"textDocumentSync": {"openClose": true, "change": 1},
+                         "definitionProvider": true},
+        "rules": [{"method": "textDocument/definition", "actions": [{"reply": {"uri": b_uri,
+            "range": {"start": {"line": 0, "character": 3}, "end": {"line": 0, "character": 8}}}}]}]
+    });
+    let config = workspace.fixture_config(&[("clangd", &[".c"], scenario)]);
+    crate::support::run_fixture_as(&config, "clangd", "clangd");
+    let mut session = BatchSession::start(&workspace, &config, 20);
+    let note = "1 of the definitions clangd gave does not show `twice` on its line (b.c:1): its \
+                index may be older than that file (clangd's background index follows a file \
+                changed on disk once the file is open: ask for the file's diagnostics, then ask \
+                again), or the name comes from a macro";
+    for id in 1..=2 {
+        let answer = session.ask(
+            json!({"id": id, "op": "definition", "file": "a.c", "line": 1, "symbol": "twice"}),
+        );
+        assert_eq!(answer["result"]["locations"][0]["line"], 1, "{answer}");
+        assert_eq!(answer["result"]["incomplete"], note, "{answer}");
+    }
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    let definitions = methods(&workspace.transcript("clangd"))
+        .iter()
+        .filter(|method| *method == "textDocument/definition")
+        .count();
+    assert_eq!(definitions, 3, "asked again once, for the first question");
+}

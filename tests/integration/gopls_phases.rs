@@ -481,3 +481,62 @@ func W() int { return \"x\" }
         walked.story()
     );
 }
+
+/// After another tool changes a Go file, every other open file of the package is analysed
+/// against the old one, and gopls is sent each again. A new user's agent on google/uuid asked
+/// 23 open files one by one and paid gopls's publish and lspc's quiet period per file (0.8 s
+/// each, 17.7 s in all); now the first file's wait sends all of them, and the answers after it
+/// are the same as the first: here, each importer of the changed function gets gopls's own
+/// type error (`go build` names the same three lines).
+#[test]
+fn real_gopls_files_asked_one_by_one_after_an_outside_edit_get_their_new_errors() {
+    require_program!("gopls");
+    require_program!("go");
+    let workspace = Workspace::new("gopls-outside-edit");
+    workspace.file("go.mod", "module example.com/g\n\ngo 1.19\n");
+    let define = |kind: &str| format!("package g\n\nfunc F() {kind} {{\n\treturn 1\n}}\n");
+    workspace.file("a.go", &define("int"));
+    for name in ["b", "c", "d"] {
+        workspace.file(
+            &format!("{name}.go"),
+            &format!(
+                "package g\n\nfunc {}() int {{\n\treturn F() + 1\n}}\n",
+                name.to_uppercase()
+            ),
+        );
+    }
+    let mut session = BatchSession::start_with(&workspace, &["--timeout", "60"]);
+    let mut id = 0;
+    let mut ask = |session: &mut BatchSession, file: &str| {
+        id += 1;
+        let answer = session.ask(json!({"id": id, "op": "diagnostics", "file": file}));
+        assert_eq!(answer["result"]["complete"], true, "{answer}");
+        batch_diagnostics(&answer)
+    };
+    for file in ["a.go", "b.go", "c.go", "d.go"] {
+        assert_eq!(ask(&mut session, file), [], "{file} before the edit");
+    }
+    workspace.file("a.go", &define("string"));
+    let mismatched = (
+        4,
+        9,
+        "error".to_owned(),
+        "invalid operation: F() + 1 (mismatched types string and untyped int)".to_owned(),
+    );
+    let returned = (
+        4,
+        9,
+        "error".to_owned(),
+        "cannot use 1 (untyped int constant) as string value in return statement".to_owned(),
+    );
+    for file in ["b.go", "c.go", "d.go"] {
+        assert_eq!(
+            ask(&mut session, file),
+            std::slice::from_ref(&mismatched),
+            "{file}"
+        );
+    }
+    assert_eq!(ask(&mut session, "a.go"), [returned]);
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+}

@@ -486,12 +486,7 @@ fn a_cancelled_call_sends_pyright_no_cancel_request() {
     let slow_hover = json!({"rules": [{"method": "textDocument/hover", "times": 1,
         "actions": [{"after": 3000, "actions": [{"reply": {"contents": "late"}}]}]}]});
     let config = workspace.fixture_config(&[("fx", &[".py"], slow_hover)]);
-    let link = config.with_file_name("bin").join("pyright-langserver");
-    std::fs::create_dir_all(link.parent().unwrap()).unwrap();
-    std::os::unix::fs::symlink(crate::support::fixture_bin(), &link).unwrap();
-    let mut entries: Value = serde_json::from_slice(&std::fs::read(&config).unwrap()).unwrap();
-    entries["fx"]["command"] = json!(link);
-    std::fs::write(&config, entries.to_string()).unwrap();
+    crate::support::run_fixture_as(&config, "fx", "pyright-langserver");
     let mut session = start_with_config(&workspace, &config);
     session.send(
         json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": {
@@ -727,6 +722,124 @@ fn the_passive_drain_sees_open_files_another_tool_broke() {
         "broken by another tool",
         "{broken_again}"
     );
+    assert_eq!(session.finish(20 * SECOND), Some(0));
+}
+
+/// A new user's agent on go-chi/chi: another tool broke a package (27 errors in files whose
+/// own text did not change, delivered), fixed it, and broke it again: the third drain said "no
+/// new diagnostics since the last delivery", the errors being remembered as delivered. Now a
+/// settled answer without them forgets them, and the drain names the files that are clean again.
+/// Real pyright: `b.py` only imports the function another tool changes.
+#[test]
+fn findings_fixed_and_brought_back_by_another_file_are_delivered_again() {
+    if !on_path("pyright-langserver") {
+        eprintln!("skipped: pyright-langserver is not on PATH");
+        return;
+    }
+    let returns = |kind: &str, value: &str| format!("def f() -> {kind}:\n    return {value}\n");
+    let workspace = Workspace::new("mcp-drain-dependent");
+    workspace
+        .file("a.py", &returns("int", "1"))
+        .file("b.py", "from a import f\n\nx: int = f()\n");
+    let mut session = Session::start(&workspace.root, &["mcp"]);
+    session.initialize("2025-06-18");
+    for (id, file) in [(1, "a.py"), (2, "b.py")] {
+        let clean = call_tool(&mut session, id, "diagnostics", json!({ "file": file }));
+        let text = clean["content"][0]["text"].as_str().unwrap_or("");
+        assert_eq!(text, format!("{file}: no diagnostics"), "{clean}");
+    }
+    let delivered = |answer: &Value| -> Vec<(String, u64, String)> {
+        answer["structuredContent"]["files"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no files in {answer}"))
+            .iter()
+            .flat_map(|file| file["diagnostics"].as_array().cloned().unwrap_or_default())
+            .map(|d| {
+                let message = d["message"].as_str().unwrap_or("");
+                (
+                    d["file"].as_str().unwrap_or("").to_owned(),
+                    d["line"].as_u64().unwrap_or(0),
+                    message.lines().next().unwrap_or("").to_owned(),
+                )
+            })
+            .collect()
+    };
+    let broken = vec![(
+        "b.py".to_owned(),
+        3,
+        "Type \"str\" is not assignable to declared type \"int\"".to_owned(),
+    )];
+    for round in 0..2 {
+        workspace.file("a.py", &returns("str", "\"1\""));
+        let drained = call_tool(&mut session, 10 + round, "diagnostics", json!({}));
+        assert_eq!(delivered(&drained), broken, "round {round}: {drained}");
+        workspace.file("a.py", &returns("int", "1"));
+        let fixed = call_tool(&mut session, 20 + round, "diagnostics", json!({}));
+        assert_eq!(delivered(&fixed), [], "round {round}: {fixed}");
+        assert_eq!(
+            fixed["structuredContent"]["clean"],
+            json!(["b.py"]),
+            "round {round}: {fixed}"
+        );
+        let text = fixed["content"][0]["text"].as_str().unwrap_or("");
+        assert_eq!(
+            text,
+            "no new diagnostics since the last delivery\n\
+             now clean (every finding reported before is gone): b.py",
+            "round {round}"
+        );
+    }
+    assert_eq!(session.finish(20 * SECOND), Some(0));
+}
+
+/// A new user's agent on go-chi/chi: an in-root symlink `link.go` to a file outside the root.
+/// `hover` on it was refused ("outside the workspace root"), but gopls parses every file of the
+/// package, and its publish for the link (canonical: the outside file) reached the agent in
+/// `newDiagnostics` and `lsp://diagnostics`, quoting the file's first token. Frontends now see
+/// no file outside the root.
+#[test]
+fn diagnostics_of_a_file_outside_the_root_never_reach_the_agent() {
+    if !on_path("gopls") || !on_path("go") {
+        eprintln!("skipped: gopls or go is not on PATH");
+        return;
+    }
+    let workspace = Workspace::new("mcp-symlink-out");
+    workspace
+        .file("go.mod", "module example.com/s\n\ngo 1.19\n")
+        .file("a.go", "package s\n\nfunc A() int { return 1 }\n");
+    let outside = workspace.root.parent().unwrap().join("secret.txt");
+    std::fs::write(&outside, "secret_token_of_another_file\n").unwrap();
+    std::os::unix::fs::symlink(&outside, workspace.root.join("link.go")).unwrap();
+    let mut session = Session::start(&workspace.root, &["mcp"]);
+    session.initialize("2025-06-18");
+    let mut seen = Vec::new();
+    seen.push(call_tool(
+        &mut session,
+        1,
+        "diagnostics",
+        json!({"file": "a.go"}),
+    ));
+    // gopls loads the package (and parses the link) at start-up: its publish is in by now.
+    std::thread::sleep(Duration::from_millis(1500));
+    seen.push(call_tool(&mut session, 2, "diagnostics", json!({})));
+    seen.push(session.request(
+        json!(3),
+        "resources/read",
+        json!({"uri": "lsp://diagnostics"}),
+        20 * SECOND,
+    ));
+    let hover = session.request(
+        json!(4),
+        "tools/call",
+        json!({"name": "hover", "arguments": {"file": "link.go", "line": 1, "column": 1}}),
+        20 * SECOND,
+    );
+    assert_eq!(hover["result"]["isError"], true, "{hover}");
+    seen.push(hover);
+    for answer in &seen {
+        let text = answer.to_string();
+        assert!(!text.contains("secret"), "{text}");
+    }
     assert_eq!(session.finish(20 * SECOND), Some(0));
 }
 

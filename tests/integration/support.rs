@@ -170,6 +170,18 @@ impl Drop for Workspace {
     }
 }
 
+/// Makes `entry` of the fixture configuration `config` run the fixture server under the
+/// program name `program` (a symlink in a `bin` folder beside it), so lspc treats it as that
+/// server (`pyright-langserver`, `clangd`).
+pub fn run_fixture_as(config: &Path, entry: &str, program: &str) {
+    let link = config.with_file_name("bin").join(program);
+    std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(fixture_bin(), &link).unwrap();
+    let mut entries: Value = serde_json::from_slice(&std::fs::read(config).unwrap()).unwrap();
+    entries[entry]["command"] = serde_json::json!(link);
+    std::fs::write(config, entries.to_string()).unwrap();
+}
+
 pub fn read_transcript(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
