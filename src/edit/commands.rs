@@ -368,11 +368,17 @@ pub struct EditOutcome {
     /// rename's files that still mention the old name); `new_diagnostics` covers them.
     #[serde(skip)]
     pub watched: usize,
-    /// How many of the new diagnostics are errors (LSP `DiagnosticSeverity.Error`), counted
+    /// How many of the new diagnostics are errors (LSP `DiagnosticSeverity.Error`), and after a
+    /// rename also the new findings of any severity that name the old name (a use the rename
+    /// left, which names nothing now: clangd 14's `Implicit declaration of function
+    /// '_tr_flush_block' is invalid in C99` is a warning, and the link then fails), counted
     /// before the block's 4,000-character cap: a written edit with any exits 1 in the CLI
     /// (`newErrors` in the JSON); 0 when nothing was written.
     #[serde(skip)]
     pub new_errors: usize,
+    /// Of [`Self::new_errors`], the findings that are no errors but name the old name.
+    #[serde(skip)]
+    pub old_name_findings: usize,
 }
 
 /// The edit commands over an engine reached through `op_sender`.
@@ -1060,6 +1066,7 @@ impl EditCommands {
                 not_renamed: Vec::new(),
                 watched: 0,
                 new_errors: 0,
+                old_name_findings: 0,
             });
         }
         let before: Vec<PathBuf> = preview
@@ -1166,10 +1173,18 @@ impl EditCommands {
             after.extend(also);
         }
         let fresh = new_diagnostics_after_rename(&baseline.0, &after, renamed);
-        let new_errors = fresh
-            .iter()
-            .filter(|diagnostic| diagnostic.severity == crate::diagnostics::Severity::Error)
-            .count();
+        let is_error =
+            |diagnostic: &&Diagnostic| diagnostic.severity == crate::diagnostics::Severity::Error;
+        let errors = fresh.iter().filter(is_error).count();
+        let old_name_findings = renamed.map_or(0, |(old, _)| {
+            fresh
+                .iter()
+                .filter(|diagnostic| !is_error(diagnostic))
+                .filter(|diagnostic| {
+                    leftovers::replace_whole_word(&diagnostic.message, old, "").is_some()
+                })
+                .count()
+        });
         EditOutcome {
             diff: self.diff(&report),
             new_diagnostics: render_new_diagnostics(&fresh, &self.root, NEW_DIAGNOSTICS_CAP),
@@ -1178,7 +1193,8 @@ impl EditCommands {
             note: None,
             not_renamed: Vec::new(),
             watched: 0,
-            new_errors,
+            new_errors: errors + old_name_findings,
+            old_name_findings,
         }
     }
 

@@ -40,7 +40,7 @@ const EDIT_OUTPUT: &str = r#"{
         "operations": {"type": "array", "items": {"type": "object"}},
         "diff": {"type": "string", "description": "unified diff of the change"},
         "diagnosticsAfterEdit": {"type": "string", "description": "diagnostics new since before the edit (<new-diagnostics> block, at most 4000 characters); empty when none or not applied"},
-        "newErrors": {"type": "integer", "description": "once written: how many of the new diagnostics are errors (the edit broke something when above 0)"},
+        "newErrors": {"type": "integer", "description": "once written: how many of the new diagnostics are errors, or after a rename name the old name (the edit broke something when above 0)"},
         "diagnosticsNote": {"type": "string"},
         "note": {"type": "string", "description": "e.g. the server was still indexing, sent a follow-up request lspc ignored after its edit was applied, or a rename left occurrences (not renamed by the server: FILE:LINE ...)"},
         "notRenamed": {"type": "array", "items": {"type": "object", "properties": {"file": {"type": "string"}, "line": {"type": "integer"}}}, "description": "after a rename: whole-word occurrences of the old name in files the server's edit does not touch (1-based lines)"},
@@ -263,6 +263,7 @@ mod tests {
                 not_renamed: Vec::new(),
                 watched: 0,
                 new_errors: 0,
+                old_name_findings: 0,
             };
             let (json, text) = outcome_result(root, &outcome);
             assert_eq!(json, expected);

@@ -379,10 +379,20 @@ pub fn code_actions_text(actions: &[CodeActionItem]) -> String {
 fn edit_answer(outcome: Result<EditOutcome, CommandError>, root: &Path) -> Result<Answer, Failure> {
     let outcome = outcome.map_err(|error| command_failure(error, root))?;
     // A preview's stdout is a diff that must stay appliable, so its note goes to stderr.
-    let note = match (outcome.report.written, &outcome.note) {
-        (false, Some(note)) => Some(format!("note: {note}")),
-        _ => None,
-    };
+    let note =
+        match (outcome.report.written, &outcome.note) {
+            (false, Some(note)) => Some(format!("note: {note}")),
+            _ if outcome.old_name_findings > 0 => {
+                Some(format!(
+            "note: {} of the new findings {} no error but {} the old name: a use the rename \
+             left, which names nothing now (it counts as an error)",
+            outcome.old_name_findings,
+            if outcome.old_name_findings == 1 { "is" } else { "are" },
+            if outcome.old_name_findings == 1 { "names" } else { "name" },
+        ))
+            }
+            _ => None,
+        };
     Ok(Answer {
         json: outcome_json(&outcome, root).into(),
         human: render_outcome(&outcome, root),
