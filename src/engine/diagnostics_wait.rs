@@ -138,7 +138,19 @@ impl DiagnosticsJob {
     /// Records one file's result (and sends it to `progress`).
     fn finish(&mut self, result: FileDiagnostics) {
         if let Some(progress) = &self.progress {
-            let _ = progress.send(result.clone());
+            if progress.send(result.clone()).is_err()
+                && (!self.queue.is_empty() || !self.deferred.is_empty())
+            {
+                // Nobody reads the results any more (a session's `lspc check` client was
+                // killed): no more files are opened for it. A new user's trial on madler/zlib
+                // saw the session go on starting servers for the abandoned check.
+                log::info!(
+                    "the caller of a diagnostics wait is gone: {} file(s) not started",
+                    self.queue.len() + self.deferred.len()
+                );
+                self.queue.clear();
+                self.deferred = Deferred::default();
+            }
         }
         self.results.push(result);
     }

@@ -81,6 +81,11 @@ impl Deferred {
         self.lists.is_empty()
     }
 
+    /// How many files wait.
+    pub(super) fn len(&self) -> usize {
+        self.lists.iter().map(|(_, files)| files.len()).sum()
+    }
+
     /// Makes `path` wait for instance `slot`.
     pub(super) fn push(&mut self, slot: ServerId, path: PathBuf) {
         match self.lists.iter_mut().find(|(known, _)| *known == slot) {

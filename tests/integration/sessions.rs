@@ -474,6 +474,49 @@ fn a_client_killed_mid_request_cancels_only_its_request() {
     assert_eq!(ws.session_pids().len(), 1);
 }
 
+/// A new user's trial on madler/zlib: after SIGKILL of a `lspc check` client, the session went on
+/// opening the check's files (and starting their servers) for nobody. A check whose results
+/// nobody reads any more starts no more files: here 100 files that each publish 1.5 s after
+/// `didOpen`, at most 32 in flight; the client is killed once the server has some open.
+#[test]
+fn a_killed_check_client_stops_its_check_in_the_session() {
+    let scenario = json!({"rules": [{"method": "textDocument/didOpen", "actions": [
+        {"after": 1500, "actions": [{"publish": {"diagnostics": []}}]}
+    ]}]});
+    let ws = SessionWorkspace::new("killed-check", scenario);
+    for n in 0..100 {
+        ws.workspace.file(&format!("m{n:03}.py"), "x = 1\n");
+    }
+    ws.lspc(&["session", "start"]).run().status(0);
+    let opens = || {
+        methods(&ws.workspace.transcript("fx"))
+            .iter()
+            .filter(|method| *method == "textDocument/didOpen")
+            .count()
+    };
+    let mut check = ws
+        .raw(&["check", "."])
+        .env_remove("RUST_LOG")
+        .spawn()
+        .unwrap();
+    wait_until("the check opens files", Duration::from_secs(20), || {
+        opens() > 0
+    });
+    check.kill().unwrap();
+    check.wait().unwrap();
+    // Long enough for the whole check to have opened every file (4 rounds of 1.5 s).
+    std::thread::sleep(Duration::from_secs(8));
+    let opened = opens();
+    assert!(
+        opened <= 64,
+        "{opened} of 101 files opened for a killed client"
+    );
+    ws.lspc(&["hover", "a.py:5:5"])
+        .run()
+        .status(0)
+        .stdout_is("alpha at 4:4\n");
+}
+
 /// The session dies (SIGKILL) under a waiting client: the client exits 3 naming the session and
 /// its log; no server survives (the watchdog); the stale socket is removed by the next `auto`
 /// command, which runs in process; `always` then starts a fresh session.
