@@ -1285,11 +1285,12 @@ fn definition_result_of(
 /// The identifier at the asked position of `target`'s document; `None` for a whole-file
 /// request or a position on no identifier.
 fn asked_name(target: &Target) -> Option<String> {
-    let line = target
-        .doc
-        .text
-        .split('\n')
-        .nth(target.position.line as usize)?;
+    let doc = &target.doc;
+    let line = match &doc.line_index {
+        // The engine's index: no scan of a long file per definition (issue 15).
+        Some(index) => index.line_text(&doc.text, target.position.line)?,
+        None => doc.text.split('\n').nth(target.position.line as usize)?,
+    };
     let encoding = target.server.encoding;
     let mut units = 0;
     let mut column = 1;
