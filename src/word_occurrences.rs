@@ -189,7 +189,10 @@ pub fn scan_where(
             );
             continue;
         }
-        let Ok(text) = std::fs::read_to_string(&path) else {
+        let Some(text) = crate::engine::read_regular_file(&path)
+            .ok()
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+        else {
             log::debug!("not scanning {} for {word}: not UTF-8 text", path.display());
             continue;
         };

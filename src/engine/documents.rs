@@ -146,7 +146,7 @@ pub(crate) fn read_text_with(
             limit: max_size,
         });
     }
-    let bytes = std::fs::read(path).map_err(|error| ReadError::Io(error.to_string()))?;
+    let bytes = read_regular_file(path).map_err(|error| ReadError::Io(error.to_string()))?;
     if bytes.contains(&0) {
         return Err(ReadError::Binary);
     }
@@ -155,6 +155,30 @@ pub(crate) fn read_text_with(
         text.drain(..crate::text::BYTE_ORDER_MARK.len_utf8());
     }
     Ok(text)
+}
+
+/// The bytes of `path` when it is a regular file, read without ever blocking on what is not
+/// one: opened with `O_NONBLOCK` and checked after opening (`fstat`), so a FIFO put where a
+/// document was (a new user's trial: `mkfifo` over an open Go file) is an error, not an engine
+/// blocked in `open` until something writes to it. Errors: the I/O error, or `InvalidInput`
+/// "not a regular file (a FIFO, socket or device)".
+pub(crate) fn read_regular_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file (a FIFO, socket or device)",
+        ));
+    }
+    let mut bytes = Vec::with_capacity(metadata.len() as usize);
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// A document's key in [`Documents`]: its path's bytes, hashed in one pass (issue 15: `Path`'s

@@ -19,6 +19,7 @@ mod client_capabilities;
 mod configuration_gate;
 pub use configuration_gate::opens_note;
 mod documents;
+pub(crate) use documents::read_regular_file;
 mod duplicates;
 mod event_loop;
 mod given_up;

@@ -220,7 +220,7 @@ impl SourceCache {
 
 /// `path` read and indexed; `None` (logged) when it cannot be read.
 fn read_source(path: &Path) -> Option<Source> {
-    match std::fs::read(path) {
+    match crate::engine::read_regular_file(path) {
         Ok(bytes) => {
             let text: Arc<str> = String::from_utf8_lossy(&bytes).into();
             let index = Arc::new(LineIndex::new(&text));

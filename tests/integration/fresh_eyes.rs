@@ -3420,3 +3420,37 @@ fn a_clangd_definition_whose_line_lacks_the_name_says_so() {
         .count();
     assert_eq!(definitions, 3, "asked again once, for the first question");
 }
+
+/// A new user's trial on rs/xid: an open file replaced by a FIFO (`mkfifo` after `mv`) blocked
+/// the engine in `open` for good: no answer, no exit at the end of input or on SIGTERM. Files
+/// are opened without blocking now, and one that is no regular file is closed as unreadable.
+#[test]
+fn an_open_file_replaced_by_a_fifo_does_not_block_the_engine() {
+    let mut workspace = Workspace::new("fifo-over-open-file");
+    workspace
+        .file("a.py", "x = 1  # ERROR: in a\n")
+        .file("b.py", "y = 2\n");
+    let config = workspace.fixture_config(&[("fx", &[".py"], json!({}))]);
+    let mut session = BatchSession::start(&workspace, &config, 20);
+    for (id, file) in [(1, "a.py"), (2, "b.py")] {
+        let answer = session.ask(json!({"id": id, "op": "diagnostics", "file": file}));
+        assert_eq!(answer["result"]["complete"], true, "{answer}");
+    }
+    let fifo = workspace.root.join("b.py");
+    std::fs::remove_file(&fifo).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let answer = session.ask(json!({"id": 3, "op": "diagnostics", "file": "a.py"}));
+    assert_eq!(
+        batch_diagnostics(&answer),
+        [(1, 10, "error".to_owned(), "in a".to_owned())]
+    );
+    let answer = session.ask(json!({"id": 4, "op": "diagnostics", "file": "b.py"}));
+    let message = answer["error"]["message"].as_str().unwrap_or("");
+    assert!(message.starts_with("cannot read b.py"), "{answer}");
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+}
