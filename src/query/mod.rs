@@ -1327,6 +1327,10 @@ fn not_showing_the_name<'a>(target: &Target, locations: &'a [Location]) -> Vec<&
 
 /// The files other than the asked one that [`not_showing_the_name`] points into, each once.
 fn files_behind_the_index(target: &mut Target, answer: &Value) -> Vec<PathBuf> {
+    if !target.server.indexed_from_disk {
+        // No resolution of every answer twice for the servers the check does not apply to.
+        return Vec::new();
+    }
     let locations = resolved_locations(target, answer);
     let mut files: Vec<PathBuf> = Vec::new();
     for location in not_showing_the_name(target, &locations) {
