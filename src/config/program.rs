@@ -243,6 +243,21 @@ impl Program {
         }
     }
 
+    /// Whether this program ignores `workspace/didChangeWatchedFiles` and watches the files it
+    /// has not been sent open by itself, so a file changed on disk must reach it another way.
+    /// typescript-language-server (5.3.0) forwards the event to tsserver only in its client
+    /// watcher mode (`tsserver.useClientFileWatcher`, TypeScript ≥ 5.4.4, where tsserver stops
+    /// watching altogether and every path it asks about must be watched by the client); else
+    /// tsserver watches each file itself, and a file unlinked and made again a moment later
+    /// (a checkout, a tool that writes a temporary file and renames it into place) can be lost
+    /// to that watch for good, by a race: its importers kept the old declarations' findings,
+    /// or none, for as long as the server ran. The engine sends such a file
+    /// open and closed at once (LSP 3.17 §`textDocument/didOpen`, §`textDocument/didClose`),
+    /// after which tsserver holds the disk's text (`engine/frontend_events.rs`).
+    pub fn ignores_watched_files(self) -> bool {
+        matches!(self, Program::TypescriptLanguageServer)
+    }
+
     /// Whether a file named `file_name` is one of the configuration files this program reads
     /// for its project, for the programs whose configuration can fail to load while they go on
     /// serving: ruff's `ruff.toml`, `.ruff.toml` and `pyproject.toml`

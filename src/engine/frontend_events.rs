@@ -16,7 +16,8 @@ use std::sync::Arc;
 use crossbeam_channel::Sender;
 use serde_json::Value;
 
-use super::{ServerState, State};
+use super::{Server, ServerState, State};
+use crate::config::Program;
 use crate::diagnostics::{Diagnostic, DrainedBatch, Origin, PassiveRegistry, Reporter};
 use crate::doorbell::LoopSender;
 use crate::engine::{EngineError, Op};
@@ -114,6 +115,13 @@ impl FrontendHub {
     }
 }
 
+/// How many files changed on disk at once a server that ignores watched-file events
+/// ([`Program::ignores_watched_files`]) is sent open and closed; more (a `git checkout` of
+/// another branch) restart it instead: tsserver brings its project up to date at each open, so
+/// a thousand opens would cost a thousand project updates, where a restart loads the project
+/// once.
+pub(super) const MAX_OPENED_FOR_A_CHANGE: usize = 64;
+
 impl State {
     /// Sends each running server `workspace/didChangeWatchedFiles` for the changed files it
     /// claims or that are one of its project files (its root markers: `pyproject.toml`,
@@ -166,10 +174,84 @@ impl State {
                 );
                 told.push(server.server_id);
             }
+            if server.program.is_some_and(Program::ignores_watched_files) {
+                let written = self.written_unopened(changes, server);
+                // More than that restarts the server instead (`State::files_changed`).
+                if written.len() <= MAX_OPENED_FOR_A_CHANGE {
+                    self.open_and_close(server, &written);
+                }
+            }
         }
         if !told.is_empty() {
             self.documents
                 .mark_stale_analysis(&told, std::path::Path::new(""));
+        }
+    }
+
+    /// The files of `changes` created or changed on disk that `server` claims by extension and
+    /// does not have open: what a server that ignores `workspace/didChangeWatchedFiles`
+    /// ([`Program::ignores_watched_files`]) must be sent open and closed.
+    pub(super) fn written_unopened<'a>(
+        &self,
+        changes: &'a [(PathBuf, crate::engine::WatchedChange)],
+        server: &Server,
+    ) -> Vec<&'a Path> {
+        changes
+            .iter()
+            .filter(|(_, kind)| *kind != crate::engine::WatchedChange::Deleted)
+            .map(|(path, _)| path.as_path())
+            .filter(|path| {
+                self.options
+                    .config
+                    .servers_for_path(path)
+                    .contains(&server.config_index)
+            })
+            .filter(|path| {
+                !self
+                    .documents
+                    .get(path)
+                    .is_some_and(|doc| doc.open_on.contains_key(&server.server_id))
+            })
+            .collect()
+    }
+
+    /// Sends `server` each of `paths` open with the disk's text and closed at once
+    /// (§`textDocument/didOpen`, §`textDocument/didClose`): a server that watches unopened
+    /// files itself then holds their text as it is now, whatever its own watch saw
+    /// ([`Program::ignores_watched_files`]). A file that cannot be read as a document (gone
+    /// again, too large, binary) is skipped, and logged.
+    fn open_and_close(&self, server: &Server, paths: &[&Path]) {
+        for path in paths {
+            let text = match crate::engine::documents::read_text(path, self.options.max_file_size) {
+                Ok(text) => text,
+                Err(error) => {
+                    log::debug!("{}: not re-read: {error}", path.display());
+                    continue;
+                }
+            };
+            let Ok(uri) = crate::uri::path_to_uri(path) else {
+                continue;
+            };
+            let language_id = self
+                .options
+                .config
+                .language_id(server.config_index, path)
+                .unwrap_or("plaintext");
+            log::debug!(
+                "{}: {} changed on disk: sent open and closed (the server ignores watched-file events)",
+                server.config.name,
+                path.display()
+            );
+            server.notify(
+                "textDocument/didOpen",
+                serde_json::json!({ "textDocument": {
+                    "uri": uri.as_str(), "languageId": language_id, "version": 0, "text": text
+                }}),
+            );
+            server.notify(
+                "textDocument/didClose",
+                serde_json::json!({ "textDocument": { "uri": uri.as_str() } }),
+            );
         }
     }
 

@@ -217,6 +217,21 @@ impl State {
                             .parent()
                             .is_some_and(|folder| server.workspace_folder.starts_with(folder)))
             });
+            // A server that ignores watched-file events is sent each changed file open and
+            // closed (`State::announce_watched_changes`), up to a bound.
+            let written = match program.ignores_watched_files() {
+                true => self.written_unopened(changes, server).len(),
+                false => 0,
+            };
+            if changed.is_none() && written > super::frontend_events::MAX_OPENED_FOR_A_CHANGE {
+                log::info!(
+                    "{}: restarting: {written} of its files changed on disk, and it ignores \
+                     watched-file events",
+                    server.config.name
+                );
+                restarting.push(server.server_id);
+                continue;
+            }
             if let Some((path, _)) = changed {
                 let why = if server.check_failure.is_some() {
                     "the server could not resolve its configuration"
