@@ -28,7 +28,8 @@ pub struct Occurrences {
     pub lines: Vec<u32>,
 }
 
-fn is_identifier_char(character: char) -> bool {
+/// Whether `character` can be part of an identifier (letters, digits, `_`, `$`).
+pub fn is_identifier_char(character: char) -> bool {
     character.is_alphanumeric() || character == '_' || character == '$'
 }
 

@@ -1305,8 +1305,12 @@ fn asked_name(target: &Target) -> Option<String> {
 }
 
 /// The locations of a definition answer from a server answering from a disk index
-/// ([`ServerInfo::indexed_from_disk`], clangd) whose line on disk does not show the name asked
-/// about: the index may describe an older text of that file. Empty for other servers.
+/// ([`ServerInfo::indexed_from_disk`], clangd) that do not show the name asked about where
+/// they point on disk (the name, whole, at the location's start column): the index may
+/// describe an older text of that file. Comparing the whole line passed a comment naming the
+/// function on the line above it and a column shifted on the same line (a new user's trial on
+/// DaveGamble/cJSON: `cJSON.c:2594` where 2595 was right, `1968:23` for `1968:25`). Empty for
+/// other servers.
 fn not_showing_the_name<'a>(target: &Target, locations: &'a [Location]) -> Vec<&'a Location> {
     if !target.server.indexed_from_disk {
         return Vec::new();
@@ -1320,9 +1324,23 @@ fn not_showing_the_name<'a>(target: &Target, locations: &'a [Location]) -> Vec<&
             location
                 .line_text
                 .as_deref()
-                .is_some_and(|text| !text.contains(name.as_str()))
+                .is_some_and(|text| !shows_at(text, location.column, &name))
         })
         .collect()
+}
+
+/// Whether `line` holds the identifier `name`, whole, at 1-based character `column`.
+fn shows_at(line: &str, column: u32, name: &str) -> bool {
+    let mut rest = line.chars().skip(column.saturating_sub(1) as usize);
+    name.chars().all(|expected| rest.next() == Some(expected))
+        && !rest
+            .next()
+            .is_some_and(crate::word_occurrences::is_identifier_char)
+        && (column <= 1
+            || !line
+                .chars()
+                .nth(column as usize - 2)
+                .is_some_and(crate::word_occurrences::is_identifier_char))
 }
 
 /// The files other than the asked one that [`not_showing_the_name`] points into, each once.
@@ -1348,20 +1366,25 @@ fn stale_index_note(target: &Target, locations: &[Location]) -> Option<String> {
     let first = suspect.first()?;
     let name = asked_name(target).unwrap_or_default();
     Some(format!(
-        "{} of the definitions {} gave {} not show `{name}` on {} line ({}:{}): its index may \
-         be older than that file (clangd's background index follows a file changed on disk \
-         once the file is open: ask for the file's diagnostics, then ask again), or the name \
-         comes from a macro",
+        "{} of the definitions {} gave {} not show `{name}` where {} ({}:{}:{}): its index \
+         may be older than that file (clangd's background index follows a file changed on \
+         disk once the file is open: ask for the file's diagnostics, then ask again), or the \
+         name comes from a macro",
         suspect.len(),
         target.server.name,
         if suspect.len() == 1 { "does" } else { "do" },
-        if suspect.len() == 1 { "its" } else { "their" },
+        if suspect.len() == 1 {
+            "it points"
+        } else {
+            "they point"
+        },
         first
             .path
             .file_name()
             .map(|name| name.to_string_lossy())
             .unwrap_or_default(),
         first.line,
+        first.column,
     ))
 }
 
@@ -1562,6 +1585,21 @@ fn dedup_in_order(locations: &mut Vec<Location>) {
 mod tests {
     use super::*;
     use crate::text::PositionEncoding;
+
+    /// The name, whole, at the column: not in a comment above or beside it, not one column off,
+    /// not inside a longer identifier.
+    #[test]
+    fn a_location_shows_the_name_only_where_it_points() {
+        let line = "int twice(int x) { /* twice */ return x; }";
+        assert!(shows_at(line, 5, "twice"));
+        for column in [4, 6, 24, 0, 100] {
+            assert!(!shows_at(line, column, "twice"), "column {column}");
+        }
+        assert!(shows_at("twice", 1, "twice"));
+        assert!(!shows_at("twice_more", 1, "twice"));
+        assert!(!shows_at("a_twice", 3, "twice"));
+        assert!(shows_at("é twice", 3, "twice"), "columns count characters");
+    }
 
     /// Duplicates go, the first of each stays, in the server's order.
     #[test]

@@ -3382,43 +3382,61 @@ fn a_clangd_definition_into_a_file_changed_behind_its_index_lands_on_the_new_lin
 }
 
 /// The same check wherever the answer comes from: a server run as `clangd` (the fixture server
-/// under that program name) answers a definition on a line that does not show the name. The
+/// under that program name) answers a definition at a place that does not show the name. The
 /// file is opened and the question asked again (same answer), and both answers, the file's
-/// first question and an instant one, carry a note saying so.
+/// first question and an instant one, carry a note saying so. The name must be there whole,
+/// where the answer points: a new user's trial on DaveGamble/cJSON got `cJSON.c:2594` (a
+/// comment naming the function) where 2595 was right, and `1968:23` for `1968:25`, both passed
+/// by a check of the whole line.
 #[test]
 fn a_clangd_definition_whose_line_lacks_the_name_says_so() {
-    let mut workspace = Workspace::new("clangd-definition-note");
-    workspace
-        .file("a.c", "int main(void) { return twice(1); }\n")
-        .file("b.c", "/* moved */\nint twice(int x) { return x; }\n");
-    let b_uri = format!("file://{}", workspace.root.join("b.c").display());
-    let scenario = json!({
-        "capabilities": {"textDocumentSync": {"openClose": true, "change": 1},
-                         "definitionProvider": true},
-        "rules": [{"method": "textDocument/definition", "actions": [{"reply": {"uri": b_uri,
-            "range": {"start": {"line": 0, "character": 3}, "end": {"line": 0, "character": 8}}}}]}]
-    });
-    let config = workspace.fixture_config(&[("clangd", &[".c"], scenario)]);
-    crate::support::run_fixture_as(&config, "clangd", "clangd");
-    let mut session = BatchSession::start(&workspace, &config, 20);
-    let note = "1 of the definitions clangd gave does not show `twice` on its line (b.c:1): its \
-                index may be older than that file (clangd's background index follows a file \
-                changed on disk once the file is open: ask for the file's diagnostics, then ask \
-                again), or the name comes from a macro";
-    for id in 1..=2 {
-        let answer = session.ask(
-            json!({"id": id, "op": "definition", "file": "a.c", "line": 1, "symbol": "twice"}),
+    for (case, b_text) in [
+        ("nothing", "/* moved */\nint twice(int x) { return x; }\n"),
+        (
+            "a comment",
+            "// see twice below\nint twice(int x) { return x; }\n",
+        ),
+        ("a column off", "int twice(int x) { return x; }\n"),
+    ] {
+        let mut workspace = Workspace::new("clangd-definition-note");
+        workspace
+            .file("a.c", "int main(void) { return twice(1); }\n")
+            .file("b.c", b_text);
+        let b_uri = format!("file://{}", workspace.root.join("b.c").display());
+        let scenario = json!({
+            "capabilities": {"textDocumentSync": {"openClose": true, "change": 1},
+                             "definitionProvider": true},
+            "rules": [{"method": "textDocument/definition", "actions": [{"reply": {"uri": b_uri,
+                "range": {"start": {"line": 0, "character": 3}, "end": {"line": 0, "character": 8}}}}]}]
+        });
+        let config = workspace.fixture_config(&[("clangd", &[".c"], scenario)]);
+        crate::support::run_fixture_as(&config, "clangd", "clangd");
+        let mut session = BatchSession::start(&workspace, &config, 20);
+        let note = "1 of the definitions clangd gave does not show `twice` where it points \
+                    (b.c:1:4): its index may be older than that file (clangd's background index \
+                    follows a file changed on disk once the file is open: ask for the file's \
+                    diagnostics, then ask again), or the name comes from a macro";
+        for id in 1..=2 {
+            let answer = session.ask(
+                json!({"id": id, "op": "definition", "file": "a.c", "line": 1, "symbol": "twice"}),
+            );
+            assert_eq!(
+                answer["result"]["locations"][0]["line"], 1,
+                "{case}: {answer}"
+            );
+            assert_eq!(answer["result"]["incomplete"], note, "{case}: {answer}");
+        }
+        let (status, stderr) = session.finish();
+        assert_eq!(status, Some(0), "{stderr}");
+        let definitions = methods(&workspace.transcript("clangd"))
+            .iter()
+            .filter(|method| *method == "textDocument/definition")
+            .count();
+        assert_eq!(
+            definitions, 3,
+            "{case}: asked again once, for the first question"
         );
-        assert_eq!(answer["result"]["locations"][0]["line"], 1, "{answer}");
-        assert_eq!(answer["result"]["incomplete"], note, "{answer}");
     }
-    let (status, stderr) = session.finish();
-    assert_eq!(status, Some(0), "{stderr}");
-    let definitions = methods(&workspace.transcript("clangd"))
-        .iter()
-        .filter(|method| *method == "textDocument/definition")
-        .count();
-    assert_eq!(definitions, 3, "asked again once, for the first question");
 }
 
 /// A new user's trial on rs/xid: an open file replaced by a FIFO (`mkfifo` after `mv`) blocked
@@ -3529,7 +3547,9 @@ fn a_declaration_file_replaced_behind_a_typescript_batch_is_seen_every_time() {
         replace("src/types.d.ts", bad);
         let cli = tool_output(&workspace, "tsc", &["--noEmit", "-p", "."]);
         assert!(
-            cli.contains("src/app.ts(1,7): error TS2322: Type 'number' is not assignable to type 'string'."),
+            cli.contains(
+                "src/app.ts(1,7): error TS2322: Type 'number' is not assignable to type 'string'."
+            ),
             "{cli}"
         );
     }
