@@ -459,7 +459,7 @@ fn read_lines(
             context,
             operation,
             done,
-            Box::new(move |operation, done| {
+            std::sync::Arc::new(move |operation, done| {
                 // Dropped unsent (the worker is gone), `done` reports the engine gone.
                 let _ = run_sender.send(Job::Run(operation, done));
             }),

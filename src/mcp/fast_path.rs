@@ -282,22 +282,21 @@ impl Front {
             Rendering::Structured,
             call,
             finish_instant,
-            Box::new(move |request, call| {
-                log::debug!(
-                    "tools/call {} started on the stdin reader: not instant now, on a worker",
-                    call.name
-                );
-                pool.submit(Box::new(move || {
-                    let result = tools::call_prepared(
-                        &call.context,
-                        call.name,
-                        Operation::Query(request),
-                        tag,
+            crate::query::command::Handoff {
+                not_instant: Box::new(move |request, call| {
+                    log::debug!(
+                        "tools/call {} started on the stdin reader: not instant now, on a worker",
+                        call.name
                     );
-                    call.respond(result);
-                }));
-                decided.decide();
-            }),
+                    run_on_worker(&pool, request, call, tag);
+                    decided.decide();
+                }),
+                // After the decision: only the call moves to a worker.
+                ask_again: Some(Box::new(move |request, call| {
+                    let pool = call.pool.clone();
+                    run_on_worker(&pool, request, call, tag);
+                })),
+            },
             Some(Box::new(move || {
                 log::debug!("tools/call {name} started on the stdin reader: in flight");
                 on_sent.decide();
@@ -305,6 +304,15 @@ impl Front {
         );
         true
     }
+}
+
+/// Runs `call`'s `request` the blocking way on one of `pool`'s workers, as the hub would
+/// (`tools::call_prepared`), and answers it.
+fn run_on_worker(pool: &WorkerPool, request: QueryRequest, call: FastCall, tag: u64) {
+    pool.submit(Box::new(move || {
+        let result = tools::call_prepared(&call.context, call.name, Operation::Query(request), tag);
+        call.respond(result);
+    }));
 }
 
 /// A tool call started by the reader, until its answer is written.

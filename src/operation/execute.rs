@@ -177,8 +177,9 @@ impl std::fmt::Debug for Done {
     }
 }
 
-/// What [`start_detached`] hands an operation that is not instant (now) to.
-pub type NotInstant = Box<dyn FnOnce(Operation, Done) + Send>;
+/// What [`start_detached`] hands an operation that is not instant (now), or whose instant
+/// answer is to be asked again the blocking way, to.
+pub type NotInstant = std::sync::Arc<dyn Fn(Operation, Done) + Send + Sync>;
 
 /// Start `operation` on the instant route (issue 15): for a query that is one request long
 /// (hover, definition, declaration, typeDefinition, implementation, references, document
@@ -193,7 +194,9 @@ pub type NotInstant = Box<dyn FnOnce(Operation, Done) + Send>;
 /// Returns without waiting for the loop's decision: when the operation is not instant (now: a
 /// readiness wait is due, its server is still starting, the sync or the position failed),
 /// `not_instant(operation, done)` runs instead, on the caller's thread or the loop's (so it must
-/// not block: hand the pair to a thread that runs [`execute`]). `lspc batch` uses it, as its
+/// not block: hand the pair to a thread that runs [`execute`]); it runs too, on the thread that
+/// got the answer and instead of `done`, for an answer to be asked again the blocking way
+/// ([`crate::query::command::Handoff::ask_again`]). `lspc batch` uses it, as its
 /// thread has nothing to do until the answer is written; `lspc mcp`'s stdio reader uses the
 /// query layer's own [`crate::query::command::start_detached`].
 pub fn start_detached(
@@ -205,6 +208,7 @@ pub fn start_detached(
     let Operation::Query(request) = operation else {
         return not_instant(operation, done);
     };
+    let again = std::sync::Arc::clone(&not_instant);
     let finish: crate::query::command::FinishQuery<Done> =
         |done, outcome| done.finish(query_outcome(outcome));
     crate::query::command::start_detached(
@@ -213,7 +217,14 @@ pub fn start_detached(
         context.rendering,
         done,
         finish,
-        Box::new(move |request, done| not_instant(Operation::Query(request), done)),
+        crate::query::command::Handoff {
+            not_instant: Box::new(move |request, done| {
+                not_instant(Operation::Query(request), done)
+            }),
+            ask_again: Some(Box::new(move |request, done| {
+                again(Operation::Query(request), done)
+            })),
+        },
         None,
     );
 }

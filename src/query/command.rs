@@ -339,6 +339,20 @@ pub type FinishQuery<T> = fn(T, Result<QueryAnswer, QueryError>);
 /// What [`start_detached`] hands back when `request` is not instant (now).
 pub type NotInstant<T> = Box<dyn FnOnce(QueryRequest, T) + Send>;
 
+/// Where [`start_detached`] hands a request it does not end on the instant route.
+pub struct Handoff<T> {
+    /// The request is not instant now: the caller runs it the blocking way
+    /// ([`execute_rendering`]). Runs on the calling thread or the loop's; must not block.
+    pub not_instant: NotInstant<T>,
+    /// The instant answer is to be asked again the blocking way, which waits where the instant
+    /// route cannot: a definition from a disk index that does not show the asked name where it
+    /// points, in a file other than the asked one (`query::asks_again`; the blocking route
+    /// opens that file, waits for the server to analyse it and asks once more). Runs on the
+    /// thread that got the answer (the server's reader), instead of `finish`; must not block.
+    /// `None`: such an answer is finished as it is, with its note.
+    pub ask_again: Option<NotInstant<T>>,
+}
+
 /// Start `request` on the instant route (issue 15) when it is one request long: hover,
 /// definition (every kind), references, document symbols, signature help. The loop's turn
 /// decides, and this returns at once (it never waits for the loop nor the server):
@@ -350,7 +364,9 @@ pub type NotInstant<T> = Box<dyn FnOnce(QueryRequest, T) + Send>;
 /// - or nothing is sent (another kind of query, a readiness wait due, the file's server still
 ///   starting, a sync or position error): `not_instant(request, payload)` runs instead, on this
 ///   thread or the loop's (it must not block), and the caller runs [`execute_rendering`], which
-///   waits, or reports the same error.
+///   waits, or reports the same error;
+/// - or the request was sent and its answer is to be asked again the blocking way
+///   ([`Handoff::ask_again`]): that runs instead of `finish`, on the thread that got the answer.
 ///
 /// An op the loop drops unrun (the engine gone) drops the payload, and neither callback runs.
 /// `lspc batch` (through [`crate::operation::execute::start_detached`]) and `lspc mcp`'s stdio
@@ -361,25 +377,41 @@ pub fn start_detached<T: Send + 'static>(
     rendering: Rendering,
     payload: T,
     finish: FinishQuery<T>,
-    not_instant: NotInstant<T>,
+    handoff: Handoff<T>,
     sent: Option<Box<dyn FnOnce() + Send>>,
 ) {
+    let Handoff {
+        not_instant,
+        ask_again,
+    } = handoff;
     let root = queries.root().to_path_buf();
     let (file, at, first, on_answer): (PathBuf, _, _, super::OnAnswer<T>) = match &request {
         QueryRequest::Definition { at, kind } => (
             at.file.clone(),
             Some(at.clone()),
             super::FirstRequest::definition(*kind),
-            Box::new(move |payload, target, answer| {
-                let answer = answer.map_err(QueryError::Engine).map(|answer| {
-                    locations_answer(
-                        super::definition_result_of(target, &answer, None),
-                        &root,
-                        rendering,
-                    )
-                });
-                finish(payload, answer);
-            }),
+            {
+                let again = request.clone();
+                Box::new(move |payload, mut target, answer| {
+                    if let (Some(ask_again), Ok(body)) = (ask_again, &answer) {
+                        if super::asks_again(&mut target, body) {
+                            log::debug!(
+                                "instant definition: a file behind the server's index; asked \
+                                 again the blocking way"
+                            );
+                            return ask_again(again, payload);
+                        }
+                    }
+                    let answer = answer.map_err(QueryError::Engine).map(|answer| {
+                        locations_answer(
+                            super::definition_result_of(target, &answer, None),
+                            &root,
+                            rendering,
+                        )
+                    });
+                    finish(payload, answer);
+                })
+            },
         ),
         QueryRequest::References {
             at,

@@ -1343,6 +1343,20 @@ fn shows_at(line: &str, column: u32, name: &str) -> bool {
                 .is_some_and(crate::word_occurrences::is_identifier_char))
 }
 
+/// Whether an instant definition answer is to be asked again the blocking way
+/// ([`command::Handoff::ask_again`]): it points into a file other than the asked one that does
+/// not show the asked name there ([`not_showing_the_name`]). Always `false` for servers that do
+/// not answer from a disk index.
+fn asks_again(target: &mut Target, answer: &AnswerBody) -> bool {
+    if !target.server.indexed_from_disk {
+        return false;
+    }
+    let locations = resolve_all(target, raw_locations_of(answer));
+    not_showing_the_name(target, &locations)
+        .iter()
+        .any(|location| location.path != target.doc.path)
+}
+
 /// The files other than the asked one that [`not_showing_the_name`] points into, each once.
 fn files_behind_the_index(target: &mut Target, answer: &Value) -> Vec<PathBuf> {
     if !target.server.indexed_from_disk {
