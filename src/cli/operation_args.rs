@@ -83,6 +83,17 @@ fn loc_arguments(
     match (first, middle) {
         // FILE:LINE:COLUMN or FILE:LINE:NAME.
         (Some(file), Some(line)) if is_number(line) && !last.is_empty() => {
+            // `mux.go:313:8:9` read as file `mux.go:313`: when that is no file and `mux.go` is,
+            // say the position has a part too many (a file name may hold colons).
+            if let Some((shorter, number)) = file.rsplit_once(':') {
+                let path = std::path::Path::new;
+                if is_number(number) && !path(file).exists() && path(shorter).is_file() {
+                    return Err(UsageError(format!(
+                        "{command}: {loc:?} has a part too many: give FILE:LINE:COLUMN or \
+                         FILE:LINE:NAME ({shorter} is the file)"
+                    )));
+                }
+            }
             put("file", Value::from(file));
             put("line", number_or_text(line));
             if is_number(last) {
@@ -270,6 +281,28 @@ mod tests {
         loc_arguments("hover", loc, symbol_given, false, &mut map)
             .map(|()| Value::Object(map))
             .map_err(|error| error.0)
+    }
+
+    /// `mux.go:313:8:9` (a helper's trial on go-chi/chi) was read as file `mux.go:313`, then
+    /// "cannot read mux.go:313: no such file".
+    #[test]
+    fn a_position_with_a_part_too_many_is_named_so() {
+        let folder = std::env::temp_dir().join(format!("lspc-loc-{}", std::process::id()));
+        std::fs::create_dir_all(&folder).unwrap();
+        let file = folder.join("mux.go");
+        std::fs::write(&file, "package chi\n").unwrap();
+        let file = file.display().to_string();
+        let loc = format!("{file}:313:8:9");
+        assert_eq!(
+            arguments(&loc, false),
+            Err(format!(
+                "hover: {loc:?} has a part too many: give FILE:LINE:COLUMN or FILE:LINE:NAME \
+                 ({file} is the file)"
+            ))
+        );
+        let fine = arguments(&format!("{file}:313:8"), false).unwrap();
+        assert_eq!(fine["file"], serde_json::json!(file));
+        std::fs::remove_dir_all(&folder).unwrap();
     }
 
     #[test]
