@@ -12,6 +12,7 @@
 pub mod baseline;
 pub mod changed;
 mod found_paths;
+mod include_hint;
 pub mod sarif_merge;
 pub mod shard;
 pub(crate) mod tsconfig_diagnostics;
@@ -731,6 +732,11 @@ fn finish(report: &CheckReport, options: &CheckOptions, ending: Ending) -> i32 {
     );
     if let (EXIT_FOUND, Some(note)) = (status, &ending.cli_verdict_note) {
         eprintln!("{note}");
+    }
+    if status == EXIT_FOUND {
+        if let Some(note) = include_hint::note(report) {
+            eprintln!("{note}");
+        }
     }
     status
 }

@@ -224,9 +224,16 @@ impl Program {
     /// (`engine/frontend_events.rs`). ruff re-reads its configuration before it answers the next
     /// request and sends `workspace/diagnostic/refresh`; rust-analyzer and gopls report their
     /// reload through `experimental/serverStatus` and `$/progress`, which the settle rules wait
-    /// for: none of them is restarted.
+    /// for: none of them is restarted. clangd 14 looks a file's compilation database up once
+    /// and keeps what it found, or that it found none, for a while: a `compile_flags.txt`
+    /// written next to files a warm session had checked left them parsed by the fallback
+    /// command, `'lib.h' file not found` and the errors after it, where a new clangd is clean.
     pub fn reloads_configuration_late(self, file_name: &str) -> bool {
         match self {
+            Program::Clangd => matches!(
+                file_name,
+                "compile_commands.json" | "compile_flags.txt" | ".clangd"
+            ),
             Program::PyrightLangserver | Program::BasedpyrightLangserver => {
                 matches!(file_name, "pyproject.toml" | "pyrightconfig.json")
             }
@@ -517,6 +524,18 @@ mod tests {
                 ]
             ),
             [true, true, true, false, false, false]
+        );
+        assert_eq!(
+            late(
+                Program::Clangd,
+                &[
+                    "compile_commands.json",
+                    "compile_flags.txt",
+                    ".clangd",
+                    "CMakeLists.txt"
+                ]
+            ),
+            [true, true, true, false]
         );
         for program in [
             Program::Ruff,

@@ -3555,3 +3555,53 @@ fn a_declaration_file_replaced_behind_a_typescript_batch_is_seen_every_time() {
         );
     }
 }
+
+/// helper-62's trial on troydhanson/uthash: `lspc check tests/` without a compile database gave
+/// 855 errors ('uthash.h' file not found, then unknown types and implicit declarations) with no
+/// word on why, where `make` builds the tests with `-I../src`. A check whose file has an include
+/// clangd could not find, with no compilation database in its folder or above, now ends with a
+/// note saying so and how to give clangd the flags; with a `compile_flags.txt` the same files
+/// are clean and there is no note. clangd 14.
+#[test]
+fn a_clangd_check_without_compile_commands_says_why_includes_fail() {
+    require_program!("clangd");
+    let workspace = Workspace::new("clangd-no-flags");
+    workspace
+        .file("src/lib.h", "typedef struct { int id; } item_t;\n")
+        .file(
+            "tests/one.c",
+            "#include \"lib.h\"\nint main(void) {\n  item_t item = {1};\n  return item.id;\n}\n",
+        )
+        .file("tests/two.c", "#include \"lib.h\"\nitem_t second;\n");
+    let config = workspace.config(json!({ "clangd": clangd_entry() }));
+    let check = || {
+        workspace
+            .lspc()
+            .args(["check", "--no-builtin", "--config"])
+            .arg(&config)
+            .arg("tests")
+            .run()
+    };
+    let output = check();
+    output.status(1);
+    let note = "lspc: note: clangd found no compile commands for tests/one.c (and in 1 more \
+                file): no compile_commands.json or compile_flags.txt in its folder or above, so \
+                it parsed without the build's flags, and could not resolve an include ('lib.h' \
+                file not found); the errors after a missing include often come from it. Give \
+                clangd the build's flags: a compile_commands.json (`cmake \
+                -DCMAKE_EXPORT_COMPILE_COMMANDS=ON`, `bear -- make`) or a compile_flags.txt \
+                with one flag a line (`-Iinclude`)";
+    assert!(
+        output.stderr.lines().any(|line| line == note),
+        "{}",
+        output.story()
+    );
+    workspace.file("tests/compile_flags.txt", "-I../src\n");
+    let output = check();
+    output.status(0);
+    assert!(
+        !output.stderr.contains("note: clangd"),
+        "{}",
+        output.story()
+    );
+}
