@@ -329,6 +329,7 @@ impl State {
         );
         doc.open_on.insert(server_id, (doc.version, Instant::now()));
         let server = &mut self.servers[server_id.0 as usize];
+        server.changed_behind_index.remove(path);
         if reopen {
             server.reopened.insert(path.to_path_buf());
             server.awaiting_publish.insert(path.to_path_buf());
@@ -531,6 +532,11 @@ impl State {
                 .map(|&index| {
                     let mut info = self.servers[index].info();
                     info.awaiting_publish = self.awaiting_publish(ServerId(index as u32));
+                    info.changed_behind_index = self.servers[index]
+                        .changed_behind_index
+                        .iter()
+                        .cloned()
+                        .collect();
                     info
                 })
                 .collect(),

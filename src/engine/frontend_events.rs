@@ -134,6 +134,7 @@ impl State {
         changes: &[(PathBuf, crate::engine::WatchedChange)],
     ) {
         let mut told = Vec::new();
+        let mut behind_index = Vec::new();
         for server in &self.servers {
             if !server.is_running() {
                 continue;
@@ -174,6 +175,16 @@ impl State {
                 );
                 told.push(server.server_id);
             }
+            if server.program == Some(Program::Clangd) {
+                let written = self.written_unopened(changes, server);
+                behind_index.push((
+                    server.server_id,
+                    written
+                        .into_iter()
+                        .map(Path::to_path_buf)
+                        .collect::<Vec<_>>(),
+                ));
+            }
             if server.program.is_some_and(Program::ignores_watched_files) {
                 let written = self.written_unopened(changes, server);
                 // More than that restarts the server instead (`State::files_changed`).
@@ -181,6 +192,11 @@ impl State {
                     self.open_and_close(server, &written);
                 }
             }
+        }
+        for (server_id, paths) in behind_index {
+            self.servers[server_id.0 as usize]
+                .changed_behind_index
+                .extend(paths);
         }
         if !told.is_empty() {
             self.documents

@@ -106,6 +106,9 @@ pub(super) struct Server {
     /// ASTs and index it had before it rebuilt them, so a query waits for these first
     /// ([`ServerInfo::awaiting_publish`]).
     pub(super) awaiting_publish: HashSet<PathBuf>,
+    /// clangd: files changed on disk (announced as watched-file changes) that it has not had
+    /// open since ([`ServerInfo::changed_behind_index`]); a file leaves when it is sent open.
+    pub(super) changed_behind_index: HashSet<PathBuf>,
     /// The diagnostics of the last publish or full pull per document exactly as the server sent
     /// them (its encoding, `data` kept), for code-action contexts ([`Op::RawDiagnostics`]).
     /// Kept per origin: a server that pulls and pushes for one file has both in force. Each is
@@ -215,6 +218,7 @@ impl Server {
             reopened: HashSet::new(),
             stale_preamble_resends: HashMap::new(),
             awaiting_publish: HashSet::new(),
+            changed_behind_index: HashSet::new(),
             raw_diagnostics: HashMap::new(),
             supervisor: Supervisor::new(options.restart.unwrap_or(RestartPolicy::from_config(
                 config.restart_on_crash,
@@ -311,6 +315,7 @@ impl Server {
             indexed_from_disk: self.program == Some(crate::config::Program::Clangd),
             formatting_off: self.config.formatting_off_reason.clone(),
             awaiting_publish: Vec::new(),
+            changed_behind_index: Vec::new(),
         }
     }
 

@@ -443,6 +443,15 @@ pub struct ServerInfo {
     /// rebuilt them, so a query waits for their diagnostics first (`query/readiness.rs`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub awaiting_publish: Vec<PathBuf>,
+    /// [`ServerInfo::indexed_from_disk`] (clangd): the files changed on disk since the server
+    /// started that it has not had open since, canonical; empty otherwise, and in snapshots
+    /// other than a sync's. Its index still describes their old text, whatever a definition
+    /// into them shows: a prototype added above a function has the function's name at the
+    /// same column where the definition was (a new user's trial on lua/lua: `luaO_chunkid`
+    /// answered at the new prototype's line), so an answer into one of them is asked again
+    /// once the file is open (`query/mod.rs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed_behind_index: Vec<PathBuf>,
 }
 
 impl ServerInfo {

@@ -403,7 +403,8 @@ impl Queries {
         }
         for file in &behind {
             log::debug!(
-                "{}: the definition's line in {} lacks the name asked; opening it",
+                "{}: the definition in {} may be older than the file (it lacks the name asked, \
+                 or the file changed on disk); opening it",
                 target.server.name,
                 file.display()
             );
@@ -1352,25 +1353,37 @@ fn asks_again(target: &mut Target, answer: &AnswerBody) -> bool {
         return false;
     }
     let locations = resolve_all(target, raw_locations_of(answer));
-    not_showing_the_name(target, &locations)
-        .iter()
-        .any(|location| location.path != target.doc.path)
+    !behind_the_index(target, &locations).is_empty()
 }
 
-/// The files other than the asked one that [`not_showing_the_name`] points into, each once.
-fn files_behind_the_index(target: &mut Target, answer: &Value) -> Vec<PathBuf> {
-    if !target.server.indexed_from_disk {
-        // No resolution of every answer twice for the servers the check does not apply to.
-        return Vec::new();
-    }
-    let locations = resolved_locations(target, answer);
+/// The files other than the asked one that a definition answer from a disk index points into
+/// and that may be newer than the index, each once: those that do not show the asked name
+/// where the answer points ([`not_showing_the_name`]), and those changed on disk since the
+/// server last had them open ([`ServerInfo::changed_behind_index`]), whatever they show.
+fn behind_the_index(target: &Target, locations: &[Location]) -> Vec<PathBuf> {
+    let changed = locations
+        .iter()
+        .filter(|location| target.server.changed_behind_index.contains(&location.path));
     let mut files: Vec<PathBuf> = Vec::new();
-    for location in not_showing_the_name(target, &locations) {
+    for location in not_showing_the_name(target, locations)
+        .into_iter()
+        .chain(changed)
+    {
         if location.path != target.doc.path && !files.contains(&location.path) {
             files.push(location.path.clone());
         }
     }
     files
+}
+
+/// [`behind_the_index`] of a blocking definition answer; empty for servers that do not answer
+/// from a disk index (no resolution of every answer twice for them).
+fn files_behind_the_index(target: &mut Target, answer: &Value) -> Vec<PathBuf> {
+    if !target.server.indexed_from_disk {
+        return Vec::new();
+    }
+    let locations = resolved_locations(target, answer);
+    behind_the_index(target, &locations)
 }
 
 /// A note for definitions whose line does not show the name asked about

@@ -3316,21 +3316,17 @@ fn call_sites_that_do_not_show_the_called_name_are_named() {
     );
 }
 
-/// A new user's trial on madler/zlib (compile database, clangd 14): after another tool added
-/// lines above `_tr_init` in `trees.c`, `_tr_init`'s definition stayed at its old line (a
-/// comment, then a blank line) in one-shot commands, batch, MCP and warm sessions: clangd
-/// answers about a file that is not open from its background index, which does not follow the
-/// change. A definition whose line does not show the name asked about now has its file opened
-/// (clangd's index then has the open text) and is asked again. Here in a long-running batch,
-/// whose clangd indexed `lib.c` before the edits (the previous lspc: line 2, 3 times of 3).
-#[test]
-fn a_clangd_definition_into_a_file_changed_behind_its_index_lands_on_the_new_line() {
-    require_program!("clangd");
-    let workspace = Workspace::new("clangd-stale-index");
-    let body = "int twice(int x) {\n  return 2 * x;\n}\n";
+/// `twice`'s definition in `lib.c` of [`batch_with_lib_c_indexed`]'s workspace.
+const LIB_BODY: &str = "int twice(int x) {\n  return 2 * x;\n}\n";
+
+/// A C workspace (`lib.h`, `lib.c`, `main.c` calling `twice` on its line 3, a compile database)
+/// and a batch on it whose clangd has indexed `lib.c` (its definition answers there, not the
+/// header's declaration).
+fn batch_with_lib_c_indexed(name: &str) -> (Workspace, BatchSession) {
+    let workspace = Workspace::new(name);
     workspace
         .file("lib.h", "int twice(int x);\n")
-        .file("lib.c", &format!("#include \"lib.h\"\n{body}"))
+        .file("lib.c", &format!("#include \"lib.h\"\n{LIB_BODY}"))
         .file(
             "main.c",
             "#include \"lib.h\"\nint main(void) {\n  return twice(1);\n}\n",
@@ -3343,30 +3339,56 @@ fn a_clangd_definition_into_a_file_changed_behind_its_index_lands_on_the_new_lin
         "clangd": {"command": "clangd", "extensionToLanguage": {".c": "c", ".h": "c"}},
     }));
     let mut session = BatchSession::start(&workspace, &config, 30);
-    let mut id = 0;
-    let mut definition = |session: &mut BatchSession| {
-        id += 1;
-        let answer = session.ask(
-            json!({"id": id, "op": "definition", "file": "main.c", "line": 3, "symbol": "twice"}),
-        );
-        let location = &answer["result"]["locations"][0];
-        (
-            location["path"].as_str().unwrap_or("").to_owned(),
-            location["line"].as_u64().unwrap_or(0),
-            location["lineText"].as_str().unwrap_or("").to_owned(),
-        )
-    };
+    let mut id = 1000;
     // Until the background index has `lib.c`, clangd answers with the header's declaration.
     let indexed = (0..20).any(|_| {
-        definition(&mut session).0 == "lib.c" || {
+        twice_definition(&mut session, &mut id).0 == "lib.c" || {
             std::thread::sleep(std::time::Duration::from_millis(500));
             false
         }
     });
     assert!(indexed, "clangd never indexed lib.c");
+    (workspace, session)
+}
+
+/// The first location of `twice`'s definition asked from `main.c:3`: path, line, column and
+/// line text (empty values when there is none).
+fn twice_definition(session: &mut BatchSession, id: &mut u32) -> (String, u64, u64, String) {
+    *id += 1;
+    let answer = session.ask(
+        json!({"id": *id, "op": "definition", "file": "main.c", "line": 3, "symbol": "twice"}),
+    );
+    let location = &answer["result"]["locations"][0];
+    (
+        location["path"].as_str().unwrap_or("").to_owned(),
+        location["line"].as_u64().unwrap_or(0),
+        location["column"].as_u64().unwrap_or(0),
+        location["lineText"].as_str().unwrap_or("").to_owned(),
+    )
+}
+
+/// A new user's trial on madler/zlib (compile database, clangd 14): after another tool added
+/// lines above `_tr_init` in `trees.c`, `_tr_init`'s definition stayed at its old line (a
+/// comment, then a blank line) in one-shot commands, batch, MCP and warm sessions: clangd
+/// answers about a file that is not open from its background index, which does not follow the
+/// change. A definition whose line does not show the name asked about now has its file opened
+/// (clangd's index then has the open text) and is asked again. Here in a long-running batch,
+/// whose clangd indexed `lib.c` before the edits (the previous lspc: line 2, 3 times of 3).
+#[test]
+fn a_clangd_definition_into_a_file_changed_behind_its_index_lands_on_the_new_line() {
+    require_program!("clangd");
+    let (workspace, mut session) = batch_with_lib_c_indexed("clangd-stale-index");
+    let mut id = 0;
+    let mut definition = |session: &mut BatchSession| {
+        let (path, line, _, text) = twice_definition(session, &mut id);
+        (path, line, text)
+    };
     for added in 1..=3 {
         let comments = "/* added by another tool */\n".repeat(added * 2);
-        workspace.file("lib.c", &format!("#include \"lib.h\"\n{comments}{body}"));
+        workspace.file(
+            "lib.c",
+            &format!("#include \"lib.h\"\n{comments}{LIB_BODY}"),
+        );
         assert_eq!(
             definition(&mut session),
             (
@@ -3377,6 +3399,33 @@ fn a_clangd_definition_into_a_file_changed_behind_its_index_lands_on_the_new_lin
             "after {added} edits"
         );
     }
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+}
+
+/// helper-65 on lua/lua: a prototype added just above a definition, in a file the batch had
+/// never opened, put the function's name at the same column of the answer's old line, so the
+/// check of the name passed and `luaF_getlocalname` stayed at `lfunc.c:303` (the new prototype)
+/// where 305 was right, in batch, MCP and sessions. A definition into a file changed on disk
+/// since clangd last had it open is now asked again once that file is open, whatever its line
+/// shows. Here the batch's clangd indexed `lib.c` first; the old binary answered line 2 (the
+/// prototype) for both questions.
+#[test]
+fn a_clangd_definition_after_a_prototype_was_added_above_it_lands_on_the_definition() {
+    require_program!("clangd");
+    let (workspace, mut session) = batch_with_lib_c_indexed("clangd-prototype-above");
+    let mut id = 0;
+    let mut definition = |session: &mut BatchSession| {
+        let (path, line, column, _) = twice_definition(session, &mut id);
+        (path, line, column)
+    };
+    workspace.file(
+        "lib.c",
+        &format!("#include \"lib.h\"\nint twice(int x);\n\n{LIB_BODY}"),
+    );
+    let expected = ("lib.c".to_owned(), 4, 5);
+    assert_eq!(definition(&mut session), expected, "the first question");
+    assert_eq!(definition(&mut session), expected, "an instant one");
     let (status, stderr) = session.finish();
     assert_eq!(status, Some(0), "{stderr}");
 }
