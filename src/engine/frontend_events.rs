@@ -122,6 +122,10 @@ impl FrontendHub {
 /// once.
 pub(super) const MAX_OPENED_FOR_A_CHANGE: usize = 64;
 
+/// How many files changed behind clangd's index ([`super::Server::changed_behind_index`]) are
+/// kept per server.
+const MAX_CHANGED_BEHIND_INDEX: usize = 1024;
+
 impl State {
     /// Sends each running server `workspace/didChangeWatchedFiles` for the changed files it
     /// claims or that are one of its project files (its root markers: `pyproject.toml`,
@@ -194,9 +198,12 @@ impl State {
             }
         }
         for (server_id, paths) in behind_index {
-            self.servers[server_id.0 as usize]
-                .changed_behind_index
-                .extend(paths);
+            let set = &mut self.servers[server_id.0 as usize].changed_behind_index;
+            // Bounded: every sync's snapshot carries the set (a checkout of thousands of files
+            // would copy them for each query); past the bound, answers into the files left out
+            // get the name check alone, as before.
+            let room = MAX_CHANGED_BEHIND_INDEX.saturating_sub(set.len());
+            set.extend(paths.into_iter().take(room));
         }
         if !told.is_empty() {
             self.documents

@@ -345,8 +345,9 @@ pub struct Handoff<T> {
     /// ([`execute_rendering`]). Runs on the calling thread or the loop's; must not block.
     pub not_instant: NotInstant<T>,
     /// The instant answer is to be asked again the blocking way, which waits where the instant
-    /// route cannot: a definition from a disk index that does not show the asked name where it
-    /// points, in a file other than the asked one (`query::asks_again`; the blocking route
+    /// route cannot: a definition from a disk index into a file other than the asked one that
+    /// does not show the asked name where it points, or that changed on disk since the server
+    /// last had it open (`query::asks_again`; the blocking route
     /// opens that file, waits for the server to analyse it and asks once more). Runs on the
     /// thread that got the answer (the server's reader), instead of `finish`; must not block.
     /// `None`: such an answer is finished as it is, with its note.

@@ -1345,8 +1345,8 @@ fn shows_at(line: &str, column: u32, name: &str) -> bool {
 }
 
 /// Whether an instant definition answer is to be asked again the blocking way
-/// ([`command::Handoff::ask_again`]): it points into a file other than the asked one that does
-/// not show the asked name there ([`not_showing_the_name`]). Always `false` for servers that do
+/// ([`command::Handoff::ask_again`]): it points into a file other than the asked one that may
+/// be newer than the server's index ([`behind_the_index`]). Always `false` for servers that do
 /// not answer from a disk index.
 fn asks_again(target: &mut Target, answer: &AnswerBody) -> bool {
     if !target.server.indexed_from_disk {
