@@ -133,12 +133,16 @@ impl State {
     /// server reads its configuration from), and does not have open (an open document is
     /// re-synced when next used). The documents open on a server that heard of a change are
     /// sent again under a new version when next used, so their diagnostics are settled anew.
+    /// A server that ignores the event ([`Program::ignores_watched_files`]) is sent the files
+    /// written open and closed instead, and asked to reload its projects when files were made
+    /// or removed (`tsserver_reload.rs`).
     pub(super) fn announce_watched_changes(
         &mut self,
         changes: &[(PathBuf, crate::engine::WatchedChange)],
     ) {
         let mut told = Vec::new();
         let mut behind_index = Vec::new();
+        let mut reloading = Vec::new();
         for server in &self.servers {
             if !server.is_running() {
                 continue;
@@ -169,7 +173,7 @@ impl State {
                 })
                 .filter_map(|(path, kind)| {
                     let uri = crate::uri::path_to_uri(path).ok()?;
-                    Some(serde_json::json!({"uri": uri.as_str(), "type": *kind as u8}))
+                    Some(serde_json::json!({"uri": uri.as_str(), "type": kind.file_change_type()}))
                 })
                 .collect();
             if !events.is_empty() {
@@ -195,7 +199,26 @@ impl State {
                 if written.len() <= MAX_OPENED_FOR_A_CHANGE {
                     self.open_and_close(server, &written);
                 }
+                let claims =
+                    |path: &Path| self.options.config.servers_for_path(path).contains(&index);
+                if crate::engine::tsserver_reload::needed(changes, claims)
+                    && crate::engine::tsserver_probe::offered(&server.capabilities)
+                {
+                    reloading.push(server.server_id);
+                    // Its open documents are analysed anew when next used: their findings may
+                    // have changed with no event naming a file (a package removed).
+                    if !told.contains(&server.server_id) {
+                        told.push(server.server_id);
+                    }
+                }
             }
+        }
+        for server_id in reloading {
+            log::debug!(
+                "{}: files made or removed on disk: tsserver reloads its projects",
+                self.servers[server_id.0 as usize].config.name
+            );
+            self.send_request(server_id, super::requests::Purpose::ReloadProjects);
         }
         for (server_id, paths) in behind_index {
             let set = &mut self.servers[server_id.0 as usize].changed_behind_index;

@@ -756,7 +756,13 @@ impl State {
                         },
                     });
                 }
-                (Purpose::Pull { .. } | Purpose::Shutdown | Purpose::Probe { .. }, _) => {}
+                (
+                    Purpose::Pull { .. }
+                    | Purpose::Shutdown
+                    | Purpose::Probe { .. }
+                    | Purpose::ReloadProjects,
+                    _,
+                ) => {}
             }
         }
     }

@@ -37,6 +37,7 @@ pub use reply::{
 pub mod server_requests;
 mod settle;
 mod tsserver_probe;
+mod tsserver_reload;
 pub use settle::SettleRule;
 
 /// Whether a server's capabilities are typescript-language-server's: it offers
@@ -365,12 +366,30 @@ impl PassiveCounter {
     }
 }
 
-/// LSP `FileChangeType`: what happened to a watched file.
+/// What happened to a watched file; sent to servers as LSP 3.17 `FileChangeType`
+/// ([`WatchedChange::file_change_type`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WatchedChange {
-    Created = 1,
-    Changed = 2,
-    Deleted = 3,
+    Created,
+    /// Written in place: the same inode.
+    Changed,
+    /// Made again under the same path: a new inode (deleted and written again, or another file
+    /// renamed over it). The LSP has no such type: servers are told `Changed`, but a server
+    /// that watches files itself may have seen the path gone for a moment
+    /// (`engine/tsserver_reload.rs`).
+    Replaced,
+    Deleted,
+}
+
+impl WatchedChange {
+    /// LSP 3.17 `FileChangeType`: 1 created, 2 changed, 3 deleted.
+    pub fn file_change_type(self) -> u8 {
+        match self {
+            WatchedChange::Created => 1,
+            WatchedChange::Changed | WatchedChange::Replaced => 2,
+            WatchedChange::Deleted => 3,
+        }
+    }
 }
 
 pub use event_loop::frontend_events::{

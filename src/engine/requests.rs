@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use lsp_server::ResponseError;
 use serde_json::{json, Value};
 
-use super::super::{tsserver_probe, EngineError};
+use super::super::{tsserver_probe, tsserver_reload, EngineError};
 use super::{ServerState, State};
 use crate::process::ServerId;
 use crate::transport::RequestParams;
@@ -76,6 +76,9 @@ pub(super) enum Purpose {
         publish_at: Instant,
         index: usize,
     },
+    /// tsserver's `reloadProjects`, through `typescript.tsserverRequest`
+    /// (`tsserver_reload.rs`); the answer is only logged.
+    ReloadProjects,
 }
 
 /// A frontend request waiting to be (re)sent: after a backoff, or for its server to start.
@@ -165,6 +168,10 @@ impl State {
                     ),
                 )
             }
+            Purpose::ReloadProjects => (
+                "workspace/executeCommand".into(),
+                Cow::Owned(tsserver_reload::params().into()),
+            ),
         };
         let id = server.next_id();
         if let (Purpose::Frontend { reply, .. }, Some(process)) = (&purpose, server.process()) {
@@ -307,6 +314,13 @@ impl State {
                 }
             }
             Purpose::Shutdown => {}
+            Purpose::ReloadProjects => match result {
+                Ok(_) => log::debug!("{name}: tsserver reloaded its projects"),
+                Err(error) => log::warn!(
+                    "{name}: tsserver could not reload its projects: {}",
+                    error.message
+                ),
+            },
             Purpose::Probe {
                 path,
                 version,

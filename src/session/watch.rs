@@ -5,7 +5,14 @@
 //!
 //! A scan lists the workspace as `lspc check` does ([`crate::walk::list_files`]: git's view
 //! inside a work tree, `.gitignore` honoured) and `stat`s each file; a file counts as changed when
-//! its size, modification time or inode differs from the previous scan. Invariants:
+//! its size, modification time, status-change time, inode or birth time differs from the previous
+//! scan (the status-change time catches `cp -p` and `touch -r`, which keep the size and set an
+//! older modification time), and as [`WatchedChange::Replaced`] when the inode or the birth time
+//! differs (a file deleted and written again). The packages of each `node_modules` folder beside
+//! a listed `package.json` (ignored by git, so not listed) are stamped too: when one is added,
+//! removed or replaced (`npm install`), the folder itself is reported changed, for the servers
+//! that resolve imports there (`engine/tsserver_reload.rs`).
+//! Invariants:
 //! - At most [`MAX_WATCHED_FILES`] files are watched (the first ones in path order); beyond that
 //!   the rest are not announced, and the log says so once.
 //! - The first scan only records the snapshot: nothing changed before the session existed.
@@ -43,12 +50,45 @@ pub const QUIET_SCAN_INTERVAL: Duration = Duration::from_secs(30);
 /// How long after the last client the session keeps scanning at [`SCAN_INTERVAL`].
 pub const QUIET_AFTER: Duration = Duration::from_secs(60);
 
-type Stamp = (SystemTime, u64, u64);
+/// The most `node_modules` folders one session stamps the packages of.
+pub const MAX_PACKAGE_FOLDERS: usize = 16;
+
+/// What a scan compares of a file: modification time, status-change time (seconds,
+/// nanoseconds), size, inode and birth time (`None` where the file system keeps none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    modified: SystemTime,
+    status_changed: (i64, i64),
+    len: u64,
+    inode: u64,
+    born: Option<SystemTime>,
+}
+
+impl Stamp {
+    fn of(metadata: &std::fs::Metadata) -> Stamp {
+        Stamp {
+            modified: metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+            status_changed: (metadata.ctime(), metadata.ctime_nsec()),
+            len: metadata.len(),
+            inode: metadata.ino(),
+            born: metadata.created().ok(),
+        }
+    }
+
+    /// Whether `self` and `other` are two files made one after the other under a path: another
+    /// inode, or (ext4 gives a file deleted and written again at once its inode back) another
+    /// birth time.
+    fn other_file(&self, other: &Stamp) -> bool {
+        self.inode != other.inode || self.born != other.born
+    }
+}
 
 /// The last scan's stamps.
 #[derive(Debug, Default)]
 pub struct Snapshot {
     stamps: HashMap<PathBuf, Stamp>,
+    /// Per `node_modules` folder, its packages' stamps ([`package_stamps`]).
+    packages: HashMap<PathBuf, HashMap<PathBuf, Stamp>>,
     scanned: bool,
     warned: bool,
 }
@@ -74,15 +114,29 @@ impl Snapshot {
             }
             files.truncate(MAX_WATCHED_FILES);
         }
+        let package_folders: Vec<PathBuf> = files
+            .iter()
+            .filter(|file| file.file_name().is_some_and(|name| name == "package.json"))
+            .filter_map(|file| Some(file.parent()?.join("node_modules")))
+            .filter(|folder| folder.is_dir())
+            .take(MAX_PACKAGE_FOLDERS)
+            .collect();
         let mut stamps = HashMap::with_capacity(files.len());
         for file in files {
             let Ok(metadata) = std::fs::metadata(&file) else {
                 continue;
             };
-            let modified = metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-            stamps.insert(file, (modified, metadata.len(), metadata.ino()));
+            stamps.insert(file, Stamp::of(&metadata));
         }
+        let packages: HashMap<PathBuf, HashMap<PathBuf, Stamp>> = package_folders
+            .into_iter()
+            .map(|folder| {
+                let stamps = package_stamps(&folder);
+                (folder, stamps)
+            })
+            .collect();
         let previous = std::mem::replace(&mut self.stamps, stamps);
+        let previous_packages = std::mem::replace(&mut self.packages, packages);
         if !self.scanned {
             self.scanned = true;
             return Vec::new();
@@ -91,6 +145,9 @@ impl Snapshot {
         for (path, stamp) in &self.stamps {
             match previous.get(path) {
                 None => changes.push((path.clone(), WatchedChange::Created)),
+                Some(old) if old.other_file(stamp) => {
+                    changes.push((path.clone(), WatchedChange::Replaced))
+                }
                 Some(old) if old != stamp => changes.push((path.clone(), WatchedChange::Changed)),
                 Some(_) => {}
             }
@@ -100,9 +157,49 @@ impl Snapshot {
                 changes.push((path.clone(), WatchedChange::Deleted));
             }
         }
+        // A folder first stamped now (made by the first `npm install`) counts as changed, one
+        // no longer stamped (removed) too.
+        for (folder, packages) in &self.packages {
+            if previous_packages.get(folder) != Some(packages) {
+                changes.push((folder.clone(), WatchedChange::Changed));
+            }
+        }
+        for folder in previous_packages.keys() {
+            if !self.packages.contains_key(folder) {
+                changes.push((folder.clone(), WatchedChange::Changed));
+            }
+        }
         crate::sorting::sort_by(&mut changes, |a, b| a.0.cmp(&b.0));
         changes
     }
+}
+
+/// The stamps of the packages in `node_modules` (each entry not hidden, and each entry of a
+/// scope folder `@scope`), as links (`pnpm` links its packages): adding, removing or replacing
+/// a package changes them; files written inside a package do not. Empty when it cannot be read.
+fn package_stamps(node_modules: &Path) -> HashMap<PathBuf, Stamp> {
+    let mut stamps = HashMap::new();
+    let entries = |folder: &Path| -> Vec<(PathBuf, std::fs::Metadata)> {
+        let Ok(read) = std::fs::read_dir(folder) else {
+            return Vec::new();
+        };
+        read.filter_map(Result::ok)
+            .filter(|entry| !entry.file_name().as_encoded_bytes().starts_with(b"."))
+            .filter_map(|entry| Some((entry.path(), entry.metadata().ok()?)))
+            .collect()
+    };
+    for (path, metadata) in entries(node_modules) {
+        let scope = path
+            .file_name()
+            .is_some_and(|name| name.as_encoded_bytes().starts_with(b"@"));
+        if scope && metadata.is_dir() {
+            for (path, metadata) in entries(&path) {
+                stamps.insert(path, Stamp::of(&metadata));
+            }
+        }
+        stamps.insert(path, Stamp::of(&metadata));
+    }
+    stamps
 }
 
 /// A request for a scan now: the watch thread answers on the sender once the scan's changes
@@ -193,9 +290,16 @@ fn run_with_events(
         }
         let changes = snapshot.scan(&root);
         if let Some(events) = events {
-            let folders: std::collections::HashSet<&Path> = std::iter::once(root.as_path())
-                .chain(snapshot.stamps.keys().filter_map(|file| file.parent()))
-                .collect();
+            // The `node_modules` folders and their scope folders too (`npm install` adds a
+            // package there).
+            let folders: std::collections::HashSet<&Path> =
+                std::iter::once(root.as_path())
+                    .chain(snapshot.stamps.keys().filter_map(|file| file.parent()))
+                    .chain(snapshot.packages.keys().map(PathBuf::as_path))
+                    .chain(snapshot.packages.values().flat_map(|packages| {
+                        packages.keys().filter_map(|package| package.parent())
+                    }))
+                    .collect();
             // A folder that holds no listed file now may be gone, and its watch with it (the
             // kernel drops the watch of a deleted folder): watched again if it comes back.
             watched_folders.retain(|folder| folders.contains(folder.as_path()));
@@ -419,6 +523,50 @@ mod tests {
             ]
         );
         assert_eq!(snapshot.scan(&root), []);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// A file deleted and written again is [`WatchedChange::Replaced`] even where the file
+    /// system gives it its inode back (ext4); one rewritten in place with its size and
+    /// modification time kept (`cp -p`) is `Changed`; a package added to or removed from a
+    /// `node_modules` folder beside a `package.json` reports the folder.
+    #[test]
+    fn scans_tell_replaced_files_same_stat_rewrites_and_packages() {
+        let root = std::env::temp_dir().join(format!("lspc-watch-kinds-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("node_modules/@types/a")).unwrap();
+        let root = root.canonicalize().unwrap();
+        std::fs::write(root.join("package.json"), "{}").unwrap();
+        std::fs::write(root.join("a.ts"), "let a = 1;\n").unwrap();
+        std::fs::write(root.join("b.ts"), "let b = 1;\n").unwrap();
+        let mut snapshot = Snapshot::default();
+        assert_eq!(snapshot.scan(&root), []);
+        std::fs::remove_file(root.join("a.ts")).unwrap();
+        std::fs::write(root.join("a.ts"), "let a = 2;\n").unwrap();
+        let b = root.join("b.ts");
+        let modified = std::fs::metadata(&b).unwrap().modified().unwrap();
+        let file = std::fs::OpenOptions::new().write(true).open(&b).unwrap();
+        std::io::Write::write_all(&mut &file, b"let b = 2;\n").unwrap();
+        file.set_modified(modified).unwrap();
+        drop(file);
+        std::fs::create_dir(root.join("node_modules/@types/b")).unwrap();
+        assert_eq!(
+            snapshot.scan(&root),
+            [
+                (root.join("a.ts"), WatchedChange::Replaced),
+                (root.join("b.ts"), WatchedChange::Changed),
+                (root.join("node_modules"), WatchedChange::Changed),
+            ]
+        );
+        assert_eq!(snapshot.scan(&root), []);
+        // Hidden entries (npm's `.package-lock.json`, a tool's `.cache`) are not packages.
+        std::fs::create_dir(root.join("node_modules/.cache")).unwrap();
+        assert_eq!(snapshot.scan(&root), []);
+        std::fs::remove_dir(root.join("node_modules/@types/a")).unwrap();
+        assert_eq!(
+            snapshot.scan(&root),
+            [(root.join("node_modules"), WatchedChange::Changed)]
+        );
         std::fs::remove_dir_all(&root).unwrap();
     }
 

@@ -3535,16 +3535,8 @@ fn an_open_file_replaced_by_a_fifo_does_not_block_the_engine() {
 #[test]
 fn a_declaration_file_replaced_behind_a_typescript_batch_is_seen_every_time() {
     require_program!("typescript-language-server");
-    let workspace = Workspace::new("declarations-replaced");
-    let good = "declare function label(n: number): string;\n";
-    let bad = "declare function label(n: number): number;\n";
-    workspace
-        .file(
-            "tsconfig.json",
-            r#"{"compilerOptions": {"strict": true, "noEmit": true, "target": "es2020"}, "include": ["src"]}"#,
-        )
-        .file("src/types.d.ts", good)
-        .file("src/app.ts", "const s: string = label(2);\nconsole.log(s);\n");
+    let workspace = label_workspace("declarations-replaced");
+    let (good, bad) = (LABEL_GOOD, LABEL_BAD);
     for index in 0..70 {
         workspace.file(&format!("src/extra{index:02}.d.ts"), "export {};\n");
     }
@@ -3562,18 +3554,11 @@ fn a_declaration_file_replaced_behind_a_typescript_batch_is_seen_every_time() {
         std::fs::write(&temporary, text).unwrap();
         std::fs::rename(&temporary, &path).unwrap();
     };
-    let broken = vec![(
-        1,
-        7,
-        "error".to_owned(),
-        "Type 'number' is not assignable to type 'string'.".to_owned(),
-    )];
+    let broken = label_broken();
     let mut id = 0;
     let mut ask = |batch: &mut BatchSession| {
         id += 1;
-        let answer = batch.ask(json!({"id": id, "op": "diagnostics", "file": "src/app.ts"}));
-        assert_eq!(answer["result"]["complete"], json!(true), "{answer}");
-        batch_diagnostics(&answer)
+        complete_diagnostics(batch, id, "src/app.ts")
     };
     assert_eq!(ask(&mut batch), []);
     let mut seen = Vec::new();
@@ -3653,4 +3638,138 @@ fn a_clangd_check_without_compile_commands_says_why_includes_fail() {
         "{}",
         output.story()
     );
+}
+
+/// helper-64's trial on ai/nanoevents and sindresorhus/emittery: a package moved out of
+/// `node_modules` (`npm uninstall`) left every answer on its importers clean and complete for
+/// about 4.7 s (tsserver's own watch of `node_modules`, which git ignores and lspc's scan does
+/// not list), and its return as long. lspc now stamps the packages beside each `package.json`,
+/// and has tsserver reload its projects when they change (`engine/tsserver_reload.rs`): the
+/// next answer is tsc's. The old binary still said TS2307 here once the package was back.
+#[test]
+fn a_typescript_package_removed_from_node_modules_is_seen_at_once() {
+    require_program!("typescript-language-server");
+    let workspace = Workspace::new("node-modules-changed");
+    workspace
+        .file(".gitignore", "node_modules/\n")
+        .file("package.json", r#"{"name": "app", "private": true}"#)
+        .file(
+            "tsconfig.json",
+            r#"{"compilerOptions": {"strict": true, "noEmit": true, "target": "es2020", "module": "esnext", "moduleResolution": "bundler"}, "include": ["src"]}"#,
+        )
+        .file(
+            "node_modules/greet/package.json",
+            r#"{"name": "greet", "version": "1.0.0", "types": "index.d.ts"}"#,
+        )
+        .file(
+            "node_modules/greet/index.d.ts",
+            "export declare function greet(name: string): string;\n",
+        )
+        .file(
+            "src/app.ts",
+            "import { greet } from \"greet\";\nconst s: string = greet(\"a\");\nconsole.log(s);\n",
+        );
+    let config = workspace.config(json!({ "typescript": typescript_entry() }));
+    let mut batch = BatchSession::start(&workspace, &config, 60);
+    let mut id = 0;
+    let mut ask = |batch: &mut BatchSession| {
+        id += 1;
+        complete_diagnostics(batch, id, "src/app.ts")
+    };
+    let missing = vec![(
+        1,
+        23,
+        "error".to_owned(),
+        "Cannot find module 'greet' or its corresponding type declarations.".to_owned(),
+    )];
+    assert_eq!(ask(&mut batch), []);
+    let away = workspace.path("greet-uninstalled");
+    std::fs::rename(workspace.path("node_modules/greet"), &away).unwrap();
+    assert_eq!(ask(&mut batch), missing);
+    std::fs::rename(&away, workspace.path("node_modules/greet")).unwrap();
+    assert_eq!(ask(&mut batch), []);
+    let (status, stderr) = batch.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    if which("tsc").is_some() {
+        std::fs::rename(workspace.path("node_modules/greet"), &away).unwrap();
+        let cli = tool_output(&workspace, "tsc", &["--noEmit", "-p", "."]);
+        assert!(
+            cli.contains("src/app.ts(1,23): error TS2307: Cannot find module 'greet'"),
+            "{cli}"
+        );
+    }
+}
+
+/// helper-64's trial: a declaration file rewritten in place to a text of the same size, its
+/// modification time then set back (`cp -p`, `rsync -t`, `touch -r`), was not seen: the scan
+/// compared size, modification time and inode, so its importers kept their findings, clean and
+/// complete, until the next change (tsc: TS2322). The scan compares the status-change time too.
+#[test]
+fn a_declaration_rewritten_with_its_old_size_and_time_is_seen() {
+    require_program!("typescript-language-server");
+    let workspace = label_workspace("declarations-same-stat");
+    let config = workspace.config(json!({ "typescript": typescript_entry() }));
+    let mut batch = BatchSession::start(&workspace, &config, 60);
+    let types = workspace.path("src/types.d.ts");
+    // Written in place (same inode), then given back the modification time it had.
+    let rewrite = |text: &str| {
+        let modified = std::fs::metadata(&types).unwrap().modified().unwrap();
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(&types)
+            .unwrap();
+        std::io::Write::write_all(&mut &file, text.as_bytes()).unwrap();
+        file.set_modified(modified).unwrap();
+    };
+    assert_eq!(complete_diagnostics(&mut batch, 1, "src/app.ts"), []);
+    rewrite(LABEL_BAD);
+    assert_eq!(
+        complete_diagnostics(&mut batch, 2, "src/app.ts"),
+        label_broken()
+    );
+    rewrite(LABEL_GOOD);
+    assert_eq!(complete_diagnostics(&mut batch, 3, "src/app.ts"), []);
+    let (status, stderr) = batch.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+}
+
+/// `src/types.d.ts` declaring `label` to return a string ([`label_workspace`]).
+const LABEL_GOOD: &str = "declare function label(n: number): string;\n";
+/// The same size, `label` returning a number: `src/app.ts` then has [`label_broken`].
+const LABEL_BAD: &str = "declare function label(n: number): number;\n";
+
+/// A strict TypeScript workspace whose `src/app.ts` assigns `label(2)` to a string, `label`
+/// declared in `src/types.d.ts` ([`LABEL_GOOD`]).
+fn label_workspace(name: &str) -> Workspace {
+    let workspace = Workspace::new(name);
+    workspace
+        .file(
+            "tsconfig.json",
+            r#"{"compilerOptions": {"strict": true, "noEmit": true, "target": "es2020"}, "include": ["src"]}"#,
+        )
+        .file("src/types.d.ts", LABEL_GOOD)
+        .file("src/app.ts", "const s: string = label(2);\nconsole.log(s);\n");
+    workspace
+}
+
+/// `src/app.ts`'s diagnostics under [`LABEL_BAD`] (typescript-language-server, as tsc's TS2322).
+fn label_broken() -> Vec<(u64, u64, String, String)> {
+    vec![(
+        1,
+        7,
+        "error".to_owned(),
+        "Type 'number' is not assignable to type 'string'.".to_owned(),
+    )]
+}
+
+/// A batch `diagnostics` answer for `file` (request `id`), asserted complete.
+fn complete_diagnostics(
+    batch: &mut BatchSession,
+    id: u64,
+    file: &str,
+) -> Vec<(u64, u64, String, String)> {
+    let answer = batch.ask(json!({"id": id, "op": "diagnostics", "file": file}));
+    assert_eq!(answer["result"]["complete"], json!(true), "{answer}");
+    batch_diagnostics(&answer)
 }
