@@ -482,7 +482,13 @@ fn serve_clients(
         accepted_config_errors: config_error_texts(&options.engine.config),
         freshness: freshness.clone(),
     };
+    // Disconnected once stdio's stdout failed: the client can read nothing more.
+    let mut stdout_broken = crossbeam_channel::never();
+    let mut stdout_gone = false;
     if let Some(stdio) = stdio {
+        if let OutboundStream::Stdout(sink) = &stdio.out {
+            stdout_broken = sink.broken();
+        }
         let shared = Arc::new(fast_path::StdioShared::default());
         hub.stdio = Some(Arc::clone(&shared));
         let front = fast_path::Front {
@@ -537,6 +543,11 @@ fn serve_clients(
                 }
                 Err(_) => break,
             },
+            recv(stdout_broken) -> _ => {
+                log::warn!("stdout is closed: shutting down, as at the end of stdin");
+                stdout_gone = true;
+                break;
+            }
             recv(event_receiver) -> event => match event {
                 Ok(event) => hub.handle_event(event),
                 // The engine is gone: a closed channel would wake this loop at once, forever.
@@ -558,7 +569,13 @@ fn serve_clients(
             )));
         }
     }
-    let grace = Instant::now() + EOF_GRACE;
+    // No grace when no answer can reach the client any more.
+    let grace = Instant::now()
+        + if stdout_gone {
+            Duration::ZERO
+        } else {
+            EOF_GRACE
+        };
     while hub.calls.any_answer_pending() {
         if done_receiver.recv_deadline(grace).is_err() {
             break;

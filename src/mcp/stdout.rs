@@ -29,7 +29,8 @@
 //!   under one lock. The lock guards bytes on their way out (like the stderr tail in
 //!   [`crate::process`]), not the hub's state, and is never held while blocking.
 //! - After a write error (the client closed stdout) every later `send` fails, as a closed channel
-//!   does, and nothing more is written.
+//!   does, and nothing more is written; [`StdoutSink::broken`] tells the hub, which shuts down
+//!   as when stdin ends.
 
 use std::io;
 use std::os::fd::RawFd;
@@ -86,6 +87,10 @@ pub struct StdoutSink {
     /// Milliseconds from `started` to the writer's last write that took bytes.
     last_write: AtomicU64,
     writer: Mutex<Option<JoinHandle<()>>>,
+    /// Dropped when a write fails (the client closed its end of stdout), so that
+    /// [`StdoutSink::broken`]'s receivers wake; never sent on.
+    broken_sender: Mutex<Option<Sender<()>>>,
+    broken: Receiver<()>,
 }
 
 /// `send` failed: stdout is closed or broken.
@@ -98,7 +103,10 @@ impl StdoutSink {
     /// Errors: the thread could not be spawned.
     pub fn start() -> io::Result<Arc<StdoutSink>> {
         let (sender, receiver) = unbounded::<Vec<u8>>();
+        let (broken_sender, broken) = crossbeam_channel::bounded::<()>(0);
         let sink = Arc::new(StdoutSink {
+            broken_sender: Mutex::new(Some(broken_sender)),
+            broken,
             kind: stdout_kind(),
             gate: Mutex::new(Gate {
                 queued: 0,
@@ -145,8 +153,9 @@ impl StdoutSink {
                     line.drain(..written);
                 }
                 Err(error) => {
-                    log::warn!("stdout closed ({error}); dropping further MCP messages");
+                    log::warn!("stdout closed ({error}): the client reads no more answers");
                     gate.sender = None;
+                    self.mark_broken();
                     return Err(Closed);
                 }
             }
@@ -162,6 +171,17 @@ impl StdoutSink {
         gate.queued += 1;
         gate.queued_bytes += bytes;
         Ok(())
+    }
+
+    /// A receiver that never gets a message and is disconnected once a write to stdout failed
+    /// (the client closed its end): the hub selects on it to shut down as at the end of stdin,
+    /// since nothing it answers can reach the client any more.
+    pub fn broken(&self) -> Receiver<()> {
+        self.broken.clone()
+    }
+
+    fn mark_broken(&self) {
+        lock(&self.broken_sender).take();
     }
 
     /// Waits while more than [`QUEUE_LIMIT_BYTES`] wait for the writer (the client is not reading
@@ -274,7 +294,8 @@ impl StdoutSink {
             });
             let mut gate = lock(&self.gate);
             if let Err(error) = written {
-                log::warn!("stdout closed ({error}); dropping further MCP messages");
+                log::warn!("stdout closed ({error}): the client reads no more answers");
+                self.mark_broken();
                 gate.sender = None;
                 gate.queued = 0;
                 gate.queued_bytes = 0;

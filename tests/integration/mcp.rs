@@ -1545,6 +1545,31 @@ fn spawn_mcp_with_stdout(
     }
 }
 
+/// `lspc --no-builtin --session never mcp` in a new workspace `{name}-socket` or
+/// `{name}-pipe` ([`spawn_mcp_with_stdout`]): the workspace, the child and its stdout.
+fn spawn_bare_mcp(name: &str, socket: bool) -> (PathBuf, Child, Box<dyn std::io::Read + Send>) {
+    let kind = if socket { "socket" } else { "pipe" };
+    let root = temp_workspace(&format!("{name}-{kind}"));
+    let (child, stdout) = spawn_mcp_with_stdout(
+        &root,
+        &["--no-builtin", "--session", "never", "mcp"],
+        socket,
+    );
+    (root, child, stdout)
+}
+
+/// `child`'s exit code if it exits within `timeout` (`Some(None)`: killed by a signal); `None`
+/// when it did not, and it is killed then.
+fn exit_code_within(child: &mut Child, timeout: Duration) -> Option<Option<i32>> {
+    use wait_timeout::ChildExt;
+    let status = child.wait_timeout(timeout).expect("wait");
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    status.map(|status| status.code())
+}
+
 /// Issue 15: answers are written to stdout by the thread that has them, and only while that
 /// cannot block. A client that writes 3,000 pings (about 120 KB of answers, more than a pipe or
 /// socket buffer holds) before reading anything is still read to the end: lspc keeps reading
@@ -1610,19 +1635,9 @@ fn unread_stdout_does_not_stop_stdin_and_answers_keep_their_order() {
 /// only while stdout takes bytes (5 s). The answers written are whole lines, in order.
 #[test]
 fn lspc_exits_after_stdin_closes_when_the_client_never_reads_stdout() {
-    use wait_timeout::ChildExt;
     const CALLS: usize = 200;
     for socket in [false, true] {
-        let root = temp_workspace(if socket {
-            "never-read-socket"
-        } else {
-            "never-read-pipe"
-        });
-        let (mut child, stdout) = spawn_mcp_with_stdout(
-            &root,
-            &["--no-builtin", "--session", "never", "mcp"],
-            socket,
-        );
+        let (root, mut child, stdout) = spawn_bare_mcp("never-read", socket);
         let mut stdin = child.stdin.take().expect("stdin");
         let name = "x".repeat(2100);
         let mut input = String::from(
@@ -1637,13 +1652,8 @@ fn lspc_exits_after_stdin_closes_when_the_client_never_reads_stdout() {
         let writer = std::thread::spawn(move || {
             let _ = stdin.write_all(input.as_bytes());
         });
-        let status = child.wait_timeout(60 * SECOND).expect("wait");
-        if status.is_none() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
         assert_eq!(
-            status.map(|status| status.code()),
+            exit_code_within(&mut child, 60 * SECOND),
             Some(Some(0)),
             "socket {socket}: lspc did not exit within 60 s of stdin closing while stdout was unread"
         );
@@ -1662,6 +1672,37 @@ fn lspc_exits_after_stdin_closes_when_the_client_never_reads_stdout() {
             "socket {socket}: only {} answers were written",
             ids.len()
         );
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}
+
+/// helper-64's trial: a client that closed its end of lspc's stdout but kept stdin open (a
+/// crashed reader thread) left `lspc mcp` running for as long as stdin stayed open, its servers
+/// with it, answering into nothing ("dropping further MCP messages"). The first write that
+/// fails now shuts lspc down as the end of stdin does. Once with stdout a pipe, once a socket.
+#[test]
+fn lspc_exits_when_the_client_closes_stdout_and_keeps_stdin_open() {
+    for socket in [false, true] {
+        let (root, mut child, stdout) = spawn_bare_mcp("stdout-closed", socket);
+        let mut stdin = child.stdin.take().expect("stdin");
+        let ping = |id: u32| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n");
+        stdin.write_all(ping(1).as_bytes()).unwrap();
+        let mut first = String::new();
+        let mut reader = BufReader::new(stdout);
+        reader.read_line(&mut first).unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(&first).unwrap()["id"],
+            json!(1),
+            "{first}"
+        );
+        drop(reader);
+        stdin.write_all(ping(2).as_bytes()).unwrap();
+        assert_eq!(
+            exit_code_within(&mut child, 30 * SECOND),
+            Some(Some(0)),
+            "socket {socket}: lspc did not exit within 30 s of a write to its closed stdout"
+        );
+        drop(stdin);
         let _ = std::fs::remove_dir_all(&root);
     }
 }
