@@ -56,6 +56,7 @@ pub mod engine;
 pub mod exit;
 pub mod failure_text;
 pub mod fast_hash;
+pub mod file_stamp;
 pub mod ide;
 pub mod inotify;
 pub mod input_lines;

@@ -14,7 +14,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::ffi::{OsStr, OsString};
 use std::fs::Metadata;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -56,17 +55,17 @@ pub(crate) struct Document {
     verified_in_turn: u64,
 }
 
-/// A file's size, modification time and inode when lspc read it, and when it read it.
+/// A file's size, modification time, status-change time and inode when lspc read it, and when
+/// it read it.
 ///
 /// An unchanged stamp lets lspc skip re-reading the file before a request (a 100 KB file per
 /// hover adds up). Like git's "racy clean" rule, a stamp only vouches for the file when its
-/// modification time was older than the read by more than [`RACY_WINDOW`]: filesystems keep
-/// coarse timestamps, so a same-size rewrite right after a read could otherwise go unseen.
+/// modification and status-change times were older than the read by more than
+/// [`RACY_WINDOW`]: filesystems keep coarse timestamps, so a same-size rewrite right after a
+/// read could otherwise go unseen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct DiskStamp {
-    len: u64,
-    mtime: Option<SystemTime>,
-    inode: u64,
+    stamp: crate::file_stamp::FileStamp,
     read_at: SystemTime,
 }
 
@@ -76,22 +75,18 @@ const RACY_WINDOW: Duration = Duration::from_millis(100);
 impl DiskStamp {
     pub fn of(metadata: &Metadata, read_at: SystemTime) -> DiskStamp {
         DiskStamp {
-            len: metadata.len(),
-            mtime: metadata.modified().ok(),
-            inode: metadata.ino(),
+            stamp: crate::file_stamp::FileStamp::of(metadata),
             read_at,
         }
     }
 
     /// Whether `metadata` shows the same file, unchanged since the read (see the type's doc).
     pub fn unchanged(&self, metadata: &Metadata) -> bool {
-        let Some(mtime) = self.mtime else {
-            return false;
-        };
-        metadata.len() == self.len
-            && metadata.modified().ok() == Some(mtime)
-            && metadata.ino() == self.inode
-            && mtime + RACY_WINDOW <= self.read_at
+        let settled =
+            |time: Option<SystemTime>| time.is_some_and(|time| time + RACY_WINDOW <= self.read_at);
+        crate::file_stamp::FileStamp::of(metadata) == self.stamp
+            && settled(self.stamp.modified_at())
+            && settled(self.stamp.changed_at())
     }
 }
 

@@ -19,13 +19,13 @@
 //! not see (a network mount edited from another machine) are noticed at the next local event.
 
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
 
 use crate::config::ConfigOptions;
 use crate::inotify::Inotify;
 
 /// One path's state: `None` when it does not exist.
-type Stamp = Option<(SystemTime, u64, bool)>;
+/// A watched path's stamp; `None` when it cannot be `stat`ed (absent).
+type Stamp = Option<crate::file_stamp::FileStamp>;
 
 /// The fingerprint of the files and folders a configuration came from.
 #[derive(Debug)]
@@ -95,12 +95,6 @@ impl Events {
     }
 }
 
-fn stamp(path: &Path) -> Stamp {
-    let metadata = std::fs::metadata(path).ok()?;
-    let modified = metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-    Some((modified, metadata.len(), metadata.is_dir()))
-}
-
 /// Every path whose change may change the configuration, in a stable order.
 fn watched_paths(options: &ConfigOptions) -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = options.config_files.clone();
@@ -129,7 +123,7 @@ fn fingerprint(options: &ConfigOptions) -> Vec<(PathBuf, Stamp)> {
     watched_paths(options)
         .into_iter()
         .map(|path| {
-            let stamp = stamp(&path);
+            let stamp: Stamp = crate::file_stamp::FileStamp::of_path(&path);
             (path, stamp)
         })
         .collect()
@@ -168,7 +162,7 @@ impl ConfigWatch {
                 self.current = paths
                     .into_iter()
                     .map(|path| {
-                        let stamp = stamp(&path);
+                        let stamp: Stamp = crate::file_stamp::FileStamp::of_path(&path);
                         (path, stamp)
                     })
                     .collect();
@@ -269,7 +263,8 @@ mod tests {
                     .write(true)
                     .open(dir.join("root/.config/lspc/lsp.json"))
                     .unwrap();
-                file.set_modified(SystemTime::UNIX_EPOCH).unwrap();
+                file.set_modified(std::time::SystemTime::UNIX_EPOCH)
+                    .unwrap();
             },
             true,
         );

@@ -16,7 +16,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 /// How long changes are gathered before their notifications go out.
 pub const COALESCE: Duration = Duration::from_millis(100);
@@ -29,13 +29,8 @@ pub const DISK_WATCH_INTERVAL: Duration = Duration::from_secs(1);
 /// analysis is done (pyright does), and only a later check pulls the new ones.
 pub const RECHECK_FOR: Duration = Duration::from_secs(5);
 
-/// A file's size and modification time; `None` when it could not be `stat`ed (deleted).
-type Stamp = Option<(u64, Option<SystemTime>)>;
-
-fn stamp_of(path: &PathBuf) -> Stamp {
-    let metadata = std::fs::metadata(path).ok()?;
-    Some((metadata.len(), metadata.modified().ok()))
-}
+/// A file's stamp; `None` when it could not be `stat`ed (deleted).
+type Stamp = Option<crate::file_stamp::FileStamp>;
 
 /// Pending notifications and the disk watch's stamps (owned by the MCP loop).
 #[derive(Debug)]
@@ -101,7 +96,7 @@ impl ResourceUpdates {
     pub fn changed_on_disk(&mut self, open: Vec<PathBuf>, now: Instant) -> Vec<PathBuf> {
         let mut stamps = HashMap::with_capacity(open.len());
         for path in open {
-            let stamp = stamp_of(&path);
+            let stamp: Stamp = crate::file_stamp::FileStamp::of_path(&path);
             if self
                 .stamps
                 .get(&path)

@@ -85,39 +85,6 @@ struct Source {
     index: Arc<LineIndex>,
 }
 
-/// What one `stat` says about a file's content: the same stamp means the same bytes, as long as
-/// the file's last change (`ctime`, which no one can set back) is older than the read that was
-/// cached (see [`SourceCache`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct FileStamp {
-    device: u64,
-    inode: u64,
-    size: u64,
-    modified: (i64, i64),
-    changed: (i64, i64),
-}
-
-impl FileStamp {
-    fn of(metadata: &std::fs::Metadata) -> FileStamp {
-        use std::os::unix::fs::MetadataExt;
-        FileStamp {
-            device: metadata.dev(),
-            inode: metadata.ino(),
-            size: metadata.size(),
-            modified: (metadata.mtime(), metadata.mtime_nsec()),
-            changed: (metadata.ctime(), metadata.ctime_nsec()),
-        }
-    }
-
-    /// `ctime` as a time.
-    fn changed_at(&self) -> Option<SystemTime> {
-        let (seconds, nanos) = self.changed;
-        let seconds = u64::try_from(seconds).ok()?;
-        let nanos = u32::try_from(nanos).ok()?;
-        SystemTime::UNIX_EPOCH.checked_add(Duration::new(seconds, nanos))
-    }
-}
-
 /// Files larger than this are never cached (bytes).
 const CACHED_FILE_MAX_BYTES: u64 = 4 << 20;
 /// When the cached texts pass this many bytes in all, the cache starts over.
@@ -140,7 +107,7 @@ pub struct SourceCache(Arc<SourceCacheState>);
 #[derive(Default)]
 struct SourceCacheState {
     /// By the path's bytes (see [`SourceFiles`]).
-    entries: Mutex<HashMap<OsString, (FileStamp, Source)>>,
+    entries: Mutex<HashMap<OsString, (crate::file_stamp::FileStamp, Source)>>,
     bytes: AtomicU64,
     /// Texts served from the cache (for tests and logs).
     hits: AtomicU64,
@@ -160,7 +127,10 @@ impl SourceCache {
         self.0.hits.load(Ordering::Relaxed)
     }
 
-    fn with<R>(&self, f: impl FnOnce(&mut HashMap<OsString, (FileStamp, Source)>) -> R) -> R {
+    fn with<R>(
+        &self,
+        f: impl FnOnce(&mut HashMap<OsString, (crate::file_stamp::FileStamp, Source)>) -> R,
+    ) -> R {
         match self.0.entries.lock() {
             Ok(mut entries) => f(&mut entries),
             // A panicked holder only loses the cache: start over.
@@ -177,7 +147,7 @@ impl SourceCache {
     /// from disk (and cached when settled); `None` when it cannot be read.
     fn source(&self, path: &Path) -> Option<Source> {
         let before = match std::fs::metadata(path) {
-            Ok(metadata) => FileStamp::of(&metadata),
+            Ok(metadata) => crate::file_stamp::FileStamp::of(&metadata),
             Err(error) => {
                 log::debug!("cannot read {} to convert columns: {error}", path.display());
                 return None;
@@ -194,22 +164,23 @@ impl SourceCache {
         }
         let read_at = SystemTime::now();
         let source = read_source(path)?;
-        let after = std::fs::metadata(path).map(|metadata| FileStamp::of(&metadata));
+        let after =
+            std::fs::metadata(path).map(|metadata| crate::file_stamp::FileStamp::of(&metadata));
         let settled = before
             .changed_at()
             .is_some_and(|changed| changed + SETTLED_BEFORE_READ <= read_at);
         if after.is_ok_and(|after| after == before)
             && settled
-            && before.size <= CACHED_FILE_MAX_BYTES
+            && before.size() <= CACHED_FILE_MAX_BYTES
         {
-            let size = before.size;
+            let size = before.size();
             self.with(|entries| {
                 if self.0.bytes.load(Ordering::Relaxed) + size > CACHE_MAX_BYTES {
                     entries.clear();
                     self.0.bytes.store(0, Ordering::Relaxed);
                 }
                 let old = entries.insert(path.as_os_str().to_owned(), (before, source.clone()));
-                let old_size = old.map_or(0, |(stamp, _)| stamp.size);
+                let old_size = old.map_or(0, |(stamp, _)| stamp.size());
                 self.0.bytes.fetch_add(size, Ordering::Relaxed);
                 self.0.bytes.fetch_sub(old_size, Ordering::Relaxed);
             });

@@ -23,10 +23,9 @@
 //!   `pyproject.toml`.
 
 use std::collections::HashMap;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use crossbeam_channel::{select, Receiver, Sender};
 
@@ -53,35 +52,7 @@ pub const QUIET_AFTER: Duration = Duration::from_secs(60);
 /// The most `node_modules` folders one session stamps the packages of.
 pub const MAX_PACKAGE_FOLDERS: usize = 16;
 
-/// What a scan compares of a file: modification time, status-change time (seconds,
-/// nanoseconds), size, inode and birth time (`None` where the file system keeps none).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
-    modified: SystemTime,
-    status_changed: (i64, i64),
-    len: u64,
-    inode: u64,
-    born: Option<SystemTime>,
-}
-
-impl Stamp {
-    fn of(metadata: &std::fs::Metadata) -> Stamp {
-        Stamp {
-            modified: metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH),
-            status_changed: (metadata.ctime(), metadata.ctime_nsec()),
-            len: metadata.len(),
-            inode: metadata.ino(),
-            born: metadata.created().ok(),
-        }
-    }
-
-    /// Whether `self` and `other` are two files made one after the other under a path: another
-    /// inode, or (ext4 gives a file deleted and written again at once its inode back) another
-    /// birth time.
-    fn other_file(&self, other: &Stamp) -> bool {
-        self.inode != other.inode || self.born != other.born
-    }
-}
+use crate::file_stamp::FileStamp as Stamp;
 
 /// The last scan's stamps.
 #[derive(Debug, Default)]

@@ -3710,26 +3710,40 @@ fn a_declaration_rewritten_with_its_old_size_and_time_is_seen() {
     let workspace = label_workspace("declarations-same-stat");
     let config = workspace.config(json!({ "typescript": typescript_entry() }));
     let mut batch = BatchSession::start(&workspace, &config, 60);
-    let types = workspace.path("src/types.d.ts");
     // Written in place (same inode), then given back the modification time it had.
-    let rewrite = |text: &str| {
-        let modified = std::fs::metadata(&types).unwrap().modified().unwrap();
+    let rewrite = |relative: &str, text: &str| {
+        let path = workspace.path(relative);
+        let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
         let file = std::fs::OpenOptions::new()
             .write(true)
             .truncate(true)
-            .open(&types)
+            .open(&path)
             .unwrap();
         std::io::Write::write_all(&mut &file, text.as_bytes()).unwrap();
         file.set_modified(modified).unwrap();
     };
     assert_eq!(complete_diagnostics(&mut batch, 1, "src/app.ts"), []);
-    rewrite(LABEL_BAD);
+    rewrite("src/types.d.ts", LABEL_BAD);
     assert_eq!(
         complete_diagnostics(&mut batch, 2, "src/app.ts"),
         label_broken()
     );
-    rewrite(LABEL_GOOD);
+    rewrite("src/types.d.ts", LABEL_GOOD);
     assert_eq!(complete_diagnostics(&mut batch, 3, "src/app.ts"), []);
+    // The document lspc holds open, rewritten the same way: its own stamp must see it too.
+    rewrite(
+        "src/app.ts",
+        "const s: number = label(2);\nconsole.log(s);\n",
+    );
+    assert_eq!(
+        complete_diagnostics(&mut batch, 4, "src/app.ts"),
+        [(
+            1,
+            7,
+            "error".to_owned(),
+            "Type 'string' is not assignable to type 'number'.".to_owned()
+        )]
+    );
     let (status, stderr) = batch.finish();
     assert_eq!(status, Some(0), "{stderr}");
 }
