@@ -23,6 +23,8 @@ pub struct FileStamp {
     /// Birth time, where the file system keeps one (ext4, tmpfs, btrfs through `statx`).
     born: Option<SystemTime>,
     is_dir: bool,
+    /// A symbolic link itself (from `symlink_metadata` or a `DirEntry`).
+    is_link: bool,
 }
 
 impl FileStamp {
@@ -36,6 +38,7 @@ impl FileStamp {
             changed: (metadata.ctime(), metadata.ctime_nsec()),
             born: metadata.created().ok(),
             is_dir: metadata.is_dir(),
+            is_link: metadata.file_type().is_symlink(),
         }
     }
 
@@ -61,6 +64,11 @@ impl FileStamp {
     /// The status-change time as a time (`None` before 1970).
     pub fn changed_at(&self) -> Option<SystemTime> {
         as_time(self.changed)
+    }
+
+    /// Whether this is the stamp of a symbolic link itself.
+    pub fn is_link(&self) -> bool {
+        self.is_link
     }
 
     /// The size in bytes.

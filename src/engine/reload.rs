@@ -223,6 +223,21 @@ impl State {
                 true => self.written_unopened(changes, server).len(),
                 false => 0,
             };
+            let relinked = match program.ignores_watched_files() {
+                true => crate::engine::tsserver_reload::needs_restart(changes)
+                    .filter(|folder| folder.starts_with(&server.workspace_folder)),
+                false => None,
+            };
+            if let (None, Some(folder)) = (changed, relinked) {
+                log::info!(
+                    "{}: restarting: a linked package in {} changed, and it keeps the files it \
+                     resolved through the old link",
+                    server.config.name,
+                    folder.display()
+                );
+                restarting.push(server.server_id);
+                continue;
+            }
             if changed.is_none() && written > super::frontend_events::MAX_OPENED_FOR_A_CHANGE {
                 log::info!(
                     "{}: restarting: {written} of its files changed on disk, and it ignores \

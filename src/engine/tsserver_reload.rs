@@ -39,6 +39,19 @@ pub(crate) fn needed(changes: &[(PathBuf, WatchedChange)], claims: impl Fn(&Path
     })
 }
 
+/// Whether `changes` need the server restarted rather than reloaded: a package linked in a
+/// `node_modules` folder changed (`session/watch.rs` reports the folder
+/// [`WatchedChange::Replaced`]). tsserver keeps the files it resolved through the old link: a
+/// pnpm-style link pointed at another version of a package was answered from the old version's
+/// declarations for 60 s and more, `reloadProjects` or not (helper-66 on sindresorhus/ky); a
+/// new tsserver resolves through the new link.
+pub(crate) fn needs_restart(changes: &[(PathBuf, WatchedChange)]) -> Option<&Path> {
+    changes.iter().find_map(|(path, kind)| {
+        let packages = path.file_name().is_some_and(|name| name == "node_modules");
+        (packages && *kind == WatchedChange::Replaced).then_some(path.as_path())
+    })
+}
+
 /// The `workspace/executeCommand` params asking tsserver to reload its projects.
 pub(crate) fn params() -> Value {
     json!({ "command": super::tsserver_probe::COMMAND, "arguments": [RELOAD_PROJECTS] })
@@ -61,6 +74,12 @@ mod tests {
             &change("/w/node_modules", WatchedChange::Changed),
             claims
         ));
+        let relinked = change("/w/node_modules", WatchedChange::Replaced);
+        assert_eq!(needs_restart(&relinked), Some(Path::new("/w/node_modules")));
+        assert_eq!(
+            needs_restart(&change("/w/node_modules", WatchedChange::Changed)),
+            None
+        );
         assert_eq!(
             params(),
             json!({"command": "typescript.tsserverRequest", "arguments": ["reloadProjects"]})

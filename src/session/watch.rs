@@ -49,8 +49,9 @@ pub const QUIET_SCAN_INTERVAL: Duration = Duration::from_secs(30);
 /// How long after the last client the session keeps scanning at [`SCAN_INTERVAL`].
 pub const QUIET_AFTER: Duration = Duration::from_secs(60);
 
-/// The most `node_modules` folders one session stamps the packages of.
-pub const MAX_PACKAGE_FOLDERS: usize = 16;
+/// The most `node_modules` folders one session stamps the packages of (a monorepo has one per
+/// workspace package; helper-66 met a 17th left out with 16).
+pub const MAX_PACKAGE_FOLDERS: usize = 256;
 
 use crate::file_stamp::FileStamp as Stamp;
 
@@ -62,6 +63,7 @@ pub struct Snapshot {
     packages: HashMap<PathBuf, HashMap<PathBuf, Stamp>>,
     scanned: bool,
     warned: bool,
+    warned_packages: bool,
 }
 
 impl Snapshot {
@@ -85,13 +87,24 @@ impl Snapshot {
             }
             files.truncate(MAX_WATCHED_FILES);
         }
-        let package_folders: Vec<PathBuf> = files
+        let mut package_folders: Vec<PathBuf> = files
             .iter()
             .filter(|file| file.file_name().is_some_and(|name| name == "package.json"))
             .filter_map(|file| Some(file.parent()?.join("node_modules")))
             .filter(|folder| folder.is_dir())
-            .take(MAX_PACKAGE_FOLDERS)
             .collect();
+        if package_folders.len() > MAX_PACKAGE_FOLDERS {
+            if !self.warned_packages {
+                log::warn!(
+                    "{} has {} node_modules folders beside a package.json; the session watches \
+                     the packages of the first {MAX_PACKAGE_FOLDERS}",
+                    root.display(),
+                    package_folders.len()
+                );
+                self.warned_packages = true;
+            }
+            package_folders.truncate(MAX_PACKAGE_FOLDERS);
+        }
         let mut stamps = HashMap::with_capacity(files.len());
         for file in files {
             let Ok(metadata) = std::fs::metadata(&file) else {
@@ -129,11 +142,26 @@ impl Snapshot {
             }
         }
         // A folder first stamped now (made by the first `npm install`) counts as changed, one
-        // no longer stamped (removed) too.
+        // no longer stamped (removed) too; [`WatchedChange::Replaced`] when a package that was a
+        // link, or is one now, changed (pnpm pointing a package at another version).
+        let empty = HashMap::new();
         for (folder, packages) in &self.packages {
-            if previous_packages.get(folder) != Some(packages) {
-                changes.push((folder.clone(), WatchedChange::Changed));
+            let before = previous_packages.get(folder);
+            if before == Some(packages) {
+                continue;
             }
+            let before = before.unwrap_or(&empty);
+            // A link made or removed is a package added or removed, which a reload covers.
+            let relinked = packages.iter().any(|(path, stamp)| {
+                before
+                    .get(path)
+                    .is_some_and(|old| old != stamp && (old.is_link() || stamp.is_link()))
+            });
+            let kind = match relinked {
+                true => WatchedChange::Replaced,
+                false => WatchedChange::Changed,
+            };
+            changes.push((folder.clone(), kind));
         }
         for folder in previous_packages.keys() {
             if !self.packages.contains_key(folder) {
@@ -360,8 +388,8 @@ impl Freshness {
 /// a new folder raises in its parent: the files written into it before it is watched (from the
 /// next scan) raise nothing of their own, so a folder deleted and made again (`git checkout`, a
 /// generator that rewrites its output folder) would otherwise go unseen until the periodic scan.
-/// A created file or hidden folder does not count ([`DirEvents::pending`]): a server making its
-/// cache folder (clangd's `.cache`) sends no call through a scan. A folder that cannot be
+/// A created hidden entry does not count ([`DirEvents::pending`]): a server making its cache
+/// folder (clangd's `.cache`) sends no call through a scan. A folder that cannot be
 /// watched (the watch limit) is logged once and left to the periodic scans.
 struct DirEvents {
     inotify: crate::inotify::Inotify,
@@ -395,14 +423,15 @@ impl DirEvents {
         }
     }
 
-    /// Whether an event that tells of a change is queued: any but `IN_CREATE` of a file (its
-    /// `IN_CLOSE_WRITE` follows) or of a hidden folder (a server's cache, clangd's `.cache`,
-    /// which no scan lists). One `ioctl` when nothing is queued; `true` when that cannot be
-    /// told.
+    /// Whether an event that tells of a change is queued: any but `IN_CREATE` of a hidden entry
+    /// (a server's cache, clangd's `.cache`, which no scan lists; an editor's `.x.swp`). A
+    /// created file counts at once: a link (`ln -s`, `ln`, pnpm's packages) raises no
+    /// `IN_CLOSE_WRITE` after it (helper-66: a module made as a link was answered missing, as
+    /// complete, until the next periodic scan). One `ioctl` when nothing is queued; `true` when
+    /// that cannot be told.
     fn pending(&self) -> bool {
-        self.inotify.pending_where(&|mask, name| {
-            mask & libc::IN_CREATE == 0 || mask & libc::IN_ISDIR != 0 && !name.starts_with(b".")
-        })
+        self.inotify
+            .pending_where(&|mask, name| mask & libc::IN_CREATE == 0 || !name.starts_with(b"."))
     }
 
     /// Read every queued event (a scan decides what changed, not the events).
@@ -537,6 +566,19 @@ mod tests {
         assert_eq!(
             snapshot.scan(&root),
             [(root.join("node_modules"), WatchedChange::Changed)]
+        );
+        // A link made is a package added; the same link pointed elsewhere (pnpm) is Replaced.
+        let link = root.join("node_modules/linked");
+        std::os::unix::fs::symlink(root.join("node_modules/@types/b"), &link).unwrap();
+        assert_eq!(
+            snapshot.scan(&root),
+            [(root.join("node_modules"), WatchedChange::Changed)]
+        );
+        std::fs::remove_file(&link).unwrap();
+        std::os::unix::fs::symlink(root.join("node_modules/.cache"), &link).unwrap();
+        assert_eq!(
+            snapshot.scan(&root),
+            [(root.join("node_modules"), WatchedChange::Replaced)]
         );
         std::fs::remove_dir_all(&root).unwrap();
     }

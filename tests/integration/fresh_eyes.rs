@@ -3787,3 +3787,77 @@ fn complete_diagnostics(
     assert_eq!(answer["result"]["complete"], json!(true), "{answer}");
     batch_diagnostics(&answer)
 }
+
+/// helper-66's trial on sindresorhus/ky: a pnpm-style package (a link in `node_modules` into
+/// `node_modules/.pnpm`) pointed at another version behind a running batch was answered from
+/// the old version's declarations, clean and complete, for 60 s and more (tsc: TS2322), and
+/// tsserver's `reloadProjects` did not heal it: it keeps what it resolved through the old link.
+/// A changed link now restarts typescript-language-server. The link is made after the batch
+/// started, as `pnpm add` makes it (a link raises no close-after-write event: the first answer
+/// after it came from before it, until the next periodic scan).
+#[test]
+fn a_pnpm_package_linked_to_another_version_is_seen_at_once() {
+    require_program!("typescript-language-server");
+    let workspace = Workspace::new("pnpm-relinked");
+    let version = |number: u32, returns: &str| {
+        let folder = format!("node_modules/.pnpm/greet@{number}.0.0/node_modules/greet");
+        workspace
+            .file(
+                &format!("{folder}/package.json"),
+                &format!(
+                    r#"{{"name": "greet", "version": "{number}.0.0", "types": "index.d.ts"}}"#
+                ),
+            )
+            .file(
+                &format!("{folder}/index.d.ts"),
+                &format!("export declare function greet(name: string): {returns};\n"),
+            );
+        workspace.path(&folder)
+    };
+    let (one, two) = (version(1, "string"), version(2, "number"));
+    workspace
+        .file(".gitignore", "node_modules/\n")
+        .file("package.json", r#"{"name": "app", "private": true}"#)
+        .file(
+            "tsconfig.json",
+            r#"{"compilerOptions": {"strict": true, "noEmit": true, "target": "es2020", "module": "esnext", "moduleResolution": "bundler"}, "include": ["src"]}"#,
+        )
+        .file(
+            "src/app.ts",
+            "import { greet } from \"greet\";\nconst s: string = greet(\"a\");\nconsole.log(s);\n",
+        );
+    let config = workspace.config(json!({ "typescript": typescript_entry() }));
+    let mut batch = BatchSession::start(&workspace, &config, 60);
+    let link = workspace.path("node_modules/greet");
+    let missing = vec![(
+        1,
+        23,
+        "error".to_owned(),
+        "Cannot find module 'greet' or its corresponding type declarations.".to_owned(),
+    )];
+    assert_eq!(complete_diagnostics(&mut batch, 1, "src/app.ts"), missing);
+    std::os::unix::fs::symlink(&one, &link).unwrap();
+    assert_eq!(complete_diagnostics(&mut batch, 2, "src/app.ts"), []);
+    // Pointed at version 2 as pnpm does: a new link renamed over the old one.
+    let next = workspace.path("node_modules/.greet-next");
+    std::os::unix::fs::symlink(&two, &next).unwrap();
+    std::fs::rename(&next, &link).unwrap();
+    let broken = vec![(
+        2,
+        7,
+        "error".to_owned(),
+        "Type 'number' is not assignable to type 'string'.".to_owned(),
+    )];
+    assert_eq!(complete_diagnostics(&mut batch, 3, "src/app.ts"), broken);
+    let (status, stderr) = batch.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    if which("tsc").is_some() {
+        let cli = tool_output(&workspace, "tsc", &["--noEmit", "-p", "."]);
+        assert!(
+            cli.contains(
+                "src/app.ts(2,7): error TS2322: Type 'number' is not assignable to type 'string'."
+            ),
+            "{cli}"
+        );
+    }
+}
