@@ -10,8 +10,9 @@
 //! older modification time), and as [`WatchedChange::Replaced`] when the inode or the birth time
 //! differs (a file deleted and written again). The packages of each `node_modules` folder beside
 //! a listed `package.json` (ignored by git, so not listed) are stamped too: when one is added,
-//! removed or replaced (`npm install`), the folder itself is reported changed, for the servers
-//! that resolve imports there (`engine/tsserver_reload.rs`).
+//! removed or replaced (`npm install`), the folder itself is reported changed (`Replaced` when a
+//! package link changed: pnpm), for the servers that resolve imports there
+//! (`engine/tsserver_reload.rs`).
 //! Invariants:
 //! - At most [`MAX_WATCHED_FILES`] files are watched (the first ones in path order); beyond that
 //!   the rest are not announced, and the log says so once.
@@ -31,6 +32,7 @@ use crossbeam_channel::{select, Receiver, Sender};
 
 use crate::doorbell::LoopSender;
 use crate::engine::{Op, WatchedChange};
+use crate::file_stamp::FileStamp as Stamp;
 
 /// The most files one session watches.
 pub const MAX_WATCHED_FILES: usize = 20_000;
@@ -52,8 +54,6 @@ pub const QUIET_AFTER: Duration = Duration::from_secs(60);
 /// The most `node_modules` folders one session stamps the packages of (a monorepo has one per
 /// workspace package; helper-66 met a 17th left out with 16).
 pub const MAX_PACKAGE_FOLDERS: usize = 256;
-
-use crate::file_stamp::FileStamp as Stamp;
 
 /// The last scan's stamps.
 #[derive(Debug, Default)]

@@ -3649,14 +3649,8 @@ fn a_clangd_check_without_compile_commands_says_why_includes_fail() {
 #[test]
 fn a_typescript_package_removed_from_node_modules_is_seen_at_once() {
     require_program!("typescript-language-server");
-    let workspace = Workspace::new("node-modules-changed");
+    let workspace = greet_workspace("node-modules-changed");
     workspace
-        .file(".gitignore", "node_modules/\n")
-        .file("package.json", r#"{"name": "app", "private": true}"#)
-        .file(
-            "tsconfig.json",
-            r#"{"compilerOptions": {"strict": true, "noEmit": true, "target": "es2020", "module": "esnext", "moduleResolution": "bundler"}, "include": ["src"]}"#,
-        )
         .file(
             "node_modules/greet/package.json",
             r#"{"name": "greet", "version": "1.0.0", "types": "index.d.ts"}"#,
@@ -3664,10 +3658,6 @@ fn a_typescript_package_removed_from_node_modules_is_seen_at_once() {
         .file(
             "node_modules/greet/index.d.ts",
             "export declare function greet(name: string): string;\n",
-        )
-        .file(
-            "src/app.ts",
-            "import { greet } from \"greet\";\nconst s: string = greet(\"a\");\nconsole.log(s);\n",
         );
     let config = workspace.config(json!({ "typescript": typescript_entry() }));
     let mut batch = BatchSession::start(&workspace, &config, 60);
@@ -3798,7 +3788,7 @@ fn complete_diagnostics(
 #[test]
 fn a_pnpm_package_linked_to_another_version_is_seen_at_once() {
     require_program!("typescript-language-server");
-    let workspace = Workspace::new("pnpm-relinked");
+    let workspace = greet_workspace("pnpm-relinked");
     let version = |number: u32, returns: &str| {
         let folder = format!("node_modules/.pnpm/greet@{number}.0.0/node_modules/greet");
         workspace
@@ -3815,17 +3805,6 @@ fn a_pnpm_package_linked_to_another_version_is_seen_at_once() {
         workspace.path(&folder)
     };
     let (one, two) = (version(1, "string"), version(2, "number"));
-    workspace
-        .file(".gitignore", "node_modules/\n")
-        .file("package.json", r#"{"name": "app", "private": true}"#)
-        .file(
-            "tsconfig.json",
-            r#"{"compilerOptions": {"strict": true, "noEmit": true, "target": "es2020", "module": "esnext", "moduleResolution": "bundler"}, "include": ["src"]}"#,
-        )
-        .file(
-            "src/app.ts",
-            "import { greet } from \"greet\";\nconst s: string = greet(\"a\");\nconsole.log(s);\n",
-        );
     let config = workspace.config(json!({ "typescript": typescript_entry() }));
     let mut batch = BatchSession::start(&workspace, &config, 60);
     let link = workspace.path("node_modules/greet");
@@ -3860,4 +3839,22 @@ fn a_pnpm_package_linked_to_another_version_is_seen_at_once() {
             "{cli}"
         );
     }
+}
+
+/// A strict TypeScript workspace (bundler resolution, `node_modules/` ignored by git) whose
+/// `src/app.ts` assigns `greet("a")`, from the package `greet`, to a string; no package yet.
+fn greet_workspace(name: &str) -> Workspace {
+    let workspace = Workspace::new(name);
+    workspace
+        .file(".gitignore", "node_modules/\n")
+        .file("package.json", r#"{"name": "app", "private": true}"#)
+        .file(
+            "tsconfig.json",
+            r#"{"compilerOptions": {"strict": true, "noEmit": true, "target": "es2020", "module": "esnext", "moduleResolution": "bundler"}, "include": ["src"]}"#,
+        )
+        .file(
+            "src/app.ts",
+            "import { greet } from \"greet\";\nconst s: string = greet(\"a\");\nconsole.log(s);\n",
+        );
+    workspace
 }
