@@ -150,6 +150,7 @@ impl State {
             // Every instance of the server hears of the change: a file in one project may be
             // imported by another (as for edits, see edit_sync.rs).
             let index = server.config_index;
+            let claims = |path: &Path| self.options.config.servers_for_path(path).contains(&index);
             let project_file = |path: &PathBuf| {
                 path.file_name().is_some_and(|name| {
                     server
@@ -161,10 +162,7 @@ impl State {
             };
             let events: Vec<Value> = changes
                 .iter()
-                .filter(|(path, _)| {
-                    self.options.config.servers_for_path(path).contains(&index)
-                        || project_file(path)
-                })
+                .filter(|(path, _)| claims(path) || project_file(path))
                 .filter(|(path, _)| {
                     !self
                         .documents
@@ -199,8 +197,6 @@ impl State {
                 if written.len() <= MAX_OPENED_FOR_A_CHANGE {
                     self.open_and_close(server, &written);
                 }
-                let claims =
-                    |path: &Path| self.options.config.servers_for_path(path).contains(&index);
                 if crate::engine::tsserver_reload::needed(changes, claims)
                     && crate::engine::tsserver_probe::offered(&server.capabilities)
                 {
