@@ -220,6 +220,8 @@ struct State {
     /// The last `typescript.tsserverRequest` confirmation per (server, document)
     /// (`tsserver_probe.rs`).
     probes: HashMap<(ServerId, PathBuf), super::tsserver_probe::Probe>,
+    /// The files of tsserver's projects, for the watches (`tsserver_project_files.rs`).
+    project_files: super::tsserver_project_files::ProjectFiles,
     /// Per clangd workspace folder, whether its files make a C project
     /// ([`crate::project::c_header::is_c_project`]); walked once, on its first `.h`.
     c_projects: HashMap<PathBuf, bool>,
@@ -273,6 +275,7 @@ impl State {
             provisional_pulls: HashSet::new(),
             stale_pulls: HashSet::new(),
             probes: HashMap::new(),
+            project_files: Default::default(),
             c_projects: HashMap::new(),
             pending: Default::default(),
             retries: Vec::new(),

@@ -215,6 +215,7 @@ impl State {
                 self.servers[server_id.0 as usize].config.name
             );
             self.send_request(server_id, super::requests::Purpose::ReloadProjects);
+            self.project_files.forget_asked(server_id);
         }
         for (server_id, paths) in behind_index {
             let set = &mut self.servers[server_id.0 as usize].changed_behind_index;
@@ -394,7 +395,8 @@ impl State {
     }
 
     /// Handle one of the frontend ops ([`Op::DrainPassive`], [`Op::OpenPassive`],
-    /// [`Op::ClosePassive`], [`Op::SubscribeEvents`], [`Op::CurrentDiagnostics`],
+    /// [`Op::ClosePassive`], [`Op::SubscribeEvents`], [`Op::SubscribeProjectFiles`],
+    /// [`Op::CurrentDiagnostics`],
     /// [`Op::ServerDetails`], [`Op::OpenDocuments`]).
     pub(super) fn handle_frontend_op(&mut self, op: Op) {
         match op {
@@ -426,6 +428,9 @@ impl State {
                 self.frontend.consumers.remove(&consumer);
             }
             Op::SubscribeEvents { sender } => self.frontend.subscribers.push(sender),
+            Op::SubscribeProjectFiles { sender, sent } => {
+                self.project_files.subscribe(sender, sent)
+            }
             Op::CurrentDiagnostics { reply } => {
                 let order = self.server_order();
                 let files: Vec<(PathBuf, Vec<Diagnostic>)> = self

@@ -447,6 +447,9 @@ impl State {
             }
             _ => return,
         }
+        // A new process loads its projects anew: each document's project is asked for again.
+        self.project_files.forget_asked(server_id);
+        let server = &mut self.servers[server_id.0 as usize];
         let Some(command) = server.config.resolved_command.clone() else {
             server.state = ServerState::Failed {
                 reason: EngineError::Spawn {
@@ -760,7 +763,8 @@ impl State {
                     Purpose::Pull { .. }
                     | Purpose::Shutdown
                     | Purpose::Probe { .. }
-                    | Purpose::ReloadProjects,
+                    | Purpose::ReloadProjects
+                    | Purpose::ProjectFiles { .. },
                     _,
                 ) => {}
             }

@@ -37,6 +37,7 @@ pub use reply::{
 pub mod server_requests;
 mod settle;
 mod tsserver_probe;
+mod tsserver_project_files;
 mod tsserver_reload;
 pub use settle::SettleRule;
 
@@ -330,6 +331,17 @@ pub enum Op {
     PassiveCounter { reply: Sender<PassiveCounter> },
     /// Send every later [`FrontendEvent`] to `sender` (until its receiver is dropped).
     SubscribeEvents { sender: Sender<FrontendEvent> },
+    /// Send `sender` the files of tsserver's projects (typescript-language-server), the
+    /// current list at once when there is one and each changed list later, until its receiver
+    /// is dropped: absolute paths, sorted, at most 10,000. A watch stamps those its own
+    /// listing leaves out (git-ignored files, `node_modules` declarations), since tsserver does
+    /// not see every change to them (`tsserver_project_files.rs`).
+    /// `sent` counts the lists sent (added to before each send), so that the watch can tell a
+    /// list it has not taken yet.
+    SubscribeProjectFiles {
+        sender: Sender<ProjectFileList>,
+        sent: Arc<std::sync::atomic::AtomicU64>,
+    },
     /// Every file's current merged diagnostics (non-empty sets only), in path order.
     CurrentDiagnostics {
         reply: Sender<Vec<(PathBuf, Vec<Diagnostic>)>>,
@@ -345,6 +357,17 @@ pub enum Op {
     FilesChanged {
         changes: Vec<(PathBuf, WatchedChange)>,
     },
+}
+
+/// The files of tsserver's projects ([`Op::SubscribeProjectFiles`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProjectFileList {
+    /// Absolute paths, sorted, at most 10,000.
+    pub files: Vec<PathBuf>,
+    /// A time by which tsserver had read the files of the project that changed the list (when
+    /// it published the diagnostics that project gave): a file whose status changed after it
+    /// may be newer than what tsserver holds.
+    pub read_before: std::time::SystemTime,
 }
 
 /// How many diagnostic sets the loop has queued for passive delivery ([`Op::DrainPassive`]),

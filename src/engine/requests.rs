@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use lsp_server::ResponseError;
 use serde_json::{json, Value};
 
-use super::super::{tsserver_probe, tsserver_reload, EngineError};
+use super::super::{tsserver_probe, tsserver_project_files, tsserver_reload, EngineError};
 use super::{ServerState, State};
 use crate::process::ServerId;
 use crate::transport::RequestParams;
@@ -79,6 +79,13 @@ pub(super) enum Purpose {
     /// tsserver's `reloadProjects`, through `typescript.tsserverRequest`
     /// (`tsserver_reload.rs`); the answer is only logged.
     ReloadProjects,
+    /// tsserver's `projectInfo` with the file list of the project of the document at `path`
+    /// (`tsserver_project_files.rs`), for the watches; tsserver had read those files by
+    /// `read_before`.
+    ProjectFiles {
+        path: PathBuf,
+        read_before: std::time::SystemTime,
+    },
 }
 
 /// A frontend request waiting to be (re)sent: after a backoff, or for its server to start.
@@ -144,11 +151,7 @@ impl State {
         let (method, params): (Cow<str>, Cow<RequestParams>) = match &purpose {
             Purpose::Frontend { method, params, .. } => (method.into(), Cow::Borrowed(params)),
             Purpose::Pull { path, .. } => {
-                let uri = self
-                    .documents
-                    .get(path)
-                    .map(|doc| doc.uri.clone())
-                    .unwrap_or_default();
+                let uri = document_uri(&self.documents, path);
                 (
                     "textDocument/diagnostic".into(),
                     Cow::Owned(json!({ "textDocument": { "uri": uri } }).into()),
@@ -156,11 +159,7 @@ impl State {
             }
             Purpose::Shutdown => ("shutdown".into(), Cow::Owned(Value::Null.into())),
             Purpose::Probe { path, index, .. } => {
-                let uri = self
-                    .documents
-                    .get(path)
-                    .map(|doc| doc.uri.clone())
-                    .unwrap_or_default();
+                let uri = document_uri(&self.documents, path);
                 (
                     "workspace/executeCommand".into(),
                     Cow::Owned(
@@ -172,6 +171,13 @@ impl State {
                 "workspace/executeCommand".into(),
                 Cow::Owned(tsserver_reload::params().into()),
             ),
+            Purpose::ProjectFiles { path, .. } => {
+                let uri = document_uri(&self.documents, path);
+                (
+                    "workspace/executeCommand".into(),
+                    Cow::Owned(tsserver_project_files::params(&uri).into()),
+                )
+            }
         };
         let id = server.next_id();
         if let (Purpose::Frontend { reply, .. }, Some(process)) = (&purpose, server.process()) {
@@ -314,6 +320,22 @@ impl State {
                 }
             }
             Purpose::Shutdown => {}
+            Purpose::ProjectFiles { path, read_before } => {
+                match result {
+                    Ok(answer) => self.project_files.answered(server_id, &answer, read_before),
+                    Err(error) => log::debug!(
+                        "{name}: tsserver projectInfo for {}: {}",
+                        path.display(),
+                        error.message
+                    ),
+                }
+                // The check the ask was held for is done now.
+                if let Some(probe) = self.probes.get_mut(&(server_id, path)) {
+                    if probe.answered_at.is_none() && probe.answers.iter().all(Option::is_some) {
+                        probe.answered_at = Some(Instant::now());
+                    }
+                }
+            }
             Purpose::ReloadProjects => match result {
                 Ok(_) => log::debug!("{name}: tsserver reloaded its projects"),
                 Err(error) => log::warn!(
@@ -351,7 +373,17 @@ impl State {
                     path.display(),
                     probe.answers[index]
                 );
-                if probe.answers.iter().all(Option::is_some) {
+                if !probe.answers.iter().all(Option::is_some) {
+                    return;
+                }
+                // tsserver has loaded the document's project: the watches learn its files
+                // before the check counts as done, so that a file written right after the
+                // answer is seen (its folder watched, its status newer than `read_before`).
+                if self.project_files.ask(server_id, &path) {
+                    // It had read the project's files when it published.
+                    let read_before = std::time::SystemTime::now() - publish_at.elapsed();
+                    self.send_request(server_id, Purpose::ProjectFiles { path, read_before });
+                } else {
                     probe.answered_at = Some(Instant::now());
                 }
             }
@@ -464,6 +496,14 @@ fn is_transient(error: &ResponseError) -> bool {
             .unwrap_or(true),
         _ => false,
     }
+}
+
+/// The URI lspc sent the document at `path` under (empty when it holds none).
+fn document_uri(documents: &super::super::documents::Documents, path: &std::path::Path) -> String {
+    documents
+        .get(path)
+        .map(|doc| doc.uri.clone())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -65,7 +65,9 @@ pub(crate) struct Probe {
     pub publish_at: Instant,
     /// Per request of [`REQUESTS`]: not answered yet (`None`), failed (`Some(None)`) or its keys.
     pub answers: [Option<Option<Vec<Key>>>; 3],
-    /// When the last of the three answers arrived (`None` while one is missing).
+    /// When the last of the three answers arrived (`None` while one is missing), or when the
+    /// project files asked for with them arrived (`tsserver_project_files.rs`): the check
+    /// counts as done only once the watches have them.
     pub answered_at: Option<Instant>,
 }
 
@@ -82,6 +84,9 @@ impl Probe {
     /// What the answers say of `published`, the codes in `ignored` ([`ignored_codes`]) left out
     /// of the answers.
     pub(crate) fn outcome(&self, published: &[Box<RawValue>], ignored: &[String]) -> ProbeOutcome {
+        if self.answered_at.is_none() {
+            return ProbeOutcome::Pending;
+        }
         let mut expected: Vec<Key> = Vec::new();
         for answer in &self.answers {
             match answer {
@@ -252,12 +257,13 @@ mod tests {
         json!({"start": {"line": line, "offset": offset}, "end": {"line": line, "offset": end}, "code": code, "text": "m"})
     }
 
-    /// A probe whose three answers are `bodies` (tsserver diagnostics; `None`: failed).
+    /// A probe whose three answers are `bodies` (tsserver diagnostics; `None`: failed), done.
     fn probe(bodies: [Option<Vec<Value>>; 3]) -> Probe {
         let mut probe = Probe::new(1, Instant::now());
         probe.answers = bodies.map(|body| {
             Some(body.map(|body| answer_keys(&json!({"success": true, "body": body})).unwrap()))
         });
+        probe.answered_at = Some(Instant::now());
         probe
     }
 
@@ -308,6 +314,10 @@ mod tests {
         // A clean file: three empty answers confirm an empty publish.
         let clean = probe([Some(vec![]), Some(vec![]), Some(vec![])]);
         assert_eq!(clean.outcome(&[], &[]), ProbeOutcome::Confirmed);
+        // Its project's files still on their way to the watches: not done yet.
+        let mut held = clean.clone();
+        held.answered_at = None;
+        assert_eq!(held.outcome(&[], &[]), ProbeOutcome::Pending);
         // Unanswered, then failed.
         let mut pending = probe([Some(vec![]), Some(vec![]), Some(vec![])]);
         pending.answers[1] = None;

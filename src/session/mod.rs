@@ -36,6 +36,7 @@ pub mod fallback;
 pub mod hash;
 pub mod logs;
 pub mod paths;
+pub mod project_files;
 pub mod query_workers;
 pub mod reload;
 pub mod server;

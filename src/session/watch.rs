@@ -25,6 +25,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -61,6 +62,8 @@ pub struct Snapshot {
     stamps: HashMap<PathBuf, Stamp>,
     /// Per `node_modules` folder, its packages' stamps ([`package_stamps`]).
     packages: HashMap<PathBuf, HashMap<PathBuf, Stamp>>,
+    /// The files of tsserver's projects the listing leaves out (`session/project_files.rs`).
+    project_files: super::project_files::ProjectFiles,
     scanned: bool,
     warned: bool,
     warned_packages: bool,
@@ -168,8 +171,21 @@ impl Snapshot {
                 changes.push((folder.clone(), WatchedChange::Changed));
             }
         }
+        changes.extend(self.project_files.scan(&self.stamps));
         crate::sorting::sort_by(&mut changes, |a, b| a.0.cmp(&b.0));
         changes
+    }
+}
+
+impl Snapshot {
+    /// Watch `files` (the engine's list of tsserver's project files) besides the listing,
+    /// from the next scan on.
+    pub fn set_project_files(&mut self, list: crate::engine::ProjectFileList) {
+        self.project_files.set(list, &self.stamps);
+        log::debug!(
+            "the watch stamps {} project file(s) the workspace listing leaves out",
+            self.project_files.len()
+        );
     }
 }
 
@@ -227,7 +243,16 @@ pub fn run(
     scan_requests: Receiver<ScanRequest>,
     has_clients: impl Fn() -> bool,
 ) {
-    run_with_events(root, op_sender, stop, scan_requests, has_clients, None);
+    let lists = ProjectLists::default();
+    run_with_events(
+        root,
+        op_sender,
+        stop,
+        scan_requests,
+        has_clients,
+        None,
+        &lists,
+    );
 }
 
 /// [`run`] for the requests that check `freshness`: its folder events are kept watching the
@@ -241,11 +266,22 @@ pub fn run_fresh(
     freshness: &Freshness,
 ) {
     let events = freshness.events.as_ref();
-    run_with_events(root, op_sender, stop, scan_requests, has_clients, events);
+    let lists = &freshness.lists;
+    run_with_events(
+        root,
+        op_sender,
+        stop,
+        scan_requests,
+        has_clients,
+        events,
+        lists,
+    );
 }
 
-/// [`run`], keeping `events` watching the folders of the files each scan lists (their queue is
-/// read just before each scan, so an event queued before a [`ScanRequest`] is covered by it).
+/// [`run`], keeping `events` watching the folders of the files each scan lists and of the
+/// project files the engine sends ([`Op::SubscribeProjectFiles`], counted in `lists`); the
+/// event queue is read just before each scan, so an event queued before a [`ScanRequest`] is
+/// covered by it.
 fn run_with_events(
     root: PathBuf,
     op_sender: LoopSender<Op>,
@@ -253,12 +289,21 @@ fn run_with_events(
     scan_requests: Receiver<ScanRequest>,
     has_clients: impl Fn() -> bool,
     events: Option<&DirEvents>,
+    lists: &ProjectLists,
 ) {
     let mut watched_folders: std::collections::HashSet<PathBuf> = Default::default();
     let mut snapshot = Snapshot::default();
     let mut last_client = std::time::Instant::now();
     let mut last_scan: Option<std::time::Instant> = None;
     let mut scan_requests = scan_requests;
+    let (project_files_sender, mut project_files) = crossbeam_channel::unbounded();
+    let subscribe = Op::SubscribeProjectFiles {
+        sender: project_files_sender,
+        sent: Arc::clone(&lists.sent),
+    };
+    if op_sender.send(subscribe).is_err() {
+        return;
+    }
     loop {
         if has_clients() {
             last_client = std::time::Instant::now();
@@ -269,6 +314,7 @@ fn run_with_events(
             QUIET_SCAN_INTERVAL
         };
         let mut requested: Option<ScanRequest> = None;
+        let mut heard = Vec::new();
         if last_scan.is_some_and(|scanned| scanned.elapsed() < interval) {
             select! {
                 recv(stop) -> _ => return,
@@ -277,11 +323,34 @@ fn run_with_events(
                     // Every requester is gone: keep scanning on the interval only.
                     Err(_) => scan_requests = crossbeam_channel::never(),
                 },
+                recv(project_files) -> list => match list {
+                    Ok(list) => heard.push(list),
+                    Err(_) => project_files = crossbeam_channel::never(),
+                },
                 default(Duration::from_millis(500)) => {}
             }
-            if requested.is_none() {
+            if requested.is_none() && heard.is_empty() {
                 continue;
             }
+        }
+        heard.extend(project_files.try_iter());
+        let taken = heard.len() as u64;
+        for list in heard {
+            if let Some(events) = events {
+                // Watched before the files are stamped: a write between the two raises an
+                // event.
+                let folders = list.files.iter().filter_map(|file| file.parent());
+                watch_new_folders(events, folders, &mut watched_folders);
+            }
+            snapshot.set_project_files(list);
+        }
+        // A new list needs a scan only for files written since tsserver read them.
+        if requested.is_none() && taken > 0 && !snapshot.project_files.has_newer() {
+            if let Some(events) = events {
+                watch_folders(events, &snapshot, &root, &mut watched_folders);
+            }
+            lists.taken.fetch_add(taken, Ordering::SeqCst);
+            continue;
         }
         last_scan = Some(std::time::Instant::now());
         if let Some(events) = events {
@@ -289,43 +358,7 @@ fn run_with_events(
         }
         let changes = snapshot.scan(&root);
         if let Some(events) = events {
-            // The `node_modules` folders and their scope folders too (`npm install` adds a
-            // package there).
-            let folders: std::collections::HashSet<&Path> =
-                std::iter::once(root.as_path())
-                    .chain(snapshot.stamps.keys().filter_map(|file| file.parent()))
-                    .chain(snapshot.packages.keys().map(PathBuf::as_path))
-                    .chain(snapshot.packages.values().flat_map(|packages| {
-                        packages.keys().filter_map(|package| package.parent())
-                    }))
-                    .collect();
-            // A folder that holds no listed file now may be gone, and its watch with it (the
-            // kernel drops the watch of a deleted folder): watched again if it comes back.
-            watched_folders.retain(|folder| folders.contains(folder.as_path()));
-            let mut folders: Vec<&Path> = folders.into_iter().collect();
-            // Path order, so the folders watched under the bound do not vary from scan to scan.
-            folders.sort_unstable();
-            for folder in folders {
-                if watched_folders.len() >= MAX_WATCHED_FOLDERS {
-                    // Watches are a per-user budget shared with editors and other tools.
-                    if !events
-                        .warned
-                        .swap(true, std::sync::atomic::Ordering::Relaxed)
-                    {
-                        log::info!(
-                            "{} has more than {MAX_WATCHED_FOLDERS} folders with files; changes \
-                             in the others are noticed by the scan every {} s",
-                            root.display(),
-                            SCAN_INTERVAL.as_secs()
-                        );
-                    }
-                    break;
-                }
-                if !watched_folders.contains(folder) {
-                    events.watch(folder);
-                    watched_folders.insert(folder.to_path_buf());
-                }
-            }
+            watch_folders(events, &snapshot, &root, &mut watched_folders);
         }
         if !changes.is_empty() {
             log::info!("{} file(s) changed on disk", changes.len());
@@ -333,9 +366,81 @@ fn run_with_events(
                 return;
             }
         }
+        // Only now: a request that saw these lists waiting is sent after their changes.
+        lists.taken.fetch_add(taken, Ordering::SeqCst);
         if let Some(done) = requested {
             let _ = done.send(());
         }
+    }
+}
+
+/// Has `events` watch the folders of `snapshot`'s files (at most [`MAX_WATCHED_FOLDERS`], in
+/// path order): the root, each listed file's folder, the `node_modules` folders and their
+/// scope folders (`npm install` adds a package there), and the project files' folders (watched
+/// again each time). `watched` is what is watched already.
+fn watch_folders(
+    events: &DirEvents,
+    snapshot: &Snapshot,
+    root: &Path,
+    watched: &mut std::collections::HashSet<PathBuf>,
+) {
+    let project_folders = snapshot.project_files.folders();
+    let folders: std::collections::HashSet<&Path> = std::iter::once(root)
+        .chain(snapshot.stamps.keys().filter_map(|file| file.parent()))
+        .chain(snapshot.packages.keys().map(PathBuf::as_path))
+        .chain(
+            snapshot
+                .packages
+                .values()
+                .flat_map(|packages| packages.keys().filter_map(|package| package.parent())),
+        )
+        .chain(project_folders.iter().map(PathBuf::as_path))
+        .collect();
+    // A folder that holds no listed file now may be gone, and its watch with it (the kernel
+    // drops the watch of a deleted folder): watched again if it comes back.
+    watched.retain(|folder| folders.contains(folder.as_path()));
+    let mut folders: Vec<&Path> = folders.into_iter().collect();
+    // Path order, so the folders watched under the bound do not vary from scan to scan.
+    folders.sort_unstable();
+    watch_new_folders(events, folders.iter().copied(), watched);
+    // Again: a generator that removes its output folder and makes it anew (`prisma generate`)
+    // leaves the old watch on the removed folder; watching the same folder again costs one call
+    // and keeps its watch.
+    for folder in project_folders
+        .iter()
+        .filter(|folder| watched.contains(*folder))
+    {
+        events.watch(folder);
+    }
+}
+
+/// Has `events` watch each of `folders` not in `watched` yet, while `watched` holds fewer than
+/// [`MAX_WATCHED_FOLDERS`] (the first time past it is logged).
+fn watch_new_folders<'a>(
+    events: &DirEvents,
+    folders: impl Iterator<Item = &'a Path>,
+    watched: &mut std::collections::HashSet<PathBuf>,
+) {
+    for folder in folders {
+        if watched.contains(folder) {
+            continue;
+        }
+        if watched.len() >= MAX_WATCHED_FOLDERS {
+            // Watches are a per-user budget shared with editors and other tools.
+            if !events
+                .warned
+                .swap(true, std::sync::atomic::Ordering::Relaxed)
+            {
+                log::info!(
+                    "more than {MAX_WATCHED_FOLDERS} folders hold watched files; changes in the \
+                     others are noticed by the scan every {} s",
+                    SCAN_INTERVAL.as_secs()
+                );
+            }
+            return;
+        }
+        events.watch(folder);
+        watched.insert(folder.to_path_buf());
     }
 }
 
@@ -357,7 +462,26 @@ pub struct WatchThread {
 /// raise no event here; they are found by the periodic scan.
 pub struct Freshness {
     events: Option<DirEvents>,
+    lists: ProjectLists,
     scan_requests: Sender<ScanRequest>,
+}
+
+/// How many lists of tsserver's project files the engine sent the watch
+/// ([`Op::SubscribeProjectFiles`]) and how many the watch has taken into account (stamped, and
+/// scanned when one of their files was newer than tsserver's read): a request made while they
+/// differ waits for a scan, since the engine sends a list before it answers the diagnostics it
+/// was asked for with (`engine/tsserver_project_files.rs`).
+#[derive(Default)]
+pub struct ProjectLists {
+    sent: Arc<AtomicU64>,
+    taken: AtomicU64,
+}
+
+impl ProjectLists {
+    /// Whether a list was sent that the watch has not taken into account yet.
+    fn waiting(&self) -> bool {
+        self.sent.load(Ordering::SeqCst) != self.taken.load(Ordering::SeqCst)
+    }
 }
 
 impl Freshness {
@@ -366,14 +490,16 @@ impl Freshness {
     pub fn new(scan_requests: Sender<ScanRequest>) -> Arc<Freshness> {
         Arc::new(Freshness {
             events: DirEvents::start(),
+            lists: ProjectLists::default(),
             scan_requests,
         })
     }
 
-    /// Whether a folder event is queued that no scan has covered yet; `false` without inotify
-    /// (then only the periodic scans notice changes).
+    /// Whether a folder event is queued that no scan has covered yet (`false` without inotify:
+    /// then only the periodic scans notice changes), or a list of project files the watch has
+    /// not taken into account.
     pub fn stale(&self) -> bool {
-        self.events.as_ref().is_some_and(DirEvents::pending)
+        self.lists.waiting() || self.events.as_ref().is_some_and(DirEvents::pending)
     }
 
     /// Wait (at most [`SCAN_REQUEST_TIMEOUT`]) until a scan has announced what changed.

@@ -616,8 +616,10 @@ pub fn split(op: Op) -> Split {
         ),
         // `SyncRequest` carries a closure: the proxy runs it as a `Sync` and then a `Request`.
         // `PassiveCounter` shares memory, so it stays unanswered (the frontend always drains).
+        // `SubscribeProjectFiles` is a watch's, and a session watches with its own.
         op @ (Op::Shutdown { .. }
         | Op::FilesChanged { .. }
+        | Op::SubscribeProjectFiles { .. }
         | Op::SyncRequest { .. }
         | Op::PassiveCounter { .. }) => Split::Local(op),
     }

@@ -3841,6 +3841,91 @@ fn a_pnpm_package_linked_to_another_version_is_seen_at_once() {
     }
 }
 
+/// helper-66's trial on sindresorhus/ky: files git ignores that tsserver's project holds were
+/// answered from their old text, clean and complete, after they changed: declarations that
+/// `prisma generate` writes into `node_modules/.prisma/client` (tsserver's own watch ignores
+/// every path with `/node_modules/.` in it; 60 s and more, and a warm `lspc check` exited 0
+/// where tsc said 2 errors), and a generated module in a git-ignored folder that
+/// `tsconfig.json` includes (2.8-3.8 s). The watch now stamps the files tsserver's projects
+/// hold that git does not list (`engine/tsserver_project_files.rs`). The package here
+/// re-exports a hidden folder of `node_modules` as `@prisma/client` does.
+#[test]
+fn files_git_ignores_that_the_project_holds_are_seen_when_rewritten() {
+    require_program!("typescript-language-server");
+    let workspace = greet_workspace("project-files-ignored");
+    workspace
+        .file(".gitignore", "node_modules/\nsrc/gen/\n")
+        .file(
+            "node_modules/greet/package.json",
+            r#"{"name": "greet", "version": "1.0.0", "types": "index.d.ts"}"#,
+        )
+        .file(
+            "node_modules/greet/index.d.ts",
+            "export * from \".greet/default\";\n",
+        )
+        .file(
+            "node_modules/.greet/default.d.ts",
+            "export declare function greet(name: string): string;\n",
+        )
+        .file("src/gen/size.ts", "export const size: number = 1;\n")
+        .file(
+            "src/app.ts",
+            "import { greet } from \"greet\";\nimport { size } from \"./gen/size\";\n\
+             const s: string = greet(\"a\");\nconst n: number = size;\nconsole.log(s, n);\n",
+        );
+    git_add_all(&workspace);
+    let config = workspace.config(json!({ "typescript": typescript_entry() }));
+    let mut batch = BatchSession::start(&workspace, &config, 60);
+    let error = |line, message: &str| vec![(line, 7, "error".to_owned(), message.to_owned())];
+    let generated = workspace.path("node_modules/.greet");
+    let generate = |returns: &str| {
+        // As `prisma generate` does: the folder removed and written anew.
+        std::fs::remove_dir_all(&generated).unwrap();
+        workspace.file(
+            "node_modules/.greet/default.d.ts",
+            &format!("export declare function greet(name: string): {returns};\n"),
+        );
+    };
+    assert_eq!(complete_diagnostics(&mut batch, 1, "src/app.ts"), []);
+    // Written in place (`patch-package`).
+    workspace.file(
+        "node_modules/.greet/default.d.ts",
+        "export declare function greet(name: string): number;\n",
+    );
+    let number_to_string = error(3, "Type 'number' is not assignable to type 'string'.");
+    assert_eq!(
+        complete_diagnostics(&mut batch, 2, "src/app.ts"),
+        number_to_string
+    );
+    generate("string");
+    assert_eq!(complete_diagnostics(&mut batch, 3, "src/app.ts"), []);
+    generate("number");
+    assert_eq!(
+        complete_diagnostics(&mut batch, 4, "src/app.ts"),
+        number_to_string
+    );
+    generate("string");
+    assert_eq!(complete_diagnostics(&mut batch, 5, "src/app.ts"), []);
+    // The module in the ignored folder, written in place.
+    workspace.file("src/gen/size.ts", "export const size: string = \"1\";\n");
+    let string_to_number = error(4, "Type 'string' is not assignable to type 'number'.");
+    assert_eq!(
+        complete_diagnostics(&mut batch, 6, "src/app.ts"),
+        string_to_number
+    );
+    let (status, stderr) = batch.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    if which("tsc").is_some() {
+        let cli = tool_output(&workspace, "tsc", &["--noEmit", "-p", "."]);
+        assert!(
+            cli.contains(
+                "src/app.ts(4,7): error TS2322: Type 'string' is not assignable to type 'number'."
+            ),
+            "{cli}"
+        );
+    }
+}
+
 /// A strict TypeScript workspace (bundler resolution, `node_modules/` ignored by git) whose
 /// `src/app.ts` assigns `greet("a")`, from the package `greet`, to a string; no package yet.
 fn greet_workspace(name: &str) -> Workspace {
