@@ -12,7 +12,9 @@
 //! a listed `package.json` (ignored by git, so not listed) are stamped too: when one is added,
 //! removed or replaced (`npm install`), the folder itself is reported changed (`Replaced` when a
 //! package link changed: pnpm), for the servers that resolve imports there
-//! (`engine/tsserver_reload.rs`).
+//! (`engine/tsserver_reload.rs`). The files tsserver's projects hold that the listing leaves out
+//! (git-ignored: a package's declarations, a generated module) are stamped too, from the list
+//! the engine sends ([`Op::SubscribeProjectFiles`], `session/project_files.rs`).
 //! Invariants:
 //! - At most [`MAX_WATCHED_FILES`] files are watched (the first ones in path order); beyond that
 //!   the rest are not announced, and the log says so once.

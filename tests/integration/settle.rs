@@ -850,12 +850,21 @@ fn confirmed_unversioned_publish_through_delays_and_its_fallback() {
             // Settled by the quiet period after the 600 ms publish.
             assert!(elapsed >= Duration::from_millis(2000), "{elapsed:?}");
         }
-        let probes = workspace
+        let commands: Vec<Value> = workspace
             .transcript("typescript-language-server")
             .iter()
             .filter(|entry| entry["message"]["method"] == "workspace/executeCommand")
-            .count();
-        assert_eq!(probes, 6, "{name}: two publishes, three requests each");
+            .map(|entry| entry["message"]["params"]["arguments"][0].clone())
+            .collect();
+        let probes = commands.iter().filter(|command| *command != "projectInfo");
+        assert_eq!(
+            probes.count(),
+            6,
+            "{name}: two publishes, three requests each"
+        );
+        // The project's files, for the watch, once the first publish was confirmed or not.
+        let project = commands.iter().filter(|command| *command == "projectInfo");
+        assert_eq!(project.count(), 1, "{name}: {commands:?}");
     }
 }
 
@@ -1068,7 +1077,8 @@ fn an_unanswered_tsserver_probe_holds_a_first_query() {
 /// A fixture server named typescript-language-server offering `typescript.tsserverRequest`: at
 /// the open it publishes `[]` (the syntactic set), then the markers after `publish_after_ms`,
 /// without versions. The semantic request of the first probe (the 2nd `executeCommand`) runs
-/// `first_semantic`, that of the second probe (the 5th) `second_semantic`; the others answer `[]`.
+/// `first_semantic`, that of the second probe (the 6th: the 4th asks for the project's files,
+/// once the first probe is answered) `second_semantic`; the others answer `[]`.
 fn tsserver_like_scenario(
     publish_after_ms: u64,
     first_semantic: Value,
@@ -1080,7 +1090,7 @@ fn tsserver_like_scenario(
             {"after": publish_after_ms, "actions": [{"publish": {"version": "omit", "diagnostics": "markers"}}]}
         ]},
         {"method": "workspace/executeCommand", "nth": 2, "actions": first_semantic},
-        {"method": "workspace/executeCommand", "nth": 5, "actions": second_semantic},
+        {"method": "workspace/executeCommand", "nth": 6, "actions": second_semantic},
         {"method": "workspace/executeCommand", "actions": [tsserver_reply(json!([]))]}
     ]))
 }
