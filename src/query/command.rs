@@ -347,7 +347,7 @@ pub struct Handoff<T> {
     /// The instant answer is to be asked again the blocking way, which waits where the instant
     /// route cannot: a definition from a disk index into a file other than the asked one that
     /// does not show the asked name where it points, or that changed on disk since the server
-    /// last had it open (`query::asks_again`; the blocking route
+    /// last had it open (`query::instant_definition`; the blocking route
     /// opens that file, waits for the server to analyse it and asks once more). Runs on the
     /// thread that got the answer (the server's reader), instead of `finish`; must not block.
     /// `None`: such an answer is finished as it is, with its note.
@@ -393,24 +393,21 @@ pub fn start_detached<T: Send + 'static>(
             super::FirstRequest::definition(*kind),
             {
                 let again = request.clone();
-                Box::new(move |payload, mut target, answer| {
-                    if let (Some(ask_again), Ok(body)) = (ask_again, &answer) {
-                        if super::asks_again(&mut target, body) {
+                Box::new(move |payload, target, answer| {
+                    let (result, behind) = match answer {
+                        Ok(body) => super::instant_definition(target, &body),
+                        Err(error) => return finish(payload, Err(QueryError::Engine(error))),
+                    };
+                    match ask_again {
+                        Some(ask_again) if behind => {
                             log::debug!(
                                 "instant definition: a file behind the server's index; asked \
                                  again the blocking way"
                             );
-                            return ask_again(again, payload);
+                            ask_again(again, payload)
                         }
+                        _ => finish(payload, Ok(locations_answer(result, &root, rendering))),
                     }
-                    let answer = answer.map_err(QueryError::Engine).map(|answer| {
-                        locations_answer(
-                            super::definition_result_of(target, &answer, None),
-                            &root,
-                            rendering,
-                        )
-                    });
-                    finish(payload, answer);
                 })
             },
         ),

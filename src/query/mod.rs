@@ -397,9 +397,16 @@ impl Queries {
         // clangd's background index may be older than the files it points into: each such
         // file is opened (its diagnostics waited for: clangd's index then has its open text)
         // and the question asked once more.
-        let behind = files_behind_the_index(&mut target, &answer);
+        let locations = definition_locations(&mut target, parse_locations(&answer));
+        let not_showing = not_showing_the_name(&target, &locations);
+        let behind = behind_the_index(&target, &locations, &not_showing);
         if behind.is_empty() {
-            return Ok(definition_result(target, &answer, incomplete));
+            let note = stale_index_note(&target, &not_showing);
+            return Ok(LocationsResult {
+                incomplete: with_note(incomplete, note),
+                locations,
+                server: target.server.name,
+            });
         }
         for file in &behind {
             log::debug!(
@@ -1266,21 +1273,28 @@ fn raw_locations_of(answer: &AnswerBody) -> Vec<locations::RawLocation> {
     }
 }
 
-/// [`definition_result`] of an instant answer (typed when it is raw).
-fn definition_result_of(
-    mut target: Target,
-    answer: &AnswerBody,
-    incomplete: Option<String>,
-) -> LocationsResult {
-    let raw = raw_locations_of(answer);
-    let mut locations = resolve_all(&mut target, raw);
+/// A definition answer's locations, resolved, in the server's order without exact duplicates.
+fn definition_locations(target: &mut Target, raw: Vec<locations::RawLocation>) -> Vec<Location> {
+    let mut locations = resolve_all(target, raw);
     dedup_in_order(&mut locations);
-    let incomplete = with_note(incomplete, stale_index_note(&target, &locations));
-    LocationsResult {
+    locations
+}
+
+/// An instant definition answer (typed when it is raw), resolved once: its result, and whether
+/// it points into a file other than the asked one that may be newer than the server's index
+/// ([`behind_the_index`]; only for servers that answer from a disk index), when the caller
+/// asks again the blocking way rather than finish with the result's note.
+fn instant_definition(mut target: Target, answer: &AnswerBody) -> (LocationsResult, bool) {
+    let locations = definition_locations(&mut target, raw_locations_of(answer));
+    let not_showing = not_showing_the_name(&target, &locations);
+    let behind = !behind_the_index(&target, &locations, &not_showing).is_empty();
+    let incomplete = stale_index_note(&target, &not_showing);
+    let result = LocationsResult {
         incomplete,
         locations,
         server: target.server.name,
-    }
+    };
+    (result, behind)
 }
 
 /// The identifier at the asked position of `target`'s document; `None` for a whole-file
@@ -1305,21 +1319,32 @@ fn asked_name(target: &Target) -> Option<String> {
     crate::word_occurrences::identifier_at(line, column)
 }
 
+/// The locations of a definition answer that do not show the name asked about, with that
+/// name ([`not_showing_the_name`]).
+struct NotShowing<'a> {
+    name: String,
+    locations: Vec<&'a Location>,
+}
+
 /// The locations of a definition answer from a server answering from a disk index
 /// ([`ServerInfo::indexed_from_disk`], clangd) that do not show the name asked about where
 /// they point on disk (the name, whole, at the location's start column): the index may
 /// describe an older text of that file. Comparing the whole line passed a comment naming the
 /// function on the line above it and a column shifted on the same line (a new user's trial on
-/// DaveGamble/cJSON: `cJSON.c:2594` where 2595 was right, `1968:23` for `1968:25`). Empty for
+/// DaveGamble/cJSON: `cJSON.c:2594` where 2595 was right, `1968:23` for `1968:25`). None for
 /// other servers.
-fn not_showing_the_name<'a>(target: &Target, locations: &'a [Location]) -> Vec<&'a Location> {
+fn not_showing_the_name<'a>(target: &Target, locations: &'a [Location]) -> NotShowing<'a> {
+    let none = NotShowing {
+        name: String::new(),
+        locations: Vec::new(),
+    };
     if !target.server.indexed_from_disk {
-        return Vec::new();
+        return none;
     }
     let Some(name) = asked_name(target) else {
-        return Vec::new();
+        return none;
     };
-    locations
+    let locations = locations
         .iter()
         .filter(|location| {
             location
@@ -1327,7 +1352,8 @@ fn not_showing_the_name<'a>(target: &Target, locations: &'a [Location]) -> Vec<&
                 .as_deref()
                 .is_some_and(|text| !shows_at(text, location.column, &name))
         })
-        .collect()
+        .collect();
+    NotShowing { name, locations }
 }
 
 /// Whether `line` holds the identifier `name`, whole, at 1-based character `column`.
@@ -1344,31 +1370,21 @@ fn shows_at(line: &str, column: u32, name: &str) -> bool {
                 .is_some_and(crate::word_occurrences::is_identifier_char))
 }
 
-/// Whether an instant definition answer is to be asked again the blocking way
-/// ([`command::Handoff::ask_again`]): it points into a file other than the asked one that may
-/// be newer than the server's index ([`behind_the_index`]). Always `false` for servers that do
-/// not answer from a disk index.
-fn asks_again(target: &mut Target, answer: &AnswerBody) -> bool {
-    if !target.server.indexed_from_disk {
-        return false;
-    }
-    let locations = resolve_all(target, raw_locations_of(answer));
-    !behind_the_index(target, &locations).is_empty()
-}
-
 /// The files other than the asked one that a definition answer from a disk index points into
 /// and that may be newer than the index, each once: those that do not show the asked name
-/// where the answer points ([`not_showing_the_name`]), and those changed on disk since the
-/// server last had them open ([`ServerInfo::changed_behind_index`]), whatever they show.
-fn behind_the_index(target: &Target, locations: &[Location]) -> Vec<PathBuf> {
+/// where the answer points (`not_showing`, [`not_showing_the_name`] of `locations`), and
+/// those changed on disk since the server last had them open
+/// ([`ServerInfo::changed_behind_index`]), whatever they show.
+fn behind_the_index(
+    target: &Target,
+    locations: &[Location],
+    not_showing: &NotShowing,
+) -> Vec<PathBuf> {
     let changed = locations
         .iter()
         .filter(|location| target.server.changed_behind_index.contains(&location.path));
     let mut files: Vec<PathBuf> = Vec::new();
-    for location in not_showing_the_name(target, locations)
-        .into_iter()
-        .chain(changed)
-    {
+    for location in not_showing.locations.iter().copied().chain(changed) {
         if location.path != target.doc.path && !files.contains(&location.path) {
             files.push(location.path.clone());
         }
@@ -1376,22 +1392,12 @@ fn behind_the_index(target: &Target, locations: &[Location]) -> Vec<PathBuf> {
     files
 }
 
-/// [`behind_the_index`] of a blocking definition answer; empty for servers that do not answer
-/// from a disk index (no resolution of every answer twice for them).
-fn files_behind_the_index(target: &mut Target, answer: &Value) -> Vec<PathBuf> {
-    if !target.server.indexed_from_disk {
-        return Vec::new();
-    }
-    let locations = resolved_locations(target, answer);
-    behind_the_index(target, &locations)
-}
-
 /// A note for definitions whose line does not show the name asked about
 /// ([`not_showing_the_name`]), naming the first.
-fn stale_index_note(target: &Target, locations: &[Location]) -> Option<String> {
-    let suspect = not_showing_the_name(target, locations);
+fn stale_index_note(target: &Target, not_showing: &NotShowing) -> Option<String> {
+    let suspect = &not_showing.locations;
     let first = suspect.first()?;
-    let name = asked_name(target).unwrap_or_default();
+    let name = &not_showing.name;
     Some(format!(
         "{} of the definitions {} gave {} not show `{name}` where {} ({}:{}:{}): its index \
          may be older than that file (clangd's background index follows a file changed on \
@@ -1455,13 +1461,12 @@ fn definition_result(
     answer: &Value,
     incomplete: Option<String>,
 ) -> LocationsResult {
-    let mut locations = resolved_locations(&mut target, answer);
-    dedup_in_order(&mut locations);
-    let incomplete = with_note(incomplete, stale_index_note(&target, &locations));
+    let locations = definition_locations(&mut target, parse_locations(answer));
+    let note = stale_index_note(&target, &not_showing_the_name(&target, &locations));
     LocationsResult {
+        incomplete: with_note(incomplete, note),
         locations,
         server: target.server.name,
-        incomplete,
     }
 }
 
