@@ -225,6 +225,10 @@ impl State {
             let room = MAX_CHANGED_BEHIND_INDEX.saturating_sub(set.len());
             set.extend(paths.into_iter().take(room));
         }
+        for server_id in &told {
+            // A file made or written may bring project files it imports.
+            self.project_files.forget_asked(*server_id);
+        }
         if !told.is_empty() {
             self.documents
                 .mark_stale_analysis(&told, std::path::Path::new(""));

@@ -333,7 +333,7 @@ pub enum Op {
     SubscribeEvents { sender: Sender<FrontendEvent> },
     /// Send `sender` the files of tsserver's projects (typescript-language-server), the
     /// current list at once when there is one and each changed list later, until its receiver
-    /// is dropped: absolute paths, sorted, at most 10,000. A watch stamps those its own
+    /// is dropped: absolute paths, sorted, at most 10,000, every file any project listed. A watch stamps those its own
     /// listing leaves out (git-ignored files, `node_modules` declarations), since tsserver does
     /// not see every change to them (`tsserver_project_files.rs`).
     /// `sent` counts the lists sent (added to before each send), so that the watch can tell a

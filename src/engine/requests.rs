@@ -379,7 +379,7 @@ impl State {
                 // tsserver has loaded the document's project: the watches learn its files
                 // before the check counts as done, so that a file written right after the
                 // answer is seen (its folder watched, its status newer than `read_before`).
-                if self.project_files.ask(server_id, &path) {
+                if self.project_files.ask(server_id, &path, version) {
                     // It had read the project's files when it published.
                     let read_before = std::time::SystemTime::now() - publish_at.elapsed();
                     self.send_request(server_id, Purpose::ProjectFiles { path, read_before });

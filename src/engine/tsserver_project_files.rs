@@ -12,14 +12,16 @@
 //! tsserver knows exactly what its projects hold: its `projectInfo` request with
 //! `needFileNameList` lists every file of the project a file belongs to (1-4 ms for ky's 98
 //! files), and typescript-language-server forwards it through `workspace/executeCommand`
-//! `typescript.tsserverRequest`. The loop asks it once per document whose diagnostics tsserver
-//! confirmed (`tsserver_probe.rs`: the project is loaded by then), and again after a reload,
-//! and sends the union of every project's files to the watches that subscribed
+//! `typescript.tsserverRequest`. The loop asks it for each document version whose diagnostics
+//! tsserver confirmed (`tsserver_probe.rs`: the project is loaded by then), and again after a
+//! reload, a restart or files changed on disk (a regenerated file may import new ones), and
+//! sends the union of every file any project listed (a file leaves no list: one a generator
+//! removed, asked for meanwhile, is watched when it comes back) to the watches that subscribed
 //! ([`crate::engine::Op::SubscribeProjectFiles`]); a change the watch finds in one reaches
 //! tsserver as any other (`frontend_events.rs`: a file written in place is sent open and closed,
 //! one made or removed reloads the projects).
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -43,9 +45,12 @@ pub(crate) const MAX_PROJECT_FILES: usize = 10_000;
 pub(super) struct ProjectFiles {
     /// Each watch's sender and its count of lists sent.
     subscribers: Vec<(Sender<ProjectFileList>, Arc<AtomicU64>)>,
-    /// Per server, per project (tsserver's `configFileName`), its files.
-    projects: BTreeMap<ServerId, BTreeMap<String, Vec<PathBuf>>>,
-    asked: HashSet<(ServerId, PathBuf)>,
+    /// Per server, per project (tsserver's `configFileName`), every file it listed: a file
+    /// leaves no list, so that one removed (a generator's output folder deleted, the project
+    /// asked for meanwhile) is still watched when it comes back.
+    projects: BTreeMap<ServerId, BTreeMap<String, BTreeSet<PathBuf>>>,
+    /// Per (server, document), the document version its project was last asked for at.
+    asked: HashMap<(ServerId, PathBuf), i32>,
     /// The list the subscribers were last sent.
     sent: Option<ProjectFileList>,
     warned: bool,
@@ -62,19 +67,27 @@ impl ProjectFiles {
         self.subscribers.push((sender, sent));
     }
 
-    /// Whether the project of `path` on `server_id` is to be asked for now: a watch listens
-    /// and it was not asked since the server's last reload. Marks it asked.
-    pub(super) fn ask(&mut self, server_id: ServerId, path: &std::path::Path) -> bool {
-        if self.subscribers.is_empty() || self.asked.contains(&(server_id, path.to_path_buf())) {
+    /// Whether the project of `path` on `server_id`, checked at `version`, is to be asked for
+    /// now: a watch listens, and it was not asked at that version since the server last
+    /// reloaded, restarted or heard of files changed on disk (an edit or a regenerated file
+    /// may import files the project did not hold). Marks it asked.
+    pub(super) fn ask(
+        &mut self,
+        server_id: ServerId,
+        path: &std::path::Path,
+        version: i32,
+    ) -> bool {
+        if self.subscribers.is_empty() {
             return false;
         }
-        self.asked.insert((server_id, path.to_path_buf()))
+        let key = (server_id, path.to_path_buf());
+        self.asked.insert(key, version) != Some(version)
     }
 
-    /// `server_id` reloaded or restarted: its projects' files may differ, each document's
-    /// project is asked for again.
+    /// `server_id` reloaded, restarted or heard of files changed on disk: its projects' files
+    /// may differ, each document's project is asked for again.
     pub(super) fn forget_asked(&mut self, server_id: ServerId) {
-        self.asked.retain(|(server, _)| *server != server_id);
+        self.asked.retain(|(server, _), _| *server != server_id);
     }
 
     /// A `projectInfo` answer from `server_id`, which had read the project's files by
@@ -92,7 +105,9 @@ impl ProjectFiles {
         self.projects
             .entry(server_id)
             .or_default()
-            .insert(project, files);
+            .entry(project)
+            .or_default()
+            .extend(files);
         let union: BTreeSet<&PathBuf> = self
             .projects
             .values()
@@ -168,61 +183,41 @@ mod tests {
     fn the_watches_hear_the_union_of_every_project_once_per_change() {
         let mut files = ProjectFiles::default();
         let server = ServerId(0);
-        assert!(!files.ask(server, "/w/a.ts".as_ref()), "no watch listens");
+        let a = std::path::Path::new("/w/a.ts");
+        assert!(!files.ask(server, a, 1), "no watch listens");
         let (sender, receiver) = crossbeam_channel::unbounded();
         let sent = Arc::new(AtomicU64::new(0));
         files.subscribe(sender, Arc::clone(&sent));
-        assert!(files.ask(server, "/w/a.ts".as_ref()));
-        assert!(!files.ask(server, "/w/a.ts".as_ref()), "asked once");
+        assert!(files.ask(server, a, 1));
+        assert!(!files.ask(server, a, 1), "asked once a version");
+        assert!(files.ask(server, a, 2), "and again once edited");
         let at = SystemTime::UNIX_EPOCH;
-        files.answered(
-            server,
-            &answer("/w/tsconfig.json", &["/w/a.ts", "/w/n.d.ts"]),
-            at,
-        );
-        assert_eq!(
-            receiver.try_recv().unwrap(),
-            ProjectFileList {
-                files: vec![PathBuf::from("/w/a.ts"), PathBuf::from("/w/n.d.ts")],
-                read_before: at
-            }
-        );
-        files.answered(
-            server,
-            &answer("/w/tsconfig.json", &["/w/n.d.ts", "/w/a.ts"]),
-            at,
-        );
-        assert!(
-            receiver.try_recv().is_err(),
-            "the same files: not sent again"
-        );
-        let later = at + std::time::Duration::from_secs(1);
-        files.answered(
-            ServerId(1),
-            &answer("/w/b/tsconfig.json", &["/w/b/b.ts", "rel.ts", "/w/a.ts"]),
-            later,
-        );
+        let project = "/w/tsconfig.json";
+        files.answered(server, &answer(project, &["/w/a.ts", "/w/n.d.ts"]), at);
         let list = receiver.try_recv().unwrap();
-        assert_eq!(
-            list.files,
-            ["/w/a.ts", "/w/b/b.ts", "/w/n.d.ts"].map(PathBuf::from)
-        );
+        assert_eq!(list.files, ["/w/a.ts", "/w/n.d.ts"].map(PathBuf::from));
+        assert_eq!(list.read_before, at);
+        files.answered(server, &answer(project, &["/w/n.d.ts", "/w/a.ts"]), at);
+        assert!(receiver.try_recv().is_err(), "the same files: not sent");
+        // Asked while a generated file was gone: it stays, to be seen when it comes back.
+        files.answered(server, &answer(project, &["/w/a.ts"]), at);
+        assert!(receiver.try_recv().is_err(), "a file leaves no list");
+        let later = at + std::time::Duration::from_secs(1);
+        let other = answer("/w/b/tsconfig.json", &["/w/b/b.ts", "rel.ts", "/w/a.ts"]);
+        files.answered(ServerId(1), &other, later);
+        let list = receiver.try_recv().unwrap();
+        let union = ["/w/a.ts", "/w/b/b.ts", "/w/n.d.ts"].map(PathBuf::from);
+        assert_eq!(list.files, union);
         assert_eq!(list.read_before, later);
-        files.answered(
-            server,
-            &json!({"success": false, "message": "No Project."}),
-            later,
-        );
+        let failed = json!({"success": false, "message": "No Project."});
+        files.answered(server, &failed, later);
         assert!(receiver.try_recv().is_err());
         files.forget_asked(server);
-        assert!(
-            files.ask(server, "/w/a.ts".as_ref()),
-            "asked again after a reload"
-        );
+        assert!(files.ask(server, a, 2), "asked again after a reload");
         assert_eq!(sent.load(Ordering::SeqCst), 2, "two lists sent");
         let (late, late_receiver) = crossbeam_channel::unbounded();
         files.subscribe(late, Arc::new(AtomicU64::new(0)));
-        assert_eq!(late_receiver.try_recv().unwrap().files.len(), 3);
+        assert_eq!(late_receiver.try_recv().unwrap().files, union);
         assert_eq!(
             params("file:///w/a.ts"),
             json!({"command": "typescript.tsserverRequest", "arguments":

@@ -116,6 +116,26 @@ impl ProjectFiles {
         folders
     }
 
+    /// The names whose creation in the folders of [`ProjectFiles::folders`] may bring a missing
+    /// file back: for each missing file, the entry right below its nearest folder that exists
+    /// (`node_modules/.prisma` made again for `node_modules/.prisma/client/index.d.ts`), which
+    /// counts even when hidden.
+    pub fn awaited_names(&self) -> Vec<std::ffi::OsString> {
+        let mut names: Vec<std::ffi::OsString> = self
+            .stamps
+            .iter()
+            .filter(|(_, stamp)| stamp.is_none())
+            .filter_map(|(file, _)| {
+                let folder = file.ancestors().skip(1).find(|folder| folder.is_dir())?;
+                let below = file.strip_prefix(folder).ok()?.components().next()?;
+                Some(below.as_os_str().to_owned())
+            })
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+
     /// Whether a file first heard of was written after tsserver read it (the next scan
     /// reports it).
     pub fn has_newer(&self) -> bool {
@@ -181,6 +201,7 @@ mod tests {
             files.folders(),
             [dir.clone(), dir.join("node_modules/.prisma")]
         );
+        assert_eq!(files.awaited_names(), ["client", "gen"]);
         std::fs::create_dir_all(&client).unwrap();
         std::fs::write(&declarations, "export type User = {id: number};\n").unwrap();
         std::fs::create_dir_all(dir.join("gen")).unwrap();

@@ -387,6 +387,9 @@ fn watch_folders(
     watched: &mut std::collections::HashSet<PathBuf>,
 ) {
     let project_folders = snapshot.project_files.folders();
+    if let Ok(mut awaited) = events.awaited.lock() {
+        *awaited = snapshot.project_files.awaited_names();
+    }
     let folders: std::collections::HashSet<&Path> = std::iter::once(root)
         .chain(snapshot.stamps.keys().filter_map(|file| file.parent()))
         .chain(snapshot.packages.keys().map(PathBuf::as_path))
@@ -522,6 +525,9 @@ impl Freshness {
 struct DirEvents {
     inotify: crate::inotify::Inotify,
     warned: std::sync::atomic::AtomicBool,
+    /// Names whose creation counts even when hidden: what may bring back a missing project
+    /// file (`ProjectFiles::awaited_names`; a generator's `node_modules/.greet` made again).
+    awaited: std::sync::Mutex<Vec<std::ffi::OsString>>,
 }
 
 const DIR_EVENT_MASK: u32 = libc::IN_CREATE
@@ -536,6 +542,7 @@ impl DirEvents {
         crate::inotify::Inotify::start().map(|inotify| DirEvents {
             inotify,
             warned: Default::default(),
+            awaited: Default::default(),
         })
     }
 
@@ -558,8 +565,17 @@ impl DirEvents {
     /// complete, until the next periodic scan). One `ioctl` when nothing is queued; `true` when
     /// that cannot be told.
     fn pending(&self) -> bool {
-        self.inotify
-            .pending_where(&|mask, name| mask & libc::IN_CREATE == 0 || !name.starts_with(b"."))
+        use std::os::unix::ffi::OsStrExt;
+        let awaited = self
+            .awaited
+            .lock()
+            .map(|names| names.clone())
+            .unwrap_or_default();
+        self.inotify.pending_where(&|mask, name| {
+            mask & libc::IN_CREATE == 0
+                || !name.starts_with(b".")
+                || awaited.iter().any(|awaited| awaited.as_bytes() == name)
+        })
     }
 
     /// Read every queued event (a scan decides what changed, not the events).

@@ -3906,6 +3906,48 @@ fn files_git_ignores_that_the_project_holds_are_seen_when_rewritten() {
     );
     generate("string");
     assert_eq!(complete_diagnostics(&mut batch, 5, "src/app.ts"), []);
+    // Asked while the folder is gone (the project then lists its files no more), then made
+    // again: still watched (helper-67: answered from the gone state for 60 s and more).
+    std::fs::remove_dir_all(&generated).unwrap();
+    let gone = vec![(
+        1,
+        10,
+        "error".to_owned(),
+        "Module '\"greet\"' has no exported member 'greet'.".to_owned(),
+    )];
+    assert_eq!(complete_diagnostics(&mut batch, 51, "src/app.ts"), gone);
+    workspace.file(
+        "node_modules/.greet/default.d.ts",
+        "export declare function greet(name: string): number;\n",
+    );
+    assert_eq!(
+        complete_diagnostics(&mut batch, 52, "src/app.ts"),
+        number_to_string
+    );
+    // A file that joins the project after it was listed, then written in place.
+    workspace
+        .file(
+            "node_modules/.greet/extra.d.ts",
+            "export declare function greet(name: string): string;\n",
+        )
+        .file(
+            "node_modules/.greet/default.d.ts",
+            "export * from \"./extra\";\n",
+        );
+    assert_eq!(complete_diagnostics(&mut batch, 53, "src/app.ts"), []);
+    workspace.file(
+        "node_modules/.greet/extra.d.ts",
+        "export declare function greet(name: string): number;\n",
+    );
+    assert_eq!(
+        complete_diagnostics(&mut batch, 54, "src/app.ts"),
+        number_to_string
+    );
+    workspace.file(
+        "node_modules/.greet/extra.d.ts",
+        "export declare function greet(name: string): string;\n",
+    );
+    assert_eq!(complete_diagnostics(&mut batch, 55, "src/app.ts"), []);
     // The module in the ignored folder, written in place.
     workspace.file("src/gen/size.ts", "export const size: string = \"1\";\n");
     let string_to_number = error(4, "Type 'string' is not assignable to type 'number'.");
