@@ -37,11 +37,6 @@ pub struct ProjectFiles {
     newer_than_asked: HashSet<PathBuf>,
 }
 
-/// The stamp of `path` now, following links as the listing's stamps do.
-fn stamp(path: &Path) -> Option<Stamp> {
-    Stamp::of_path(path)
-}
-
 impl ProjectFiles {
     /// Watch `list`'s files (the engine's whole list) from now on, leaving out those `listed`:
     /// a file already watched keeps its stamp, a new one is stamped now.
@@ -58,7 +53,7 @@ impl ProjectFiles {
             .filter(|file| !listed.contains_key(file))
             .map(|file| {
                 let stamp = previous.remove(&file).unwrap_or_else(|| {
-                    let stamp = stamp(&file);
+                    let stamp = Stamp::of_path(&file);
                     let changed = stamp.as_ref().and_then(Stamp::changed_at);
                     if changed.is_some_and(|changed| changed >= read_before) {
                         newer.push(file.clone());
@@ -78,7 +73,7 @@ impl ProjectFiles {
         let mut newer = std::mem::take(&mut self.newer_than_asked);
         let mut changes = Vec::new();
         for (file, old) in self.stamps.iter_mut() {
-            let new = stamp(file);
+            let new = Stamp::of_path(file);
             let newer_than_asked = newer.remove(file);
             let change = match (&old, &new) {
                 (Some(_), Some(_)) if newer_than_asked => Some(WatchedChange::Changed),
@@ -96,44 +91,35 @@ impl ProjectFiles {
         changes
     }
 
-    /// The folders whose events tell of a change to these files: each file's folder, or for a
-    /// missing one its nearest folder that exists (a regenerated folder is made again there).
-    pub fn folders(&self) -> Vec<PathBuf> {
-        let mut folders: Vec<PathBuf> = self
-            .stamps
-            .iter()
-            .filter_map(|(file, stamp)| match stamp {
-                Some(_) => file.parent().map(Path::to_path_buf),
-                None => file
-                    .ancestors()
-                    .skip(1)
-                    .find(|folder| folder.is_dir())
-                    .map(Path::to_path_buf),
-            })
-            .collect();
+    /// What the watch listens to for these files, from one look at the disk per missing file:
+    /// the folders whose events tell of a change (each file's folder, or for a missing one its
+    /// nearest folder that exists: a regenerated folder is made again there), and the names
+    /// whose creation there may bring a missing file back (the entry right below that folder:
+    /// `node_modules/.prisma` made again for `node_modules/.prisma/client/index.d.ts`), which
+    /// count even when hidden. Both sorted, without duplicates.
+    pub fn watch_targets(&self) -> (Vec<PathBuf>, Vec<std::ffi::OsString>) {
+        let mut folders = Vec::with_capacity(self.stamps.len());
+        let mut awaited = Vec::new();
+        for (file, stamp) in &self.stamps {
+            if stamp.is_some() {
+                folders.extend(file.parent().map(Path::to_path_buf));
+                continue;
+            }
+            let Some(folder) = file.ancestors().skip(1).find(|folder| folder.is_dir()) else {
+                continue;
+            };
+            let below = file
+                .strip_prefix(folder)
+                .ok()
+                .and_then(|rest| rest.components().next());
+            awaited.extend(below.map(|name| name.as_os_str().to_owned()));
+            folders.push(folder.to_path_buf());
+        }
         folders.sort_unstable();
         folders.dedup();
-        folders
-    }
-
-    /// The names whose creation in the folders of [`ProjectFiles::folders`] may bring a missing
-    /// file back: for each missing file, the entry right below its nearest folder that exists
-    /// (`node_modules/.prisma` made again for `node_modules/.prisma/client/index.d.ts`), which
-    /// counts even when hidden.
-    pub fn awaited_names(&self) -> Vec<std::ffi::OsString> {
-        let mut names: Vec<std::ffi::OsString> = self
-            .stamps
-            .iter()
-            .filter(|(_, stamp)| stamp.is_none())
-            .filter_map(|(file, _)| {
-                let folder = file.ancestors().skip(1).find(|folder| folder.is_dir())?;
-                let below = file.strip_prefix(folder).ok()?.components().next()?;
-                Some(below.as_os_str().to_owned())
-            })
-            .collect();
-        names.sort_unstable();
-        names.dedup();
-        names
+        awaited.sort_unstable();
+        awaited.dedup();
+        (folders, awaited)
     }
 
     /// Whether a file first heard of was written after tsserver read it (the next scan
@@ -185,7 +171,7 @@ mod tests {
         );
         assert_eq!(files.len(), 2, "the listed file is the listing's");
         assert_eq!(files.scan(&listed), []);
-        assert_eq!(files.folders(), [dir.clone(), client.clone()]);
+        assert_eq!(files.watch_targets().0, [dir.clone(), client.clone()]);
 
         std::fs::write(&declarations, "export type User = {id: string};\n").unwrap();
         assert_eq!(
@@ -197,11 +183,9 @@ mod tests {
             files.scan(&listed),
             [(declarations.clone(), WatchedChange::Deleted)]
         );
-        assert_eq!(
-            files.folders(),
-            [dir.clone(), dir.join("node_modules/.prisma")]
-        );
-        assert_eq!(files.awaited_names(), ["client", "gen"]);
+        let (folders, awaited) = files.watch_targets();
+        assert_eq!(folders, [dir.clone(), dir.join("node_modules/.prisma")]);
+        assert_eq!(awaited, ["client", "gen"]);
         std::fs::create_dir_all(&client).unwrap();
         std::fs::write(&declarations, "export type User = {id: number};\n").unwrap();
         std::fs::create_dir_all(dir.join("gen")).unwrap();

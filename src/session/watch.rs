@@ -386,9 +386,9 @@ fn watch_folders(
     root: &Path,
     watched: &mut std::collections::HashSet<PathBuf>,
 ) {
-    let project_folders = snapshot.project_files.folders();
-    if let Ok(mut awaited) = events.awaited.lock() {
-        *awaited = snapshot.project_files.awaited_names();
+    let (project_folders, awaited) = snapshot.project_files.watch_targets();
+    if let Ok(mut names) = events.awaited.lock() {
+        *names = awaited;
     }
     let folders: std::collections::HashSet<&Path> = std::iter::once(root)
         .chain(snapshot.stamps.keys().filter_map(|file| file.parent()))
@@ -526,7 +526,7 @@ struct DirEvents {
     inotify: crate::inotify::Inotify,
     warned: std::sync::atomic::AtomicBool,
     /// Names whose creation counts even when hidden: what may bring back a missing project
-    /// file (`ProjectFiles::awaited_names`; a generator's `node_modules/.greet` made again).
+    /// file (`ProjectFiles::watch_targets`; a generator's `node_modules/.greet` made again).
     awaited: std::sync::Mutex<Vec<std::ffi::OsString>>,
 }
 
@@ -566,15 +566,15 @@ impl DirEvents {
     /// that cannot be told.
     fn pending(&self) -> bool {
         use std::os::unix::ffi::OsStrExt;
-        let awaited = self
-            .awaited
-            .lock()
-            .map(|names| names.clone())
-            .unwrap_or_default();
+        // Locked only for a hidden entry created: one `ioctl` and nothing else per request
+        // when nothing is queued.
         self.inotify.pending_where(&|mask, name| {
             mask & libc::IN_CREATE == 0
                 || !name.starts_with(b".")
-                || awaited.iter().any(|awaited| awaited.as_bytes() == name)
+                || self
+                    .awaited
+                    .lock()
+                    .is_ok_and(|awaited| awaited.iter().any(|awaited| awaited.as_bytes() == name))
         })
     }
 
