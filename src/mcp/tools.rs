@@ -211,7 +211,11 @@ pub fn tool_definition(name: &str) -> Value {
                 "clean".to_owned(),
                 json!({"type": "array", "items": {"type": "string"}}),
             );
-            output_schema(properties, &["files"])
+            properties.insert(
+                "complete".to_owned(),
+                json!({"type": "boolean", "description": "false when a server had not settled (still analysing, or failed): a file without findings is then not known to be clean; `note` says which"}),
+            );
+            output_schema(properties, &["files", "complete"])
         }
     };
     json!({
@@ -729,6 +733,21 @@ fn with_default(mut json: Value, key: &str) -> Value {
     json
 }
 
+/// Why a file's diagnostics wait did not settle (its servers still analysing, or some failed),
+/// or `None` when it settled or the file was never sent to a server.
+fn unsettled_reason(outcome: &DiagnosticsOutcome) -> Option<String> {
+    match outcome {
+        DiagnosticsOutcome::Settled(_) | DiagnosticsOutcome::NotChecked(_) => None,
+        DiagnosticsOutcome::TimedOut { servers, after, .. } => Some(format!(
+            "{} still analysing after {} s",
+            servers.join(", "),
+            after.as_secs()
+        )),
+        DiagnosticsOutcome::PartlyFailed { failures, .. } => Some(failures.clone()),
+        DiagnosticsOutcome::Failed(message) => Some(message.clone()),
+    }
+}
+
 fn diagnostics_tool(
     context: &ToolContext,
     file: Option<&Path>,
@@ -741,16 +760,29 @@ fn diagnostics_tool(
         // read as "no new diagnostics" until a call named one of them (a new user's agent on
         // antirez/sds with clangd, 7 of 7). Documents already settled for their text cost
         // nothing more.
+        // An open document whose wait did not settle (still analysing, its server failed)
+        // makes "no new diagnostics" unproven: said so, with `complete: false` (a drain
+        // after a timed-out wait read as nothing new, the very "clean" the agent must not
+        // be told).
         let open = engine::open_documents(&context.op_sender);
-        if !open.is_empty() {
-            let _ = engine::diagnostics_with(&context.op_sender, open, context.timeout);
-        }
+        let unsettled: Vec<String> = if open.is_empty() {
+            Vec::new()
+        } else {
+            engine::diagnostics_with(&context.op_sender, open, context.timeout)
+                .ok_or_else(|| ToolFailure("the engine has shut down".to_owned()))?
+                .iter()
+                .filter_map(|file| {
+                    let reason = unsettled_reason(&file.outcome)?;
+                    Some(format!("{}: {reason}", display_path(root, &file.path)))
+                })
+                .collect()
+        };
         let batch = engine::drain_passive(
             &context.op_sender,
             context.passive_consumer.as_deref(),
             None,
         );
-        return Ok(match batch {
+        let (mut json, mut text) = match batch {
             Some(batch) => {
                 let (json, text) = drained_json(root, &batch);
                 if batch.files.is_empty() {
@@ -764,7 +796,23 @@ fn diagnostics_tool(
                 json!({"files": []}),
                 "no new diagnostics since the last delivery".to_owned(),
             ),
-        });
+        };
+        json["complete"] = json!(unsettled.is_empty());
+        if !unsettled.is_empty() {
+            let note = format!(
+                "not settled, more diagnostics may come (retry later): {}",
+                unsettled.join("; ")
+            );
+            if !text.is_empty() && !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(&note);
+            json["note"] = match json.get("note").and_then(Value::as_str) {
+                Some(caps) => json!(format!("{caps}; {note}")),
+                None => json!(note),
+            };
+        }
+        return Ok((json, text));
     };
     let path = path.to_path_buf();
     let file = display_path(root, &path);
@@ -839,10 +887,10 @@ fn diagnostics_tool(
             "diagnostics": diags.iter().map(|d| diagnostic_json(root, d)).collect::<Vec<_>>(),
         }]
     });
+    json["complete"] = json!(note.is_none());
     if let Some(note) = note {
         text.push_str(&note);
         json["note"] = json!(note);
-        json["complete"] = json!(false);
     }
     if let Some(reason) = result.not_checked_by {
         if !text.ends_with('\n') {

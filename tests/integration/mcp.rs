@@ -792,6 +792,63 @@ fn findings_fixed_and_brought_back_by_another_file_are_delivered_again() {
     assert_eq!(session.finish(20 * SECOND), Some(0));
 }
 
+/// helper-67's wish (thirty-second round): an agent that had opened a file (a hover) and then
+/// asked `diagnostics` with no file got "no new diagnostics since the last delivery" while that
+/// file's server was still analysing: the drain after a timed-out wait read as clean, with no
+/// `complete` flag where batch has one. Now both forms carry `complete`, and the no-file form
+/// names the open file that has not settled. The fixture never publishes for `a.py`.
+#[test]
+fn diagnostics_without_a_file_say_when_an_open_file_has_not_settled() {
+    let mut workspace = Workspace::new("mcp-unsettled-drain");
+    workspace
+        .file("a.py", "greet = 1\n")
+        .file("b.py", "ERROR: broken\n");
+    let scenario = json!({"rules": [
+        {"method": "textDocument/didOpen", "uriEndsWith": "a.py", "actions": []}
+    ]});
+    let config = workspace.fixture_config(&[("fx", &[".py"], scenario)]);
+    let config = config.to_str().expect("utf-8 path");
+    let mut session = Session::start(
+        &workspace.root,
+        &["--no-builtin", "--config", config, "mcp", "--timeout", "1"],
+    );
+    session.initialize("2025-06-18");
+    let b = call_tool(&mut session, 1, "diagnostics", json!({"file": "b.py"}));
+    assert_eq!(b["structuredContent"]["complete"], true, "{b}");
+    assert_eq!(
+        b["structuredContent"]["files"][0]["diagnostics"][0]["message"], "broken",
+        "{b}"
+    );
+    let settled = call_tool(&mut session, 2, "diagnostics", json!({}));
+    assert_eq!(settled["structuredContent"]["complete"], true, "{settled}");
+    assert_eq!(
+        settled["content"][0]["text"], "no new diagnostics since the last delivery",
+        "{settled}"
+    );
+    call_tool(
+        &mut session,
+        3,
+        "hover",
+        json!({"file": "a.py", "line": 1, "symbol": "greet"}),
+    );
+    let unsettled = call_tool(&mut session, 4, "diagnostics", json!({}));
+    let note =
+        "not settled, more diagnostics may come (retry later): a.py: fx still analysing after 1 s";
+    assert_eq!(
+        unsettled["structuredContent"],
+        json!({"files": [], "complete": false, "note": note}),
+        "{unsettled}"
+    );
+    assert_eq!(
+        unsettled["content"][0]["text"],
+        format!("no new diagnostics since the last delivery\n{note}"),
+        "{unsettled}"
+    );
+    let a = call_tool(&mut session, 5, "diagnostics", json!({"file": "a.py"}));
+    assert_eq!(a["structuredContent"]["complete"], false, "{a}");
+    assert_eq!(session.finish(20 * SECOND), Some(0));
+}
+
 /// A new user's agent on go-chi/chi: an in-root symlink `link.go` to a file outside the root.
 /// `hover` on it was refused ("outside the workspace root"), but gopls parses every file of the
 /// package, and its publish for the link (canonical: the outside file) reached the agent in
