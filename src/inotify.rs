@@ -1,11 +1,13 @@
-//! A non-blocking inotify instance (inotify(7)), the one wrapper both watches share: the
-//! configuration watch of `lspc mcp` ([`crate::mcp::reload`]) and the workspace folder watch
-//! ([`crate::session::watch`]).
+//! A non-blocking inotify instance (inotify(7)), the one wrapper every watch shares: the
+//! configuration watch of `lspc mcp` ([`crate::mcp::reload`]), the workspace folder watch
+//! ([`crate::session::watch`]) and the engine's watch of its open documents.
 //!
-//! Only "did anything happen" is read from it: [`Inotify::pending`] is one `ioctl(FIONREAD)`,
+//! The watches mostly ask "did anything happen": [`Inotify::pending`] is one `ioctl(FIONREAD)`,
 //! [`Inotify::pending_where`] also reads the queued events to judge their masks and names, and
 //! [`Inotify::drain`] throws the queued events away; the callers then look at the files
-//! themselves (a fingerprint, a scan), so a lost or merged event costs nothing but a check.
+//! themselves (a fingerprint, a scan), so a lost or merged event costs nothing but a check. The
+//! engine's watch of its open documents ([`crate::engine`]'s `document_watch`) reads which
+//! files the events name ([`Inotify::read_events`]) and checks only those.
 
 use std::ffi::CString;
 use std::io;
@@ -47,19 +49,31 @@ impl Inotify {
     ///
     /// Errors: any other refusal, chiefly `ENOSPC` (the per-user watch limit is reached).
     pub fn add(&self, path: &Path, mask: u32) -> io::Result<bool> {
+        self.add_watch(path, mask).map(|wd| wd.is_some())
+    }
+
+    /// [`Inotify::add`] giving the watch descriptor events will carry (the same one again for a
+    /// path already watched: `mask` then replaces its mask, or joins it with `IN_MASK_ADD`).
+    pub fn add_watch(&self, path: &Path, mask: u32) -> io::Result<Option<i32>> {
         let Ok(name) = CString::new(path.as_os_str().as_bytes()) else {
-            return Ok(false);
+            return Ok(None);
         };
         // SAFETY: a valid descriptor and a NUL-terminated path.
         let wd = unsafe { libc::inotify_add_watch(self.fd.as_raw_fd(), name.as_ptr(), mask) };
         if wd >= 0 {
-            return Ok(true);
+            return Ok(Some(wd));
         }
         let error = io::Error::last_os_error();
         match error.raw_os_error() {
-            Some(libc::ENOENT) | Some(libc::ENOTDIR) | Some(libc::EACCES) => Ok(false),
+            Some(libc::ENOENT) | Some(libc::ENOTDIR) | Some(libc::EACCES) => Ok(None),
             _ => Err(error),
         }
+    }
+
+    /// Stop the watch `wd` ([`Inotify::add_watch`]); the kernel then queues its `IN_IGNORED`.
+    pub fn remove(&self, wd: i32) {
+        // SAFETY: a valid descriptor; an unknown `wd` is refused with EINVAL, nothing else.
+        unsafe { libc::inotify_rm_watch(self.fd.as_raw_fd(), wd) };
     }
 
     /// Whether an event is queued (one `ioctl`); `true` when that cannot be told.
@@ -81,24 +95,36 @@ impl Inotify {
         if !self.pending() {
             return false;
         }
+        self.read_events(&mut |_, mask, name| {
+            if counts(mask, name) {
+                self.seen.store(true, Ordering::Relaxed);
+            }
+        });
+        self.seen.load(Ordering::Relaxed)
+    }
+
+    /// Read every queued event, calling `each` with its watch descriptor (-1 for
+    /// `IN_Q_OVERFLOW`), mask and name (empty for an event about the watched folder itself);
+    /// whether any was read. One `read` (`EAGAIN`) when nothing is queued.
+    pub fn read_events(&self, each: &mut dyn FnMut(i32, u32, &[u8])) -> bool {
         let mut buffer = [0u8; 4096];
+        let mut any = false;
         while let Some(n) = self.read_into(&mut buffer) {
+            any = true;
             let mut events = &buffer[..n];
             while events.len() >= EVENT_HEADER_BYTES {
                 let field = |at: usize| {
                     u32::from_ne_bytes([events[at], events[at + 1], events[at + 2], events[at + 3]])
                 };
-                let (mask, len) = (field(4), field(12) as usize);
+                let (wd, mask, len) = (field(0) as i32, field(4), field(12) as usize);
                 let end = (EVENT_HEADER_BYTES + len).min(events.len());
                 let name = &events[EVENT_HEADER_BYTES..end];
                 let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
-                if counts(mask, name) {
-                    self.seen.store(true, Ordering::Relaxed);
-                }
+                each(wd, mask, name);
                 events = &events[end..];
             }
         }
-        self.seen.load(Ordering::Relaxed)
+        any
     }
 
     /// Read and drop every queued event.

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use super::document_watch::{DocumentWatch, Heard};
 use crate::fast_hash::FastMap;
 use crate::process::ServerId;
 use crate::text::LineIndex;
@@ -53,6 +54,11 @@ pub(crate) struct Document {
     /// The [`Documents::turn`] in which [`Documents::changed_on_disk`] found the file unchanged:
     /// a sync in that same loop turn trusts that `stat` instead of taking another (issue 15).
     verified_in_turn: u64,
+    /// Its folder is watched ([`DocumentWatch::watch`]): events tell when it changes.
+    watched: bool,
+    /// An event named it (or it was just watched): its next check `stat`s it, and so does
+    /// every check until one finds it unchanged.
+    suspect: bool,
 }
 
 /// A file's size, modification time, status-change time and inode when lspc read it, and when
@@ -212,6 +218,8 @@ pub(crate) struct Documents {
     clock: u64,
     /// The loop turn ([`Documents::next_turn`]); 0 before the first.
     turn: u64,
+    /// Which open documents events say may have changed on disk.
+    watch: DocumentWatch,
 }
 
 impl Documents {
@@ -289,6 +297,8 @@ impl Documents {
                         stamp: None,
                         stale_analysis: false,
                         verified_in_turn: 0,
+                        watched: false,
+                        suspect: false,
                     },
                 );
                 Refresh::New
@@ -317,23 +327,66 @@ impl Documents {
     }
 
     /// Open documents whose file changed on disk since lspc read it (size, modification time or
-    /// inode, [`DiskStamp::unchanged`]) or is gone; one `stat` per open document, no LRU touch.
-    /// The ones found unchanged are marked verified for this turn
-    /// ([`Documents::unchanged_this_turn`]).
+    /// inode, [`DiskStamp::unchanged`]) or is gone, no LRU touch. The ones found unchanged are
+    /// marked verified for this turn ([`Documents::unchanged_this_turn`]).
+    ///
+    /// A `stat` for each document the watch cannot vouch for ([`DocumentWatch`]: named by an
+    /// event since it was last found unchanged, newly open, or in a folder that cannot be
+    /// watched), and for every open document once every [`super::document_watch::SWEEP_INTERVAL`]; no
+    /// events queued and no sweep due cost one `read`.
     pub fn changed_on_disk(&mut self) -> Vec<PathBuf> {
         let turn = self.turn;
+        match self.watch.heard() {
+            Heard::Files(files) => {
+                for file in files {
+                    if let Some(doc) = self.docs.get_mut(&*key(&file)) {
+                        doc.suspect = true;
+                    }
+                }
+            }
+            Heard::Everything => {
+                for doc in self.docs.values_mut() {
+                    doc.watched = false;
+                }
+            }
+        }
+        let open = self
+            .docs
+            .iter()
+            .filter(|(_, doc)| !doc.open_on.is_empty())
+            .map(|(path, _)| Path::new(path.as_os_str()));
+        let sweep = self.watch.sweep_due(open);
+        if sweep {
+            // The sweep dropped the watches no open document needs: a closed one is watched
+            // again when it is opened again.
+            for doc in self.docs.values_mut().filter(|doc| doc.open_on.is_empty()) {
+                doc.watched = false;
+            }
+        }
+        let watch = &mut self.watch;
         let mut changed: Vec<PathBuf> = self
             .docs
             .iter_mut()
             .filter(|(_, doc)| !doc.open_on.is_empty())
             .filter_map(|(path, doc)| {
+                if !doc.watched {
+                    // Watched before the `stat` below: a change after it raises an event.
+                    doc.watched = watch.watch(Path::new(path.as_os_str()));
+                    doc.suspect = true;
+                }
+                if doc.watched && !doc.suspect && !sweep {
+                    doc.verified_in_turn = turn;
+                    return None;
+                }
                 let unchanged = std::fs::metadata(path).is_ok_and(|metadata| {
                     doc.stamp.is_some_and(|stamp| stamp.unchanged(&metadata))
                 });
                 if unchanged {
                     doc.verified_in_turn = turn;
+                    doc.suspect = false;
                     return None;
                 }
+                doc.suspect = true;
                 Some(PathBuf::from(path))
             })
             .collect();
@@ -595,6 +648,19 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// `path` (holding `x = 1`) read now, its stamp settled, and open on server 0.
+    fn open_as_read(documents: &mut Documents, path: &Path) {
+        let metadata = std::fs::metadata(path).unwrap();
+        documents.refresh(path, "u".into(), "x = 1\n".into());
+        let read_at = SystemTime::now() + Duration::from_millis(200);
+        documents.set_stamp(path, DiskStamp::of(&metadata, read_at));
+        documents
+            .get_mut(path)
+            .unwrap()
+            .open_on
+            .insert(ServerId(0), (1, Instant::now()));
+    }
+
     /// Issue 15: a file `changed_on_disk` found unchanged needs no second `stat` in the same
     /// turn, and only in that turn; a changed file is never vouched for.
     #[test]
@@ -605,15 +671,7 @@ mod tests {
         let mut documents = Documents::default();
         for path in [&same, &edited] {
             std::fs::write(path, "x = 1\n").unwrap();
-            let metadata = std::fs::metadata(path).unwrap();
-            documents.refresh(path, "u".into(), "x = 1\n".into());
-            let read_at = metadata.modified().unwrap() + Duration::from_millis(200);
-            documents.set_stamp(path, DiskStamp::of(&metadata, read_at));
-            documents
-                .get_mut(path)
-                .unwrap()
-                .open_on
-                .insert(ServerId(0), (1, Instant::now()));
+            open_as_read(&mut documents, path);
         }
         std::fs::write(&edited, "x = 22\n").unwrap();
         assert!(!documents.unchanged_this_turn(&same), "before any turn");
@@ -626,6 +684,41 @@ mod tests {
             !documents.unchanged_this_turn(&same),
             "a later turn stats again"
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Issue 15: open documents are `stat`ed when an event names them, not before every
+    /// request. A write through a hard link in another folder raises no event where lspc
+    /// watches: it is seen at the next sweep, within [`super::super::document_watch::SWEEP_INTERVAL`]
+    /// (before it, the document is taken as unchanged: no `stat` was made).
+    #[test]
+    fn only_documents_named_by_events_are_checked_between_sweeps() {
+        let dir = std::env::temp_dir().join(format!("lspc-events-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::create_dir_all(dir.join("elsewhere")).unwrap();
+        let dir = dir.canonicalize().unwrap();
+        let (a, b) = (dir.join("src/a.py"), dir.join("src/b.py"));
+        let link = dir.join("elsewhere/link.py");
+        let mut documents = Documents::default();
+        for path in [&a, &b] {
+            std::fs::write(path, "x = 1\n").unwrap();
+            if path == &b {
+                // Before the stamp: a new link changes the file's status-change time.
+                std::fs::hard_link(&b, &link).unwrap();
+            }
+            open_as_read(&mut documents, path);
+        }
+        assert_eq!(documents.changed_on_disk(), Vec::<PathBuf>::new());
+        std::fs::write(&a, "x = 22\n").unwrap();
+        std::fs::write(&link, "x = 333\n").unwrap();
+        assert_eq!(
+            documents.changed_on_disk(),
+            vec![a.clone()],
+            "a's event only"
+        );
+        std::thread::sleep(super::super::document_watch::SWEEP_INTERVAL);
+        assert_eq!(documents.changed_on_disk(), vec![a.clone(), b.clone()]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

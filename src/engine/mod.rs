@@ -18,6 +18,7 @@
 mod client_capabilities;
 mod configuration_gate;
 pub use configuration_gate::opens_note;
+mod document_watch;
 mod documents;
 pub(crate) use documents::read_regular_file;
 mod duplicates;
