@@ -58,7 +58,7 @@ const LOCAL_FILESYSTEMS: [u64; 9] = [
     0x0102_1994,
     0x794C_7630,
     0xF2F5_2010,
-    0x2FC1_2FC2,
+    0x2FC1_2FC1,
     0x8584_58F6,
     0xCA45_1A4E,
 ];
