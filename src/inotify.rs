@@ -130,9 +130,13 @@ impl Inotify {
 
     /// Read and drop every queued event.
     pub fn drain(&self) {
+        self.drain_with(&mut |_, _, _| {});
+    }
+
+    /// [`Inotify::drain`], showing each event to `each` as [`Inotify::read_events`] does.
+    pub fn drain_with(&self, each: &mut dyn FnMut(i32, u32, &[u8])) {
         self.seen.store(false, std::sync::atomic::Ordering::Relaxed);
-        let mut buffer = [0u8; 4096];
-        while self.read_into(&mut buffer).is_some() {}
+        self.read_events(each);
     }
 
     /// One non-blocking read of queued events into `buffer`: the bytes read, `None` when

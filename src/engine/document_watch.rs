@@ -11,12 +11,15 @@
 //! `write`, `close` or `rename` that made the change, so a change made before a request was sent
 //! is seen when that request is served.
 //!
-//! Not every change raises an event where lspc watches: a write through another hard link or
-//! through `mmap`, a change another machine makes on a network filesystem. So a folder on a
+//! Not every change raises an event where lspc watches: a write through a hard link in another
+//! folder, a change another machine makes on a network filesystem. So a folder on a
 //! filesystem that is not local (its `statfs` type is not one of [`LOCAL_FILESYSTEMS`]) is not
 //! watched, and its documents are `stat`ed before every request as before; and every open
 //! document is `stat`ed at least once every [`SWEEP_INTERVAL`] whatever the events said. Without
-//! inotify (no instance left, the watch limit) every document is `stat`ed every time.
+//! inotify (no instance left, the watch limit) every document is `stat`ed every time. (A file
+//! written again through a shared `mmap` whose page is still dirty changes neither its times
+//! nor its size, so neither an event nor a `stat` tells of it until the kernel writes it back:
+//! helper-68 saw one stale for 90 s, and a `stat` before every request would not see it either.)
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;

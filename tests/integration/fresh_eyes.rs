@@ -3985,3 +3985,51 @@ fn greet_workspace(name: &str) -> Workspace {
         );
     workspace
 }
+
+/// helper-68's trial on psf/requests: the workspace folder moved away and a copy put in its
+/// place (`mv requests requests.old && cp -r requests.old requests`). The folder watches followed
+/// the old folders, the watch took the new ones for watched, and a file saved there reached the
+/// server only at the periodic scan (1.8-2.5 s late, at every later save; definitions answered
+/// from the old text meanwhile). Now a moved or deleted watched folder has every folder watched
+/// again at the next scan: a file written after the swap is announced before the next request
+/// reaches the server.
+#[test]
+fn a_workspace_folder_replaced_by_a_copy_is_watched_again() {
+    let mut workspace = Workspace::new("watch-root-swap");
+    workspace
+        .file("a.py", "greet = 1\n")
+        .file("pkg/b.py", "x = 1\n");
+    let config = workspace.fixture_config(&[("fx", &[".py"], json!({}))]);
+    let mut session = BatchSession::start(&workspace, &config, 10);
+    let hover = |id: u32| json!({"id": id, "op": "hover", "file": "a.py", "line": 1, "column": 1});
+    let greet = |answer: Value| assert_eq!(answer["result"]["text"], "greet at 0:0", "{answer}");
+    greet(session.ask(hover(1)));
+    // Past the first scan, which watches the folders.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let old = workspace.root.with_extension("old");
+    std::fs::rename(&workspace.root, &old).unwrap();
+    copy_dir(&old, &workspace.root);
+    greet(session.ask(hover(2)));
+    let uri = format!("file://{}", workspace.path("pkg/b.py").display());
+    for round in 0..3 {
+        workspace.file("pkg/b.py", &format!("x = {round}\n"));
+        greet(session.ask(hover(3 + round)));
+        let transcript = workspace.transcript("fx");
+        let hover_at = transcript
+            .iter()
+            .rposition(|entry| entry["message"]["method"] == "textDocument/hover")
+            .unwrap();
+        let announced = transcript[..hover_at].iter().rev().any(|entry| {
+            entry["message"]["method"] == "workspace/didChangeWatchedFiles"
+                && entry["message"]["params"]["changes"]
+                    .as_array()
+                    .is_some_and(|changes| changes.iter().any(|change| change["uri"] == uri))
+        });
+        assert!(announced, "round {round}: {transcript:#?}");
+        // The next round's write must not be covered by this round's announcement.
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    let _ = std::fs::remove_dir_all(&old);
+}

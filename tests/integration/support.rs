@@ -617,7 +617,9 @@ impl Workspace {
     }
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+/// Copy the folder `from` to `to` (made if missing), leaving out `.cache`, `compile_commands.json`
+/// and `node_modules`.
+pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
