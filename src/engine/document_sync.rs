@@ -151,6 +151,16 @@ impl State {
                         continue;
                     }
                     log::debug!("{} changed on disk; re-sent", path.display());
+                    // The running servers that claim it without holding it (one restarted
+                    // since, or one it was never opened on) read it from disk: told as the
+                    // client's watched-file event (LSP 3.17 §`workspace/didChangeWatchedFiles`;
+                    // the holders are left out). helper-68: a restarted pyright kept the old
+                    // text of a file written and kept open (no event for the folder watch)
+                    // until the periodic scan, 2 s, answering its importers from it.
+                    self.announce_watched_changes(&[(
+                        path.clone(),
+                        crate::engine::WatchedChange::Changed,
+                    )]);
                 }
                 Err(error) => {
                     if self.documents.get(&path).is_some_and(|doc| doc.pins > 0) {

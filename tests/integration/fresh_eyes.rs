@@ -4033,3 +4033,72 @@ fn a_workspace_folder_replaced_by_a_copy_is_watched_again() {
     assert_eq!(status, Some(0), "{stderr}");
     let _ = std::fs::remove_dir_all(&old);
 }
+
+/// helper-68's trial on psf/requests: `pyproject.toml` replaced (a new inode, the same text)
+/// restarts pyright, and the new pyright was sent only the documents used after it; `t.py`,
+/// still open on ruff, written and kept open, was re-sent to ruff alone, so pyright kept the
+/// old `t.py` and `p.py`, which imports from it, was answered with the old findings
+/// (`complete`) until the periodic scan, 2.0-2.4 s later. Now an open document changed on disk is announced (`workspace/didChangeWatchedFiles`)
+/// to the running servers that claim it without holding it. Real pyright and ruff; the final
+/// findings are `pyright --outputjson`'s.
+#[test]
+fn a_document_changed_while_open_on_another_server_reaches_a_restarted_pyright() {
+    require_program!("pyright-langserver");
+    require_program!("ruff");
+    let workspace = Workspace::new("restarted-pyright-hears");
+    let pyproject = "[project]\nname = \"p\"\nversion = \"0\"\n";
+    workspace
+        .file("pyproject.toml", pyproject)
+        .file("t.py", "PROBE_VAL = 1\n")
+        .file("p.py", "from t import PROBE_VAL\n\nprint(PROBE_VAL)\n");
+    let mut batch = BatchSession::start_with(&workspace, &["--timeout", "60"]);
+    let diagnostics = |id: u32, file: &str| json!({"id": id, "op": "diagnostics", "file": file});
+    let errors = |answer: &Value| -> Vec<(u64, u64)> {
+        assert_eq!(answer["result"]["complete"], true, "{answer}");
+        batch_diagnostics(answer)
+            .into_iter()
+            .filter(|(_, _, severity, _)| severity == "error")
+            .map(|(line, column, _, _)| (line, column))
+            .collect()
+    };
+    assert_eq!(errors(&batch.ask(diagnostics(1, "t.py"))), []);
+    assert_eq!(errors(&batch.ask(diagnostics(2, "p.py"))), []);
+    // A new inode with the same text: pyright restarts (it applies its configuration late).
+    let staged = workspace.path("pyproject.toml.new");
+    std::fs::write(&staged, pyproject).unwrap();
+    std::fs::rename(&staged, workspace.path("pyproject.toml")).unwrap();
+    assert_eq!(errors(&batch.ask(diagnostics(3, "p.py"))), []);
+    // Written and kept open (an editor or a generator that has not closed it yet): no
+    // `IN_CLOSE_WRITE`, so only the engine's watch of open documents sees it at once.
+    let mut kept_open = std::fs::File::create(workspace.path("t.py")).unwrap();
+    std::io::Write::write_all(&mut kept_open, b"OTHER_VAL = 1\n").unwrap();
+    let after = errors(&batch.ask(diagnostics(4, "p.py")));
+    drop(kept_open);
+    let (status, stderr) = batch.finish();
+    assert_eq!(status, Some(0));
+    assert!(
+        stderr.contains("pyright: restarting: "),
+        "pyright was not restarted: {stderr}"
+    );
+    assert_eq!(after, [(1, 15)], "{stderr}");
+    let cli = Command::new("pyright")
+        .args(["--outputjson", "p.py"])
+        .current_dir(&workspace.root)
+        .output()
+        .unwrap();
+    let cli: Value = serde_json::from_slice(&cli.stdout).unwrap();
+    let from_cli: Vec<(u64, u64)> = cli["generalDiagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["severity"] == "error")
+        .map(|d| {
+            let start = &d["range"]["start"];
+            (
+                start["line"].as_u64().unwrap() + 1,
+                start["character"].as_u64().unwrap() + 1,
+            )
+        })
+        .collect();
+    assert_eq!(after, from_cli);
+}
