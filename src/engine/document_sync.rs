@@ -132,8 +132,9 @@ impl State {
     /// imports it) from the text it was sent, so that text must be the disk's. A changed file
     /// gets `didChange`; a file that is gone or can no longer be sent gets `didClose` (unless a
     /// wait has it pinned). Every other document open on the same servers is then marked
-    /// [`Document::stale_analysis`](super::documents::Document::stale_analysis). Costs one
-    /// `stat` per open document (at most 50).
+    /// [`Document::stale_analysis`](super::super::documents::Document::stale_analysis). Costs one
+    /// `ioctl` when no event named an open document
+    /// ([`Documents::changed_on_disk`](super::super::documents::Documents::changed_on_disk)).
     pub(super) fn resync_changed_documents(&mut self) {
         for path in self.documents.changed_on_disk() {
             let Some(doc) = self.documents.get(&path) else {
@@ -196,7 +197,7 @@ impl State {
     }
 
     /// Sends again now every other document marked
-    /// [`Document::stale_analysis`](super::documents::Document::stale_analysis) on the servers of
+    /// [`Document::stale_analysis`](super::super::documents::Document::stale_analysis) on the servers of
     /// `slots` that publish without a completeness signal (the quiet rules and
     /// typescript-language-server's): a diagnostics wait for one of them has begun, and the rest
     /// are likely asked next. Each such wait costs the server's publish and a quiet period

@@ -163,14 +163,13 @@ impl DocumentWatch {
         }
     }
 
-    /// What the events queued since the last look say (one `read` when none are queued).
+    /// What the events queued since the last look say (one `ioctl` when none are queued).
     pub fn heard(&mut self) -> Heard {
         let Some(inotify) = &self.inotify else {
             return Heard::Files(Vec::new());
         };
         let mut files = Vec::new();
         let mut everything = false;
-        let mut dropped = Vec::new();
         inotify.read_events(&mut |wd, mask, name| {
             if mask & libc::IN_Q_OVERFLOW != 0 {
                 everything = true;
@@ -181,8 +180,7 @@ impl DocumentWatch {
             };
             if mask & (libc::IN_DELETE_SELF | libc::IN_MOVE_SELF | libc::IN_IGNORED) != 0 {
                 // The folder is gone or elsewhere (a moved folder's watch follows it, and so
-                // do the watches below it): every watch is suspect.
-                dropped.push(wd);
+                // do the watches below it): every watch is suspect, and all are dropped.
                 everything = true;
                 return;
             }
@@ -194,11 +192,6 @@ impl DocumentWatch {
                 files.push(path);
             }
         });
-        for wd in dropped {
-            if let Some(folder) = self.by_wd.remove(&wd) {
-                self.folders.remove(&folder);
-            }
-        }
         if everything {
             self.forget_all();
             return Heard::Everything;
