@@ -2,23 +2,27 @@
 //! open document before every request (issue 15: with 49 documents open on clangd, that `stat`
 //! per document made a repeated definition about 35 µs slower, a quarter of the server's time).
 //!
-//! The folder of each open document is watched for its entries' changes (written, attributes,
-//! created, deleted, renamed), and every folder above it up to `/` (or up to the first that
-//! cannot be watched) for its subfolders being deleted or renamed. An event naming a file makes that file a suspect; an event that moves or
-//! deletes a watched folder, a lost event (`IN_Q_OVERFLOW`) or a watch the kernel dropped makes
-//! every document one. Only suspects are `stat`ed ([`super::documents::Documents::changed_on_disk`]),
-//! and a document stays one until a `stat` finds it unchanged. Linux queues an event inside the
-//! `write`, `close` or `rename` that made the change, so a change made before a request was sent
-//! is seen when that request is served.
+//! Each open document's file is watched (its inode: a write through any name of it, a hard link
+//! in another folder included), its folder for its entries' changes (written, attributes,
+//! created, deleted, renamed: a save that renames a new file over the document), and every
+//! folder above it up to `/` (or up to the first that cannot be watched) for its subfolders
+//! being deleted or renamed. An event naming a file, or of a document's own inode, makes that
+//! document a suspect; an event that moves or deletes a watched folder, a lost event
+//! (`IN_Q_OVERFLOW`) or a folder watch the kernel dropped makes every document one. Only
+//! suspects are `stat`ed ([`super::documents::Documents::changed_on_disk`]), and a document
+//! stays one until a `stat` finds it unchanged; before that `stat` its file is watched again
+//! ([`DocumentWatch::watch_file`]), so the watch follows a save that put a new inode under its
+//! name. Linux queues an event inside the `write`, `close` or `rename` that made the change, so
+//! a change made before a request was sent is seen when that request is served.
 //!
-//! Not every change raises an event where lspc watches: a write through a hard link in another
-//! folder, a change another machine makes on a network filesystem. So a folder on a
-//! filesystem that is not local (its `statfs` type is not one of [`LOCAL_FILESYSTEMS`]) is not
-//! watched, and its documents are `stat`ed before every request as before; and every open
-//! document is `stat`ed at least once every [`SWEEP_INTERVAL`] whatever the events said. Without
-//! inotify (no instance left, the watch limit) every document is `stat`ed every time. (A file
-//! written again through a shared `mmap` whose page is still dirty changes neither its times
-//! nor its size, so neither an event nor a `stat` tells of it until the kernel writes it back:
+//! Not every change raises an event: a change another machine makes on a network filesystem, a
+//! document whose file could not be watched (the watch limit). So a folder on a filesystem
+//! that is not local (its `statfs` type is not one of [`LOCAL_FILESYSTEMS`]) is not watched,
+//! and its documents are `stat`ed before every request as before; and every open document is
+//! `stat`ed at least once every [`SWEEP_INTERVAL`] whatever the events said. Without inotify
+//! (no instance left, the watch limit) every document is `stat`ed every time. (A file written
+//! again through a shared `mmap` whose page is still dirty changes neither its times nor its
+//! size, so neither an event nor a `stat` tells of it until the kernel writes it back:
 //! helper-68 saw one stale for 90 s, and a `stat` before every request would not see it either.)
 
 use std::ffi::OsStr;
@@ -42,6 +46,11 @@ const ENTRY_EVENTS: u32 = libc::IN_MODIFY
     | libc::IN_MOVED_FROM
     | libc::IN_MOVED_TO
     | FOLDER_EVENTS;
+
+/// Events of an open document's own inode, through whatever name it is written: written,
+/// attributes (times, links), closed after a write, deleted (its last link gone).
+const FILE_EVENTS: u32 =
+    libc::IN_MODIFY | libc::IN_ATTRIB | libc::IN_CLOSE_WRITE | libc::IN_DELETE_SELF;
 
 /// Events of every folder above a document's: a subfolder deleted or renamed (or one renamed
 /// over it), and the folder itself deleted or moved.
@@ -93,6 +102,11 @@ pub(crate) struct DocumentWatch {
     /// the watch limit).
     folders: FastMap<PathBuf, Option<Watched>>,
     by_wd: FastMap<i32, PathBuf>,
+    /// Each watched document's inode watch ([`FILE_EVENTS`]).
+    files: FastMap<PathBuf, i32>,
+    /// The documents of each inode watch: more than one when two open documents are links of
+    /// one file.
+    file_wds: FastMap<i32, Vec<PathBuf>>,
     last_sweep: Option<Instant>,
 }
 
@@ -121,7 +135,50 @@ impl DocumentWatch {
                 break;
             }
         }
+        self.watch_file(document);
         true
+    }
+
+    /// Watch the inode `document` names now (its file, for a write through another link), in
+    /// place of the one it named before (a save that renamed a new file over it); when it
+    /// cannot be watched (gone, the watch limit), its folder's events and the sweeps still
+    /// tell. Call it before the `stat` that clears a suspect, so a change after that `stat`
+    /// raises an event.
+    pub fn watch_file(&mut self, document: &Path) {
+        let Some(inotify) = &self.inotify else {
+            return;
+        };
+        let wd = inotify.add_watch(document, FILE_EVENTS).ok().flatten();
+        let before = match wd {
+            Some(wd) => self.files.insert(document.to_path_buf(), wd),
+            None => self.files.remove(document),
+        };
+        if before == wd {
+            return;
+        }
+        if let Some(before) = before {
+            self.unwatch_file(before, document);
+        }
+        if let Some(wd) = wd {
+            self.file_wds
+                .entry(wd)
+                .or_default()
+                .push(document.to_path_buf());
+        }
+    }
+
+    /// `document` no longer needs inode watch `wd`; the watch goes with its last document.
+    fn unwatch_file(&mut self, wd: i32, document: &Path) {
+        let Some(documents) = self.file_wds.get_mut(&wd) else {
+            return;
+        };
+        documents.retain(|other| other != document);
+        if documents.is_empty() {
+            self.file_wds.remove(&wd);
+            if let Some(inotify) = &self.inotify {
+                inotify.remove(wd);
+            }
+        }
     }
 
     /// Watch `folder` for at least `mask`; whether it is.
@@ -170,9 +227,19 @@ impl DocumentWatch {
         };
         let mut files = Vec::new();
         let mut everything = false;
+        let mut dropped_files = Vec::new();
         inotify.read_events(&mut |wd, mask, name| {
             if mask & libc::IN_Q_OVERFLOW != 0 {
                 everything = true;
+                return;
+            }
+            if let Some(documents) = self.file_wds.get(&wd) {
+                // A document's inode: written, or its last link gone (then the kernel drops
+                // the watch, `IN_IGNORED`; the next check watches whatever the name holds).
+                files.extend(documents.iter().cloned());
+                if mask & libc::IN_IGNORED != 0 {
+                    dropped_files.push(wd);
+                }
                 return;
             }
             let Some(folder) = self.by_wd.get(&wd) else {
@@ -192,6 +259,11 @@ impl DocumentWatch {
                 files.push(path);
             }
         });
+        for wd in dropped_files {
+            for document in self.file_wds.remove(&wd).unwrap_or_default() {
+                self.files.remove(&document);
+            }
+        }
         if everything {
             self.forget_all();
             return Heard::Everything;
@@ -203,12 +275,14 @@ impl DocumentWatch {
     /// scratch ([`Heard::Everything`]).
     fn forget_all(&mut self) {
         if let Some(inotify) = &self.inotify {
-            for wd in self.by_wd.keys() {
+            for wd in self.by_wd.keys().chain(self.file_wds.keys()) {
                 inotify.remove(*wd);
             }
         }
         self.by_wd.clear();
         self.folders.clear();
+        self.file_wds.clear();
+        self.files.clear();
     }
 
     /// Whether every open document is due its `stat` ([`SWEEP_INTERVAL`]); when so, the clock
@@ -224,12 +298,24 @@ impl DocumentWatch {
         }
         self.last_sweep = Some(now);
         let mut needed: FastMap<&Path, ()> = FastMap::default();
+        let mut needed_files: FastMap<&Path, ()> = FastMap::default();
         for document in open_documents {
+            needed_files.insert(document, ());
             for folder in document.ancestors().skip(1) {
                 if needed.insert(folder, ()).is_some() {
                     break;
                 }
             }
+        }
+        let unneeded_files: Vec<(PathBuf, i32)> = self
+            .files
+            .iter()
+            .filter(|(document, _)| !needed_files.contains_key(document.as_path()))
+            .map(|(document, wd)| (document.clone(), *wd))
+            .collect();
+        for (document, wd) in unneeded_files {
+            self.files.remove(&document);
+            self.unwatch_file(wd, &document);
         }
         let unneeded: Vec<PathBuf> = self
             .folders
@@ -252,6 +338,12 @@ impl DocumentWatch {
     #[cfg(test)]
     fn watched_folders(&self) -> usize {
         self.by_wd.len()
+    }
+
+    /// How many inode watches there are now.
+    #[cfg(test)]
+    fn watched_files(&self) -> usize {
+        self.file_wds.len()
     }
 }
 
@@ -327,18 +419,22 @@ mod tests {
     }
 
     /// A document's folder that is gone is not watched (it is `stat`ed instead), and a sweep
-    /// drops the watches no open document needs.
+    /// drops the folder and inode watches no open document needs.
     #[test]
     fn sweeps_keep_only_the_folders_open_documents_need() {
         let dir = temp_folder("sweep");
         std::fs::create_dir_all(dir.join("lib")).unwrap();
         let (a, b) = (dir.join("pkg/src/a.c"), dir.join("lib/b.c"));
+        std::fs::write(&a, "int a;\n").unwrap();
+        std::fs::write(&b, "int b;\n").unwrap();
         let mut watch = DocumentWatch::default();
         assert!(!watch.watch(&dir.join("missing/c.c")));
         assert!(watch.watch(&a) && watch.watch(&b));
         let all = watch.watched_folders();
+        assert_eq!(watch.watched_files(), 2);
         assert!(watch.sweep_due([a.as_path()].into_iter()));
         assert_eq!(watch.watched_folders(), all - 1, "lib is no longer needed");
+        assert_eq!(watch.watched_files(), 1, "nor b.c");
         assert!(
             !watch.sweep_due([a.as_path()].into_iter()),
             "not due again at once"

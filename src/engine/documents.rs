@@ -386,6 +386,11 @@ impl Documents {
                     doc.verified_in_turn = turn;
                     return None;
                 }
+                if doc.watched && doc.suspect {
+                    // The name may hold another inode now (a save renamed a new file over it):
+                    // watch that one before the `stat` below.
+                    watch.watch_file(Path::new(path.as_os_str()));
+                }
                 let unchanged = std::fs::metadata(path).is_ok_and(|metadata| {
                     doc.stamp.is_some_and(|stamp| stamp.unchanged(&metadata))
                 });
@@ -696,9 +701,11 @@ mod tests {
     }
 
     /// Issue 15: open documents are `stat`ed when an event names them, not before every
-    /// request. A write through a hard link in another folder raises no event where lspc
-    /// watches: it is seen at the next sweep, within [`super::super::document_watch::SWEEP_INTERVAL`]
-    /// (before it, the document is taken as unchanged: no `stat` was made).
+    /// request: a write to the file through any of its names (a hard link in another folder
+    /// too) or a new file renamed over it, whose inode is then watched in place of the old one.
+    /// A stamp that no longer matches the disk with no event is not noticed between sweeps (no
+    /// `stat` was made), and is at the next sweep, within
+    /// [`super::super::document_watch::SWEEP_INTERVAL`].
     #[test]
     fn only_documents_named_by_events_are_checked_between_sweeps() {
         let dir = std::env::temp_dir().join(format!("lspc-events-test-{}", std::process::id()));
@@ -707,7 +714,7 @@ mod tests {
         std::fs::create_dir_all(dir.join("elsewhere")).unwrap();
         let dir = dir.canonicalize().unwrap();
         let (a, b) = (dir.join("src/a.py"), dir.join("src/b.py"));
-        let link = dir.join("elsewhere/link.py");
+        let (link, second_link) = (dir.join("elsewhere/link.py"), dir.join("elsewhere/l2.py"));
         let mut documents = Documents::default();
         for path in [&a, &b] {
             std::fs::write(path, "x = 1\n").unwrap();
@@ -717,16 +724,36 @@ mod tests {
             }
             open_as_read(&mut documents, path);
         }
-        assert_eq!(documents.changed_on_disk(), Vec::<PathBuf>::new());
+        let none = Vec::<PathBuf>::new();
+        assert_eq!(documents.changed_on_disk(), none);
         std::fs::write(&a, "x = 22\n").unwrap();
         std::fs::write(&link, "x = 333\n").unwrap();
         assert_eq!(
             documents.changed_on_disk(),
-            vec![a.clone()],
-            "a's event only"
+            vec![a.clone(), b.clone()],
+            "a's folder event, b's inode event"
         );
+        open_as_read(&mut documents, &a);
+        open_as_read(&mut documents, &b);
+        assert_eq!(documents.changed_on_disk(), none);
+        // Saved by renaming a new file over it; then written through a link of the new file.
+        let temporary = dir.join("src/.b.py.tmp");
+        std::fs::write(&temporary, "x = 4444\n").unwrap();
+        std::fs::rename(&temporary, &b).unwrap();
+        assert_eq!(documents.changed_on_disk(), vec![b.clone()]);
+        std::fs::hard_link(&b, &second_link).unwrap();
+        open_as_read(&mut documents, &b);
+        assert_eq!(documents.changed_on_disk(), none);
+        std::fs::write(&second_link, "x = 55555\n").unwrap();
+        assert_eq!(documents.changed_on_disk(), vec![b.clone()]);
+        open_as_read(&mut documents, &b);
+        assert_eq!(documents.changed_on_disk(), none);
+        // No event: a stamp made stale behind the watch's back waits for the sweep.
+        let other = DiskStamp::of(&std::fs::metadata(&a).unwrap(), SystemTime::now());
+        documents.set_stamp(&b, other);
+        assert_eq!(documents.changed_on_disk(), none, "no event, no stat");
         std::thread::sleep(super::super::document_watch::SWEEP_INTERVAL);
-        assert_eq!(documents.changed_on_disk(), vec![a.clone(), b.clone()]);
+        assert_eq!(documents.changed_on_disk(), vec![b.clone()]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -4034,6 +4034,54 @@ fn a_workspace_folder_replaced_by_a_copy_is_watched_again() {
     let _ = std::fs::remove_dir_all(&old);
 }
 
+/// An open document written through a hard link in a folder lspc does not watch (a build
+/// sandbox, a `cp -al` tree, another checkout sharing the file) raises no event in the
+/// document's folder: until the engine watched each open document's inode as well, it was seen
+/// only at the once-a-second sweep, and a request about another file right after the write
+/// reached the server before the document's new text did (a definition landing in it, the
+/// diagnostics of a file importing it). Now the new text is sent before that request, every
+/// time.
+#[test]
+fn an_open_document_written_through_a_hard_link_elsewhere_is_seen_at_once() {
+    let mut workspace = Workspace::new("hard-link-write");
+    workspace
+        .file("a.py", "greet = 1\n")
+        .file("b.py", "other = 1\n");
+    let config = workspace.fixture_config(&[("fx", &[".py"], json!({}))]);
+    let elsewhere = workspace.root.with_extension("links");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let link = elsewhere.join("a.py");
+    let _ = std::fs::remove_file(&link);
+    std::fs::hard_link(workspace.path("a.py"), &link).unwrap();
+    let mut session = BatchSession::start(&workspace, &config, 10);
+    let hover = |id: usize, file: &str| json!({"id": id, "op": "hover", "file": file, "line": 1, "column": 1});
+    let answer = session.ask(hover(1, "a.py"));
+    assert_eq!(answer["result"]["text"], "greet at 0:0", "{answer}");
+    let answer = session.ask(hover(2, "b.py"));
+    assert_eq!(answer["result"]["text"], "other at 0:0", "{answer}");
+    let uri = format!("file://{}", workspace.path("a.py").display());
+    for round in 0..3 {
+        let text = format!("hello = {round}\n");
+        std::fs::write(&link, &text).unwrap();
+        let answer = session.ask(hover(3 + round, "b.py"));
+        assert_eq!(answer["result"]["text"], "other at 0:0", "{answer}");
+        let transcript = workspace.transcript("fx");
+        let hover_at = transcript
+            .iter()
+            .rposition(|entry| entry["message"]["method"] == "textDocument/hover")
+            .unwrap();
+        let sent = transcript[..hover_at].iter().rev().find(|entry| {
+            entry["message"]["method"] == "textDocument/didChange"
+                && entry["message"]["params"]["textDocument"]["uri"] == uri
+        });
+        let sent = sent.map(|entry| &entry["message"]["params"]["contentChanges"][0]["text"]);
+        assert_eq!(sent, Some(&json!(text)), "round {round}: {transcript:#?}");
+    }
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    std::fs::remove_dir_all(&elsewhere).unwrap();
+}
+
 /// helper-68's trial on psf/requests: `pyproject.toml` replaced (a new inode, the same text)
 /// restarts pyright, and the new pyright was sent only the documents used after it; `t.py`,
 /// still open on ruff, written and kept open, was re-sent to ruff alone, so pyright kept the
