@@ -276,16 +276,6 @@ impl Program {
         }
     }
 
-    /// Whether a file named `file_name` is a configuration file whose change restarts some
-    /// program's instance ([`Program::reloads_configuration_late`] or
-    /// [`Program::reads_configuration`] for any program): the session watch compares such a
-    /// file's content before it reports it changed (`session/watch.rs`).
-    pub fn restarts_some_program(file_name: &str) -> bool {
-        ALL.into_iter().any(|program| {
-            program.reloads_configuration_late(file_name) || program.reads_configuration(file_name)
-        })
-    }
-
     /// The program a command's file name `name` is: its [`Program::name`], or that name with a
     /// version suffix `-N[.N…]` (`clangd-14`).
     pub fn from_name(name: &str) -> Option<Program> {

@@ -20,21 +20,12 @@
 //!   the rest are not announced, and the log says so once.
 //! - The first scan only records the snapshot: nothing changed before the session existed.
 //! - Files the request path touches are re-synced by the loop anyway; this only covers the rest.
-//! - A configuration file whose change restarts a server ([`Program::restarts_some_program`]:
-//!   `pyproject.toml`, `tsconfig.json`, `compile_commands.json`, …) counts as changed only when
-//!   its content did: one written again with the same bytes (an editor's save without an edit,
-//!   a build that regenerates its compilation database, `touch`) restarted pyright, tsserver or
-//!   clangd for nothing, a second and a half of pyright's start and a fresh index of clangd's.
-//!   Its content is kept as a keyed hash from the scan that first saw it, read again only when
-//!   its stamp changed, up to [`MAX_COMPARED_CONFIGURATION`] bytes (a larger one counts as
-//!   changed whenever its stamp does).
 //! - A diagnostics request (a warm `lspc check`) asks for a scan first ([`ScanRequest`]) and is
 //!   sent to the loop only once that scan's changes are: a check right after a `git checkout`
 //!   must not wait for the next interval to have the servers hear of a rewritten
 //!   `pyproject.toml`.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hasher, RandomState};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -42,7 +33,6 @@ use std::time::Duration;
 
 use crossbeam_channel::{select, Receiver, Sender};
 
-use crate::config::Program;
 use crate::doorbell::LoopSender;
 use crate::engine::{Op, WatchedChange};
 use crate::file_stamp::FileStamp as Stamp;
@@ -68,18 +58,10 @@ pub const QUIET_AFTER: Duration = Duration::from_secs(60);
 /// workspace package; helper-66 met a 17th left out with 16).
 pub const MAX_PACKAGE_FOLDERS: usize = 256;
 
-/// The largest configuration file whose content a scan compares (see the module doc); a large
-/// project's `compile_commands.json` is tens of megabytes, read in about as many milliseconds.
-pub const MAX_COMPARED_CONFIGURATION: u64 = 64 << 20;
-
 /// The last scan's stamps.
 #[derive(Debug, Default)]
 pub struct Snapshot {
     stamps: HashMap<PathBuf, Stamp>,
-    /// The content hash of each configuration file the module doc names, keyed by
-    /// [`Snapshot::content_keys`] (a file's author cannot choose a colliding rewrite).
-    contents: HashMap<PathBuf, u64>,
-    content_keys: RandomState,
     /// Per `node_modules` folder, its packages' stamps ([`package_stamps`]).
     packages: HashMap<PathBuf, HashMap<PathBuf, Stamp>>,
     /// The files of tsserver's projects the listing leaves out (`session/project_files.rs`).
@@ -144,13 +126,6 @@ impl Snapshot {
             .collect();
         let previous = std::mem::replace(&mut self.stamps, stamps);
         let previous_packages = std::mem::replace(&mut self.packages, packages);
-        let previous_contents = self.hash_configuration_files(&previous);
-        // Rewritten with the same bytes: not a change (the module doc).
-        let same_content = |path: &PathBuf| {
-            previous_contents
-                .get(path)
-                .is_some_and(|before| self.contents.get(path) == Some(before))
-        };
         if !self.scanned {
             self.scanned = true;
             return Vec::new();
@@ -159,9 +134,6 @@ impl Snapshot {
         for (path, stamp) in &self.stamps {
             match previous.get(path) {
                 None => changes.push((path.clone(), WatchedChange::Created)),
-                Some(old) if old != stamp && same_content(path) => {
-                    log::debug!("{} was written with the same content", path.display());
-                }
                 Some(old) if old.other_file(stamp) => {
                     changes.push((path.clone(), WatchedChange::Replaced))
                 }
@@ -208,32 +180,6 @@ impl Snapshot {
 }
 
 impl Snapshot {
-    /// Hash the configuration files of this scan's stamps whose stamp is new or changed since
-    /// `previous`, keep the others' hashes; returns the previous scan's hashes.
-    fn hash_configuration_files(
-        &mut self,
-        previous: &HashMap<PathBuf, Stamp>,
-    ) -> HashMap<PathBuf, u64> {
-        let previous_contents = std::mem::take(&mut self.contents);
-        for (path, stamp) in &self.stamps {
-            let configuration = path
-                .file_name()
-                .and_then(|name| name.to_str())
-                .is_some_and(Program::restarts_some_program);
-            if !configuration {
-                continue;
-            }
-            let hash = match previous.get(path) == Some(stamp) {
-                true => previous_contents.get(path).copied(),
-                false => content_hash(&self.content_keys, path, stamp),
-            };
-            if let Some(hash) = hash {
-                self.contents.insert(path.clone(), hash);
-            }
-        }
-        previous_contents
-    }
-
     /// Watch `files` (the engine's list of tsserver's project files) besides the listing,
     /// from the next scan on.
     pub fn set_project_files(&mut self, list: crate::engine::ProjectFileList) {
@@ -243,18 +189,6 @@ impl Snapshot {
             self.project_files.len()
         );
     }
-}
-
-/// `path`'s content hashed with `keys`; `None` when it is larger than
-/// [`MAX_COMPARED_CONFIGURATION`] or cannot be read.
-fn content_hash(keys: &RandomState, path: &Path, stamp: &Stamp) -> Option<u64> {
-    if stamp.size() > MAX_COMPARED_CONFIGURATION {
-        return None;
-    }
-    let bytes = std::fs::read(path).ok()?;
-    let mut hasher = keys.build_hasher();
-    hasher.write(&bytes);
-    Some(hasher.finish())
 }
 
 /// The stamps of the packages in `node_modules` (each entry not hidden, and each entry of a
@@ -821,66 +755,6 @@ mod tests {
             snapshot.scan(&root),
             [(root.join("node_modules"), WatchedChange::Replaced)]
         );
-        std::fs::remove_dir_all(&root).unwrap();
-    }
-
-    /// A configuration file written again with the same bytes (in place, `touch`ed, or a copy
-    /// renamed over it) is no change; its content changed is, and so is changing it back. A
-    /// source file rewritten with the same bytes still is (only configuration is compared).
-    #[test]
-    fn configuration_files_rewritten_with_the_same_content_are_no_change() {
-        let root = std::env::temp_dir().join(format!("lspc-watch-same-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(root.join("pkg")).unwrap();
-        let root = root.canonicalize().unwrap();
-        let (pyproject, tsconfig) = (root.join("pyproject.toml"), root.join("pkg/tsconfig.json"));
-        let plain = "[project]\nname = \"x\"\n";
-        std::fs::write(&pyproject, plain).unwrap();
-        std::fs::write(&tsconfig, "{}\n").unwrap();
-        std::fs::write(root.join("a.py"), "a = 1\n").unwrap();
-        let mut snapshot = Snapshot::default();
-        assert_eq!(snapshot.scan(&root), []);
-        // The same bytes: in place with a later time, and a copy renamed over it.
-        let later = std::time::SystemTime::now() + Duration::from_secs(5);
-        std::fs::write(&pyproject, plain).unwrap();
-        std::fs::File::options()
-            .write(true)
-            .open(&pyproject)
-            .unwrap()
-            .set_modified(later)
-            .unwrap();
-        let copy = root.join("pkg/.tsconfig.json.tmp");
-        std::fs::write(&copy, "{}\n").unwrap();
-        std::fs::rename(&copy, &tsconfig).unwrap();
-        std::fs::write(root.join("a.py"), "a = 1\n").unwrap();
-        std::fs::File::options()
-            .write(true)
-            .open(root.join("a.py"))
-            .unwrap()
-            .set_modified(later)
-            .unwrap();
-        assert_eq!(
-            snapshot.scan(&root),
-            [(root.join("a.py"), WatchedChange::Changed)]
-        );
-        std::fs::write(&pyproject, format!("{plain}[tool.pyright]\n")).unwrap();
-        assert_eq!(
-            snapshot.scan(&root),
-            [(pyproject.clone(), WatchedChange::Changed)]
-        );
-        std::fs::write(&pyproject, plain).unwrap();
-        assert_eq!(
-            snapshot.scan(&root),
-            [(pyproject.clone(), WatchedChange::Changed)]
-        );
-        // Deleted and made again with the same bytes: both announced.
-        std::fs::remove_file(&tsconfig).unwrap();
-        assert_eq!(
-            snapshot.scan(&root),
-            [(tsconfig.clone(), WatchedChange::Deleted)]
-        );
-        std::fs::write(&tsconfig, "{}\n").unwrap();
-        assert_eq!(snapshot.scan(&root), [(tsconfig, WatchedChange::Created)]);
         std::fs::remove_dir_all(&root).unwrap();
     }
 

@@ -1789,33 +1789,69 @@ fn a_changed_pyproject_is_applied_to_the_very_next_diagnostics() {
         "reportPrivateUsage".to_owned(),
         "\"_priv\" is private and used outside of the module in which it is declared".to_owned(),
     );
-    assert_eq!(diagnostics(2), std::slice::from_ref(&private));
+    assert_eq!(diagnostics(2), [private]);
     // pyright's own CLI on the same tree agrees.
     let cli = tool_output(&workspace, "pyright", &["pkg/b.py"]);
     assert!(
         cli.contains("b.py:1:19 - error: \"_priv\" is private and used outside of the module in which it is declared (reportPrivateUsage)"),
         "{cli}"
     );
-    // Saved again with the same bytes, as an editor saves (a copy renamed over it): no restart.
-    workspace.file("pyproject.toml.tmp", &strict);
-    std::fs::rename(
-        workspace.path("pyproject.toml.tmp"),
-        workspace.path("pyproject.toml"),
-    )
-    .unwrap();
-    assert_eq!(diagnostics(3), [private]);
     workspace.file("pyproject.toml", plain);
-    assert_eq!(diagnostics(4), []);
+    assert_eq!(diagnostics(3), []);
     let (status, stderr) = batch.finish();
     assert_eq!(status, Some(0), "{stderr}");
-    let restarts = stderr
-        .lines()
-        .filter(|line| {
-            line.contains("pyright: restarting: ")
-                && line.contains("pyproject.toml changed, and the server applies it late")
-        })
-        .count();
-    assert_eq!(restarts, 2, "strict on, then off: {stderr}");
+    assert!(
+        stderr.contains("pyright: restarting: ")
+            && stderr.contains("pyproject.toml changed, and the server applies it late"),
+        "{stderr}"
+    );
+}
+
+/// helper-69's trial (psf/requests): `pyproject.toml` written, a diagnostics request restarting
+/// pyright for it, and another tool writing the file again while pyright starts (and reads it);
+/// then the first text is written back. A session scan that compared the file's content with
+/// what the previous scan hashed took that last write for no change, and pyright kept the text
+/// it read during its start: `strict` where the file said basic, an error where `pyright`
+/// reports none, for as long as the server ran. Whatever content comparison a scan does, the
+/// configuration the server holds must be the file's.
+#[test]
+fn a_configuration_written_while_pyright_restarts_for_it_is_the_one_applied() {
+    require_program!("pyright-langserver");
+    require_program!("pyright");
+    let workspace = Workspace::new("pyproject-restart-race");
+    let plain = "[project]\nname = \"x\"\nversion = \"0\"\n";
+    let strict = format!("{plain}\n[tool.pyright]\ntypeCheckingMode = \"strict\"\n");
+    workspace
+        .file("pyproject.toml", &strict)
+        .file("pkg/__init__.py", "")
+        .file("pkg/a.py", "def _priv() -> int:\n    return 1\n")
+        .file("pkg/b.py", "from pkg.a import _priv\n\nprint(_priv())\n");
+    let config = workspace.config(json!({ "pyright": pyright_entry() }));
+    let mut batch = BatchSession::start(&workspace, &config, 60);
+    let mut diagnostics = |id: u64| {
+        batch_rows(&batch.ask(json!({"id": id, "op": "diagnostics", "file": "pkg/b.py"}))).len()
+    };
+    assert_eq!(diagnostics(1), 1, "strict: reportPrivateUsage");
+    workspace.file("pyproject.toml", plain);
+    assert_eq!(diagnostics(2), 0);
+    workspace.file("pyproject.toml", &strict);
+    let pyproject = workspace.path("pyproject.toml");
+    let racer = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        std::fs::write(&pyproject, plain).unwrap();
+    });
+    diagnostics(3);
+    racer.join().unwrap();
+    workspace.file("pyproject.toml", &strict);
+    assert_eq!(
+        diagnostics(4),
+        1,
+        "strict again: the file's mode, not the one read in between"
+    );
+    let cli = tool_output(&workspace, "pyright", &["pkg/b.py"]);
+    assert!(cli.contains("(reportPrivateUsage)"), "{cli}");
+    let (status, stderr) = batch.finish();
+    assert_eq!(status, Some(0), "{stderr}");
 }
 
 /// The same for typescript-language-server: tsserver re-reads a changed `tsconfig.json` on a
