@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use json::SyntaxError;
-pub use program::Program;
+pub use program::{ConfigurationReads, Program};
 pub use resolve::{find_in_path, resolve_command, workspace_root};
 use sources::merge_by_name;
 pub use sources::{load, load_for_extension, load_with_env};

@@ -61,6 +61,19 @@ pub enum Program {
     Intelephense,
 }
 
+/// When a running server may read one of its configuration files
+/// ([`Program::configuration_reads`]), besides while it starts (until its first diagnostics).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigurationReads {
+    /// Only when sent `workspace/didChangeWatchedFiles` or `workspace/didChangeConfiguration`.
+    WhenTold,
+    /// Also when sent a document (`textDocument/didOpen`, `didChange`, `didSave`, `didClose`),
+    /// or while it reports `$/progress` work (clangd's background index).
+    OnDocumentSync,
+    /// At any moment, or lspc does not know.
+    AnyTime,
+}
+
 /// Every [`Program`], for lookups by name.
 const ALL: [Program; 23] = [
     Program::PyrightLangserver,
@@ -274,6 +287,41 @@ impl Program {
             Program::Ruff => matches!(file_name, "ruff.toml" | ".ruff.toml" | "pyproject.toml"),
             _ => false,
         }
+    }
+
+    /// When this program may read the configuration file named `file_name` again after its
+    /// start-up, which decides whether a rewrite of the file with the bytes it had can be
+    /// skipped (`engine/configuration_reads.rs`). Checked with a bare client (no watched-file
+    /// event sent, the file changed on disk, 4 s waited): pyright 1.1.414 and ruff 0.17.6 keep
+    /// their old `pyproject.toml`/`ruff.toml` through a `didChange` and apply the new one only
+    /// on `workspace/didChangeWatchedFiles` (they register their watches with the client);
+    /// clangd 14 applies a new `compile_flags.txt` at the next `didChange`, as it rebuilds the
+    /// file and looks its compilation database up again. clangd looks `.clangd` up for any
+    /// request, and tsserver watches its `tsconfig.json` itself, so for them, and for every
+    /// other program or file, [`ConfigurationReads::AnyTime`].
+    pub fn configuration_reads(self, file_name: &str) -> ConfigurationReads {
+        match self {
+            Program::PyrightLangserver | Program::BasedpyrightLangserver
+                if self.reloads_configuration_late(file_name) =>
+            {
+                ConfigurationReads::WhenTold
+            }
+            Program::Ruff if self.reads_configuration(file_name) => ConfigurationReads::WhenTold,
+            Program::Clangd
+                if matches!(file_name, "compile_commands.json" | "compile_flags.txt") =>
+            {
+                ConfigurationReads::OnDocumentSync
+            }
+            _ => ConfigurationReads::AnyTime,
+        }
+    }
+
+    /// Whether some program reads a file named `file_name` only at known moments
+    /// ([`Program::configuration_reads`] other than `AnyTime`): the files whose content the
+    /// workspace scan compares (`session/watch.rs`).
+    pub fn compares_configuration(file_name: &str) -> bool {
+        ALL.into_iter()
+            .any(|program| program.configuration_reads(file_name) != ConfigurationReads::AnyTime)
     }
 
     /// The program a command's file name `name` is: its [`Program::name`], or that name with a

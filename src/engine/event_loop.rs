@@ -152,8 +152,8 @@ pub(super) fn run(options: EngineOptions, bell: Bell, op_receiver: Receiver<Op>)
                 let _ = reply.send(state.reload(config, &event_receiver));
             }
             // Needs it too: a server that reads a changed configuration file late is restarted.
-            Input::Op(Op::FilesChanged { changes }) => {
-                state.files_changed(&changes, &event_receiver);
+            Input::Op(Op::FilesChanged { changes, rewritten }) => {
+                state.files_changed(changes, &rewritten, &event_receiver);
             }
             Input::Op(op) => state.handle_op(op),
             Input::OpsClosed => {

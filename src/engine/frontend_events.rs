@@ -147,22 +147,15 @@ impl State {
             if !server.is_running() {
                 continue;
             }
-            // Every instance of the server hears of the change: a file in one project may be
-            // imported by another (as for edits, see edit_sync.rs).
-            let index = server.config_index;
-            let claims = |path: &Path| self.options.config.servers_for_path(path).contains(&index);
-            let project_file = |path: &PathBuf| {
-                path.file_name().is_some_and(|name| {
-                    server
-                        .config
-                        .root_markers
-                        .iter()
-                        .any(|marker| name == crate::config::roots::marker_file(marker))
-                })
+            let claims = |path: &Path| {
+                self.options
+                    .config
+                    .servers_for_path(path)
+                    .contains(&server.config_index)
             };
             let events: Vec<Value> = changes
                 .iter()
-                .filter(|(path, _)| claims(path) || project_file(path))
+                .filter(|(path, _)| self.hears_of(server, path))
                 .filter(|(path, _)| {
                     !self
                         .documents
@@ -233,6 +226,28 @@ impl State {
             self.documents
                 .mark_stale_analysis(&told, std::path::Path::new(""));
         }
+    }
+
+    /// Whether `server` is told of a change of `path` on disk (when it does not have it open):
+    /// it claims the file, or the file is one of its project files (its root markers:
+    /// `pyproject.toml`, `tsconfig.json`, `compile_commands.json`, …, which a `git checkout`
+    /// rewrites and the server reads its configuration from). Every instance of the server
+    /// hears of the change: a file in one project may be imported by another (as for edits, see
+    /// edit_sync.rs).
+    pub(super) fn hears_of(&self, server: &Server, path: &Path) -> bool {
+        let claims = self
+            .options
+            .config
+            .servers_for_path(path)
+            .contains(&server.config_index);
+        claims
+            || path.file_name().is_some_and(|name| {
+                server
+                    .config
+                    .root_markers
+                    .iter()
+                    .any(|marker| name == crate::config::roots::marker_file(marker))
+            })
     }
 
     /// The files of `changes` created or changed on disk that `server` claims by extension and

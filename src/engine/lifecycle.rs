@@ -141,6 +141,9 @@ pub(super) struct Server {
     /// Its process's CPU activity, sampled during diagnostics waits under the rules without a
     /// completeness signal ([`super::super::server_cpu`]).
     pub(super) cpu: super::super::server_cpu::CpuActivity,
+    /// When its process may have read its configuration files
+    /// ([`super::super::configuration_reads`]).
+    pub(super) read_moments: super::super::configuration_reads::ReadMoments,
 }
 
 pub(super) enum ServerState {
@@ -232,6 +235,7 @@ impl Server {
             reopen_after_hold: Vec::new(),
             deferred_round: crate::config::gopls::deferred_round(config),
             cpu: Default::default(),
+            read_moments: Default::default(),
         }
     }
 
@@ -321,6 +325,9 @@ impl Server {
 
     pub(super) fn send(&self, message: Message) {
         if let Some(process) = self.process() {
+            if let Message::Notification(notification) = &message {
+                self.read_moments.on_notification(&notification.method);
+            }
             if process.send(Outgoing::Message(message)).is_err() {
                 log::debug!(
                     "{}: writer gone; the reader will report the exit",
@@ -512,6 +519,7 @@ impl State {
             .unwrap_or(self.options.startup_timeout);
         log::debug!("{}: spawned pid {}", server.config.name, process.pid());
         server.cpu.reset();
+        server.read_moments = Default::default();
         server.watchdog = Some(Watchdog::start(&server.config.name, process.pid()));
         if self.options.warn_duplicates {
             super::super::duplicates::register(

@@ -17,6 +17,7 @@
 
 mod client_capabilities;
 mod configuration_gate;
+mod configuration_reads;
 pub use configuration_gate::opens_note;
 mod document_watch;
 mod documents;
@@ -357,6 +358,10 @@ pub enum Op {
     /// `workspace/didChangeWatchedFiles` (LSP 3.17 §`workspace/didChangeWatchedFiles`). No reply.
     FilesChanged {
         changes: Vec<(PathBuf, WatchedChange)>,
+        /// Configuration files written again with the bytes the scan that began at the
+        /// `Instant` saw (`session/watch.rs`): each counts as changed only for servers that may
+        /// have read it since (`engine/configuration_reads.rs`). In path order.
+        rewritten: Vec<(PathBuf, std::time::Instant)>,
     },
 }
 
@@ -582,6 +587,10 @@ pub enum EngineError {
         status: String,
         stderr_tail: String,
     },
+    /// lspc restarted the server (`why`: `because its configuration file changed`, `by a
+    /// configuration reload`) while the request was in flight; asking again reaches the new
+    /// process. A diagnostics wait is not failed so: it runs again on the new process.
+    Restarted { server: String, why: String },
     /// The server crashed (or was killed as hung) and its restart policy is used up: it stays
     /// down for the rest of the lspc process. `status` is `exit N`, `signal N` or
     /// `killed: …`; `crashes` counts the crashes of the last streak.
@@ -623,6 +632,7 @@ const ENGINE_ERRORS: &[&str] = &[
     "NoServer",
     "Spawn",
     "ServerExited",
+    "Restarted",
     "GaveUp",
     "Server",
     "Timeout",
@@ -697,6 +707,13 @@ fn decode_engine_error(value: Value) -> Result<EngineError, serde_json::Error> {
                 method: fields.required("method")?,
             }
         }
+        "Restarted" => {
+            let mut fields = Fields::object(content)?;
+            EngineError::Restarted {
+                server: fields.required("server")?,
+                why: fields.required("why")?,
+            }
+        }
         "StillStarting" => EngineError::StillStarting {
             server: Fields::object(content)?.required("server")?,
         },
@@ -722,6 +739,10 @@ impl std::fmt::Display for EngineError {
                 }
                 Ok(())
             }
+            EngineError::Restarted { server, why } => write!(
+                f,
+                "server {server} was restarted {why} while the request was in flight; ask again"
+            ),
             EngineError::GaveUp {
                 server,
                 status,
@@ -1097,6 +1118,10 @@ mod tests {
                 status: text("exit 1"),
                 stderr_tail: text("boom"),
             },
+            EngineError::Restarted {
+                server: text("fx"),
+                why: text("because its configuration file changed"),
+            },
             EngineError::GaveUp {
                 server: text("fx"),
                 status: text("signal 9"),
@@ -1129,6 +1154,7 @@ mod tests {
                 EngineError::NoServer { .. } => "NoServer",
                 EngineError::Spawn { .. } => "Spawn",
                 EngineError::ServerExited { .. } => "ServerExited",
+                EngineError::Restarted { .. } => "Restarted",
                 EngineError::GaveUp { .. } => "GaveUp",
                 EngineError::Server { .. } => "Server",
                 EngineError::Timeout { .. } => "Timeout",

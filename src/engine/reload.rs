@@ -26,12 +26,13 @@
 //! - Stopping is the LSP sequence (`shutdown`, `exit`, then close/SIGTERM/SIGKILL), bounded by the
 //!   server's shutdown timeout; other servers' events that arrive meanwhile are handled normally.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use crossbeam_channel::Receiver;
 
 use super::{Purpose, Server, ServerState, State};
-use crate::config::{Config, ServerConfig};
+use crate::config::{Config, ConfigurationReads, ServerConfig};
 use crate::engine::{EngineError, WatchedChange};
 use crate::process::{ServerEvent, ServerId};
 
@@ -57,6 +58,29 @@ impl ReloadReport {
     pub fn is_empty(&self) -> bool {
         self.restarted.is_empty() && self.removed.is_empty() && self.added.is_empty()
     }
+}
+
+/// Whether a change of `path` restarts `server`'s running instance (see the module doc): its
+/// program applies the file late, or the instance could not resolve its configuration and the
+/// file is one it reads (ruff says nothing when a reload succeeds); and the file lies in the
+/// instance's workspace folder or in a folder above it (a configuration the server finds by
+/// looking up).
+fn restarts_for_change(server: &Server, path: &Path) -> bool {
+    let Some(program) = server.program else {
+        return false;
+    };
+    let named = path
+        .file_name()
+        .and_then(|name| name.to_str())
+        .is_some_and(|name| {
+            program.reloads_configuration_late(name)
+                || (server.check_failure.is_some() && program.reads_configuration(name))
+        });
+    named
+        && (path.starts_with(&server.workspace_folder)
+            || path
+                .parent()
+                .is_some_and(|folder| server.workspace_folder.starts_with(folder)))
 }
 
 /// What happens to one slot.
@@ -189,34 +213,49 @@ impl State {
 
     /// [`Op::FilesChanged`](crate::engine::Op::FilesChanged): restart the running instances
     /// that read one of the changed files late (see the module doc), then announce the changes
-    /// to the servers still running.
+    /// to the servers still running. Each of `rewritten` (a configuration file written again
+    /// with the bytes the scan that began at its `Instant` saw) joins the changes only when a
+    /// server that would hear of it may have read it since ([`Self::rewrite_counts`]).
     pub(super) fn files_changed(
         &mut self,
-        changes: &[(PathBuf, WatchedChange)],
+        mut changes: Vec<(PathBuf, WatchedChange)>,
+        rewritten: &[(PathBuf, Instant)],
         event_receiver: &Receiver<ServerEvent>,
     ) {
+        for (path, since) in rewritten {
+            if self.rewrite_counts(path, *since) {
+                log::info!(
+                    "{} was written again with the bytes it had, but a server may have read it \
+                     since the previous scan: taken as changed",
+                    path.display()
+                );
+                changes.push((path.clone(), WatchedChange::Changed));
+            } else {
+                log::info!(
+                    "{} was written again with the bytes it had, and no server read it since: \
+                     nothing restarted or told",
+                    path.display()
+                );
+            }
+        }
+        if !rewritten.is_empty() {
+            crate::sorting::sort_by(&mut changes, |a, b| a.0.cmp(&b.0));
+        }
+        if changes.is_empty() {
+            return;
+        }
+        let changes = changes.as_slice();
         let mut restarting = Vec::new();
         for server in &self.servers {
-            let Some(program) = server.program.filter(|_| server.is_running()) else {
+            if !server.is_running() {
+                continue;
+            }
+            let Some(program) = server.program else {
                 continue;
             };
-            // An instance that could not resolve its configuration restarts on any change of
-            // it: ruff says nothing when a reload succeeds.
-            let restarts_for = |name: &str| {
-                program.reloads_configuration_late(name)
-                    || (server.check_failure.is_some() && program.reads_configuration(name))
-            };
-            // The file is the instance's when it lies in its workspace folder, or in a folder
-            // above it (a configuration the server finds by looking up).
-            let changed = changes.iter().find(|(path, _)| {
-                path.file_name()
-                    .and_then(|name| name.to_str())
-                    .is_some_and(restarts_for)
-                    && (path.starts_with(&server.workspace_folder)
-                        || path
-                            .parent()
-                            .is_some_and(|folder| server.workspace_folder.starts_with(folder)))
-            });
+            let changed = changes
+                .iter()
+                .find(|(path, _)| restarts_for_change(server, path));
             // A server that ignores watched-file events is sent each changed file open and
             // closed (`State::announce_watched_changes`), up to a bound.
             let written = match program.ignores_watched_files() {
@@ -281,9 +320,40 @@ impl State {
         self.announce_watched_changes(changes);
     }
 
+    /// Whether `path`, written again with the bytes the scan that began at `since` saw, counts
+    /// as changed: some running instance that would be restarted for it or told of it may have
+    /// read it since (`engine/configuration_reads.rs`).
+    fn rewrite_counts(&self, path: &Path, since: Instant) -> bool {
+        let Some(name) = path.file_name().and_then(|name| name.to_str()) else {
+            return true;
+        };
+        let hearing = self
+            .servers
+            .iter()
+            // A starting instance has given no diagnostics yet, so it counts.
+            .filter(|server| server.is_running() || server.is_starting())
+            .filter(|server| restarts_for_change(server, path) || self.hears_of(server, path))
+            .map(|server| {
+                let reads = server
+                    .program
+                    .map_or(ConfigurationReads::AnyTime, |program| {
+                        program.configuration_reads(name)
+                    });
+                let working = server.busy()
+                    || server
+                        .last_progress_change
+                        .is_some_and(|changed| changed >= since);
+                (&server.read_moments, reads, working)
+            });
+        super::super::configuration_reads::counts_as_change(since, hearing)
+    }
+
     /// Put a fresh server for `config` in slot `index` (not started; `failed` when given), after
-    /// failing everything that waited on the old one (`why` it stopped) and forgetting its
-    /// per-server state.
+    /// failing the requests that waited on the old one (`why` it stopped) and forgetting its
+    /// per-server state. The diagnostics waits of files it was to check run again: on the new
+    /// server, started at once, when it is a restart (helper-69: a check in flight when a
+    /// configuration change restarted pyright failed with `pyright: crashed (stopped because
+    /// its configuration file changed)`), or they fail with the removal's reason.
     fn replace_slot(
         &mut self,
         index: usize,
@@ -293,10 +363,9 @@ impl State {
     ) {
         let server_id = ServerId(index as u32);
         let old_name = self.servers[index].config.name.clone();
-        let reason = EngineError::ServerExited {
+        let reason = EngineError::Restarted {
             server: old_name.clone(),
-            status: format!("stopped {why}"),
-            stderr_tail: String::new(),
+            why: why.to_owned(),
         };
         for purpose in self.take_pending_of(server_id) {
             if let Purpose::Frontend { reply, .. } = purpose {
@@ -322,12 +391,30 @@ impl State {
                 doc.open_on.remove(&server_id);
             }
         }
+        let now = Instant::now();
+        let mut rerun = false;
         for job in &mut self.jobs {
             for wait in &mut job.active {
-                if wait.servers.contains(&server_id) && !wait.done.contains_key(&server_id) {
-                    wait.done
-                        .insert(server_id, Err(format!("{old_name}: {}", reason.detail())));
+                if !wait.servers.contains(&server_id) {
+                    continue;
                 }
+                if failed.is_some() {
+                    wait.done
+                        .entry(server_id)
+                        .or_insert_with(|| Err(format!("{old_name}: removed {why}")));
+                    continue;
+                }
+                // Even when this server had settled the file: its findings are forgotten
+                // below, and were the old configuration's.
+                if std::mem::take(&mut wait.pinned) {
+                    if let Some(doc) = self.documents.get_mut(&wait.path) {
+                        doc.pins = doc.pins.saturating_sub(1);
+                    }
+                }
+                wait.deadline = None;
+                wait.done.clear();
+                wait.start_deadline = now + self.options.startup_timeout + wait.timeout;
+                rerun = true;
             }
         }
         self.store.clear_server(&old_name);
@@ -348,6 +435,10 @@ impl State {
             };
         }
         self.servers[index] = server;
+        if rerun {
+            log::info!("{old_name}: started again at once: diagnostics in flight wait for it");
+            self.ensure_started(server_id);
+        }
     }
 }
 

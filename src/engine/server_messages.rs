@@ -372,6 +372,9 @@ impl State {
             log::debug!("{name}: ignored the unversioned publish for re-opened {uri}");
             return;
         }
+        if !server.busy() {
+            server.read_moments.on_diagnostics();
+        }
         if server.settle_rule() == SettleRule::VersionedPublish && version.is_some() {
             if raw.iter().any(describes_stale_preamble) {
                 let resends = server
@@ -512,6 +515,9 @@ impl State {
         let diagnostics_enabled = server.config.diagnostics;
         let key = (server_id, path.to_path_buf());
         if !server.busy() {
+            self.servers[server_id.0 as usize]
+                .read_moments
+                .on_diagnostics();
             self.provisional_pulls.remove(&key);
         } else {
             // The server is still working (loading its project, analysing): this answer may

@@ -20,19 +20,30 @@
 //!   the rest are not announced, and the log says so once.
 //! - The first scan only records the snapshot: nothing changed before the session existed.
 //! - Files the request path touches are re-synced by the loop anyway; this only covers the rest.
+//! - A configuration file that some server reads only at known moments
+//!   ([`Program::compares_configuration`]: `pyproject.toml`, `pyrightconfig.json`, `ruff.toml`,
+//!   `compile_commands.json`, `compile_flags.txt`) and whose stamp changed with its content the
+//!   same (an editor's save without an edit, a build writing its compilation database again,
+//!   `touch`) is reported apart, as rewritten since this scan's predecessor began
+//!   ([`Snapshot::take_rewritten`]); the loop decides whether a server may have read other
+//!   bytes in between (`engine/configuration_reads.rs`). Its content is kept as a keyed hash,
+//!   read again only when its stamp changed, up to [`MAX_COMPARED_CONFIGURATION`] bytes (a
+//!   larger one is changed whenever its stamp is).
 //! - A diagnostics request (a warm `lspc check`) asks for a scan first ([`ScanRequest`]) and is
 //!   sent to the loop only once that scan's changes are: a check right after a `git checkout`
 //!   must not wait for the next interval to have the servers hear of a rewritten
 //!   `pyproject.toml`.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher, RandomState};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{select, Receiver, Sender};
 
+use crate::config::Program;
 use crate::doorbell::LoopSender;
 use crate::engine::{Op, WatchedChange};
 use crate::file_stamp::FileStamp as Stamp;
@@ -58,10 +69,23 @@ pub const QUIET_AFTER: Duration = Duration::from_secs(60);
 /// workspace package; helper-66 met a 17th left out with 16).
 pub const MAX_PACKAGE_FOLDERS: usize = 256;
 
+/// The largest configuration file whose content a scan compares (see the module doc); a large
+/// project's `compile_commands.json` is tens of megabytes, read in about as many milliseconds.
+pub const MAX_COMPARED_CONFIGURATION: u64 = 64 << 20;
+
 /// The last scan's stamps.
 #[derive(Debug, Default)]
 pub struct Snapshot {
     stamps: HashMap<PathBuf, Stamp>,
+    /// The content hash of each configuration file the module doc names, keyed by
+    /// `content_keys` (a file's author cannot choose a colliding rewrite).
+    contents: HashMap<PathBuf, u64>,
+    content_keys: RandomState,
+    /// When the last scan began.
+    started: Option<Instant>,
+    /// The last scan's configuration files written again with the same bytes, with when the
+    /// scan before it began ([`Snapshot::take_rewritten`]).
+    rewritten: Vec<(PathBuf, Instant)>,
     /// Per `node_modules` folder, its packages' stamps ([`package_stamps`]).
     packages: HashMap<PathBuf, HashMap<PathBuf, Stamp>>,
     /// The files of tsserver's projects the listing leaves out (`session/project_files.rs`).
@@ -73,7 +97,11 @@ pub struct Snapshot {
 
 impl Snapshot {
     /// Scans `root` and returns what changed since the previous scan, in path order.
+    /// Configuration files written again with the same bytes are left out of the returned
+    /// changes and kept for [`Snapshot::take_rewritten`].
     pub fn scan(&mut self, root: &Path) -> Vec<(PathBuf, WatchedChange)> {
+        let started = Instant::now();
+        self.rewritten.clear();
         let mut files = match crate::walk::list_files(root, &[root.to_path_buf()]) {
             Ok(files) => files,
             Err(error) => {
@@ -126,14 +154,25 @@ impl Snapshot {
             .collect();
         let previous = std::mem::replace(&mut self.stamps, stamps);
         let previous_packages = std::mem::replace(&mut self.packages, packages);
+        let previous_contents = self.hash_configuration_files(&previous);
+        let since = self.started.replace(started);
         if !self.scanned {
             self.scanned = true;
             return Vec::new();
         }
         let mut changes: Vec<(PathBuf, WatchedChange)> = Vec::new();
         for (path, stamp) in &self.stamps {
+            let same_content = || {
+                previous_contents
+                    .get(path)
+                    .is_some_and(|before| self.contents.get(path) == Some(before))
+            };
             match previous.get(path) {
                 None => changes.push((path.clone(), WatchedChange::Created)),
+                Some(old) if old != stamp && same_content() => match since {
+                    Some(since) => self.rewritten.push((path.clone(), since)),
+                    None => changes.push((path.clone(), WatchedChange::Changed)),
+                },
                 Some(old) if old.other_file(stamp) => {
                     changes.push((path.clone(), WatchedChange::Replaced))
                 }
@@ -175,11 +214,44 @@ impl Snapshot {
         }
         changes.extend(self.project_files.scan(&self.stamps));
         crate::sorting::sort_by(&mut changes, |a, b| a.0.cmp(&b.0));
+        crate::sorting::sort_by(&mut self.rewritten, |a, b| a.0.cmp(&b.0));
         changes
+    }
+
+    /// The last scan's configuration files written again with the bytes they had, each with
+    /// when the scan before it began, which saw those bytes (see the module doc); in path order.
+    pub fn take_rewritten(&mut self) -> Vec<(PathBuf, Instant)> {
+        std::mem::take(&mut self.rewritten)
     }
 }
 
 impl Snapshot {
+    /// Hash the configuration files of this scan's stamps whose stamp is new or changed since
+    /// `previous`, keep the others' hashes; returns the previous scan's hashes.
+    fn hash_configuration_files(
+        &mut self,
+        previous: &HashMap<PathBuf, Stamp>,
+    ) -> HashMap<PathBuf, u64> {
+        let previous_contents = std::mem::take(&mut self.contents);
+        for (path, stamp) in &self.stamps {
+            let compared = path
+                .file_name()
+                .and_then(|name| name.to_str())
+                .is_some_and(Program::compares_configuration);
+            if !compared {
+                continue;
+            }
+            let hash = match previous.get(path) == Some(stamp) {
+                true => previous_contents.get(path).copied(),
+                false => content_hash(&self.content_keys, path, stamp),
+            };
+            if let Some(hash) = hash {
+                self.contents.insert(path.clone(), hash);
+            }
+        }
+        previous_contents
+    }
+
     /// Watch `files` (the engine's list of tsserver's project files) besides the listing,
     /// from the next scan on.
     pub fn set_project_files(&mut self, list: crate::engine::ProjectFileList) {
@@ -189,6 +261,18 @@ impl Snapshot {
             self.project_files.len()
         );
     }
+}
+
+/// `path`'s content hashed with `keys`; `None` when it is larger than
+/// [`MAX_COMPARED_CONFIGURATION`] or cannot be read.
+fn content_hash(keys: &RandomState, path: &Path, stamp: &Stamp) -> Option<u64> {
+    if stamp.size() > MAX_COMPARED_CONFIGURATION {
+        return None;
+    }
+    let bytes = std::fs::read(path).ok()?;
+    let mut hasher = keys.build_hasher();
+    hasher.write(&bytes);
+    Some(hasher.finish())
 }
 
 /// The stamps of the packages in `node_modules` (each entry not hidden, and each entry of a
@@ -359,12 +443,24 @@ fn run_with_events(
             events.drain();
         }
         let changes = snapshot.scan(&root);
+        let rewritten = snapshot.take_rewritten();
         if let Some(events) = events {
             watch_folders(events, &snapshot, &root, &mut watched_folders);
         }
-        if !changes.is_empty() {
-            log::info!("{} file(s) changed on disk", changes.len());
-            if op_sender.send(Op::FilesChanged { changes }).is_err() {
+        if !changes.is_empty() || !rewritten.is_empty() {
+            if !changes.is_empty() {
+                log::info!("{} file(s) changed on disk", changes.len());
+            }
+            if !rewritten.is_empty() {
+                log::info!(
+                    "{} configuration file(s) written again with the same bytes",
+                    rewritten.len()
+                );
+            }
+            if op_sender
+                .send(Op::FilesChanged { changes, rewritten })
+                .is_err()
+            {
                 return;
             }
         }
@@ -758,6 +854,87 @@ mod tests {
         std::fs::remove_dir_all(&root).unwrap();
     }
 
+    /// A configuration file written again with the same bytes (in place with a later time, or
+    /// a copy renamed over it) is reported apart, with when the scan before began; its content
+    /// changed is a change, and so is changing it back. A source file or a `tsconfig.json`
+    /// (tsserver reads it at any time) rewritten with the same bytes is a change as before.
+    #[test]
+    fn configuration_files_rewritten_with_the_same_content_are_reported_apart() {
+        let root = std::env::temp_dir().join(format!("lspc-watch-same-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("pkg")).unwrap();
+        let root = root.canonicalize().unwrap();
+        let pyproject = root.join("pyproject.toml");
+        let (flags, tsconfig) = (
+            root.join("pkg/compile_flags.txt"),
+            root.join("tsconfig.json"),
+        );
+        let plain = "[project]\nname = \"x\"\n";
+        std::fs::write(&pyproject, plain).unwrap();
+        std::fs::write(&flags, "-xc\n").unwrap();
+        std::fs::write(&tsconfig, "{}\n").unwrap();
+        std::fs::write(root.join("a.py"), "a = 1\n").unwrap();
+        let mut snapshot = Snapshot::default();
+        let first = Instant::now();
+        assert_eq!(snapshot.scan(&root), []);
+        assert_eq!(snapshot.take_rewritten(), []);
+        let later = std::time::SystemTime::now() + Duration::from_secs(5);
+        let rewrite_in_place = |path: &Path, text: &str| {
+            std::fs::write(path, text).unwrap();
+            let file = std::fs::File::options().write(true).open(path).unwrap();
+            file.set_modified(later).unwrap();
+        };
+        rewrite_in_place(&pyproject, plain);
+        rewrite_in_place(&tsconfig, "{}\n");
+        rewrite_in_place(&root.join("a.py"), "a = 1\n");
+        let copy = root.join("pkg/.compile_flags.txt.tmp");
+        std::fs::write(&copy, "-xc\n").unwrap();
+        std::fs::rename(&copy, &flags).unwrap();
+        let second = Instant::now();
+        assert_eq!(
+            snapshot.scan(&root),
+            [
+                (root.join("a.py"), WatchedChange::Changed),
+                (tsconfig.clone(), WatchedChange::Changed)
+            ]
+        );
+        let rewritten = snapshot.take_rewritten();
+        let paths: Vec<&Path> = rewritten.iter().map(|(path, _)| path.as_path()).collect();
+        assert_eq!(paths, [flags.as_path(), pyproject.as_path()]);
+        // `since` is when the first scan began.
+        assert!(rewritten
+            .iter()
+            .all(|(_, since)| *since >= first && *since < second));
+        assert_eq!(snapshot.take_rewritten(), []);
+        std::fs::write(&pyproject, format!("{plain}[tool.pyright]\n")).unwrap();
+        assert_eq!(
+            snapshot.scan(&root),
+            [(pyproject.clone(), WatchedChange::Changed)]
+        );
+        std::fs::write(&pyproject, plain).unwrap();
+        assert_eq!(
+            snapshot.scan(&root),
+            [(pyproject.clone(), WatchedChange::Changed)]
+        );
+        // Rewritten again: `since` is the start of the scan just before, not the first.
+        let third = Instant::now();
+        rewrite_in_place(&pyproject, plain);
+        assert_eq!(snapshot.scan(&root), []);
+        let rewritten = snapshot.take_rewritten();
+        assert_eq!(rewritten.len(), 1);
+        assert!(rewritten[0].1 < third && rewritten[0].1 > second);
+        // Deleted and made again with the same bytes: both announced.
+        std::fs::remove_file(&flags).unwrap();
+        assert_eq!(
+            snapshot.scan(&root),
+            [(flags.clone(), WatchedChange::Deleted)]
+        );
+        std::fs::write(&flags, "-xc\n").unwrap();
+        assert_eq!(snapshot.scan(&root), [(flags, WatchedChange::Created)]);
+        assert_eq!(snapshot.take_rewritten(), []);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
     /// A file written and closed makes the next check stale until a scan has put the change
     /// on the loop's channel; appending to a file kept open (a log) raises nothing.
     #[test]
@@ -786,7 +963,7 @@ mod tests {
         let changes: Vec<(PathBuf, WatchedChange)> = op_receiver
             .try_iter()
             .flat_map(|op| match op {
-                Op::FilesChanged { changes } => changes,
+                Op::FilesChanged { changes, .. } => changes,
                 _ => Vec::new(),
             })
             .collect();

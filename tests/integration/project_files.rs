@@ -1779,6 +1779,13 @@ fn private_usage_batch(name: &str, pyproject: &str) -> (Workspace, BatchSession)
     (workspace, batch)
 }
 
+/// How many lines of `log` contain every one of `words`.
+fn lines_with_all(log: &str, words: &[&str]) -> usize {
+    log.lines()
+        .filter(|line| words.iter().all(|word| line.contains(word)))
+        .count()
+}
+
 /// A new user's trial: in a running `lspc batch` (as in a session or `lspc mcp`), an agent turns
 /// on pyright's `strict` in `pyproject.toml` and asks for diagnostics at once. pyright applies a
 /// changed configuration file late, so the pull right after `didChangeWatchedFiles` answered
@@ -1803,22 +1810,41 @@ fn a_changed_pyproject_is_applied_to_the_very_next_diagnostics() {
         "reportPrivateUsage".to_owned(),
         "\"_priv\" is private and used outside of the module in which it is declared".to_owned(),
     );
-    assert_eq!(diagnostics(2), [private]);
+    assert_eq!(diagnostics(2), std::slice::from_ref(&private));
     // pyright's own CLI on the same tree agrees.
     let cli = tool_output(&workspace, "pyright", &["pkg/b.py"]);
     assert!(
         cli.contains("b.py:1:19 - error: \"_priv\" is private and used outside of the module in which it is declared (reportPrivateUsage)"),
         "{cli}"
     );
+    // Saved again unedited, once as an editor saves (a copy renamed over it) and once in
+    // place, after a workspace scan has run since pyright's first diagnostics: pyright cannot
+    // have read other bytes, so nothing restarts (issue 15: 0.8-2.4 s a save on psf/requests),
+    // and the findings stay.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    workspace.file("pyproject.toml.tmp", &strict);
+    std::fs::rename(
+        workspace.path("pyproject.toml.tmp"),
+        workspace.path("pyproject.toml"),
+    )
+    .unwrap();
+    assert_eq!(diagnostics(3), std::slice::from_ref(&private));
+    workspace.file("pyproject.toml", &strict);
+    assert_eq!(diagnostics(4), std::slice::from_ref(&private));
     workspace.file("pyproject.toml", plain);
-    assert_eq!(diagnostics(3), []);
+    assert_eq!(diagnostics(5), []);
     let (status, stderr) = batch.finish();
     assert_eq!(status, Some(0), "{stderr}");
-    assert!(
-        stderr.contains("pyright: restarting: ")
-            && stderr.contains("pyproject.toml changed, and the server applies it late"),
-        "{stderr}"
-    );
+    let count = |words: &[&str]| lines_with_all(&stderr, words);
+    let restarts = count(&[
+        "pyright: restarting: ",
+        "pyproject.toml changed, and the server applies it late",
+    ]);
+    assert_eq!(restarts, 2, "strict on, then off: {stderr}");
+    let skipped = count(&[
+        "pyproject.toml was written again with the bytes it had, and no server read it since",
+    ]);
+    assert_eq!(skipped, 2, "{stderr}");
 }
 
 /// helper-69's trial (psf/requests): `pyproject.toml` written, a diagnostics request restarting
@@ -1844,15 +1870,11 @@ fn a_configuration_written_while_pyright_restarts_for_it_is_the_one_applied() {
         std::thread::sleep(std::time::Duration::from_millis(150));
         std::fs::write(&pyproject, plain).unwrap();
     });
-    // Either mode, or (when the write lands while it waits) an error naming the restart.
+    // Either mode; when the write lands while it waits, the request runs again on the pyright
+    // restarted for it (it failed, `pyright: crashed (stopped because its configuration file
+    // changed)`, 1 in 8 runs under load).
     let during = ask(3);
-    assert!(
-        during["result"]["diagnostics"].is_array()
-            || during["error"]["message"]
-                .as_str()
-                .is_some_and(|message| message.contains("configuration file changed")),
-        "{during}"
-    );
+    assert!(during["result"]["diagnostics"].is_array(), "{during}");
     racer.join().unwrap();
     workspace.file("pyproject.toml", &strict);
     assert_eq!(
@@ -1864,6 +1886,111 @@ fn a_configuration_written_while_pyright_restarts_for_it_is_the_one_applied() {
     assert!(cli.contains("(reportPrivateUsage)"), "{cli}");
     let (status, stderr) = batch.finish();
     assert_eq!(status, Some(0), "{stderr}");
+}
+
+/// A configuration change that restarts pyright while a diagnostics request waits for the file
+/// (here for a second, slow server that publishes 5 s after the edit): the request is answered
+/// by the new pyright, under the file's new configuration. Before, pyright had settled the file
+/// under the old one, its findings were dropped with the old process, and the answer came
+/// without them (clean for pyright, where `pyright` reports reportPrivateUsage); a request
+/// still waiting for pyright itself failed with `pyright: crashed (stopped because its
+/// configuration file changed)` (helper-69).
+#[test]
+fn diagnostics_in_flight_when_pyright_restarts_for_its_configuration_are_answered_by_the_new_one() {
+    require_program!("pyright-langserver");
+    require_program!("pyright");
+    let workspace = Workspace::new("pyproject-restart-in-flight");
+    let b = "from pkg.a import _priv\n\nprint(_priv())\n";
+    workspace
+        .file("pyproject.toml", PLAIN_PYPROJECT)
+        .file("pkg/__init__.py", "")
+        .file("pkg/a.py", "def _priv() -> int:\n    return 1\n")
+        .file("pkg/b.py", b)
+        .file("slow.json", &json!({ "publishDelayMs": 5000 }).to_string());
+    let slow = json!({
+        "command": fixture_bin(),
+        "args": ["--scenario", workspace.path("slow.json")],
+        "extensionToLanguage": {".py": "python"},
+    });
+    let config = workspace.config(json!({ "pyright": pyright_entry(), "slow": slow }));
+    let mut batch = BatchSession::start(&workspace, &config, 60);
+    let mut ask = |id: u64| batch.ask(json!({"id": id, "op": "diagnostics", "file": "pkg/b.py"}));
+    assert_eq!(batch_rows(&ask(1)), []);
+    // An edit (a new version the slow server publishes for 5 s later), and 1 s into the wait
+    // `strict`, which a workspace scan finds within the wait (one runs every 2 s).
+    workspace.file("pkg/b.py", &format!("{b}# edited\n"));
+    let pyproject = workspace.path("pyproject.toml");
+    let strict = strict_pyproject();
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        std::fs::write(&pyproject, strict).unwrap();
+    });
+    let answer = ask(2);
+    writer.join().unwrap();
+    let private = (
+        1,
+        19,
+        "error".to_owned(),
+        "reportPrivateUsage".to_owned(),
+        "\"_priv\" is private and used outside of the module in which it is declared".to_owned(),
+    );
+    assert_eq!(batch_rows(&answer), [private], "{answer}");
+    let cli = tool_output(&workspace, "pyright", &["pkg/b.py"]);
+    assert!(cli.contains("(reportPrivateUsage)"), "{cli}");
+    let (status, stderr) = batch.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    assert_eq!(
+        lines_with_all(&stderr, &["pyright: started again at once"]),
+        1,
+        "{stderr}"
+    );
+}
+
+/// A compilation flags file written again with the bytes it had (a build writing it anew) is
+/// no reason to restart clangd when clangd cannot have read it since the previous workspace
+/// scan; once clangd was sent a document since that scan (it looks its flags up again when it
+/// rebuilds one), the same rewrite restarts it, since another writer may have put other flags
+/// there in between (`engine/configuration_reads.rs`).
+#[test]
+fn a_compile_flags_file_written_again_unedited_restarts_clangd_only_if_it_may_have_read_it() {
+    require_program!("clangd");
+    let workspace = Workspace::new("clangd-flags-rewritten");
+    let flags = "-xc\n-DBAD\n";
+    let source = "#ifdef BAD\nint x = ;\n#endif\nint y;\n";
+    workspace
+        .file("compile_flags.txt", flags)
+        .file("a.c", source);
+    let config = workspace.config(json!({ "clangd": clangd_entry() }));
+    let mut batch = BatchSession::start(&workspace, &config, 60);
+    let mut diagnostics =
+        |id: u64| batch_rows(&batch.ask(json!({"id": id, "op": "diagnostics", "file": "a.c"})));
+    let expected = [(
+        2,
+        9,
+        "error".to_owned(),
+        "expected_expression".to_owned(),
+        "Expected expression".to_owned(),
+    )];
+    assert_eq!(diagnostics(1), expected);
+    // A workspace scan runs after clangd's first diagnostics; then the rewrite.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    workspace.file("compile_flags.txt", flags);
+    assert_eq!(diagnostics(2), expected);
+    // The document edited on disk: its request's scan runs, then clangd is sent the new text.
+    workspace.file("a.c", &format!("{source}int z;\n"));
+    assert_eq!(diagnostics(3), expected);
+    workspace.file("compile_flags.txt", flags);
+    assert_eq!(diagnostics(4), expected);
+    let (status, stderr) = batch.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    let count = |words: &[&str]| lines_with_all(&stderr, words);
+    let restarts = count(&["clangd: restarting: ", "compile_flags.txt changed"]);
+    let skipped = count(&[
+        "compile_flags.txt was written again",
+        "no server read it since",
+    ]);
+    let counted = count(&["compile_flags.txt was written again", "taken as changed"]);
+    assert_eq!((skipped, counted, restarts), (1, 1, 1), "{stderr}");
 }
 
 /// The same for typescript-language-server: tsserver re-reads a changed `tsconfig.json` on a
