@@ -132,6 +132,11 @@ pub struct Listing {
     pub files: Vec<ListedFile>,
     /// Walked entries that could not be read, sorted by path, no duplicates.
     pub unreadable: Vec<UnreadableFile>,
+    /// Every symlink a file of `files` was found through (its folder canonical), also when the
+    /// file was listed as itself too; sorted, no duplicates. The session watch stamps them: a
+    /// server reads the file under the link's name (`pyrightconfig.json` linked to a shared
+    /// `configs/pyright-base.json`).
+    pub links: Vec<PathBuf>,
 }
 
 /// [`list_files`], each file with the path it was found under when that was a symlink to it:
@@ -161,12 +166,18 @@ fn list_files_with(
     let canonical_root = canonicalize_target(root)?;
     let mut files: BTreeMap<PathBuf, Option<PathBuf>> = BTreeMap::new();
     let mut unreadable: BTreeMap<PathBuf, io::Error> = BTreeMap::new();
-    let mut add = |listed: ListedFile| match files.get_mut(&listed.path) {
-        // Listed as itself now: that wins over any link found before.
-        Some(found_as) if listed.found_as.is_none() => *found_as = None,
-        Some(_) => {}
-        None => {
-            files.insert(listed.path, listed.found_as);
+    let mut links: std::collections::BTreeSet<PathBuf> = Default::default();
+    let mut add = |listed: ListedFile| {
+        if let Some(link) = &listed.found_as {
+            links.insert(link.clone());
+        }
+        match files.get_mut(&listed.path) {
+            // Listed as itself now: that wins over any link found before.
+            Some(found_as) if listed.found_as.is_none() => *found_as = None,
+            Some(_) => {}
+            None => {
+                files.insert(listed.path, listed.found_as);
+            }
         }
     };
     for target in targets {
@@ -207,6 +218,7 @@ fn list_files_with(
             .into_iter()
             .map(|(path, error)| UnreadableFile { path, error })
             .collect(),
+        links: links.into_iter().collect(),
     })
 }
 

@@ -231,9 +231,11 @@ impl State {
     /// Whether `server` is told of a change of `path` on disk (when it does not have it open):
     /// it claims the file, or the file is one of its project files (its root markers:
     /// `pyproject.toml`, `tsconfig.json`, `compile_commands.json`, …, which a `git checkout`
-    /// rewrites and the server reads its configuration from). Every instance of the server
-    /// hears of the change: a file in one project may be imported by another (as for edits, see
-    /// edit_sync.rs).
+    /// rewrites and the server reads its configuration from), or a configuration file its
+    /// program reads ([`Program::reads_configuration`]: ruff's `ruff.toml`, which is no root
+    /// marker; a warm ruff kept its old rule selection after an edit of it). Every instance of
+    /// the server hears of the change: a file in one project may be imported by another (as
+    /// for edits, see edit_sync.rs).
     pub(super) fn hears_of(&self, server: &Server, path: &Path) -> bool {
         let claims = self
             .options
@@ -247,6 +249,11 @@ impl State {
                     .root_markers
                     .iter()
                     .any(|marker| name == crate::config::roots::marker_file(marker))
+                    || name.to_str().is_some_and(|name| {
+                        server
+                            .program
+                            .is_some_and(|program| program.reads_configuration(name))
+                    })
             })
     }
 

@@ -60,27 +60,33 @@ impl ReloadReport {
     }
 }
 
-/// Whether a change of `path` restarts `server`'s running instance (see the module doc): its
-/// program applies the file late, or the instance could not resolve its configuration and the
-/// file is one it reads (ruff says nothing when a reload succeeds); and the file lies in the
-/// instance's workspace folder or in a folder above it (a configuration the server finds by
-/// looking up).
-fn restarts_for_change(server: &Server, path: &Path) -> bool {
-    let Some(program) = server.program else {
-        return false;
-    };
-    let named = path
-        .file_name()
-        .and_then(|name| name.to_str())
-        .is_some_and(|name| {
-            program.reloads_configuration_late(name)
-                || (server.check_failure.is_some() && program.reads_configuration(name))
-        });
-    named
-        && (path.starts_with(&server.workspace_folder)
-            || path
-                .parent()
-                .is_some_and(|folder| server.workspace_folder.starts_with(folder)))
+/// Why a change of `path` restarts `server`'s running instance (see the module doc), or `None`
+/// when it does not. The file must lie in the instance's workspace folder or in a folder above
+/// it (a configuration the server finds by looking up), and be one that its program applies
+/// late; or one it reads ([`crate::config::Program::reads_configuration`]: ruff) when the
+/// instance could not resolve its configuration (ruff says nothing when a reload succeeds), or
+/// when it lies above the workspace folder: ruff 0.17.6 told of an edited `../ruff.toml` kept
+/// its old rules, where `ruff check` applies the new ones.
+fn restarts_for_change(server: &Server, path: &Path) -> Option<&'static str> {
+    let program = server.program?;
+    let name = path.file_name()?.to_str()?;
+    let inside = path.starts_with(&server.workspace_folder);
+    let above = !inside
+        && path
+            .parent()
+            .is_some_and(|folder| server.workspace_folder.starts_with(folder));
+    if !inside && !above {
+        return None;
+    }
+    if program.reads_configuration(name) && server.check_failure.is_some() {
+        Some("the server could not resolve its configuration")
+    } else if program.reloads_configuration_late(name) {
+        Some("the server applies it late")
+    } else if program.reads_configuration(name) && above {
+        Some("the server applies a configuration above its workspace folder only as it starts")
+    } else {
+        None
+    }
 }
 
 /// What happens to one slot.
@@ -255,7 +261,7 @@ impl State {
             };
             let changed = changes
                 .iter()
-                .find(|(path, _)| restarts_for_change(server, path));
+                .find_map(|(path, _)| restarts_for_change(server, path).map(|why| (path, why)));
             // A server that ignores watched-file events is sent each changed file open and
             // closed (`State::announce_watched_changes`), up to a bound.
             let written = match program.ignores_watched_files() {
@@ -286,12 +292,7 @@ impl State {
                 restarting.push(server.server_id);
                 continue;
             }
-            if let Some((path, _)) = changed {
-                let why = if server.check_failure.is_some() {
-                    "the server could not resolve its configuration"
-                } else {
-                    "the server applies it late"
-                };
+            if let Some((path, why)) = changed {
                 log::info!(
                     "{}: restarting: {} changed, and {why}",
                     server.config.name,
@@ -332,7 +333,9 @@ impl State {
             .iter()
             // A starting instance has given no diagnostics yet, so it counts.
             .filter(|server| server.is_running() || server.is_starting())
-            .filter(|server| restarts_for_change(server, path) || self.hears_of(server, path))
+            .filter(|server| {
+                restarts_for_change(server, path).is_some() || self.hears_of(server, path)
+            })
             .map(|server| {
                 let reads = server
                     .program

@@ -83,6 +83,10 @@ pub struct Snapshot {
     content_keys: RandomState,
     /// When the last scan began.
     started: Option<Instant>,
+    /// The configuration files servers read that the listing leaves out
+    /// ([`unlisted_configuration`]), stamped with the listed files; their folders are not
+    /// watched for events.
+    unlisted: std::collections::HashSet<PathBuf>,
     /// The last scan's configuration files written again with the same bytes, with when the
     /// scan before it began ([`Snapshot::take_rewritten`]).
     rewritten: Vec<(PathBuf, Instant)>,
@@ -102,13 +106,17 @@ impl Snapshot {
     pub fn scan(&mut self, root: &Path) -> Vec<(PathBuf, WatchedChange)> {
         let started = Instant::now();
         self.rewritten.clear();
-        let mut files = match crate::walk::list_files(root, &[root.to_path_buf()]) {
-            Ok(files) => files,
+        let listing = match crate::walk::list_files_found(root, &[root.to_path_buf()]) {
+            Ok(listing) => listing,
             Err(error) => {
                 log::debug!("session scan of {}: {error}", root.display());
                 return Vec::new();
             }
         };
+        // A symlinked file is listed by its target; its link is stamped too (through the link),
+        // so a change of the target is also one of the name servers read it under.
+        let mut files: Vec<PathBuf> = listing.files.into_iter().map(|file| file.path).collect();
+        files.extend(listing.links);
         if files.len() > MAX_WATCHED_FILES {
             if !self.warned {
                 log::warn!(
@@ -138,8 +146,9 @@ impl Snapshot {
             }
             package_folders.truncate(MAX_PACKAGE_FOLDERS);
         }
-        let mut stamps = HashMap::with_capacity(files.len());
-        for file in files {
+        self.unlisted = unlisted_configuration(root, &files);
+        let mut stamps = HashMap::with_capacity(files.len() + self.unlisted.len());
+        for file in files.into_iter().chain(self.unlisted.iter().cloned()) {
             let Ok(metadata) = std::fs::metadata(&file) else {
                 continue;
             };
@@ -261,6 +270,43 @@ impl Snapshot {
             self.project_files.len()
         );
     }
+}
+
+/// The names of the configuration files servers look up in the folders above the files they
+/// serve, also above the workspace root: clangd (its compilation database and flags, `.clangd`),
+/// ruff, tsserver (`tsconfig.json`, `jsconfig.json`).
+const LOOKED_UP_CONFIGURATION: [&str; 9] = [
+    "compile_commands.json",
+    "compile_flags.txt",
+    ".clangd",
+    "pyproject.toml",
+    "ruff.toml",
+    ".ruff.toml",
+    "pyrightconfig.json",
+    "tsconfig.json",
+    "jsconfig.json",
+];
+
+/// The configuration files servers read that a workspace listing (`files`, git's view) leaves
+/// out, where they exist: those named [`LOOKED_UP_CONFIGURATION`] in each folder above `root`
+/// (helper-69: an `outer/compile_flags.txt` or `outer/ruff.toml` edited was never seen), and a
+/// `build/compile_commands.json` below each folder of a listed file (clangd looks there; CMake's
+/// build folder is git-ignored, helper-69).
+fn unlisted_configuration(root: &Path, files: &[PathBuf]) -> std::collections::HashSet<PathBuf> {
+    let listed: std::collections::HashSet<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let exists = |path: &PathBuf| !listed.contains(path.as_path()) && path.is_file();
+    let above = root
+        .ancestors()
+        .skip(1)
+        .flat_map(|folder| LOOKED_UP_CONFIGURATION.map(|name| folder.join(name)));
+    let folders: std::collections::BTreeSet<&Path> = std::iter::once(root)
+        .chain(files.iter().filter_map(|file| file.parent()))
+        .filter(|folder| folder.starts_with(root))
+        .collect();
+    let build = folders
+        .into_iter()
+        .map(|folder| folder.join("build/compile_commands.json"));
+    above.chain(build).filter(exists).collect()
 }
 
 /// `path`'s content hashed with `keys`; `None` when it is larger than
@@ -475,7 +521,9 @@ fn run_with_events(
 /// Has `events` watch the folders of `snapshot`'s files (at most [`MAX_WATCHED_FOLDERS`], in
 /// path order): the root, each listed file's folder, the `node_modules` folders and their
 /// scope folders (`npm install` adds a package there), and the project files' folders (watched
-/// again each time). `watched` is what is watched already.
+/// again each time); and the unlisted configuration files themselves, not their folders (a
+/// build folder or a home folder is written to all the time). `watched` is what is watched
+/// already.
 fn watch_folders(
     events: &DirEvents,
     snapshot: &Snapshot,
@@ -494,7 +542,13 @@ fn watch_folders(
         watched.clear();
     }
     let folders: std::collections::HashSet<&Path> = std::iter::once(root)
-        .chain(snapshot.stamps.keys().filter_map(|file| file.parent()))
+        .chain(
+            snapshot
+                .stamps
+                .keys()
+                .filter(|file| !snapshot.unlisted.contains(*file))
+                .filter_map(|file| file.parent()),
+        )
         .chain(snapshot.packages.keys().map(PathBuf::as_path))
         .chain(
             snapshot
@@ -503,6 +557,7 @@ fn watch_folders(
                 .flat_map(|packages| packages.keys().filter_map(|package| package.parent())),
         )
         .chain(project_folders.iter().map(PathBuf::as_path))
+        .chain(snapshot.unlisted.iter().map(PathBuf::as_path))
         .collect();
     // A folder that holds no listed file now may be gone, and its watch with it (the kernel
     // drops the watch of a deleted folder): watched again if it comes back.
@@ -933,6 +988,51 @@ mod tests {
         assert_eq!(snapshot.scan(&root), [(flags, WatchedChange::Created)]);
         assert_eq!(snapshot.take_rewritten(), []);
         std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// Configuration files the listing leaves out are stamped: one above the root, a
+    /// git-ignored `build/compile_commands.json`, and a symlink whose target lies outside the
+    /// root under another name (the change is reported under the link's name, too).
+    #[test]
+    fn configuration_outside_the_listing_is_stamped() {
+        let outer = std::env::temp_dir().join(format!("lspc-watch-outer-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&outer);
+        let root = outer.join("ws");
+        std::fs::create_dir_all(root.join("src/build")).unwrap();
+        std::fs::create_dir_all(outer.join("shared")).unwrap();
+        let (outer, root) = (outer.canonicalize().unwrap(), root.canonicalize().unwrap());
+        std::fs::write(outer.join("ruff.toml"), "a\n").unwrap();
+        std::fs::write(outer.join("unrelated.toml"), "a\n").unwrap();
+        std::fs::write(root.join("src/a.c"), "int a;\n").unwrap();
+        std::fs::write(root.join(".gitignore"), "build/\n").unwrap();
+        let database = root.join("src/build/compile_commands.json");
+        std::fs::write(&database, "[]\n").unwrap();
+        let shared = outer.join("shared/base.json");
+        std::fs::write(&shared, "{}\n").unwrap();
+        std::os::unix::fs::symlink(&shared, root.join("pyrightconfig.json")).unwrap();
+        let mut snapshot = Snapshot::default();
+        assert_eq!(snapshot.scan(&root), []);
+        let unlisted: std::collections::BTreeSet<&Path> =
+            snapshot.unlisted.iter().map(PathBuf::as_path).collect();
+        assert!(unlisted.contains(outer.join("ruff.toml").as_path()));
+        assert!(unlisted.contains(database.as_path()));
+        assert!(!unlisted.contains(outer.join("unrelated.toml").as_path()));
+        std::fs::write(outer.join("ruff.toml"), "b\n").unwrap();
+        std::fs::write(&database, "[ ]\n").unwrap();
+        std::fs::write(&shared, "{ }\n").unwrap();
+        std::fs::write(outer.join("unrelated.toml"), "b\n").unwrap();
+        assert_eq!(
+            snapshot.scan(&root),
+            [
+                (outer.join("ruff.toml"), WatchedChange::Changed),
+                (shared.clone(), WatchedChange::Changed),
+                (root.join("pyrightconfig.json"), WatchedChange::Changed),
+                (database.clone(), WatchedChange::Changed),
+            ]
+        );
+        std::fs::remove_file(&database).unwrap();
+        assert_eq!(snapshot.scan(&root), [(database, WatchedChange::Deleted)]);
+        std::fs::remove_dir_all(&outer).unwrap();
     }
 
     /// A file written and closed makes the next check stale until a scan has put the change

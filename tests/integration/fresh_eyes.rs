@@ -4082,7 +4082,8 @@ fn an_open_document_written_through_a_hard_link_elsewhere_is_seen_at_once() {
     std::fs::remove_dir_all(&elsewhere).unwrap();
 }
 
-/// helper-68's trial on psf/requests: `pyproject.toml` replaced (a new inode, the same text)
+/// helper-68's trial on psf/requests: `pyproject.toml` replaced (a new inode; here with an
+/// edit, since the same text no longer restarts a pyright that cannot have read other bytes)
 /// restarts pyright, and the new pyright was sent only the documents used after it; `t.py`,
 /// still open on ruff, written and kept open, was re-sent to ruff alone, so pyright kept the
 /// old `t.py` and `p.py`, which imports from it, was answered with the old findings
@@ -4111,9 +4112,9 @@ fn a_document_changed_while_open_on_another_server_reaches_a_restarted_pyright()
     };
     assert_eq!(errors(&batch.ask(diagnostics(1, "t.py"))), []);
     assert_eq!(errors(&batch.ask(diagnostics(2, "p.py"))), []);
-    // A new inode with the same text: pyright restarts (it applies its configuration late).
+    // A new inode with an edited text: pyright restarts (it applies its configuration late).
     let staged = workspace.path("pyproject.toml.new");
-    std::fs::write(&staged, pyproject).unwrap();
+    std::fs::write(&staged, format!("{pyproject}# edited\n")).unwrap();
     std::fs::rename(&staged, workspace.path("pyproject.toml")).unwrap();
     assert_eq!(errors(&batch.ask(diagnostics(3, "p.py"))), []);
     // Written and kept open (an editor or a generator that has not closed it yet): no

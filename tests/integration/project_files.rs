@@ -1779,6 +1779,17 @@ fn private_usage_batch(name: &str, pyproject: &str) -> (Workspace, BatchSession)
     (workspace, batch)
 }
 
+/// pyright's reportPrivateUsage row for `pkg/b.py` of [`private_usage_batch`]'s workspace.
+fn private_usage_row() -> (u64, u64, String, String, String) {
+    (
+        1,
+        19,
+        "error".to_owned(),
+        "reportPrivateUsage".to_owned(),
+        "\"_priv\" is private and used outside of the module in which it is declared".to_owned(),
+    )
+}
+
 /// How many lines of `log` contain every one of `words`.
 fn lines_with_all(log: &str, words: &[&str]) -> usize {
     log.lines()
@@ -1803,13 +1814,7 @@ fn a_changed_pyproject_is_applied_to_the_very_next_diagnostics() {
     };
     assert_eq!(diagnostics(1), []);
     workspace.file("pyproject.toml", &strict);
-    let private = (
-        1,
-        19,
-        "error".to_owned(),
-        "reportPrivateUsage".to_owned(),
-        "\"_priv\" is private and used outside of the module in which it is declared".to_owned(),
-    );
+    let private = private_usage_row();
     assert_eq!(diagnostics(2), std::slice::from_ref(&private));
     // pyright's own CLI on the same tree agrees.
     let cli = tool_output(&workspace, "pyright", &["pkg/b.py"]);
@@ -1927,13 +1932,7 @@ fn diagnostics_in_flight_when_pyright_restarts_for_its_configuration_are_answere
     });
     let answer = ask(2);
     writer.join().unwrap();
-    let private = (
-        1,
-        19,
-        "error".to_owned(),
-        "reportPrivateUsage".to_owned(),
-        "\"_priv\" is private and used outside of the module in which it is declared".to_owned(),
-    );
+    let private = private_usage_row();
     assert_eq!(batch_rows(&answer), [private], "{answer}");
     let cli = tool_output(&workspace, "pyright", &["pkg/b.py"]);
     assert!(cli.contains("(reportPrivateUsage)"), "{cli}");
@@ -1944,6 +1943,113 @@ fn diagnostics_in_flight_when_pyright_restarts_for_its_configuration_are_answere
         1,
         "{stderr}"
     );
+}
+
+/// `ruff.toml` edits reach a warm ruff, as `ruff check` sees them: one in a folder above the
+/// workspace (ruff finds it by looking up; lspc's scan listed only the workspace, and ruff told
+/// of it keeps its old rules, so it is restarted), and one in the workspace (no root marker of
+/// ruff's, so it was never announced and ruff kept its old rule selection). helper-69, and a
+/// check of both.
+#[test]
+fn ruff_toml_edits_in_the_workspace_and_above_it_reach_a_warm_ruff() {
+    require_program!("ruff");
+    let workspace = Workspace::new("ruff-toml-edits");
+    workspace.file("m.py", "import os\n\n\ndef f(x):\n    return x\n");
+    let above = workspace.root.parent().unwrap().join("ruff.toml");
+    std::fs::write(&above, "lint.select = [\"F\"]\n").unwrap();
+    let config = workspace.config(json!({ "ruff": ruff_entry() }));
+    let mut batch = BatchSession::start(&workspace, &config, 60);
+    let mut rows = |id: u64| {
+        let answer = batch.ask(json!({"id": id, "op": "diagnostics", "file": "m.py"}));
+        let rows: BTreeSet<(String, u64, u64, String)> = answer["result"]["diagnostics"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{answer}"))
+            .iter()
+            .map(|diagnostic| {
+                (
+                    diagnostic["path"].as_str().unwrap().to_owned(),
+                    diagnostic["line"].as_u64().unwrap(),
+                    diagnostic["column"].as_u64().unwrap(),
+                    diagnostic["code"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        rows
+    };
+    let row =
+        |line: u64, column: u64, code: &str| ("m.py".to_owned(), line, column, code.to_owned());
+    let unused = row(1, 8, "F401");
+    let annotations = [row(4, 5, "ANN201"), row(4, 7, "ANN001")];
+    assert_eq!(rows(1), BTreeSet::from([unused.clone()]));
+    std::fs::write(&above, "lint.select = [\"F\", \"ANN\"]\n").unwrap();
+    let expected = BTreeSet::from([
+        unused.clone(),
+        annotations[0].clone(),
+        annotations[1].clone(),
+    ]);
+    assert_eq!(ruff_cli_rows(&workspace), expected);
+    assert_eq!(rows(2), expected);
+    // A `ruff.toml` of the workspace's own now takes over, then is edited.
+    workspace.file("ruff.toml", "lint.select = [\"ANN\"]\n");
+    let expected = BTreeSet::from(annotations.clone());
+    assert_eq!(ruff_cli_rows(&workspace), expected);
+    assert_eq!(rows(3), expected);
+    workspace.file("ruff.toml", "lint.select = [\"F\"]\n");
+    assert_eq!(ruff_cli_rows(&workspace), BTreeSet::from([unused.clone()]));
+    assert_eq!(rows(4), BTreeSet::from([unused]));
+    let (status, stderr) = batch.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    assert_eq!(
+        lines_with_all(
+            &stderr,
+            &["ruff: restarting: ", "above its workspace folder"]
+        ),
+        1,
+        "{stderr}"
+    );
+}
+
+/// A `pyrightconfig.json` that is a symlink to a shared file outside the workspace, under
+/// another name (helper-69's trial on psf/requests): an edit of the shared file reaches the
+/// warm pyright, as the `pyright` CLI sees it. The scan listed the file by its target only,
+/// whose name and place are no configuration of pyright's, so pyright was never restarted and
+/// lspc said clean where `pyright` reports reportPrivateUsage.
+#[test]
+fn a_symlinked_pyrightconfig_whose_shared_target_is_edited_is_applied() {
+    require_program!("pyright-langserver");
+    require_program!("pyright");
+    let workspace = Workspace::new("pyrightconfig-symlinked");
+    workspace
+        .file("pkg/__init__.py", "")
+        .file("pkg/a.py", "def _priv() -> int:\n    return 1\n")
+        .file("pkg/b.py", "from pkg.a import _priv\n\nprint(_priv())\n");
+    let shared = workspace
+        .root
+        .parent()
+        .unwrap()
+        .join("shared/pyright-base.json");
+    std::fs::create_dir_all(shared.parent().unwrap()).unwrap();
+    let (basic, strict) = (
+        "{\"typeCheckingMode\": \"basic\"}\n",
+        "{\"typeCheckingMode\": \"strict\"}\n",
+    );
+    std::fs::write(&shared, basic).unwrap();
+    std::os::unix::fs::symlink(&shared, workspace.path("pyrightconfig.json")).unwrap();
+    let config = workspace.config(json!({ "pyright": pyright_entry() }));
+    let mut batch = BatchSession::start(&workspace, &config, 60);
+    let mut diagnostics = |id: u64| {
+        batch_rows(&batch.ask(json!({"id": id, "op": "diagnostics", "file": "pkg/b.py"})))
+    };
+    assert_eq!(diagnostics(1), []);
+    std::fs::write(&shared, strict).unwrap();
+    let cli = tool_output(&workspace, "pyright", &["pkg/b.py"]);
+    assert!(cli.contains("(reportPrivateUsage)"), "{cli}");
+    let private = private_usage_row();
+    assert_eq!(diagnostics(2), [private]);
+    std::fs::write(&shared, basic).unwrap();
+    assert_eq!(diagnostics(3), []);
+    let (status, stderr) = batch.finish();
+    assert_eq!(status, Some(0), "{stderr}");
 }
 
 /// A compilation flags file written again with the bytes it had (a build writing it anew) is
