@@ -72,6 +72,8 @@ pub enum ConfigurationReads {
     OnDocumentSync,
     /// At any moment, or lspc does not know.
     AnyTime,
+    /// Never: the program does not read the file (it only hears of it, as a root marker).
+    Never,
 }
 
 /// Every [`Program`], for lookups by name.
@@ -301,6 +303,9 @@ impl Program {
     /// other program or file, [`ConfigurationReads::AnyTime`].
     pub fn configuration_reads(self, file_name: &str) -> ConfigurationReads {
         match self {
+            // A root marker of ruff's that it does not read (helper-70: every unedited save of
+            // `pyrightconfig.json` restarted pyright, since ruff hears of it).
+            Program::Ruff if file_name == "pyrightconfig.json" => ConfigurationReads::Never,
             Program::PyrightLangserver | Program::BasedpyrightLangserver
                 if self.reloads_configuration_late(file_name) =>
             {
@@ -317,11 +322,27 @@ impl Program {
     }
 
     /// Whether some program reads a file named `file_name` only at known moments
-    /// ([`Program::configuration_reads`] other than `AnyTime`): the files whose content the
-    /// workspace scan compares (`session/watch.rs`).
+    /// ([`Program::configuration_reads`] `WhenTold` or `OnDocumentSync`): the files whose
+    /// content the workspace scan compares (`session/watch.rs`).
     pub fn compares_configuration(file_name: &str) -> bool {
-        ALL.into_iter()
-            .any(|program| program.configuration_reads(file_name) != ConfigurationReads::AnyTime)
+        ALL.into_iter().any(|program| {
+            matches!(
+                program.configuration_reads(file_name),
+                ConfigurationReads::WhenTold | ConfigurationReads::OnDocumentSync
+            )
+        })
+    }
+
+    /// Whether this program looks its configuration files up in the folders above the files
+    /// it serves, past its workspace folder: clangd (compilation database, flags, `.clangd`),
+    /// ruff and tsserver do; pyright and basedpyright read only their project root's
+    /// (helper-70: an edited `pyrightconfig.json` above the root restarted pyright, which
+    /// never reads it, where the `pyright` CLI, which does look up, applies it).
+    pub fn looks_up_configuration(self) -> bool {
+        !matches!(
+            self,
+            Program::PyrightLangserver | Program::BasedpyrightLangserver
+        )
     }
 
     /// The program a command's file name `name` is: its [`Program::name`], or that name with a
@@ -533,6 +554,44 @@ mod tests {
         let command = words.next().unwrap();
         let args: Vec<String> = words.map(str::to_owned).collect();
         assert_eq!(Program::of_command(command, &args), expected, "{line}");
+    }
+
+    /// When each program may read each compared configuration file, and which files the scan
+    /// compares (a `tsconfig.json` is read by tsserver at any time; ruff never reads
+    /// `pyrightconfig.json`, one of its root markers).
+    #[test]
+    fn when_programs_read_their_configuration_files() {
+        use ConfigurationReads::*;
+        let table = [
+            (Program::PyrightLangserver, "pyproject.toml", WhenTold),
+            (
+                Program::BasedpyrightLangserver,
+                "pyrightconfig.json",
+                WhenTold,
+            ),
+            (Program::Ruff, "ruff.toml", WhenTold),
+            (Program::Ruff, "pyrightconfig.json", Never),
+            (Program::Clangd, "compile_commands.json", OnDocumentSync),
+            (Program::Clangd, "compile_flags.txt", OnDocumentSync),
+            (Program::Clangd, ".clangd", AnyTime),
+            (Program::TypescriptLanguageServer, "tsconfig.json", AnyTime),
+            (Program::Gopls, "pyproject.toml", AnyTime),
+        ];
+        for (program, file, reads) in table {
+            assert_eq!(
+                program.configuration_reads(file),
+                reads,
+                "{program:?} {file}"
+            );
+        }
+        for file in ["pyproject.toml", "ruff.toml", "compile_flags.txt"] {
+            assert!(Program::compares_configuration(file), "{file}");
+        }
+        for file in ["tsconfig.json", ".clangd", "setup.cfg"] {
+            assert!(!Program::compares_configuration(file), "{file}");
+        }
+        assert!(!Program::PyrightLangserver.looks_up_configuration());
+        assert!(Program::Ruff.looks_up_configuration());
     }
 
     #[test]

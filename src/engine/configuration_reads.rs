@@ -7,7 +7,7 @@
 //! start of the previous scan, whose content it matches. A writer may have put other bytes there
 //! in between and written the old ones back (helper-69's race: `strict` while pyright restarted
 //! for it, `basic` a moment later, `strict` again), and a server that read the file meanwhile
-//! holds the middle bytes. So the rewrite counts as a change ([`counts_as_change`]) unless every
+//! holds the middle bytes. So the rewrite counts as a change ([`first_reader`]) unless every
 //! running instance that would hear of the file may not have read it since `since`:
 //! - it gave its first diagnostics (it had read its configuration) before `since`;
 //! - it reads the file only at known moments ([`ConfigurationReads`]), and none came since: no
@@ -79,6 +79,7 @@ impl ReadMoments {
         let ready_before = self.ready_at.is_some_and(|at| at < since);
         match reads {
             ConfigurationReads::AnyTime => true,
+            ConfigurationReads::Never => false,
             ConfigurationReads::WhenTold => !ready_before || after(self.told_at.get()),
             ConfigurationReads::OnDocumentSync => {
                 !ready_before
@@ -90,16 +91,18 @@ impl ReadMoments {
     }
 }
 
-/// Whether a configuration file rewritten with the bytes the scan at `since` saw counts as a
-/// change: `hearing` holds, per running instance that would be restarted for the file or told
-/// of it, its moments, how its program reads the file, and whether it worked since `since`.
-pub(super) fn counts_as_change<'a>(
+/// Which instance, if any, makes a configuration file rewritten with the bytes the scan at
+/// `since` saw count as a change: `hearing` holds, per running instance that would be
+/// restarted for the file or told of it, its name (`T`), its moments, how its program reads
+/// the file, and whether it worked since `since`; the first that may have read it since.
+pub(super) fn first_reader<'a, T>(
     since: Instant,
-    hearing: impl IntoIterator<Item = (&'a ReadMoments, ConfigurationReads, bool)>,
-) -> bool {
+    hearing: impl IntoIterator<Item = (T, &'a ReadMoments, ConfigurationReads, bool)>,
+) -> Option<T> {
     hearing
         .into_iter()
-        .any(|(moments, reads, working)| moments.may_have_read(reads, since, working))
+        .find(|(_, moments, reads, working)| moments.may_have_read(*reads, since, *working))
+        .map(|(name, ..)| name)
 }
 
 #[cfg(test)]
@@ -129,6 +132,8 @@ mod tests {
         assert!(idle.may_have_read(OnDocumentSync, since, true));
         assert!(!idle.may_have_read(WhenTold, since, true));
         assert!(idle.may_have_read(AnyTime, since, false));
+        let fresh = moments(None, Some(after), Some(after));
+        assert!(!fresh.may_have_read(Never, since, true));
         for not_ready in [moments(None, None, None), moments(Some(after), None, None)] {
             assert!(not_ready.may_have_read(WhenTold, since, false));
             assert!(not_ready.may_have_read(OnDocumentSync, since, false));
@@ -142,12 +147,13 @@ mod tests {
         let at = moments(Some(since), None, None);
         assert!(at.may_have_read(WhenTold, since, false));
         // Any one instance that may have read it makes the rewrite a change.
-        assert!(!counts_as_change(since, [(&idle, WhenTold, false)]));
-        assert!(counts_as_change(
-            since,
-            [(&idle, WhenTold, false), (&sent, OnDocumentSync, false)]
-        ));
-        assert!(!counts_as_change(since, []));
+        assert_eq!(first_reader(since, [("a", &idle, WhenTold, false)]), None);
+        let both = [
+            ("a", &idle, WhenTold, false),
+            ("b", &sent, OnDocumentSync, false),
+        ];
+        assert_eq!(first_reader(since, both), Some("b"));
+        assert_eq!(first_reader::<&str>(since, []), None);
     }
 
     /// Sending records the right moment; the first diagnostics stay the ready moment.

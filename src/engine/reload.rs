@@ -62,7 +62,8 @@ impl ReloadReport {
 
 /// Why a change of `path` restarts `server`'s running instance (see the module doc), or `None`
 /// when it does not. The file must lie in the instance's workspace folder or in a folder above
-/// it (a configuration the server finds by looking up), and be one that its program applies
+/// it (a configuration the server finds by looking up, for a program that looks up:
+/// [`crate::config::Program::looks_up_configuration`]), and be one that its program applies
 /// late; or one it reads ([`crate::config::Program::reads_configuration`]: ruff) when the
 /// instance could not resolve its configuration (ruff says nothing when a reload succeeds), or
 /// when it lies above the workspace folder: ruff 0.17.6 told of an edited `../ruff.toml` kept
@@ -72,6 +73,7 @@ fn restarts_for_change(server: &Server, path: &Path) -> Option<&'static str> {
     let name = path.file_name()?.to_str()?;
     let inside = path.starts_with(&server.workspace_folder);
     let above = !inside
+        && program.looks_up_configuration()
         && path
             .parent()
             .is_some_and(|folder| server.workspace_folder.starts_with(folder));
@@ -221,7 +223,7 @@ impl State {
     /// that read one of the changed files late (see the module doc), then announce the changes
     /// to the servers still running. Each of `rewritten` (a configuration file written again
     /// with the bytes the scan that began at its `Instant` saw) joins the changes only when a
-    /// server that would hear of it may have read it since ([`Self::rewrite_counts`]).
+    /// server that would hear of it may have read it since ([`Self::rewrite_reader`]).
     pub(super) fn files_changed(
         &mut self,
         mut changes: Vec<(PathBuf, WatchedChange)>,
@@ -229,9 +231,9 @@ impl State {
         event_receiver: &Receiver<ServerEvent>,
     ) {
         for (path, since) in rewritten {
-            if self.rewrite_counts(path, *since) {
+            if let Some(reader) = self.rewrite_reader(path, *since) {
                 log::info!(
-                    "{} was written again with the bytes it had, but a server may have read it \
+                    "{} was written again with the bytes it had, but {reader} may have read it \
                      since the previous scan: taken as changed",
                     path.display()
                 );
@@ -321,12 +323,13 @@ impl State {
         self.announce_watched_changes(changes);
     }
 
-    /// Whether `path`, written again with the bytes the scan that began at `since` saw, counts
-    /// as changed: some running instance that would be restarted for it or told of it may have
-    /// read it since (`engine/configuration_reads.rs`).
-    fn rewrite_counts(&self, path: &Path, since: Instant) -> bool {
+    /// The server that makes `path`, written again with the bytes the scan that began at
+    /// `since` saw, count as changed: a running instance that would be restarted for it or told
+    /// of it and may have read it since (`engine/configuration_reads.rs`); `None` when there is
+    /// none.
+    fn rewrite_reader(&self, path: &Path, since: Instant) -> Option<String> {
         let Some(name) = path.file_name().and_then(|name| name.to_str()) else {
-            return true;
+            return Some("a server".to_owned());
         };
         let hearing = self
             .servers
@@ -346,9 +349,9 @@ impl State {
                     || server
                         .last_progress_change
                         .is_some_and(|changed| changed >= since);
-                (&server.read_moments, reads, working)
+                (&server.config.name, &server.read_moments, reads, working)
             });
-        super::super::configuration_reads::counts_as_change(since, hearing)
+        super::super::configuration_reads::first_reader(since, hearing).cloned()
     }
 
     /// Put a fresh server for `config` in slot `index` (not started; `failed` when given), after

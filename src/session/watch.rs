@@ -522,8 +522,8 @@ fn run_with_events(
 /// path order): the root, each listed file's folder, the `node_modules` folders and their
 /// scope folders (`npm install` adds a package there), and the project files' folders (watched
 /// again each time); and the unlisted configuration files themselves, not their folders (a
-/// build folder or a home folder is written to all the time). `watched` is what is watched
-/// already.
+/// build folder or a home folder is written to all the time), and the listed configuration
+/// files themselves too. `watched` is what is watched already.
 fn watch_folders(
     events: &DirEvents,
     snapshot: &Snapshot,
@@ -558,6 +558,18 @@ fn watch_folders(
         )
         .chain(project_folders.iter().map(PathBuf::as_path))
         .chain(snapshot.unlisted.iter().map(PathBuf::as_path))
+        // A listed configuration file by inode too: one written through a hard link outside
+        // the root raises no event in its folder (helper-70).
+        .chain(
+            snapshot
+                .stamps
+                .keys()
+                .filter(|file| {
+                    file.file_name()
+                        .is_some_and(|name| LOOKED_UP_CONFIGURATION.iter().any(|c| name == *c))
+                })
+                .map(PathBuf::as_path),
+        )
         .collect();
     // A folder that holds no listed file now may be gone, and its watch with it (the kernel
     // drops the watch of a deleted folder): watched again if it comes back.
@@ -1071,7 +1083,26 @@ mod tests {
             changes.contains(&(root.join("pkg/a.py"), WatchedChange::Changed)),
             "{changes:?}"
         );
+        // A configuration file written through a hard link in a folder nobody watches: its
+        // own inode is watched (helper-70). A source file so written waits for the scan.
+        std::fs::write(root.join("pkg/ruff.toml"), "a = 1\n").unwrap();
+        freshness.catch_up();
+        assert!(!freshness.stale());
+        let elsewhere =
+            std::env::temp_dir().join(format!("lspc-fresh-link-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&elsewhere);
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::fs::hard_link(root.join("pkg/ruff.toml"), elsewhere.join("r")).unwrap();
+        std::fs::hard_link(root.join("pkg/a.py"), elsewhere.join("a")).unwrap();
+        std::fs::write(elsewhere.join("a"), "a = 3\n").unwrap();
+        assert!(!freshness.stale(), "a source file's inode is not watched");
+        std::fs::write(elsewhere.join("r"), "a = 2\n").unwrap();
+        assert!(
+            freshness.stale(),
+            "the configuration file's inode is watched"
+        );
         drop(watch);
         std::fs::remove_dir_all(&root).unwrap();
+        std::fs::remove_dir_all(&elsewhere).unwrap();
     }
 }
