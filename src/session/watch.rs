@@ -15,6 +15,10 @@
 //! (`engine/tsserver_reload.rs`). The files tsserver's projects hold that the listing leaves out
 //! (git-ignored: a package's declarations, a generated module) are stamped too, from the list
 //! the engine sends ([`Op::SubscribeProjectFiles`], `session/project_files.rs`).
+//! The configuration files servers read that the listing leaves out are stamped too
+//! (`unlisted_configuration`: those in the folders above the root, a git-ignored
+//! `build/compile_commands.json`), and so is each symlink to a listed file, under the link's
+//! own name (`Listing::links`), since servers read a file under that name.
 //! Invariants:
 //! - At most [`MAX_WATCHED_FILES`] files are watched (the first ones in path order); beyond that
 //!   the rest are not announced, and the log says so once.
