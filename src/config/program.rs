@@ -584,7 +584,16 @@ mod tests {
                 "{program:?} {file}"
             );
         }
-        for file in ["pyproject.toml", "ruff.toml", "compile_flags.txt"] {
+        // Every compared name (the scan looks them up in a short list first, `session/watch.rs`).
+        let compared = [
+            "pyproject.toml",
+            "pyrightconfig.json",
+            "ruff.toml",
+            ".ruff.toml",
+            "compile_commands.json",
+            "compile_flags.txt",
+        ];
+        for file in compared {
             assert!(Program::compares_configuration(file), "{file}");
         }
         for file in ["tsconfig.json", ".clangd", "setup.cfg"] {
