@@ -226,12 +226,7 @@ impl State {
             // imported by another.
             let changes: Vec<Value> = watched
                 .iter()
-                .filter(|(path, _)| {
-                    self.options
-                        .config
-                        .servers_for_path(path)
-                        .contains(&server.config_index)
-                })
+                .filter(|(path, _)| self.claims(server, path))
                 .map(|(path, kind)| json!({ "uri": uri_of(path), "type": kind }))
                 .collect();
             if !changes.is_empty() {
@@ -265,14 +260,7 @@ impl State {
             .iter()
             .enumerate()
             .filter(|(_, server)| server.is_running())
-            .filter(|(_, server)| {
-                changed.iter().any(|path| {
-                    self.options
-                        .config
-                        .servers_for_path(path)
-                        .contains(&server.config_index)
-                })
-            })
+            .filter(|(_, server)| changed.iter().any(|path| self.claims(server, path)))
             .map(|(index, _)| ServerId(index as u32))
             .collect();
         let dependents = self

@@ -147,12 +147,7 @@ impl State {
             if !server.is_running() {
                 continue;
             }
-            let claims = |path: &Path| {
-                self.options
-                    .config
-                    .servers_for_path(path)
-                    .contains(&server.config_index)
-            };
+            let claims = |path: &Path| self.claims(server, path);
             let events: Vec<Value> = changes
                 .iter()
                 .filter(|(path, _)| self.hears_of(server, path))
@@ -228,6 +223,15 @@ impl State {
         }
     }
 
+    /// Whether `server`'s configured entry claims `path` by its extension (any of the entry's
+    /// instances, whichever project `path` lies in).
+    pub(super) fn claims(&self, server: &Server, path: &Path) -> bool {
+        self.options
+            .config
+            .servers_for_path(path)
+            .contains(&server.config_index)
+    }
+
     /// Whether `server` is told of a change of `path` on disk (when it does not have it open):
     /// it claims the file, or the file is one of its project files (its root markers:
     /// `pyproject.toml`, `tsconfig.json`, `compile_commands.json`, …, which a `git checkout`
@@ -237,12 +241,7 @@ impl State {
     /// the server hears of the change: a file in one project may be imported by another (as
     /// for edits, see edit_sync.rs).
     pub(super) fn hears_of(&self, server: &Server, path: &Path) -> bool {
-        let claims = self
-            .options
-            .config
-            .servers_for_path(path)
-            .contains(&server.config_index);
-        claims
+        self.claims(server, path)
             || path.file_name().is_some_and(|name| {
                 server
                     .config
@@ -269,12 +268,7 @@ impl State {
             .iter()
             .filter(|(_, kind)| *kind != crate::engine::WatchedChange::Deleted)
             .map(|(path, _)| path.as_path())
-            .filter(|path| {
-                self.options
-                    .config
-                    .servers_for_path(path)
-                    .contains(&server.config_index)
-            })
+            .filter(|path| self.claims(server, path))
             .filter(|path| {
                 !self
                     .documents
