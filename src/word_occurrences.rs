@@ -36,24 +36,23 @@ pub fn is_identifier_char(character: char) -> bool {
 /// The identifier that covers 1-based character `column` of `line` (or starts right after it,
 /// when the column is on its first character), `None` when none does.
 pub fn identifier_at(line: &str, column: u32) -> Option<String> {
-    let characters: Vec<char> = line.chars().collect();
+    // Walked over the text itself, not a copy as `char`s (issue 15: this runs for every clangd
+    // definition, and the copy was most of its cost).
     let index = usize::try_from(column.checked_sub(1)?).ok()?;
-    if !characters
-        .get(index)
-        .copied()
-        .is_some_and(is_identifier_char)
-    {
+    let (at, first) = line.char_indices().nth(index)?;
+    if !is_identifier_char(first) {
         return None;
     }
-    let start = characters[..index]
-        .iter()
-        .rposition(|character| !is_identifier_char(*character))
-        .map_or(0, |position| position + 1);
-    let end = characters[index..]
-        .iter()
-        .position(|character| !is_identifier_char(*character))
-        .map_or(characters.len(), |position| index + position);
-    Some(characters[start..end].iter().collect())
+    let start = line[..at]
+        .char_indices()
+        .rev()
+        .find(|(_, character)| !is_identifier_char(*character))
+        .map_or(0, |(position, character)| position + character.len_utf8());
+    let end = line[at..]
+        .char_indices()
+        .find(|(_, character)| !is_identifier_char(*character))
+        .map_or(line.len(), |(position, _)| at + position);
+    Some(line[start..end].to_owned())
 }
 
 /// The identifier at 1-based character `column` of `line` ([`identifier_at`]), or, when that one
@@ -274,6 +273,54 @@ mod tests {
         check("$el.x", 1, Some("$el"));
         check("x", 0, None);
         check("x", 5, None);
+        check("  été = 1", 5, Some("été"));
+        check("x.été", 3, Some("été"));
+        check("a→b", 2, None);
+        check("a→b", 3, Some("b"));
+    }
+
+    /// The walk over the text finds what the copy as `char`s it replaced found, on lines of
+    /// identifier, punctuation and multi-byte characters at every column.
+    #[test]
+    fn identifiers_at_a_column_match_the_copy_as_chars() {
+        fn by_chars(line: &str, column: u32) -> Option<String> {
+            let characters: Vec<char> = line.chars().collect();
+            let index = usize::try_from(column.checked_sub(1)?).ok()?;
+            if !characters
+                .get(index)
+                .copied()
+                .is_some_and(is_identifier_char)
+            {
+                return None;
+            }
+            let start = characters[..index]
+                .iter()
+                .rposition(|character| !is_identifier_char(*character))
+                .map_or(0, |position| position + 1);
+            let end = characters[index..]
+                .iter()
+                .position(|character| !is_identifier_char(*character))
+                .map_or(characters.len(), |position| index + position);
+            Some(characters[start..end].iter().collect())
+        }
+        let alphabet = ['a', '_', '$', '1', ' ', '.', 'é', '→', '😀', 'Ж'];
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..2_000 {
+            let mut line = String::new();
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            for step in 0..(seed % 12) {
+                line.push(alphabet[((seed >> (step * 4)) % 10) as usize]);
+            }
+            for column in 0..=line.chars().count() as u32 + 1 {
+                assert_eq!(
+                    identifier_at(&line, column),
+                    by_chars(&line, column),
+                    "{line:?} {column}"
+                );
+            }
+        }
     }
 
     #[test]
