@@ -588,10 +588,8 @@ pub enum EngineError {
         stderr_tail: String,
     },
     /// lspc restarted the server (`why`: `because its configuration file changed`, `by a
-    /// configuration reload`) while the request was in flight, and could not send it again: it
-    /// had been sent again once already, or the new process may negotiate other positions (its
-    /// command, arguments, environment or initialization options changed). Asking again reaches
-    /// the new process. A diagnostics wait is not failed so: it runs again on the new process.
+    /// configuration reload`) while the request was in flight; asking again reaches the new
+    /// process. A diagnostics wait is not failed so: it runs again on the new process.
     Restarted { server: String, why: String },
     /// The server crashed (or was killed as hung) and its restart policy is used up: it stays
     /// down for the rest of the lspc process. `status` is `exit N`, `signal N` or

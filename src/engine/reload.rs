@@ -91,22 +91,6 @@ fn restarts_for_change(server: &Server, path: &Path) -> Option<&'static str> {
     }
 }
 
-/// Whether a process started from `new` negotiates and answers as one started from `old` did:
-/// the same program, arguments, environment, initialization options and transport, for the
-/// same extensions and workspace folder (the settings, timeouts and restart policy may differ).
-/// A request in flight when a restart replaced `old` is then sent again to the new process: its
-/// params were built for the old one's position encoding (LSP 3.17 §positionEncoding) and its
-/// answer is converted back with it.
-fn answers_alike(old: &ServerConfig, new: &ServerConfig) -> bool {
-    old.resolved_command == new.resolved_command
-        && old.args == new.args
-        && old.env == new.env
-        && old.initialization_options == new.initialization_options
-        && old.transport == new.transport
-        && old.extension_to_language == new.extension_to_language
-        && old.workspace_folder == new.workspace_folder
-}
-
 /// What happens to one slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum SlotChange {
@@ -370,15 +354,12 @@ impl State {
         super::super::configuration_reads::first_reader(since, hearing).cloned()
     }
 
-    /// Put a fresh server for `config` in slot `index` (not started; `failed` when given) and
-    /// forget the old one's per-server state. The diagnostics waits of files it was to check run
-    /// again: on the new server, started at once, when it is a restart (helper-69: a check in
-    /// flight when a configuration change restarted pyright failed with `pyright: crashed
-    /// (stopped because its configuration file changed)`), or they fail with the removal's
-    /// reason. A query in flight (or waiting to be sent) is sent again, once, to the new process
-    /// when it is a restart of a process that answers alike ([`answers_alike`]), its document
-    /// opened there first; otherwise it fails with [`EngineError::Restarted`] (`why` it
-    /// stopped).
+    /// Put a fresh server for `config` in slot `index` (not started; `failed` when given), after
+    /// failing the requests that waited on the old one (`why` it stopped) and forgetting its
+    /// per-server state. The diagnostics waits of files it was to check run again: on the new
+    /// server, started at once, when it is a restart (helper-69: a check in flight when a
+    /// configuration change restarted pyright failed with `pyright: crashed (stopped because
+    /// its configuration file changed)`), or they fail with the removal's reason.
     fn replace_slot(
         &mut self,
         index: usize,
@@ -387,61 +368,31 @@ impl State {
         why: &str,
     ) {
         let server_id = ServerId(index as u32);
-        // Answers the old process gave while it stopped went straight to their callers: their
-        // requests are done, not in flight.
-        self.drain_delivered();
         let old_name = self.servers[index].config.name.clone();
         let reason = EngineError::Restarted {
             server: old_name.clone(),
             why: why.to_owned(),
         };
-        let resend = failed.is_none() && answers_alike(&self.servers[index].config, &config);
+        for purpose in self.take_pending_of(server_id) {
+            if let Purpose::Frontend { reply, .. } = purpose {
+                reply.send(Err(reason.clone()));
+            }
+        }
         let (kept, dropped): (Vec<_>, Vec<_>) = std::mem::take(&mut self.retries)
             .into_iter()
             .partition(|retry| retry.server_id != server_id);
         self.retries = kept;
-        let waiting = self
-            .take_pending_of(server_id)
-            .into_iter()
-            .chain(dropped.into_iter().map(|retry| retry.purpose));
-        let mut resent = Vec::new();
-        let mut keep_open = Vec::new();
-        for mut purpose in waiting {
-            if !matches!(
-                purpose,
-                Purpose::Frontend {
-                    crash_retried: false,
-                    ..
-                }
-            ) || !resend
-            {
-                if let Purpose::Frontend { reply, .. } = purpose {
-                    reply.send(Err(reason.clone()));
-                }
-                continue;
+        for retry in dropped {
+            if let Purpose::Frontend { reply, .. } = retry.purpose {
+                reply.send(Err(reason.clone()));
             }
-            if let Purpose::Frontend {
-                params,
-                crash_retried,
-                ..
-            } = &mut purpose
-            {
-                keep_open.extend(self.document_of(server_id, params));
-                *crash_retried = true;
-            }
-            resent.push(purpose);
         }
         self.pulled.retain(|(id, _), _| *id != server_id);
         self.pulls_in_flight.retain(|(id, _)| *id != server_id);
         self.provisional_pulls.retain(|(id, _)| *id != server_id);
         self.stale_pulls.retain(|(id, _)| *id != server_id);
         self.pending_publishes.remove_server(server_id);
-        // A document a re-sent request names stays open on the slot: the new process is sent
-        // it as it initializes (`on_initialized`), before the request goes.
         for path in self.documents.open_on(server_id) {
-            if keep_open.contains(&path) {
-                continue;
-            }
             if let Some(doc) = self.documents.get_mut(&path) {
                 doc.open_on.remove(&server_id);
             }
@@ -494,31 +445,6 @@ impl State {
             log::info!("{old_name}: started again at once: diagnostics in flight wait for it");
             self.ensure_started(server_id);
         }
-        for purpose in resent {
-            if let Purpose::Frontend { method, .. } = &purpose {
-                log::info!(
-                    "{old_name}: {method} was in flight when it was restarted {why}: sent again \
-                     to the new process"
-                );
-            }
-            // Not running yet: started, and the request waits for it (bounded by its deadline).
-            self.send_request(server_id, purpose);
-        }
-    }
-
-    /// The open document on `server_id` that a request's `params` name by
-    /// `textDocument.uri` (`None` for a request about no document, such as `workspace/symbol`).
-    fn document_of(
-        &self,
-        server_id: ServerId,
-        params: &crate::transport::RequestParams,
-    ) -> Option<PathBuf> {
-        let params = params.clone().into_value();
-        let uri = params.pointer("/textDocument/uri")?.as_str()?;
-        self.documents
-            .open_on(server_id)
-            .into_iter()
-            .find(|path| self.documents.get(path).is_some_and(|doc| doc.uri == uri))
     }
 }
 

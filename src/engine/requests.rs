@@ -57,8 +57,7 @@ pub(super) enum Purpose {
         attempts: u32,
         retry: bool,
         tag: Option<u64>,
-        /// Set once the request was re-sent after its process went (a crash, or lspc's restart for
-        /// a configuration change): it is re-sent at most once (B24).
+        /// Set once the request was re-sent after a crash: it is retried at most once (B24).
         crash_retried: bool,
     },
     /// `textDocument/diagnostic` for a document version.

@@ -590,84 +590,38 @@ fn a_real_session_gains_ruff_and_keeps_clangd_running() {
     assert_eq!(status.matches("(pid ").count(), 1, "one session: {status}");
 }
 
-/// Issue 15: a query in flight when a reload restarts its server is sent again to the new
-/// process, its document opened there first, when the entry's change leaves the process
-/// negotiating as before (here its `settings`); the old code failed it with "server fx was
-/// restarted by a configuration reload while the request was in flight; ask again". When the
-/// change may alter what the process negotiates (its environment), the request, built for the
-/// old one's positions, still fails so.
+/// A query in flight when a reload restarts its server fails, saying so, and asking again is
+/// answered by the new process. Re-sending it to the new process by itself was tried and
+/// dropped (helper-71): the re-sent references skipped the new process's readiness wait and came
+/// back short (3 of 20 on typescript-language-server), and a position built for a text edited
+/// since named another symbol.
 #[test]
-fn a_query_in_flight_when_a_reload_restarts_its_server_is_answered_by_the_new_process() {
+fn a_query_in_flight_when_a_reload_restarts_its_server_fails_and_asking_again_is_answered() {
     let mut ws = SessionWorkspace::new("reload-inflight", json!({}));
     ws.workspace.file("b.txt", B_TXT);
-    let slow_hover = |run: u64, nth: u64| {
-        json!({"method": "textDocument/hover", "run": run, "nth": nth,
-               "actions": [{"after": 4000, "actions": [{"default": true}]}]})
-    };
-    let fx = json!({"rules": [slow_hover(1, 1), slow_hover(2, 2)]});
+    let fx = json!({"rules": [{"method": "textDocument/hover", "run": 1,
+        "actions": [{"after": 4000, "actions": [{"default": true}]}]}]});
     let written = ws
         .workspace
         .fixture_config(&[("fx", &[".py"], fx), ("fy", &[".txt"], json!({}))]);
     assert_eq!(written, ws.config);
     ws.lspc(&["session", "start"]).run().status(0);
-    let hovers = |ws: &SessionWorkspace| {
-        ws.methods_of("fx")
-            .iter()
-            .filter(|method| *method == "textDocument/hover")
-            .count()
-    };
-    let edit_fx = |ws: &SessionWorkspace, key: &str, value: Value| {
-        let mut config: Value =
-            serde_json::from_str(&std::fs::read_to_string(&ws.config).unwrap()).unwrap();
-        config["fx"][key] = value;
-        std::fs::write(&ws.config, config.to_string()).unwrap();
-    };
-
-    // The first process holds the hover 4 s; the settings change restarts it meanwhile.
     let in_flight = ws.raw(&["hover", "a.py:5:5"]).spawn().unwrap();
     wait_until("fx has the hover", Duration::from_secs(20), || {
-        hovers(&ws) == 1
+        ws.methods_of("fx")
+            .contains(&"textDocument/hover".to_owned())
     });
-    edit_fx(&ws, "settings", json!({"fixture": {"strict": true}}));
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(&ws.config).unwrap()).unwrap();
+    config["fx"]["settings"] = json!({"fixture": {"strict": true}});
+    std::fs::write(&ws.config, config.to_string()).unwrap();
     ws.lspc(&["hover", "b.txt:1:7"])
         .run()
         .status(0)
         .stdout_is("beta at 0:6\n");
-    let answered = in_flight.wait_with_output().unwrap();
-    assert_eq!(
-        (
-            answered.status.code(),
-            String::from_utf8_lossy(&answered.stdout).into_owned()
-        ),
-        (Some(0), "alpha at 4:4\n".to_owned()),
-        "stderr: {}",
-        String::from_utf8_lossy(&answered.stderr)
-    );
-    assert_eq!(ws.initializes(), 2);
-    let second_run: Vec<String> = ws
-        .methods_of("fx")
-        .into_iter()
-        .skip_while(|method| method != "initialize")
-        .skip(1)
-        .skip_while(|method| method != "initialize")
-        .filter(|method| method.starts_with("textDocument/"))
-        .collect();
-    assert_eq!(
-        second_run,
-        ["textDocument/didOpen", "textDocument/hover"],
-        "the new process was sent the document, then the hover"
-    );
-
-    // Its second hover is held; an environment change restarts it: that one is not re-sent.
-    let in_flight = ws.raw(&["hover", "a.py:5:5"]).spawn().unwrap();
-    wait_until("fx has the next hover", Duration::from_secs(20), || {
-        hovers(&ws) == 3
-    });
-    edit_fx(&ws, "env", json!({"LSPC_RELOAD_TEST": "1"}));
-    ws.lspc(&["hover", "b.txt:1:7"]).run().status(0);
     let failed = in_flight.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&failed.stderr);
-    assert_ne!(failed.status.code(), Some(0), "{stderr}");
+    assert_eq!(failed.status.code(), Some(3), "{stderr}");
     assert!(
         stderr.contains(
             "server fx was restarted by a configuration reload while the request was in \
@@ -675,5 +629,9 @@ fn a_query_in_flight_when_a_reload_restarts_its_server_is_answered_by_the_new_pr
         ),
         "{stderr}"
     );
-    assert_eq!(hovers(&ws), 3, "not sent to the third process");
+    ws.lspc(&["hover", "a.py:5:5"])
+        .run()
+        .status(0)
+        .stdout_is("alpha at 4:4\n");
+    assert_eq!(ws.initializes(), 2);
 }
