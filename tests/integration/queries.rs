@@ -611,6 +611,41 @@ fn typescript_fresh_hover_and_signature_help_wait_for_the_project() {
     );
 }
 
+/// helper-71: references asked at once of a fresh typescript-language-server (an agent asking in
+/// parallel) each wait for its project: only the first used to, and the others, sent at once
+/// while it waited, answered from the one file the server had loaded (the 2 locations in
+/// `shapes.ts` of 4; on a larger project `lspc references` printed "no references found").
+#[test]
+fn typescript_references_asked_at_once_of_a_fresh_server_each_wait_for_the_project() {
+    if !have("typescript-language-server", "typescript_at_once") {
+        return;
+    }
+    let workspace = typescript_workspace("ts-at-once");
+    let call = (
+        "tools/call",
+        json!({"name": "references", "arguments": {"file": "src/shapes.ts", "line": 1,
+            "symbol": "area", "includeDeclaration": true}}),
+    );
+    let stdin = crate::support::mcp_stdin(&[call.clone(), call.clone(), call.clone(), call]);
+    let output = workspace.lspc(&["mcp"], &stdin);
+    let lines = output.lines();
+    let all = vec![
+        at("src/app.ts", 1, 10),
+        at("src/app.ts", 3, 13),
+        at("src/shapes.ts", 1, 17),
+        at("src/shapes.ts", 8, 27),
+    ];
+    for id in 2..6 {
+        let answer = lines
+            .iter()
+            .find(|line| line["id"] == id)
+            .unwrap_or_else(|| panic!("no answer {id}: {output:?}"));
+        let mut found = positions(&answer["result"]["structuredContent"]);
+        found.sort();
+        assert_eq!(found, all, "call {id}: {output:?}");
+    }
+}
+
 #[test]
 fn typescript_b22_first_hover_and_implementations() {
     if !have("typescript-language-server", "typescript") {
