@@ -479,6 +479,9 @@ pub fn query_failure(error: impl std::fmt::Display) -> ToolFailure {
     } else if message.contains("stays down") {
         // Given up on (or restarts disabled): no call restarts it in this lspc process.
         " (see lsp://servers for its state and stderr; lspc does not start it again in this process)"
+    } else if message.contains("removed by a configuration reload") {
+        // No call starts a removed server (helper-71: the hint below promised a restart).
+        " (its entry is no longer in the configuration; see lsp://servers)"
     } else if message.contains("crashed") || message.contains("failed to start") {
         " (see lsp://servers for its state and stderr; lspc restarts it on the next call while restarts remain)"
     } else {
@@ -928,6 +931,17 @@ mod tests {
             stderr_tail: String::new(),
         });
         assert!(crashed.ends_with("lspc restarts it on the next call while restarts remain)"));
+        let removed = hint(crate::engine::EngineError::Spawn {
+            server: "pyright".to_owned(),
+            message: "removed by a configuration reload".to_owned(),
+        });
+        assert!(
+            removed.ends_with(
+                "removed by a configuration reload (its entry is no longer in the configuration; \
+                 see lsp://servers)"
+            ),
+            "{removed}"
+        );
     }
     use std::sync::Arc;
 
