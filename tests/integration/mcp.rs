@@ -2636,3 +2636,41 @@ fn servers_resource_says_why_a_servers_diagnostics_are_off() {
     );
     assert_eq!(session.finish(20 * SECOND), Some(0));
 }
+
+/// helper-72: a call asked after several calls that wait for a fresh server's first analysis
+/// is not queued behind them (each of those now waits, see
+/// `queries::typescript_references_asked_at_once_of_a_fresh_server_each_wait_for_the_project`,
+/// and with 4 workers they held all 4): six hovers on `a.py`, whose server publishes 4 s after
+/// `didOpen`, then one on `b.txt`, whose server publishes at once; `b.txt`'s answer comes first.
+#[test]
+fn a_call_is_not_queued_behind_calls_waiting_for_a_first_analysis() {
+    let mut workspace = Workspace::new("mcp-waiting-calls");
+    workspace.file("a.py", "def greet():\n    pass\n");
+    workspace.file("b.txt", "alpha beta\n");
+    let config = workspace.fixture_config(&[
+        ("fx", &[".py"], json!({"publishDelayMs": 4000})),
+        ("fy", &[".txt"], json!({})),
+    ]);
+    let mut session = start_with_config(&workspace, &config);
+    let hover = |id: u64, file: &str, symbol: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "hover", "arguments": {"file": file, "line": 1, "symbol": symbol}}})
+    };
+    for id in 10..16 {
+        session.send(hover(id, "a.py", "greet"));
+    }
+    session.send(hover(20, "b.txt", "beta"));
+    let mut order = Vec::new();
+    while order.len() < 7 {
+        let message = session.next(30 * SECOND);
+        if let Some(id) = message["id"].as_u64() {
+            assert_eq!(message["result"]["isError"], false, "{message}");
+            order.push(id);
+        }
+    }
+    assert_eq!(
+        order[0], 20,
+        "b.txt's hover waited behind a.py's: {order:?}"
+    );
+    assert_eq!(session.finish(20 * SECOND), Some(0));
+}
