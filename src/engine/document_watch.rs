@@ -24,6 +24,13 @@
 //! again through a shared `mmap` whose page is still dirty changes neither its times nor its
 //! size, so neither an event nor a `stat` tells of it until the kernel writes it back:
 //! helper-68 saw one stale for 90 s, and a `stat` before every request would not see it either.)
+//!
+//! The watch starts [`START_AFTER`] after the first document asked for it: an engine that ends
+//! sooner (a one-shot `lspc check` or query) never makes an inotify instance, and `stat`s its
+//! open documents before every request instead. Closing an instance that holds watches waits
+//! for the kernel's fsnotify mark reaper (an SRCU grace period, 15 ms here), which a process's
+//! exit pays too: a sixth of a TypeScript 7 `lspc check` of two files (bench item 8, eighteenth
+//! round).
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -35,6 +42,10 @@ use crate::inotify::Inotify;
 
 /// How often every open document is `stat`ed whatever the events said (see the module doc).
 pub(crate) const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How long after the first [`DocumentWatch::watch`] the inotify instance is made; until then
+/// every document is `stat`ed before every request (see the module doc).
+pub(crate) const START_AFTER: Duration = Duration::from_secs(1);
 
 /// Events of a document's own folder: anything that can change an entry's text, times, size or
 /// inode, plus [`FOLDER_EVENTS`].
@@ -95,9 +106,15 @@ struct Watched {
 /// The watch of the open documents' folders; see the module doc. Owned by the event loop.
 #[derive(Debug, Default)]
 pub(crate) struct DocumentWatch {
-    /// Started at the first [`DocumentWatch::watch`]; `None` after when the kernel refused one.
+    /// Started by the first [`DocumentWatch::watch`] [`START_AFTER`] after the first one;
+    /// `None` before, and after when the kernel refused one.
     inotify: Option<Inotify>,
     started: bool,
+    /// When the first document asked to be watched.
+    first_asked: Option<Instant>,
+    /// Tests: start at the first [`DocumentWatch::watch`].
+    #[cfg(test)]
+    at_once: bool,
     /// Each folder looked at: its watch, or `None` when it cannot be watched (not local, gone,
     /// the watch limit).
     folders: FastMap<PathBuf, Option<Watched>>,
@@ -113,12 +130,9 @@ pub(crate) struct DocumentWatch {
 impl DocumentWatch {
     /// Watch `document`'s folder and the folders above it; whether every one is watched, so
     /// that events will tell when the document changes. `false`: it must be `stat`ed every time.
+    /// `false` too for [`START_AFTER`] after the first call (the watch has not started).
     pub fn watch(&mut self, document: &Path) -> bool {
-        if !self.started {
-            self.started = true;
-            self.inotify = Inotify::start();
-        }
-        if self.inotify.is_none() {
+        if !self.started() {
             return false;
         }
         let Some(folder) = document.parent() else {
@@ -137,6 +151,33 @@ impl DocumentWatch {
         }
         self.watch_file(document);
         true
+    }
+
+    /// Whether the inotify instance is there, making it once [`START_AFTER`] has passed since
+    /// the first call.
+    fn started(&mut self) -> bool {
+        if !self.started {
+            let now = Instant::now();
+            let first = *self.first_asked.get_or_insert(now);
+            #[cfg(test)]
+            let first = if self.at_once {
+                now - START_AFTER
+            } else {
+                first
+            };
+            if now.duration_since(first) < START_AFTER {
+                return false;
+            }
+            self.started = true;
+            self.inotify = Inotify::start();
+        }
+        self.inotify.is_some()
+    }
+
+    /// Tests: the watch starts at the first [`DocumentWatch::watch`].
+    #[cfg(test)]
+    pub fn start_at_once(&mut self) {
+        self.at_once = true;
     }
 
     /// Watch the inode `document` names now (its file, for a write through another link), in
@@ -384,6 +425,7 @@ mod tests {
         std::fs::write(&a, "int a;\n").unwrap();
         std::fs::write(&b, "int b;\n").unwrap();
         let mut watch = DocumentWatch::default();
+        watch.start_at_once();
         assert!(local_filesystem(&dir), "the test's temp folder is local");
         assert!(watch.watch(&a) && watch.watch(&b));
         assert_eq!(watch.heard(), Heard::Files(vec![]));
@@ -418,6 +460,27 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// Issue 15: no inotify instance (and no watch to tear down at exit) before [`START_AFTER`]
+    /// has passed since the first document asked; the first call after it starts the watch.
+    #[test]
+    fn the_watch_starts_a_second_after_the_first_document() {
+        let dir = temp_folder("start");
+        let a = dir.join("pkg/src/a.c");
+        std::fs::write(&a, "int a;\n").unwrap();
+        let mut watch = DocumentWatch::default();
+        assert!(!watch.watch(&a), "not watched at first: stat'ed instead");
+        assert!(!watch.watch(&a));
+        assert!(watch.inotify.is_none() && watch.watched_folders() == 0);
+        assert_eq!(watch.heard(), Heard::Files(vec![]));
+        let first = watch.first_asked.expect("the first call is recorded");
+        watch.first_asked = Some(first - START_AFTER);
+        assert!(watch.watch(&a), "watched once the second is over");
+        assert!(watch.inotify.is_some() && watch.watched_folders() > 0);
+        std::fs::write(&a, "int a2;\n").unwrap();
+        assert!(matches!(watch.heard(), Heard::Files(files) if files.contains(&a)));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     /// A document's folder that is gone is not watched (it is `stat`ed instead), and a sweep
     /// drops the folder and inode watches no open document needs.
     #[test]
@@ -428,6 +491,7 @@ mod tests {
         std::fs::write(&a, "int a;\n").unwrap();
         std::fs::write(&b, "int b;\n").unwrap();
         let mut watch = DocumentWatch::default();
+        watch.start_at_once();
         assert!(!watch.watch(&dir.join("missing/c.c")));
         assert!(watch.watch(&a) && watch.watch(&b));
         let all = watch.watched_folders();

@@ -223,6 +223,16 @@ pub(crate) struct Documents {
 }
 
 impl Documents {
+    /// Ends the watch of the open documents as the loop shuts down: its inotify instance is
+    /// closed while the servers answer `shutdown` rather than at the loop's end (see
+    /// [`crate::inotify`]).
+    pub fn stop_watching(&mut self) {
+        self.watch = DocumentWatch::default();
+        for doc in self.docs.values_mut() {
+            doc.watched = false;
+        }
+    }
+
     /// Every document's path, sorted.
     pub fn paths(&self) -> Vec<PathBuf> {
         let mut paths: Vec<PathBuf> = self.docs.keys().map(PathBuf::from).collect();
@@ -716,6 +726,7 @@ mod tests {
         let (a, b) = (dir.join("src/a.py"), dir.join("src/b.py"));
         let (link, second_link) = (dir.join("elsewhere/link.py"), dir.join("elsewhere/l2.py"));
         let mut documents = Documents::default();
+        documents.watch.start_at_once();
         for path in [&a, &b] {
             std::fs::write(path, "x = 1\n").unwrap();
             if path == &b {

@@ -28,6 +28,7 @@ impl State {
             return;
         }
         self.shutting_down = true;
+        self.documents.stop_watching();
         self.drain_delivered();
         for (_, purpose) in self.pending.drain() {
             if let Purpose::Frontend { reply, .. } = purpose {
