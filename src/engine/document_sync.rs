@@ -411,9 +411,14 @@ impl State {
         self.evict_documents_beyond(self.options.max_open_documents);
     }
 
-    /// `didClose` the least recently used unpinned documents until at most `max_open` are open.
+    /// `didClose` the least recently used unpinned documents until at most `max_open` are open;
+    /// a document a request in flight was built for stays open ([`State::document_in_use`]),
+    /// so more than `max_open` are while such requests are.
     fn evict_documents_beyond(&mut self, max_open: usize) {
-        for path in self.documents.eviction_candidates(max_open) {
+        let candidates = self
+            .documents
+            .eviction_candidates(max_open, &|path| self.document_in_use(path));
+        for path in candidates {
             let Some(doc) = self.documents.forget(&path) else {
                 continue;
             };
@@ -434,6 +439,40 @@ impl State {
             log::debug!("closed {} (LRU bound)", path.display());
         }
     }
+    /// Before an [`Op::Request`](super::super::Op::Request) built for the document `path` in an
+    /// earlier turn (a session's split `SyncRequest`): `path` synced again on `server_id`,
+    /// opened again if the LRU bound closed it since. Whether it is open there now.
+    pub(super) fn resync_for_request(&mut self, server_id: ServerId, path: &Path) -> bool {
+        let index = server_id.0 as usize;
+        if !self
+            .servers
+            .get(index)
+            .is_some_and(|server| server.is_running())
+        {
+            return false;
+        }
+        if let Err(error) = self.sync_document_on(path, &[index]) {
+            log::debug!(
+                "cannot sync {} again for a request: {error}",
+                path.display()
+            );
+            return false;
+        }
+        self.documents
+            .get(path)
+            .is_some_and(|doc| doc.open_on.contains_key(&server_id))
+    }
+
+    /// Whether a frontend request in flight, or waiting to be sent again, was built for the open
+    /// document `path` (the `document` of [`super::Purpose::Frontend`]).
+    fn document_in_use(&self, path: &Path) -> bool {
+        let retries = self.retries.iter().map(|retry| &retry.purpose);
+        self.pending.values().chain(retries).any(|purpose| {
+            matches!(purpose, super::Purpose::Frontend { document: Some(document), .. }
+                if document == path)
+        })
+    }
+
     /// Forgets what was pulled from `server_id` for `path`, a document just closed on it: its
     /// raw items and the pull bookkeeping (an answer still in flight is dropped on arrival).
     fn forget_pulls(&mut self, server_id: ServerId, path: &Path) {
@@ -474,9 +513,10 @@ impl State {
                 let _ = reply.send(result);
             }
             SyncReply::Request(build) => {
+                let document = result.as_ref().ok().map(|synced| synced.path.clone());
                 if let Some(mut request) = build(result.as_ref()) {
                     let on_sent = request.on_sent.take();
-                    self.send_frontend_request(request);
+                    self.send_frontend_request(request, document);
                     if let Some(on_sent) = on_sent {
                         on_sent();
                     }
@@ -486,8 +526,13 @@ impl State {
     }
 
     /// Send a frontend's request ([`Op::Request`](super::super::Op::Request)); its deadline
-    /// counts from now.
-    pub(super) fn send_frontend_request(&mut self, request: BuiltRequest) {
+    /// counts from now. `document`: the open document it was built for, kept open while it is
+    /// in flight.
+    pub(super) fn send_frontend_request(
+        &mut self,
+        request: BuiltRequest,
+        document: Option<PathBuf>,
+    ) {
         let purpose = super::Purpose::Frontend {
             method: request.method,
             params: request.params,
@@ -498,6 +543,7 @@ impl State {
             retry: request.retry,
             tag: request.tag,
             crash_retried: false,
+            document,
         };
         self.send_request(request.server_id, purpose);
     }

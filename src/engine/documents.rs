@@ -317,8 +317,13 @@ impl Documents {
     }
 
     /// Documents open on at least one server, beyond `max_open`, least recently used first,
-    /// skipping pinned ones. The caller sends `didClose` and calls [`Documents::forget`].
-    pub fn eviction_candidates(&self, max_open: usize) -> Vec<PathBuf> {
+    /// skipping pinned ones and those `in_use` names. The caller sends `didClose` and calls
+    /// [`Documents::forget`].
+    pub fn eviction_candidates(
+        &self,
+        max_open: usize,
+        in_use: &dyn Fn(&Path) -> bool,
+    ) -> Vec<PathBuf> {
         // Counted first: this runs at every sync and every loop turn, and is almost always
         // within the bound (collecting the open documents cost ~5,700 instructions a query at
         // 49 open).
@@ -338,7 +343,7 @@ impl Documents {
         let excess = open.len() - max_open;
         crate::sorting::sort_by_key(&mut open, |(_, doc)| doc.last_used);
         open.into_iter()
-            .filter(|(_, doc)| doc.pins == 0)
+            .filter(|(path, doc)| doc.pins == 0 && !in_use(Path::new(path)))
             .take(excess)
             .map(|(path, _)| PathBuf::from(path))
             .collect()
@@ -629,23 +634,39 @@ mod tests {
         );
     }
 
+    /// Pinned documents and documents in use (a request in flight was built for them) are
+    /// skipped: more stay open than the bound while they are.
     #[test]
     fn lru_evicts_least_recently_used_unpinned_documents() {
         let mut documents = Documents::default();
         for name in ["a", "b", "c", "d"] {
             open(&mut documents, name);
         }
-        assert_eq!(documents.eviction_candidates(4), Vec::<PathBuf>::new());
+        let none = |_: &Path| false;
+        assert_eq!(
+            documents.eviction_candidates(4, &none),
+            Vec::<PathBuf>::new()
+        );
         documents.get_mut(Path::new("/w/a")).unwrap().pins = 1;
         assert_eq!(
-            documents.eviction_candidates(2),
+            documents.eviction_candidates(2, &none),
             vec![PathBuf::from("/w/b"), PathBuf::from("/w/c")]
+        );
+        let b_in_use = |path: &Path| path == Path::new("/w/b");
+        assert_eq!(
+            documents.eviction_candidates(2, &b_in_use),
+            vec![PathBuf::from("/w/c"), PathBuf::from("/w/d")]
         );
         // Touching `b` again makes `c` and `d` older.
         documents.refresh(Path::new("/w/b"), "u".into(), "b".into());
         assert_eq!(
-            documents.eviction_candidates(3),
+            documents.eviction_candidates(3, &none),
             vec![PathBuf::from("/w/c")]
+        );
+        let all_in_use = |_: &Path| true;
+        assert_eq!(
+            documents.eviction_candidates(1, &all_in_use),
+            Vec::<PathBuf>::new()
         );
     }
 

@@ -416,16 +416,23 @@ impl State {
                 retry,
                 tag,
                 reply,
-            } => self.send_frontend_request(BuiltRequest {
-                server_id,
-                method,
-                params: params.into(),
-                timeout,
-                retry,
-                tag,
-                reply: super::ReplyTo::Channel(reply),
-                on_sent: None,
-            }),
+                document,
+            } => {
+                let document = document.filter(|path| self.resync_for_request(server_id, path));
+                self.send_frontend_request(
+                    BuiltRequest {
+                        server_id,
+                        method,
+                        params: params.into(),
+                        timeout,
+                        retry,
+                        tag,
+                        reply: super::ReplyTo::Channel(reply),
+                        on_sent: None,
+                    },
+                    document,
+                );
+            }
             Op::Cancel { tag } => self.cancel_tagged(tag),
             Op::ApplyEdit {
                 edit,

@@ -733,6 +733,7 @@ impl State {
                         retry,
                         tag,
                         crash_retried: false,
+                        document,
                     },
                     Some(at),
                 ) => {
@@ -750,6 +751,7 @@ impl State {
                             retry,
                             tag,
                             crash_retried: true,
+                            document,
                         },
                     });
                 }

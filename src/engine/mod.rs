@@ -244,6 +244,10 @@ pub enum Op {
         retry: bool,
         tag: Option<u64>,
         reply: Sender<Result<Value, EngineError>>,
+        /// The document the request was built for in an earlier turn (a session's split
+        /// [`Op::SyncRequest`]): synced again on the server first, opened again if the LRU
+        /// bound closed it meanwhile, and kept open while the request is in flight.
+        document: Option<PathBuf>,
     },
     /// [`Op::Sync`] and [`Op::Request`] in one loop round trip (issue 15): once the file is synced,
     /// `build` runs in the loop on the outcome (the document the servers now hold, or why the
@@ -1020,6 +1024,7 @@ pub fn request_with(
         retry: true,
         tag,
         reply,
+        document: None,
     };
     op_sender.send(op).map_err(|_| EngineError::Gone)?;
     recv_parked(&receiver).map_err(|_| EngineError::Gone)?

@@ -59,6 +59,11 @@ pub(super) enum Purpose {
         tag: Option<u64>,
         /// Set once the request was re-sent after a crash: it is retried at most once (B24).
         crash_retried: bool,
+        /// The open document the request was built for (its sync's target), which the LRU
+        /// bound does not close while the request is in flight ([`State::documents_in_use`]):
+        /// typescript-language-server answered a definition whose file a `didClose` closed
+        /// before it was read with nothing (helper-72, `--open-documents 2`).
+        document: Option<PathBuf>,
     },
     /// `textDocument/diagnostic` for a document version.
     Pull {
@@ -224,6 +229,7 @@ impl State {
                 retry,
                 tag,
                 crash_retried,
+                document,
             } => match result {
                 Ok(value) => {
                     reply.send(Ok(value));
@@ -246,6 +252,7 @@ impl State {
                             retry,
                             tag,
                             crash_retried,
+                            document,
                         };
                         self.retries.push(Retry {
                             at,

@@ -12,7 +12,9 @@
 //!   current disk text), so servers never answer about a file they have not been told about
 //!   (B22). A query's first request crosses the loop once ([`Op::SyncRequest`], issue 15): the
 //!   sync, the position conversion from the synced text and the request happen in one loop turn,
-//!   unless a readiness wait (below) is due, which keeps its own turns.
+//!   unless a readiness wait (below) is due, which keeps its own turns; after the wait the
+//!   file is synced again and asked about in that turn (the LRU bound may have closed it, and
+//!   the disk may have changed), and it stays open while the request is in flight.
 //! - A request goes to the first server claiming the file (primary first) that advertises the
 //!   capability; when none does, the query fails at once with [`QueryError::Unsupported`] naming
 //!   the primary server.
@@ -880,71 +882,28 @@ impl Queries {
     /// converts the position from exactly the text it sent and sends the request in the same
     /// turn. When `readiness` asks for a wait (the file's first question of the session, or a
     /// server reporting `$/progress` for a cross-file question) nothing is sent in that turn: the
-    /// query waits ([`wait_analysed`], [`wait_until_ready`]) and then asks. Returns the target,
-    /// the server's answer and the "incomplete" note of a readiness wait that ran out.
+    /// query waits ([`wait_analysed`], [`wait_until_ready`]), then syncs the file again and asks
+    /// in that turn ([`Queries::sync_and_ask`]). Returns the target, the server's answer and the
+    /// "incomplete" note of a readiness wait that ran out.
     fn first_answer(
         &self,
         file: &Path,
         at: Option<&TextPosition>,
         first: FirstRequest,
     ) -> Result<(Target, Value, Option<String>), QueryError> {
-        let FirstRequest {
-            method,
-            capability,
-            readiness,
-            params,
-        } = first;
         let path = self.checked_path(file)?;
-        let (target_sender, target_receiver) = crossbeam_channel::bounded(1);
-        let (answer_sender, answer_receiver) = crossbeam_channel::bounded(1);
+        let readiness = first.readiness;
         let analysed = self.analysed.clone();
-        let root = self.root.clone();
-        let cache = self.source_cache.clone();
-        let at = at.cloned();
-        let (timeout, tag) = (self.timeout, self.tag);
-        let loop_params = Arc::clone(&params);
-        let build: RequestBuilder = Box::new(move |synced| {
-            let target = synced
-                .map_err(|error| QueryError::from(error.clone()))
-                .and_then(|doc| {
-                    build_target(doc.clone(), at.as_ref(), method, capability, &root, cache)
-                });
-            let request = match &target {
-                Ok(target)
-                    if readiness.sends_in_turn(&analysed, &target.server, &target.doc.path) =>
-                {
-                    Some(BuiltRequest {
-                        server_id: target.server.server_id,
-                        method: method.to_owned(),
-                        params: loop_params(target),
-                        timeout,
-                        retry: true,
-                        tag,
-                        reply: ReplyTo::Channel(answer_sender),
-                        on_sent: None,
-                    })
-                }
-                // Dropping `answer_sender` tells the caller that nothing was sent.
-                _ => None,
-            };
-            let _ = target_sender.send(target);
-            request
-        });
-        self.op_sender
-            .send(Op::SyncRequest {
-                path,
-                timeout: self.timeout,
-                build,
-                instant: false,
-            })
-            .map_err(|_| QueryError::Engine(EngineError::Gone))?;
-        // Wait for the answer first: the target is already queued when it comes, so the caller
-        // wakes once per request, not once for the target and again for the answer.
-        let answer = crate::engine::recv_parked(&answer_receiver);
-        let mut target = target_receiver
-            .recv()
-            .map_err(|_| QueryError::Engine(EngineError::Gone))??;
-        if let Ok(answer) = answer {
+        let (mut target, answer) = self.sync_and_ask(
+            &path,
+            at,
+            &first,
+            Box::new(move |target| {
+                readiness.sends_in_turn(&analysed, &target.server, &target.doc.path)
+            }),
+        )?;
+        let method = first.method;
+        if let Some(answer) = answer {
             let answer = answer.map_err(QueryError::Engine)?;
             if log::log_enabled!(log::Level::Debug) {
                 log::debug!(
@@ -983,8 +942,76 @@ impl Queries {
             }
             Readiness::Indexed => self.wait_ready(&mut target),
         };
-        let answer = self.request(&target, method, params(&target).into_value())?;
+        // Synced again and asked in that turn: the document may have been closed meanwhile
+        // (the LRU bound, once its wait unpinned it: typescript-language-server then answers
+        // nothing, helper-72 with `--open-documents 2`), and the position is converted from
+        // the text the server has now.
+        let (target, answer) = self.sync_and_ask(&path, at, &first, Box::new(|_| true))?;
+        let answer = answer
+            .ok_or(QueryError::Engine(EngineError::Gone))?
+            .map_err(QueryError::Engine)?;
+        log::debug!("{}: {method} answered {answer}", target.server.name);
         Ok((target, answer, incomplete))
+    }
+
+    /// One loop round trip ([`Op::SyncRequest`]): the loop syncs `path` from disk, builds the
+    /// target from exactly the text it sent (the position converted into the server's
+    /// encoding) and, when `send(target)` says so, sends `first`'s request in the same turn,
+    /// the document kept open while it is in flight. The target, and the answer when the
+    /// request was sent (`None` when it was not).
+    fn sync_and_ask(
+        &self,
+        path: &Path,
+        at: Option<&TextPosition>,
+        first: &FirstRequest,
+        send: Box<dyn FnOnce(&Target) -> bool + Send>,
+    ) -> Result<(Target, Option<Result<Value, EngineError>>), QueryError> {
+        let (target_sender, target_receiver) = crossbeam_channel::bounded(1);
+        let (answer_sender, answer_receiver) = crossbeam_channel::bounded(1);
+        let root = self.root.clone();
+        let cache = self.source_cache.clone();
+        let at = at.cloned();
+        let (timeout, tag) = (self.timeout, self.tag);
+        let (method, capability) = (first.method, first.capability);
+        let params = Arc::clone(&first.params);
+        let build: RequestBuilder = Box::new(move |synced| {
+            let target = synced
+                .map_err(|error| QueryError::from(error.clone()))
+                .and_then(|doc| {
+                    build_target(doc.clone(), at.as_ref(), method, capability, &root, cache)
+                });
+            let request = match &target {
+                Ok(target) if send(target) => Some(BuiltRequest {
+                    server_id: target.server.server_id,
+                    method: method.to_owned(),
+                    params: params(target),
+                    timeout,
+                    retry: true,
+                    tag,
+                    reply: ReplyTo::Channel(answer_sender),
+                    on_sent: None,
+                }),
+                // Dropping `answer_sender` tells the caller that nothing was sent.
+                _ => None,
+            };
+            let _ = target_sender.send(target);
+            request
+        });
+        self.op_sender
+            .send(Op::SyncRequest {
+                path: path.to_path_buf(),
+                timeout: self.timeout,
+                build,
+                instant: false,
+            })
+            .map_err(|_| QueryError::Engine(EngineError::Gone))?;
+        // Wait for the answer first: the target is already queued when it comes, so the caller
+        // wakes once per request, not once for the target and again for the answer.
+        let answer = crate::engine::recv_parked(&answer_receiver).ok();
+        let target = target_receiver
+            .recv()
+            .map_err(|_| QueryError::Engine(EngineError::Gone))??;
+        Ok((target, answer))
     }
 
     /// [`Queries::first_answer`] without blocking at all (issue 15): the loop's turn decides,

@@ -1012,8 +1012,11 @@ fn run_proxy(
                                 recv(line_receiver) -> line => wire_state.receive(line),
                             }
                         };
+                        let document = result.as_ref().ok().map(|synced| synced.path.clone());
                         if let Some(mut built) = build(result.as_ref()) {
                             let on_sent = built.on_sent.take();
+                            // The session syncs the document again before the request: the
+                            // LRU bound may have closed it since this sync (another client's).
                             let request = WireOp::Request {
                                 server_id: built.server_id,
                                 method: built.method,
@@ -1021,6 +1024,7 @@ fn run_proxy(
                                 timeout_ms: wire::millis(built.timeout),
                                 retry: built.retry,
                                 tag: built.tag,
+                                document,
                             };
                             wire_state.send(request, ReplySlot::Request(built.reply));
                             if let Some(on_sent) = on_sent {

@@ -830,6 +830,7 @@ impl Connection {
                 timeout_ms,
                 retry,
                 tag: client_tag,
+                document,
             } => {
                 let tag = self.session_tag();
                 if let Some(client_tag) = client_tag {
@@ -844,6 +845,7 @@ impl Connection {
                     retry,
                     tag: Some(tag),
                     reply,
+                    document,
                 });
                 Pending::Request {
                     receiver,

@@ -105,6 +105,9 @@ pub enum WireOp {
         retry: bool,
         /// The client's tag for a later `cancel` (the session maps it to its own).
         tag: Option<u64>,
+        /// [`Op::Request`]'s `document`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        document: Option<PathBuf>,
     },
     Cancel {
         tag: u64,
@@ -256,6 +259,7 @@ fn decode_request(
             timeout_ms: fields.required("timeoutMs")?,
             retry: fields.required("retry")?,
             tag: fields.optional("tag")?,
+            document: fields.optional("document")?,
         },
         "cancel" => WireOp::Cancel {
             tag: fields.required("tag")?,
@@ -538,6 +542,7 @@ pub fn split(op: Op) -> Split {
             retry,
             tag,
             reply,
+            document,
         } => Split::Wire(
             WireOp::Request {
                 server_id,
@@ -546,6 +551,7 @@ pub fn split(op: Op) -> Split {
                 timeout_ms: millis(timeout),
                 retry,
                 tag,
+                document,
             },
             ReplySlot::Request(crate::engine::ReplyTo::Channel(reply)),
         ),
@@ -1027,6 +1033,7 @@ mod tests {
                 timeout_ms: 5,
                 retry: true,
                 tag: Some(9),
+                document: Some(path()),
             },
             WireOp::Cancel { tag: 9 },
             WireOp::ApplyEdit {

@@ -611,6 +611,70 @@ fn typescript_fresh_hover_and_signature_help_wait_for_the_project() {
     );
 }
 
+/// helper-72: with `--open-documents 1`, questions asked at once about two files each get their
+/// answer. The LRU bound closed a file once its readiness wait was over and before its question
+/// was sent, and closed it again while the question was in flight; typescript-language-server
+/// answered a question about a closed file with nothing (30 of 34 empty on 17 files with
+/// `--open-documents 2`). Now the question after a wait syncs the file again, and a file a
+/// question in flight was built for stays open until it is answered.
+#[test]
+fn typescript_questions_at_once_over_the_open_documents_bound_are_all_answered() {
+    if !have("typescript-language-server", "typescript_lru_at_once") {
+        return;
+    }
+    let workspace = typescript_workspace("ts-lru-at-once");
+    let definition = |file: &str, line: u32| {
+        (
+            "tools/call",
+            json!({"name": "definition", "arguments": {"file": file, "line": line,
+                "symbol": "area"}}),
+        )
+    };
+    let hover = |file: &str, line: u32| {
+        (
+            "tools/call",
+            json!({"name": "hover", "arguments": {"file": file, "line": line, "symbol": "area"}}),
+        )
+    };
+    let calls = [
+        definition("src/app.ts", 3),
+        hover("src/shapes.ts", 1),
+        definition("src/shapes.ts", 8),
+        hover("src/app.ts", 3),
+        definition("src/app.ts", 3),
+        hover("src/shapes.ts", 8),
+    ];
+    // Three rounds of the six at once: ids 2-7, 8-13, 14-19.
+    let calls: Vec<_> = calls.iter().cycle().take(18).cloned().collect();
+    let stdin = crate::support::mcp_stdin(&calls);
+    let output = workspace.lspc(&["mcp", "--open-documents", "1"], &stdin);
+    let lines = output.lines();
+    let answer = |id: i64| {
+        lines
+            .iter()
+            .find(|line| line["id"] == id)
+            .unwrap_or_else(|| panic!("no answer {id}: {output:?}"))["result"]["structuredContent"]
+            .clone()
+    };
+    for round in [0, 6, 12] {
+        for id in [2, 4, 6].map(|id| id + round) {
+            assert_eq!(
+                positions(&answer(id)),
+                vec![at("src/shapes.ts", 1, 17)],
+                "call {id}: {output:?}"
+            );
+        }
+        for (id, text) in [
+            (3, "function area(radius: number): number"),
+            (5, "(alias) area(radius: number): number\nimport area"),
+            (7, "function area(radius: number): number"),
+        ] {
+            let id = id + round;
+            assert_eq!(answer(id)["hover"]["text"], text, "call {id}: {output:?}");
+        }
+    }
+}
+
 /// helper-71: references asked at once of a fresh typescript-language-server (an agent asking in
 /// parallel) each wait for its project: only the first used to, and the others, sent at once
 /// while it waited, answered from the one file the server had loaded (the 2 locations in
