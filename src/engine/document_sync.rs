@@ -513,9 +513,9 @@ impl State {
                 let _ = reply.send(result);
             }
             SyncReply::Request(build) => {
-                let document = result.as_ref().ok().map(|synced| synced.path.clone());
                 if let Some(mut request) = build(result.as_ref()) {
                     let on_sent = request.on_sent.take();
+                    let document = result.ok().map(|synced| synced.path);
                     self.send_frontend_request(request, document);
                     if let Some(on_sent) = on_sent {
                         on_sent();

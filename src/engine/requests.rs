@@ -60,7 +60,7 @@ pub(super) enum Purpose {
         /// Set once the request was re-sent after a crash: it is retried at most once (B24).
         crash_retried: bool,
         /// The open document the request was built for (its sync's target), which the LRU
-        /// bound does not close while the request is in flight ([`State::documents_in_use`]):
+        /// bound does not close while the request is in flight (`State::document_in_use`):
         /// typescript-language-server answered a definition whose file a `didClose` closed
         /// before it was read with nothing (helper-72, `--open-documents 2`).
         document: Option<PathBuf>,
