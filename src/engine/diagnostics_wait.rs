@@ -856,10 +856,17 @@ impl State {
     /// [`SettleRule::ConfirmedUnversionedPublish`]: whether the server's last publish for `path`
     /// is confirmed complete for the sent version by tsserver's own answers
     /// (`tsserver_probe.rs`). Sends the three requests when that publish (or the version) has
-    /// not been asked about yet, and the server reports no work in progress. Never `true` for
-    /// a readiness wait, which keeps the quiet period; it still sends the requests, so an
-    /// unanswered one holds it as work in progress ([`Self::push_state`]): tsserver answers only
-    /// once its check of the file is done, i.e. once its project has loaded.
+    /// not been asked about yet, and the server reports no work in progress.
+    ///
+    /// A readiness wait (a query's first wait on the file) asks at once, without waiting for a
+    /// publish, and is `true` once tsserver has answered the three without an error, whatever
+    /// they list: tsserver answers only once its check of the file is done, i.e. once the file's
+    /// project has loaded, and typescript-language-server answers hover, signature help and
+    /// definitions partially only while it loads. Until then an unanswered request holds the
+    /// wait as work in progress ([`Self::push_state`]); a failed one leaves it to the quiet
+    /// period. (It used to keep the 1.5 s quiet period after the answers too, and to ask only
+    /// after typescript-language-server's first publish, which comes about 300 ms after the
+    /// open: each new file's first question took 1.86 s on a loaded project.)
     fn publish_confirmed(&mut self, server_id: ServerId, path: &Path, readiness: bool) -> bool {
         let server = &self.servers[server_id.0 as usize];
         if server.settle_rule() != SettleRule::ConfirmedUnversionedPublish
@@ -868,48 +875,56 @@ impl State {
         {
             return false;
         }
-        let Some(&(sent_version, _)) = self
+        let Some(&(sent_version, sent_at)) = self
             .documents
             .get(path)
             .and_then(|doc| doc.open_on.get(&server_id))
         else {
             return false;
         };
-        let Some(publish) = server.publishes.get(path).copied() else {
-            return false;
-        };
+        let publish = server.publishes.get(path).copied();
         let key = (server_id, path.to_path_buf());
-        match self.probes.get(&key) {
-            Some(probe) if probe.version == sent_version && probe.publish_at == publish.at => {
-                if readiness {
-                    return false;
-                }
-                let confirmed =
-                    self.probe_outcome(server_id, path, probe) == ProbeOutcome::Confirmed;
-                if confirmed {
-                    log::debug!(
-                        "{}: publish for {} v{sent_version} confirmed by tsserver",
-                        server.config.name,
-                        path.display()
-                    );
-                }
-                confirmed
+        let probe = self.probes.get(&key);
+        let decided = if readiness {
+            probe
+                .filter(|probe| probe.version == sent_version)
+                .map(|probe| (probe.ready(), "ready: tsserver answered its diagnostics"))
+        } else {
+            let Some(publish) = publish else {
+                return false;
+            };
+            probe
+                .filter(|probe| probe.version == sent_version && probe.publish_at == publish.at)
+                .map(|probe| {
+                    let outcome = self.probe_outcome(server_id, path, probe);
+                    (outcome == ProbeOutcome::Confirmed, "confirmed by tsserver")
+                })
+        };
+        if let Some((done, what)) = decided {
+            if done {
+                log::debug!(
+                    "{}: {} v{sent_version} {what}",
+                    server.config.name,
+                    path.display()
+                );
             }
-            _ => {
-                self.probes
-                    .insert(key, tsserver_probe::Probe::new(sent_version, publish.at));
-                for index in 0..tsserver_probe::REQUESTS.len() {
-                    let purpose = Purpose::Probe {
-                        path: path.to_path_buf(),
-                        version: sent_version,
-                        publish_at: publish.at,
-                        index,
-                    };
-                    self.send_request(server_id, purpose);
-                }
-                false
-            }
+            return done;
         }
+        // A readiness probe asked before any publish is dated by the text's sending: tsserver
+        // had read the project's files by its answer, which came later.
+        let publish_at = publish.map_or(sent_at, |publish| publish.at);
+        self.probes
+            .insert(key, tsserver_probe::Probe::new(sent_version, publish_at));
+        for index in 0..tsserver_probe::REQUESTS.len() {
+            let purpose = Purpose::Probe {
+                path: path.to_path_buf(),
+                version: sent_version,
+                publish_at,
+                index,
+            };
+            self.send_request(server_id, purpose);
+        }
+        false
     }
 
     /// What `probe`'s answers say of the server's last publish for `path`, leaving out the codes
@@ -942,6 +957,19 @@ impl State {
                 server.settle_rule() == SettleRule::ConfirmedUnversionedPublish
                     && probe.version == sent_version
                     && probe.publish_at == publish.at
+            })
+    }
+
+    /// The probe of the sent version of `path`, for whatever publish (or none) it was sent:
+    /// the one a readiness wait waits for ([`Self::publish_confirmed`]).
+    fn version_probe(&self, server_id: ServerId, path: &Path) -> Option<&tsserver_probe::Probe> {
+        let server = &self.servers[server_id.0 as usize];
+        let &(sent_version, _) = self.documents.get(path)?.open_on.get(&server_id)?;
+        self.probes
+            .get(&(server_id, path.to_path_buf()))
+            .filter(|probe| {
+                server.settle_rule() == SettleRule::ConfirmedUnversionedPublish
+                    && probe.version == sent_version
             })
     }
 
@@ -997,7 +1025,12 @@ impl State {
         // its old errors, past its last line, once 3 s of silence let that publish stand
         // while the server's new round was still queued behind the other open files). A
         // readiness wait only needs tsserver's check done.
-        if let Some(probe) = self.current_probe(server_id, path) {
+        let probe = if readiness {
+            self.version_probe(server_id, path)
+        } else {
+            self.current_probe(server_id, path)
+        };
+        if let Some(probe) = probe {
             match probe.answered_at {
                 None => progress_active = true,
                 Some(_)

@@ -81,6 +81,16 @@ impl Probe {
         }
     }
 
+    /// Whether all three were answered without an error: tsserver has checked the document
+    /// (a readiness wait's signal, whatever the answers list).
+    pub(crate) fn ready(&self) -> bool {
+        self.answered_at.is_some()
+            && self
+                .answers
+                .iter()
+                .all(|answer| matches!(answer, Some(Some(_))))
+    }
+
     /// What the answers say of `published`, the codes in `ignored` ([`ignored_codes`]) left out
     /// of the answers.
     pub(crate) fn outcome(&self, published: &[Box<RawValue>], ignored: &[String]) -> ProbeOutcome {
