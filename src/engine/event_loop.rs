@@ -57,7 +57,7 @@ use diagnostics_wait::DiagnosticsJob;
 
 use document_sync::{PendingSync, SyncReply};
 use lifecycle::{Server, ServerState};
-use requests::{Purpose, Retry};
+use requests::{Purpose, Retry, RetryGate};
 
 /// How many server messages may wait for the loop. Bounded so that a flood (100,000
 /// `publishDiagnostics` in a burst) holds at most this many decoded messages in memory: the
@@ -553,7 +553,18 @@ impl State {
                 deadlines.push(*deadline);
             }
         }
-        deadlines.extend(self.retries.iter().map(|retry| retry.at));
+        for retry in &self.retries {
+            match (&retry.gate, &retry.purpose) {
+                // The analysis's end (in a turn) or the request's deadline sends it; the retry's
+                // `at` is past and would spin the loop.
+                (RetryGate::Waiting(done), Purpose::Frontend { deadline, .. })
+                    if done.is_empty() =>
+                {
+                    deadlines.push(*deadline)
+                }
+                _ => deadlines.push(retry.at),
+            }
+        }
         deadlines.extend(self.syncs.iter().map(|sync| sync.deadline));
         for job in &self.jobs {
             if job.may_start_next() {

@@ -720,54 +720,36 @@ impl State {
         self.provisional_pulls.retain(|(id, _)| *id != server_id);
         self.stale_pulls.retain(|(id, _)| *id != server_id);
         // Requests in flight: retried once on the next process, or failed now.
-        for purpose in self.take_pending_of(server_id) {
+        for mut purpose in self.take_pending_of(server_id) {
+            if let (
+                Purpose::Frontend {
+                    method,
+                    crash_retried: crash_retried @ false,
+                    ..
+                },
+                Some(at),
+            ) = (&mut purpose, restart_at)
+            {
+                log::info!(
+                    "{method} was in flight when the server crashed: retrying it once, after \
+                     its document's analysis on the new process"
+                );
+                *crash_retried = true;
+                self.retries
+                    .push(Retry::on_next_process(at, server_id, purpose));
+                continue;
+            }
             match (purpose, restart_at) {
-                (
-                    Purpose::Frontend {
-                        method,
-                        params,
-                        reply,
-                        deadline,
-                        timeout,
-                        attempts,
-                        retry,
-                        tag,
-                        crash_retried: false,
-                        document,
-                    },
-                    Some(at),
-                ) => {
-                    log::info!("{method} was in flight when the server crashed: retrying it once");
-                    self.retries.push(Retry {
-                        at,
-                        server_id,
-                        purpose: Purpose::Frontend {
-                            method,
-                            params,
-                            reply,
-                            deadline,
-                            timeout,
-                            attempts,
-                            retry,
-                            tag,
-                            crash_retried: true,
-                            document,
-                        },
-                    });
-                }
                 (Purpose::Frontend { reply, .. }, _) => {
                     reply.send(Err(reason.clone()));
                 }
                 (Purpose::Pull { path, version, .. }, Some(at)) => {
-                    self.retries.push(Retry {
-                        at,
-                        server_id,
-                        purpose: Purpose::Pull {
-                            path,
-                            version,
-                            attempts: 0,
-                        },
-                    });
+                    let purpose = Purpose::Pull {
+                        path,
+                        version,
+                        attempts: 0,
+                    };
+                    self.retries.push(Retry::new(at, server_id, purpose));
                 }
                 (
                     Purpose::Pull { .. }

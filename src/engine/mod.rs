@@ -69,6 +69,12 @@ use crate::process::ServerId;
 use crate::text::PositionEncoding;
 pub use supervisor::RestartPolicy;
 
+/// The longest a file's analysis is waited for before a question's first request about it on a
+/// server process (`query::wait_analysed`, and a request sent again to a restarted server,
+/// which waits for its document's analysis there). Loading a TypeScript project took 10 s on a
+/// loaded 2-core machine; a server that never publishes costs this once per file and process.
+pub const ANALYSIS_WAIT: Duration = Duration::from_secs(20);
+
 /// `--session auto|never|always` (also `LSPC_SESSION`): where a command's engine runs
 /// (`crate::session`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -6,10 +6,15 @@ use std::borrow::Cow;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use crossbeam_channel::Receiver;
 use lsp_server::ResponseError;
 use serde_json::{json, Value};
 
-use super::super::{tsserver_probe, tsserver_project_files, tsserver_reload, EngineError};
+use super::super::{
+    tsserver_probe, tsserver_project_files, tsserver_reload, EngineError, FileDiagnostics,
+    ANALYSIS_WAIT,
+};
+use super::diagnostics_wait::DiagnosticsJob;
 use super::{ServerState, State};
 use crate::process::ServerId;
 use crate::transport::RequestParams;
@@ -98,6 +103,68 @@ pub(super) struct Retry {
     pub(super) at: Instant,
     pub(super) server_id: ServerId,
     pub(super) purpose: Purpose,
+    /// What it waits for besides `at` and its server's start.
+    pub(super) gate: RetryGate,
+}
+
+impl Retry {
+    /// Sent once `at` has passed and the server is running.
+    pub(super) fn new(at: Instant, server_id: ServerId, purpose: Purpose) -> Retry {
+        Retry {
+            at,
+            server_id,
+            purpose,
+            gate: RetryGate::Open,
+        }
+    }
+
+    /// A frontend request built for a process that is gone (in flight when it crashed, or sent
+    /// while its restart was pending), to be sent to the next one: a request about a document
+    /// waits for that document's analysis on the new process first ([`RetryGate::Analysis`]).
+    pub(super) fn on_next_process(at: Instant, server_id: ServerId, purpose: Purpose) -> Retry {
+        let gate = match &purpose {
+            Purpose::Frontend {
+                document: Some(path),
+                ..
+            } => RetryGate::Analysis(path.clone()),
+            _ => RetryGate::Open,
+        };
+        Retry {
+            at,
+            server_id,
+            purpose,
+            gate,
+        }
+    }
+}
+
+/// What a [`Retry`] waits for once its server is running.
+pub(super) enum RetryGate {
+    /// Nothing more.
+    Open,
+    /// The analysis of this document on the server's new process: the wait a question makes
+    /// before its first request about a file on a process (a query's readiness wait,
+    /// [`Op::AnalysisWait`](super::super::Op::AnalysisWait)), which the question was asked
+    /// after on the process that is gone. Without it a hover in flight when rust-analyzer was
+    /// killed was sent again right after the new process opened the file, and answered `null`
+    /// while it loaded the workspace (helper-74: "no hover information found", 2 of 2).
+    Analysis(PathBuf),
+    /// That analysis, under way: it ends when the receiver has its answer (or is cut off).
+    Waiting(Receiver<Vec<FileDiagnostics>>),
+}
+
+impl RetryGate {
+    /// Whether the analysis it waits for is over (always, for [`RetryGate::Open`]).
+    fn open(&self) -> bool {
+        match self {
+            RetryGate::Open => true,
+            RetryGate::Analysis(_) => false,
+            RetryGate::Waiting(receiver) => !matches!(
+                receiver.try_recv(),
+                Err(crossbeam_channel::TryRecvError::Empty)
+            ),
+        }
+    }
 }
 
 impl State {
@@ -131,12 +198,10 @@ impl State {
                 return;
             }
             if let Some(at) = server.supervisor.restart_at() {
-                // Crashed, restart coming: wait for it (bounded by the request's own deadline).
-                self.retries.push(Retry {
-                    at,
-                    server_id,
-                    purpose,
-                });
+                // Crashed, restart coming: wait for it (bounded by the request's own deadline),
+                // and for its document's analysis there.
+                self.retries
+                    .push(Retry::on_next_process(at, server_id, purpose));
                 return;
             }
             // Starting or not started: wait for it.
@@ -145,11 +210,8 @@ impl State {
                 _ => Instant::now() + Duration::from_secs(30),
             };
             self.ensure_started(server_id);
-            self.retries.push(Retry {
-                at: deadline.min(Instant::now()),
-                server_id,
-                purpose,
-            });
+            self.retries
+                .push(Retry::new(deadline.min(Instant::now()), server_id, purpose));
             return;
         }
         // A frontend request is serialised straight from what retries keep (no copy).
@@ -254,11 +316,7 @@ impl State {
                             crash_retried,
                             document,
                         };
-                        self.retries.push(Retry {
-                            at,
-                            server_id,
-                            purpose,
-                        });
+                        self.retries.push(Retry::new(at, server_id, purpose));
                     } else {
                         let message = if error.code == CONTENT_MODIFIED && attempts > 0 {
                             format!(
@@ -314,11 +372,7 @@ impl State {
                             version,
                             attempts: attempts + 1,
                         };
-                        self.retries.push(Retry {
-                            at,
-                            server_id,
-                            purpose,
-                        });
+                        self.retries.push(Retry::new(at, server_id, purpose));
                     }
                     Err(error) => {
                         log::warn!("{name}: textDocument/diagnostic failed: {}", error.message);
@@ -459,9 +513,42 @@ impl State {
 
     pub(super) fn fire_retries(&mut self, now: Instant) {
         let mut waiting = Vec::new();
-        for retry in std::mem::take(&mut self.retries) {
+        for mut retry in std::mem::take(&mut self.retries) {
             let server = &self.servers[retry.server_id.0 as usize];
-            let ready = retry.at <= now && !server.is_starting();
+            let started = retry.at <= now && !server.is_starting();
+            // A server that is not running (it failed again, or for good) gets the request now:
+            // `send_request` fails it, or keeps it for the next process.
+            if started && !server.is_running() {
+                retry.gate = RetryGate::Open;
+            }
+            if started {
+                if let RetryGate::Analysis(path) = &retry.gate {
+                    let remaining = match &retry.purpose {
+                        Purpose::Frontend { deadline, .. } => {
+                            deadline.saturating_duration_since(now)
+                        }
+                        _ => ANALYSIS_WAIT,
+                    };
+                    log::debug!(
+                        "{}: waiting for {}'s analysis on the new process before sending a \
+                         request again",
+                        server.config.name,
+                        path.display()
+                    );
+                    let (reply, done) = crossbeam_channel::bounded(1);
+                    let mut job = DiagnosticsJob::new(
+                        vec![path.clone()],
+                        Default::default(),
+                        ANALYSIS_WAIT.min(remaining),
+                        reply,
+                    );
+                    job.readiness = true;
+                    self.jobs.push(job);
+                    retry.gate = RetryGate::Waiting(done);
+                }
+            }
+            let server = &self.servers[retry.server_id.0 as usize];
+            let ready = started && retry.gate.open();
             let expired =
                 matches!(&retry.purpose, Purpose::Frontend { deadline, .. } if *deadline <= now);
             if expired && !ready {

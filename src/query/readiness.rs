@@ -10,10 +10,7 @@ use crate::engine::{sync_with, Op, ServerInfo};
 
 /// How often a readiness wait re-reads the server's progress state.
 const READINESS_POLL: Duration = Duration::from_millis(200);
-/// The longest the first query about a file waits for its diagnostics (see
-/// [`wait_analysed`]). Loading a TypeScript project took 10 s on a loaded 2-core
-/// machine; a server that never publishes costs this once per file and session.
-pub const ANALYSIS_WAIT: Duration = Duration::from_secs(20);
+pub use crate::engine::ANALYSIS_WAIT;
 
 /// Wait until `server` is ready to answer about `path` (a synced file): first, when `analyse` is
 /// set (the file's first question of a session), at most [`ANALYSIS_WAIT`] (bounded by `timeout`)

@@ -1725,7 +1725,7 @@ fn rename_refuses_a_symbol_that_is_only_part_of_a_longer_name() {
 
 /// rust-analyzer 0.0.330 from the CI tools folder (`LSPC_CI_TOOLS`, default
 /// `/var/cache/lspc-ci`), or `None` after saying why the test skips.
-fn rust_analyzer_0_0_330() -> Option<std::path::PathBuf> {
+pub(crate) fn rust_analyzer_0_0_330() -> Option<std::path::PathBuf> {
     let tools = std::env::var_os("LSPC_CI_TOOLS")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| std::path::PathBuf::from("/var/cache/lspc-ci"));

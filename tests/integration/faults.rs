@@ -968,3 +968,90 @@ fn a_killed_tsserver_is_a_crash_of_typescript_language_server() {
         "{stderr}"
     );
 }
+
+/// A question in flight when its server crashes is asked again on the new process only once
+/// that process has analysed the question's document (helper-74: a hover sent as rust-analyzer
+/// was killed was sent again right after the new process opened the file, and answered `null`,
+/// "no hover information found", while it loaded the workspace). The fixture publishes 500 ms
+/// after each open; on the second process the hover must come after that publish, and get the
+/// answer the first process gave.
+#[test]
+fn a_question_in_flight_at_a_crash_is_asked_again_after_its_documents_analysis() {
+    let mut workspace = Workspace::new("crash-retry-waits");
+    workspace.file("a.fx", "total = 1\nprint(total)\n");
+    let scenario = json!({
+        "publishDelayMs": 500,
+        "recordPublishes": true,
+        "rules": [{"method": "textDocument/hover", "run": 1, "nth": 2,
+                   "actions": [{"exit": 134}]}],
+    });
+    let config = workspace.fixture_config(&[("fx", &[".fx"], scenario)]);
+    let mut session = BatchSession::start(&workspace, &config, 30);
+    let hover = json!({"id": 1, "op": "hover", "file": "a.fx", "line": 2, "symbol": "total"});
+    let before = session.ask(hover.clone());
+    assert_eq!(before["result"]["text"], "total at 1:6", "{before}");
+    // The first process exits on this hover; the second one answers it.
+    let after = session.ask(hover);
+    assert_eq!(after["result"], before["result"], "{after}");
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    let transcript = workspace.transcript("fx");
+    let second_run: Vec<&Value> = transcript
+        .iter()
+        .skip_while(|entry| entry["event"] != "start" || entry["run"] != 2)
+        .collect();
+    let at = |wanted: &dyn Fn(&Value) -> bool| second_run.iter().position(|entry| wanted(entry));
+    let opened =
+        at(&|entry| entry.pointer("/message/method") == Some(&json!("textDocument/didOpen")));
+    let published = at(&|entry| entry["event"] == "published");
+    let hovered =
+        at(&|entry| entry.pointer("/message/method") == Some(&json!("textDocument/hover")));
+    assert!(
+        opened.is_some() && opened < published && published < hovered,
+        "the second process's open, publish, then hover: {opened:?} {published:?} \
+         {hovered:?}\n{second_run:#?}"
+    );
+}
+
+/// The same on the real server: rust-analyzer 0.0.330 killed, then a hover asked at once
+/// (before or after lspc sees the crash, it is answered by the new process once that has
+/// loaded the crate) gets the hover the first process gave.
+#[test]
+fn a_hover_asked_as_rust_analyzer_is_killed_is_answered_by_the_loaded_new_process() {
+    let Some(program) = crate::check::rust_analyzer_0_0_330() else {
+        return;
+    };
+    if skip_in_session_mode("the servers run below the session, not the batch") {
+        return;
+    }
+    let workspace = Workspace::copy_of("rust");
+    let config = workspace.config(json!({
+        "rust-analyzer": {"command": program, "extensionToLanguage": {".rs": "rust"}}
+    }));
+    let mut session = BatchSession::start(&workspace, &config, 120);
+    let hover =
+        json!({"id": 1, "op": "hover", "file": "src/lib.rs", "line": 10, "symbol": "total"});
+    let before = session.ask(hover.clone());
+    let text = before["result"]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        text.contains("pub fn total(items: &[Item]) -> u32")
+            && text.contains("Adds up the counts."),
+        "{before}"
+    );
+    let servers = descendants_matching(session.pid(), "rust-analyzer");
+    assert!(!servers.is_empty(), "no rust-analyzer below lspc");
+    for pid in &servers {
+        unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
+    }
+    let after = session.ask(hover);
+    assert_eq!(after["result"], before["result"], "{after}");
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("server rust-analyzer crashed (signal 9)"),
+        "{stderr}"
+    );
+}
