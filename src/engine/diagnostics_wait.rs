@@ -860,13 +860,15 @@ impl State {
     ///
     /// A readiness wait (a query's first wait on the file) asks at once, without waiting for a
     /// publish, and is `true` once tsserver has answered the three without an error, whatever
-    /// they list: tsserver answers only once its check of the file is done, i.e. once the file's
-    /// project has loaded, and typescript-language-server answers hover, signature help and
-    /// definitions partially only while it loads. Until then an unanswered request holds the
-    /// wait as work in progress ([`Self::push_state`]); a failed one leaves it to the quiet
-    /// period. (It used to keep the 1.5 s quiet period after the answers too, and to ask only
-    /// after typescript-language-server's first publish, which comes about 300 ms after the
-    /// open: each new file's first question took 1.86 s on a loaded project.)
+    /// they list, and the server has published since its start: tsserver answers only once its
+    /// check of the file is done, i.e. once the file's project has loaded, and
+    /// typescript-language-server answers hover, signature help and definitions partially only
+    /// while a project loads and, on a new process, until its first diagnostics event
+    /// ([`Server::published_since_start`](super::lifecycle::Server)). Until then an unanswered
+    /// request holds the wait as work in progress ([`Self::push_state`]); a failed one leaves it
+    /// to the quiet period. (It used to keep the 1.5 s quiet period after the answers too, and to
+    /// ask only after typescript-language-server's first publish for the file, which comes about
+    /// 300 ms after the open: each new file's first question took 1.86 s on a loaded project.)
     fn publish_confirmed(&mut self, server_id: ServerId, path: &Path, readiness: bool) -> bool {
         let server = &self.servers[server_id.0 as usize];
         if server.settle_rule() != SettleRule::ConfirmedUnversionedPublish
@@ -888,7 +890,12 @@ impl State {
         let decided = if readiness {
             probe
                 .filter(|probe| probe.version == sent_version)
-                .map(|probe| (probe.ready(), "ready: tsserver answered its diagnostics"))
+                .map(|probe| {
+                    (
+                        probe.ready() && server.published_since_start,
+                        "ready: tsserver answered its diagnostics",
+                    )
+                })
         } else {
             let Some(publish) = publish else {
                 return false;

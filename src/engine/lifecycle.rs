@@ -93,6 +93,13 @@ pub(super) struct Server {
     pub(super) last_progress_change: Option<Instant>,
     /// The last publish per document.
     pub(super) publishes: HashMap<PathBuf, PublishInfo>,
+    /// Whether the running process has published diagnostics for any document.
+    /// typescript-language-server 5.3 sends definitions, hover, references and signature help
+    /// to its syntax server, which answers them partially (`import add`, the import line), from
+    /// its start until its semantic tsserver's first diagnostics event or finished project load
+    /// (`SyntaxRoutingTsServer._projectLoading`); a file in no tsconfig project gets no load
+    /// events, so only a diagnostics event, which its publishes follow, ends that (helper-75).
+    pub(super) published_since_start: bool,
     /// Documents closed and opened again at once (a stale analysis on clangd,
     /// `open_on_server`) whose publish for the close may still come: clangd clears a closed
     /// file's diagnostics without a version, and that empty set describes no open text.
@@ -218,6 +225,7 @@ impl Server {
             logged_statuses: Default::default(),
             last_progress_change: None,
             publishes: HashMap::new(),
+            published_since_start: false,
             reopened: HashSet::new(),
             stale_preamble_resends: HashMap::new(),
             awaiting_publish: HashSet::new(),
@@ -454,9 +462,12 @@ impl State {
             }
             _ => return,
         }
-        // A new process loads its projects anew: each document's project is asked for again.
+        // A new process loads its projects anew: each document's project is asked for again,
+        // and nothing tsserver or the server said before describes it.
         self.project_files.forget_asked(server_id);
+        self.probes.retain(|(id, _), _| *id != server_id);
         let server = &mut self.servers[server_id.0 as usize];
+        server.published_since_start = false;
         let Some(command) = server.config.resolved_command.clone() else {
             server.state = ServerState::Failed {
                 reason: EngineError::Spawn {
@@ -711,6 +722,7 @@ impl State {
         server.check_failure = None;
         server.given_up.clear();
         server.publishes.clear();
+        server.published_since_start = false;
         server.reopened.clear();
         server.stale_preamble_resends.clear();
         server.awaiting_publish.clear();
@@ -719,6 +731,9 @@ impl State {
         self.pulls_in_flight.retain(|(id, _)| *id != server_id);
         self.provisional_pulls.retain(|(id, _)| *id != server_id);
         self.stale_pulls.retain(|(id, _)| *id != server_id);
+        // tsserver's answers describe the process that is gone (helper-75: the new process's
+        // readiness waits took them, and a hover after a kill answered `import fn6`).
+        self.probes.retain(|(id, _), _| *id != server_id);
         // Requests in flight: retried once on the next process, or failed now.
         for mut purpose in self.take_pending_of(server_id) {
             if let (

@@ -406,6 +406,7 @@ impl State {
         server
             .publishes
             .insert(path.clone(), PublishInfo { version, at });
+        server.published_since_start = true;
         server.raw_diagnostics.insert(
             (path.clone(), Origin::Published),
             raw_diagnostic_values(params.get("diagnostics")),

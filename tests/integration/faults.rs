@@ -930,24 +930,18 @@ fn a_killed_tsserver_is_a_crash_of_typescript_language_server() {
     if skip_in_session_mode("the servers run below the session, not the batch, and log there") {
         return;
     }
-    let workspace = Workspace::new("tsserver-killed");
-    workspace
-        .file("tsconfig.json", "{ \"compilerOptions\": { \"strict\": true, \"noEmit\": true } }\n")
-        .file(
-            "a.ts",
-            "export function greet(name: string): string {\n  return \"hi \" + name;\n}\nexport const x = greet(\"a\");\n",
-        );
-    let config = workspace.config(json!({ "typescript": typescript_entry() }));
-    let mut session = BatchSession::start(&workspace, &config, 30);
     let hover = json!({"id": 1, "op": "hover", "file": "a.ts", "line": 4, "symbol": "greet"});
     let expected = "function greet(name: string): string";
-    let before = session.ask(hover.clone());
-    assert_eq!(before["result"]["text"], expected, "{before}");
-    let tsservers = descendants_matching(session.pid(), "tsserver.js");
-    assert!(!tsservers.is_empty(), "no tsserver below lspc");
-    for pid in &tsservers {
-        unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
-    }
+    let (_workspace, mut session) = warm_typescript_batch(
+        "tsserver-killed",
+        &[(
+            "a.ts",
+            "export function greet(name: string): string {\n  return \"hi \" + name;\n}\nexport const x = greet(\"a\");\n",
+        )],
+        &hover,
+        expected,
+    );
+    kill_below(session.pid(), "tsserver.js");
     // typescript-language-server's log line may come a moment after the kill.
     std::thread::sleep(std::time::Duration::from_millis(500));
     let after = session.ask(hover);
@@ -967,6 +961,69 @@ fn a_killed_tsserver_is_a_crash_of_typescript_language_server() {
         ),
         "{stderr}"
     );
+}
+
+/// helper-75: typescript-language-server itself killed, then a hover on a file it had already
+/// answered about. The new process's readiness wait took tsserver's answers to the previous
+/// process (lspc kept them), and the new server, not yet past its first diagnostics event,
+/// answered from its syntax server: `import greet`.
+#[test]
+fn a_killed_typescript_language_server_answers_a_known_file_only_once_ready_again() {
+    require_program!("typescript-language-server");
+    if skip_in_session_mode("the servers run below the session, not the batch") {
+        return;
+    }
+    let hover = json!({"id": 1, "op": "hover", "file": "a.ts", "line": 2, "symbol": "greet"});
+    let expected = "(alias) greet(name: string): string\nimport greet\ngreets";
+    let (_workspace, mut session) = warm_typescript_batch(
+        "tsls-killed",
+        &[
+            (
+                "b.ts",
+                "/** greets */\nexport function greet(name: string): string {\n  return \"hi \" + name;\n}\n",
+            ),
+            ("a.ts", "import { greet } from './b';\nexport const x = greet(\"a\");\n"),
+        ],
+        &hover,
+        expected,
+    );
+    kill_below(session.pid(), "typescript-language-server");
+    let after = session.ask(hover);
+    assert_eq!(after["result"]["text"], expected, "{after}");
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+}
+
+/// `lspc batch` (30 s timeout) on a strict TypeScript workspace of `files` with the built-in
+/// typescript-language-server entry, `hover` asked and answered with `expected`.
+fn warm_typescript_batch(
+    name: &str,
+    files: &[(&str, &str)],
+    hover: &Value,
+    expected: &str,
+) -> (Workspace, BatchSession) {
+    let workspace = Workspace::new(name);
+    workspace.file(
+        "tsconfig.json",
+        "{ \"compilerOptions\": { \"strict\": true, \"noEmit\": true } }\n",
+    );
+    for (path, text) in files {
+        workspace.file(path, text);
+    }
+    let config = workspace.config(json!({ "typescript": typescript_entry() }));
+    let mut session = BatchSession::start(&workspace, &config, 30);
+    let before = session.ask(hover.clone());
+    assert_eq!(before["result"]["text"], expected, "{before}");
+    (workspace, session)
+}
+
+/// SIGKILLs every process below `ancestor` whose command line has `needle` (at least one).
+fn kill_below(ancestor: u32, needle: &str) {
+    let victims = descendants_matching(ancestor, needle);
+    assert!(!victims.is_empty(), "no {needle} below lspc");
+    for pid in &victims {
+        unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
+    }
 }
 
 /// A question in flight when its server crashes is asked again on the new process only once

@@ -567,17 +567,23 @@ fn clangd_navigation_with_multibyte_lines() {
 
 // ----- typescript-language-server ---------------------------------------------------------
 
-fn typescript_workspace(name: &str) -> Workspace {
+/// An empty workspace whose `lsp.json` has typescript-language-server for `.ts`.
+fn typescript_configured(name: &str) -> Workspace {
     let workspace = Workspace::new(name);
+    workspace.write(
+        "lsp.json",
+        &config(
+            "typescript-language-server",
+            &["--stdio"],
+            json!({".ts": "typescript"}),
+        ),
+    );
     workspace
-        .write(
-            "lsp.json",
-            &config(
-                "typescript-language-server",
-                &["--stdio"],
-                json!({".ts": "typescript"}),
-            ),
-        )
+}
+
+fn typescript_workspace(name: &str) -> Workspace {
+    let workspace = typescript_configured(name);
+    workspace
         .write(
             "tsconfig.json",
             r#"{"compilerOptions":{"strict":true},"include":["src"]}"#,
@@ -711,6 +717,52 @@ fn typescript_first_questions_on_a_loaded_project_wait_for_tsservers_check_only(
         assert!(
             output.stderr.contains(&ready),
             "the first wait on {file} ended on tsserver's answers: {output:?}"
+        );
+    }
+}
+
+/// helper-75: a fresh server's first question on a file in no tsconfig project (tsserver's
+/// inferred project). typescript-language-server 5.3 answers from its syntax server from its
+/// start until its semantic tsserver's first diagnostics event (an inferred project sends no
+/// project-load events), and tsserver's answers to lspc's diagnostics requests are responses,
+/// not events: a readiness wait that ended on those answers alone got `import add` for the
+/// hover, the import line for the definition and no signature help. The wait now also needs the
+/// server's first publish. Each command is a fresh session.
+#[test]
+fn typescript_first_questions_in_no_tsconfig_project_wait_for_the_first_diagnostics() {
+    if !have("typescript-language-server", "typescript_inferred_first") {
+        return;
+    }
+    let workspace = typescript_configured("ts-inferred-first");
+    workspace
+        .write("package.json", "{\"name\":\"plain\",\"version\":\"1.0.0\"}\n")
+        .write(
+            "b.ts",
+            "/** add doc */\nexport function add(left: number, right: number): number {\n  return left + right;\n}\n",
+        )
+        .write("a.ts", "import { add } from './b';\n\nexport const total = add(1, 2);\n");
+    let asked = [
+        (
+            vec!["hover", "a.ts:3:22"],
+            "(alias) add(left: number, right: number): number\nimport add\nadd doc\n",
+        ),
+        (
+            vec!["definition", "a.ts:3:22"],
+            "b.ts:2:17  export function add(left: number, right: number): number {\n",
+        ),
+        (
+            vec!["signature-help", "a.ts:3:30"],
+            "add(left: number, right: number): number\nactive parameter: right: number\nadd doc\n",
+        ),
+    ];
+    for (args, expected) in asked {
+        let mut args = args.clone();
+        args.extend(["--timeout", "60"]);
+        let output = workspace.lspc(&args, "");
+        assert_eq!(
+            (output.status, output.stdout.as_str()),
+            (0, expected),
+            "{output:?}"
         );
     }
 }
