@@ -109,6 +109,18 @@ impl DiagnosticsJob {
         }
     }
 
+    /// A query's readiness wait on `path` ([`Op::AnalysisWait`](super::super::Op::AnalysisWait),
+    /// and a request retried on a restarted server): one file, [`DiagnosticsJob::readiness`] set.
+    pub(super) fn analysis(
+        path: PathBuf,
+        timeout: Duration,
+        reply: Sender<Vec<FileDiagnostics>>,
+    ) -> DiagnosticsJob {
+        let mut job = DiagnosticsJob::new(vec![path], HashMap::new(), timeout, reply);
+        job.readiness = true;
+        job
+    }
+
     /// Fails at once each queued file that a server configured for it cannot check because its
     /// command is missing ([`crate::config::Config::unavailable_for`]): the other servers'
     /// diagnostics, or none, are not the file's. For `Op::Diagnostics` (`lspc diagnostics` and

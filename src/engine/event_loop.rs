@@ -355,9 +355,8 @@ impl State {
                 timeout,
                 reply,
             } => {
-                let mut job = DiagnosticsJob::new(vec![path], HashMap::new(), timeout, reply);
-                job.readiness = true;
-                self.jobs.push(job);
+                self.jobs
+                    .push(DiagnosticsJob::analysis(path, timeout, reply));
             }
             Op::Sync {
                 path,

@@ -536,14 +536,11 @@ impl State {
                         path.display()
                     );
                     let (reply, done) = crossbeam_channel::bounded(1);
-                    let mut job = DiagnosticsJob::new(
-                        vec![path.clone()],
-                        Default::default(),
+                    self.jobs.push(DiagnosticsJob::analysis(
+                        path.clone(),
                         ANALYSIS_WAIT.min(remaining),
                         reply,
-                    );
-                    job.readiness = true;
-                    self.jobs.push(job);
+                    ));
                     retry.gate = RetryGate::Waiting(done);
                 }
             }
