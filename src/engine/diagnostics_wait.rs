@@ -47,7 +47,8 @@ pub(super) struct DiagnosticsJob {
     pub(super) timeout: Duration,
     pub(super) reply: Sender<Vec<FileDiagnostics>>,
     /// [`Op::AnalysisWait`](super::super::Op::AnalysisWait): every push server gets the quiet
-    /// period, so work a server announces just after its final publish is waited for too.
+    /// period, so work a server announces just after its final publish is waited for too (on
+    /// clangd once per compilation database and process, [`FileWait::database`]).
     pub(super) readiness: bool,
     /// [`Op::Diagnostics`](super::super::Op::Diagnostics) (an agent's or a script's question
     /// about some files, likely followed by others): a file's wait sends again the other
@@ -206,6 +207,10 @@ pub(super) struct FileWait {
     pub(super) done: BTreeMap<ServerId, Result<(), String>>,
     /// Copied from the job's `readiness`.
     pub(super) readiness: bool,
+    /// A readiness wait on a [`SettleRule::VersionedPublish`] server: the file's compilation
+    /// database folder ([`crate::project::c_header::compilation_database_folder`], inner `None`:
+    /// none), read once such a server is asked; `None` until then.
+    pub(super) database: Option<Option<PathBuf>>,
     /// Copied from the job's `resend_stale`.
     pub(super) resend_stale: bool,
     pub(super) pinned: bool,
@@ -480,6 +485,7 @@ impl State {
             start_deadline: now + self.options.startup_timeout + timeout,
             done: BTreeMap::new(),
             readiness,
+            database: None,
             resend_stale: false,
             pinned: false,
         })
@@ -585,35 +591,52 @@ impl State {
                 continue;
             }
             let server = &self.servers[id.0 as usize];
-            let settled =
-                if server.pull_diagnostics {
-                    let pulled = self.pulled.get(&key) == Some(&doc_version) && !provisional;
-                    // The pushed part of a server that also publishes, by its own rule.
-                    pulled
-                        && (server.settle_rule() != SettleRule::PullAndPublish
-                            || self.push_state(id, &wait.path, wait.readiness).is_some_and(
-                                |state| pushed_part_settled(&state, now, self.options.settle_quiet),
-                            ))
-                } else {
-                    self.publish_confirmed(id, &wait.path, wait.readiness)
-                        || self
-                            .push_state(id, &wait.path, wait.readiness)
-                            .is_some_and(|state| {
-                                push_settled(
-                                    &state,
-                                    now,
-                                    self.options.settle_quiet,
-                                    self.options.settle_quiet_unversioned,
-                                )
-                            })
-                };
+            let versioned = server.settle_rule() == SettleRule::VersionedPublish;
+            if wait.readiness && versioned && wait.database.is_none() {
+                wait.database = Some(
+                    wait.path
+                        .parent()
+                        .and_then(crate::project::c_header::compilation_database_folder),
+                );
+            }
+            let settled = if server.pull_diagnostics {
+                let pulled = self.pulled.get(&key) == Some(&doc_version) && !provisional;
+                // The pushed part of a server that also publishes, by its own rule.
+                pulled
+                    && (server.settle_rule() != SettleRule::PullAndPublish
+                        || self.push_state(id, wait).is_some_and(|state| {
+                            pushed_part_settled(&state, now, self.options.settle_quiet)
+                        }))
+            } else {
+                self.publish_confirmed(id, &wait.path, wait.readiness)
+                    || self.push_state(id, wait).is_some_and(|state| {
+                        push_settled(
+                            &state,
+                            now,
+                            self.options.settle_quiet,
+                            self.options.settle_quiet_unversioned,
+                        )
+                    })
+            };
             if settled {
                 if !self.servers[id.0 as usize].pull_diagnostics {
                     self.restore_standing_publish(id, &wait.path);
                 }
+                // How a readiness wait on clangd ended: by the quiet period, for its database's
+                // first file on this process, or at its publish, for a later one.
+                let mut how = "";
+                if let (true, Some(database)) = (versioned, &wait.database) {
+                    let databases = &mut self.servers[id.0 as usize].readiness_databases;
+                    if databases.contains(database) {
+                        how = " (readiness: its compilation database was waited for before)";
+                    } else {
+                        how = " (readiness: the quiet period, its compilation database's first)";
+                        databases.push(database.clone());
+                    }
+                }
                 let server = &self.servers[id.0 as usize];
                 log::debug!(
-                    "{}: {} v{doc_version} settled by rule {} after {} ms",
+                    "{}: {} v{doc_version} settled by rule {}{how} after {} ms",
                     server.config.name,
                     wait.path.display(),
                     server.settle_rule().name(),
@@ -1016,14 +1039,12 @@ impl State {
         }))
     }
 
-    /// The settle inputs of (server, document); `readiness` turns the
-    /// [`SettleRule::VersionedPublish`] fast path off (an analysis wait before a query).
-    pub(super) fn push_state(
-        &self,
-        server_id: ServerId,
-        path: &Path,
-        readiness: bool,
-    ) -> Option<PushState> {
+    /// The settle inputs of (server, the document of `wait`). A readiness wait (an analysis wait
+    /// before a query) turns the [`SettleRule::VersionedPublish`] fast path off, except for its
+    /// `versioned_ready` form once the file's compilation database had its quiet period on the
+    /// running process ([`Server::readiness_databases`](super::lifecycle::Server)).
+    pub(super) fn push_state(&self, server_id: ServerId, wait: &FileWait) -> Option<PushState> {
+        let (path, readiness) = (wait.path.as_path(), wait.readiness);
         let server = &self.servers[server_id.0 as usize];
         let doc = self.documents.get(path)?;
         let &(sent_version, sent_at) = doc.open_on.get(&server_id)?;
@@ -1073,6 +1094,12 @@ impl State {
             // lspc sends `didSave` with every later version to servers that asked for saves.
             saved: sent_version > doc.opened_version && server.save.is_some(),
             versioned_final: !readiness && server.settle_rule() == SettleRule::VersionedPublish,
+            versioned_ready: readiness
+                && server.settle_rule() == SettleRule::VersionedPublish
+                && wait
+                    .database
+                    .as_ref()
+                    .is_some_and(|database| server.readiness_databases.contains(database)),
             unhealthy: server.health_error.is_some(),
             deferred_round: server.deferred_round,
         })

@@ -576,7 +576,7 @@ impl State {
                 }
                 // A settled server's settle time is past: it must not wake the loop at once.
                 for id in wait.servers.iter().filter(|id| !wait.done.contains_key(id)) {
-                    if let Some(state) = self.push_state(*id, &wait.path, wait.readiness) {
+                    if let Some(state) = self.push_state(*id, wait) {
                         let server = &self.servers[id.0 as usize];
                         if server.pull_diagnostics {
                             // The pull answer is an event; only a pushed part's quiet period

@@ -213,7 +213,9 @@ pub enum Op {
     /// [`Op::Diagnostics`] for one file as a query's readiness wait: the same, except that every
     /// push server's settle keeps its quiet period (clangd starts its background index just
     /// after the publish that ends a diagnostics wait at once, and a cross-file query asked
-    /// before that work shows finds nothing).
+    /// before that work shows finds nothing), on clangd only for the first file of each
+    /// compilation database on the running process: a later file of a database already waited
+    /// for settles at its publish while no `$/progress` is active.
     AnalysisWait {
         path: PathBuf,
         timeout: Duration,

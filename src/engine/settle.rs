@@ -60,7 +60,12 @@ pub enum SettleRule {
     /// newer one). Except a publish carrying `fe_pch_file_overridden`: its analysis reused a
     /// preamble built before a header's open text changed, and clangd publishes nothing more
     /// for that version; lspc sends the file again as a new version (closed and opened) and
-    /// takes that version's publish.
+    /// takes that version's publish. A query's readiness wait (its file's first question) does
+    /// not take the publish at once: clangd loads a compilation database and starts indexing it
+    /// when it opens its first file, announcing that just after the file's publish, so the first
+    /// file of a database (on the running process) waits for the quiet period with no
+    /// `$/progress`, and a later file of it for its publish while no `$/progress` is active
+    /// ([`PushState::versioned_ready`]).
     VersionedPublish,
     /// No completeness signal, versioned publishes: the publish for the sent version, then a
     /// quiet period (250 ms; at least 750 ms after a `didSave`) with no `$/progress` work.
@@ -203,7 +208,7 @@ impl SettleRule {
                 "the pull answer as for pull, and the pushed set (kept apart, reported with it) after a quiet period with no $/progress (250 ms; 750 ms after a didSave)"
             }
             SettleRule::VersionedPublish => {
-                "the first publish carrying the sent version is final (one from a stale preamble, fe_pch_file_overridden, is not: the file is sent again as a new version)"
+                "the first publish carrying the sent version is final (one from a stale preamble, fe_pch_file_overridden, is not: the file is sent again as a new version); before a query, a compilation database's first file also waits 250 ms of quiet with no $/progress (clangd announces indexing the database just after that publish), a later file of it its publish with no $/progress"
             }
             SettleRule::QuietAfterPublish => {
                 "the publish for the sent version, then a quiet period with no $/progress work and no CPU used by the server (no completeness signal)"
@@ -241,6 +246,12 @@ pub(crate) struct PushState {
     pub saved: bool,
     /// [`SettleRule::VersionedPublish`]: the publish for the sent version is final.
     pub versioned_final: bool,
+    /// A query's readiness wait on a [`SettleRule::VersionedPublish`] server whose running
+    /// process already had a readiness wait end by the quiet period for a file of the same
+    /// compilation database: the publish for the sent version settles once no `$/progress` work
+    /// is active (clangd starts a database's background index when it opens its first file, so
+    /// the quiet period stays for that file only).
+    pub versioned_ready: bool,
     /// The server said it cannot load its workspace (its health is an error): silence after
     /// the send stands ([`unhealthy_silence_settles`]).
     pub unhealthy: bool,
@@ -357,6 +368,13 @@ pub(crate) fn push_settle_time(
     if state.progress_active {
         return None;
     }
+    if state.versioned_ready
+        && publish
+            .version
+            .is_some_and(|version| version >= state.sent_version)
+    {
+        return Some(publish.at);
+    }
     let fresh = match publish.version {
         Some(version) => version >= state.sent_version,
         None => publish.at >= state.sent_at,
@@ -417,6 +435,7 @@ mod tests {
             last_progress_change: None,
             saved: false,
             versioned_final: false,
+            versioned_ready: false,
             unhealthy: false,
             deferred_round: Duration::ZERO,
         }
@@ -539,6 +558,30 @@ mod tests {
             push_settle_time(&busy, QUIET, QUIET_UNVERSIONED),
             Some(t0 + Duration::from_millis(4250))
         );
+    }
+
+    /// A readiness wait on a database clangd has loaded: the sent version's publish settles at
+    /// once, but not while progress is active (an index running), and nothing else does.
+    #[test]
+    fn a_readiness_wait_on_a_loaded_database_settles_at_its_publish_without_progress() {
+        let t0 = Instant::now();
+        let ready = |publish, progress_active| PushState {
+            versioned_ready: true,
+            progress_active,
+            ..state(t0, publish)
+        };
+        check(ready(Some((Some(2), 100)), false), 100, t0, true);
+        check(ready(Some((Some(3), 100)), false), 100, t0, true);
+        check(ready(Some((Some(2), 100)), true), 60_000, t0, false);
+        // An older version takes the silence rule of any publish not for the sent text; an
+        // unversioned one the quiet period after it.
+        check(ready(Some((Some(1), 100)), false), 60_000, t0, false);
+        check(ready(Some((None, 100)), false), 1_000, t0, false);
+        check(ready(None, false), 60_000, t0, false);
+        // Progress that ended after the publish: settled, the work is over.
+        let mut ended = ready(Some((Some(2), 100)), false);
+        ended.last_progress_change = Some(t0 + Duration::from_millis(900));
+        check(ended, 900, t0, true);
     }
 
     #[test]

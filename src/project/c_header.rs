@@ -25,7 +25,7 @@
 //!   `.c` file and no C++ or Objective-C source or header (`.cc .cpp .cxx .c++ .cp .C .hpp .hh
 //!   .hxx .h++ .ipp .tpp .m .mm .cu`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
@@ -67,6 +67,24 @@ pub fn finds_compile_commands(folder: &Path) -> bool {
         dir.join("compile_commands.json").exists()
             || dir.join("build").join("compile_commands.json").exists()
     })
+}
+
+/// The folder whose compilation database clangd 14 takes for files in `folder`: the nearest of
+/// `folder` and the folders above it holding `compile_commands.json` or `compile_flags.txt`,
+/// itself or in its `build/` folder (`None`: none, clangd's fallback command). clangd loads a
+/// database, and starts its background index of it, when it first opens a file of it; the
+/// readiness wait keys what it has waited for by this folder. A `.clangd` that names another
+/// database is not followed: such files then count as their own database (one quiet period
+/// more, never one less).
+pub fn compilation_database_folder(folder: &Path) -> Option<PathBuf> {
+    folder
+        .ancestors()
+        .find(|dir| {
+            DATABASE_FILES
+                .iter()
+                .any(|name| dir.join(name).exists() || dir.join("build").join(name).exists())
+        })
+        .map(Path::to_path_buf)
 }
 
 /// Whether the server's arguments or initialization options point clangd at a database.
@@ -163,6 +181,30 @@ mod tests {
         std::fs::write(temp.join("project/src/compile_flags.txt"), "-xc\n").unwrap();
         assert!(finds_compilation_database(&folder));
         assert!(!finds_compilation_database(&temp.join("project/build")));
+        std::fs::remove_dir_all(&temp).unwrap();
+    }
+
+    #[test]
+    fn compilation_database_folder_is_the_nearest_with_a_database() {
+        let temp = std::env::temp_dir().join(format!("lspc-c-database-{}", std::process::id()));
+        let folder = temp.join("project/src/lib");
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::create_dir_all(temp.join("project/build")).unwrap();
+        assert_eq!(compilation_database_folder(&folder), None);
+        std::fs::write(temp.join("project/build/compile_commands.json"), "[]").unwrap();
+        assert_eq!(
+            compilation_database_folder(&folder),
+            Some(temp.join("project"))
+        );
+        std::fs::write(temp.join("project/src/compile_flags.txt"), "-xc\n").unwrap();
+        assert_eq!(
+            compilation_database_folder(&folder),
+            Some(temp.join("project/src"))
+        );
+        assert_eq!(
+            compilation_database_folder(&temp.join("project/build")),
+            Some(temp.join("project/build"))
+        );
         std::fs::remove_dir_all(&temp).unwrap();
     }
 

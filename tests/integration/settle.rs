@@ -1111,3 +1111,140 @@ fn tsserver_like(rules: Value) -> Value {
 fn tsserver_reply(body: Value) -> Value {
     json!({"reply": {"seq": 0, "type": "response", "success": true, "body": body}})
 }
+
+/// Rule `versioned-publish` (`serverInfo.name` "clangd") in a query's readiness wait, with
+/// delays: clangd loads a compilation database and announces its background index just after
+/// the publish of the first file it opens from it, so that file's first question keeps the quiet
+/// period (here the index begins 100 ms after the publish and runs 800 ms, and the hover waits
+/// for it); a later file of the same database is ready at its own publish; one opened while an
+/// index runs (begun at its open, 800 ms) waits for the index's end; and the first file of
+/// another database (`sub/compile_flags.txt`) keeps the quiet period again.
+#[test]
+fn clangd_readiness_keeps_the_quiet_period_once_per_compilation_database() {
+    let publish = json!({"after": 50, "actions": [{"publish": {"diagnostics": "markers"}}]});
+    let scenario = json!({
+        "initializeResultExtra": {"serverInfo": {"name": "clangd"}},
+        "publishOnChange": false,
+        "rules": [
+            {"method": "textDocument/didOpen", "nth": 1, "actions": [
+                publish.clone(),
+                {"after": 150, "actions": [
+                    {"progress": {"token": "index", "begin": "indexing", "durationMs": 800}}
+                ]}
+            ]},
+            {"method": "textDocument/didOpen", "nth": 3, "actions": [
+                {"progress": {"token": "index2", "begin": "indexing", "durationMs": 800}},
+                publish.clone()
+            ]},
+            {"method": "textDocument/didOpen", "actions": [publish]}
+        ]
+    });
+    let mut workspace = Workspace::new("clangd-readiness-databases");
+    for file in ["a.c", "b.c", "c.c", "sub/d.c"] {
+        workspace.file(file, "int a;\n");
+    }
+    workspace.file("compile_commands.json", "[]\n");
+    workspace.file("sub/compile_flags.txt", "-xc\n");
+    let config = workspace.fixture_config(&[("fx", &[".c"], scenario)]);
+    let mut session = BatchSession::start(&workspace, &config, 20);
+    for (id, file) in ["a.c", "b.c", "c.c", "sub/d.c"].into_iter().enumerate() {
+        let answer =
+            session.ask(json!({"id": id, "op": "hover", "file": file, "line": 1, "column": 1}));
+        assert_eq!(answer["result"]["text"], "int at 0:0", "{file}: {answer}");
+    }
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    let first = "(readiness: the quiet period, its compilation database's first)";
+    let later = "(readiness: its compilation database was waited for before)";
+    for (file, how) in [
+        ("a.c", first),
+        ("b.c", later),
+        ("c.c", later),
+        ("sub/d.c", first),
+    ] {
+        let line = format!("/{file} v1 settled by rule versioned-publish {how}");
+        assert!(stderr.contains(&line), "no {line:?} in {stderr}");
+    }
+    // The hovers on `a.c` and `c.c` reached the server only once the index had ended.
+    let transcript = workspace.transcript("fx");
+    let at = |method: &str, file: &str| {
+        first_at(&transcript, |message| {
+            message["method"] == method
+                && message["params"]["textDocument"]["uri"]
+                    .as_str()
+                    .is_some_and(|uri| uri.ends_with(&format!("/{file}")))
+        })
+        .unwrap_or_else(|| panic!("no {method} for {file} in {transcript:?}"))
+    };
+    for (file, index_end) in [("a.c", 1000), ("c.c", 800)] {
+        let waited = at("textDocument/hover", file) - at("textDocument/didOpen", file);
+        assert!(
+            waited >= index_end,
+            "{file}: hovered {waited} ms after its open, before the index ended"
+        );
+    }
+}
+
+/// clangd 14.0.6, rule `versioned-publish` in a query's readiness wait: the first file of a
+/// compilation database keeps the quiet period (clangd loads the database and starts indexing
+/// it just after that file's publish), and each later file's first question waits only for its
+/// own publish (265 ms a file before, about 12 ms now on this machine). Each definition lands
+/// on `twice`'s body in `lib.c` (from the index, not the header's declaration), and the last
+/// equals the answer after a long wait.
+#[test]
+fn clangd_first_questions_on_a_loaded_database_wait_for_their_publish_only() {
+    require_program!("clangd");
+    let workspace = Workspace::new("clangd-first-questions");
+    workspace.file("lib.h", "int twice(int x);\n").file(
+        "lib.c",
+        "#include \"lib.h\"\nint twice(int x) {\n  return 2 * x;\n}\n",
+    );
+    let files = ["use1.c", "use2.c", "use3.c", "use4.c"];
+    for (n, file) in files.iter().enumerate() {
+        workspace.file(
+            file,
+            &format!("#include \"lib.h\"\nint use{n}(void) {{\n  return twice({n});\n}}\n"),
+        );
+    }
+    let database = json!(["lib.c"]
+        .iter()
+        .chain(&files)
+        .map(|file| json!({
+            "directory": workspace.root, "file": file, "command": format!("cc -c {file}"),
+        }))
+        .collect::<Vec<_>>());
+    workspace.file("compile_commands.json", &database.to_string());
+    let config = workspace.config(json!({ "clangd": clangd_entry() }));
+    let mut session = BatchSession::start(&workspace, &config, 30);
+    let mut definition = |id: usize, file: &str| {
+        let answer = session
+            .ask(json!({"id": id, "op": "definition", "file": file, "line": 3, "symbol": "twice"}));
+        let location = &answer["result"]["locations"][0];
+        (
+            location["path"].as_str().unwrap_or("").to_owned(),
+            location["line"].as_u64().unwrap_or(0),
+            location["column"].as_u64().unwrap_or(0),
+            location["lineText"].as_str().unwrap_or("").to_owned(),
+        )
+    };
+    let body = ("lib.c".to_owned(), 2, 5, "int twice(int x) {".to_owned());
+    for (id, file) in files.iter().enumerate() {
+        assert_eq!(definition(id, file), body, "{file}");
+    }
+    std::thread::sleep(LONG_WAIT);
+    assert_eq!(definition(10, "use4.c"), body, "after a long wait");
+    let (status, stderr) = session.finish();
+    assert_eq!(status, Some(0), "{stderr}");
+    for (file, how) in [
+        (
+            "use1.c",
+            "the quiet period, its compilation database's first",
+        ),
+        ("use2.c", "its compilation database was waited for before"),
+        ("use3.c", "its compilation database was waited for before"),
+        ("use4.c", "its compilation database was waited for before"),
+    ] {
+        let line = format!("/{file} v1 settled by rule versioned-publish (readiness: {how})");
+        assert!(stderr.contains(&line), "no {line:?} in {stderr}");
+    }
+}
