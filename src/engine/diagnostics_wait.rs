@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Sender;
 
 use super::super::instance_gate::{instances_at_once, Deferred, Engaged};
+use super::super::readiness_scope::ReadinessScope;
 use super::super::settle::{push_settled, pushed_part_settled, PushState, SettleRule};
 use super::super::tsserver_probe::{self, ProbeOutcome};
 use super::super::{DiagnosticsOutcome, FileDiagnostics};
@@ -48,7 +49,7 @@ pub(super) struct DiagnosticsJob {
     pub(super) reply: Sender<Vec<FileDiagnostics>>,
     /// [`Op::AnalysisWait`](super::super::Op::AnalysisWait): every push server gets the quiet
     /// period, so work a server announces just after its final publish is waited for too (on
-    /// clangd once per compilation database and process, [`FileWait::database`]).
+    /// clangd and gopls once per unit and process, [`FileWait::scope`]).
     pub(super) readiness: bool,
     /// [`Op::Diagnostics`](super::super::Op::Diagnostics) (an agent's or a script's question
     /// about some files, likely followed by others): a file's wait sends again the other
@@ -207,10 +208,9 @@ pub(super) struct FileWait {
     pub(super) done: BTreeMap<ServerId, Result<(), String>>,
     /// Copied from the job's `readiness`.
     pub(super) readiness: bool,
-    /// A readiness wait on a [`SettleRule::VersionedPublish`] server: the file's compilation
-    /// database folder ([`crate::project::c_header::compilation_database_folder`], inner `None`:
-    /// none), read once such a server is asked; `None` until then.
-    pub(super) database: Option<Option<PathBuf>>,
+    /// A readiness wait on a server with a [`ReadinessScope`]: that kind and the folder of the
+    /// file's unit (`None`: in none), read once such a server is asked; `None` until then.
+    pub(super) scope: Option<(ReadinessScope, Option<PathBuf>)>,
     /// Copied from the job's `resend_stale`.
     pub(super) resend_stale: bool,
     pub(super) pinned: bool,
@@ -485,7 +485,7 @@ impl State {
             start_deadline: now + self.options.startup_timeout + timeout,
             done: BTreeMap::new(),
             readiness,
-            database: None,
+            scope: None,
             resend_stale: false,
             pinned: false,
         })
@@ -591,13 +591,14 @@ impl State {
                 continue;
             }
             let server = &self.servers[id.0 as usize];
-            let versioned = server.settle_rule() == SettleRule::VersionedPublish;
-            if wait.readiness && versioned && wait.database.is_none() {
-                wait.database = Some(
-                    wait.path
-                        .parent()
-                        .and_then(crate::project::c_header::compilation_database_folder),
-                );
+            let scope = wait
+                .readiness
+                .then(|| ReadinessScope::of(server.settle_rule(), server.known_name()))
+                .flatten();
+            if let Some(kind) = scope {
+                if wait.scope.as_ref().is_none_or(|(read, _)| *read != kind) {
+                    wait.scope = Some((kind, kind.folder(&wait.path)));
+                }
             }
             let settled = if server.pull_diagnostics {
                 let pulled = self.pulled.get(&key) == Some(&doc_version) && !provisional;
@@ -622,16 +623,19 @@ impl State {
                 if !self.servers[id.0 as usize].pull_diagnostics {
                     self.restore_standing_publish(id, &wait.path);
                 }
-                // How a readiness wait on clangd ended: by the quiet period, for its database's
-                // first file on this process, or at its publish, for a later one.
-                let mut how = "";
-                if let (true, Some(database)) = (versioned, &wait.database) {
-                    let databases = &mut self.servers[id.0 as usize].readiness_databases;
-                    if databases.contains(database) {
-                        how = " (readiness: its compilation database was waited for before)";
+                // How a readiness wait on a server with units ended: by the quiet period, for
+                // its unit's first file on this process, or at its publish, for a later one.
+                let mut how = String::new();
+                if let (Some(kind), Some((_, folder))) = (scope, &wait.scope) {
+                    let scopes = &mut self.servers[id.0 as usize].readiness_scopes;
+                    if scopes.contains(folder) {
+                        how = format!(" (readiness: its {} was waited for before)", kind.name());
                     } else {
-                        how = " (readiness: the quiet period, its compilation database's first)";
-                        databases.push(database.clone());
+                        how = format!(
+                            " (readiness: the quiet period, its {}'s first)",
+                            kind.name()
+                        );
+                        scopes.push(folder.clone());
                     }
                 }
                 let server = &self.servers[id.0 as usize];
@@ -1040,9 +1044,10 @@ impl State {
     }
 
     /// The settle inputs of (server, the document of `wait`). A readiness wait (an analysis wait
-    /// before a query) turns the [`SettleRule::VersionedPublish`] fast path off, except for its
-    /// `versioned_ready` form once the file's compilation database had its quiet period on the
-    /// running process ([`Server::readiness_databases`](super::lifecycle::Server)).
+    /// before a query) turns the [`SettleRule::VersionedPublish`] fast path off, and is ready at
+    /// the sent version's publish (`ready_at_publish`) once the file's unit
+    /// ([`ReadinessScope`]) had its quiet period on the running process
+    /// ([`Server::readiness_scopes`](super::lifecycle::Server)).
     pub(super) fn push_state(&self, server_id: ServerId, wait: &FileWait) -> Option<PushState> {
         let (path, readiness) = (wait.path.as_path(), wait.readiness);
         let server = &self.servers[server_id.0 as usize];
@@ -1094,12 +1099,11 @@ impl State {
             // lspc sends `didSave` with every later version to servers that asked for saves.
             saved: sent_version > doc.opened_version && server.save.is_some(),
             versioned_final: !readiness && server.settle_rule() == SettleRule::VersionedPublish,
-            versioned_ready: readiness
-                && server.settle_rule() == SettleRule::VersionedPublish
-                && wait
-                    .database
-                    .as_ref()
-                    .is_some_and(|database| server.readiness_databases.contains(database)),
+            ready_at_publish: readiness
+                && wait.scope.as_ref().is_some_and(|(kind, folder)| {
+                    ReadinessScope::of(server.settle_rule(), server.known_name()) == Some(*kind)
+                        && server.readiness_scopes.contains(folder)
+                }),
             unhealthy: server.health_error.is_some(),
             deferred_round: server.deferred_round,
         })

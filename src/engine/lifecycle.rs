@@ -100,15 +100,14 @@ pub(super) struct Server {
     /// (`SyntaxRoutingTsServer._projectLoading`); a file in no tsconfig project gets no load
     /// events, so only a diagnostics event, which its publishes follow, ends that (helper-75).
     pub(super) published_since_start: bool,
-    /// [`SettleRule::VersionedPublish`] (clangd): the compilation databases
-    /// ([`crate::project::c_header::compilation_database_folder`], `None` for files without
-    /// one) of the files whose readiness wait on the running process ended by its quiet period.
-    /// clangd loads a database and starts indexing it when it first opens one of its files, and
-    /// announces that index just after the file's publish, so a query's first wait on a file keeps
-    /// the quiet period; once one file of a database has had it, a later file of the same
-    /// database is ready at its own publish, while no `$/progress` is active
-    /// ([`super::super::settle::PushState::versioned_ready`]).
-    pub(super) readiness_databases: Vec<Option<PathBuf>>,
+    /// The units ([`super::super::readiness_scope`]: clangd's compilation databases, gopls's
+    /// modules; `None` for files in none) of the files whose readiness wait on the running
+    /// process ended by its quiet period. Such a server loads a unit when it first opens a file
+    /// of it and may announce that just after the file's publish, so a query's first wait on a
+    /// file keeps the quiet period; once one file of a unit has had it, a later file of the same
+    /// unit is ready at its own publish, while no `$/progress` is active
+    /// ([`super::super::settle::PushState::ready_at_publish`]).
+    pub(super) readiness_scopes: Vec<Option<PathBuf>>,
     /// Documents closed and opened again at once (a stale analysis on clangd,
     /// `open_on_server`) whose publish for the close may still come: clangd clears a closed
     /// file's diagnostics without a version, and that empty set describes no open text.
@@ -235,7 +234,7 @@ impl Server {
             last_progress_change: None,
             publishes: HashMap::new(),
             published_since_start: false,
-            readiness_databases: Vec::new(),
+            readiness_scopes: Vec::new(),
             reopened: HashSet::new(),
             stale_preamble_resends: HashMap::new(),
             awaiting_publish: HashSet::new(),
@@ -478,7 +477,7 @@ impl State {
         self.probes.retain(|(id, _), _| *id != server_id);
         let server = &mut self.servers[server_id.0 as usize];
         server.published_since_start = false;
-        server.readiness_databases.clear();
+        server.readiness_scopes.clear();
         let Some(command) = server.config.resolved_command.clone() else {
             server.state = ServerState::Failed {
                 reason: EngineError::Spawn {
@@ -734,7 +733,7 @@ impl State {
         server.given_up.clear();
         server.publishes.clear();
         server.published_since_start = false;
-        server.readiness_databases.clear();
+        server.readiness_scopes.clear();
         server.reopened.clear();
         server.stale_preamble_resends.clear();
         server.awaiting_publish.clear();

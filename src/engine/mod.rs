@@ -30,6 +30,7 @@ mod mailbox;
 mod not_analysed;
 mod pending_publishes;
 pub use mailbox::{mailbox, Mailbox, MailboxSender};
+mod readiness_scope;
 mod reply;
 mod server_cpu;
 mod server_health;

@@ -65,11 +65,12 @@ pub enum SettleRule {
     /// when it opens its first file, announcing that just after the file's publish, so the first
     /// file of a database (on the running process) waits for the quiet period with no
     /// `$/progress`, and a later file of it for its publish while no `$/progress` is active
-    /// ([`PushState::versioned_ready`]).
+    /// ([`PushState::ready_at_publish`]).
     VersionedPublish,
     /// No completeness signal, versioned publishes: the publish for the sent version, then a
     /// quiet period (250 ms; at least 750 ms after a `didSave`) with no `$/progress` work.
-    /// pylsp (its lint pass and pylsp-mypy may publish apart), unknown servers.
+    /// pylsp (its lint pass and pylsp-mypy may publish apart), unknown servers, gopls (whose
+    /// readiness wait keeps the quiet period once per Go module: [`super::readiness_scope`]).
     QuietAfterPublish,
     /// No completeness signal and no versions: a publish received after the text was sent, then
     /// the longer unversioned quiet period (1.5 s), or 3 s of silence when the server publishes
@@ -246,12 +247,12 @@ pub(crate) struct PushState {
     pub saved: bool,
     /// [`SettleRule::VersionedPublish`]: the publish for the sent version is final.
     pub versioned_final: bool,
-    /// A query's readiness wait on a [`SettleRule::VersionedPublish`] server whose running
-    /// process already had a readiness wait end by the quiet period for a file of the same
-    /// compilation database: the publish for the sent version settles once no `$/progress` work
-    /// is active (clangd starts a database's background index when it opens its first file, so
-    /// the quiet period stays for that file only).
-    pub versioned_ready: bool,
+    /// A query's readiness wait on a server whose running process already had a readiness
+    /// wait end by the quiet period for a file of the same unit (clangd's compilation database,
+    /// gopls's module: [`super::readiness_scope`]): the publish for the sent version settles
+    /// once no `$/progress` work is active (the server loads a unit when it first opens a file
+    /// of it, so the quiet period stays for that file only).
+    pub ready_at_publish: bool,
     /// The server said it cannot load its workspace (its health is an error): silence after
     /// the send stands ([`unhealthy_silence_settles`]).
     pub unhealthy: bool,
@@ -368,7 +369,7 @@ pub(crate) fn push_settle_time(
     if state.progress_active {
         return None;
     }
-    if state.versioned_ready
+    if state.ready_at_publish
         && publish
             .version
             .is_some_and(|version| version >= state.sent_version)
@@ -435,7 +436,7 @@ mod tests {
             last_progress_change: None,
             saved: false,
             versioned_final: false,
-            versioned_ready: false,
+            ready_at_publish: false,
             unhealthy: false,
             deferred_round: Duration::ZERO,
         }
@@ -560,13 +561,13 @@ mod tests {
         );
     }
 
-    /// A readiness wait on a database clangd has loaded: the sent version's publish settles at
+    /// A readiness wait on a unit the server has loaded (clangd's database, gopls's module): the sent version's publish settles at
     /// once, but not while progress is active (an index running), and nothing else does.
     #[test]
-    fn a_readiness_wait_on_a_loaded_database_settles_at_its_publish_without_progress() {
+    fn a_readiness_wait_on_a_loaded_unit_settles_at_its_publish_without_progress() {
         let t0 = Instant::now();
         let ready = |publish, progress_active| PushState {
-            versioned_ready: true,
+            ready_at_publish: true,
             progress_active,
             ..state(t0, publish)
         };

@@ -1112,18 +1112,24 @@ fn tsserver_reply(body: Value) -> Value {
     json!({"reply": {"seq": 0, "type": "response", "success": true, "body": body}})
 }
 
-/// Rule `versioned-publish` (`serverInfo.name` "clangd") in a query's readiness wait, with
-/// delays: clangd loads a compilation database and announces its background index just after
-/// the publish of the first file it opens from it, so that file's first question keeps the quiet
-/// period (here the index begins 100 ms after the publish and runs 800 ms, and the hover waits
-/// for it); a later file of the same database is ready at its own publish; one opened while an
-/// index runs (begun at its open, 800 ms) waits for the index's end; and the first file of
-/// another database (`sub/compile_flags.txt`) keeps the quiet period again.
-#[test]
-fn clangd_readiness_keeps_the_quiet_period_once_per_compilation_database() {
+/// A query's readiness wait on a server that loads files by unit (clangd's compilation databases,
+/// gopls's modules: `src/engine/readiness_scope.rs`), with
+/// delays, on a fixture server named `server_name` by its `serverInfo.name`: the server may
+/// announce loading a unit just after the publish of the first file it opens from it, so that
+/// file's first question keeps the quiet period (here the work begins 100 ms after the publish
+/// and runs 800 ms, and the hover waits for it); a later file of the same unit is ready at its
+/// own publish; one opened while work runs (begun at its open, 800 ms) waits for its end; and
+/// the first file of another unit (`sub/`, with its own `marker_below`) keeps the quiet period
+/// again. `(marker, marker_below)` make the units; `unit` is its name in the log.
+fn readiness_keeps_the_quiet_period_once_per_unit(
+    server_name: &str,
+    extension: &str,
+    (marker, marker_below): (&str, &str),
+    unit: &str,
+) {
     let publish = json!({"after": 50, "actions": [{"publish": {"diagnostics": "markers"}}]});
     let scenario = json!({
-        "initializeResultExtra": {"serverInfo": {"name": "clangd"}},
+        "initializeResultExtra": {"serverInfo": {"name": server_name}},
         "publishOnChange": false,
         "rules": [
             {"method": "textDocument/didOpen", "nth": 1, "actions": [
@@ -1139,33 +1145,33 @@ fn clangd_readiness_keeps_the_quiet_period_once_per_compilation_database() {
             {"method": "textDocument/didOpen", "actions": [publish]}
         ]
     });
-    let mut workspace = Workspace::new("clangd-readiness-databases");
-    for file in ["a.c", "b.c", "c.c", "sub/d.c"] {
+    let mut workspace = Workspace::new(&format!("readiness-units-{server_name}"));
+    let files = ["a", "b", "c", "sub/d"].map(|name| format!("{name}{extension}"));
+    for file in &files {
         workspace.file(file, "int a;\n");
     }
-    workspace.file("compile_commands.json", "[]\n");
-    workspace.file("sub/compile_flags.txt", "-xc\n");
-    let config = workspace.fixture_config(&[("fx", &[".c"], scenario)]);
+    workspace.file(marker, "[]\n");
+    workspace.file(&format!("sub/{marker_below}"), "-xc\n");
+    let config = workspace.fixture_config(&[("fx", &[extension], scenario)]);
     let mut session = BatchSession::start(&workspace, &config, 20);
-    for (id, file) in ["a.c", "b.c", "c.c", "sub/d.c"].into_iter().enumerate() {
+    for (id, file) in files.iter().enumerate() {
         let answer =
             session.ask(json!({"id": id, "op": "hover", "file": file, "line": 1, "column": 1}));
         assert_eq!(answer["result"]["text"], "int at 0:0", "{file}: {answer}");
     }
     let (status, stderr) = session.finish();
     assert_eq!(status, Some(0), "{stderr}");
-    let first = "(readiness: the quiet period, its compilation database's first)";
-    let later = "(readiness: its compilation database was waited for before)";
-    for (file, how) in [
-        ("a.c", first),
-        ("b.c", later),
-        ("c.c", later),
-        ("sub/d.c", first),
-    ] {
-        let line = format!("/{file} v1 settled by rule versioned-publish {how}");
-        assert!(stderr.contains(&line), "no {line:?} in {stderr}");
+    let first = format!("(readiness: the quiet period, its {unit}'s first)");
+    let later = format!("(readiness: its {unit} was waited for before)");
+    for (file, how) in files.iter().zip([&first, &later, &later, &first]) {
+        let line = format!("/{file} v1 settled by rule ");
+        let settled = stderr
+            .lines()
+            .find(|text| text.contains(&line))
+            .unwrap_or_else(|| panic!("no {line:?} in {stderr}"));
+        assert!(settled.contains(how.as_str()), "{file}: {settled}");
     }
-    // The hovers on `a.c` and `c.c` reached the server only once the index had ended.
+    // The hovers on the first and third files reached the server only once the work had ended.
     let transcript = workspace.transcript("fx");
     let at = |method: &str, file: &str| {
         first_at(&transcript, |message| {
@@ -1176,13 +1182,38 @@ fn clangd_readiness_keeps_the_quiet_period_once_per_compilation_database() {
         })
         .unwrap_or_else(|| panic!("no {method} for {file} in {transcript:?}"))
     };
-    for (file, index_end) in [("a.c", 1000), ("c.c", 800)] {
+    for (file, work_end) in [(&files[0], 1000), (&files[2], 800)] {
         let waited = at("textDocument/hover", file) - at("textDocument/didOpen", file);
         assert!(
-            waited >= index_end,
-            "{file}: hovered {waited} ms after its open, before the index ended"
+            waited >= work_end,
+            "{file}: hovered {waited} ms after its open, before the work ended"
         );
     }
+}
+
+/// [`readiness_keeps_the_quiet_period_once_per_unit`] for rule `versioned-publish` (clangd): its
+/// units are compilation databases (`compile_commands.json`, `sub/compile_flags.txt`), whose
+/// background index clangd starts when it opens a database's first file.
+#[test]
+fn clangd_readiness_keeps_the_quiet_period_once_per_compilation_database() {
+    readiness_keeps_the_quiet_period_once_per_unit(
+        "clangd",
+        ".c",
+        ("compile_commands.json", "compile_flags.txt"),
+        "compilation database",
+    );
+}
+
+/// [`readiness_keeps_the_quiet_period_once_per_unit`] for gopls (rule `quiet-after-publish`): its
+/// units are Go modules (`go.mod`, `sub/go.mod`).
+#[test]
+fn gopls_readiness_keeps_the_quiet_period_once_per_module() {
+    readiness_keeps_the_quiet_period_once_per_unit(
+        "gopls",
+        ".go",
+        ("go.mod", "go.mod"),
+        "Go module",
+    );
 }
 
 /// clangd 14.0.6, rule `versioned-publish` in a query's readiness wait: the first file of a
@@ -1215,36 +1246,108 @@ fn clangd_first_questions_on_a_loaded_database_wait_for_their_publish_only() {
         .collect::<Vec<_>>());
     workspace.file("compile_commands.json", &database.to_string());
     let config = workspace.config(json!({ "clangd": clangd_entry() }));
-    let mut session = BatchSession::start(&workspace, &config, 30);
-    let mut definition = |id: usize, file: &str| {
-        let answer = session
-            .ask(json!({"id": id, "op": "definition", "file": file, "line": 3, "symbol": "twice"}));
-        let location = &answer["result"]["locations"][0];
-        (
-            location["path"].as_str().unwrap_or("").to_owned(),
-            location["line"].as_u64().unwrap_or(0),
-            location["column"].as_u64().unwrap_or(0),
-            location["lineText"].as_str().unwrap_or("").to_owned(),
-        )
-    };
+    let session = BatchSession::start(&workspace, &config, 30);
     let body = ("lib.c".to_owned(), 2, 5, "int twice(int x) {".to_owned());
+    first_questions_wait_for_their_publish_only(
+        session,
+        &files,
+        (3, "twice"),
+        body,
+        ("versioned-publish", "compilation database"),
+    );
+}
+
+/// gopls (Debian's 0.5, rule `quiet-after-publish`) in a query's readiness wait: the first file
+/// of a Go module keeps the quiet period (gopls loads the module's packages under `$/progress`),
+/// and each later file's first question waits only for its own publish (about 258 ms a file
+/// before, 5-7 ms now on this machine). Each definition lands on `Area` in `shapes/shapes.go`,
+/// and the last equals the answer after a long wait.
+#[test]
+fn gopls_first_questions_on_a_loaded_module_wait_for_their_publish_only() {
+    require_program!("gopls");
+    require_program!("go");
+    let workspace = Workspace::new("gopls-first-questions");
+    workspace
+        .file("go.mod", "module example.com/g\n\ngo 1.19\n")
+        .file(
+            "shapes/shapes.go",
+            "package shapes\n\n// Area is a square's area.\nfunc Area(r int) int { return r * r }\n",
+        );
+    let files = ["app/u1.go", "app/u2.go", "app/u3.go", "app/u4.go"];
+    for (n, file) in files.iter().enumerate() {
+        workspace.file(
+            file,
+            &format!(
+                "package app\n\nimport \"example.com/g/shapes\"\n\nfunc U{n}() int {{ return shapes.Area({n}) }}\n"
+            ),
+        );
+    }
+    let config = workspace.config(json!({
+        "gopls": {"command": "gopls", "extensionToLanguage": {".go": "go"}},
+    }));
+    let session = BatchSession::start(&workspace, &config, 60);
+    let area = (
+        "shapes/shapes.go".to_owned(),
+        4,
+        6,
+        "func Area(r int) int { return r * r }".to_owned(),
+    );
+    first_questions_wait_for_their_publish_only(
+        session,
+        &files,
+        (5, "Area"),
+        area,
+        ("quiet-after-publish", "Go module"),
+    );
+}
+
+/// Asks the definition of `symbol` on `line` of each of `files` in turn, each its file's first
+/// question, and once more for the last after a long wait: every answer's first location is
+/// `expected`. The debug log shows the first file's readiness wait ended by the quiet period
+/// (its `unit`'s first) and each later one's at its publish, under settle rule `rule`.
+fn first_questions_wait_for_their_publish_only(
+    mut session: BatchSession,
+    files: &[&str],
+    (line, symbol): (u32, &str),
+    expected: (String, u64, u64, String),
+    (rule, unit): (&str, &str),
+) {
     for (id, file) in files.iter().enumerate() {
-        assert_eq!(definition(id, file), body, "{file}");
+        let answer = first_definition(&mut session, id, file, line, symbol);
+        assert_eq!(answer, expected, "{file}");
     }
     std::thread::sleep(LONG_WAIT);
-    assert_eq!(definition(10, "use4.c"), body, "after a long wait");
+    let last = files[files.len() - 1];
+    let again = first_definition(&mut session, 100, last, line, symbol);
+    assert_eq!(again, expected, "after a long wait");
     let (status, stderr) = session.finish();
     assert_eq!(status, Some(0), "{stderr}");
-    for (file, how) in [
-        (
-            "use1.c",
-            "the quiet period, its compilation database's first",
-        ),
-        ("use2.c", "its compilation database was waited for before"),
-        ("use3.c", "its compilation database was waited for before"),
-        ("use4.c", "its compilation database was waited for before"),
-    ] {
-        let line = format!("/{file} v1 settled by rule versioned-publish (readiness: {how})");
+    for (n, file) in files.iter().enumerate() {
+        let how = match n {
+            0 => format!("the quiet period, its {unit}'s first"),
+            _ => format!("its {unit} was waited for before"),
+        };
+        let line = format!("/{file} v1 settled by rule {rule} (readiness: {how})");
         assert!(stderr.contains(&line), "no {line:?} in {stderr}");
     }
+}
+
+/// The first location of the definition of `symbol` on `line` (1-based) of `file`: path, line,
+/// column and line text (empty values when there is none).
+fn first_definition(
+    session: &mut BatchSession,
+    id: usize,
+    file: &str,
+    line: u32,
+    symbol: &str,
+) -> (String, u64, u64, String) {
+    let answer = session
+        .ask(json!({"id": id, "op": "definition", "file": file, "line": line, "symbol": symbol}));
+    let location = &answer["result"]["locations"][0];
+    (
+        location["path"].as_str().unwrap_or("").to_owned(),
+        location["line"].as_u64().unwrap_or(0),
+        location["column"].as_u64().unwrap_or(0),
+        location["lineText"].as_str().unwrap_or("").to_owned(),
+    )
 }
