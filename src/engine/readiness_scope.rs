@@ -49,10 +49,7 @@ impl ReadinessScope {
             ReadinessScope::CompilationDatabase => {
                 crate::project::c_header::compilation_database_folder(folder)
             }
-            ReadinessScope::GoModule => folder
-                .ancestors()
-                .find(|dir| dir.join("go.mod").is_file())
-                .map(Path::to_path_buf),
+            ReadinessScope::GoModule => crate::project::go_module_folder(folder),
         }
     }
 

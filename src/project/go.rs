@@ -66,12 +66,7 @@ impl GoFiles {
         self.module_roots
             .borrow_mut()
             .entry(folder.to_path_buf())
-            .or_insert_with(|| {
-                folder
-                    .ancestors()
-                    .find(|dir| dir.join("go.mod").is_file())
-                    .map(Path::to_path_buf)
-            })
+            .or_insert_with(|| module_folder(folder))
             .clone()
     }
 
@@ -183,13 +178,19 @@ impl FileSet for GoFiles {
     }
 }
 
-/// Whether `file` (canonical) lies below a folder of its module (the nearest `go.mod` above it)
-/// that the go command ignores ([`below_an_ignored_folder`]); false outside any module.
+/// The module folder of the files in `folder`: the nearest of `folder` and the folders above it
+/// holding a `go.mod` file; `None` outside any module (GOPATH mode).
+pub fn module_folder(folder: &Path) -> Option<PathBuf> {
+    folder
+        .ancestors()
+        .find(|dir| dir.join("go.mod").is_file())
+        .map(Path::to_path_buf)
+}
+
+/// Whether `file` (canonical) lies below a folder of its module ([`module_folder`]) that the go
+/// command ignores ([`below_an_ignored_folder`]); false outside any module.
 pub fn in_an_ignored_folder(file: &Path) -> bool {
-    let Some(module_root) = file
-        .parent()
-        .and_then(|folder| folder.ancestors().find(|dir| dir.join("go.mod").is_file()))
-    else {
+    let Some(module_root) = file.parent().and_then(module_folder) else {
         return false;
     };
     file.strip_prefix(module_root)

@@ -19,6 +19,7 @@
 pub mod c_header;
 mod go;
 pub use go::in_an_ignored_folder as in_a_folder_go_ignores;
+pub use go::module_folder as go_module_folder;
 mod jsonc;
 pub mod pattern;
 mod pyright;
