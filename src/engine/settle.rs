@@ -322,13 +322,18 @@ pub(crate) fn pushed_part_settled(state: &PushState, now: Instant, quiet: Durati
     pushed_part_settle_time(state, quiet).is_some_and(|at| now >= at)
 }
 
-/// Whether `publish` settles at once under [`SettleRule::VersionedPublish`]: it carries the sent
-/// version (or a higher one). An unversioned publish never does.
+/// Whether `publish` carries the sent version (or a higher one, a server bug that is accepted).
+/// An unversioned publish never does.
+fn for_sent_version(state: &PushState, publish: &PublishInfo) -> bool {
+    publish
+        .version
+        .is_some_and(|version| version >= state.sent_version)
+}
+
+/// Whether `publish` settles at once under [`SettleRule::VersionedPublish`]
+/// ([`for_sent_version`]).
 fn final_publish(state: &PushState, publish: &PublishInfo) -> bool {
-    state.versioned_final
-        && publish
-            .version
-            .is_some_and(|version| version >= state.sent_version)
+    state.versioned_final && for_sent_version(state, publish)
 }
 
 /// For a server that sends no versions and published for this file before lspc sent the current
@@ -369,11 +374,7 @@ pub(crate) fn push_settle_time(
     if state.progress_active {
         return None;
     }
-    if state.ready_at_publish
-        && publish
-            .version
-            .is_some_and(|version| version >= state.sent_version)
-    {
+    if state.ready_at_publish && for_sent_version(state, &publish) {
         return Some(publish.at);
     }
     let fresh = match publish.version {
