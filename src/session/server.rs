@@ -991,9 +991,13 @@ impl Connection {
                 }
             }
             WireOp::Stop => {
-                let _ = self.stop_sender.send(());
+                // The reply goes out before the main thread hears of the stop: with no server
+                // running it exits at once, and a reply written after that never reaches the
+                // client ("ended before it answered", landing CI of 44d5129).
                 let line = json!({"id": id, "result": null});
-                return self.write_line(&line.to_string());
+                self.write_line(&line.to_string());
+                let _ = self.stop_sender.send(());
+                return;
             }
         };
         self.pending.push((id, pending));

@@ -365,11 +365,20 @@ pub type ScanRequest = Sender<()>;
 pub const SCAN_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Asks the watch thread for a scan now and waits (at most [`SCAN_REQUEST_TIMEOUT`]) until its
-/// changes are on the loop's op channel; returns at once when the watch thread is gone.
+/// changes are on the loop's op channel; returns at once when the watch thread is gone. A scan
+/// that takes longer is logged (a warning): the request then goes on, and the servers may not
+/// have heard yet of a file written just before it.
 pub fn scan_now(scan_requests: &Sender<ScanRequest>) {
     let (done_sender, done_receiver) = crossbeam_channel::bounded(1);
-    if scan_requests.send(done_sender).is_ok() {
-        let _ = done_receiver.recv_timeout(SCAN_REQUEST_TIMEOUT);
+    if scan_requests.send(done_sender).is_ok()
+        && done_receiver.recv_timeout(SCAN_REQUEST_TIMEOUT)
+            == Err(crossbeam_channel::RecvTimeoutError::Timeout)
+    {
+        log::warn!(
+            "the scan of the workspace asked for before a request took over {} s; \
+             the request goes on without it",
+            SCAN_REQUEST_TIMEOUT.as_secs()
+        );
     }
 }
 
