@@ -155,15 +155,16 @@ impl Inotify {
         any
     }
 
-    /// Read and drop every queued event.
-    pub fn drain(&self) {
-        self.drain_with(&mut |_, _, _| {});
+    /// Read and drop every queued event; whether there was any since the last drain (read now,
+    /// or read by [`Inotify::pending_where`]).
+    pub fn drain(&self) -> bool {
+        self.drain_with(&mut |_, _, _| {})
     }
 
     /// [`Inotify::drain`], showing each event to `each` as [`Inotify::read_events`] does.
-    pub fn drain_with(&self, each: &mut dyn FnMut(i32, u32, &[u8])) {
-        self.seen.store(false, Ordering::Relaxed);
-        self.read_events(each);
+    pub fn drain_with(&self, each: &mut dyn FnMut(i32, u32, &[u8])) -> bool {
+        let seen = self.seen.swap(false, Ordering::Relaxed);
+        self.read_events(each) || seen
     }
 
     /// One non-blocking read of queued events into `buffer`: the bytes read, `None` when

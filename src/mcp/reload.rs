@@ -91,7 +91,7 @@ impl Events {
 
     /// Read every queued event (their contents do not matter: a fingerprint decides).
     fn drain(&self) {
-        self.inotify.drain()
+        self.inotify.drain();
     }
 }
 

@@ -502,8 +502,15 @@ fn run_with_events(
             continue;
         }
         last_scan = Some(std::time::Instant::now());
+        // From the drain until the changes are on the loop's channel, a request that finds the
+        // queue empty waits for this scan ([`Freshness::stale`]), if it read an event: an event
+        // queued after the drain keeps the queue pending for requests, so a scan that read none
+        // holds no request up (the periodic scan of a large quiet workspace, about 85 ms).
+        let mut in_flight = events.map(|events| events.scan.begin());
         if let Some(events) = events {
-            events.drain();
+            if !events.drain() {
+                in_flight = None;
+            }
         }
         let changes = snapshot.scan(&root);
         let rewritten = snapshot.take_rewritten();
@@ -527,6 +534,7 @@ fn run_with_events(
                 return;
             }
         }
+        drop(in_flight);
         // Only now: a request that saw these lists waiting is sent after their changes.
         lists.taken.fetch_add(taken, Ordering::SeqCst);
         if let Some(done) = requested {
@@ -688,14 +696,34 @@ impl Freshness {
     }
 
     /// Whether a folder event is queued that no scan has covered yet (`false` without inotify:
-    /// then only the periodic scans notice changes), or a list of project files the watch has
-    /// not taken into account.
+    /// then only the periodic scans notice changes), or a scan is running that read the queue
+    /// and has not yet put its changes on the loop's channel, or a list of project files the
+    /// watch has not taken into account.
+    ///
+    /// The queue is looked at before the running scan: a scan reads the queue after it is
+    /// marked running, so a request that finds the queue emptied by it finds it running (until
+    /// its changes are sent). Without that second look, a request sent while a periodic scan
+    /// was between its read of the queue and its message to the loop reached the server
+    /// before the change it was sent after (a pyright definition answered on the old text of
+    /// a file edited just before, once in a loaded CI run).
     pub fn stale(&self) -> bool {
-        self.lists.waiting() || self.events.as_ref().is_some_and(DirEvents::pending)
+        self.lists.waiting()
+            || self
+                .events
+                .as_ref()
+                .is_some_and(|events| events.pending() || events.scan.running())
     }
 
-    /// Wait (at most [`SCAN_REQUEST_TIMEOUT`]) until a scan has announced what changed.
+    /// Wait (at most [`SCAN_REQUEST_TIMEOUT`]) until a scan has announced what changed: the
+    /// running scan's end when it read the queue and nothing was queued since, else a scan of
+    /// its own.
     pub fn catch_up(&self) {
+        if let Some(events) = &self.events {
+            if !self.lists.waiting() && !events.pending() && events.scan.running() {
+                events.scan.wait_for_end(SCAN_REQUEST_TIMEOUT);
+                return;
+            }
+        }
         scan_now(&self.scan_requests);
     }
 }
@@ -721,6 +749,64 @@ struct DirEvents {
     /// (helper-68: after such a swap the watch held 1 folder of 23 for good, and a file saved
     /// there went unseen until the periodic scan, 1.8-2.5 s).
     lost: std::sync::atomic::AtomicBool,
+    /// Whether a scan is between reading this queue and sending its changes.
+    scan: RunningScan,
+}
+
+/// Whether the watch thread's scan is running, from just before it reads the event queue until
+/// its changes are on the loop's channel ([`Freshness::stale`]); a request can wait for its end.
+#[derive(Default)]
+struct RunningScan {
+    running: std::sync::atomic::AtomicBool,
+    lock: std::sync::Mutex<()>,
+    ended: std::sync::Condvar,
+}
+
+/// Ends the scan [`RunningScan::begin`] marked running when dropped.
+struct ScanInFlight<'a>(&'a RunningScan);
+
+impl RunningScan {
+    /// Marks a scan running until the returned guard is dropped.
+    fn begin(&self) -> ScanInFlight<'_> {
+        self.running.store(true, Ordering::SeqCst);
+        ScanInFlight(self)
+    }
+
+    fn running(&self) -> bool {
+        self.running.load(Ordering::SeqCst)
+    }
+
+    /// Waits until no scan runs, at most `timeout` (logged when it passes).
+    fn wait_for_end(&self, timeout: Duration) {
+        let deadline = std::time::Instant::now() + timeout;
+        let mut guard = match self.lock.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        while self.running() {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                log::warn!(
+                    "the workspace's running scan did not end within {} s; the request goes on \
+                     without it",
+                    timeout.as_secs()
+                );
+                return;
+            }
+            guard = match self.ended.wait_timeout(guard, left) {
+                Ok((guard, _)) => guard,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+    }
+}
+
+impl Drop for ScanInFlight<'_> {
+    fn drop(&mut self) {
+        let _guard = self.0.lock.lock();
+        self.0.running.store(false, Ordering::SeqCst);
+        self.0.ended.notify_all();
+    }
 }
 
 const DIR_EVENT_MASK: u32 = libc::IN_CREATE
@@ -744,6 +830,7 @@ impl DirEvents {
             warned: Default::default(),
             awaited: Default::default(),
             lost: Default::default(),
+            scan: Default::default(),
         })
     }
 
@@ -781,8 +868,8 @@ impl DirEvents {
     }
 
     /// Read every queued event (a scan decides what changed, not the events; a lost watch is
-    /// remembered).
-    fn drain(&self) {
+    /// remembered); whether there was any since the last drain.
+    fn drain(&self) -> bool {
         self.inotify
             .drain_with(&mut |_, mask, _| self.note_lost(mask))
     }
@@ -1062,6 +1149,65 @@ mod tests {
         std::fs::remove_file(&database).unwrap();
         assert_eq!(snapshot.scan(&root), [(database, WatchedChange::Deleted)]);
         std::fs::remove_dir_all(&outer).unwrap();
+    }
+
+    /// A request that comes while a scan is between reading the event queue and sending its
+    /// changes waits for that scan's end (no scan of its own), and one whose write came after
+    /// the scan read the queue gets a scan of its own. The landing CI of 44d5129 ran into the
+    /// first case: a periodic scan had read the edit's event, the request found the queue empty
+    /// and overtook the change (pyright answered on the old text).
+    #[test]
+    fn a_request_during_a_scan_waits_for_its_changes() {
+        use std::sync::atomic::AtomicBool;
+        let root = std::env::temp_dir().join(format!("lspc-fresh-scan-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        let (scan_sender, scan_receiver) = crossbeam_channel::unbounded::<ScanRequest>();
+        let freshness = Freshness::new(scan_sender);
+        let Some(events) = freshness.events.as_ref() else {
+            return; // no inotify here: `stale` is always false
+        };
+        events.watch(&root);
+        std::fs::write(root.join("a.py"), "a = 1\n").unwrap();
+        assert!(freshness.stale(), "queued by the write's close");
+        // The watch thread's scan: marked running, then the queue read.
+        let in_flight = events.scan.begin();
+        assert!(events.drain(), "the edit's event");
+        assert!(
+            freshness.stale(),
+            "the scan that read the edit has not sent it yet"
+        );
+        let announced = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                std::thread::sleep(Duration::from_millis(250));
+                announced.store(true, Ordering::SeqCst); // the changes are on the channel
+                drop(in_flight);
+            });
+            freshness.catch_up();
+            assert!(
+                announced.load(Ordering::SeqCst),
+                "returned before the scan's end"
+            );
+        });
+        assert!(scan_receiver.try_recv().is_err(), "no scan of its own");
+        assert!(!freshness.stale());
+        // A write after the running scan read the queue: that scan may not have seen it.
+        std::fs::write(root.join("a.py"), "a = 22\n").unwrap();
+        let in_flight = events.scan.begin();
+        assert!(events.drain(), "the edit's event");
+        std::fs::write(root.join("a.py"), "a = 333\n").unwrap();
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                drop(in_flight);
+                let done = scan_receiver.recv().unwrap();
+                events.drain();
+                done.send(()).unwrap();
+            });
+            freshness.catch_up();
+        });
+        assert!(!freshness.stale());
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     /// A file written and closed makes the next check stale until a scan has put the change
