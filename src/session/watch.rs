@@ -1153,9 +1153,11 @@ mod tests {
 
     /// A request that comes while a scan is between reading the event queue and sending its
     /// changes waits for that scan's end (no scan of its own), and one whose write came after
-    /// the scan read the queue gets a scan of its own. The landing CI of 44d5129 ran into the
-    /// first case: a periodic scan had read the edit's event, the request found the queue empty
-    /// and overtook the change (pyright answered on the old text).
+    /// the scan read the queue gets a scan of its own. The first case is the likeliest cause of
+    /// a pyright definition answered on the old text of a file edited just before, through a
+    /// session, once in a loaded clean-clone CI run of 2d1e323 (no log was kept): a periodic
+    /// scan had read the edit's event, the request found the queue empty and overtook the
+    /// change.
     #[test]
     fn a_request_during_a_scan_waits_for_its_changes() {
         use std::sync::atomic::AtomicBool;
