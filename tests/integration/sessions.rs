@@ -1250,6 +1250,52 @@ fn session_stop_from_another_environment_stops_the_workspaces_session() {
         .stderr_contains("no session runs for");
 }
 
+/// Found in the landing CI of 44d5129: `session stop` exited 3 with "the lspc session … ended
+/// before it answered; ask again" for a session that did stop (it sent its main thread the stop
+/// before it wrote the answer, and with no server running exited first). The session now
+/// answers first; and a session that ends without answering (it was ending already: its idle
+/// bound, its root removed) counts as stopped once its process is gone. The session here is a
+/// stand-in: a socket that says hello for a process that exits 300 ms later, reads the stop
+/// and closes without answering.
+#[test]
+fn session_stop_counts_a_session_that_ended_without_answering_as_stopped() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::unix::fs::DirBuilderExt;
+    let ws = SessionWorkspace::new("stop-unanswered", json!({}));
+    let dir = ws.runtime.join("lspc");
+    std::fs::DirBuilder::new().mode(0o700).create(&dir).unwrap();
+    let key = "0123456789abcdef";
+    let listener = std::os::unix::net::UnixListener::bind(dir.join(format!("{key}.sock"))).unwrap();
+    let mut ending = Command::new("sleep").arg("0.3").spawn().unwrap();
+    let pid = ending.id();
+    let root = ws.workspace.root.canonicalize().unwrap();
+    let hello = json!({
+        "lspc": "lspc-session",
+        "protocol": lspc::session::wire::PROTOCOL_VERSION,
+        "version": env!("CARGO_PKG_VERSION"),
+        "key": key,
+        "root": root,
+        "pid": pid,
+        "log": dir.join(format!("{key}.log")),
+        "configHash": "",
+    });
+    let session = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        writeln!(stream, "{hello}").unwrap();
+        let mut line = String::new();
+        BufReader::new(&stream).read_line(&mut line).unwrap();
+        line // the connection closes unanswered as `stream` drops
+    });
+    let stopped = ws.lspc(&["session", "stop"]).run();
+    let line = session.join().unwrap();
+    assert!(line.contains(r#""op":"stop""#), "{line}");
+    stopped.status(0).stdout_is(&format!(
+        "stopped the session for {} (pid {pid})\n",
+        root.display()
+    ));
+    ending.wait().unwrap();
+}
+
 /// A session that cannot start (here it cannot listen: a directory sits where its socket goes)
 /// is noticed as soon as its process exits, through the ready pipe, not after the 30 s start
 /// timeout; `--session always` then says why once, with the session's own error, and the query
