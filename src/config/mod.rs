@@ -31,6 +31,7 @@ pub mod program;
 mod pylsp_plugins;
 mod resolve;
 mod sources;
+pub mod tsserver_routing;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;

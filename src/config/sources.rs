@@ -94,6 +94,7 @@ pub(super) fn load_sources(
         env,
     );
     super::gopls::ask_single_phase(&mut servers);
+    super::tsserver_routing::ask_full_server_only(&mut servers);
     let conflicts = extension_conflicts(&servers);
     for conflict in &conflicts {
         log::info!("extension conflict: {conflict}");

@@ -99,6 +99,8 @@ pub(super) struct Server {
     /// its start until its semantic tsserver's first diagnostics event or finished project load
     /// (`SyntaxRoutingTsServer._projectLoading`); a file in no tsconfig project gets no load
     /// events, so only a diagnostics event, which its publishes follow, ends that (helper-75).
+    /// lspc now has it run tsserver's full server alone (`config/tsserver_routing.rs`) unless
+    /// the entry sets `tsserver.useSyntaxServer`; the wait stays for an entry that does.
     pub(super) published_since_start: bool,
     /// The units ([`super::super::readiness_scope`]: clangd's compilation databases, gopls's
     /// modules; `None` for files in none) of the files whose readiness wait on the running

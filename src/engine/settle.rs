@@ -162,8 +162,11 @@ impl SettleRule {
                 let delay = crate::config::gopls::note(server)
                     .map(|note| format!("; {note}"))
                     .unwrap_or_default();
+                let routing = crate::config::tsserver_routing::note(server)
+                    .map(|note| format!("; {note}"))
+                    .unwrap_or_default();
                 format!(
-                    "  {name}: {}: {}{opens}{delay}\n",
+                    "  {name}: {}: {}{opens}{delay}{routing}\n",
                     rule.name(),
                     rule.description()
                 )

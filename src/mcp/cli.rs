@@ -186,6 +186,7 @@ pub fn single_server_config(
         std::env::var(name).ok()
     });
     config::gopls::ask_single_phase(&mut servers);
+    config::tsserver_routing::ask_full_server_only(&mut servers);
     Ok(Config {
         root: root.to_path_buf(),
         servers,

@@ -888,49 +888,94 @@ fn a_warm_definition_right_after_an_edit_behind_lspc_lands_on_the_new_text() {
     );
 }
 
+/// A long-running `lspc batch` in a workspace, driven one line at a time (a coprocess).
+struct BatchCoprocess {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl BatchCoprocess {
+    /// Starts `lspc --no-builtin --config CONFIG batch` in `workspace`.
+    fn start(workspace: &Workspace, config: &Path) -> BatchCoprocess {
+        use std::io::{BufRead, BufReader};
+        let mut command = Command::new(lspc_bin());
+        session_env(&mut command);
+        let mut child = command
+            .current_dir(&workspace.root)
+            .args(["--no-builtin", "--config"])
+            .arg(config)
+            .arg("batch")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn lspc batch");
+        let stdin = child.stdin.take();
+        let (sender, lines) = std::sync::mpsc::channel();
+        let stdout = child.stdout.take().expect("stdout");
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = sender.send(line);
+            }
+        });
+        BatchCoprocess {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    /// Writes `request` (which has an `id`) and returns its answer line, parsed.
+    fn ask(&mut self, request: Value) -> Value {
+        use std::io::Write;
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{request}").expect("write");
+        stdin.flush().expect("flush");
+        let answer = self
+            .lines
+            .recv_timeout(std::time::Duration::from_secs(120))
+            .expect("an answer line");
+        let answer: Value = serde_json::from_str(&answer).expect("json");
+        assert_eq!(answer["id"], request["id"], "{answer}");
+        answer
+    }
+
+    /// Closes the batch's input and asserts that it exits successfully within 30 s.
+    fn finish(mut self) {
+        drop(self.stdin.take());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!("lspc batch did not exit within 30 s of its stdin closing");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        assert!(status.success(), "{status:?}");
+    }
+}
+
 /// The same edit behind lspc's back, in a long-running in-process `lspc batch` (one line at a
 /// time, as a coprocess): the definition after the edit answered `lib.py:1:5` on the `# moved`
 /// comment for the rest of the batch, since nothing told pyright of the file it read from disk.
 /// The batch now watches the workspace as `lspc mcp` does. pyright 1.1.414.
 #[test]
 fn a_batch_definition_after_an_edit_behind_lspc_lands_on_the_new_text() {
-    use std::io::{BufRead, BufReader, Write};
     require_program!("pyright-langserver");
     let workspace = Workspace::new("batch-unopened-edit");
     workspace.file("lib.py", "def greet(name):\n    return name\n");
     workspace.file("main.py", "from lib import greet\n\nprint(greet(\"x\"))\n");
     let config = workspace.config(json!({ "pyright": pyright_entry() }));
-    let mut command = Command::new(lspc_bin());
-    session_env(&mut command);
-    let mut child = command
-        .current_dir(&workspace.root)
-        .args(["--no-builtin", "--config"])
-        .arg(&config)
-        .arg("batch")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn lspc batch");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let (sender, lines) = std::sync::mpsc::channel();
-    let stdout = child.stdout.take().expect("stdout");
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = sender.send(line);
-        }
-    });
-    // Owns stdin: dropping it closes the batch's input.
-    let mut definition = move |id: u32| -> Value {
-        let line =
-            json!({"id": id, "op": "definition", "file": "main.py", "line": 3, "symbol": "greet"});
-        writeln!(stdin, "{line}").expect("write");
-        stdin.flush().expect("flush");
-        let answer = lines
-            .recv_timeout(std::time::Duration::from_secs(120))
-            .expect("an answer line");
-        let answer: Value = serde_json::from_str(&answer).expect("json");
-        assert_eq!(answer["id"], id, "{answer}");
+    let mut batch = BatchCoprocess::start(&workspace, &config);
+    let mut definition = |id: u32| -> Value {
+        let answer = batch.ask(
+            json!({"id": id, "op": "definition", "file": "main.py", "line": 3, "symbol": "greet"}),
+        );
         answer["result"]["locations"][0].clone()
     };
     let before = definition(1);
@@ -949,20 +994,86 @@ fn a_batch_definition_after_an_edit_behind_lspc_lands_on_the_new_text() {
         (&json!(3), &json!("def greet(name):")),
         "{after}"
     );
-    drop(definition);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("lspc batch did not exit within 30 s of its stdin closing");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
+    batch.finish();
+}
+
+/// Found by helper-78 (issue 15): an agent saves `lib.ts` atomically (a new file renamed over
+/// it), then asks a definition in `main.ts` of the name it imports from there. lspc tells
+/// tsserver to reload its projects (a file replaced), typescript-language-server sees the load
+/// start and sends the definition to its syntax server, which knows the open files only: it
+/// answered the import line in `main.ts`, 10 times in 150. lspc now runs typescript-language-
+/// server with tsserver's full server alone (`tsserver.useSyntaxServer` `"never"`, which the
+/// entry below does not set): one tsserver, and every definition lands in `lib.ts` on the saved
+/// text. typescript-language-server 5.3.0, TypeScript 6.0.3.
+#[test]
+fn a_typescript_definition_after_an_atomic_save_lands_in_the_saved_file() {
+    require_program!("typescript-language-server");
+    let workspace = Workspace::new("ts-atomic-save");
+    workspace.file(
+        "tsconfig.json",
+        "{\"compilerOptions\": {\"strict\": true}}\n",
+    );
+    let body = "export function greet(name: string): string {\n    return name\n}\n";
+    workspace.file("src/lib.ts", body);
+    workspace.file(
+        "src/main.ts",
+        "import { greet } from './lib'\n\nconsole.log(greet('x'))\n",
+    );
+    let config = workspace.config(json!({ "typescript": typescript_entry() }));
+    let mut batch = BatchCoprocess::start(&workspace, &config);
+    let mut definition = |id: u32| -> (Value, Value) {
+        let answer = batch.ask(json!({"id": id, "op": "definition", "file": "src/main.ts",
+                                      "line": 3, "symbol": "greet"}));
+        let first = &answer["result"]["locations"][0];
+        (
+            json!([first["path"], first["line"], first["lineText"]]),
+            answer,
+        )
     };
-    assert!(status.success(), "{status:?}");
+    let (first, answer) = definition(0);
+    assert_eq!(
+        first,
+        json!([
+            "src/lib.ts",
+            1,
+            "export function greet(name: string): string {"
+        ]),
+        "{answer}"
+    );
+    // One tsserver serves the workspace, and it is the full one (the syntax server runs with
+    // `--serverMode partialSemantic`). Both run in the server's folder, the workspace root.
+    let root = workspace.root.canonicalize().unwrap();
+    let tsservers: Vec<String> = processes_matching("tsserver")
+        .into_iter()
+        .filter(|pid| std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd == root))
+        .map(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            String::from_utf8_lossy(&cmdline).replace('\0', " ")
+        })
+        .filter(|cmdline| cmdline.contains("tsserver.js"))
+        .collect();
+    assert_eq!(tsservers.len(), 1, "{tsservers:#?}");
+    assert!(!tsservers[0].contains("partialSemantic"), "{tsservers:#?}");
+    // Atomic saves moving `greet` down by 1 to 7 lines, a definition 40 ms after each.
+    for round in 1..=30u32 {
+        let padding = round % 7 + 1;
+        let text = format!("{}{body}", "// pad\n".repeat(padding as usize));
+        let temporary = workspace.path("src/lib.ts.tmp~");
+        std::fs::write(&temporary, text).unwrap();
+        std::fs::rename(&temporary, workspace.path("src/lib.ts")).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(40));
+        let (location, answer) = definition(round);
+        assert_eq!(
+            location,
+            json!([
+                "src/lib.ts",
+                padding + 1,
+                "export function greet(name: string): string {"
+            ]),
+            "round {round}: {answer}"
+        );
+    }
+    batch.finish();
 }
 
 /// Makes `workspace` a real git work tree (its `.git` marker folder replaced by `git init`) and
