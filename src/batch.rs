@@ -299,7 +299,7 @@ pub fn run_with(
         true => None,
         false => crate::session::watch::WatchThread::spawn(
             "lspc-batch-watch",
-            root.clone(),
+            crate::session::watch::WatchedWorkspace::of(root.clone(), &config),
             op_sender.clone(),
             Arc::clone(&active),
         ),

@@ -443,7 +443,10 @@ fn serve_clients(
         true => None,
         false => crate::session::watch::WatchThread::spawn(
             "lspc-mcp-watch",
-            PathBuf::from(&root),
+            crate::session::watch::WatchedWorkspace::of(
+                PathBuf::from(&root),
+                &options.engine.config,
+            ),
             engine.op_sender(),
             Arc::clone(&active),
         ),

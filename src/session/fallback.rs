@@ -75,11 +75,12 @@ impl InProcess {
         options.interrupted_sender = None;
         let root = options.config.root.clone();
         let root: PathBuf = root.canonicalize().unwrap_or(root);
+        let workspace = super::watch::WatchedWorkspace::of(root, &options.config);
         let engine = EngineHandle::start(options);
         let active = Arc::new(AtomicBool::new(true));
         let watch = WatchThread::spawn(
             "lspc-fallback-watch",
-            root,
+            workspace,
             engine.op_sender(),
             Arc::clone(&active),
         );

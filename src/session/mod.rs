@@ -41,6 +41,7 @@ pub mod query_workers;
 pub mod reload;
 pub mod server;
 pub mod watch;
+pub mod watch_priority;
 pub mod wire;
 
 use std::time::Duration;

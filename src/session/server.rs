@@ -208,6 +208,9 @@ pub fn serve(mut options: EngineOptions, idle: Duration) -> i32 {
     );
     let engine = EngineHandle::start(options);
     let mut reloader = Reloader::new(&initial_config, config_sources, engine.op_sender());
+    // The configuration at the start picks which files the watch takes first past its bound (a
+    // reload that adds a server's extensions takes effect with the next session).
+    let watched = super::watch::WatchedWorkspace::of(root.clone(), &initial_config);
     drop(initial_config);
     let (reload_sender, reload_receiver) = unbounded::<ReloadRequest>();
     let (scan_requests, scan_request_receiver) = unbounded::<super::watch::ScanRequest>();
@@ -229,14 +232,13 @@ pub fn serve(mut options: EngineOptions, idle: Duration) -> i32 {
     let (watch_stop, watch_stop_receiver) = unbounded::<()>();
     let watcher = {
         let op_sender = engine.op_sender();
-        let root = root.clone();
         let shared = Arc::clone(&shared);
         let has_clients = move || shared.clients.load(Ordering::SeqCst) > 0;
         thread::Builder::new()
             .name("lspc-session-watch".to_owned())
             .spawn(move || {
                 super::watch::run_fresh(
-                    root,
+                    watched,
                     op_sender,
                     watch_stop_receiver,
                     scan_request_receiver,

@@ -20,8 +20,10 @@
 //! `build/compile_commands.json`), and so is each symlink to a listed file, under the link's
 //! own name (`Listing::links`), since servers read a file under that name.
 //! Invariants:
-//! - At most [`MAX_WATCHED_FILES`] files are watched (the first ones in path order); beyond that
-//!   the rest are not announced, and the log says so once.
+//! - At most [`MAX_WATCHED_FILES`] files are watched: those the configured servers claim and
+//!   the configuration files they read first, then the others, each in path order
+//!   (`session/watch_priority.rs`); beyond that the rest are not announced, and the log says so
+//!   once. Of their folders, those of the files taken first get inotify watches first.
 //! - The first scan only records the snapshot: nothing changed before the session existed.
 //! - Files the request path touches are re-synced by the loop anyway; this only covers the rest.
 //! - A configuration file that some server reads only at known moments
@@ -51,6 +53,8 @@ use crate::config::Program;
 use crate::doorbell::LoopSender;
 use crate::engine::{Op, WatchedChange};
 use crate::file_stamp::FileStamp as Stamp;
+
+pub use super::watch_priority::WatchPriority;
 
 /// The most files one session watches.
 pub const MAX_WATCHED_FILES: usize = 20_000;
@@ -98,6 +102,8 @@ pub struct Snapshot {
     packages: HashMap<PathBuf, HashMap<PathBuf, Stamp>>,
     /// The files of tsserver's projects the listing leaves out (`session/project_files.rs`).
     project_files: super::project_files::ProjectFiles,
+    /// Which files come first when there are more than the bound ([`WatchPriority`]).
+    pub priority: WatchPriority,
     scanned: bool,
     warned: bool,
     warned_packages: bool,
@@ -121,16 +127,15 @@ impl Snapshot {
         // so a change of the target is also one of the name servers read it under.
         let mut files: Vec<PathBuf> = listing.files.into_iter().map(|file| file.path).collect();
         files.extend(listing.links);
-        if files.len() > MAX_WATCHED_FILES {
-            if !self.warned {
-                log::warn!(
-                    "{} has {} files; the session watches the first {MAX_WATCHED_FILES}",
-                    root.display(),
-                    files.len()
-                );
-                self.warned = true;
-            }
-            files.truncate(MAX_WATCHED_FILES);
+        let total = files.len();
+        if self.priority.keep_first(&mut files, MAX_WATCHED_FILES) > 0 && !self.warned {
+            log::warn!(
+                "{} has {total} files; the session watches {MAX_WATCHED_FILES}: those the \
+                 servers claim and their configuration files first, then the first others in \
+                 path order",
+                root.display(),
+            );
+            self.warned = true;
         }
         let mut package_folders: Vec<PathBuf> = files
             .iter()
@@ -382,11 +387,30 @@ pub fn scan_now(scan_requests: &Sender<ScanRequest>) {
     }
 }
 
+/// The workspace a watch thread scans: its root (canonical), and which of its files come first
+/// when it has more than [`MAX_WATCHED_FILES`] ([`WatchPriority::of`] the configuration).
+#[derive(Clone, Debug)]
+pub struct WatchedWorkspace {
+    pub root: PathBuf,
+    pub priority: WatchPriority,
+}
+
+impl WatchedWorkspace {
+    /// `root` watched for `config`'s servers: the files they claim and the configuration files
+    /// they read come first.
+    pub fn of(root: PathBuf, config: &crate::config::Config) -> WatchedWorkspace {
+        WatchedWorkspace {
+            root,
+            priority: WatchPriority::of(config, &LOOKED_UP_CONFIGURATION),
+        }
+    }
+}
+
 /// The `"lspc-session-watch"` thread's loop: scan every [`SCAN_INTERVAL`] (every
 /// [`QUIET_SCAN_INTERVAL`] once `has_clients` has been false for [`QUIET_AFTER`]), and at once
 /// for each [`ScanRequest`], until `stop` fires or the engine is gone.
 pub fn run(
-    root: PathBuf,
+    workspace: WatchedWorkspace,
     op_sender: LoopSender<Op>,
     stop: Receiver<()>,
     scan_requests: Receiver<ScanRequest>,
@@ -394,7 +418,7 @@ pub fn run(
 ) {
     let lists = ProjectLists::default();
     run_with_events(
-        root,
+        workspace,
         op_sender,
         stop,
         scan_requests,
@@ -407,7 +431,7 @@ pub fn run(
 /// [`run`] for the requests that check `freshness`: its folder events are kept watching the
 /// folders of the files each scan lists.
 pub fn run_fresh(
-    root: PathBuf,
+    workspace: WatchedWorkspace,
     op_sender: LoopSender<Op>,
     stop: Receiver<()>,
     scan_requests: Receiver<ScanRequest>,
@@ -417,7 +441,7 @@ pub fn run_fresh(
     let events = freshness.events.as_ref();
     let lists = &freshness.lists;
     run_with_events(
-        root,
+        workspace,
         op_sender,
         stop,
         scan_requests,
@@ -432,7 +456,7 @@ pub fn run_fresh(
 /// event queue is read just before each scan, so an event queued before a [`ScanRequest`] is
 /// covered by it.
 fn run_with_events(
-    root: PathBuf,
+    workspace: WatchedWorkspace,
     op_sender: LoopSender<Op>,
     stop: Receiver<()>,
     scan_requests: Receiver<ScanRequest>,
@@ -440,8 +464,12 @@ fn run_with_events(
     events: Option<&DirEvents>,
     lists: &ProjectLists,
 ) {
+    let WatchedWorkspace { root, priority } = workspace;
     let mut watched_folders: std::collections::HashSet<PathBuf> = Default::default();
-    let mut snapshot = Snapshot::default();
+    let mut snapshot = Snapshot {
+        priority,
+        ..Snapshot::default()
+    };
     let mut last_client = std::time::Instant::now();
     let mut last_scan: Option<std::time::Instant> = None;
     let mut scan_requests = scan_requests;
@@ -543,8 +571,8 @@ fn run_with_events(
     }
 }
 
-/// Has `events` watch the folders of `snapshot`'s files (at most [`MAX_WATCHED_FOLDERS`], in
-/// path order): the root, each listed file's folder, the `node_modules` folders and their
+/// Has `events` watch the folders of `snapshot`'s files (at most [`MAX_WATCHED_FOLDERS`]; the
+/// root and the folders of the files its priority takes first come first): the root, each listed file's folder, the `node_modules` folders and their
 /// scope folders (`npm install` adds a package there), and the project files' folders (watched
 /// again each time); and the unlisted configuration files themselves, not their folders (a
 /// build folder or a home folder is written to all the time), and the listed configuration
@@ -600,8 +628,22 @@ fn watch_folders(
     // drops the watch of a deleted folder): watched again if it comes back.
     watched.retain(|folder| folders.contains(folder.as_path()));
     let mut folders: Vec<&Path> = folders.into_iter().collect();
-    // Path order, so the folders watched under the bound do not vary from scan to scan.
-    folders.sort_unstable();
+    // The root and the folders of the files taken first (`WatchPriority`) first, each group in
+    // path order, so the folders watched under the bound do not vary from scan to scan.
+    if folders.len() <= MAX_WATCHED_FOLDERS {
+        folders.sort_unstable();
+    } else {
+        let first: std::collections::HashSet<&Path> = std::iter::once(root)
+            .chain(
+                snapshot
+                    .stamps
+                    .keys()
+                    .filter(|file| snapshot.priority.covers(file))
+                    .filter_map(|file| file.parent()),
+            )
+            .collect();
+        folders.sort_unstable_by_key(|folder| (!first.contains(folder), *folder));
+    }
     watch_new_folders(events, folders.iter().copied(), watched);
     // Again: a generator that removes its output folder and makes it anew (`prisma generate`)
     // leaves the old watch on the removed folder; watching the same folder again costs one call
@@ -888,7 +930,7 @@ impl WatchThread {
     /// start.
     pub fn spawn(
         name: &str,
-        root: PathBuf,
+        workspace: WatchedWorkspace,
         op_sender: LoopSender<Op>,
         active: std::sync::Arc<std::sync::atomic::AtomicBool>,
     ) -> Option<WatchThread> {
@@ -901,7 +943,7 @@ impl WatchThread {
             .name(name.to_owned())
             .spawn(move || {
                 run_fresh(
-                    root,
+                    workspace,
                     op_sender,
                     stop_receiver,
                     scan_requests,
@@ -1225,7 +1267,11 @@ mod tests {
         let mut log = std::fs::File::create(root.join("lspc.log")).unwrap();
         let (op_sender, op_receiver) = crate::doorbell::unbounded();
         let active = Arc::new(std::sync::atomic::AtomicBool::new(true));
-        let watch = WatchThread::spawn("test-watch", root.clone(), op_sender, active).unwrap();
+        let workspace = WatchedWorkspace {
+            root: root.clone(),
+            priority: WatchPriority::default(),
+        };
+        let watch = WatchThread::spawn("test-watch", workspace, op_sender, active).unwrap();
         let freshness = watch.freshness();
         // The first scan records the snapshot and starts the folder watches.
         freshness.catch_up();

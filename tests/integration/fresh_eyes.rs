@@ -968,32 +968,49 @@ impl BatchCoprocess {
 fn a_batch_definition_after_an_edit_behind_lspc_lands_on_the_new_text() {
     require_program!("pyright-langserver");
     let workspace = Workspace::new("batch-unopened-edit");
+    assert_a_definition_follows_an_edit_behind_the_batch(&workspace);
+}
+
+/// The same edit in a workspace with more files than a watch stamps (20,000): they were taken in
+/// path order, so with 20,000 files under `assets/` neither `lib.py` nor `main.py` was
+/// stamped, the edit was never announced and pyright answered `lib.py:1` for the rest of the
+/// batch. The files a configured server claims now come first. pyright 1.1.414.
+#[test]
+fn an_edit_behind_lspc_is_seen_in_a_workspace_past_the_watch_bound() {
+    require_program!("pyright-langserver");
+    let workspace = Workspace::new("batch-past-the-watch-bound");
+    for folder in 0..20 {
+        let folder = workspace.path(&format!("assets/d{folder:02}"));
+        std::fs::create_dir_all(&folder).unwrap();
+        for file in 0..1000 {
+            std::fs::write(folder.join(format!("f{file:03}.txt")), "x\n").unwrap();
+        }
+    }
+    workspace.file("pyrightconfig.json", "{\"exclude\": [\"assets\"]}\n");
+    assert_a_definition_follows_an_edit_behind_the_batch(&workspace);
+}
+
+/// Writes `lib.py` and `main.py` into `workspace`, asks in a pyright `lspc batch` where
+/// `main.py`'s `greet` is defined, then rewrites `lib.py` behind lspc with two lines above
+/// `greet` and asserts that the next definition lands on the new line.
+fn assert_a_definition_follows_an_edit_behind_the_batch(workspace: &Workspace) {
     workspace.file("lib.py", "def greet(name):\n    return name\n");
     workspace.file("main.py", "from lib import greet\n\nprint(greet(\"x\"))\n");
     let config = workspace.config(json!({ "pyright": pyright_entry() }));
-    let mut batch = BatchCoprocess::start(&workspace, &config);
+    let mut batch = BatchCoprocess::start(workspace, &config);
     let mut definition = |id: u32| -> Value {
         let answer = batch.ask(
             json!({"id": id, "op": "definition", "file": "main.py", "line": 3, "symbol": "greet"}),
         );
-        answer["result"]["locations"][0].clone()
+        let first = &answer["result"]["locations"][0];
+        json!([first["path"], first["line"], first["lineText"]])
     };
-    let before = definition(1);
-    assert_eq!(
-        (&before["line"], &before["lineText"]),
-        (&json!(1), &json!("def greet(name):")),
-        "{before}"
-    );
+    assert_eq!(definition(1), json!(["lib.py", 1, "def greet(name):"]));
     workspace.file(
         "lib.py",
         "# moved\n# down\ndef greet(name):\n    return name\n",
     );
-    let after = definition(2);
-    assert_eq!(
-        (&after["line"], &after["lineText"]),
-        (&json!(3), &json!("def greet(name):")),
-        "{after}"
-    );
+    assert_eq!(definition(2), json!(["lib.py", 3, "def greet(name):"]));
     batch.finish();
 }
 
