@@ -130,9 +130,9 @@ impl Snapshot {
         let total = files.len();
         if self.priority.keep_first(&mut files, MAX_WATCHED_FILES) > 0 && !self.warned {
             log::warn!(
-                "{} has {total} files; the session watches {MAX_WATCHED_FILES}: those the \
-                 servers claim and their configuration files first, then the first others in \
-                 path order",
+                "{} has {total} files; lspc watches {MAX_WATCHED_FILES} of them for changes \
+                 made behind it: those the servers claim and their configuration files first, \
+                 then the others in path order",
                 root.display(),
             );
             self.warned = true;
