@@ -128,11 +128,19 @@ impl Snapshot {
         let mut files: Vec<PathBuf> = listing.files.into_iter().map(|file| file.path).collect();
         files.extend(listing.links);
         let total = files.len();
-        if self.priority.keep_first(&mut files, MAX_WATCHED_FILES) > 0 && !self.warned {
+        let left_out = self.priority.keep_first(&mut files, MAX_WATCHED_FILES);
+        if left_out.files > 0 && !self.warned {
+            let unseen = match left_out.covered {
+                0 => String::new(),
+                covered => format!(
+                    "; {covered} files the servers read are past that bound (the last in path \
+                     order): the servers will not hear of changes made to them behind lspc"
+                ),
+            };
             log::warn!(
                 "{} has {total} files; lspc watches {MAX_WATCHED_FILES} of them for changes \
                  made behind it: those the servers claim and their configuration files first, \
-                 then the others in path order",
+                 then the others in path order{unseen}",
                 root.display(),
             );
             self.warned = true;

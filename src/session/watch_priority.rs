@@ -72,21 +72,34 @@ impl WatchPriority {
     }
 
     /// Keeps at most `bound` of `files`: those [`covered`](Self::covers) first, then the others,
-    /// each group in its order in `files`. Returns how many were left out.
-    pub fn keep_first(&self, files: &mut Vec<PathBuf>, bound: usize) -> usize {
+    /// each group in its order in `files`. Returns how many were left out, and how many of
+    /// those were covered (files a server reads, whose changes behind lspc it will not hear of).
+    pub fn keep_first(&self, files: &mut Vec<PathBuf>, bound: usize) -> LeftOut {
         if files.len() <= bound {
-            return 0;
+            return LeftOut::default();
         }
         let total = files.len();
         let (mut kept, others): (Vec<PathBuf>, Vec<PathBuf>) = std::mem::take(files)
             .into_iter()
             .partition(|file| self.covers(file));
+        let covered = kept.len().saturating_sub(bound);
         kept.truncate(bound);
         let room = bound - kept.len();
         kept.extend(others.into_iter().take(room));
         *files = kept;
-        total - bound
+        LeftOut {
+            files: total - bound,
+            covered,
+        }
     }
+}
+
+/// What [`WatchPriority::keep_first`] left out: `files` in all, `covered` of them files the
+/// servers read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LeftOut {
+    pub files: usize,
+    pub covered: usize,
 }
 
 #[cfg(test)]
@@ -115,7 +128,8 @@ mod tests {
             "/w/src/main.PY",
             "/w/web/app.ts",
         ]);
-        assert_eq!(priority().keep_first(&mut files, 6), 1);
+        let left_out = |files: usize, covered: usize| LeftOut { files, covered };
+        assert_eq!(priority().keep_first(&mut files, 6), left_out(1, 0));
         assert_eq!(
             files,
             paths(&[
@@ -129,15 +143,18 @@ mod tests {
         );
         // More claimed files than room: the first of them, in order.
         let mut files = paths(&["/w/a.md", "/w/b.py", "/w/c.py", "/w/d.py"]);
-        assert_eq!(priority().keep_first(&mut files, 2), 2);
+        assert_eq!(priority().keep_first(&mut files, 2), left_out(2, 1));
         assert_eq!(files, paths(&["/w/b.py", "/w/c.py"]));
         // Within the bound nothing moves.
         let mut files = paths(&["/w/a.md", "/w/b.py"]);
-        assert_eq!(priority().keep_first(&mut files, 2), 0);
+        assert_eq!(priority().keep_first(&mut files, 2), left_out(0, 0));
         assert_eq!(files, paths(&["/w/a.md", "/w/b.py"]));
         // No priority: path order, as before.
         let mut files = paths(&["/w/a.md", "/w/b.py", "/w/c.py"]);
-        assert_eq!(WatchPriority::default().keep_first(&mut files, 2), 1);
+        assert_eq!(
+            WatchPriority::default().keep_first(&mut files, 2),
+            left_out(1, 0)
+        );
         assert_eq!(files, paths(&["/w/a.md", "/w/b.py"]));
     }
 
