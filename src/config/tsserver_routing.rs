@@ -81,11 +81,21 @@ pub fn note(server: &ServerConfig) -> Option<String> {
              lspc sends unless the entry sets it): a query during a project load waits for the \
              load"
         ),
+        Some("always") => format!(
+            "the entry's {SECTION}.{SETTING} is \"always\": typescript-language-server runs \
+             tsserver's syntax server alone, whose answers know the open files only"
+        ),
         _ => format!(
-            "the entry's {SECTION}.{SETTING} is {}: while tsserver loads a project, \
-             typescript-language-server answers definitions, references and hovers from its \
-             syntax server, which knows the open files only",
-            setting.map_or_else(|| "not readable".to_owned(), Value::to_string)
+            "{}: while tsserver loads a project, typescript-language-server answers \
+             definitions, references and hovers from its syntax server, which knows the open \
+             files only",
+            match setting {
+                Some(value) => format!("the entry's {SECTION}.{SETTING} is {value}"),
+                None => format!(
+                    "lspc cannot set {SECTION}.{SETTING} (the entry's initializationOptions, or \
+                     their {SECTION}, is not an object)"
+                ),
+            }
         ),
     })
 }
@@ -170,6 +180,19 @@ mod tests {
         let note = super::note(&auto).unwrap();
         assert!(
             note.starts_with("the entry's tsserver.useSyntaxServer is \"auto\": while tsserver"),
+            "{note}"
+        );
+        let always = entry(
+            tsls,
+            &["--stdio"],
+            Some(json!({"tsserver": {"useSyntaxServer": "always"}})),
+        );
+        let note = super::note(&always).unwrap();
+        assert!(note.contains("syntax server alone"), "{note}");
+        let unset = entry(tsls, &["--stdio"], Some(json!(["not an object"])));
+        let note = super::note(&unset).unwrap();
+        assert!(
+            note.starts_with("lspc cannot set tsserver.useSyntaxServer"),
             "{note}"
         );
         assert_eq!(super::note(&entry("/usr/bin/gopls", &[], None)), None);

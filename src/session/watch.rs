@@ -580,11 +580,12 @@ fn run_with_events(
 }
 
 /// Has `events` watch the folders of `snapshot`'s files (at most [`MAX_WATCHED_FOLDERS`]; the
-/// root and the folders of the files its priority takes first come first): the root, each listed file's folder, the `node_modules` folders and their
-/// scope folders (`npm install` adds a package there), and the project files' folders (watched
-/// again each time); and the unlisted configuration files themselves, not their folders (a
-/// build folder or a home folder is written to all the time), and the listed configuration
-/// files themselves too. `watched` is what is watched already.
+/// root and the folders of the files its priority takes first come first): the root, each
+/// listed file's folder, the `node_modules` folders and their scope folders (`npm install` adds
+/// a package there), and the project files' folders (watched again each time); and the unlisted
+/// configuration files themselves, not their folders (a build folder or a home folder is
+/// written to all the time), and the listed configuration files themselves too. `watched` is
+/// what is watched already.
 fn watch_folders(
     events: &DirEvents,
     snapshot: &Snapshot,
