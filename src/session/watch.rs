@@ -103,7 +103,7 @@ pub struct Snapshot {
     /// The files of tsserver's projects the listing leaves out (`session/project_files.rs`).
     project_files: super::project_files::ProjectFiles,
     /// Which files come first when there are more than the bound ([`WatchPriority`]).
-    pub priority: WatchPriority,
+    priority: WatchPriority,
     scanned: bool,
     warned: bool,
     warned_packages: bool,
